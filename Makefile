@@ -1,0 +1,68 @@
+# sluice: the entry points. `make demo` and `make test` do all set-up themselves on a fresh Debian machine.
+SHELL := /bin/bash
+JOBS ?= $(shell nproc)
+BUILD ?= build
+CMAKE_FLAGS ?=
+ifeq ($(CI),true)
+  CMAKE_FLAGS += -DSL_WERROR=ON
+endif
+
+# Packages needed to build and test. Benchmark peers (PyTorch) and report rendering (Chromium) are separate.
+DEB_PKGS := build-essential cmake pkg-config clang libclang-rt-14-dev \
+  libjansson-dev libturbojpeg0-dev libjpeg62-turbo-dev libglpk-dev libxgboost-dev \
+  protobuf-c-compiler libprotobuf-c-dev libcmocka-dev libzstd-dev zlib1g-dev libisal-dev \
+  libstb-dev libxxhash-dev libpq-dev libsqlite3-dev sqlite3 postgresql python3
+DEB_BENCH := python3-torch python3-torchvision python3-pil python3-numpy hyperfine
+
+.PHONY: all deps deps-bench build build-asan build-tsan demo test test-plain test-asan test-tsan bench bench-quick install clean
+
+all: build
+
+deps:
+	@bash tools/deps.sh $(DEB_PKGS)
+
+deps-bench: deps
+	@bash tools/deps.sh $(DEB_BENCH)
+
+$(BUILD)/Makefile: CMakeLists.txt
+	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
+
+build: deps
+	cmake -S . -B $(BUILD) $(CMAKE_FLAGS) >/dev/null
+	cmake --build $(BUILD) -j $(JOBS)
+
+build-asan: deps
+	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DSL_SANITIZE=address,undefined $(CMAKE_FLAGS) >/dev/null
+	cmake --build build-asan -j $(JOBS)
+
+build-tsan: deps
+	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSL_SANITIZE=thread $(CMAKE_FLAGS) >/dev/null
+	cmake --build build-tsan -j $(JOBS)
+
+demo: build
+	bash tools/demo.sh $(BUILD)/sluice
+
+test: test-plain test-asan test-tsan
+	@echo "make test: plain, ASan+UBSan and TSan suites passed"
+
+test-plain: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+test-asan: build-asan
+	cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  ctest --output-on-failure -j $(JOBS)
+
+test-tsan: build-tsan
+	cd build-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest --output-on-failure -j $(JOBS) -L threaded
+
+bench: build deps-bench
+	bash bench/run --full $(BUILD)/sluice
+
+bench-quick: build
+	bash bench/run --quick $(BUILD)/sluice
+
+install: build
+	cmake --install $(BUILD)
+
+clean:
+	rm -rf build build-asan build-tsan

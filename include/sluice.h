@@ -1,0 +1,9 @@
+/* sluice.h: the umbrella header of libsluice. */
+#ifndef SLUICE_H
+#define SLUICE_H
+#include "sluice/common.h"
+#include "sluice/element.h"
+#include "sluice/fn.h"
+#include "sluice/pipeline.h"
+
+#endif

@@ -1,0 +1,55 @@
+/* sluice/common.h: error codes, the per-thread error message, version, allocator hooks.
+ * Every sluice function returns 0 on success or a negative SL_E... code; the message that names what was wrong
+ * is kept per thread and read with sl_error_last() on the thread that saw the error. */
+#ifndef SLUICE_COMMON_H
+#define SLUICE_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Return codes. SL_END is not an error: the stream is exhausted. */
+enum {
+  SL_OK = 0,
+  SL_END = 1,
+  SL_ERROR = -1,     /* generic: read the message */
+  SL_EINVAL = -2,    /* bad argument, spec or input value */
+  SL_ENOMEM = -3,    /* allocation failed */
+  SL_EIO = -4,       /* a file or device error */
+  SL_ECORRUPT = -5,  /* data failed a checksum or a format check */
+  SL_ENOTFOUND = -6, /* a named thing does not exist */
+  SL_ECANCELED = -7, /* the pipeline was cancelled */
+  SL_EVERSION = -8   /* a file or database of another version */
+};
+
+/* The message of the last error set on the calling thread ("" when none). Valid until the next sluice call on
+ * this thread. Safe from any thread. */
+const char *sl_error_last(void);
+/* The last error's code on this thread (0 when none). */
+int sl_error_code(void);
+/* Clears this thread's error. */
+void sl_error_clear(void);
+/* A short name for a code ("SL_EINVAL"). */
+const char *sl_strerror(int code);
+
+/* The library's version string, e.g. "0.1.0". */
+const char *sl_version(void);
+
+/* Allocator hooks. All of libsluice's heap use goes through these; tests install a failing allocator to check
+ * that every allocation failure surfaces as SL_ENOMEM. Not thread-safe: set before any other sluice call. */
+typedef struct sl_allocator {
+  void *(*malloc_fn)(size_t size, void *payload);
+  void *(*realloc_fn)(void *ptr, size_t size, void *payload);
+  void (*free_fn)(void *ptr, void *payload);
+  void *payload;
+} sl_allocator;
+/* Installs `a` (copied), or the C library's allocator when `a` is NULL. */
+void sl_set_allocator(const sl_allocator *a);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,120 @@
+/* sluice/element.h: elements (tuples of named components), tensors, byte strings and reference-counted buffers.
+ * Data lives in sl_buf buffers with an atomic reference count, so batch, cache and prefetch move pointers.
+ * Thread rules: an sl_elem belongs to one thread at a time; sl_buf reference counting is safe from any thread. */
+#ifndef SLUICE_ELEMENT_H
+#define SLUICE_ELEMENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SL_MAX_RANK 8
+#define SL_MAX_COMPONENTS 32
+/* Payloads this small live inside the component itself: no allocation for scalars. */
+#define SL_INLINE_BYTES 16
+
+typedef enum sl_dtype {
+  SL_UINT8 = 0,
+  SL_INT32 = 1,
+  SL_INT64 = 2,
+  SL_FLOAT32 = 3,
+  SL_FLOAT64 = 4,
+  SL_BYTES = 5 /* byte strings: rank 0 is one string; rank >= 1 an array of strings with offsets */
+} sl_dtype;
+
+/* Bytes per value of a numeric dtype (0 for SL_BYTES). */
+size_t sl_dtype_size(sl_dtype dt);
+/* "uint8", "int32", ... ; NULL for an unknown value. */
+const char *sl_dtype_name(sl_dtype dt);
+/* Parses a dtype name; SL_EINVAL when unknown. */
+int sl_dtype_parse(sl_dtype *out, const char *name);
+
+/* A reference-counted byte buffer. Create with sl_buf_alloc (data owned) or sl_buf_wrap (data freed by a callback). */
+typedef struct sl_buf sl_buf;
+/* Allocates a buffer of `size` bytes (uninitialised), refcount 1. NULL with SL_ENOMEM set on failure. */
+sl_buf *sl_buf_alloc(size_t size);
+/* Wraps caller memory; `release(data, payload)` runs when the last reference goes. */
+sl_buf *sl_buf_wrap(void *data, size_t size, void (*release)(void *data, void *payload), void *payload);
+void *sl_buf_data(const sl_buf *b);
+size_t sl_buf_size(const sl_buf *b);
+sl_buf *sl_buf_ref(sl_buf *b);
+/* Drops one reference; frees at zero. Accepts NULL. */
+void sl_buf_unref(sl_buf *b);
+
+/* A component: a tensor or byte string(s). Fields are public for speed; use the accessors to keep them valid.
+ * Numeric: `data` bytes are count(shape) * dtype size. Byte strings (SL_BYTES): `data` holds the concatenated
+ * strings; for rank >= 1, `offs` holds count+1 uint64 offsets into data. `name` must outlive the element
+ * (names come from the spec, which lives as long as the pipeline, or are static strings). */
+typedef struct sl_comp {
+  const char *name;
+  sl_dtype dtype;
+  int rank;
+  int64_t shape[SL_MAX_RANK];
+  sl_buf *buf;  /* NULL when the payload is inline */
+  sl_buf *offs; /* SL_BYTES with rank >= 1 only */
+  size_t off;   /* offset of this component's payload inside buf */
+  size_t size;  /* payload bytes */
+  unsigned char inl[SL_INLINE_BYTES];
+} sl_comp;
+
+/* An element: up to SL_MAX_COMPONENTS named components. Caller-owned storage; references to buffers inside. */
+typedef struct sl_elem {
+  int n;
+  sl_comp c[SL_MAX_COMPONENTS];
+} sl_elem;
+
+/* Zeroes an element (n = 0). */
+void sl_elem_init(sl_elem *e);
+/* Drops every component's references and leaves the element empty. */
+void sl_elem_clear(sl_elem *e);
+/* Makes `dst` a new reference-sharing copy of `src` (dst must be empty). */
+void sl_elem_copy(sl_elem *dst, const sl_elem *src);
+/* Moves `src` into `dst` (dst must be empty); src becomes empty. */
+void sl_elem_move(sl_elem *dst, sl_elem *src);
+/* Index of the component named `name`, or -1. */
+int sl_elem_find(const sl_elem *e, const char *name);
+/* The component named `name`, or NULL. */
+sl_comp *sl_elem_get(sl_elem *e, const char *name);
+/* Removes the named component (dropping its references); SL_ENOTFOUND when absent. */
+int sl_elem_remove(sl_elem *e, const char *name);
+/* Total payload bytes of an element. */
+size_t sl_elem_bytes(const sl_elem *e);
+
+/* Number of values of a shape (1 for rank 0). SL_EINVAL on overflow or a negative dimension. */
+int sl_shape_count(int64_t *out, int rank, const int64_t *shape);
+
+/* Adds or replaces component `name` with a numeric tensor. If `buf` is NULL the payload (count * dtype size
+ * bytes) is copied from `data` (inline when small, else into a new buffer); otherwise the component takes a
+ * reference-sharing view of buf at offset `off` (the caller keeps its own reference). */
+int sl_elem_set_tensor(sl_elem *e, const char *name, sl_dtype dt, int rank, const int64_t *shape, sl_buf *buf,
+                       size_t off, const void *data);
+/* Adds or replaces a numeric tensor whose payload is allocated here; *data_out points to it (uninitialised). */
+int sl_elem_new_tensor(sl_elem *e, const char *name, sl_dtype dt, int rank, const int64_t *shape,
+                       void **data_out);
+/* Adds or replaces a rank-0 byte string: copies `len` bytes from `data`, or views buf[off, off+len) when buf
+ * is given. */
+int sl_elem_set_bytes(sl_elem *e, const char *name, sl_buf *buf, size_t off, const void *data, size_t len);
+/* Scalar helpers. */
+int sl_elem_set_i64(sl_elem *e, const char *name, int64_t v);
+int sl_elem_set_f64(sl_elem *e, const char *name, double v);
+
+/* Read access. sl_comp_data returns the first payload byte. For a rank >= 1 byte-string component,
+ * sl_comp_string gives string i. */
+const void *sl_comp_data(const sl_comp *c);
+void *sl_comp_mutable_data(sl_comp *c); /* copies the payload first when the buffer is shared */
+int64_t sl_comp_count(const sl_comp *c);
+int sl_comp_string(const sl_comp *c, int64_t i, const void **data, size_t *len);
+/* Reads a scalar (or the first value) of any numeric dtype as int64 / double. SL_EINVAL for SL_BYTES. */
+int sl_comp_get_i64(const sl_comp *c, int64_t *out);
+int sl_comp_get_f64(const sl_comp *c, double *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

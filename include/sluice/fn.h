@@ -1,0 +1,80 @@
+/* sluice/fn.h: element functions that `map` and `filter` run, and how users add their own.
+ * A function has optional per-op state made by init() from the op's "args" object; call() then runs once per
+ * element, possibly on several worker threads at once (parallel map), so call() must not mutate shared state
+ * without its own synchronisation. Randomness must come from call->seed, which depends only on the pipeline
+ * seed, the op and the element's index: the output is then the same whatever the parallelism. */
+#ifndef SLUICE_FN_H
+#define SLUICE_FN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common.h"
+#include "element.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Read-only view of an op's "args" object. */
+typedef struct sl_args sl_args;
+/* Each getter returns 0 and the value (or `def` when the key is absent), or SL_EINVAL with a message naming
+ * the JSON path when the value has the wrong type. */
+int sl_args_int(const sl_args *a, const char *key, int64_t def, int64_t *out);
+int sl_args_double(const sl_args *a, const char *key, double def, double *out);
+int sl_args_bool(const sl_args *a, const char *key, bool def, bool *out);
+/* The returned string lives as long as the pipeline. */
+int sl_args_string(const sl_args *a, const char *key, const char *def, const char **out);
+/* Reads a numeric array into out[0..max); *n gets its length. Absent: *n = 0. */
+int sl_args_doubles(const sl_args *a, const char *key, double *out, int max, int *n);
+bool sl_args_has(const sl_args *a, const char *key);
+/* JSON path of the args object ("ops[3].args"), for messages. */
+const char *sl_args_path(const sl_args *a);
+/* The value at `key` serialised as JSON (NULL when absent). Free with sl_free(). */
+char *sl_args_json(const sl_args *a, const char *key);
+
+/* Per-call information. */
+typedef struct sl_fn_call {
+  uint64_t index;      /* the element's position in the op's input stream during this epoch */
+  uint64_t seed;       /* per-element seed: a hash of pipeline seed, op, epoch and index */
+  bool keep;           /* filter functions set it to false to drop the element (starts true) */
+  const char *op_path; /* "ops[4]": name it in error messages */
+} sl_fn_call;
+
+enum {
+  SL_FN_RANDOM = 1u << 0, /* output depends on call->seed (a cache above it would freeze the randomness) */
+  SL_FN_FILTER = 1u << 1  /* a predicate for `filter`: sets call->keep, must not change the element */
+};
+
+#define SL_FN_DEF_VERSION 1
+typedef struct sl_fn_def {
+  unsigned version; /* SL_FN_DEF_VERSION */
+  unsigned flags;   /* SL_FN_RANDOM, SL_FN_FILTER */
+  /* Optional. Makes the state from args. `payload` is the one given to sl_fn_register. */
+  int (*init)(void **state, const sl_args *args, void *payload);
+  /* Transforms `elem` in place (map) or sets call->keep (filter). Returns 0 or a negative code after
+   * sl_error_set() with a message. */
+  int (*call)(void *state, sl_elem *elem, sl_fn_call *call);
+  /* Optional. Frees the state. */
+  void (*free)(void *state);
+} sl_fn_def;
+
+/* Registers (or replaces) function `name`. The definition is copied. Safe from any thread; pipelines built
+ * afterwards see it. */
+int sl_fn_register(const char *name, const sl_fn_def *def, void *payload);
+/* Names of registered functions, sorted, NULL-terminated; free with sl_free() (one block). */
+int sl_fn_list(const char ***names);
+
+/* Sets this thread's error (printf-style message) and returns `code`; for use inside function callbacks. */
+int sl_error_set(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* A small fast PRNG (xoshiro256**) for functions: seed it from call->seed. */
+typedef struct sl_rng { uint64_t s[4]; } sl_rng;
+void sl_rng_seed(sl_rng *r, uint64_t seed);
+uint64_t sl_rng_u64(sl_rng *r);
+double sl_rng_uniform(sl_rng *r); /* [0, 1) */
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,107 @@
+/* sluice/pipeline.h: pipelines from JSON specs or the builder, iterators, and per-op counters.
+ * A pipeline is an immutable graph built from a spec (see docs/spec.md); each sl_pipeline_iter() call starts an
+ * independent run of it. Thread rules: an sl_pipeline may be shared by threads for sl_pipeline_iter,
+ * sl_pipeline_op_stats and sl_pipeline_to_json; an sl_iter is used by one consumer thread, except
+ * sl_iter_cancel(), which is safe from any thread (for signal-driven stops use it from a normal thread). */
+#ifndef SLUICE_PIPELINE_H
+#define SLUICE_PIPELINE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common.h"
+#include "element.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A knob value meaning "let the planner choose" (JSON "autotune"). */
+#define SL_AUTOTUNE (-1)
+
+typedef struct sl_pipeline sl_pipeline;
+typedef struct sl_iter sl_iter;
+
+/* Builds a pipeline from a JSON spec. `origin` names the spec in messages (a path, or NULL for "<spec>").
+ * Errors: SL_EINVAL with a message giving line and column for malformed JSON, or the JSON path
+ * (e.g. "ops[3].parallelism") for a bad op, knob or function; SL_ENOMEM. */
+int sl_pipeline_from_json(sl_pipeline **out, const char *json, size_t len, const char *origin);
+/* Reads and builds the spec in file `path`. SL_EIO names the file when it cannot be read. */
+int sl_pipeline_from_file(sl_pipeline **out, const char *path);
+/* Frees a pipeline; every iterator of it must have been freed. Accepts NULL. */
+void sl_pipeline_free(sl_pipeline *p);
+/* The spec as normalised JSON (every knob written, autotune kept as "autotune"). Free with sl_free(). */
+int sl_pipeline_to_json(const sl_pipeline *p, char **out);
+/* The pipeline's name and seed from its spec. */
+const char *sl_pipeline_name(const sl_pipeline *p);
+uint64_t sl_pipeline_seed(const sl_pipeline *p);
+/* Frees memory that sluice returned to the caller (JSON strings). */
+void sl_free(void *ptr);
+
+/* Starts a run. The iterator owns its worker threads; sl_iter_free joins them all. */
+int sl_pipeline_iter(sl_iter **out, sl_pipeline *p);
+/* Next element: 0 with `out` filled (out must be empty; the caller owns it and clears it), SL_END when the
+ * stream is exhausted, or a negative error whose message names the op (its JSON path) and the record. After an
+ * error or cancellation every later call returns the same code. */
+int sl_iter_next(sl_iter *it, sl_elem *out);
+/* Asks the run to stop: blocked calls return SL_ECANCELED promptly. Safe from any thread. */
+void sl_iter_cancel(sl_iter *it);
+/* Stops and joins every worker, frees every buffer. Accepts NULL. */
+void sl_iter_free(sl_iter *it);
+
+/* ---- Builder: the same specs, from C ---- */
+typedef struct sl_builder sl_builder;
+/* A new builder for a pipeline named `name` with `seed`. NULL on allocation failure. */
+sl_builder *sl_builder_new(const char *name, uint64_t seed);
+/* Appends op `op` with knobs given as a JSON object text (NULL or "" for none), e.g.
+ * sl_builder_op(b, "map", "{\"fn\": \"spin\", \"args\": {\"us\": 50}, \"parallelism\": 2}"). */
+int sl_builder_op(sl_builder *b, const char *op, const char *knobs_json);
+/* Typed shorthands. A count or size of SL_AUTOTUNE writes "autotune". */
+int sl_builder_range(sl_builder *b, int64_t start, int64_t stop, int64_t step);
+int sl_builder_map(sl_builder *b, const char *fn, const char *args_json, int parallelism);
+int sl_builder_batch(sl_builder *b, int64_t size, bool drop_remainder);
+int sl_builder_prefetch(sl_builder *b, int buffer);
+/* Opens the nested source chain of the last op (an interleave); ops appended until sl_builder_end_source go
+ * into it. */
+int sl_builder_begin_source(sl_builder *b);
+int sl_builder_end_source(sl_builder *b);
+/* Builds the pipeline; the builder stays usable. */
+int sl_builder_build(sl_builder *b, sl_pipeline **out);
+void sl_builder_free(sl_builder *b);
+
+/* ---- Per-op counters (always on; read them while a run goes on or after it) ---- */
+typedef struct sl_op_stats {
+  const char *op;       /* op kind ("map") */
+  const char *path;     /* JSON path of the op in the spec ("ops[2]", "ops[1].source[0]") */
+  const char *label;    /* the function name for map/filter, else the op kind */
+  int parent;           /* index of the op that consumes this op's output, -1 for the root */
+  int nested;           /* 1 when inside an interleave source chain */
+  int64_t parallelism;  /* resolved parallelism (1 for synchronous ops) */
+  int64_t buffer;       /* resolved output buffer (0 for none) */
+  bool async;           /* runs its own worker threads */
+  bool random;          /* its output depends on a random seed */
+  uint64_t elements_out;  /* elements produced */
+  uint64_t elements_in;   /* elements consumed from the input */
+  uint64_t bytes_out;     /* payload bytes produced */
+  double cpu_seconds;     /* CPU time in the op's own work, children excluded (estimated from sampled calls) */
+  double wall_seconds;    /* wall time in the op's own work */
+  double wait_seconds;    /* consumer time blocked waiting for this op's output (async ops) */
+  uint64_t disk_bytes;    /* bytes read from files (readers) */
+  uint64_t skipped;       /* records skipped under on_corrupt/on_error "skip" */
+  double buffer_occupancy; /* mean elements waiting in the output buffer, sampled at each take */
+  uint64_t bytes_held;    /* bytes currently held (cache contents, buffered elements) */
+  uint64_t bytes_held_peak;
+  int64_t cardinality;    /* elements per epoch when known from the spec, -1 unknown, -2 infinite */
+} sl_op_stats;
+
+/* Number of ops, nested source ops included (pre-order: an interleave is followed by its source ops). */
+int sl_pipeline_op_count(const sl_pipeline *p);
+/* Counters of op i, summed over every run since creation or the last reset. Safe while runs go on. */
+int sl_pipeline_op_stats(const sl_pipeline *p, int i, sl_op_stats *out);
+/* Zeroes every op's counters. */
+void sl_pipeline_reset_stats(sl_pipeline *p);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,47 @@
+/* cli/cli.h: what the sluice subcommands share: the command table entry, option helpers, progress display.
+ * The CLI uses only the public API (include/). */
+#ifndef SL_CLI_H
+#define SL_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "sluice.h"
+
+typedef struct cli_cmd {
+  const char *name;
+  const char *summary;
+  int (*run)(int argc, char **argv); /* argv[0] is the subcommand name */
+} cli_cmd;
+
+/* Exit codes. */
+enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2, CLI_INTERRUPTED = 130 };
+
+/* Prints "sluice: <msg>" to stderr, with the library's last error appended when `lib` is true. Returns CLI_FAIL. */
+int cli_fail(bool lib, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Usage error: prints the message and a hint to use --help. Returns CLI_USAGE. */
+int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* True when argv[i] is -h or --help. */
+bool cli_is_help(const char *arg);
+/* Parses an integer / a double option value; prints a usage error naming the option when malformed. */
+bool cli_parse_i64(const char *cmd, const char *opt, const char *val, int64_t *out);
+bool cli_parse_f64(const char *cmd, const char *opt, const char *val, double *out);
+
+/* A progress line on a terminal (stderr), redrawn at most 10 times a second; silent when not a tty. */
+typedef struct cli_progress {
+  bool tty;
+  double start, last;
+  const char *what;
+  int64_t total; /* -1 when unknown */
+} cli_progress;
+void cli_progress_start(cli_progress *p, const char *what, int64_t total);
+void cli_progress_update(cli_progress *p, int64_t done, const char *extra);
+void cli_progress_end(cli_progress *p);
+double cli_now(void);
+
+/* SIGINT handling for long runs: sets a flag the loop polls. */
+void cli_sigint_install(void);
+bool cli_sigint_seen(void);
+
+#endif

@@ -1,0 +1,331 @@
+/* core/element.c: reference-counted buffers, components and elements.
+ * Small payloads (<= SL_INLINE_BYTES) live inline in the component, so scalar elements cost no allocation. */
+#include <stdatomic.h>
+#include <string.h>
+
+#include "core/internal.h"
+
+struct sl_buf {
+  atomic_long refs;
+  size_t size;
+  void *data;
+  void (*release)(void *data, void *payload);
+  void *payload;
+  max_align_t owned[]; /* data of sl_buf_alloc buffers follows the header, aligned for any tensor */
+};
+
+sl_buf *sl_buf_alloc(size_t size) {
+  size_t total;
+  if (!sl__add_ok(sizeof(sl_buf), size, &total)) {
+    sl__err(SL_ENOMEM, "buffer of %zu bytes is too large", size);
+    return NULL;
+  }
+  sl_buf *b = sl__malloc(total);
+  if (!b) {
+    sl__err(SL_ENOMEM, "out of memory allocating a buffer of %zu bytes", size);
+    return NULL;
+  }
+  atomic_init(&b->refs, 1);
+  b->size = size;
+  b->data = b->owned;
+  b->release = NULL;
+  b->payload = NULL;
+  return b;
+}
+
+sl_buf *sl_buf_wrap(void *data, size_t size, void (*release)(void *, void *), void *payload) {
+  sl_buf *b = sl__malloc(sizeof(sl_buf));
+  if (!b) {
+    sl__oom("a buffer header");
+    return NULL;
+  }
+  atomic_init(&b->refs, 1);
+  b->size = size;
+  b->data = data;
+  b->release = release;
+  b->payload = payload;
+  return b;
+}
+
+void *sl_buf_data(const sl_buf *b) { return b->data; }
+size_t sl_buf_size(const sl_buf *b) { return b->size; }
+sl_buf *sl_buf_ref(sl_buf *b) {
+  if (b) atomic_fetch_add_explicit(&b->refs, 1, memory_order_relaxed);
+  return b;
+}
+void sl_buf_unref(sl_buf *b) {
+  if (!b) return;
+  if (atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) != 1) return;
+  if (b->release) b->release(b->data, b->payload);
+  sl__free(b);
+}
+
+static const size_t DT_SIZE[] = {1, 4, 8, 4, 8, 0};
+static const char *const DT_NAME[] = {"uint8", "int32", "int64", "float32", "float64", "bytes"};
+
+size_t sl_dtype_size(sl_dtype dt) { return (unsigned)dt <= SL_BYTES ? DT_SIZE[dt] : 0; }
+const char *sl_dtype_name(sl_dtype dt) { return (unsigned)dt <= SL_BYTES ? DT_NAME[dt] : NULL; }
+int sl_dtype_parse(sl_dtype *out, const char *name) {
+  for (int i = 0; i <= SL_BYTES; i++)
+    if (!strcmp(name, DT_NAME[i])) {
+      *out = (sl_dtype)i;
+      return 0;
+    }
+  if (!strcmp(name, "string")) {
+    *out = SL_BYTES;
+    return 0;
+  }
+  if (!strcmp(name, "float")) {
+    *out = SL_FLOAT32;
+    return 0;
+  }
+  return sl__err(SL_EINVAL, "unknown dtype '%s' (expected uint8, int32, int64, float32, float64 or bytes)", name);
+}
+
+int sl_shape_count(int64_t *out, int rank, const int64_t *shape) {
+  if (rank < 0 || rank > SL_MAX_RANK) return sl__err(SL_EINVAL, "rank %d outside 0..%d", rank, SL_MAX_RANK);
+  int64_t n = 1;
+  for (int i = 0; i < rank; i++) {
+    if (shape[i] < 0) return sl__err(SL_EINVAL, "negative dimension %lld", (long long)shape[i]);
+    if (__builtin_mul_overflow(n, shape[i], &n)) return sl__err(SL_EINVAL, "shape too large");
+  }
+  *out = n;
+  return 0;
+}
+
+static void comp_dispose(sl_comp *c) {
+  sl_buf_unref(c->buf);
+  sl_buf_unref(c->offs);
+  c->buf = c->offs = NULL;
+}
+
+void sl_elem_init(sl_elem *e) { e->n = 0; }
+
+void sl_elem_clear(sl_elem *e) {
+  for (int i = 0; i < e->n; i++) comp_dispose(&e->c[i]);
+  e->n = 0;
+}
+
+void sl_elem_copy(sl_elem *dst, const sl_elem *src) {
+  memcpy(dst->c, src->c, (size_t)src->n * sizeof(sl_comp));
+  dst->n = src->n;
+  for (int i = 0; i < src->n; i++) {
+    sl_buf_ref(dst->c[i].buf);
+    sl_buf_ref(dst->c[i].offs);
+  }
+}
+
+void sl_elem_move(sl_elem *dst, sl_elem *src) {
+  memcpy(dst->c, src->c, (size_t)src->n * sizeof(sl_comp));
+  dst->n = src->n;
+  src->n = 0;
+}
+
+int sl_elem_find(const sl_elem *e, const char *name) {
+  for (int i = 0; i < e->n; i++)
+    if (e->c[i].name == name || !strcmp(e->c[i].name, name)) return i;
+  return -1;
+}
+
+sl_comp *sl_elem_get(sl_elem *e, const char *name) {
+  int i = sl_elem_find(e, name);
+  return i < 0 ? NULL : &e->c[i];
+}
+
+int sl_elem_remove(sl_elem *e, const char *name) {
+  int i = sl_elem_find(e, name);
+  if (i < 0) return sl__err(SL_ENOTFOUND, "no component '%s'", name);
+  comp_dispose(&e->c[i]);
+  memmove(&e->c[i], &e->c[i + 1], (size_t)(e->n - i - 1) * sizeof(sl_comp));
+  e->n--;
+  return 0;
+}
+
+size_t sl_elem_bytes(const sl_elem *e) {
+  size_t t = 0;
+  for (int i = 0; i < e->n; i++) t += e->c[i].size;
+  return t;
+}
+
+/* Returns the slot for `name`: the existing one (disposed) or a new one. */
+static sl_comp *slot_for(sl_elem *e, const char *name) {
+  int i = sl_elem_find(e, name);
+  if (i >= 0) {
+    comp_dispose(&e->c[i]);
+    return &e->c[i];
+  }
+  if (e->n >= SL_MAX_COMPONENTS) {
+    sl__err(SL_EINVAL, "element has more than %d components (adding '%s')", SL_MAX_COMPONENTS, name);
+    return NULL;
+  }
+  return &e->c[e->n++];
+}
+
+static int fill_shape(sl_comp *c, const char *name, sl_dtype dt, int rank, const int64_t *shape, size_t *bytes) {
+  int64_t n;
+  int rc = sl_shape_count(&n, rank, shape);
+  if (rc) return rc;
+  size_t b;
+  if (!sl__mul_ok((size_t)n, sl_dtype_size(dt), &b)) return sl__err(SL_EINVAL, "tensor '%s' too large", name);
+  c->name = name;
+  c->dtype = dt;
+  c->rank = rank;
+  for (int i = 0; i < rank; i++) c->shape[i] = shape[i];
+  c->buf = c->offs = NULL;
+  c->off = 0;
+  c->size = b;
+  *bytes = b;
+  return 0;
+}
+
+int sl_elem_set_tensor(sl_elem *e, const char *name, sl_dtype dt, int rank, const int64_t *shape, sl_buf *buf,
+                       size_t off, const void *data) {
+  if (dt == SL_BYTES) return sl__err(SL_EINVAL, "sl_elem_set_tensor: '%s' is bytes; use sl_elem_set_bytes", name);
+  sl_comp tmp;
+  size_t bytes;
+  int rc = fill_shape(&tmp, name, dt, rank, shape, &bytes);
+  if (rc) return rc;
+  if (buf) {
+    size_t end;
+    if (!sl__add_ok(off, bytes, &end) || end > sl_buf_size(buf))
+      return sl__err(SL_EINVAL, "tensor '%s' (%zu bytes at %zu) overruns its buffer of %zu", name, bytes, off,
+                     sl_buf_size(buf));
+    tmp.buf = sl_buf_ref(buf);
+    tmp.off = off;
+  } else if (bytes <= SL_INLINE_BYTES) {
+    if (bytes) memcpy(tmp.inl, data, bytes);
+  } else {
+    tmp.buf = sl_buf_alloc(bytes);
+    if (!tmp.buf) return SL_ENOMEM;
+    memcpy(sl_buf_data(tmp.buf), data, bytes);
+  }
+  sl_comp *c = slot_for(e, name);
+  if (!c) {
+    sl_buf_unref(tmp.buf);
+    return SL_EINVAL;
+  }
+  *c = tmp;
+  return 0;
+}
+
+int sl_elem_new_tensor(sl_elem *e, const char *name, sl_dtype dt, int rank, const int64_t *shape,
+                       void **data_out) {
+  if (dt == SL_BYTES) return sl__err(SL_EINVAL, "sl_elem_new_tensor: '%s' is bytes", name);
+  sl_comp tmp;
+  size_t bytes;
+  int rc = fill_shape(&tmp, name, dt, rank, shape, &bytes);
+  if (rc) return rc;
+  if (bytes > SL_INLINE_BYTES) {
+    tmp.buf = sl_buf_alloc(bytes);
+    if (!tmp.buf) return SL_ENOMEM;
+  }
+  sl_comp *c = slot_for(e, name);
+  if (!c) {
+    sl_buf_unref(tmp.buf);
+    return SL_EINVAL;
+  }
+  *c = tmp;
+  *data_out = c->buf ? sl_buf_data(c->buf) : c->inl;
+  return 0;
+}
+
+int sl_elem_set_bytes(sl_elem *e, const char *name, sl_buf *buf, size_t off, const void *data, size_t len) {
+  sl_comp tmp;
+  memset(&tmp, 0, sizeof tmp);
+  tmp.name = name;
+  tmp.dtype = SL_BYTES;
+  tmp.rank = 0;
+  tmp.size = len;
+  if (buf) {
+    size_t end;
+    if (!sl__add_ok(off, len, &end) || end > sl_buf_size(buf))
+      return sl__err(SL_EINVAL, "bytes '%s' overrun their buffer", name);
+    tmp.buf = sl_buf_ref(buf);
+    tmp.off = off;
+  } else if (len <= SL_INLINE_BYTES) {
+    if (len) memcpy(tmp.inl, data, len);
+  } else {
+    tmp.buf = sl_buf_alloc(len);
+    if (!tmp.buf) return SL_ENOMEM;
+    memcpy(sl_buf_data(tmp.buf), data, len);
+  }
+  sl_comp *c = slot_for(e, name);
+  if (!c) {
+    sl_buf_unref(tmp.buf);
+    return SL_EINVAL;
+  }
+  *c = tmp;
+  return 0;
+}
+
+int sl_elem_set_i64(sl_elem *e, const char *name, int64_t v) {
+  return sl_elem_set_tensor(e, name, SL_INT64, 0, NULL, NULL, 0, &v);
+}
+int sl_elem_set_f64(sl_elem *e, const char *name, double v) {
+  return sl_elem_set_tensor(e, name, SL_FLOAT64, 0, NULL, NULL, 0, &v);
+}
+
+const void *sl_comp_data(const sl_comp *c) {
+  return c->buf ? (const unsigned char *)sl_buf_data(c->buf) + c->off : c->inl;
+}
+
+void *sl_comp_mutable_data(sl_comp *c) {
+  if (!c->buf) return c->inl;
+  if (atomic_load_explicit(&c->buf->refs, memory_order_acquire) > 1) {
+    sl_buf *nb = sl_buf_alloc(c->size);
+    if (!nb) return NULL;
+    memcpy(sl_buf_data(nb), sl_comp_data(c), c->size);
+    sl_buf_unref(c->buf);
+    c->buf = nb;
+    c->off = 0;
+  }
+  return (unsigned char *)sl_buf_data(c->buf) + c->off;
+}
+
+int64_t sl_comp_count(const sl_comp *c) {
+  int64_t n = 1;
+  for (int i = 0; i < c->rank; i++) n *= c->shape[i];
+  return n;
+}
+
+int sl_comp_string(const sl_comp *c, int64_t i, const void **data, size_t *len) {
+  if (c->dtype != SL_BYTES) return sl__err(SL_EINVAL, "component '%s' is not bytes", c->name);
+  if (c->rank == 0) {
+    if (i != 0) return sl__err(SL_EINVAL, "component '%s' holds one string; index %lld", c->name, (long long)i);
+    *data = sl_comp_data(c);
+    *len = c->size;
+    return 0;
+  }
+  int64_t n = sl_comp_count(c);
+  if (i < 0 || i >= n) return sl__err(SL_EINVAL, "string index %lld outside '%s' (%lld)", (long long)i, c->name, (long long)n);
+  const uint64_t *o = sl_buf_data(c->offs);
+  *data = (const unsigned char *)sl_comp_data(c) + o[i];
+  *len = (size_t)(o[i + 1] - o[i]);
+  return 0;
+}
+
+int sl_comp_get_i64(const sl_comp *c, int64_t *out) {
+  const void *d = sl_comp_data(c);
+  if (sl_comp_count(c) < 1) return sl__err(SL_EINVAL, "component '%s' is empty", c->name);
+  switch (c->dtype) {
+  case SL_UINT8: *out = *(const uint8_t *)d; return 0;
+  case SL_INT32: { int32_t v; memcpy(&v, d, 4); *out = v; return 0; }
+  case SL_INT64: memcpy(out, d, 8); return 0;
+  case SL_FLOAT32: { float v; memcpy(&v, d, 4); *out = (int64_t)v; return 0; }
+  case SL_FLOAT64: { double v; memcpy(&v, d, 8); *out = (int64_t)v; return 0; }
+  default: return sl__err(SL_EINVAL, "component '%s' is bytes, not a number", c->name);
+  }
+}
+
+int sl_comp_get_f64(const sl_comp *c, double *out) {
+  const void *d = sl_comp_data(c);
+  if (sl_comp_count(c) < 1) return sl__err(SL_EINVAL, "component '%s' is empty", c->name);
+  switch (c->dtype) {
+  case SL_UINT8: *out = *(const uint8_t *)d; return 0;
+  case SL_INT32: { int32_t v; memcpy(&v, d, 4); *out = v; return 0; }
+  case SL_INT64: { int64_t v; memcpy(&v, d, 8); *out = (double)v; return 0; }
+  case SL_FLOAT32: { float v; memcpy(&v, d, 4); *out = v; return 0; }
+  case SL_FLOAT64: memcpy(out, d, 8); return 0;
+  default: return sl__err(SL_EINVAL, "component '%s' is bytes, not a number", c->name);
+  }
+}

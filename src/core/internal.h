@@ -1,0 +1,67 @@
+/* core/internal.h: helpers shared by sluice's own files (sl__ prefix), not part of the public API:
+ * allocation through the installed allocator, checked size arithmetic, error setting, small utilities. */
+#ifndef SL_CORE_INTERNAL_H
+#define SL_CORE_INTERNAL_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "sluice.h"
+
+void *sl__malloc(size_t n);
+void *sl__calloc(size_t n, size_t size);
+void *sl__realloc(void *p, size_t n);
+void sl__free(void *p);
+char *sl__strdup(const char *s);
+char *sl__strndup(const char *s, size_t n);
+/* Like sl__malloc but of n * size with overflow check. */
+void *sl__mallocarray(size_t n, size_t size);
+
+/* Sets the thread's error and returns code. */
+int sl__err(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int sl__verr(int code, const char *fmt, va_list ap);
+/* Prefixes the current message with "prefix: " (keeps the code); returns the code. */
+int sl__err_wrap(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* SL_ENOMEM with a message naming what was being allocated. */
+int sl__oom(const char *what);
+
+/* Checked arithmetic: false on overflow. */
+static inline bool sl__add_ok(size_t a, size_t b, size_t *out) { return !__builtin_add_overflow(a, b, out); }
+static inline bool sl__mul_ok(size_t a, size_t b, size_t *out) { return !__builtin_mul_overflow(a, b, out); }
+
+/* Monotonic wall clock and this thread's CPU clock, in nanoseconds. */
+static inline uint64_t sl__now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+static inline uint64_t sl__cpu_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* 64-bit mixing (splitmix64 finaliser): seeds per element from (seed, op, epoch, index). */
+static inline uint64_t sl__mix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+static inline uint64_t sl__seed_of(uint64_t seed, uint64_t op, uint64_t epoch, uint64_t index) {
+  return sl__mix64(sl__mix64(sl__mix64(seed ^ sl__mix64(op)) ^ epoch) ^ index);
+}
+
+/* A growable byte string. */
+typedef struct sl__str {
+  char *s;
+  size_t len, cap;
+} sl__str;
+int sl__str_append(sl__str *b, const char *data, size_t n);
+int sl__str_printf(sl__str *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void sl__str_dispose(sl__str *b);
+
+#endif
