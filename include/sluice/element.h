@@ -15,7 +15,7 @@ extern "C" {
 #endif
 
 #define SL_MAX_RANK 8
-#define SL_MAX_COMPONENTS 32
+#define SL_MAX_COMPONENTS 16
 /* Payloads this small live inside the component itself: no allocation for scalars. */
 #define SL_INLINE_BYTES 16
 

@@ -44,4 +44,8 @@ double cli_now(void);
 void cli_sigint_install(void);
 bool cli_sigint_seen(void);
 
+/* The subcommands (one file each). */
+int cmd_run(int argc, char **argv);
+int cmd_validate(int argc, char **argv);
+
 #endif

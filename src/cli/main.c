@@ -9,15 +9,9 @@
 
 #include "cli.h"
 
-
-static int cmd_version(int argc, char **argv) {
-  (void)argc; (void)argv;
-  printf("sluice %s\n", sl_version());
-  return CLI_OK;
-}
-
 static const cli_cmd CMDS[] = {
-    {"version", "print the version", cmd_version},
+    {"run", "run a pipeline spec and report its throughput", cmd_run},
+    {"validate", "check a pipeline spec without running it", cmd_validate},
 };
 #define NCMDS (sizeof CMDS / sizeof CMDS[0])
 

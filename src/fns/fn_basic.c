@@ -1,0 +1,125 @@
+/* fns/fn_basic.c: functions with known costs for tests and planner demos (`identity`, `spin`, `sleep_io`), and
+ * small generic ones (`select`, `length`). */
+#include <string.h>
+#include <time.h>
+
+#include "fns/fns.h"
+
+int sl__fn_component(sl_elem *e, const sl_fn_call *call, const char *name, sl_comp **out) {
+  *out = sl_elem_get(e, name);
+  if (!*out)
+    return sl__err(SL_EINVAL, "%s: element %llu has no component '%s'", call->op_path,
+                   (unsigned long long)call->index, name);
+  return 0;
+}
+
+static int identity_call(void *st, sl_elem *e, sl_fn_call *call) { return 0; }
+
+/* spin: burns `us` microseconds of CPU per element (thread CPU clock), e.g. {"us": 50}. */
+typedef struct {
+  int64_t us;
+} spin_state;
+static int spin_init(void **state, const sl_args *a, void *payload) {
+  spin_state *s = sl__calloc(1, sizeof *s);
+  if (!s) return sl__oom("spin");
+  int rc = sl_args_int(a, "us", 100, &s->us);
+  if (!rc && s->us < 0) rc = sl__err(SL_EINVAL, "%s.us: must be >= 0", sl_args_path(a));
+  if (rc) {
+    sl__free(s);
+    return rc;
+  }
+  *state = s;
+  return 0;
+}
+static int spin_call(void *st, sl_elem *e, sl_fn_call *call) {
+  const spin_state *s = st;
+  uint64_t end = sl__cpu_ns() + (uint64_t)s->us * 1000u;
+  volatile uint64_t x = call->seed;
+  while (sl__cpu_ns() < end)
+    for (int i = 0; i < 64; i++) x = x * 6364136223846793005ull + 1442695040888963407ull;
+  return 0;
+}
+
+/* sleep_io: waits `us` microseconds per element without using CPU, like a slow disk or network read. */
+static int sleep_call(void *st, sl_elem *e, sl_fn_call *call) {
+  const spin_state *s = st;
+  struct timespec ts = {(time_t)(s->us / 1000000), (long)(s->us % 1000000) * 1000L};
+  while (nanosleep(&ts, &ts) != 0) {
+  }
+  return 0;
+}
+
+static void free_state(void *st) { sl__free(st); }
+
+/* length: filter predicate on the length of a component (first dimension, or bytes of a string):
+ * {"component": "tokens", "max": 256, "min": 1}. */
+typedef struct {
+  const char *comp;
+  int64_t min, max;
+} len_state;
+static int len_init(void **state, const sl_args *a, void *payload) {
+  len_state *s = sl__calloc(1, sizeof *s);
+  if (!s) return sl__oom("length");
+  int rc;
+  if ((rc = sl_args_string(a, "component", NULL, &s->comp)) || (rc = sl_args_int(a, "min", 0, &s->min)) ||
+      (rc = sl_args_int(a, "max", INT64_MAX, &s->max))) {
+    sl__free(s);
+    return rc;
+  }
+  if (!s->comp) {
+    sl__free(s);
+    return sl__err(SL_EINVAL, "%s.component: required", sl_args_path(a));
+  }
+  *state = s;
+  return 0;
+}
+static int len_call(void *st, sl_elem *e, sl_fn_call *call) {
+  const len_state *s = st;
+  sl_comp *c;
+  int rc = sl__fn_component(e, call, s->comp, &c);
+  if (rc) return rc;
+  int64_t n = c->rank == 0 ? (c->dtype == SL_BYTES ? (int64_t)c->size : 1) : c->shape[0];
+  call->keep = n >= s->min && n <= s->max;
+  return 0;
+}
+
+/* select: keeps only the listed components, in that order: {"keep": ["image", "label"]}. */
+static int select_call(void *st, sl_elem *e, sl_fn_call *call) {
+  const sl_args *a = st;
+  json_t *keep = json_object_get(a->obj, "keep");
+  sl_elem out;
+  out.n = 0;
+  for (size_t i = 0; i < json_array_size(keep); i++) {
+    const char *n = json_string_value(json_array_get(keep, i));
+    int k = sl_elem_find(e, n);
+    if (k < 0) {
+      sl_elem_clear(&out);
+      return sl__err(SL_EINVAL, "%s: element %llu has no component '%s'", call->op_path,
+                     (unsigned long long)call->index, n);
+    }
+    out.c[out.n++] = e->c[k];
+    e->c[k].buf = e->c[k].offs = NULL;
+  }
+  sl_elem_clear(e);
+  sl_elem_move(e, &out);
+  return 0;
+}
+static int select_init(void **state, const sl_args *a, void *payload) {
+  json_t *keep = a->obj ? json_object_get(a->obj, "keep") : NULL;
+  if (!json_is_array(keep) || json_array_size(keep) == 0 || json_array_size(keep) > SL_MAX_COMPONENTS)
+    return sl__err(SL_EINVAL, "%s.keep: expected a non-empty array of component names", sl_args_path(a));
+  for (size_t i = 0; i < json_array_size(keep); i++)
+    if (!json_is_string(json_array_get(keep, i)))
+      return sl__err(SL_EINVAL, "%s.keep[%zu]: expected a string", sl_args_path(a), i);
+  *state = (void *)a;
+  return 0;
+}
+
+const sl__fn_entry sl__fns_basic[] = {
+    {"identity", {SL_FN_DEF_VERSION, 0, NULL, identity_call, NULL}},
+    {"spin", {SL_FN_DEF_VERSION, 0, spin_init, spin_call, free_state}},
+    {"sleep_io", {SL_FN_DEF_VERSION, 0, spin_init, sleep_call, free_state}},
+    {"length", {SL_FN_DEF_VERSION, SL_FN_FILTER, len_init, len_call, free_state}},
+    {"select", {SL_FN_DEF_VERSION, 0, select_init, select_call, NULL}},
+    {NULL, {0, 0, NULL, NULL, NULL}},
+};

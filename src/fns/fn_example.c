@@ -1,0 +1,248 @@
+/* fns/fn_example.c: `parse_example`: decodes a serialised tf.Example (component "record" by default) into one
+ * component per declared feature, with dtype, fixed shape ([] scalar, [n], or [-1] for variable length) and an
+ * optional default for missing features. Example:
+ *   {"fn": "parse_example", "args": {"features": {"image/encoded": {"dtype": "bytes"},
+ *                                                "label": {"dtype": "int64", "default": -1}}}} */
+#include <string.h>
+
+#include "fns/fns.h"
+#include "io/example.h"
+
+typedef struct {
+  const char *name;
+  sl_dtype dtype;
+  int rank;
+  int64_t shape[SL_MAX_RANK];
+  int64_t count; /* values required: product of shape, or -1 for variable length */
+  bool has_default;
+  double def_num;
+  const char *def_str;
+} feat_spec;
+
+typedef struct {
+  const char *component;
+  bool keep;
+  int n;
+  feat_spec *f;
+} pe_state;
+
+static void pe_free(void *st) {
+  pe_state *s = st;
+  if (!s) return;
+  sl__free(s->f);
+  sl__free(s);
+}
+
+static int pe_init(void **state, const sl_args *a, void *payload) {
+  pe_state *s = sl__calloc(1, sizeof *s);
+  if (!s) return sl__oom("parse_example");
+  int rc;
+  if ((rc = sl_args_string(a, "component", "record", &s->component)) || (rc = sl_args_bool(a, "keep", false, &s->keep)))
+    goto fail;
+  json_t *feats = a->obj ? json_object_get(a->obj, "features") : NULL;
+  if (!json_is_object(feats) || json_object_size(feats) == 0) {
+    rc = sl__err(SL_EINVAL, "%s.features: expected an object of feature name -> {\"dtype\": ...}", sl_args_path(a));
+    goto fail;
+  }
+  if (json_object_size(feats) > SL_MAX_COMPONENTS - 1) {
+    rc = sl__err(SL_EINVAL, "%s.features: at most %d features", sl_args_path(a), SL_MAX_COMPONENTS - 1);
+    goto fail;
+  }
+  s->f = sl__calloc(json_object_size(feats), sizeof *s->f);
+  if (!s->f) {
+    rc = sl__oom("parse_example");
+    goto fail;
+  }
+  const char *key;
+  json_t *v;
+  json_object_foreach(feats, key, v) {
+    feat_spec *f = &s->f[s->n];
+    f->name = key;
+    if (!json_is_object(v)) {
+      rc = sl__err(SL_EINVAL, "%s.features.%s: expected an object", sl_args_path(a), key);
+      goto fail;
+    }
+    json_t *dt = json_object_get(v, "dtype");
+    if (!json_is_string(dt)) {
+      rc = sl__err(SL_EINVAL, "%s.features.%s.dtype: required (bytes, int64, int32, float32, float64, uint8)",
+                   sl_args_path(a), key);
+      goto fail;
+    }
+    if ((rc = sl_dtype_parse(&f->dtype, json_string_value(dt)))) {
+      sl__err_wrap(rc, "%s.features.%s.dtype", sl_args_path(a), key);
+      goto fail;
+    }
+    json_t *sh = json_object_get(v, "shape");
+    f->count = 1;
+    if (sh) {
+      if (!json_is_array(sh) || json_array_size(sh) > SL_MAX_RANK) {
+        rc = sl__err(SL_EINVAL, "%s.features.%s.shape: expected an array of at most %d dimensions", sl_args_path(a),
+                     key, SL_MAX_RANK);
+        goto fail;
+      }
+      f->rank = (int)json_array_size(sh);
+      for (int d = 0; d < f->rank; d++) {
+        json_t *x = json_array_get(sh, (size_t)d);
+        if (!json_is_integer(x) || json_integer_value(x) < -1) {
+          rc = sl__err(SL_EINVAL, "%s.features.%s.shape[%d]: expected a size or -1", sl_args_path(a), key, d);
+          goto fail;
+        }
+        f->shape[d] = json_integer_value(x);
+        if (f->shape[d] == -1) {
+          if (f->rank != 1) {
+            rc = sl__err(SL_EINVAL, "%s.features.%s.shape: -1 (variable length) only as [-1]", sl_args_path(a), key);
+            goto fail;
+          }
+          f->count = -1;
+        } else if (f->count >= 0) {
+          f->count *= f->shape[d];
+        }
+      }
+    }
+    json_t *df = json_object_get(v, "default");
+    if (df) {
+      f->has_default = true;
+      if (f->dtype == SL_BYTES) {
+        if (!json_is_string(df)) {
+          rc = sl__err(SL_EINVAL, "%s.features.%s.default: expected a string", sl_args_path(a), key);
+          goto fail;
+        }
+        f->def_str = json_string_value(df);
+      } else {
+        if (!json_is_number(df)) {
+          rc = sl__err(SL_EINVAL, "%s.features.%s.default: expected a number", sl_args_path(a), key);
+          goto fail;
+        }
+        f->def_num = json_number_value(df);
+      }
+    }
+    s->n++;
+  }
+  *state = s;
+  return 0;
+fail:
+  pe_free(s);
+  return rc;
+}
+
+static int put_numeric(sl_elem *e, const feat_spec *f, const Sluice__Tf__Feature *ft, const sl_fn_call *call) {
+  size_t n;
+  bool is_int;
+  if (!ft) {
+    n = f->count < 0 ? 0 : (size_t)f->count;
+    is_int = true;
+  } else if (ft->kind_case == SLUICE__TF__FEATURE__KIND_INT64_LIST) {
+    n = ft->int64_list->n_value;
+    is_int = true;
+  } else if (ft->kind_case == SLUICE__TF__FEATURE__KIND_FLOAT_LIST) {
+    n = ft->float_list->n_value;
+    is_int = false;
+  } else {
+    return sl__err(SL_EINVAL, "%s: element %llu: feature '%s' holds bytes, declared %s", call->op_path,
+                   (unsigned long long)call->index, f->name, sl_dtype_name(f->dtype));
+  }
+  if (f->count >= 0 && (int64_t)n != f->count)
+    return sl__err(SL_EINVAL, "%s: element %llu: feature '%s' has %zu values, declared shape needs %lld",
+                   call->op_path, (unsigned long long)call->index, f->name, n, (long long)f->count);
+  int64_t shape[SL_MAX_RANK];
+  memcpy(shape, f->shape, sizeof shape);
+  if (f->count < 0) shape[0] = (int64_t)n;
+  void *data;
+  int rc = sl_elem_new_tensor(e, f->name, f->dtype, f->rank, shape, &data);
+  if (rc) return rc;
+  for (size_t i = 0; i < n; i++) {
+    double v = !ft ? f->def_num : is_int ? (double)ft->int64_list->value[i] : (double)ft->float_list->value[i];
+    int64_t iv = !ft ? (int64_t)f->def_num : is_int ? ft->int64_list->value[i] : (int64_t)v;
+    switch (f->dtype) {
+    case SL_UINT8: ((uint8_t *)data)[i] = (uint8_t)iv; break;
+    case SL_INT32: ((int32_t *)data)[i] = (int32_t)iv; break;
+    case SL_INT64: ((int64_t *)data)[i] = iv; break;
+    case SL_FLOAT32: ((float *)data)[i] = (float)v; break;
+    case SL_FLOAT64: ((double *)data)[i] = v; break;
+    default: break;
+    }
+  }
+  return 0;
+}
+
+static int put_bytes(sl_elem *e, const feat_spec *f, const Sluice__Tf__Feature *ft, const sl_fn_call *call) {
+  if (!ft) return sl_elem_set_bytes(e, f->name, NULL, 0, f->def_str, strlen(f->def_str));
+  if (ft->kind_case != SLUICE__TF__FEATURE__KIND_BYTES_LIST)
+    return sl__err(SL_EINVAL, "%s: element %llu: feature '%s' is numeric, declared bytes", call->op_path,
+                   (unsigned long long)call->index, f->name);
+  const Sluice__Tf__BytesList *bl = ft->bytes_list;
+  if (f->rank == 0) {
+    if (bl->n_value != 1)
+      return sl__err(SL_EINVAL, "%s: element %llu: feature '%s' has %zu values, declared one", call->op_path,
+                     (unsigned long long)call->index, f->name, bl->n_value);
+    return sl_elem_set_bytes(e, f->name, NULL, 0, bl->value[0].data, bl->value[0].len);
+  }
+  if (f->count >= 0 && (int64_t)bl->n_value != f->count)
+    return sl__err(SL_EINVAL, "%s: element %llu: feature '%s' has %zu strings, declared %lld", call->op_path,
+                   (unsigned long long)call->index, f->name, bl->n_value, (long long)f->count);
+  size_t total = 0;
+  for (size_t i = 0; i < bl->n_value; i++) total += bl->value[i].len;
+  sl_buf *data = sl_buf_alloc(total), *offs = sl_buf_alloc((bl->n_value + 1) * 8);
+  if (!data || !offs) {
+    sl_buf_unref(data);
+    sl_buf_unref(offs);
+    return SL_ENOMEM;
+  }
+  uint64_t *o = sl_buf_data(offs), pos = 0;
+  for (size_t i = 0; i < bl->n_value; i++) {
+    o[i] = pos;
+    memcpy((char *)sl_buf_data(data) + pos, bl->value[i].data, bl->value[i].len);
+    pos += bl->value[i].len;
+  }
+  o[bl->n_value] = pos;
+  int rc = sl_elem_set_bytes(e, f->name, data, 0, NULL, total);
+  if (!rc) {
+    sl_comp *c = sl_elem_get(e, f->name);
+    c->rank = 1;
+    c->shape[0] = (int64_t)bl->n_value;
+    c->offs = offs;
+  } else {
+    sl_buf_unref(offs);
+  }
+  sl_buf_unref(data);
+  return rc;
+}
+
+static int pe_call(void *st, sl_elem *e, sl_fn_call *call) {
+  const pe_state *s = st;
+  sl_comp *rec;
+  int rc = sl__fn_component(e, call, s->component, &rec);
+  if (rc) return rc;
+  if (rec->dtype != SL_BYTES || rec->rank != 0)
+    return sl__err(SL_EINVAL, "%s: element %llu: '%s' is not a serialised record", call->op_path,
+                   (unsigned long long)call->index, s->component);
+  Sluice__Tf__Example *ex;
+  rc = sl__example_unpack(sl_comp_data(rec), rec->size, &ex);
+  if (rc)
+    return sl__err_wrap(rc, "%s: element %llu", call->op_path, (unsigned long long)call->index);
+  for (int i = 0; i < s->n && !rc; i++) {
+    const feat_spec *f = &s->f[i];
+    const Sluice__Tf__Feature *ft = NULL;
+    if (ex->features)
+      for (size_t k = 0; k < ex->features->n_feature; k++)
+        if (!strcmp(ex->features->feature[k]->key, f->name)) {
+          ft = ex->features->feature[k]->value;
+          break;
+        }
+    if (ft && ft->kind_case == SLUICE__TF__FEATURE__KIND__NOT_SET) ft = NULL;
+    if (!ft && !f->has_default) {
+      rc = sl__err(SL_EINVAL, "%s: element %llu lacks required feature '%s' (give it a \"default\" to allow that)",
+                   call->op_path, (unsigned long long)call->index, f->name);
+      break;
+    }
+    rc = f->dtype == SL_BYTES ? put_bytes(e, f, ft, call) : put_numeric(e, f, ft, call);
+  }
+  sl__example_free_unpacked(ex);
+  if (!rc && !s->keep) sl_elem_remove(e, s->component);
+  return rc;
+}
+
+const sl__fn_entry sl__fns_example[] = {
+    {"parse_example", {SL_FN_DEF_VERSION, 0, pe_init, pe_call, pe_free}},
+    {NULL, {0, 0, NULL, NULL, NULL}},
+};

@@ -1,0 +1,325 @@
+/* ops/engine.c: the iterator protocol's shared machinery: counting and sampled self-time around every next,
+ * knob readers that name JSON paths, worker-to-consumer error transport, and the op table. */
+#include <errno.h>
+#include <stdlib.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ops/engine.h"
+
+void sl__stats_sample(sl__op *op, uint32_t *mask, uint64_t cpu_ns, uint64_t wall_ns) {
+  uint64_t scale = (uint64_t)*mask + 1;
+  sl__stat_add(&op->st.cpu_ns, cpu_ns * scale);
+  sl__stat_add(&op->st.wall_ns, wall_ns * scale);
+  /* Expensive calls are timed every time (clock cost < 1%); cheap ones 1 in SL_SAMPLE_STRIDE. */
+  *mask = wall_ns >= 20000 ? 0 : SL_SAMPLE_STRIDE - 1;
+}
+
+void sl__stats_held(sl__op *op, int64_t delta) {
+  uint64_t now = atomic_fetch_add_explicit(&op->st.held, (uint64_t)delta, memory_order_relaxed) + (uint64_t)delta;
+  uint64_t peak = atomic_load_explicit(&op->st.held_peak, memory_order_relaxed);
+  while (delta > 0 && (int64_t)now > 0 && now > peak &&
+         !atomic_compare_exchange_weak_explicit(&op->st.held_peak, &peak, now, memory_order_relaxed,
+                                                memory_order_relaxed)) {
+  }
+}
+
+int sl__it_next(sl__it *it, sl_elem *out) {
+  int rc;
+  if ((it->tick++ & it->mask) != 0) {
+    rc = it->vt->next(it, out);
+  } else {
+    it->timing = true;
+    it->child_cpu = it->child_wall = 0;
+    uint64_t c0 = sl__cpu_ns(), w0 = sl__now_ns();
+    rc = it->vt->next(it, out);
+    uint64_t c1 = sl__cpu_ns(), w1 = sl__now_ns();
+    it->timing = false;
+    uint64_t c = c1 - c0, w = w1 - w0;
+    c = c > it->child_cpu ? c - it->child_cpu : 0;
+    w = w > it->child_wall ? w - it->child_wall : 0;
+    sl__stats_sample(it->op, &it->mask, c, w);
+  }
+  if (rc == 0) {
+    sl__stat_add(&it->op->st.out, 1);
+    size_t b = 0;
+    for (int i = 0; i < out->n; i++) b += out->c[i].size;
+    sl__stat_add(&it->op->st.bytes_out, b);
+  }
+  return rc;
+}
+
+int sl__it_pull_from(sl__it *it, sl__it *child, sl_elem *out) {
+  if (!it->timing) return sl__it_next(child, out);
+  uint64_t c0 = sl__cpu_ns(), w0 = sl__now_ns();
+  int rc = sl__it_next(child, out);
+  it->child_cpu += sl__cpu_ns() - c0;
+  it->child_wall += sl__now_ns() - w0;
+  return rc;
+}
+
+int sl__it_pull(sl__it *it, sl_elem *out) {
+  int rc = sl__it_pull_from(it, it->input, out);
+  if (rc == 0) sl__stat_add(&it->op->st.in, 1);
+  return rc;
+}
+
+void sl__it_free(sl__it *it) {
+  if (!it) return;
+  sl__it *in = it->input;
+  it->vt->free(it);
+  sl__it_free(in);
+}
+
+int sl__it_new(sl__it **out, size_t size, const sl__it_vt *vt, sl__op *op, sl__run *run, const sl_elem *seed_elem) {
+  return sl__it_new_ex(out, size, vt, op, run, seed_elem, true);
+}
+
+int sl__it_new_ex(sl__it **out, size_t size, const sl__it_vt *vt, sl__op *op, sl__run *run, const sl_elem *seed_elem,
+                  bool open_input) {
+  *out = NULL;
+  sl__it *it = sl__calloc(1, size);
+  if (!it) return sl__op_err(op, SL_ENOMEM, "out of memory starting the op");
+  it->vt = vt;
+  it->op = op;
+  it->run = run;
+  it->epoch = atomic_fetch_add_explicit(&op->opens, 1, memory_order_relaxed);
+  it->mask = 0;
+  int rc = 0;
+  if (!open_input)
+    rc = 0;
+  else if (op->input)
+    rc = sl__op_open(op->input, run, seed_elem, &it->input);
+  else if (!(op->vt->flags & SL_OPF_SOURCE) && seed_elem)
+    rc = sl__it_single(op, run, seed_elem, &it->input);
+  if (rc) {
+    sl__free(it);
+    return rc;
+  }
+  *out = it;
+  return 0;
+}
+
+int sl__op_open(sl__op *op, sl__run *run, const sl_elem *seed_elem, sl__it **out) {
+  return op->vt->open(op, run, seed_elem, out);
+}
+
+/* ---- single-element iterator: the start of a nested chain ---- */
+typedef struct {
+  sl__it it;
+  sl_elem e;
+  bool done;
+} single_it;
+
+static int single_next(sl__it *it, sl_elem *out) {
+  single_it *s = (single_it *)it;
+  if (s->done) return SL_END;
+  s->done = true;
+  sl_elem_move(out, &s->e);
+  return 0;
+}
+static void single_free(sl__it *it) {
+  single_it *s = (single_it *)it;
+  sl_elem_clear(&s->e);
+  sl__free(s);
+}
+static const sl__it_vt SINGLE_VT = {single_next, single_free};
+
+/* The single iterator has no op of its own: its counts would double the interleave's input. It borrows the
+ * consumer op only for error naming and is never passed through sl__it_next's accounting of another op. */
+static sl__op g_single_op;
+static const sl__op_vt SINGLE_OP_VT = {"single", NULL, NULL, NULL, 0};
+
+int sl__it_single(sl__op *op, sl__run *run, const sl_elem *e, sl__it **out) {
+  (void)op;
+  single_it *s = sl__calloc(1, sizeof *s);
+  if (!s) return sl__oom("a nested source");
+  g_single_op.vt = &SINGLE_OP_VT;
+  g_single_op.path = "source";
+  s->it.vt = &SINGLE_VT;
+  s->it.op = &g_single_op;
+  s->it.run = run;
+  s->it.mask = UINT32_MAX; /* never timed */
+  s->it.tick = 1;
+  sl_elem_copy(&s->e, e);
+  *out = &s->it;
+  return 0;
+}
+
+/* ---- errors ---- */
+static void op_name(const sl__op *op, char *buf, size_t n) {
+  if (op->label && strcmp(op->label, op->vt->kind))
+    snprintf(buf, n, "%s (%s %s)", op->path, op->vt->kind, op->label);
+  else
+    snprintf(buf, n, "%s (%s)", op->path, op->vt->kind);
+}
+
+int sl__op_err(const sl__op *op, int code, const char *fmt, ...) {
+  char name[256], msg[768];
+  op_name(op, name, sizeof name);
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  return sl__err(code, "%s: %s", name, msg);
+}
+
+int sl__op_wrap(const sl__op *op, int code) {
+  char name[256];
+  op_name(op, name, sizeof name);
+  /* Do not wrap twice when the message already names this op. */
+  if (!strncmp(sl_error_last(), op->path, strlen(op->path))) return code;
+  return sl__err_wrap(code, "%s", name);
+}
+
+void sl__errbox_capture(sl__errbox *b, int code) {
+  b->code = code;
+  snprintf(b->msg, sizeof b->msg, "%s", sl_error_last());
+}
+
+int sl__errbox_raise(const sl__errbox *b) { return sl__err(b->code, "%s", b->msg); }
+
+void sl__cond_wait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, int ms) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  ts.tv_nsec += (long)ms * 1000000L;
+  ts.tv_sec += ts.tv_nsec / 1000000000L;
+  ts.tv_nsec %= 1000000000L;
+  pthread_cond_timedwait(cv, mu, &ts);
+}
+
+/* ---- knobs ---- */
+int sl__knob_int(const sl__op *op, json_t *obj, const char *key, int64_t def, int64_t min, int64_t *out) {
+  json_t *v = json_object_get(obj, key);
+  if (!v) {
+    *out = def;
+    return 0;
+  }
+  if (!json_is_integer(v))
+    return sl__err(SL_EINVAL, "%s.%s: expected an integer, found %s", op->path, key, sl__json_type_name(v));
+  int64_t x = json_integer_value(v);
+  if (x < min) return sl__err(SL_EINVAL, "%s.%s: %lld is below the minimum %lld", op->path, key, (long long)x, (long long)min);
+  *out = x;
+  return 0;
+}
+
+int sl__knob_tunable(const sl__op *op, json_t *obj, const char *key, int64_t def, int64_t min, int64_t *out,
+                     bool *autotune) {
+  json_t *v = json_object_get(obj, key);
+  *autotune = false;
+  if (v && json_is_string(v)) {
+    if (strcmp(json_string_value(v), "autotune"))
+      return sl__err(SL_EINVAL, "%s.%s: expected an integer or \"autotune\", found \"%s\"", op->path, key,
+                     json_string_value(v));
+    *autotune = true;
+    *out = def;
+    return 0;
+  }
+  /* A tunable knob is always written back, so the normalised spec shows the value in force. */
+  if (!v) json_object_set_new(obj, key, json_integer(def));
+  if (v && !json_is_integer(v))
+    return sl__err(SL_EINVAL, "%s.%s: expected an integer or \"autotune\", found %s", op->path, key,
+                   sl__json_type_name(v));
+  return sl__knob_int(op, obj, key, def, min, out);
+}
+
+int sl__knob_bool(const sl__op *op, json_t *obj, const char *key, bool def, bool *out) {
+  json_t *v = json_object_get(obj, key);
+  if (!v) {
+    *out = def;
+    return 0;
+  }
+  if (!json_is_boolean(v))
+    return sl__err(SL_EINVAL, "%s.%s: expected true or false, found %s", op->path, key, sl__json_type_name(v));
+  *out = json_is_true(v);
+  return 0;
+}
+
+int sl__knob_str(const sl__op *op, json_t *obj, const char *key, const char *def, const char **out) {
+  json_t *v = json_object_get(obj, key);
+  if (!v) {
+    *out = def;
+    return 0;
+  }
+  if (!json_is_string(v))
+    return sl__err(SL_EINVAL, "%s.%s: expected a string, found %s", op->path, key, sl__json_type_name(v));
+  *out = json_string_value(v);
+  return 0;
+}
+
+int sl__knob_double(const sl__op *op, json_t *obj, const char *key, double def, double *out) {
+  json_t *v = json_object_get(obj, key);
+  if (!v) {
+    *out = def;
+    return 0;
+  }
+  if (!json_is_number(v))
+    return sl__err(SL_EINVAL, "%s.%s: expected a number, found %s", op->path, key, sl__json_type_name(v));
+  *out = json_number_value(v);
+  return 0;
+}
+
+int sl__knob_check_keys(const sl__op *op, json_t *obj, const char *const *allowed) {
+  const char *key;
+  json_t *v;
+  json_object_foreach(obj, key, v) {
+    if (!strcmp(key, "op")) continue;
+    bool ok = false;
+    for (const char *const *a = allowed; *a; a++)
+      if (!strcmp(*a, key)) ok = true;
+    if (!ok) {
+      char list[512] = "";
+      for (const char *const *a = allowed; *a; a++) {
+        if (list[0]) strncat(list, ", ", sizeof list - strlen(list) - 1);
+        strncat(list, *a, sizeof list - strlen(list) - 1);
+      }
+      return sl__err(SL_EINVAL, "%s.%s: unknown knob for op '%s' (known: %s)", op->path, key, op->vt->kind,
+                     list[0] ? list : "none");
+    }
+  }
+  return 0;
+}
+
+int64_t sl__autotune_parallelism(void) {
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? n : 1;
+}
+
+char *sl__resolve_path(const sl_pipeline *pl, const char *path) {
+  if (path[0] == '/' || !pl->base_dir || !pl->base_dir[0]) return sl__strdup(path);
+  sl__str s = {0};
+  if (sl__str_printf(&s, "%s/%s", pl->base_dir, path)) return NULL;
+  return s.s;
+}
+
+/* Intern table per op: a small linked list of names (a handful per op at most). */
+typedef struct intern_node {
+  struct intern_node *next;
+  char name[];
+} intern_node;
+static pthread_mutex_t g_intern_mu = PTHREAD_MUTEX_INITIALIZER;
+static intern_node *g_interned;
+
+const char *sl__op_intern(sl__op *op, const char *name, size_t len) {
+  (void)op;
+  /* Interned names are process-wide and never freed: a bounded set (component names of cache files). */
+  pthread_mutex_lock(&g_intern_mu);
+  for (intern_node *n = g_interned; n; n = n->next)
+    if (strlen(n->name) == len && !memcmp(n->name, name, len)) {
+      pthread_mutex_unlock(&g_intern_mu);
+      return n->name;
+    }
+  intern_node *n = malloc(sizeof *n + len + 1); /* not sl__malloc: lives for the process, outside fault tests */
+  if (!n) {
+    pthread_mutex_unlock(&g_intern_mu);
+    return NULL;
+  }
+  memcpy(n->name, name, len);
+  n->name[len] = 0;
+  n->next = g_interned;
+  g_interned = n;
+  pthread_mutex_unlock(&g_intern_mu);
+  return n->name;
+}

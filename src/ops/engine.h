@@ -1,0 +1,169 @@
+/* ops/engine.h: the engine's inside: ops (graph nodes built from the spec), iterators (one run of an op),
+ * sampled self-time accounting, and the shared pieces every operator file uses. Not public. */
+#ifndef SL_OPS_ENGINE_H
+#define SL_OPS_ENGINE_H
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "core/args.h"
+#include "core/internal.h"
+
+typedef struct sl__op sl__op;
+typedef struct sl__it sl__it;
+typedef struct sl__run sl__run;
+
+/* Always-on counters of one op, summed over every iterator of it. CPU and wall times are estimates from sampled
+ * calls, each sample scaled by the sampling stride, so the sums are unbiased. */
+typedef struct sl__stats {
+  atomic_uint_fast64_t out, in, bytes_out, cpu_ns, wall_ns, wait_ns, disk_bytes, skipped;
+  atomic_uint_fast64_t occ_sum, occ_n, held, held_peak;
+} sl__stats;
+
+typedef struct sl__op_vt {
+  const char *kind;
+  /* Reads and validates the op's knobs from its JSON object; sets op->impl and the op's flags. */
+  int (*parse)(sl__op *op, json_t *obj);
+  /* Starts one iterator of the op. `seed_elem` is the element a nested source chain was opened for. */
+  int (*open)(sl__op *op, sl__run *run, const sl_elem *seed_elem, sl__it **out);
+  /* Frees op->impl. Optional. */
+  void (*free)(sl__op *op);
+  unsigned flags;
+} sl__op_vt;
+
+enum {
+  SL_OPF_SOURCE = 1u << 0,      /* makes elements from nothing (range, files): takes no input */
+  SL_OPF_NEEDS_INPUT = 1u << 1, /* must have an input op (or sit first in an interleave source) */
+  SL_OPF_TAKES_SOURCE = 1u << 2 /* has a nested "source" chain (interleave) */
+};
+
+struct sl__op {
+  const sl__op_vt *vt;
+  sl_pipeline *pl;
+  int index;       /* pre-order index in the pipeline's op array */
+  int parent;      /* index of the consumer op, -1 for the root */
+  bool nested;     /* inside an interleave's source chain */
+  char *path;      /* "ops[3]" or "ops[1].source[0]" */
+  char *label;     /* fn name for map/filter */
+  json_t *json;    /* this op's object in the pipeline's spec (borrowed) */
+  sl__op *input;   /* upstream op, NULL at the start of a chain */
+  sl__op *source;  /* last op of the nested source chain (interleave) */
+  void *impl;
+  int64_t parallelism; /* resolved; 1 for synchronous ops */
+  int64_t buffer;      /* resolved output buffer, 0 for none */
+  bool par_autotune, buf_autotune, async, random;
+  int64_t cardinality; /* per epoch: >= 0 known, -1 unknown, -2 infinite */
+  atomic_int active_par;    /* parallelism in force: an online tuner may change it during a run */
+  atomic_uint_fast64_t opens; /* iterators made so far: the epoch number of the next one */
+  sl__stats st;
+};
+
+/* Shared state of one run (one sl_iter). */
+struct sl__run {
+  sl_pipeline *pl;
+  atomic_bool cancel;
+};
+
+typedef struct sl__it_vt {
+  int (*next)(sl__it *it, sl_elem *out);
+  void (*free)(sl__it *it);
+} sl__it_vt;
+
+/* The common head of every iterator; op iterators embed it first. */
+struct sl__it {
+  const sl__it_vt *vt;
+  sl__op *op;
+  sl__run *run;
+  sl__it *input;
+  uint64_t epoch;
+  uint32_t tick, mask;   /* a call is timed when (tick & mask) == 0 */
+  bool timing;           /* a timed call is in progress: pulls measure the child's time */
+  uint64_t child_cpu, child_wall;
+};
+
+/* Calls an iterator's next with counting and sampled timing. */
+int sl__it_next(sl__it *it, sl_elem *out);
+/* From inside an op's next: pulls from its input, subtracting the child's time from a timed call. */
+int sl__it_pull(sl__it *it, sl_elem *out);
+/* Same for another child (an interleave's nested iterators); does not count an input element. */
+int sl__it_pull_from(sl__it *it, sl__it *child, sl_elem *out);
+void sl__it_free(sl__it *it);
+/* Allocates an iterator of `size` bytes (zeroed), fills its head and opens its input (when the op has one). */
+int sl__it_new(sl__it **out, size_t size, const sl__it_vt *vt, sl__op *op, sl__run *run, const sl_elem *seed_elem);
+/* Same, opening the input only when open_input is true (a cache that reads its contents needs no upstream). */
+int sl__it_new_ex(sl__it **out, size_t size, const sl__it_vt *vt, sl__op *op, sl__run *run, const sl_elem *seed_elem,
+                  bool open_input);
+/* Opens an op's iterator (recursively opens inputs). */
+int sl__op_open(sl__op *op, sl__run *run, const sl_elem *seed_elem, sl__it **out);
+
+/* Sampling of self time: the stride a cheap op settles on (calls timed 1 in SL_SAMPLE_STRIDE). */
+#define SL_SAMPLE_STRIDE 64u
+/* Adds one sampled measurement of own work (ns), scaled by the stride it was taken at, and adapts the stride:
+ * ops slower than ~20 us per call are timed on every call (the clock cost is then negligible). */
+void sl__stats_sample(sl__op *op, uint32_t *mask, uint64_t cpu_ns, uint64_t wall_ns);
+static inline void sl__stat_add(atomic_uint_fast64_t *c, uint64_t v) {
+  atomic_fetch_add_explicit(c, v, memory_order_relaxed);
+}
+void sl__stats_held(sl__op *op, int64_t delta);
+
+/* Error helpers that name the op: "ops[3] (map decode_jpeg): ..." */
+int sl__op_err(const sl__op *op, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Wraps the current thread error with the op's name. */
+int sl__op_wrap(const sl__op *op, int code);
+
+/* Knob readers for parse(): they name the JSON path on errors. */
+int sl__knob_int(const sl__op *op, json_t *obj, const char *key, int64_t def, int64_t min, int64_t *out);
+/* An int knob that also accepts "autotune" (sets *autotune and leaves *out = def). */
+int sl__knob_tunable(const sl__op *op, json_t *obj, const char *key, int64_t def, int64_t min, int64_t *out,
+                     bool *autotune);
+int sl__knob_bool(const sl__op *op, json_t *obj, const char *key, bool def, bool *out);
+int sl__knob_str(const sl__op *op, json_t *obj, const char *key, const char *def, const char **out);
+int sl__knob_double(const sl__op *op, json_t *obj, const char *key, double def, double *out);
+/* Fails on keys of `obj` that are not in the NULL-terminated list (catches typos in specs). */
+int sl__knob_check_keys(const sl__op *op, json_t *obj, const char *const *allowed);
+
+/* Documented defaults for "autotune" knobs until the planner has run (docs/spec.md). */
+int64_t sl__autotune_parallelism(void);
+#define SL_AUTOTUNE_BUFFER 2
+
+/* Pipeline internals the ops need. */
+struct sl_pipeline {
+  json_t *spec;     /* the normalised spec (owned) */
+  char *name;
+  uint64_t seed;
+  sl__op **ops;     /* pre-order */
+  int nops;
+  sl__op *root;     /* last op of the top chain */
+  char *origin;
+  char *base_dir;   /* directory of the spec file: relative paths in the spec resolve against it */
+};
+
+/* Resolves a path from the spec against the spec's directory. Returns a new string. */
+char *sl__resolve_path(const sl_pipeline *pl, const char *path);
+
+/* The op table. */
+const sl__op_vt *sl__op_lookup(const char *kind);
+/* Comma-separated op names, for messages. */
+const char *sl__op_names(void);
+
+/* Interns a component name for the op's lifetime (names read back from cache files). */
+const char *sl__op_intern(sl__op *op, const char *name, size_t len);
+
+/* Opens the single-element iterator that starts a nested source chain. */
+int sl__it_single(sl__op *op, sl__run *run, const sl_elem *e, sl__it **out);
+
+/* Waits on `cv` for at most `ms` milliseconds (cancellation is polled between waits). */
+void sl__cond_wait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, int ms);
+static inline bool sl__canceled(const sl__run *run) { return atomic_load_explicit(&run->cancel, memory_order_relaxed); }
+
+/* Carries an error (code + message) from a worker thread to the consumer. */
+typedef struct sl__errbox {
+  int code;
+  char msg[1024];
+} sl__errbox;
+void sl__errbox_capture(sl__errbox *b, int code);
+int sl__errbox_raise(const sl__errbox *b);
+
+#endif

@@ -1,0 +1,218 @@
+/* ops/op_basic.c: the small synchronous operators: range, take, skip, repeat, shard. */
+#include <string.h>
+
+#include "ops/engine.h"
+
+static int64_t in_card(const sl__op *op) { return op->input ? op->input->cardinality : -1; }
+
+/* ---------------- range ---------------- */
+typedef struct {
+  int64_t start, stop, step;
+} range_cfg;
+typedef struct {
+  sl__it it;
+  int64_t next;
+} range_it;
+
+static int range_parse(sl__op *op, json_t *o) {
+  static const char *const keys[] = {"start", "stop", "step", NULL};
+  range_cfg *c = sl__calloc(1, sizeof *c);
+  if (!c) return sl__oom("range");
+  op->impl = c;
+  int rc;
+  if ((rc = sl__knob_check_keys(op, o, keys)) || (rc = sl__knob_int(op, o, "start", 0, INT64_MIN, &c->start)) ||
+      (rc = sl__knob_int(op, o, "stop", INT64_MAX, INT64_MIN, &c->stop)) ||
+      (rc = sl__knob_int(op, o, "step", 1, INT64_MIN, &c->step)))
+    return rc;
+  if (c->step == 0) return sl__err(SL_EINVAL, "%s.step: must not be 0", op->path);
+  if (!json_object_get(o, "stop")) op->cardinality = -2;
+  else if ((c->step > 0 && c->stop <= c->start) || (c->step < 0 && c->stop >= c->start)) op->cardinality = 0;
+  else {
+    __int128 span = c->step > 0 ? (__int128)c->stop - c->start : (__int128)c->start - c->stop;
+    __int128 st = c->step > 0 ? c->step : -(__int128)c->step;
+    op->cardinality = (int64_t)((span + st - 1) / st);
+  }
+  return 0;
+}
+static int range_next(sl__it *it, sl_elem *out) {
+  range_it *r = (range_it *)it;
+  const range_cfg *c = it->op->impl;
+  if (c->step > 0 ? r->next >= c->stop : r->next <= c->stop) return SL_END;
+  int rc = sl_elem_set_i64(out, "value", r->next);
+  if (rc) return rc;
+  if (__builtin_add_overflow(r->next, c->step, &r->next)) r->next = c->stop;
+  return 0;
+}
+static void plain_free(sl__it *it) { sl__free(it); }
+static const sl__it_vt RANGE_IT = {range_next, plain_free};
+static int range_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out) {
+  int rc = sl__it_new(out, sizeof(range_it), &RANGE_IT, op, run, NULL);
+  if (!rc) ((range_it *)*out)->next = ((range_cfg *)op->impl)->start;
+  return rc;
+}
+static void impl_free(sl__op *op) { sl__free(op->impl); }
+const sl__op_vt sl__op_range = {"range", range_parse, range_open, impl_free, SL_OPF_SOURCE};
+
+/* ---------------- take / skip ---------------- */
+typedef struct {
+  sl__it it;
+  int64_t done;
+} count_it;
+
+static int take_parse(sl__op *op, json_t *o) {
+  static const char *const keys[] = {"count", NULL};
+  int64_t *n = sl__calloc(1, sizeof *n);
+  if (!n) return sl__oom("take");
+  op->impl = n;
+  int rc = sl__knob_check_keys(op, o, keys);
+  if (rc) return rc;
+  if (!json_object_get(o, "count")) return sl__err(SL_EINVAL, "%s.count: required", op->path);
+  if ((rc = sl__knob_int(op, o, "count", 0, 0, n))) return rc;
+  int64_t ic = in_card(op);
+  op->cardinality = ic == -2 ? *n : ic >= 0 ? (ic < *n ? ic : *n) : -1;
+  if (ic == -1) op->cardinality = -1;
+  return 0;
+}
+static int take_next(sl__it *it, sl_elem *out) {
+  count_it *t = (count_it *)it;
+  if (t->done >= *(int64_t *)it->op->impl) return SL_END;
+  int rc = sl__it_pull(it, out);
+  if (rc == 0) t->done++;
+  return rc;
+}
+static const sl__it_vt TAKE_IT = {take_next, plain_free};
+static int take_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out) {
+  return sl__it_new(out, sizeof(count_it), &TAKE_IT, op, run, seed);
+}
+const sl__op_vt sl__op_take = {"take", take_parse, take_open, impl_free, SL_OPF_NEEDS_INPUT};
+
+static int skip_parse(sl__op *op, json_t *o) {
+  int rc = take_parse(op, o);
+  if (rc) return rc;
+  int64_t n = *(int64_t *)op->impl, ic = in_card(op);
+  op->cardinality = ic >= 0 ? (ic > n ? ic - n : 0) : ic;
+  return 0;
+}
+static int skip_next(sl__it *it, sl_elem *out) {
+  count_it *t = (count_it *)it;
+  int64_t n = *(int64_t *)it->op->impl;
+  while (t->done < n) {
+    int rc = sl__it_pull(it, out);
+    if (rc) return rc;
+    sl_elem_clear(out);
+    t->done++;
+  }
+  return sl__it_pull(it, out);
+}
+static const sl__it_vt SKIP_IT = {skip_next, plain_free};
+static int skip_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out) {
+  return sl__it_new(out, sizeof(count_it), &SKIP_IT, op, run, seed);
+}
+const sl__op_vt sl__op_skip = {"skip", skip_parse, skip_open, impl_free, SL_OPF_NEEDS_INPUT};
+
+/* ---------------- repeat ---------------- */
+typedef struct {
+  sl__it it;
+  int64_t epochs;
+  const sl_elem *seed;
+  sl_elem seed_copy;
+  bool any; /* the current epoch produced something: an empty input repeated forever must end, not spin */
+} repeat_it;
+
+static int repeat_parse(sl__op *op, json_t *o) {
+  static const char *const keys[] = {"count", NULL};
+  int64_t *n = sl__calloc(1, sizeof *n);
+  if (!n) return sl__oom("repeat");
+  op->impl = n;
+  int rc = sl__knob_check_keys(op, o, keys);
+  if (rc) return rc;
+  if ((rc = sl__knob_int(op, o, "count", -1, -1, n))) return rc;
+  int64_t ic = in_card(op);
+  if (*n == -1) op->cardinality = ic == 0 ? 0 : -2;
+  else if (ic >= 0) {
+    if (__builtin_mul_overflow(ic, *n, &op->cardinality)) op->cardinality = -1;
+  } else op->cardinality = ic;
+  return 0;
+}
+static int repeat_next(sl__it *it, sl_elem *out) {
+  repeat_it *r = (repeat_it *)it;
+  int64_t count = *(int64_t *)it->op->impl;
+  for (;;) {
+    if (count >= 0 && r->epochs >= count) return SL_END;
+    int rc = sl__it_pull(it, out);
+    if (rc != SL_END) {
+      if (rc == 0) r->any = true;
+      return rc;
+    }
+    r->epochs++;
+    if (!r->any || (count >= 0 && r->epochs >= count)) return SL_END;
+    r->any = false;
+    sl__it_free(it->input);
+    it->input = NULL;
+    if (sl__canceled(it->run)) return sl__err(SL_ECANCELED, "cancelled");
+    rc = sl__op_open(it->op->input, it->run, r->seed ? &r->seed_copy : NULL, &it->input);
+    if (rc) return rc;
+  }
+}
+static void repeat_free(sl__it *it) {
+  repeat_it *r = (repeat_it *)it;
+  sl_elem_clear(&r->seed_copy);
+  sl__free(it);
+}
+static const sl__it_vt REPEAT_IT = {repeat_next, repeat_free};
+static int repeat_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out) {
+  int rc = sl__it_new(out, sizeof(repeat_it), &REPEAT_IT, op, run, seed);
+  if (rc) return rc;
+  repeat_it *r = (repeat_it *)*out;
+  if (seed) {
+    sl_elem_copy(&r->seed_copy, seed);
+    r->seed = &r->seed_copy;
+  }
+  if (*(int64_t *)op->impl == 0) {
+    /* count 0: nothing, but the input stays open for a uniform free. */
+  }
+  return 0;
+}
+const sl__op_vt sl__op_repeat = {"repeat", repeat_parse, repeat_open, impl_free, SL_OPF_NEEDS_INPUT};
+
+/* ---------------- shard ---------------- */
+typedef struct {
+  int64_t num, index;
+} shard_cfg;
+typedef struct {
+  sl__it it;
+  int64_t pos;
+} shard_it;
+static int shard_parse(sl__op *op, json_t *o) {
+  static const char *const keys[] = {"num_shards", "index", NULL};
+  shard_cfg *c = sl__calloc(1, sizeof *c);
+  if (!c) return sl__oom("shard");
+  op->impl = c;
+  int rc;
+  if ((rc = sl__knob_check_keys(op, o, keys))) return rc;
+  if (!json_object_get(o, "num_shards")) return sl__err(SL_EINVAL, "%s.num_shards: required", op->path);
+  if ((rc = sl__knob_int(op, o, "num_shards", 1, 1, &c->num)) || (rc = sl__knob_int(op, o, "index", 0, 0, &c->index)))
+    return rc;
+  if (c->index >= c->num)
+    return sl__err(SL_EINVAL, "%s.index: %lld must be below num_shards %lld", op->path, (long long)c->index,
+                   (long long)c->num);
+  int64_t ic = in_card(op);
+  op->cardinality = ic >= 0 ? (ic > c->index ? (ic - c->index + c->num - 1) / c->num : 0) : ic;
+  return 0;
+}
+static int shard_next(sl__it *it, sl_elem *out) {
+  shard_it *s = (shard_it *)it;
+  const shard_cfg *c = it->op->impl;
+  for (;;) {
+    int rc = sl__it_pull(it, out);
+    if (rc) return rc;
+    int64_t p = s->pos++;
+    if (p % c->num == c->index) return 0;
+    sl_elem_clear(out);
+  }
+}
+static const sl__it_vt SHARD_IT = {shard_next, plain_free};
+static int shard_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out) {
+  return sl__it_new(out, sizeof(shard_it), &SHARD_IT, op, run, seed);
+}
+const sl__op_vt sl__op_shard = {"shard", shard_parse, shard_open, impl_free, SL_OPF_NEEDS_INPUT};

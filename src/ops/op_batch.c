@@ -1,0 +1,254 @@
+/* ops/op_batch.c: `batch` and `padded_batch`: stack `size` elements into tensors with a leading dimension.
+ * Numeric components are copied into one new buffer per component; byte strings become a rank-1 string array
+ * (payload + offsets). padded_batch pads every dimension to the batch maximum (or a given shape). */
+#include <string.h>
+
+#include "ops/engine.h"
+
+typedef struct {
+  int64_t size;
+  bool drop_remainder;
+  bool padded;
+  json_t *pad_shapes; /* padded_batch: {"comp": [d0, d1, ...]} with -1 for "batch max" */
+  json_t *pad_values; /* padded_batch: {"comp": number} */
+} batch_cfg;
+
+typedef struct {
+  sl__it it;
+  sl_elem *buf;
+  bool eof;
+  uint64_t batches;
+} batch_it;
+
+static int batch_parse_common(sl__op *op, json_t *o, bool padded) {
+  static const char *const keys[] = {"size", "drop_remainder", NULL};
+  static const char *const pkeys[] = {"size", "drop_remainder", "padded_shapes", "padding_values", NULL};
+  batch_cfg *c = sl__calloc(1, sizeof *c);
+  if (!c) return sl__oom("batch");
+  op->impl = c;
+  c->padded = padded;
+  int rc;
+  if ((rc = sl__knob_check_keys(op, o, padded ? pkeys : keys))) return rc;
+  if (!json_object_get(o, "size")) return sl__err(SL_EINVAL, "%s.size: required", op->path);
+  if ((rc = sl__knob_int(op, o, "size", 1, 1, &c->size)) ||
+      (rc = sl__knob_bool(op, o, "drop_remainder", false, &c->drop_remainder)))
+    return rc;
+  if (c->size > (1 << 24)) return sl__err(SL_EINVAL, "%s.size: %lld is too large (max 16777216)", op->path, (long long)c->size);
+  if (padded) {
+    c->pad_shapes = json_object_get(o, "padded_shapes");
+    c->pad_values = json_object_get(o, "padding_values");
+    if (c->pad_shapes && !json_is_object(c->pad_shapes))
+      return sl__err(SL_EINVAL, "%s.padded_shapes: expected an object of component -> shape", op->path);
+    if (c->pad_values && !json_is_object(c->pad_values))
+      return sl__err(SL_EINVAL, "%s.padding_values: expected an object of component -> number", op->path);
+  }
+  int64_t ic = op->input ? op->input->cardinality : -1;
+  op->cardinality = ic >= 0 ? (c->drop_remainder ? ic / c->size : (ic + c->size - 1) / c->size) : ic;
+  return 0;
+}
+static int batch_parse(sl__op *op, json_t *o) { return batch_parse_common(op, o, false); }
+static int pbatch_parse(sl__op *op, json_t *o) { return batch_parse_common(op, o, true); }
+
+static int stack_bytes(sl__op *op, sl_elem *out, sl_elem *els, int n, int ci) {
+  const sl_comp *c0 = &els[0].c[ci];
+  size_t total = 0;
+  for (int k = 0; k < n; k++) {
+    const sl_comp *c = sl_elem_get(&els[k], c0->name);
+    if (!c || c->dtype != SL_BYTES || c->rank != 0)
+      return sl__op_err(op, SL_EINVAL, "element %d of the batch: component '%s' is missing or not a single byte "
+                        "string like element 0's", k, c0->name);
+    if (!sl__add_ok(total, c->size, &total)) return sl__op_err(op, SL_EINVAL, "batch too large");
+  }
+  sl_buf *data = sl_buf_alloc(total), *offs = sl_buf_alloc((size_t)(n + 1) * sizeof(uint64_t));
+  if (!data || !offs) {
+    sl_buf_unref(data);
+    sl_buf_unref(offs);
+    return sl__op_err(op, SL_ENOMEM, "out of memory batching '%s'", c0->name);
+  }
+  uint64_t *o = sl_buf_data(offs);
+  unsigned char *d = sl_buf_data(data);
+  size_t pos = 0;
+  for (int k = 0; k < n; k++) {
+    const sl_comp *c = sl_elem_get(&els[k], c0->name);
+    o[k] = pos;
+    if (c->size) memcpy(d + pos, sl_comp_data(c), c->size);
+    pos += c->size;
+  }
+  o[n] = pos;
+  sl_comp *dst = &out->c[out->n++];
+  memset(dst, 0, sizeof *dst);
+  dst->name = c0->name;
+  dst->dtype = SL_BYTES;
+  dst->rank = 1;
+  dst->shape[0] = n;
+  dst->buf = data;
+  dst->offs = offs;
+  dst->size = total;
+  return 0;
+}
+
+static double pad_value(const batch_cfg *c, const char *name) {
+  json_t *v = c->pad_values ? json_object_get(c->pad_values, name) : NULL;
+  return v && json_is_number(v) ? json_number_value(v) : 0.0;
+}
+
+static void fill_value(void *dst, sl_dtype dt, double v, int64_t count) {
+  if (v == 0.0) {
+    memset(dst, 0, (size_t)count * sl_dtype_size(dt));
+    return;
+  }
+  for (int64_t i = 0; i < count; i++) switch (dt) {
+    case SL_UINT8: ((uint8_t *)dst)[i] = (uint8_t)v; break;
+    case SL_INT32: ((int32_t *)dst)[i] = (int32_t)v; break;
+    case SL_INT64: ((int64_t *)dst)[i] = (int64_t)v; break;
+    case SL_FLOAT32: ((float *)dst)[i] = (float)v; break;
+    case SL_FLOAT64: ((double *)dst)[i] = v; break;
+    default: break;
+    }
+}
+
+/* Copies src (shape sshape) into the top-left corner of dst (shape dshape), both row-major, same rank. */
+static void copy_padded(unsigned char *dst, const int64_t *dshape, const unsigned char *src, const int64_t *sshape,
+                        int rank, size_t esz) {
+  if (rank == 0) {
+    memcpy(dst, src, esz);
+    return;
+  }
+  if (rank == 1) {
+    memcpy(dst, src, (size_t)sshape[0] * esz);
+    return;
+  }
+  size_t dstride = esz, sstride = esz;
+  for (int i = 1; i < rank; i++) {
+    dstride *= (size_t)dshape[i];
+    sstride *= (size_t)sshape[i];
+  }
+  for (int64_t r = 0; r < sshape[0]; r++)
+    copy_padded(dst + (size_t)r * dstride, dshape + 1, src + (size_t)r * sstride, sshape + 1, rank - 1, esz);
+}
+
+static int stack_numeric(sl__op *op, const batch_cfg *cfg, sl_elem *out, sl_elem *els, int n, int ci) {
+  const sl_comp *c0 = &els[0].c[ci];
+  int64_t shape[SL_MAX_RANK];
+  if (c0->rank >= SL_MAX_RANK)
+    return sl__op_err(op, SL_EINVAL, "component '%s' has rank %d: batching would exceed rank %d", c0->name,
+                      c0->rank, SL_MAX_RANK);
+  memcpy(shape, c0->shape, sizeof shape);
+  for (int k = 1; k < n; k++) {
+    const sl_comp *c = sl_elem_get(&els[k], c0->name);
+    if (!c) return sl__op_err(op, SL_EINVAL, "element %d of the batch lacks component '%s'", k, c0->name);
+    if (c->dtype != c0->dtype || c->rank != c0->rank)
+      return sl__op_err(op, SL_EINVAL, "element %d of the batch: '%s' is %s rank %d, element 0's is %s rank %d", k,
+                        c0->name, sl_dtype_name(c->dtype), c->rank, sl_dtype_name(c0->dtype), c0->rank);
+    for (int d = 0; d < c0->rank; d++) {
+      if (c->shape[d] != shape[d] && !cfg->padded)
+        return sl__op_err(op, SL_EINVAL, "element %d of the batch: '%s' dimension %d is %lld, element 0's is %lld "
+                          "(use padded_batch for ragged shapes)", k, c0->name, d, (long long)c->shape[d],
+                          (long long)c0->shape[d]);
+      if (c->shape[d] > shape[d]) shape[d] = c->shape[d];
+    }
+  }
+  if (cfg->padded && cfg->pad_shapes) {
+    json_t *ps = json_object_get(cfg->pad_shapes, c0->name);
+    if (ps) {
+      if (!json_is_array(ps) || json_array_size(ps) != (size_t)c0->rank)
+        return sl__op_err(op, SL_EINVAL, "padded_shapes.%s: expected an array of %d dimensions", c0->name, c0->rank);
+      for (int d = 0; d < c0->rank; d++) {
+        json_t *x = json_array_get(ps, (size_t)d);
+        int64_t want = json_is_integer(x) ? json_integer_value(x) : -1;
+        if (want < 0) continue;
+        if (want < shape[d])
+          return sl__op_err(op, SL_EINVAL, "padded_shapes.%s[%d] = %lld is smaller than an element's %lld",
+                            c0->name, d, (long long)want, (long long)shape[d]);
+        shape[d] = want;
+      }
+    }
+  }
+  int64_t oshape[SL_MAX_RANK];
+  oshape[0] = n;
+  memcpy(oshape + 1, shape, (size_t)c0->rank * sizeof(int64_t));
+  void *data;
+  sl_elem tmp;
+  tmp.n = 0;
+  int rc = sl_elem_new_tensor(&tmp, c0->name, c0->dtype, c0->rank + 1, oshape, &data);
+  if (rc) return sl__op_wrap(op, rc);
+  size_t esz = sl_dtype_size(c0->dtype);
+  int64_t per;
+  sl_shape_count(&per, c0->rank, shape);
+  size_t per_bytes = (size_t)per * esz;
+  double pv = cfg->padded ? pad_value(cfg, c0->name) : 0;
+  for (int k = 0; k < n; k++) {
+    const sl_comp *c = k == 0 ? c0 : sl_elem_get(&els[k], c0->name);
+    unsigned char *dst = (unsigned char *)data + (size_t)k * per_bytes;
+    if (c->size == per_bytes) {
+      memcpy(dst, sl_comp_data(c), per_bytes);
+    } else {
+      fill_value(dst, c0->dtype, pv, per);
+      copy_padded(dst, shape, sl_comp_data(c), c->shape, c->rank, esz);
+    }
+  }
+  out->c[out->n++] = tmp.c[0];
+  return 0;
+}
+
+static int batch_next(sl__it *it, sl_elem *out) {
+  batch_it *b = (batch_it *)it;
+  const batch_cfg *c = it->op->impl;
+  if (b->eof) return SL_END;
+  int n = 0, rc = 0;
+  while (n < c->size) {
+    sl_elem_init(&b->buf[n]);
+    rc = sl__it_pull(it, &b->buf[n]);
+    if (rc) break;
+    n++;
+  }
+  if (rc < 0) goto done;
+  if (rc == SL_END) b->eof = true;
+  if (n == 0 || (rc == SL_END && c->drop_remainder && n < c->size)) {
+    rc = SL_END;
+    goto done;
+  }
+  rc = 0;
+  out->n = 0;
+  for (int ci = 0; ci < b->buf[0].n && !rc; ci++) {
+    if (b->buf[0].c[ci].dtype == SL_BYTES) rc = stack_bytes(it->op, out, b->buf, n, ci);
+    else rc = stack_numeric(it->op, c, out, b->buf, n, ci);
+  }
+  if (!rc) {
+    for (int k = 1; k < n; k++)
+      if (b->buf[k].n != b->buf[0].n) {
+        rc = sl__op_err(it->op, SL_EINVAL, "element %d of batch %llu has %d components, element 0 has %d", k,
+                        (unsigned long long)b->batches, b->buf[k].n, b->buf[0].n);
+        break;
+      }
+  }
+  if (rc) sl_elem_clear(out);
+  b->batches++;
+done:
+  for (int k = 0; k < n; k++) sl_elem_clear(&b->buf[k]);
+  return rc;
+}
+
+static void batch_free(sl__it *it) {
+  batch_it *b = (batch_it *)it;
+  sl__free(b->buf);
+  sl__free(b);
+}
+static const sl__it_vt BATCH_IT = {batch_next, batch_free};
+
+static int batch_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out) {
+  int rc = sl__it_new(out, sizeof(batch_it), &BATCH_IT, op, run, seed);
+  if (rc) return rc;
+  batch_it *b = (batch_it *)*out;
+  b->buf = sl__mallocarray((size_t)((batch_cfg *)op->impl)->size, sizeof(sl_elem));
+  if (!b->buf) {
+    sl__it_free(*out);
+    *out = NULL;
+    return sl__op_err(op, SL_ENOMEM, "out of memory for a batch");
+  }
+  return 0;
+}
+static void batch_free_op(sl__op *op) { sl__free(op->impl); }
+
+const sl__op_vt sl__op_batch = {"batch", batch_parse, batch_open, batch_free_op, SL_OPF_NEEDS_INPUT};
+const sl__op_vt sl__op_padded_batch = {"padded_batch", pbatch_parse, batch_open, batch_free_op, SL_OPF_NEEDS_INPUT};

@@ -1,0 +1,349 @@
+/* ops/op_interleave.c: `interleave`: for each input element, opens the nested `source` chain on it and cycles
+ * through `cycle_length` of them, `block_length` elements at a time (tf.data's order). With parallelism > 1,
+ * worker threads fill a small per-slot buffer ahead of the consumer, which keeps the deterministic order (or, with
+ * "deterministic": false, takes whatever slot is ready). Slots are opened and closed on the consumer's thread,
+ * so the order in which input elements enter the cycle does not depend on timing. */
+#include <string.h>
+
+#include "ops/engine.h"
+
+typedef struct {
+  int64_t cycle, block_length;
+  bool deterministic;
+} il_cfg;
+
+typedef struct {
+  sl__it *it;      /* nested iterator, NULL when the slot is empty */
+  sl_elem *q;      /* parallel: buffered results */
+  int qhead, qn;
+  bool busy;       /* a worker is inside it->next */
+  bool exhausted;  /* the nested iterator returned SL_END */
+  int err;         /* a nested error, delivered after the buffered elements */
+  sl__errbox *box;
+} il_slot;
+
+typedef struct il_it il_it;
+typedef struct {
+  il_it *m;
+  int id;
+} il_warg;
+
+struct il_it {
+  sl__it it;
+  il_slot *slots;
+  int cycle, cur;
+  int64_t block;
+  bool input_eof;
+  /* parallel */
+  bool parallel;
+  int qcap;
+  pthread_mutex_t mu;
+  pthread_cond_t cv_work, cv_ready;
+  bool stop, sync_init;
+  pthread_t *threads;
+  il_warg *args;
+  int nthreads;
+  int waiting_consumer, waiting_workers;
+};
+
+static int il_parse(sl__op *op, json_t *o) {
+  static const char *const keys[] = {"cycle_length", "block_length", "parallelism", "deterministic", "buffer",
+                                     "source", NULL};
+  il_cfg *c = sl__calloc(1, sizeof *c);
+  if (!c) return sl__oom("interleave");
+  op->impl = c;
+  int rc;
+  bool cyc_auto;
+  if ((rc = sl__knob_check_keys(op, o, keys)) ||
+      (rc = sl__knob_tunable(op, o, "cycle_length", sl__autotune_parallelism(), 1, &c->cycle, &cyc_auto)) ||
+      (rc = sl__knob_int(op, o, "block_length", 1, 1, &c->block_length)) ||
+      (rc = sl__knob_tunable(op, o, "parallelism", 1, 1, &op->parallelism, &op->par_autotune)) ||
+      (rc = sl__knob_bool(op, o, "deterministic", true, &c->deterministic)) ||
+      (rc = sl__knob_tunable(op, o, "buffer", 2, 1, &op->buffer, &op->buf_autotune)))
+    return rc;
+  if (c->cycle > 4096)
+    return sl__err(SL_EINVAL, "%s.cycle_length: %lld is too large (max 4096)", op->path, (long long)c->cycle);
+  if (op->par_autotune) op->parallelism = sl__autotune_parallelism();
+  if (op->buf_autotune) op->buffer = 2;
+  if (op->parallelism > c->cycle) op->parallelism = c->cycle;
+  op->async = op->parallelism > 1;
+  op->cardinality = (op->input && op->input->cardinality == 0) ? 0 : -1;
+  return 0;
+}
+
+static int64_t il_cycle(const sl__op *op) { return ((const il_cfg *)op->impl)->cycle; }
+
+/* Opens the next input element's nested chain into slot s (consumer thread). 0, SL_END (input done) or error. */
+static int il_fill(il_it *m, il_slot *s) {
+  sl_elem in;
+  sl_elem_init(&in);
+  int rc = sl__it_pull(&m->it, &in);
+  if (rc == SL_END) {
+    m->input_eof = true;
+    return SL_END;
+  }
+  if (rc) return rc;
+  sl__it *nit = NULL;
+  rc = sl__op_open(m->it.op->source, m->it.run, &in, &nit);
+  sl_elem_clear(&in);
+  if (rc) return rc;
+  if (m->parallel) pthread_mutex_lock(&m->mu);
+  s->it = nit;
+  s->exhausted = false;
+  s->err = 0;
+  if (m->parallel) {
+    pthread_cond_broadcast(&m->cv_work);
+    pthread_mutex_unlock(&m->mu);
+  }
+  return 0;
+}
+
+static void il_advance(il_it *m) {
+  m->cur = (m->cur + 1) % m->cycle;
+  m->block = 0;
+}
+
+static bool all_empty(const il_it *m) {
+  for (int i = 0; i < m->cycle; i++)
+    if (m->slots[i].it) return false;
+  return true;
+}
+
+/* ---- sequential ---- */
+static int il_next_seq(sl__it *it, sl_elem *out) {
+  il_it *m = (il_it *)it;
+  const il_cfg *c = it->op->impl;
+  for (;;) {
+    il_slot *s = &m->slots[m->cur];
+    if (!s->it) {
+      if (m->input_eof) {
+        if (all_empty(m)) return SL_END;
+        il_advance(m);
+        continue;
+      }
+      int rc = il_fill(m, s);
+      if (rc == SL_END) continue;
+      if (rc) return rc;
+    }
+    int rc = sl__it_pull_from(it, s->it, out);
+    if (rc == 0) {
+      if (++m->block >= c->block_length) il_advance(m);
+      return 0;
+    }
+    sl__it_free(s->it);
+    s->it = NULL;
+    if (rc != SL_END) return rc;
+    il_advance(m);
+  }
+}
+
+/* ---- parallel ---- */
+static void *il_worker(void *p) {
+  il_warg *wa = p;
+  il_it *m = wa->m;
+  sl__op *op = m->it.op;
+  pthread_mutex_lock(&m->mu);
+  while (!m->stop) {
+    il_slot *s = NULL;
+    if (wa->id < atomic_load_explicit(&op->active_par, memory_order_relaxed)) {
+      /* Serve the slot the consumer needs soonest first. */
+      for (int k = 0; k < m->cycle && !s; k++) {
+        il_slot *t = &m->slots[(m->cur + k) % m->cycle];
+        if (t->it && !t->busy && !t->exhausted && !t->err && t->qn < m->qcap) s = t;
+      }
+    }
+    if (!s) {
+      m->waiting_workers++;
+      sl__cond_wait_ms(&m->cv_work, &m->mu, 50);
+      m->waiting_workers--;
+      if (sl__canceled(m->it.run)) m->stop = true;
+      continue;
+    }
+    s->busy = true;
+    sl__it *nit = s->it;
+    pthread_mutex_unlock(&m->mu);
+    sl_elem e;
+    sl_elem_init(&e);
+    int rc = sl__it_next(nit, &e);
+    sl__errbox *box = NULL;
+    if (rc < 0) {
+      box = sl__malloc(sizeof *box);
+      if (box) sl__errbox_capture(box, rc);
+    }
+    pthread_mutex_lock(&m->mu);
+    s->busy = false;
+    if (rc == 0) {
+      sl_elem_move(&s->q[(s->qhead + s->qn) % m->qcap], &e);
+      s->qn++;
+    } else if (rc == SL_END) {
+      s->exhausted = true;
+    } else {
+      s->err = rc;
+      s->box = box;
+    }
+    if (m->waiting_consumer) pthread_cond_broadcast(&m->cv_ready);
+  }
+  pthread_mutex_unlock(&m->mu);
+  return NULL;
+}
+
+static void slot_close(il_it *m, il_slot *s) {
+  sl__it *nit = s->it;
+  s->it = NULL;
+  s->exhausted = false;
+  pthread_mutex_unlock(&m->mu);
+  sl__it_free(nit);
+  pthread_mutex_lock(&m->mu);
+}
+
+static int il_next_par(sl__it *it, sl_elem *out) {
+  il_it *m = (il_it *)it;
+  const il_cfg *c = it->op->impl;
+  uint64_t w0 = 0;
+  pthread_mutex_lock(&m->mu);
+  for (;;) {
+    il_slot *s = &m->slots[m->cur];
+    if (!s->it) {
+      if (m->input_eof) {
+        if (all_empty(m)) {
+          pthread_mutex_unlock(&m->mu);
+          return SL_END;
+        }
+        il_advance(m);
+        continue;
+      }
+      pthread_mutex_unlock(&m->mu);
+      int rc = il_fill(m, s);
+      pthread_mutex_lock(&m->mu);
+      if (rc == SL_END) continue;
+      if (rc) {
+        pthread_mutex_unlock(&m->mu);
+        return rc;
+      }
+    }
+    if (!c->deterministic && s->qn == 0 && !s->exhausted && !s->err) {
+      /* Unordered: take any slot that has something ready. */
+      for (int k = 1; k < m->cycle; k++) {
+        il_slot *t = &m->slots[(m->cur + k) % m->cycle];
+        if (t->it && t->qn > 0) {
+          m->cur = (m->cur + k) % m->cycle;
+          m->block = 0;
+          s = t;
+          break;
+        }
+      }
+    }
+    if (s->qn > 0) {
+      sl_elem_move(out, &s->q[s->qhead]);
+      s->qhead = (s->qhead + 1) % m->qcap;
+      s->qn--;
+      sl__stat_add(&it->op->st.occ_sum, (uint64_t)s->qn + 1);
+      sl__stat_add(&it->op->st.occ_n, 1);
+      if (m->waiting_workers) pthread_cond_signal(&m->cv_work);
+      if (++m->block >= c->block_length) il_advance(m);
+      pthread_mutex_unlock(&m->mu);
+      if (w0) sl__stat_add(&it->op->st.wait_ns, sl__now_ns() - w0);
+      return 0;
+    }
+    if (s->err) {
+      int rc = s->err;
+      sl__errbox *box = s->box;
+      s->box = NULL;
+      s->err = 0;
+      slot_close(m, s);
+      pthread_mutex_unlock(&m->mu);
+      if (box) {
+        sl__errbox_raise(box);
+        sl__free(box);
+      }
+      return rc;
+    }
+    if (s->exhausted && !s->busy) {
+      slot_close(m, s);
+      il_advance(m);
+      continue;
+    }
+    if (sl__canceled(it->run)) {
+      pthread_mutex_unlock(&m->mu);
+      return sl__err(SL_ECANCELED, "%s: cancelled", it->op->path);
+    }
+    if (!w0) w0 = sl__now_ns();
+    m->waiting_consumer++;
+    sl__cond_wait_ms(&m->cv_ready, &m->mu, 50);
+    m->waiting_consumer--;
+  }
+}
+
+static int il_next(sl__it *it, sl_elem *out) {
+  return ((il_it *)it)->parallel ? il_next_par(it, out) : il_next_seq(it, out);
+}
+
+static void il_free(sl__it *it) {
+  il_it *m = (il_it *)it;
+  if (m->sync_init) {
+    pthread_mutex_lock(&m->mu);
+    m->stop = true;
+    pthread_cond_broadcast(&m->cv_work);
+    pthread_mutex_unlock(&m->mu);
+    for (int i = 0; i < m->nthreads; i++) pthread_join(m->threads[i], NULL);
+    pthread_mutex_destroy(&m->mu);
+    pthread_cond_destroy(&m->cv_work);
+    pthread_cond_destroy(&m->cv_ready);
+  }
+  if (m->slots)
+    for (int i = 0; i < m->cycle; i++) {
+      il_slot *s = &m->slots[i];
+      sl__it_free(s->it);
+      if (s->q)
+        for (int k = 0; k < s->qn; k++) sl_elem_clear(&s->q[(s->qhead + k) % m->qcap]);
+      sl__free(s->q);
+      sl__free(s->box);
+    }
+  sl__free(m->slots);
+  sl__free(m->threads);
+  sl__free(m->args);
+  sl__free(m);
+}
+static const sl__it_vt IL_IT = {il_next, il_free};
+
+static int il_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out) {
+  int rc = sl__it_new(out, sizeof(il_it), &IL_IT, op, run, seed);
+  if (rc) return rc;
+  il_it *m = (il_it *)*out;
+  m->cycle = (int)il_cycle(op);
+  m->parallel = op->async;
+  m->qcap = (int)op->buffer;
+  m->slots = sl__calloc((size_t)m->cycle, sizeof *m->slots);
+  if (!m->slots) goto oom;
+  if (!m->parallel) return 0;
+  for (int i = 0; i < m->cycle; i++) {
+    m->slots[i].q = sl__calloc((size_t)m->qcap, sizeof(sl_elem));
+    if (!m->slots[i].q) goto oom;
+  }
+  pthread_mutex_init(&m->mu, NULL);
+  pthread_cond_init(&m->cv_work, NULL);
+  pthread_cond_init(&m->cv_ready, NULL);
+  m->sync_init = true;
+  int64_t par = op->parallelism;
+  m->threads = sl__calloc((size_t)par, sizeof *m->threads);
+  m->args = sl__calloc((size_t)par, sizeof *m->args);
+  if (!m->threads || !m->args) goto oom;
+  for (int i = 0; i < par; i++) {
+    m->args[i] = (il_warg){m, i};
+    if (pthread_create(&m->threads[i], NULL, il_worker, &m->args[i])) {
+      sl__it_free(*out);
+      *out = NULL;
+      return sl__op_err(op, SL_ERROR, "cannot start worker thread %d", i);
+    }
+    m->nthreads++;
+  }
+  return 0;
+oom:
+  sl__it_free(*out);
+  *out = NULL;
+  return sl__op_err(op, SL_ENOMEM, "out of memory starting the interleave");
+}
+static void il_free_op(sl__op *op) { sl__free(op->impl); }
+
+const sl__op_vt sl__op_interleave = {"interleave", il_parse, il_open, il_free_op,
+                                     SL_OPF_NEEDS_INPUT | SL_OPF_TAKES_SOURCE};

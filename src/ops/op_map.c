@@ -1,0 +1,372 @@
+/* ops/op_map.c: `map` (sequential, or parallel with ordered or unordered hand-off) and `filter`.
+ * Parallel map: worker threads reserve an output slot (bounding memory by `buffer`), pull the next input under
+ * the input lock (which fixes the element's sequence number), run the function without locks, and publish the
+ * result; in deterministic mode slot = seq % cap, so the consumer takes results in input order. An error is a
+ * result like any other and reaches the consumer at its element's position. */
+#include <string.h>
+
+#include "ops/engine.h"
+
+typedef struct {
+  sl__fn fn;
+  void *state;
+  sl_args args;
+  char *args_path;
+  bool deterministic;
+  bool is_filter;
+} map_cfg;
+
+static int map_parse_common(sl__op *op, json_t *o, bool filter) {
+  static const char *const mkeys[] = {"fn", "args", "parallelism", "deterministic", "buffer", NULL};
+  static const char *const fkeys[] = {"fn", "args", NULL};
+  map_cfg *c = sl__calloc(1, sizeof *c);
+  if (!c) return sl__oom("map");
+  op->impl = c;
+  c->is_filter = filter;
+  int rc = sl__knob_check_keys(op, o, filter ? fkeys : mkeys);
+  if (rc) return rc;
+  const char *fn;
+  if ((rc = sl__knob_str(op, o, "fn", NULL, &fn))) return rc;
+  if (!fn) return sl__err(SL_EINVAL, "%s.fn: required (the function to run)", op->path);
+  if (sl__fn_lookup(fn, &c->fn)) {
+    const char **names = NULL;
+    sl__str list = {0};
+    if (!sl_fn_list(&names)) {
+      for (int i = 0; names[i]; i++) sl__str_printf(&list, "%s%s", i ? ", " : "", names[i]);
+      sl__free(names);
+    }
+    rc = sl__err(SL_EINVAL, "%s.fn: unknown function '%s' (known: %s)", op->path, fn, list.s ? list.s : "");
+    sl__str_dispose(&list);
+    return rc;
+  }
+  if (filter && !(c->fn.def.flags & SL_FN_FILTER))
+    return sl__err(SL_EINVAL, "%s.fn: '%s' is not a predicate; filter needs one (e.g. \"length\")", op->path, fn);
+  if (!filter && (c->fn.def.flags & SL_FN_FILTER))
+    return sl__err(SL_EINVAL, "%s.fn: '%s' is a predicate; use it in a filter op", op->path, fn);
+  sl__free(op->label);
+  op->label = sl__strdup(fn);
+  sl__str ap = {0};
+  if (sl__str_printf(&ap, "%s.args", op->path) || !op->label) return sl__oom("map");
+  c->args_path = ap.s;
+  json_t *args = json_object_get(o, "args");
+  if (args && !json_is_object(args))
+    return sl__err(SL_EINVAL, "%s.args: expected an object, found %s", op->path, sl__json_type_name(args));
+  c->args.obj = args;
+  c->args.path = c->args_path;
+  op->random = (c->fn.def.flags & SL_FN_RANDOM) != 0;
+  if (!filter) {
+    if ((rc = sl__knob_tunable(op, o, "parallelism", 1, 1, &op->parallelism, &op->par_autotune))) return rc;
+    if (op->par_autotune) op->parallelism = sl__autotune_parallelism();
+    if ((rc = sl__knob_bool(op, o, "deterministic", true, &c->deterministic))) return rc;
+    int64_t defbuf = op->parallelism > 1 ? 2 * op->parallelism : 0;
+    if ((rc = sl__knob_tunable(op, o, "buffer", defbuf, 0, &op->buffer, &op->buf_autotune))) return rc;
+    if (op->buf_autotune) op->buffer = 2 * op->parallelism;
+    if (op->parallelism > 1 && op->buffer < op->parallelism) op->buffer = op->parallelism;
+    op->async = op->parallelism > 1 || op->par_autotune;
+  }
+  op->cardinality = filter ? (op->input && op->input->cardinality == -2 ? -2 : -1)
+                           : (op->input ? op->input->cardinality : -1);
+  if (c->fn.def.init) {
+    rc = c->fn.def.init(&c->state, &c->args, c->fn.payload);
+    if (rc) {
+      if (strncmp(sl_error_last(), op->path, strlen(op->path))) sl__err_wrap(rc, "%s (fn %s)", op->path, fn);
+      return rc;
+    }
+  }
+  return 0;
+}
+static int map_parse(sl__op *op, json_t *o) { return map_parse_common(op, o, false); }
+static int filter_parse(sl__op *op, json_t *o) { return map_parse_common(op, o, true); }
+
+static void map_free_op(sl__op *op) {
+  map_cfg *c = op->impl;
+  if (!c) return;
+  if (c->fn.def.free && c->state) c->fn.def.free(c->state);
+  sl__free(c->args_path);
+  sl__free(c);
+}
+
+/* Runs the function on one element; wraps errors with the op and element index. */
+static int call_fn(sl__op *op, map_cfg *c, sl_elem *e, uint64_t epoch, uint64_t index, bool *keep) {
+  sl_fn_call call = {index, sl__seed_of(op->pl->seed, (uint64_t)op->index, epoch, index), true, op->path};
+  sl_error_clear();
+  int rc = c->fn.def.call(c->state, e, &call);
+  if (rc) {
+    if (!sl_error_last()[0]) sl__err(rc, "%s", sl_strerror(rc));
+    if (strncmp(sl_error_last(), op->path, strlen(op->path)))
+      sl__err_wrap(rc < 0 ? rc : SL_ERROR, "%s (%s %s), element %llu", op->path, op->vt->kind, op->label,
+                   (unsigned long long)index);
+    return rc < 0 ? rc : SL_ERROR;
+  }
+  *keep = call.keep;
+  return 0;
+}
+
+/* ---------------- sequential map / filter ---------------- */
+typedef struct {
+  sl__it it;
+  uint64_t index;
+} smap_it;
+
+static int smap_next(sl__it *it, sl_elem *out) {
+  smap_it *m = (smap_it *)it;
+  map_cfg *c = it->op->impl;
+  for (;;) {
+    int rc = sl__it_pull(it, out);
+    if (rc) return rc;
+    bool keep = true;
+    rc = call_fn(it->op, c, out, it->epoch, m->index++, &keep);
+    if (rc) {
+      sl_elem_clear(out);
+      return rc;
+    }
+    if (keep) return 0;
+    sl_elem_clear(out);
+  }
+}
+static void smap_free(sl__it *it) { sl__free(it); }
+static const sl__it_vt SMAP_IT = {smap_next, smap_free};
+
+/* ---------------- parallel map ---------------- */
+enum { SLOT_FREE = 0, SLOT_BUSY = 1, SLOT_DONE = 2 };
+typedef struct {
+  sl_elem e;
+  int rc;
+  int state;
+  sl__errbox *err; /* allocated only for an error result */
+} slot;
+
+typedef struct pmap_it pmap_it;
+typedef struct {
+  pmap_it *m;
+  int id;
+} worker_arg;
+
+struct pmap_it {
+  sl__it it;
+  pthread_mutex_t mu, in_mu;
+  pthread_cond_t cv_space, cv_ready;
+  slot *ring;
+  uint64_t *fifo; /* unordered mode: completed sequence numbers in completion order */
+  int cap;
+  int reserved;   /* slots reserved or holding results not yet taken */
+  uint64_t head;  /* next seq the consumer takes (ordered mode) */
+  uint64_t next_seq;
+  uint64_t fifo_head, fifo_tail;
+  bool input_done; /* under mu: no more results will be reserved */
+  bool in_eof;     /* under in_mu: the input returned END or an error; pull no more */
+  uint64_t end_seq;
+  bool stop;
+  int waiting_consumer, waiting_workers;
+  pthread_t *threads;
+  worker_arg *args;
+  int nthreads;
+  bool deterministic;
+};
+
+static void *pmap_worker(void *p) {
+  worker_arg *wa = p;
+  pmap_it *m = wa->m;
+  sl__op *op = m->it.op;
+  map_cfg *c = op->impl;
+  uint32_t tick = 0, mask = 0;
+  pthread_mutex_lock(&m->mu);
+  for (;;) {
+    while (!m->stop && !m->input_done &&
+           (m->reserved >= m->cap || wa->id >= atomic_load_explicit(&op->active_par, memory_order_relaxed))) {
+      m->waiting_workers++;
+      sl__cond_wait_ms(&m->cv_space, &m->mu, 50);
+      m->waiting_workers--;
+      if (sl__canceled(m->it.run)) m->stop = true;
+    }
+    if (m->stop || m->input_done) break;
+    m->reserved++;
+    pthread_mutex_unlock(&m->mu);
+
+    sl_elem e;
+    sl_elem_init(&e);
+    pthread_mutex_lock(&m->in_mu);
+    int rc = m->in_eof ? SL_END : sl__it_next(m->it.input, &e);
+    uint64_t seq = m->next_seq;
+    if (rc == 0) {
+      m->next_seq++;
+      sl__stat_add(&op->st.in, 1);
+    }
+    sl__errbox *eb = NULL;
+    bool input_failed = rc < 0;
+    if (rc < 0) {
+      m->next_seq++;
+      eb = sl__malloc(sizeof *eb);
+      if (eb) sl__errbox_capture(eb, rc);
+    }
+    if (rc != 0) m->in_eof = true;
+    pthread_mutex_unlock(&m->in_mu);
+
+    if (rc == SL_END) {
+      pthread_mutex_lock(&m->mu);
+      m->reserved--;
+      if (!m->input_done) {
+        m->input_done = true;
+        m->end_seq = seq;
+      }
+      pthread_cond_broadcast(&m->cv_ready);
+      pthread_cond_broadcast(&m->cv_space);
+      break;
+    }
+    if (rc == 0) {
+      bool keep = true;
+      bool timed = (tick++ & mask) == 0;
+      uint64_t c0 = 0, w0 = 0;
+      if (timed) {
+        c0 = sl__cpu_ns();
+        w0 = sl__now_ns();
+      }
+      rc = call_fn(op, c, &e, m->it.epoch, seq, &keep);
+      if (timed) sl__stats_sample(op, &mask, sl__cpu_ns() - c0, sl__now_ns() - w0);
+      if (rc) {
+        sl_elem_clear(&e);
+        eb = sl__malloc(sizeof *eb);
+        if (eb) sl__errbox_capture(eb, rc);
+      }
+    }
+    pthread_mutex_lock(&m->mu);
+    uint64_t idx = m->deterministic ? seq : m->fifo_tail;
+    slot *s = &m->ring[seq % (uint64_t)m->cap];
+    if (!m->deterministic) {
+      /* Unordered: results sit in the ring by arrival; fifo lists their positions. */
+      s = &m->ring[m->fifo_tail % (uint64_t)m->cap];
+      m->fifo[m->fifo_tail % (uint64_t)m->cap] = seq;
+      m->fifo_tail++;
+    }
+    (void)idx;
+    if (input_failed && !m->input_done) {
+      /* The input's error is the last result: stop reserving after it. */
+      m->input_done = true;
+      m->end_seq = seq + 1;
+    }
+    sl_elem_move(&s->e, &e);
+    s->rc = rc;
+    s->err = eb;
+    s->state = SLOT_DONE;
+    if (m->waiting_consumer) pthread_cond_signal(&m->cv_ready);
+  }
+  pthread_mutex_unlock(&m->mu);
+  return NULL;
+}
+
+static int pmap_next(sl__it *it, sl_elem *out) {
+  pmap_it *m = (pmap_it *)it;
+  pthread_mutex_lock(&m->mu);
+  slot *s;
+  uint64_t wait0 = 0;
+  for (;;) {
+    if (m->deterministic) {
+      s = &m->ring[m->head % (uint64_t)m->cap];
+      if (s->state == SLOT_DONE) break;
+      if (m->input_done && m->head >= m->end_seq && m->reserved == 0) {
+        pthread_mutex_unlock(&m->mu);
+        return SL_END;
+      }
+    } else {
+      if (m->fifo_head < m->fifo_tail) {
+        s = &m->ring[m->fifo_head % (uint64_t)m->cap];
+        break;
+      }
+      if (m->input_done && m->reserved == 0) {
+        pthread_mutex_unlock(&m->mu);
+        return SL_END;
+      }
+    }
+    if (sl__canceled(it->run)) {
+      pthread_mutex_unlock(&m->mu);
+      return sl__err(SL_ECANCELED, "%s: cancelled", it->op->path);
+    }
+    if (!wait0) wait0 = sl__now_ns();
+    m->waiting_consumer++;
+    sl__cond_wait_ms(&m->cv_ready, &m->mu, 50);
+    m->waiting_consumer--;
+  }
+  if (wait0) sl__stat_add(&it->op->st.wait_ns, sl__now_ns() - wait0);
+  sl__stat_add(&it->op->st.occ_sum, (uint64_t)(m->reserved));
+  sl__stat_add(&it->op->st.occ_n, 1);
+  int rc = s->rc;
+  sl_elem_move(out, &s->e);
+  sl__errbox *eb = s->err;
+  s->err = NULL;
+  s->state = SLOT_FREE;
+  if (m->deterministic) m->head++;
+  else m->fifo_head++;
+  m->reserved--;
+  if (m->waiting_workers) pthread_cond_signal(&m->cv_space);
+  pthread_mutex_unlock(&m->mu);
+  if (rc < 0) {
+    if (eb) rc = sl__errbox_raise(eb);
+    else sl__err(rc, "%s: error (message lost: out of memory)", it->op->path);
+    sl__free(eb);
+    return rc;
+  }
+  return rc;
+}
+
+static void pmap_free(sl__it *it) {
+  pmap_it *m = (pmap_it *)it;
+  pthread_mutex_lock(&m->mu);
+  m->stop = true;
+  pthread_cond_broadcast(&m->cv_space);
+  pthread_cond_broadcast(&m->cv_ready);
+  pthread_mutex_unlock(&m->mu);
+  for (int i = 0; i < m->nthreads; i++) pthread_join(m->threads[i], NULL);
+  if (m->ring)
+    for (int i = 0; i < m->cap; i++) {
+      sl_elem_clear(&m->ring[i].e);
+      sl__free(m->ring[i].err);
+    }
+  pthread_mutex_destroy(&m->mu);
+  pthread_mutex_destroy(&m->in_mu);
+  pthread_cond_destroy(&m->cv_space);
+  pthread_cond_destroy(&m->cv_ready);
+  sl__free(m->ring);
+  sl__free(m->fifo);
+  sl__free(m->threads);
+  sl__free(m->args);
+  sl__free(m);
+}
+static const sl__it_vt PMAP_IT = {pmap_next, pmap_free};
+
+static int map_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out) {
+  if (!op->async) return sl__it_new(out, sizeof(smap_it), &SMAP_IT, op, run, seed);
+  map_cfg *c = op->impl;
+  int rc = sl__it_new(out, sizeof(pmap_it), &PMAP_IT, op, run, seed);
+  if (rc) return rc;
+  pmap_it *m = (pmap_it *)*out;
+  m->deterministic = c->deterministic;
+  pthread_mutex_init(&m->mu, NULL);
+  pthread_mutex_init(&m->in_mu, NULL);
+  pthread_cond_init(&m->cv_space, NULL);
+  pthread_cond_init(&m->cv_ready, NULL);
+  int64_t par = op->parallelism;
+  if (op->par_autotune && par < sl__autotune_parallelism()) par = sl__autotune_parallelism();
+  m->cap = (int)(op->buffer > 0 ? op->buffer : par);
+  m->ring = sl__calloc((size_t)m->cap, sizeof *m->ring);
+  m->fifo = sl__calloc((size_t)m->cap, sizeof *m->fifo);
+  m->threads = sl__calloc((size_t)par, sizeof *m->threads);
+  m->args = sl__calloc((size_t)par, sizeof *m->args);
+  if (!m->ring || !m->fifo || !m->threads || !m->args) {
+    sl__it_free(*out);
+    *out = NULL;
+    return sl__op_err(op, SL_ENOMEM, "out of memory for %d buffered elements", m->cap);
+  }
+  for (int i = 0; i < par; i++) {
+    m->args[i] = (worker_arg){m, i};
+    if (pthread_create(&m->threads[i], NULL, pmap_worker, &m->args[i])) {
+      sl__it_free(*out);
+      *out = NULL;
+      return sl__op_err(op, SL_ERROR, "cannot start worker thread %d", i);
+    }
+    m->nthreads++;
+  }
+  return 0;
+}
+
+const sl__op_vt sl__op_map = {"map", map_parse, map_open, map_free_op, SL_OPF_NEEDS_INPUT};
+const sl__op_vt sl__op_filter = {"filter", filter_parse, map_open, map_free_op, SL_OPF_NEEDS_INPUT};

@@ -1,0 +1,147 @@
+/* ops/op_prefetch.c: `prefetch`: one producer thread pulls ahead into a bounded ring of `buffer` elements, so the
+ * consumer overlaps its work with the upstream's. Errors are queued like elements and end the stream. */
+#include <string.h>
+
+#include "ops/engine.h"
+
+typedef struct {
+  sl__it it;
+  pthread_mutex_t mu;
+  pthread_cond_t cv_space, cv_ready;
+  sl_elem *ring;
+  size_t *ring_bytes;
+  int cap, count, head;
+  bool done, stop;
+  int end_rc;
+  sl__errbox err;
+  int waiting_consumer, waiting_producer;
+  pthread_t thread;
+  bool started;
+} pf_it;
+
+static int pf_parse(sl__op *op, json_t *o) {
+  static const char *const keys[] = {"buffer", NULL};
+  int rc = sl__knob_check_keys(op, o, keys);
+  if (rc) return rc;
+  if ((rc = sl__knob_tunable(op, o, "buffer", 1, 1, &op->buffer, &op->buf_autotune))) return rc;
+  if (op->buf_autotune) op->buffer = SL_AUTOTUNE_BUFFER;
+  op->async = true;
+  op->cardinality = op->input ? op->input->cardinality : -1;
+  return 0;
+}
+
+static void *pf_producer(void *p) {
+  pf_it *f = p;
+  sl__op *op = f->it.op;
+  for (;;) {
+    pthread_mutex_lock(&f->mu);
+    while (!f->stop && f->count >= f->cap) {
+      f->waiting_producer++;
+      sl__cond_wait_ms(&f->cv_space, &f->mu, 50);
+      f->waiting_producer--;
+      if (sl__canceled(f->it.run)) f->stop = true;
+    }
+    bool stop = f->stop;
+    pthread_mutex_unlock(&f->mu);
+    if (stop) return NULL;
+    sl_elem e;
+    sl_elem_init(&e);
+    int rc = sl__it_next(f->it.input, &e);
+    pthread_mutex_lock(&f->mu);
+    if (rc) {
+      f->done = true;
+      f->end_rc = rc;
+      if (rc < 0) sl__errbox_capture(&f->err, rc);
+      pthread_cond_broadcast(&f->cv_ready);
+      pthread_mutex_unlock(&f->mu);
+      return NULL;
+    }
+    sl__stat_add(&op->st.in, 1);
+    int pos = (f->head + f->count) % f->cap;
+    size_t b = sl_elem_bytes(&e);
+    sl_elem_move(&f->ring[pos], &e);
+    f->ring_bytes[pos] = b;
+    f->count++;
+    sl__stats_held(op, (int64_t)b);
+    if (f->waiting_consumer) pthread_cond_signal(&f->cv_ready);
+    pthread_mutex_unlock(&f->mu);
+  }
+}
+
+static int pf_next(sl__it *it, sl_elem *out) {
+  pf_it *f = (pf_it *)it;
+  pthread_mutex_lock(&f->mu);
+  uint64_t w0 = 0;
+  while (f->count == 0 && !f->done) {
+    if (sl__canceled(it->run)) {
+      pthread_mutex_unlock(&f->mu);
+      return sl__err(SL_ECANCELED, "%s: cancelled", it->op->path);
+    }
+    if (!w0) w0 = sl__now_ns();
+    f->waiting_consumer++;
+    sl__cond_wait_ms(&f->cv_ready, &f->mu, 50);
+    f->waiting_consumer--;
+  }
+  if (w0) sl__stat_add(&it->op->st.wait_ns, sl__now_ns() - w0);
+  sl__stat_add(&it->op->st.occ_sum, (uint64_t)f->count);
+  sl__stat_add(&it->op->st.occ_n, 1);
+  if (f->count == 0) {
+    int rc = f->end_rc;
+    pthread_mutex_unlock(&f->mu);
+    return rc < 0 ? sl__errbox_raise(&f->err) : SL_END;
+  }
+  sl_elem_move(out, &f->ring[f->head]);
+  sl__stats_held(it->op, -(int64_t)f->ring_bytes[f->head]);
+  f->head = (f->head + 1) % f->cap;
+  f->count--;
+  if (f->waiting_producer) pthread_cond_signal(&f->cv_space);
+  pthread_mutex_unlock(&f->mu);
+  return 0;
+}
+
+static void pf_free(sl__it *it) {
+  pf_it *f = (pf_it *)it;
+  pthread_mutex_lock(&f->mu);
+  f->stop = true;
+  pthread_cond_broadcast(&f->cv_space);
+  pthread_mutex_unlock(&f->mu);
+  if (f->started) pthread_join(f->thread, NULL);
+  for (int i = 0; i < f->count; i++) {
+    int pos = (f->head + i) % f->cap;
+    sl__stats_held(it->op, -(int64_t)f->ring_bytes[pos]);
+    sl_elem_clear(&f->ring[pos]);
+  }
+  pthread_mutex_destroy(&f->mu);
+  pthread_cond_destroy(&f->cv_space);
+  pthread_cond_destroy(&f->cv_ready);
+  sl__free(f->ring);
+  sl__free(f->ring_bytes);
+  sl__free(f);
+}
+static const sl__it_vt PF_IT = {pf_next, pf_free};
+
+static int pf_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out) {
+  int rc = sl__it_new(out, sizeof(pf_it), &PF_IT, op, run, seed);
+  if (rc) return rc;
+  pf_it *f = (pf_it *)*out;
+  pthread_mutex_init(&f->mu, NULL);
+  pthread_cond_init(&f->cv_space, NULL);
+  pthread_cond_init(&f->cv_ready, NULL);
+  f->cap = (int)op->buffer;
+  f->ring = sl__calloc((size_t)f->cap, sizeof *f->ring);
+  f->ring_bytes = sl__calloc((size_t)f->cap, sizeof *f->ring_bytes);
+  if (!f->ring || !f->ring_bytes) {
+    sl__it_free(*out);
+    *out = NULL;
+    return sl__op_err(op, SL_ENOMEM, "out of memory for a buffer of %d elements", (int)op->buffer);
+  }
+  if (pthread_create(&f->thread, NULL, pf_producer, f)) {
+    sl__it_free(*out);
+    *out = NULL;
+    return sl__op_err(op, SL_ERROR, "cannot start the prefetch thread");
+  }
+  f->started = true;
+  return 0;
+}
+
+const sl__op_vt sl__op_prefetch = {"prefetch", pf_parse, pf_open, NULL, SL_OPF_NEEDS_INPUT};

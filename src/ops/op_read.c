@@ -1,0 +1,325 @@
+/* ops/op_read.c: the file readers: `files` (a list or globs -> filenames, optionally shuffled per epoch),
+ * `tfrecord` (records of each input filename) and `lines` (text lines of each input filename). */
+#include <errno.h>
+#include <glob.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "ops/engine.h"
+
+/* ---------------- files ---------------- */
+typedef struct {
+  char **paths;
+  int64_t n;
+  bool shuffle, reshuffle;
+  int64_t seed;
+} files_cfg;
+
+typedef struct {
+  sl__it it;
+  int64_t *order;
+  int64_t pos;
+} files_it;
+
+static int files_add(files_cfg *c, const char *p) {
+  char **np = sl__realloc(c->paths, (size_t)(c->n + 1) * sizeof *np);
+  if (!np) return sl__oom("the file list");
+  c->paths = np;
+  c->paths[c->n] = sl__strdup(p);
+  if (!c->paths[c->n]) return sl__oom("the file list");
+  c->n++;
+  return 0;
+}
+
+static int files_glob(sl__op *op, files_cfg *c, const char *pat, const char *where) {
+  char *full = sl__resolve_path(op->pl, pat);
+  if (!full) return sl__oom("a glob");
+  glob_t g;
+  int gr = glob(full, 0, NULL, &g);
+  int rc = 0;
+  if (gr == GLOB_NOMATCH) rc = sl__err(SL_ENOTFOUND, "%s: glob '%s' matched no files", where, full);
+  else if (gr) rc = sl__err(SL_EIO, "%s: glob '%s' failed", where, full);
+  else
+    for (size_t i = 0; i < g.gl_pathc && !rc; i++) rc = files_add(c, g.gl_pathv[i]); /* glob sorts */
+  if (gr == 0) globfree(&g);
+  sl__free(full);
+  return rc;
+}
+
+static int files_parse(sl__op *op, json_t *o) {
+  static const char *const keys[] = {"glob", "list", "shuffle", "seed", "reshuffle_each_iteration", NULL};
+  files_cfg *c = sl__calloc(1, sizeof *c);
+  if (!c) return sl__oom("files");
+  op->impl = c;
+  int rc;
+  if ((rc = sl__knob_check_keys(op, o, keys)) || (rc = sl__knob_bool(op, o, "shuffle", false, &c->shuffle)) ||
+      (rc = sl__knob_bool(op, o, "reshuffle_each_iteration", true, &c->reshuffle)) ||
+      (rc = sl__knob_int(op, o, "seed", -1, -1, &c->seed)))
+    return rc;
+  json_t *g = json_object_get(o, "glob"), *l = json_object_get(o, "list");
+  if (!g && !l) return sl__err(SL_EINVAL, "%s: needs \"glob\" (a pattern or a list of them) or \"list\" (paths)", op->path);
+  char where[512];
+  if (g) {
+    snprintf(where, sizeof where, "%s.glob", op->path);
+    if (json_is_string(g)) {
+      if ((rc = files_glob(op, c, json_string_value(g), where))) return rc;
+    } else if (json_is_array(g)) {
+      for (size_t i = 0; i < json_array_size(g); i++) {
+        json_t *x = json_array_get(g, i);
+        snprintf(where, sizeof where, "%s.glob[%zu]", op->path, i);
+        if (!json_is_string(x)) return sl__err(SL_EINVAL, "%s: expected a string", where);
+        if ((rc = files_glob(op, c, json_string_value(x), where))) return rc;
+      }
+    } else {
+      return sl__err(SL_EINVAL, "%s.glob: expected a string or an array of strings, found %s", op->path,
+                     sl__json_type_name(g));
+    }
+  }
+  if (l) {
+    if (!json_is_array(l)) return sl__err(SL_EINVAL, "%s.list: expected an array of paths", op->path);
+    for (size_t i = 0; i < json_array_size(l); i++) {
+      json_t *x = json_array_get(l, i);
+      if (!json_is_string(x)) return sl__err(SL_EINVAL, "%s.list[%zu]: expected a string", op->path, i);
+      char *full = sl__resolve_path(op->pl, json_string_value(x));
+      if (!full) return sl__oom("a path");
+      struct stat st;
+      if (stat(full, &st) != 0) {
+        rc = sl__err(SL_ENOTFOUND, "%s.list[%zu]: '%s': %s", op->path, i, full, strerror(errno));
+        sl__free(full);
+        return rc;
+      }
+      rc = files_add(c, full);
+      sl__free(full);
+      if (rc) return rc;
+    }
+  }
+  op->random = c->shuffle;
+  op->cardinality = c->n;
+  return 0;
+}
+
+static int files_next(sl__it *it, sl_elem *out) {
+  files_it *f = (files_it *)it;
+  const files_cfg *c = it->op->impl;
+  if (f->pos >= c->n) return SL_END;
+  const char *p = c->paths[f->order ? f->order[f->pos] : f->pos];
+  f->pos++;
+  return sl_elem_set_bytes(out, "filename", NULL, 0, p, strlen(p));
+}
+static void files_free(sl__it *it) {
+  files_it *f = (files_it *)it;
+  sl__free(f->order);
+  sl__free(f);
+}
+static const sl__it_vt FILES_IT = {files_next, files_free};
+
+static int files_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out) {
+  int rc = sl__it_new(out, sizeof(files_it), &FILES_IT, op, run, NULL);
+  if (rc) return rc;
+  const files_cfg *c = op->impl;
+  files_it *f = (files_it *)*out;
+  if (c->shuffle && c->n > 1) {
+    f->order = sl__mallocarray((size_t)c->n, sizeof(int64_t));
+    if (!f->order) {
+      sl__it_free(*out);
+      *out = NULL;
+      return sl__oom("a file order");
+    }
+    sl_rng r;
+    uint64_t base = c->seed >= 0 ? (uint64_t)c->seed : op->pl->seed;
+    sl_rng_seed(&r, sl__seed_of(base, (uint64_t)op->index, c->reshuffle ? (*out)->epoch : 0, 0xf11e));
+    for (int64_t i = 0; i < c->n; i++) f->order[i] = i;
+    for (int64_t i = c->n - 1; i > 0; i--) { /* Fisher-Yates */
+      int64_t j = (int64_t)(sl_rng_u64(&r) % (uint64_t)(i + 1));
+      int64_t t = f->order[i];
+      f->order[i] = f->order[j];
+      f->order[j] = t;
+    }
+  }
+  return 0;
+}
+static void files_free_op(sl__op *op) {
+  files_cfg *c = op->impl;
+  if (!c) return;
+  for (int64_t i = 0; i < c->n; i++) sl__free(c->paths[i]);
+  sl__free(c->paths);
+  sl__free(c);
+}
+const sl__op_vt sl__op_files = {"files", files_parse, files_open, files_free_op, SL_OPF_SOURCE};
+
+/* ---------------- helpers for per-file readers ---------------- */
+/* Reads the filename out of an input element (component `comp`) into a NUL-terminated string. */
+static int input_filename(sl__op *op, sl_elem *e, const char *comp, char *buf, size_t n) {
+  sl_comp *c = sl_elem_get(e, comp);
+  if (!c || c->dtype != SL_BYTES || c->rank != 0)
+    return sl__op_err(op, SL_EINVAL, "input element has no byte-string component '%s' (a filename)", comp);
+  if (c->size >= n) return sl__op_err(op, SL_EINVAL, "filename longer than %zu bytes", n - 1);
+  memcpy(buf, sl_comp_data(c), c->size);
+  buf[c->size] = 0;
+  return 0;
+}
+
+/* ---------------- tfrecord ---------------- */
+typedef struct {
+  sl_compression comp;
+  bool skip_corrupt;
+  const char *component;
+} tfr_cfg;
+
+typedef struct {
+  sl__it it;
+  sl_tfrecord_reader *r;
+  uint64_t disk_seen;
+} tfr_it;
+
+static int tfr_parse(sl__op *op, json_t *o) {
+  static const char *const keys[] = {"compression", "on_corrupt", "component", NULL};
+  tfr_cfg *c = sl__calloc(1, sizeof *c);
+  if (!c) return sl__oom("tfrecord");
+  op->impl = c;
+  const char *comp, *oc;
+  int rc;
+  if ((rc = sl__knob_check_keys(op, o, keys)) || (rc = sl__knob_str(op, o, "compression", "NONE", &comp)) ||
+      (rc = sl__knob_str(op, o, "on_corrupt", "error", &oc)) ||
+      (rc = sl__knob_str(op, o, "component", "filename", &c->component)))
+    return rc;
+  if (sl_compression_parse(&c->comp, comp)) return sl__err_wrap(SL_EINVAL, "%s.compression", op->path);
+  if (!strcmp(oc, "skip")) c->skip_corrupt = true;
+  else if (strcmp(oc, "error"))
+    return sl__err(SL_EINVAL, "%s.on_corrupt: expected \"error\" or \"skip\", found \"%s\"", op->path, oc);
+  op->cardinality = -1;
+  return 0;
+}
+
+static void tfr_account(tfr_it *t) {
+  uint64_t d = sl_tfrecord_reader_disk_bytes(t->r);
+  sl__stat_add(&t->it.op->st.disk_bytes, d - t->disk_seen);
+  t->disk_seen = d;
+}
+
+static int tfr_next(sl__it *it, sl_elem *out) {
+  tfr_it *t = (tfr_it *)it;
+  const tfr_cfg *c = it->op->impl;
+  for (;;) {
+    if (!t->r) {
+      sl_elem in;
+      sl_elem_init(&in);
+      int rc = sl__it_pull(it, &in);
+      if (rc) return rc;
+      char path[4096];
+      rc = input_filename(it->op, &in, c->component, path, sizeof path);
+      sl_elem_clear(&in);
+      if (rc) return rc;
+      rc = sl_tfrecord_reader_open(&t->r, path, c->comp);
+      if (rc) return sl__op_wrap(it->op, rc);
+      t->disk_seen = 0;
+    }
+    sl_buf *rec;
+    size_t len;
+    int rc = sl_tfrecord_reader_next(t->r, &rec, &len);
+    tfr_account(t);
+    if (rc == 0) {
+      rc = sl_elem_set_bytes(out, "record", rec, 0, NULL, len);
+      sl_buf_unref(rec);
+      return rc;
+    }
+    if (rc == SL_END) {
+      sl_tfrecord_reader_free(t->r);
+      t->r = NULL;
+      continue;
+    }
+    if (rc == SL_ECORRUPT && c->skip_corrupt) {
+      sl__stat_add(&it->op->st.skipped, 1);
+      continue; /* the reader resumes after a data-CRC error, or ends the file after a framing error */
+    }
+    return sl__op_wrap(it->op, rc);
+  }
+}
+static void tfr_free(sl__it *it) {
+  tfr_it *t = (tfr_it *)it;
+  sl_tfrecord_reader_free(t->r);
+  sl__free(t);
+}
+static const sl__it_vt TFR_IT = {tfr_next, tfr_free};
+static int tfr_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out) {
+  return sl__it_new(out, sizeof(tfr_it), &TFR_IT, op, run, seed);
+}
+static void cfg_free(sl__op *op) { sl__free(op->impl); }
+const sl__op_vt sl__op_tfrecord = {"tfrecord", tfr_parse, tfr_open, cfg_free, SL_OPF_NEEDS_INPUT};
+
+/* ---------------- lines ---------------- */
+typedef struct {
+  const char *component;
+  bool skip_empty;
+} lines_cfg;
+
+typedef struct {
+  sl__it it;
+  FILE *f;
+  char *line;
+  size_t cap;
+  char path[4096];
+  uint64_t lineno;
+} lines_it;
+
+static int lines_parse(sl__op *op, json_t *o) {
+  static const char *const keys[] = {"component", "skip_empty", NULL};
+  lines_cfg *c = sl__calloc(1, sizeof *c);
+  if (!c) return sl__oom("lines");
+  op->impl = c;
+  int rc;
+  if ((rc = sl__knob_check_keys(op, o, keys)) || (rc = sl__knob_str(op, o, "component", "filename", &c->component)) ||
+      (rc = sl__knob_bool(op, o, "skip_empty", false, &c->skip_empty)))
+    return rc;
+  op->cardinality = -1;
+  return 0;
+}
+
+static int lines_next(sl__it *it, sl_elem *out) {
+  lines_it *l = (lines_it *)it;
+  const lines_cfg *c = it->op->impl;
+  for (;;) {
+    if (!l->f) {
+      sl_elem in;
+      sl_elem_init(&in);
+      int rc = sl__it_pull(it, &in);
+      if (rc) return rc;
+      rc = input_filename(it->op, &in, c->component, l->path, sizeof l->path);
+      sl_elem_clear(&in);
+      if (rc) return rc;
+      l->f = fopen(l->path, "rb");
+      if (!l->f)
+        return sl__op_err(it->op, errno == ENOENT ? SL_ENOTFOUND : SL_EIO, "%s: cannot open: %s", l->path,
+                          strerror(errno));
+      l->lineno = 0;
+    }
+    errno = 0;
+    ssize_t n = getline(&l->line, &l->cap, l->f);
+    if (n < 0) {
+      if (ferror(l->f)) return sl__op_err(it->op, SL_EIO, "%s: read error after line %llu: %s", l->path,
+                                          (unsigned long long)l->lineno, strerror(errno));
+      fclose(l->f);
+      l->f = NULL;
+      continue;
+    }
+    l->lineno++;
+    sl__stat_add(&it->op->st.disk_bytes, (uint64_t)n);
+    if (n > 0 && l->line[n - 1] == '\n') n--;
+    if (n > 0 && l->line[n - 1] == '\r') n--;
+    if (n == 0 && c->skip_empty) continue;
+    return sl_elem_set_bytes(out, "line", NULL, 0, l->line, (size_t)n);
+  }
+}
+static void lines_free(sl__it *it) {
+  lines_it *l = (lines_it *)it;
+  if (l->f) fclose(l->f);
+  free(l->line); /* getline's buffer comes from the C library */
+  sl__free(l);
+}
+static const sl__it_vt LINES_IT = {lines_next, lines_free};
+static int lines_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out) {
+  return sl__it_new(out, sizeof(lines_it), &LINES_IT, op, run, seed);
+}
+const sl__op_vt sl__op_lines = {"lines", lines_parse, lines_open, cfg_free, SL_OPF_NEEDS_INPUT};

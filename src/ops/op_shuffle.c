@@ -1,0 +1,113 @@
+/* ops/op_shuffle.c: `shuffle`: a buffer of `buffer` elements; each output is a uniformly chosen buffered element,
+ * replaced by the next input (tf.data's algorithm). The seed is the op's "seed" or the pipeline's; with
+ * reshuffle_each_iteration (default true) each epoch (each re-open by repeat) draws a new order. */
+#include <string.h>
+
+#include "ops/engine.h"
+
+typedef struct {
+  int64_t buffer;
+  int64_t seed;
+  bool reshuffle;
+} shuf_cfg;
+
+typedef struct {
+  sl__it it;
+  sl_elem *buf;
+  int64_t n, cap, alloc; /* alloc grows by doubling up to cap: a big buffer over small data stays small */
+  bool eof;
+  sl_rng rng;
+} shuf_it;
+
+static int shuf_parse(sl__op *op, json_t *o) {
+  static const char *const keys[] = {"buffer", "seed", "reshuffle_each_iteration", NULL};
+  shuf_cfg *c = sl__calloc(1, sizeof *c);
+  if (!c) return sl__oom("shuffle");
+  op->impl = c;
+  int rc;
+  if ((rc = sl__knob_check_keys(op, o, keys))) return rc;
+  if (!json_object_get(o, "buffer")) return sl__err(SL_EINVAL, "%s.buffer: required", op->path);
+  if ((rc = sl__knob_int(op, o, "buffer", 1, 1, &c->buffer)) || (rc = sl__knob_int(op, o, "seed", -1, -1, &c->seed)) ||
+      (rc = sl__knob_bool(op, o, "reshuffle_each_iteration", true, &c->reshuffle)))
+    return rc;
+  if (c->buffer > (1 << 26)) return sl__err(SL_EINVAL, "%s.buffer: %lld is too large", op->path, (long long)c->buffer);
+  op->random = true;
+  op->buffer = c->buffer;
+  op->cardinality = op->input ? op->input->cardinality : -1;
+  return 0;
+}
+
+static int shuf_next(sl__it *it, sl_elem *out) {
+  shuf_it *s = (shuf_it *)it;
+  while (!s->eof && s->n < s->cap) {
+    if (s->n == s->alloc) {
+      int64_t na = s->alloc * 2 < s->cap ? s->alloc * 2 : s->cap;
+      sl_elem *nb = sl__realloc(s->buf, (size_t)na * sizeof(sl_elem));
+      if (!nb) return sl__op_err(it->op, SL_ENOMEM, "out of memory growing the buffer to %lld elements", (long long)na);
+      s->buf = nb;
+      s->alloc = na;
+    }
+    sl_elem_init(&s->buf[s->n]);
+    int rc = sl__it_pull(it, &s->buf[s->n]);
+    if (rc == SL_END) {
+      s->eof = true;
+      break;
+    }
+    if (rc) return rc;
+    sl__stats_held(it->op, (int64_t)sl_elem_bytes(&s->buf[s->n]));
+    s->n++;
+  }
+  if (s->n == 0) return SL_END;
+  int64_t k = (int64_t)(sl_rng_u64(&s->rng) % (uint64_t)s->n);
+  sl__stats_held(it->op, -(int64_t)sl_elem_bytes(&s->buf[k]));
+  sl_elem_move(out, &s->buf[k]);
+  if (k != s->n - 1) sl_elem_move(&s->buf[k], &s->buf[s->n - 1]);
+  s->n--;
+  if (!s->eof) {
+    /* Refill the hole with the next input so the buffer stays full. */
+    sl_elem_init(&s->buf[s->n]);
+    int rc = sl__it_pull(it, &s->buf[s->n]);
+    if (rc == SL_END) s->eof = true;
+    else if (rc) {
+      sl_elem_clear(out);
+      return rc;
+    } else {
+      sl__stats_held(it->op, (int64_t)sl_elem_bytes(&s->buf[s->n]));
+      s->n++;
+    }
+  }
+  return 0;
+}
+
+static void shuf_free(sl__it *it) {
+  shuf_it *s = (shuf_it *)it;
+  for (int64_t i = 0; i < s->n; i++) {
+    sl__stats_held(it->op, -(int64_t)sl_elem_bytes(&s->buf[i]));
+    sl_elem_clear(&s->buf[i]);
+  }
+  sl__free(s->buf);
+  sl__free(s);
+}
+static const sl__it_vt SHUF_IT = {shuf_next, shuf_free};
+
+static int shuf_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out) {
+  int rc = sl__it_new(out, sizeof(shuf_it), &SHUF_IT, op, run, seed);
+  if (rc) return rc;
+  shuf_it *s = (shuf_it *)*out;
+  const shuf_cfg *c = op->impl;
+  /* Buffer capacity is the knob, bounded by the input's known size so small datasets stay small. */
+  s->cap = c->buffer;
+  s->alloc = s->cap < 16 ? s->cap : 16;
+  s->buf = sl__mallocarray((size_t)s->alloc, sizeof(sl_elem));
+  if (!s->buf) {
+    sl__it_free(*out);
+    *out = NULL;
+    return sl__op_err(op, SL_ENOMEM, "out of memory for a shuffle buffer of %lld elements", (long long)s->cap);
+  }
+  uint64_t base = c->seed >= 0 ? (uint64_t)c->seed : op->pl->seed;
+  sl_rng_seed(&s->rng, sl__seed_of(base, (uint64_t)op->index, c->reshuffle ? (*out)->epoch : 0, 0x5eed));
+  return 0;
+}
+static void shuf_free_op(sl__op *op) { sl__free(op->impl); }
+
+const sl__op_vt sl__op_shuffle = {"shuffle", shuf_parse, shuf_open, shuf_free_op, SL_OPF_NEEDS_INPUT};

@@ -1,0 +1,294 @@
+/* ops/pipeline.c: a spec (JSON text, file or builder) becomes a pipeline: an array of ops in pre-order, each
+ * chained to its input; sl_iter is one run of it. Also the per-op counters API. */
+#include <errno.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "ops/engine.h"
+
+struct sl_iter {
+  sl_pipeline *pl;
+  sl__run run;
+  sl__it *root;
+  int sticky;
+  sl__errbox box;
+};
+
+static void op_free(sl__op *op) {
+  if (!op) return;
+  if (op->vt && op->vt->free) op->vt->free(op);
+  sl__free(op->path);
+  sl__free(op->label);
+  sl__free(op);
+}
+
+void sl_pipeline_free(sl_pipeline *p) {
+  if (!p) return;
+  for (int i = 0; i < p->nops; i++) op_free(p->ops[i]);
+  sl__free(p->ops);
+  json_decref(p->spec);
+  sl__free(p->name);
+  sl__free(p->origin);
+  sl__free(p->base_dir);
+  sl__free(p);
+}
+
+static int add_op(sl_pipeline *p, sl__op *op) {
+  sl__op **n = sl__realloc(p->ops, (size_t)(p->nops + 1) * sizeof *n);
+  if (!n) return sl__oom("the op table");
+  p->ops = n;
+  p->ops[p->nops++] = op;
+  return 0;
+}
+
+/* Parses the chain `arr` at JSON path `path`; *last gets the chain's last op. */
+static int parse_chain(sl_pipeline *p, json_t *arr, const char *path, bool nested, int parent, sl__op **last) {
+  if (!json_is_array(arr))
+    return sl__err(SL_EINVAL, "%s: expected an array of ops, found %s", path, sl__json_type_name(arr));
+  if (json_array_size(arr) == 0) return sl__err(SL_EINVAL, "%s: the chain has no ops", path);
+  sl__op *prev = NULL;
+  int first_index = p->nops;
+  (void)first_index;
+  for (size_t i = 0; i < json_array_size(arr); i++) {
+    json_t *obj = json_array_get(arr, i);
+    char opath[512];
+    snprintf(opath, sizeof opath, "%s[%zu]", path, i);
+    if (!json_is_object(obj))
+      return sl__err(SL_EINVAL, "%s: expected an op object, found %s", opath, sl__json_type_name(obj));
+    json_t *kind = json_object_get(obj, "op");
+    if (!json_is_string(kind)) return sl__err(SL_EINVAL, "%s.op: missing or not a string", opath);
+    const sl__op_vt *vt = sl__op_lookup(json_string_value(kind));
+    if (!vt)
+      return sl__err(SL_EINVAL, "%s.op: unknown op '%s' (known: %s)", opath, json_string_value(kind), sl__op_names());
+    sl__op *op = sl__calloc(1, sizeof *op);
+    if (!op) return sl__oom("an op");
+    op->vt = vt;
+    op->pl = p;
+    op->index = p->nops;
+    op->parent = -1;
+    op->nested = nested;
+    op->json = obj;
+    op->input = prev;
+    op->parallelism = 1;
+    op->cardinality = -1;
+    op->path = sl__strdup(opath);
+    op->label = sl__strdup(vt->kind);
+    if (!op->path || !op->label || add_op(p, op)) {
+      op_free(op);
+      return sl__oom("an op");
+    }
+    if ((vt->flags & SL_OPF_SOURCE) && prev)
+      return sl__err(SL_EINVAL, "%s: '%s' makes elements from nothing and must come first in its chain", opath,
+                     vt->kind);
+    if ((vt->flags & SL_OPF_NEEDS_INPUT) && !prev && !nested)
+      return sl__err(SL_EINVAL, "%s: '%s' needs an input (put a 'files' op before it, or use it inside an "
+                                "interleave source)", opath, vt->kind);
+    if (prev) prev->parent = op->index;
+    if (vt->flags & SL_OPF_TAKES_SOURCE) {
+      json_t *src = json_object_get(obj, "source");
+      if (!src) return sl__err(SL_EINVAL, "%s.source: '%s' needs a nested source chain", opath, vt->kind);
+      char spath[600];
+      snprintf(spath, sizeof spath, "%s.source", opath);
+      sl__op *slast = NULL;
+      int rc = parse_chain(p, src, spath, true, op->index, &slast);
+      if (rc) return rc;
+      op->source = slast;
+      slast->parent = op->index;
+    }
+    int rc = vt->parse(op, obj);
+    if (rc) return rc;
+    atomic_store(&op->active_par, (int)op->parallelism);
+    prev = op;
+  }
+  if (parent >= 0) { /* nothing: caller links the chain's last op */
+  }
+  *last = prev;
+  return 0;
+}
+
+static int build(sl_pipeline **out, json_t *spec, const char *origin, const char *base_dir) {
+  *out = NULL;
+  sl_pipeline *p = sl__calloc(1, sizeof *p);
+  if (!p) {
+    json_decref(spec);
+    return sl__oom("a pipeline");
+  }
+  p->spec = spec;
+  p->origin = sl__strdup(origin ? origin : "<spec>");
+  p->base_dir = sl__strdup(base_dir ? base_dir : "");
+  int rc = 0;
+  if (!p->origin || !p->base_dir) {
+    rc = sl__oom("a pipeline");
+    goto fail;
+  }
+  if (!json_is_object(spec)) {
+    rc = sl__err(SL_EINVAL, "%s: the spec must be a JSON object, found %s", p->origin, sl__json_type_name(spec));
+    goto fail;
+  }
+  const char *key;
+  json_t *v;
+  json_object_foreach(spec, key, v) {
+    if (strcmp(key, "name") && strcmp(key, "seed") && strcmp(key, "ops") && strcmp(key, "comment")) {
+      rc = sl__err(SL_EINVAL, "%s: unknown top-level key '%s' (known: name, seed, ops, comment)", p->origin, key);
+      goto fail;
+    }
+  }
+  json_t *name = json_object_get(spec, "name");
+  if (name && !json_is_string(name)) {
+    rc = sl__err(SL_EINVAL, "%s: name: expected a string, found %s", p->origin, sl__json_type_name(name));
+    goto fail;
+  }
+  p->name = sl__strdup(name ? json_string_value(name) : "pipeline");
+  json_t *seed = json_object_get(spec, "seed");
+  if (seed && (!json_is_integer(seed) || json_integer_value(seed) < 0)) {
+    rc = sl__err(SL_EINVAL, "%s: seed: expected a non-negative integer", p->origin);
+    goto fail;
+  }
+  p->seed = seed ? (uint64_t)json_integer_value(seed) : 0;
+  if (!p->name) {
+    rc = sl__oom("a pipeline");
+    goto fail;
+  }
+  json_t *ops = json_object_get(spec, "ops");
+  if (!ops) {
+    rc = sl__err(SL_EINVAL, "%s: the spec has no 'ops' array", p->origin);
+    goto fail;
+  }
+  rc = parse_chain(p, ops, "ops", false, -1, &p->root);
+  if (rc) {
+    if (strncmp(sl_error_last(), p->origin, strlen(p->origin))) sl__err_wrap(rc, "%s", p->origin);
+    goto fail;
+  }
+  *out = p;
+  return 0;
+fail:
+  sl_pipeline_free(p);
+  return rc;
+}
+
+int sl_pipeline_from_json(sl_pipeline **out, const char *json, size_t len, const char *origin) {
+  *out = NULL;
+  json_error_t err;
+  json_t *spec = json_loadb(json, len, JSON_REJECT_DUPLICATES, &err);
+  if (!spec)
+    return sl__err(SL_EINVAL, "%s:%d:%d: malformed JSON: %s", origin ? origin : "<spec>", err.line, err.column,
+                   err.text);
+  return build(out, spec, origin, NULL);
+}
+
+int sl_pipeline_from_file(sl_pipeline **out, const char *path) {
+  *out = NULL;
+  FILE *f = fopen(path, "rb");
+  if (!f) return sl__err(SL_EIO, "%s: cannot open the spec: %s", path, strerror(errno));
+  json_error_t err;
+  json_t *spec = json_loadf(f, JSON_REJECT_DUPLICATES, &err);
+  fclose(f);
+  if (!spec) return sl__err(SL_EINVAL, "%s:%d:%d: malformed JSON: %s", path, err.line, err.column, err.text);
+  /* Relative data paths in a spec are relative to the working directory, as in tf.data; base_dir is kept empty.
+   * (A spec that wants paths relative to itself can say so with absolute paths.) */
+  return build(out, spec, path, NULL);
+}
+
+int sl_pipeline_to_json(const sl_pipeline *p, char **out) {
+  char *s = json_dumps(p->spec, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+  if (!s) return sl__oom("the spec text");
+  *out = sl__strdup(s);
+  free(s);
+  return *out ? 0 : sl__oom("the spec text");
+}
+
+const char *sl_pipeline_name(const sl_pipeline *p) { return p->name; }
+uint64_t sl_pipeline_seed(const sl_pipeline *p) { return p->seed; }
+
+/* ---- runs ---- */
+int sl_pipeline_iter(sl_iter **out, sl_pipeline *p) {
+  *out = NULL;
+  sl_iter *it = sl__calloc(1, sizeof *it);
+  if (!it) return sl__oom("an iterator");
+  it->pl = p;
+  it->run.pl = p;
+  atomic_init(&it->run.cancel, false);
+  int rc = sl__op_open(p->root, &it->run, NULL, &it->root);
+  if (rc) {
+    sl__free(it);
+    return rc;
+  }
+  *out = it;
+  return 0;
+}
+
+int sl_iter_next(sl_iter *it, sl_elem *out) {
+  if (it->sticky) return sl__errbox_raise(&it->box);
+  if (sl__canceled(&it->run)) {
+    it->sticky = SL_ECANCELED;
+    sl__err(SL_ECANCELED, "the run was cancelled");
+    sl__errbox_capture(&it->box, SL_ECANCELED);
+    return SL_ECANCELED;
+  }
+  int rc = sl__it_next(it->root, out);
+  if (rc < 0) {
+    if (!sl_error_last()[0]) sl__err(rc, "%s", sl_strerror(rc));
+    it->sticky = rc;
+    sl__errbox_capture(&it->box, rc);
+  }
+  return rc;
+}
+
+void sl_iter_cancel(sl_iter *it) {
+  if (it) atomic_store(&it->run.cancel, true);
+}
+
+void sl_iter_free(sl_iter *it) {
+  if (!it) return;
+  atomic_store(&it->run.cancel, true);
+  sl__it_free(it->root);
+  sl__free(it);
+}
+
+/* ---- counters ---- */
+int sl_pipeline_op_count(const sl_pipeline *p) { return p->nops; }
+
+static double ns_s(uint64_t ns) { return (double)ns * 1e-9; }
+#define LD(x) atomic_load_explicit(&(x), memory_order_relaxed)
+
+int sl_pipeline_op_stats(const sl_pipeline *p, int i, sl_op_stats *s) {
+  if (i < 0 || i >= p->nops) return sl__err(SL_EINVAL, "op index %d outside 0..%d", i, p->nops - 1);
+  const sl__op *op = p->ops[i];
+  memset(s, 0, sizeof *s);
+  s->op = op->vt->kind;
+  s->path = op->path;
+  s->label = op->label;
+  s->parent = op->parent;
+  s->nested = op->nested;
+  s->parallelism = atomic_load(&((sl__op *)op)->active_par);
+  s->buffer = op->buffer;
+  s->async = op->async;
+  s->random = op->random;
+  s->elements_out = LD(op->st.out);
+  s->elements_in = LD(op->st.in);
+  s->bytes_out = LD(op->st.bytes_out);
+  s->cpu_seconds = ns_s(LD(op->st.cpu_ns));
+  s->wall_seconds = ns_s(LD(op->st.wall_ns));
+  s->wait_seconds = ns_s(LD(op->st.wait_ns));
+  s->disk_bytes = LD(op->st.disk_bytes);
+  s->skipped = LD(op->st.skipped);
+  uint64_t on = LD(op->st.occ_n);
+  s->buffer_occupancy = on ? (double)LD(op->st.occ_sum) / (double)on : 0;
+  s->bytes_held = LD(op->st.held);
+  s->bytes_held_peak = LD(op->st.held_peak);
+  s->cardinality = op->cardinality;
+  return 0;
+}
+
+void sl_pipeline_reset_stats(sl_pipeline *p) {
+  for (int i = 0; i < p->nops; i++) {
+    sl__stats *st = &p->ops[i]->st;
+    uint64_t held = LD(st->held);
+    memset(st, 0, sizeof *st);
+    atomic_store(&st->held, held);
+    atomic_store(&st->held_peak, held);
+  }
+}
