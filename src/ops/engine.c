@@ -9,10 +9,18 @@
 
 #include "ops/engine.h"
 
+void sl__stats_work(sl__op *op, uint32_t *mask, uint64_t cpu_ns, uint64_t wall_ns) {
+  uint64_t scale = (uint64_t)*mask + 1;
+  sl__stat_add(&op->st.work_cpu_ns, cpu_ns * scale);
+  sl__stat_add(&op->st.work_wall_ns, wall_ns * scale);
+  *mask = wall_ns >= 20000 ? 0 : SL_SAMPLE_STRIDE - 1;
+}
+
 void sl__stats_sample(sl__op *op, uint32_t *mask, uint64_t cpu_ns, uint64_t wall_ns) {
   uint64_t scale = (uint64_t)*mask + 1;
   sl__stat_add(&op->st.cpu_ns, cpu_ns * scale);
   sl__stat_add(&op->st.wall_ns, wall_ns * scale);
+  sl__stat_add(&op->st.samples, 1);
   /* Expensive calls are timed every time (clock cost < 1%); cheap ones 1 in SL_SAMPLE_STRIDE. */
   *mask = wall_ns >= 20000 ? 0 : SL_SAMPLE_STRIDE - 1;
 }
@@ -31,16 +39,11 @@ int sl__it_next(sl__it *it, sl_elem *out) {
   if ((it->tick++ & it->mask) != 0) {
     rc = it->vt->next(it, out);
   } else {
-    it->timing = true;
-    it->child_cpu = it->child_wall = 0;
+    /* Inclusive time of this call; an op's own time is its inclusive time minus that of the inputs it pulls on
+     * its own thread (see sl_pipeline_op_stats), so children need no clock reads of their own here. */
     uint64_t c0 = sl__cpu_ns(), w0 = sl__now_ns();
     rc = it->vt->next(it, out);
-    uint64_t c1 = sl__cpu_ns(), w1 = sl__now_ns();
-    it->timing = false;
-    uint64_t c = c1 - c0, w = w1 - w0;
-    c = c > it->child_cpu ? c - it->child_cpu : 0;
-    w = w > it->child_wall ? w - it->child_wall : 0;
-    sl__stats_sample(it->op, &it->mask, c, w);
+    sl__stats_sample(it->op, &it->mask, sl__cpu_ns() - c0, sl__now_ns() - w0);
   }
   if (rc == 0) {
     sl__stat_add(&it->op->st.out, 1);
@@ -52,16 +55,12 @@ int sl__it_next(sl__it *it, sl_elem *out) {
 }
 
 int sl__it_pull_from(sl__it *it, sl__it *child, sl_elem *out) {
-  if (!it->timing) return sl__it_next(child, out);
-  uint64_t c0 = sl__cpu_ns(), w0 = sl__now_ns();
-  int rc = sl__it_next(child, out);
-  it->child_cpu += sl__cpu_ns() - c0;
-  it->child_wall += sl__now_ns() - w0;
-  return rc;
+  (void)it;
+  return sl__it_next(child, out);
 }
 
 int sl__it_pull(sl__it *it, sl_elem *out) {
-  int rc = sl__it_pull_from(it, it->input, out);
+  int rc = sl__it_next(it->input, out);
   if (rc == 0) sl__stat_add(&it->op->st.in, 1);
   return rc;
 }

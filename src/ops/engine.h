@@ -16,9 +16,13 @@ typedef struct sl__it sl__it;
 typedef struct sl__run sl__run;
 
 /* Always-on counters of one op, summed over every iterator of it. CPU and wall times are estimates from sampled
- * calls, each sample scaled by the sampling stride, so the sums are unbiased. */
+ * calls, each sample scaled by the sampling stride, so the sums are unbiased. next() times are inclusive; the
+ * op's own time subtracts the inclusive time of inputs it pulls on the same thread (sync_input/sync_source). */
 typedef struct sl__stats {
-  atomic_uint_fast64_t out, in, bytes_out, cpu_ns, wall_ns, wait_ns, disk_bytes, skipped;
+  atomic_uint_fast64_t out, in, bytes_out, disk_bytes, skipped;
+  atomic_uint_fast64_t cpu_ns, wall_ns, samples;   /* inclusive time of next() calls on the consumer's side */
+  atomic_uint_fast64_t work_cpu_ns, work_wall_ns;  /* own work done on worker threads (map functions) */
+  atomic_uint_fast64_t wait_ns;
   atomic_uint_fast64_t occ_sum, occ_n, held, held_peak;
 } sl__stats;
 
@@ -54,6 +58,8 @@ struct sl__op {
   int64_t parallelism; /* resolved; 1 for synchronous ops */
   int64_t buffer;      /* resolved output buffer, 0 for none */
   bool par_autotune, buf_autotune, async, random;
+  bool async_input;  /* its input is pulled on worker threads (prefetch, parallel map): not in its next() time */
+  bool async_source; /* its nested source is pulled on worker threads (parallel interleave) */
   int64_t cardinality; /* per epoch: >= 0 known, -1 unknown, -2 infinite */
   atomic_int active_par;    /* parallelism in force: an online tuner may change it during a run */
   atomic_uint_fast64_t opens; /* iterators made so far: the epoch number of the next one */
@@ -79,8 +85,6 @@ struct sl__it {
   sl__it *input;
   uint64_t epoch;
   uint32_t tick, mask;   /* a call is timed when (tick & mask) == 0 */
-  bool timing;           /* a timed call is in progress: pulls measure the child's time */
-  uint64_t child_cpu, child_wall;
 };
 
 /* Calls an iterator's next with counting and sampled timing. */
@@ -103,6 +107,8 @@ int sl__op_open(sl__op *op, sl__run *run, const sl_elem *seed_elem, sl__it **out
 /* Adds one sampled measurement of own work (ns), scaled by the stride it was taken at, and adapts the stride:
  * ops slower than ~20 us per call are timed on every call (the clock cost is then negligible). */
 void sl__stats_sample(sl__op *op, uint32_t *mask, uint64_t cpu_ns, uint64_t wall_ns);
+/* The same for work done on a worker thread (a map function call). */
+void sl__stats_work(sl__op *op, uint32_t *mask, uint64_t cpu_ns, uint64_t wall_ns);
 static inline void sl__stat_add(atomic_uint_fast64_t *c, uint64_t v) {
   atomic_fetch_add_explicit(c, v, memory_order_relaxed);
 }

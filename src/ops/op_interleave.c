@@ -67,6 +67,7 @@ static int il_parse(sl__op *op, json_t *o) {
   if (op->buf_autotune) op->buffer = 2;
   if (op->parallelism > c->cycle) op->parallelism = c->cycle;
   op->async = op->parallelism > 1;
+  op->async_source = op->async;
   op->cardinality = (op->input && op->input->cardinality == 0) ? 0 : -1;
   return 0;
 }

@@ -63,6 +63,7 @@ static int map_parse_common(sl__op *op, json_t *o, bool filter) {
     if (op->buf_autotune) op->buffer = 2 * op->parallelism;
     if (op->parallelism > 1 && op->buffer < op->parallelism) op->buffer = op->parallelism;
     op->async = op->parallelism > 1 || op->par_autotune;
+    op->async_input = op->async;
   }
   op->cardinality = filter ? (op->input && op->input->cardinality == -2 ? -2 : -1)
                            : (op->input ? op->input->cardinality : -1);
@@ -222,7 +223,7 @@ static void *pmap_worker(void *p) {
         w0 = sl__now_ns();
       }
       rc = call_fn(op, c, &e, m->it.epoch, seq, &keep);
-      if (timed) sl__stats_sample(op, &mask, sl__cpu_ns() - c0, sl__now_ns() - w0);
+      if (timed) sl__stats_work(op, &mask, sl__cpu_ns() - c0, sl__now_ns() - w0);
       if (rc) {
         sl_elem_clear(&e);
         eb = sl__malloc(sizeof *eb);

@@ -26,6 +26,7 @@ static int pf_parse(sl__op *op, json_t *o) {
   if ((rc = sl__knob_tunable(op, o, "buffer", 1, 1, &op->buffer, &op->buf_autotune))) return rc;
   if (op->buf_autotune) op->buffer = SL_AUTOTUNE_BUFFER;
   op->async = true;
+  op->async_input = true;
   op->cardinality = op->input ? op->input->cardinality : -1;
   return 0;
 }
