@@ -86,18 +86,19 @@ int sl__it_new_ex(sl__it **out, size_t size, const sl__it_vt *vt, sl__op *op, sl
   it->run = run;
   it->epoch = atomic_fetch_add_explicit(&op->opens, 1, memory_order_relaxed);
   it->mask = 0;
-  int rc = 0;
-  if (!open_input)
-    rc = 0;
-  else if (op->input)
-    rc = sl__op_open(op->input, run, seed_elem, &it->input);
-  else if (!(op->vt->flags & SL_OPF_SOURCE) && seed_elem)
-    rc = sl__it_single(op, run, seed_elem, &it->input);
+  int rc = open_input ? sl__op_open_input(op, run, seed_elem, &it->input) : 0;
   if (rc) {
     sl__free(it);
     return rc;
   }
   *out = it;
+  return 0;
+}
+
+int sl__op_open_input(sl__op *op, sl__run *run, const sl_elem *seed_elem, sl__it **out) {
+  *out = NULL;
+  if (op->input) return sl__op_open(op->input, run, seed_elem, out);
+  if (!(op->vt->flags & SL_OPF_SOURCE) && seed_elem) return sl__it_single(op, run, seed_elem, out);
   return 0;
 }
 

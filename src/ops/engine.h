@@ -99,6 +99,8 @@ int sl__it_new(sl__it **out, size_t size, const sl__it_vt *vt, sl__op *op, sl__r
 /* Same, opening the input only when open_input is true (a cache that reads its contents needs no upstream). */
 int sl__it_new_ex(sl__it **out, size_t size, const sl__it_vt *vt, sl__op *op, sl__run *run, const sl_elem *seed_elem,
                   bool open_input);
+/* Opens the input of `op`: its input op's iterator, or at the start of a nested chain the seed element. */
+int sl__op_open_input(sl__op *op, sl__run *run, const sl_elem *seed_elem, sl__it **out);
 /* Opens an op's iterator (recursively opens inputs). */
 int sl__op_open(sl__op *op, sl__run *run, const sl_elem *seed_elem, sl__it **out);
 
