@@ -46,8 +46,9 @@ static int map_parse_common(sl__op *op, json_t *o, bool filter) {
   sl__free(op->label);
   op->label = sl__strdup(fn);
   sl__str ap = {0};
-  if (sl__str_printf(&ap, "%s.args", op->path) || !op->label) return sl__oom("map");
+  rc = sl__str_printf(&ap, "%s.args", op->path);
   c->args_path = ap.s;
+  if (rc || !op->label) return sl__oom("map");
   json_t *args = json_object_get(o, "args");
   if (args && !json_is_object(args))
     return sl__err(SL_EINVAL, "%s.args: expected an object, found %s", op->path, sl__json_type_name(args));
@@ -390,9 +391,10 @@ static int map_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out)
   m->threads = sl__calloc((size_t)par, sizeof *m->threads);
   m->args = sl__calloc((size_t)par, sizeof *m->args);
   if (!m->ring || !m->fifo || !m->threads || !m->args) {
+    int cap = m->cap;
     sl__it_free(*out);
     *out = NULL;
-    return sl__op_err(op, SL_ENOMEM, "out of memory for %d buffered elements", m->cap);
+    return sl__op_err(op, SL_ENOMEM, "out of memory for %d buffered elements", cap);
   }
   for (int i = 0; i < par; i++) {
     m->args[i] = (worker_arg){m, i};
