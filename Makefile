@@ -16,7 +16,7 @@ DEB_BENCH := python3-torch python3-torchvision python3-pil python3-numpy hyperfi
 
 FUZZ_SECONDS ?= 20
 
-.PHONY: fuzz build-fuzz test-fuzz all deps deps-bench build build-asan build-tsan demo test test-plain test-asan test-tsan bench bench-quick install clean
+.PHONY: soak fuzz build-fuzz test-fuzz all deps deps-bench build build-asan build-tsan demo test test-plain test-asan test-tsan bench bench-quick install clean
 
 all: build
 
@@ -64,6 +64,10 @@ build-fuzz: deps
 # Runs every fuzz target for FUZZ_SECONDS on a copy of its seed corpus (tests/fuzz/corpus/<name>).
 fuzz test-fuzz: build-fuzz
 	bash tools/fuzz.sh build-fuzz $(FUZZ_SECONDS)
+
+# 50 million elements through parallel map + shuffle + prefetch, and 1000 start/stop cycles.
+soak: build
+	$(BUILD)/soak 50000000 1000
 
 bench: build deps-bench
 	bash bench/run --full $(BUILD)/sluice
