@@ -13,6 +13,10 @@ typedef struct sl__fn_entry {
 /* Each fn_*.c exports one NULL-name-terminated table. */
 extern const sl__fn_entry sl__fns_basic[];
 extern const sl__fn_entry sl__fns_example[];
+extern const sl__fn_entry sl__fns_jpeg[];
+extern const sl__fn_entry sl__fns_image[];
+extern const sl__fn_entry sl__fns_text[];
+extern const sl__fn_entry sl__fns_tabular[];
 
 int sl__fn_register_builtin(const char *name, const sl_fn_def *def);
 
