@@ -131,8 +131,12 @@ int sl__jpeg_decode(const uint8_t *data, size_t len, const sl__jpeg_opts *o, con
   if (y1 <= y0) y1 = y0 + 1;
   if (x1 <= x0) x1 = x0 + 1;
   int64_t ch = y1 - y0, cw = x1 - x0;
-  JDIMENSION xoff = (JDIMENSION)x0, xw = (JDIMENSION)cw;
-  if (cw < SW) jpeg_crop_scanline(&ci, &xoff, &xw);
+  /* Ask for one more column on each side than the window needs: fancy upsampling replicates the edge column of
+   * a cropped region, so without a neighbour the window's border pixels would differ from a full decode. */
+  int64_t rx0 = x0 > 0 ? x0 - 1 : 0, rx1 = x1 < SW ? x1 + 1 : SW;
+  JDIMENSION xoff = (JDIMENSION)rx0, xw = (JDIMENSION)(rx1 - rx0);
+  if (rx1 - rx0 < SW) jpeg_crop_scanline(&ci, &xoff, &xw);
+  else xoff = 0, xw = (JDIMENSION)SW;
   int comps = ci.output_components;
   bool resize = th > 0 && tw > 0 && (th != ch || tw != cw);
   bool direct = !cmyk && !resize && (int64_t)xw == cw && comps == channels;
