@@ -268,11 +268,6 @@ static int jpeg_init_common(void **state, const sl_args *a, bool crop) {
       rc = sl__err(SL_EINVAL, "%s.size: expected [height, width], each in 1..65535", sl_args_path(a));
       goto fail;
     }
-    if (s->random && !ns) {
-      rc = sl__err(SL_EINVAL, "%s.size: required with a random window (the output size, e.g. [224, 224])",
-                   sl_args_path(a));
-      goto fail;
-    }
     if (!(s->scale[0] > 0 && s->scale[0] <= s->scale[1] && s->scale[1] <= 1) ||
         !(s->ratio[0] > 0 && s->ratio[0] <= s->ratio[1])) {
       rc = sl__err(SL_EINVAL, "%s: scale must satisfy 0 < min <= max <= 1 and ratio 0 < min <= max", sl_args_path(a));
