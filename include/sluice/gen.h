@@ -33,11 +33,12 @@ typedef struct sl_gen_opts {
   int quality;        /* JPEG quality, 1..100 (images) */
   int threads;        /* generator threads (>= 1) */
   int64_t vocab_size; /* words in the text vocabulary (>= 10) */
+  int chroma;         /* JPEG chroma subsampling: 444 (default) or 420 */
   /* Called after each record with (done, total). Optional. */
   void (*progress)(int64_t done, int64_t total, void *payload);
   void *payload;
 } sl_gen_opts;
-#define SL_GEN_OPTS_INIT {SL_GEN_OPTS_VERSION, SL_GEN_IMAGENET, NULL, 1000, 4, 0, 90, 1, 30000, NULL, NULL}
+#define SL_GEN_OPTS_INIT {SL_GEN_OPTS_VERSION, SL_GEN_IMAGENET, NULL, 1000, 4, 0, 90, 1, 30000, 444, NULL, NULL}
 
 /* What a run wrote. Image fields are 0 for text and tabular; text fields 0 for the others. */
 typedef struct sl_gen_report {

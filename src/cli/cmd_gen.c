@@ -20,6 +20,7 @@ static void gen_help(FILE *f) {
           "  --seed S        random seed (default 0); the output depends only on the options\n"
           "  --quality Q     JPEG quality (default 90)\n"
           "  --threads T     generator threads (default 1; the output does not depend on it)\n"
+          "  --chroma 444|420  JPEG chroma subsampling (default 444; 420 makes smaller, cheaper images)\n"
           "  --vocab-size V  text vocabulary words (default 30000)\n"
           "  --quiet         no progress bar\n");
 }
@@ -50,6 +51,9 @@ int cmd_gen(int argc, char **argv) {
     } else if (!strcmp(a, "--seed")) {
       if (!cli_parse_i64("gen", a, i + 1 < argc ? argv[++i] : NULL, &v)) return CLI_USAGE;
       o.seed = (uint64_t)v;
+    } else if (!strcmp(a, "--chroma")) {
+      if (!cli_parse_i64("gen", a, i + 1 < argc ? argv[++i] : NULL, &v)) return CLI_USAGE;
+      o.chroma = (int)v;
     } else if (!strcmp(a, "--vocab-size")) {
       if (!cli_parse_i64("gen", a, i + 1 < argc ? argv[++i] : NULL, &o.vocab_size)) return CLI_USAGE;
     } else if (!strcmp(a, "--quiet")) {
@@ -80,8 +84,8 @@ int cmd_gen(int argc, char **argv) {
   printf("%s: %lld records in %d files under %s, %.1f MB, %.1fs\n", kind, (long long)r.records, r.files, o.out_dir,
          (double)r.bytes / 1e6, el);
   if (o.kind == SL_GEN_IMAGENET || o.kind == SL_GEN_SSD) {
-    printf("mean image: %.0fx%.0f, %.1f KB JPEG (quality %d)\n", r.mean_width, r.mean_height,
-           r.mean_image_bytes / 1e3, o.quality);
+    printf("mean image: %.0fx%.0f, %.1f KB JPEG (quality %d, %d chroma)\n", r.mean_width, r.mean_height,
+           r.mean_image_bytes / 1e3, o.quality, o.chroma);
     printf("decode cost: %.0f us/image (libjpeg-turbo, one core, sample of up to 48 images)\n", r.decode_us);
     if (o.kind == SL_GEN_SSD) printf("boxes: %lld (%.1f per image)\n", (long long)r.boxes, (double)r.boxes / (double)r.records);
   } else if (o.kind == SL_GEN_TEXT) {

@@ -24,7 +24,10 @@
 #pragma GCC diagnostic ignored "-Wsign-compare"
 #pragma GCC diagnostic ignored "-Wunused-parameter"
 #pragma GCC diagnostic ignored "-Wdouble-promotion"
+#pragma GCC push_options
+#pragma GCC optimize("O3")
 #include <stb/stb_image_resize.h>
+#pragma GCC pop_options
 #pragma GCC diagnostic pop
 
 /* ---------------- shared pieces ---------------- */

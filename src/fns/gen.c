@@ -103,6 +103,7 @@ int sl_gen_run(const sl_gen_opts *o, sl_gen_report *report) {
   if (o->shards < 1 || o->shards > o->n || o->shards > 100000)
     return sl__err(SL_EINVAL, "shards: must be in 1..min(n, 100000) (got %d)", o->shards);
   if (o->quality < 1 || o->quality > 100) return sl__err(SL_EINVAL, "quality: must be in 1..100 (got %d)", o->quality);
+  if (o->chroma != 444 && o->chroma != 420) return sl__err(SL_EINVAL, "chroma: 444 or 420 (got %d)", o->chroma);
   if (o->threads < 1 || o->threads > 256) return sl__err(SL_EINVAL, "threads: must be in 1..256 (got %d)", o->threads);
   if (o->kind == SL_GEN_TEXT && (o->vocab_size < 10 || o->vocab_size > 10000000))
     return sl__err(SL_EINVAL, "vocab_size: must be in 10..10000000");

@@ -162,7 +162,7 @@ int sl__gen_image(const sl_gen_opts *o, int64_t i, sl__gen_rec *rec) {
   unsigned long jlen = 0;
   int rc = 0;
   if (!tj) rc = sl__err(SL_ENOMEM, "TurboJPEG: cannot create a compressor");
-  else if (tjCompress2(tj, rgb, w, 0, h, TJPF_RGB, &jpeg, &jlen, TJSAMP_444, o->quality, TJFLAG_ACCURATEDCT))
+  else if (tjCompress2(tj, rgb, w, 0, h, TJPF_RGB, &jpeg, &jlen, o->chroma == 420 ? TJSAMP_420 : TJSAMP_444, o->quality, TJFLAG_ACCURATEDCT))
     rc = sl__err(SL_ERROR, "TurboJPEG: %s", tjGetErrorStr2(tj));
   sl__free(rgb);
   if (tj) tjDestroy(tj);
