@@ -1,5 +1,5 @@
 /* test_fns_tabular.c: parse_csv (types, defaults, quoting, field-count and number errors with the line, skip
- * mode), hash_bucket (stable values), log1p. */
+ * mode), hash_bucket (stable values), log1p. SL_TEST_THREADED (pipelines with a parallel map) */
 #define _GNU_SOURCE
 #include "test_fns_util.h"
 

@@ -1,5 +1,6 @@
 /* test_fns_text.c: tokenize (vocabulary lookup, punctuation, unknown ids, lowercase, huge tokens, empty and
- * missing vocabularies) and the bucket_by_sequence_length op (bucket choice, padding, remainders, bad specs). */
+ * missing vocabularies) and the bucket_by_sequence_length op (bucket choice, padding, remainders, bad specs).
+ * SL_TEST_THREADED (the bucketing pipeline runs a parallel map) */
 #define _GNU_SOURCE
 #include "test_fns_util.h"
 

@@ -1,5 +1,5 @@
 /* test_gen.c: sl_gen_run for each dataset at a tiny size: files, record contents, determinism across thread
- * counts, option errors. SL_TEST_TIMEOUT(300) */
+ * counts, option errors. SL_TEST_THREADED SL_TEST_TIMEOUT(300) */
 #define _GNU_SOURCE
 #include "testutil.h"
 
