@@ -179,11 +179,39 @@ static void test_log1p(void **st) {
   sl_elem_clear(&e);
 }
 
+/* Random lines over a small alphabet (quotes, delimiters, digits, signs): every outcome is a parse or an error. */
+static void test_parse_csv_fuzz(void **st) {
+  static const char alpha[] = "\",,,0123456789.-e+x \t\"";
+  char args[1024];
+  snprintf(args, sizeof args, COLS, "");
+  tf_fn f;
+  assert_int_equal(tf_open(&f, "parse_csv", args), 0);
+  uint64_t s = 99;
+  int ok = 0;
+  for (int it = 0; it < 5000; it++) {
+    char line[64];
+    int n = it % 40;
+    for (int i = 0; i < n; i++) {
+      s = s * 6364136223846793005ull + 1442695040888963407ull;
+      line[i] = alpha[(s >> 33) % (sizeof alpha - 1)];
+    }
+    sl_elem e;
+    sl_elem_init(&e);
+    assert_int_equal(sl_elem_set_bytes(&e, "line", NULL, 0, line, (size_t)n), 0);
+    int rc = tf_call(&f, &e, 0, (uint64_t)it, NULL);
+    assert_true(rc == 0 || rc == SL_EINVAL);
+    ok += rc == 0;
+    sl_elem_clear(&e);
+  }
+  tf_close(&f);
+  (void)ok;
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_parse_csv_values), cmocka_unit_test(test_parse_csv_errors),
       cmocka_unit_test(test_parse_csv_pipeline), cmocka_unit_test(test_hash_bucket),
-      cmocka_unit_test(test_log1p),
+      cmocka_unit_test(test_log1p), cmocka_unit_test(test_parse_csv_fuzz),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   tf_release_all();
