@@ -27,6 +27,8 @@ for p in imagenet ssd transformer tabular imagenet-cacheable; do
   done
 done
 
+out=$("$SL_CLI" run examples/imagenet-fused.json --quiet --json) || fail "examples/imagenet-fused.json: $out"
+
 # Usage errors exit 2; a bad output folder fails with 1.
 set +e
 "$SL_CLI" gen > /dev/null 2>&1; [ $? -eq 2 ] || fail "gen without a dataset should exit 2"

@@ -87,11 +87,12 @@ static inline uint8_t *tf_picture(int w, int h, unsigned seed) {
   return p;
 }
 /* Encodes pixels (pf TJPF_RGB, TJPF_GRAY or TJPF_CMYK) to a malloc'd JPEG. */
+static int g_tf_jpeg_flags = TJFLAG_ACCURATEDCT; /* tests may add TJFLAG_PROGRESSIVE */
 static inline uint8_t *tf_jpeg(const uint8_t *px, int w, int h, int pf, int samp, int quality, size_t *len) {
   tjhandle t = tjInitCompress();
   unsigned char *j = NULL;
   unsigned long n = 0;
-  int rc = tjCompress2(t, px, w, 0, h, pf, &j, &n, samp, quality, TJFLAG_ACCURATEDCT);
+  int rc = tjCompress2(t, px, w, 0, h, pf, &j, &n, samp, quality, g_tf_jpeg_flags);
   if (rc) fprintf(stderr, "tjCompress2: %s\n", tjGetErrorStr2(t));
   assert_int_equal(rc, 0);
   tjDestroy(t);
