@@ -92,9 +92,10 @@ static void nearest(const uint8_t *src, int64_t sh, int64_t sw, size_t sstride, 
   }
 }
 
-static int dims_ok(int64_t sh, int64_t sw, int64_t dh, int64_t dw) {
+/* stb takes int sizes and strides: every row, in and out, must stay below 2 GiB. */
+static int dims_ok(int64_t sh, int64_t sw, int64_t dh, int64_t dw, size_t sstride, size_t px) {
   if (sh < 1 || sw < 1 || dh < 1 || dw < 1 || sh > INT32_MAX / 4 || sw > INT32_MAX / 4 || dh > INT32_MAX / 4 ||
-      dw > INT32_MAX / 4)
+      dw > INT32_MAX / 4 || sstride > INT32_MAX / 2 || (size_t)dw * px > INT32_MAX / 2 || (size_t)sw * px > sstride)
     return sl__err(SL_EINVAL, "resize: bad size %lldx%lld -> %lldx%lld", (long long)sh, (long long)sw, (long long)dh,
                    (long long)dw);
   return 0;
@@ -102,7 +103,7 @@ static int dims_ok(int64_t sh, int64_t sw, int64_t dh, int64_t dw) {
 
 int sl__resize_u8(const uint8_t *src, int64_t sh, int64_t sw, size_t sstride, uint8_t *dst, int64_t dh, int64_t dw,
                   int c, int method) {
-  int rc = dims_ok(sh, sw, dh, dw);
+  int rc = dims_ok(sh, sw, dh, dw, sstride, (size_t)c);
   if (rc) return rc;
   if (method == SL_RESIZE_NEAREST) {
     nearest(src, sh, sw, sstride, dst, dh, dw, (size_t)c);
@@ -117,7 +118,7 @@ int sl__resize_u8(const uint8_t *src, int64_t sh, int64_t sw, size_t sstride, ui
 
 int sl__resize_f32(const float *src, int64_t sh, int64_t sw, size_t sstride, float *dst, int64_t dh, int64_t dw,
                    int c, int method) {
-  int rc = dims_ok(sh, sw, dh, dw);
+  int rc = dims_ok(sh, sw, dh, dw, sstride, (size_t)c * sizeof(float));
   if (rc) return rc;
   if (method == SL_RESIZE_NEAREST) {
     nearest((const uint8_t *)src, sh, sw, sstride, (uint8_t *)dst, dh, dw, (size_t)c * sizeof(float));
@@ -665,6 +666,10 @@ static int pad_init(void **state, const sl_args *a, void *payload) {
     rc = sl__err(SL_EINVAL, "%s.on_invalid_box: expected \"error\" or \"clip\"", sl_args_path(a));
     goto fail;
   }
+  if (!(fabs(s->label_pad) < 0x1p62)) {
+    rc = sl__err(SL_EINVAL, "%s.label_pad_value: out of range", sl_args_path(a));
+    goto fail;
+  }
   s->clip = !strcmp(inv, "clip");
   if (s->labels[0] == 0) s->labels = NULL;
   *state = s;
@@ -719,9 +724,9 @@ static int pad_call(void *st, sl_elem *e, sl_fn_call *call) {
     int64_t *l;
     if ((rc = sl_elem_new_tensor(&out, s->labels_output, SL_INT64, 1, lshape, (void **)&l))) goto done;
     for (int64_t i = 0; i < s->max; i++) {
-      double v = s->label_pad;
-      if (i < keep) v = load_num(sl_comp_data(lab), lab->dtype, i);
-      l[i] = (int64_t)v;
+      if (i >= keep) l[i] = (int64_t)s->label_pad;
+      else if (lab->dtype == SL_INT64) l[i] = ((const int64_t *)sl_comp_data(lab))[i];
+      else l[i] = (int64_t)fmax(fmin(load_num(sl_comp_data(lab), lab->dtype, i), 0x1p62), -0x1p62);
     }
   }
   if ((rc = sl_elem_set_tensor(&out, s->num_output, SL_INT32, 0, NULL, NULL, 0, &nb))) goto done;

@@ -273,6 +273,11 @@ static int jpeg_init_common(void **state, const sl_args *a, bool crop) {
       rc = sl__err(SL_EINVAL, "%s: scale must satisfy 0 < min <= max <= 1 and ratio 0 < min <= max", sl_args_path(a));
       goto fail;
     }
+    for (int k = 0; k < nw; k++)
+      if (!(win[k] >= (k < 2 ? 0 : 1) && win[k] <= 1e9 && win[k] == floor(win[k]))) {
+        rc = sl__err(SL_EINVAL, "%s.crop[%d]: expected an integer in %d..1e9", sl_args_path(a), k, k < 2 ? 0 : 1);
+        goto fail;
+      }
     if (nw) {
       s->has_win = true;
       s->win = (sl__win){(int64_t)win[0], (int64_t)win[1], (int64_t)win[2], (int64_t)win[3]};

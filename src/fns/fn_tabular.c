@@ -91,6 +91,12 @@ static int csv_init(void **state, const sl_args *a, void *payload) {
       }
       if (col->dtype == SL_BYTES) col->def_str = json_string_value(df);
       else col->def_num = json_number_value(df);
+      if (col->dtype != SL_BYTES && col->dtype != SL_FLOAT32 && col->dtype != SL_FLOAT64 &&
+          !(fabs(col->def_num) < 0x1p62)) {
+        rc = sl__err(SL_EINVAL, "%s.columns[%zu].default: out of range for %s", sl_args_path(a), i,
+                     sl_dtype_name(col->dtype));
+        goto fail;
+      }
     }
     s->nfields += col->count;
     s->ncols++;
