@@ -2,6 +2,7 @@
  * dataset for the benchmark pipelines through sl_gen_run (include/sluice/gen.h), with a progress bar. */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -19,7 +20,7 @@ static void gen_help(FILE *f) {
           "  --shards K      output files, train-00000-of-0000K.* (default 4)\n"
           "  --seed S        random seed (default 0); the output depends only on the options\n"
           "  --quality Q     JPEG quality (default 90)\n"
-          "  --threads T     generator threads (default 1; the output does not depend on it)\n"
+          "  --threads T     generator threads (default: the online cores; the output does not depend on it)\n"
           "  --chroma 444|420  JPEG chroma subsampling (default 444; 420 makes smaller, cheaper images)\n"
           "  --vocab-size V  text vocabulary words (default 30000)\n"
           "  --quiet         no progress bar\n");
@@ -29,6 +30,8 @@ static void on_progress(int64_t done, int64_t total, void *payload) { cli_progre
 
 int cmd_gen(int argc, char **argv) {
   sl_gen_opts o = SL_GEN_OPTS_INIT;
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  o.threads = cores < 1 ? 1 : cores > 16 ? 16 : (int)cores;
   const char *kind = NULL;
   bool quiet = false;
   int64_t v;
