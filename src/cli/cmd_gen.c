@@ -9,7 +9,7 @@
 static void gen_help(FILE *f) {
   fprintf(f,
           "usage: sluice gen imagenet|ssd|text|tabular --out DIR [--n N] [--shards K] [--seed S]\n"
-          "                  [--quality Q] [--threads T] [--vocab-size V] [--quiet]\n\n"
+          "                  [--quality Q] [--chroma 444|420] [--threads T] [--vocab-size V] [--quiet]\n\n"
           "Writes a synthetic dataset into DIR (created when missing):\n"
           "  imagenet  TFRecord shards of tf.Example: image/encoded (photo-like JPEG, about 400x350, about 110 KB),\n"
           "            image/format, image/class/label, image/height, image/width\n"
