@@ -24,10 +24,14 @@
 #pragma GCC diagnostic ignored "-Wsign-compare"
 #pragma GCC diagnostic ignored "-Wunused-parameter"
 #pragma GCC diagnostic ignored "-Wdouble-promotion"
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC push_options
-#pragma GCC optimize("O3")
+#pragma GCC optimize("O3") /* stb's scanline loops gain ~10-20% from vectorisation */
+#endif
 #include <stb/stb_image_resize.h>
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC pop_options
+#endif
 #pragma GCC diagnostic pop
 
 /* ---------------- shared pieces ---------------- */
@@ -600,10 +604,24 @@ static double load_num(const void *p, sl_dtype dt, int64_t i) {
 static void store_num(void *p, sl_dtype dt, int64_t i, double v) {
   switch (dt) {
   case SL_UINT8: ((uint8_t *)p)[i] = (uint8_t)(isnan(v) ? 0 : v < 0 ? 0 : v > 255 ? 255 : lrint(v)); break;
-  case SL_INT32:
-    ((int32_t *)p)[i] = (int32_t)(isnan(v) ? 0 : v < INT32_MIN ? INT32_MIN : v > INT32_MAX ? INT32_MAX : v);
+  case SL_INT32: {
+    int32_t x;
+    if (isnan(v)) x = 0;
+    else if (v <= -0x1p31) x = INT32_MIN;
+    else if (v >= 0x1p31) x = INT32_MAX;
+    else x = (int32_t)v;
+    ((int32_t *)p)[i] = x;
     break;
-  case SL_INT64: ((int64_t *)p)[i] = (int64_t)(isnan(v) ? 0 : v <= -0x1p63 ? INT64_MIN : v >= 0x1p63 ? INT64_MAX : v); break;
+  }
+  case SL_INT64: {
+    int64_t x;
+    if (isnan(v)) x = 0;
+    else if (v <= -0x1p63) x = INT64_MIN;
+    else if (v >= 0x1p63) x = INT64_MAX;
+    else x = (int64_t)v;
+    ((int64_t *)p)[i] = x;
+    break;
+  }
   case SL_FLOAT32: ((float *)p)[i] = (float)v; break;
   default: ((double *)p)[i] = v; break;
   }
