@@ -177,7 +177,7 @@ int main(int argc, char **argv) {
   double bytes = 0, px = 0;
   for (int i = 0; i < c.n; i++) bytes += (double)sl_buf_size(c.jpeg[i]);
   /* Pixel agreement of the fused and unfused paths over the corpus (same windows, same seeds). */
-  double mad_rrc = 0, mad_crop = 0;
+  double mad_rrc = 0, mad_crop = 0, below = 0;
   int maxd_crop = 0;
   for (int i = 0; i < c.n; i++) {
     sl_elem a, b;
@@ -189,6 +189,13 @@ int main(int argc, char **argv) {
       fn_call(&fns[0], &a, seed, 0);
       sl_comp *full = sl_elem_get(&a, "image");
       double area = (double)(full->shape[0] * full->shape[1]);
+      if (k) {
+        sl_rng r;
+        sl_rng_seed(&r, seed);
+        sl__win w;
+        sl__crop_sample(&r, full->shape[0], full->shape[1], cos.scale, cos.ratio, &w);
+        below += (double)(full->shape[0] - w.y - w.h) / (double)full->shape[0];
+      }
       fn_call(&fns[k ? 3 : 1], &a, seed, 0);
       fn_call(&fns[k ? 4 : 2], &b, seed, 0);
       sl_comp *x = sl_elem_get(&a, "image"), *y = sl_elem_get(&b, "image");
@@ -223,8 +230,8 @@ int main(int argc, char **argv) {
   printf("fused / unfused, random-resized-crop to 224:      %.2fx (mean abs pixel diff %.2f)\n", med[3] / med[2],
          mad_rrc / c.n);
   printf("fused / unfused, crop only (partial decode):      %.2fx (mean abs pixel diff %.3f, max %d; mean window "
-         "%.0f%% of the image)\n",
-         med[5] / med[4], mad_crop / c.n, maxd_crop, 100.0 * px / c.n);
+         "%.0f%% of the image, %.0f%% of its rows below it)\n",
+         med[5] / med[4], mad_crop / c.n, maxd_crop, 100.0 * px / c.n, 100.0 * below / c.n);
   for (int k = 0; k < 5; k++)
     if (k != 3) fn_close(&fns[k]);
   json_decref(fns[3].obj);
