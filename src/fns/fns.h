@@ -18,8 +18,6 @@ extern const sl__fn_entry sl__fns_image[];
 extern const sl__fn_entry sl__fns_text[];
 extern const sl__fn_entry sl__fns_tabular[];
 
-int sl__fn_register_builtin(const char *name, const sl_fn_def *def);
-
 /* Reads the component named by args[key] (default `def`) from e; names the op and element on failure. */
 int sl__fn_component(sl_elem *e, const sl_fn_call *call, const char *name, sl_comp **out);
 

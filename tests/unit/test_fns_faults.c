@@ -85,19 +85,24 @@ static void test_text_tabular_oom(void **st) {
   snprintf(args, sizeof args, "{\"vocab\": \"%s\"}", vocab);
   sweep("tokenize", args, make_line, "a b c d, e a b c d e a b c");
   /* Vocabulary loading under failing allocations: an error, never a crash. */
+  sl__fn fn;
+  assert_int_equal(sl__fn_lookup("tokenize", &fn), 0);
+  json_t *obj = json_loads(args, 0, NULL);
+  sl_args a = {obj, "ops[1].args"};
   for (int k = 0; k < 20; k++) {
-    tf_fn f;
+    void *state = NULL;
     sl_set_allocator(&FAILING);
     g_countdown = k;
-    int rc = tf_open(&f, "tokenize", args);
+    int rc = fn.def.init(&state, &a, NULL);
     g_countdown = -1;
     sl_set_allocator(NULL);
     assert_true(rc == 0 || rc == SL_ENOMEM);
     if (rc == 0) {
-      tf_close(&f);
+      fn.def.free(state);
       break;
     }
   }
+  json_decref(obj);
   sweep("parse_csv",
         "{\"columns\": [{\"name\": \"a\", \"dtype\": \"int64\"}, {\"name\": \"b\", \"dtype\": \"bytes\", \"count\": 2}, "
         "{\"name\": \"c\", \"dtype\": \"float32\", \"count\": 2}]}",
