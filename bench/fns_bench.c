@@ -4,6 +4,7 @@
  *   2. decode_and_crop_jpeg against decode_jpeg then the crop, over random-resized-crop windows, both with the
  *      resize to 224x224 the imagenet pipeline does and with the bare crop (no resize: partial decoding alone).
  * Rates are images per CPU-second of this thread. Runs alternate A B A B ...; medians of `--runs` (default 5).
+ * Prints a readable table, then the same figures as one JSON line (the last line: bench/run reads it).
  * Usage: fns_bench DIR [--runs N] [--max-images N] */
 #include <stdio.h>
 #include <stdlib.h>
@@ -232,6 +233,14 @@ int main(int argc, char **argv) {
   printf("fused / unfused, crop only (partial decode):      %.2fx (mean abs pixel diff %.3f, max %d; mean window "
          "%.0f%% of the image, %.0f%% of its rows below it)\n",
          med[5] / med[4], mad_crop / c.n, maxd_crop, 100.0 * px / c.n, 100.0 * below / c.n);
+  /* The last line is JSON for bench/run (BENCHMARKS.md). */
+  printf("{\"images\": %d, \"mean_kb\": %.1f, \"runs\": %d, \"bare_img_s\": %.1f, \"decode_jpeg_img_s\": %.1f, "
+         "\"decode_vs_bare\": %.3f, \"unfused_rrc224_img_s\": %.1f, \"fused_rrc224_img_s\": %.1f, "
+         "\"fused_speedup_rrc224\": %.3f, \"fused_mean_abs_diff_rrc224\": %.2f, \"unfused_crop_img_s\": %.1f, "
+         "\"fused_crop_img_s\": %.1f, \"fused_speedup_crop\": %.3f, \"fused_max_diff_crop\": %d, "
+         "\"mean_window_pct\": %.1f, \"mean_rows_below_pct\": %.1f}\n",
+         c.n, bytes / c.n / 1e3, runs, med[0], med[1], med[1] / med[0], med[2], med[3], med[3] / med[2],
+         mad_rrc / c.n, med[4], med[5], med[5] / med[4], maxd_crop, 100.0 * px / c.n, 100.0 * below / c.n);
   for (int k = 0; k < 5; k++)
     if (k != 3) fn_close(&fns[k]);
   json_decref(fns[3].obj);
