@@ -6,5 +6,6 @@
 #include "sluice/fn.h"
 #include "sluice/pipeline.h"
 #include "sluice/tfrecord.h"
+#include "sluice/gen.h"
 
 #endif

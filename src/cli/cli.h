@@ -47,5 +47,6 @@ bool cli_sigint_seen(void);
 /* The subcommands (one file each). */
 int cmd_run(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
+int cmd_gen(int argc, char **argv);
 
 #endif

@@ -12,6 +12,7 @@
 static const cli_cmd CMDS[] = {
     {"run", "run a pipeline spec and report its throughput", cmd_run},
     {"validate", "check a pipeline spec without running it", cmd_validate},
+    {"gen", "generate a synthetic dataset (imagenet, ssd, text, tabular)", cmd_gen},
 };
 #define NCMDS (sizeof CMDS / sizeof CMDS[0])
 

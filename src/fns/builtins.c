@@ -5,7 +5,8 @@
 
 #include "fns/fns.h"
 
-static const sl__fn_entry *const TABLES[] = {sl__fns_basic, sl__fns_example};
+static const sl__fn_entry *const TABLES[] = {sl__fns_basic, sl__fns_example, sl__fns_jpeg,
+                                              sl__fns_image, sl__fns_text,    sl__fns_tabular};
 #define NTABLES (sizeof TABLES / sizeof TABLES[0])
 
 const sl_fn_def *sl__fn_builtin(const char *name) {
