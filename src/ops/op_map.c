@@ -124,6 +124,7 @@ static int smap_next(sl__it *it, sl_elem *out) {
       return rc;
     }
     if (keep) return 0;
+    if (!c->is_filter) sl__stat_add(&it->op->st.skipped, 1);
     sl_elem_clear(out);
   }
 }
@@ -132,6 +133,8 @@ static const sl__it_vt SMAP_IT = {smap_next, smap_free};
 
 /* ---------------- parallel map ---------------- */
 enum { SLOT_FREE = 0, SLOT_BUSY = 1, SLOT_DONE = 2 };
+/* A result code (positive, never returned to callers) for an element the function dropped. */
+#define SLOT_DROPPED 2
 typedef struct {
   sl_elem e;
   int rc;
@@ -253,6 +256,11 @@ static void *pmap_worker(void *p) {
         sl_elem_clear(&els[j]);
         boxes[j] = sl__malloc(sizeof(sl__errbox));
         if (boxes[j]) sl__errbox_capture(boxes[j], rcs[j]);
+      } else if (!keep) {
+        /* A map function may drop its element (parse_csv's on_error "skip"): its slot says so. */
+        sl_elem_clear(&els[j]);
+        sl__stat_add(&op->st.skipped, 1);
+        rcs[j] = SLOT_DROPPED;
       }
     }
 
@@ -294,6 +302,7 @@ static void *pmap_worker(void *p) {
 
 static int pmap_next(sl__it *it, sl_elem *out) {
   pmap_it *m = (pmap_it *)it;
+again:
   pthread_mutex_lock(&m->mu);
   slot *s;
   uint64_t wait0 = 0;
@@ -343,6 +352,7 @@ static int pmap_next(sl__it *it, sl_elem *out) {
     sl__free(eb);
     return rc;
   }
+  if (rc == SLOT_DROPPED) goto again;
   return rc;
 }
 
@@ -396,9 +406,9 @@ static int map_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out)
     *out = NULL;
     return sl__op_err(op, SL_ENOMEM, "out of memory for %d buffered elements", cap);
   }
+  m->nthreads_ok = (int)par; /* set before any worker runs: workers read it */
   for (int i = 0; i < par; i++) {
     m->args[i] = (worker_arg){m, i};
-    m->nthreads_ok = (int)par;
     if (pthread_create(&m->threads[i], NULL, pmap_worker, &m->args[i])) {
       sl__it_free(*out);
       *out = NULL;

@@ -109,14 +109,20 @@ static void test_parse_csv_pipeline(void **st) {
   const char *fmt = "{\"ops\": [{\"op\": \"files\", \"list\": [\"%s\"]}, {\"op\": \"interleave\", \"source\": [{\"op\": "
                     "\"lines\"}]}, {\"op\": \"map\", \"fn\": \"parse_csv\", \"parallelism\": %d, \"args\": {\"columns\": "
                     "[{\"name\": \"a\", \"dtype\": \"int64\"}, {\"name\": \"b\", \"dtype\": \"int64\"}]%s}}]}";
-  /* Skip mode at parallelism 1 only: the engine's parallel map does not yet honour call->keep for map functions
-   * (op_map.c's worker drops it), which is the engine's to fix. */
-  snprintf(spec, sizeof spec, fmt, path, 1, ", \"on_error\": \"skip\"");
-  sl_pipeline *p = tu_pipeline(spec);
-  int64_t got[8];
-  assert_int_equal(tu_collect_i64(p, "a", got, 8), 3);
-  assert_true(got[0] == 1 && got[1] == 3 && got[2] == 7);
-  sl_pipeline_free(p);
+  /* Skip mode, sequential and parallel: the same lines kept, in order, and the dropped ones counted. */
+  sl_pipeline *p;
+  for (int par = 1; par <= 2; par++) {
+    snprintf(spec, sizeof spec, fmt, path, par, ", \"on_error\": \"skip\"");
+    p = tu_pipeline(spec);
+    int64_t got[8];
+    assert_int_equal(tu_collect_i64(p, "a", got, 8), 3);
+    assert_true(got[0] == 1 && got[1] == 3 && got[2] == 7);
+    sl_op_stats ost;
+    assert_int_equal(sl_pipeline_op_stats(p, 3, &ost), 0);
+    assert_string_equal(ost.op, "map");
+    assert_int_equal(ost.skipped, 2);
+    sl_pipeline_free(p);
+  }
   for (int par = 1; par <= 2; par++) {
     snprintf(spec, sizeof spec, fmt, path, par, "");
     p = tu_pipeline(spec);
