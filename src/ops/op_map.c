@@ -188,9 +188,9 @@ static void *pmap_worker(void *p) {
   sl__errbox *boxes[PMAP_MAX_CHUNK];
   pthread_mutex_lock(&m->mu);
   if (!els) { /* cannot run: leave the work to the other workers (or report it when there are none) */
-    if (m->nthreads_ok <= 1 && !m->input_done) {
+    if (--m->nthreads_ok == 0 && !m->input_done) { /* every worker failed at its start: nothing was pulled */
       m->input_done = true;
-      m->end_seq = m->next_seq;
+      m->end_seq = m->head;
       m->oom = true;
     }
     pthread_cond_broadcast(&m->cv_ready);
@@ -321,7 +321,7 @@ again:
       }
       if (m->input_done && m->reserved == 0) {
         pthread_mutex_unlock(&m->mu);
-        return SL_END;
+        return m->oom ? sl__op_err(it->op, SL_ENOMEM, "out of memory in a worker") : SL_END;
       }
     }
     if (sl__canceled(it->run)) {
