@@ -13,6 +13,9 @@ void sl__stats_work(sl__op *op, uint32_t *mask, uint64_t cpu_ns, uint64_t wall_n
   uint64_t scale = (uint64_t)*mask + 1;
   sl__stat_add(&op->st.work_cpu_ns, cpu_ns * scale);
   sl__stat_add(&op->st.work_wall_ns, wall_ns * scale);
+  uint64_t us = wall_ns / 1000;
+  sl__stat_add(&op->st.work_n, scale);
+  sl__stat_add(&op->st.work_sq_us, us * us * scale);
   *mask = wall_ns >= 20000 ? 0 : SL_SAMPLE_STRIDE - 1;
 }
 
@@ -21,6 +24,9 @@ void sl__stats_sample(sl__op *op, uint32_t *mask, uint64_t cpu_ns, uint64_t wall
   sl__stat_add(&op->st.cpu_ns, cpu_ns * scale);
   sl__stat_add(&op->st.wall_ns, wall_ns * scale);
   sl__stat_add(&op->st.samples, 1);
+  uint64_t us = wall_ns / 1000;
+  sl__stat_add(&op->st.next_n, scale);
+  sl__stat_add(&op->st.next_sq_us, us * us * scale);
   /* Expensive calls are timed every time (clock cost < 1%); cheap ones 1 in SL_SAMPLE_STRIDE. */
   *mask = wall_ns >= 20000 ? 0 : SL_SAMPLE_STRIDE - 1;
 }

@@ -24,6 +24,8 @@ typedef struct sl__stats {
   atomic_uint_fast64_t work_cpu_ns, work_wall_ns;  /* own work done on worker threads (map functions) */
   atomic_uint_fast64_t wait_ns;
   atomic_uint_fast64_t occ_sum, occ_n, held, held_peak;
+  /* Spread of per-call wall times (for buffer sizing): scaled sample counts and sums of squares in us^2. */
+  atomic_uint_fast64_t next_n, next_sq_us, work_n, work_sq_us;
 } sl__stats;
 
 typedef struct sl__op_vt {

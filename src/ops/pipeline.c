@@ -1,6 +1,7 @@
 /* ops/pipeline.c: a spec (JSON text, file or builder) becomes a pipeline: an array of ops in pre-order, each
  * chained to its input; sl_iter is one run of it. Also the per-op counters API. */
 #include <errno.h>
+#include <math.h>
 #include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -288,6 +289,23 @@ int sl_pipeline_op_stats(const sl_pipeline *p, int i, sl_op_stats *s) {
   s->bytes_held = LD(op->st.held);
   s->bytes_held_peak = LD(op->st.held_peak);
   s->cardinality = op->cardinality;
+  /* Per-call spread: worker-thread work when the op has any (parallel map), else its own next() calls. */
+  uint64_t wn = LD(op->st.work_n), nn = LD(op->st.next_n);
+  double n = 0, sum_us = 0, sq = 0;
+  if (wn) {
+    n = (double)wn;
+    sum_us = (double)LD(op->st.work_wall_ns) * 1e-3;
+    sq = (double)LD(op->st.work_sq_us);
+  } else if (nn) {
+    n = (double)nn;
+    sum_us = (double)LD(op->st.wall_ns) * 1e-3;
+    sq = (double)LD(op->st.next_sq_us);
+  }
+  if (n > 0) {
+    double mean = sum_us / n, var = sq / n - mean * mean;
+    s->call_mean = mean * 1e-6;
+    s->call_sd = var > 0 ? sqrt(var) * 1e-6 : 0;
+  }
   return 0;
 }
 
