@@ -6,5 +6,7 @@
 #include "sluice/fn.h"
 #include "sluice/pipeline.h"
 #include "sluice/tfrecord.h"
+#include "sluice/trace.h"
+#include "sluice/plan.h"
 
 #endif

@@ -9,26 +9,82 @@
 
 #include "ops/engine.h"
 
-void sl__stats_work(sl__op *op, uint32_t *mask, uint64_t cpu_ns, uint64_t wall_ns) {
-  uint64_t scale = (uint64_t)*mask + 1;
+/* Clock costs, measured once per process: the full cost of one timed call's clock reads (for the stride), and the
+ * part of it that falls inside the measured windows (subtracted from every sample, so that a cheap op sampled
+ * rarely is not charged the clock's cost times its stride). Medians of a few trials. */
+static atomic_uint_fast64_t g_timer_ns, g_in_cpu_ns, g_in_wall_ns;
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+static uint64_t timer_cost_ns(void) {
+  uint64_t c = atomic_load_explicit(&g_timer_ns, memory_order_relaxed);
+  if (c) return c;
+  enum { R = 15 };
+  uint64_t full[R], icpu[R], iwall[R];
+  for (int r = 0; r < R; r++) {
+    uint64_t t0 = sl__now_ns();
+    uint64_t c0 = sl__cpu_ns(), w0 = sl__now_ns(), c1 = sl__cpu_ns(), w1 = sl__now_ns();
+    (void)c1;
+    full[r] = sl__now_ns() - t0;
+    uint64_t a = sl__cpu_ns();
+    (void)sl__now_ns();
+    icpu[r] = sl__cpu_ns() - a;
+    uint64_t b = sl__now_ns();
+    (void)sl__cpu_ns();
+    iwall[r] = sl__now_ns() - b;
+    (void)c0, (void)w0, (void)w1;
+  }
+  qsort(full, R, sizeof full[0], cmp_u64);
+  qsort(icpu, R, sizeof icpu[0], cmp_u64);
+  qsort(iwall, R, sizeof iwall[0], cmp_u64);
+  atomic_store_explicit(&g_in_cpu_ns, icpu[R / 2], memory_order_relaxed);
+  atomic_store_explicit(&g_in_wall_ns, iwall[R / 2], memory_order_relaxed);
+  c = full[R / 2] ? full[R / 2] : 1;
+  atomic_store_explicit(&g_timer_ns, c, memory_order_relaxed);
+  return c;
+}
+
+/* A sample without the clock reads' own cost. */
+static void unbias(uint64_t *cpu_ns, uint64_t *wall_ns) {
+  timer_cost_ns();
+  uint64_t ic = atomic_load_explicit(&g_in_cpu_ns, memory_order_relaxed);
+  uint64_t iw = atomic_load_explicit(&g_in_wall_ns, memory_order_relaxed);
+  *cpu_ns = *cpu_ns > ic ? *cpu_ns - ic : 0;
+  *wall_ns = *wall_ns > iw ? *wall_ns - iw : 0;
+}
+
+/* The next stride: clock cost <= ~0.5% of the calls' time, a power of two in 1..SL_SAMPLE_STRIDE. */
+static uint32_t next_stride(uint64_t wall_ns) {
+  uint64_t want = timer_cost_ns() * 200 / (wall_ns ? wall_ns : 1);
+  uint32_t s = 1;
+  while (s < want && s < SL_SAMPLE_STRIDE) s <<= 1;
+  return s;
+}
+
+void sl__stats_work(sl__op *op, uint32_t *countdown, uint32_t *stride, uint64_t cpu_ns, uint64_t wall_ns) {
+  unbias(&cpu_ns, &wall_ns);
+  uint64_t scale = *stride ? *stride : 1;
   sl__stat_add(&op->st.work_cpu_ns, cpu_ns * scale);
   sl__stat_add(&op->st.work_wall_ns, wall_ns * scale);
   uint64_t us = wall_ns / 1000;
   sl__stat_add(&op->st.work_n, scale);
   sl__stat_add(&op->st.work_sq_us, us * us * scale);
-  *mask = wall_ns >= 20000 ? 0 : SL_SAMPLE_STRIDE - 1;
+  *stride = *countdown = next_stride(wall_ns);
 }
 
-void sl__stats_sample(sl__op *op, uint32_t *mask, uint64_t cpu_ns, uint64_t wall_ns) {
-  uint64_t scale = (uint64_t)*mask + 1;
+void sl__stats_sample(sl__op *op, uint32_t *countdown, uint32_t *stride, uint64_t cpu_ns, uint64_t wall_ns) {
+  unbias(&cpu_ns, &wall_ns);
+  uint64_t scale = *stride ? *stride : 1;
   sl__stat_add(&op->st.cpu_ns, cpu_ns * scale);
   sl__stat_add(&op->st.wall_ns, wall_ns * scale);
   sl__stat_add(&op->st.samples, 1);
   uint64_t us = wall_ns / 1000;
   sl__stat_add(&op->st.next_n, scale);
   sl__stat_add(&op->st.next_sq_us, us * us * scale);
-  /* Expensive calls are timed every time (clock cost < 1%); cheap ones 1 in SL_SAMPLE_STRIDE. */
-  *mask = wall_ns >= 20000 ? 0 : SL_SAMPLE_STRIDE - 1;
+  /* Each sample stands for exactly the calls since the previous one, so the scaled sums stay unbiased when the
+   * stride changes. */
+  *stride = *countdown = next_stride(wall_ns);
 }
 
 void sl__stats_held(sl__op *op, int64_t delta) {
@@ -42,14 +98,15 @@ void sl__stats_held(sl__op *op, int64_t delta) {
 
 int sl__it_next(sl__it *it, sl_elem *out) {
   int rc;
-  if ((it->tick++ & it->mask) != 0) {
+  if (it->countdown > 1) {
+    it->countdown--;
     rc = it->vt->next(it, out);
   } else {
     /* Inclusive time of this call; an op's own time is its inclusive time minus that of the inputs it pulls on
      * its own thread (see sl_pipeline_op_stats), so children need no clock reads of their own here. */
     uint64_t c0 = sl__cpu_ns(), w0 = sl__now_ns();
     rc = it->vt->next(it, out);
-    sl__stats_sample(it->op, &it->mask, sl__cpu_ns() - c0, sl__now_ns() - w0);
+    sl__stats_sample(it->op, &it->countdown, &it->stride, sl__cpu_ns() - c0, sl__now_ns() - w0);
   }
   if (rc == 0) {
     sl__stat_add(&it->op->st.out, 1);
@@ -91,7 +148,7 @@ int sl__it_new_ex(sl__it **out, size_t size, const sl__it_vt *vt, sl__op *op, sl
   it->op = op;
   it->run = run;
   it->epoch = atomic_fetch_add_explicit(&op->opens, 1, memory_order_relaxed);
-  it->mask = 0;
+  it->countdown = it->stride = 1;
   int rc = 0;
   if (!open_input)
     rc = 0;
@@ -146,8 +203,8 @@ int sl__it_single(sl__op *op, sl__run *run, const sl_elem *e, sl__it **out) {
   s->it.vt = &SINGLE_VT;
   s->it.op = &g_single_op;
   s->it.run = run;
-  s->it.mask = UINT32_MAX; /* never timed */
-  s->it.tick = 1;
+  s->it.countdown = UINT32_MAX; /* never timed (in practice: it yields one element) */
+  s->it.stride = 1;
   sl_elem_copy(&s->e, e);
   *out = &s->it;
   return 0;

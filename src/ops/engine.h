@@ -86,7 +86,8 @@ struct sl__it {
   sl__run *run;
   sl__it *input;
   uint64_t epoch;
-  uint32_t tick, mask;   /* a call is timed when (tick & mask) == 0 */
+  uint32_t countdown;    /* calls until the next timed one (timed when it is 1) */
+  uint32_t stride;       /* calls the next sample stands for */
 };
 
 /* Calls an iterator's next with counting and sampled timing. */
@@ -104,13 +105,14 @@ int sl__it_new_ex(sl__it **out, size_t size, const sl__it_vt *vt, sl__op *op, sl
 /* Opens an op's iterator (recursively opens inputs). */
 int sl__op_open(sl__op *op, sl__run *run, const sl_elem *seed_elem, sl__it **out);
 
-/* Sampling of self time: the stride a cheap op settles on (calls timed 1 in SL_SAMPLE_STRIDE). */
-#define SL_SAMPLE_STRIDE 64u
-/* Adds one sampled measurement of own work (ns), scaled by the stride it was taken at, and adapts the stride:
- * ops slower than ~20 us per call are timed on every call (the clock cost is then negligible). */
-void sl__stats_sample(sl__op *op, uint32_t *mask, uint64_t cpu_ns, uint64_t wall_ns);
+/* Sampling of self time: the largest stride (a cheap op is timed once in SL_SAMPLE_STRIDE calls). */
+#define SL_SAMPLE_STRIDE 1024u
+/* Adds one sampled measurement (ns), scaled by the number of calls it stands for (*stride), and sets the next
+ * stride and countdown: calls are timed often enough for good estimates but so that the clocks' cost (measured
+ * once per process: a thread CPU clock read is a system call on some machines) stays near 0.5% of the op's time. */
+void sl__stats_sample(sl__op *op, uint32_t *countdown, uint32_t *stride, uint64_t cpu_ns, uint64_t wall_ns);
 /* The same for work done on a worker thread (a map function call). */
-void sl__stats_work(sl__op *op, uint32_t *mask, uint64_t cpu_ns, uint64_t wall_ns);
+void sl__stats_work(sl__op *op, uint32_t *countdown, uint32_t *stride, uint64_t cpu_ns, uint64_t wall_ns);
 static inline void sl__stat_add(atomic_uint_fast64_t *c, uint64_t v) {
   atomic_fetch_add_explicit(c, v, memory_order_relaxed);
 }

@@ -170,7 +170,7 @@ static void *pmap_worker(void *p) {
   pmap_it *m = wa->m;
   sl__op *op = m->it.op;
   map_cfg *c = op->impl;
-  uint32_t tick = 0, mask = 0;
+  uint32_t countdown = 1, stride = 1;
   pthread_mutex_lock(&m->mu);
   for (;;) {
     while (!m->stop && !m->input_done &&
@@ -216,14 +216,15 @@ static void *pmap_worker(void *p) {
     }
     if (rc == 0) {
       bool keep = true;
-      bool timed = (tick++ & mask) == 0;
+      bool timed = countdown <= 1;
+      if (!timed) countdown--;
       uint64_t c0 = 0, w0 = 0;
       if (timed) {
         c0 = sl__cpu_ns();
         w0 = sl__now_ns();
       }
       rc = call_fn(op, c, &e, m->it.epoch, seq, &keep);
-      if (timed) sl__stats_work(op, &mask, sl__cpu_ns() - c0, sl__now_ns() - w0);
+      if (timed) sl__stats_work(op, &countdown, &stride, sl__cpu_ns() - c0, sl__now_ns() - w0);
       if (rc) {
         sl_elem_clear(&e);
         eb = sl__malloc(sizeof *eb);
