@@ -309,9 +309,12 @@ int sl__plan_lp(const sl_plan *P, int cache_at, double cores, double *Xout, cons
 }
 
 /* ---- memory ---- */
+/* Bytes an element costs beyond its payload (element slots, buffer headers, allocator overhead). */
+#define ELEM_OVERHEAD 128.0
+
 static double in_bytes(const sl_plan *P, int i) {
   int in = P->ops[i].input;
-  return in >= 0 ? P->ops[in].bytes : P->ops[i].bytes;
+  return (in >= 0 ? P->ops[in].bytes : P->ops[i].bytes) + ELEM_OVERHEAD;
 }
 
 /* Bytes the configuration may hold at most. */
@@ -320,29 +323,30 @@ static double plan_memory(const sl_plan *P, const int64_t *par, const int64_t *b
   double m = 0;
   for (int i = 0; i < P->nops; i++) {
     const pm_op *o = &P->ops[i];
-    double b = o->bytes > in_bytes(P, i) ? o->bytes : in_bytes(P, i);
+    double ob = o->bytes + ELEM_OVERHEAD;
+    double b = ob > in_bytes(P, i) ? ob : in_bytes(P, i);
     switch (o->kind) {
     case PK_MAP:
       m += par[i] > 1 ? (double)(buf[i] > par[i] ? buf[i] : par[i]) * b : b;
       break;
     case PK_PREFETCH:
-      m += (double)(buf[i] + 1) * o->bytes;
+      m += (double)(buf[i] + 1) * ob;
       break;
     case PK_INTERLEAVE:
-      m += par[i] > 1 ? (double)cyc[i] * (double)buf[i] * o->bytes + o->bytes : o->bytes;
+      m += par[i] > 1 ? (double)cyc[i] * (double)buf[i] * ob + ob : ob;
       break;
     case PK_BATCH:
-      m += (double)o->batch_size * in_bytes(P, i) + o->bytes;
+      m += (double)o->batch_size * in_bytes(P, i) + ob;
       break;
     case PK_SHUFFLE:
       m += (double)o->shuffle_buf * in_bytes(P, i);
       break;
     default:
-      m += o->bytes;
+      m += ob;
     }
   }
   if (cache_at >= 0) m += cache_bytes;
-  if (prefetch_buf > 0) m += (double)(prefetch_buf + 1) * P->ops[P->root].bytes;
+  if (prefetch_buf > 0) m += (double)(prefetch_buf + 1) * (P->ops[P->root].bytes + ELEM_OVERHEAD);
   return m;
 }
 
@@ -459,7 +463,11 @@ static void size_buffers(sl_plan *P) {
     P->cyc[i] = o->cyc0;
     if (o->kind == PK_MAP) {
       if (!o->buf_tunable) P->buf[i] = o->buf0;
-      else if (P->par[i] > 1) P->buf[i] = (int64_t)ceil((double)P->par[i] * (1.0 + fmax(0.5, 2.0 * o->cv)));
+      else if (P->par[i] > 1) {
+        /* Room for the spread of call times, between p + 1 and 4p slots. */
+        double b = ceil((double)P->par[i] * (1.0 + fmax(0.5, 2.0 * o->cv)));
+        P->buf[i] = (int64_t)fmin(fmax(b, (double)P->par[i] + 1), 4.0 * (double)P->par[i]);
+      }
       else P->buf[i] = 0;
     } else if (o->kind == PK_INTERLEAVE) {
       if (P->par[i] > P->cyc[i]) {
@@ -479,7 +487,7 @@ static void size_buffers(sl_plan *P) {
     double depth = ceil(X * L - busy);
     double cv = P->ops[P->root].cv;
     if (!(depth >= 1)) depth = 1;
-    depth += ceil(2.0 * cv);
+    depth += fmin(ceil(2.0 * cv), 8);
     if (depth > 256) depth = 256;
     P->prefetch_buf = (int64_t)depth;
   }
@@ -487,7 +495,7 @@ static void size_buffers(sl_plan *P) {
   if (P->ops[P->root].kind == PK_PREFETCH && P->ops[P->root].buf_tunable) {
     double depth = ceil(X * L - busy);
     if (!(depth >= 1)) depth = 1;
-    depth += ceil(2.0 * P->ops[P->root].cv);
+    depth += fmin(ceil(2.0 * P->ops[P->root].cv), 8);
     if (depth < P->buf[P->root]) depth = (double)P->buf[P->root];
     P->buf[P->root] = (int64_t)(depth > 256 ? 256 : depth);
   }
@@ -564,7 +572,7 @@ static void cache_candidates(const sl_plan *P, double budget, double base_bound,
       snprintf(c->why, sizeof c->why, "size unknown (cardinality unknown and the trace did not reach the end)");
       continue;
     }
-    c->bytes = (double)o->card * o->bytes;
+    c->bytes = (double)o->card * (o->bytes + ELEM_OVERHEAD);
     if (c->bytes > budget) {
       char a[32], b[32];
       fmt_bytes(a, sizeof a, c->bytes);
@@ -653,7 +661,7 @@ int sl_plan_solve(sl_plan **out, const sl_trace *t, const sl_plan_opts *opts) {
     P->bound_more_mem = bb;
     cache_candidates(P, P->M - m0, P->bound_nocache, P->cands, &P->ncands, &at, &bb);
     P->cache_at = at;
-    if (at >= 0) P->cache_bytes = (double)P->ops[at].card * P->ops[at].bytes;
+    if (at >= 0) P->cache_bytes = (double)P->ops[at].card * (P->ops[at].bytes + ELEM_OVERHEAD);
   }
   rc = solve_config(P);
   if (rc == SL_EINVAL && P->cache_at >= 0) {
