@@ -64,6 +64,7 @@ struct sl__op {
   bool async_source; /* its nested source is pulled on worker threads (parallel interleave) */
   int64_t cardinality; /* per epoch: >= 0 known, -1 unknown, -2 infinite */
   atomic_int active_par;    /* parallelism in force: an online tuner may change it during a run */
+  atomic_int active_buf;    /* output buffer in force (prefetch with "autotune" buffer): likewise */
   atomic_uint_fast64_t opens; /* iterators made so far: the epoch number of the next one */
   sl__stats st;
 };
@@ -137,6 +138,8 @@ int sl__knob_check_keys(const sl__op *op, json_t *obj, const char *const *allowe
 /* Documented defaults for "autotune" knobs until the planner has run (docs/spec.md). */
 int64_t sl__autotune_parallelism(void);
 #define SL_AUTOTUNE_BUFFER 2
+/* Ring slots a prefetch with an "autotune" buffer allocates, so that a tuner may deepen it during a run. */
+#define SL_AUTOTUNE_BUFFER_MAX 64
 
 /* Pipeline internals the ops need. */
 struct sl_pipeline {

@@ -36,7 +36,8 @@ static void *pf_producer(void *p) {
   sl__op *op = f->it.op;
   for (;;) {
     pthread_mutex_lock(&f->mu);
-    while (!f->stop && f->count >= f->cap) {
+    while (!f->stop && (f->count >= f->cap ||
+                        f->count >= atomic_load_explicit(&op->active_buf, memory_order_relaxed))) {
       f->waiting_producer++;
       sl__cond_wait_ms(&f->cv_space, &f->mu, 50);
       f->waiting_producer--;
@@ -128,13 +129,14 @@ static int pf_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out) 
   pthread_mutex_init(&f->mu, NULL);
   pthread_cond_init(&f->cv_space, NULL);
   pthread_cond_init(&f->cv_ready, NULL);
-  f->cap = (int)op->buffer;
+  /* An autotuned buffer may be deepened during the run: the ring has room for the largest depth. */
+  f->cap = op->buf_autotune ? SL_AUTOTUNE_BUFFER_MAX : (int)op->buffer;
   f->ring = sl__calloc((size_t)f->cap, sizeof *f->ring);
   f->ring_bytes = sl__calloc((size_t)f->cap, sizeof *f->ring_bytes);
   if (!f->ring || !f->ring_bytes) {
     sl__it_free(*out);
     *out = NULL;
-    return sl__op_err(op, SL_ENOMEM, "out of memory for a buffer of %d elements", (int)op->buffer);
+    return sl__op_err(op, SL_ENOMEM, "out of memory for a buffer of %d elements", f->cap);
   }
   if (pthread_create(&f->thread, NULL, pf_producer, f)) {
     sl__it_free(*out);

@@ -102,6 +102,7 @@ static int parse_chain(sl_pipeline *p, json_t *arr, const char *path, bool neste
     int rc = vt->parse(op, obj);
     if (rc) return rc;
     atomic_store(&op->active_par, (int)op->parallelism);
+    atomic_store(&op->active_buf, (int)op->buffer);
     prev = op;
   }
   if (parent >= 0) { /* nothing: caller links the chain's last op */
@@ -265,7 +266,7 @@ int sl_pipeline_op_stats(const sl_pipeline *p, int i, sl_op_stats *s) {
   s->parent = op->parent;
   s->nested = op->nested;
   s->parallelism = atomic_load(&((sl__op *)op)->active_par);
-  s->buffer = op->buffer;
+  s->buffer = op->buf_autotune ? atomic_load(&((sl__op *)op)->active_buf) : op->buffer;
   s->async = op->async;
   s->random = op->random;
   s->elements_out = LD(op->st.out);
