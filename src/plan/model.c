@@ -501,11 +501,13 @@ static void size_buffers(sl_plan *P) {
   }
 }
 
-/* Shrinks tunable buffers (largest holder first) until the plan fits its memory budget. */
+/* Shrinks tunable buffers (largest holder first) until the plan fits its memory budget; when the buffers are at
+ * their smallest, takes workers from the tunable map that holds the most (each worker holds an element). */
 static int fit_memory(sl_plan *P) {
   int64_t *minb = sl__calloc((size_t)P->nops, sizeof *minb);
   if (!minb) return sl__oom("the planner");
   min_buffers(P, P->par, minb);
+  bool cut_workers = false;
   for (;;) {
     P->mem = plan_memory(P, P->par, P->buf, P->cyc, P->cache_at, P->cache_bytes, P->prefetch_buf);
     if (P->mem <= P->M) break;
@@ -514,10 +516,28 @@ static int fit_memory(sl_plan *P) {
     for (int i = 0; i < P->nops; i++)
       if (P->buf[i] > minb[i] && P->ops[i].bytes > wb) wb = P->ops[i].bytes, worst = i;
     if (P->prefetch_buf > 1 && P->ops[P->root].bytes >= wb) worst = -1;
-    if (worst == -2) break;
-    if (worst == -1) P->prefetch_buf--;
-    else P->buf[worst]--;
+    if (worst == -1) {
+      P->prefetch_buf--;
+      continue;
+    }
+    if (worst >= 0) {
+      P->buf[worst]--;
+      continue;
+    }
+    int w = -1;
+    double held = 0;
+    for (int i = 0; i < P->nops; i++) {
+      const pm_op *o = &P->ops[i];
+      double h = (double)P->par[i] * (o->bytes + in_bytes(P, i));
+      if (o->kind == PK_MAP && o->par_tunable && P->par[i] > 1 && h > held) held = h, w = i;
+    }
+    if (w < 0) break;
+    P->par[w]--;
+    if (P->ops[w].buf_tunable) P->buf[w] = P->par[w] > 1 ? P->par[w] : 0;
+    min_buffers(P, P->par, minb);
+    cut_workers = true;
   }
+  if (cut_workers) P->predicted = sl__plan_eval(P, P->par, P->cache_at, P->C);
   sl__free(minb);
   if (P->mem > P->M) {
     char need[32], have[32];
