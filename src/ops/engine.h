@@ -112,6 +112,8 @@ int sl__op_open(sl__op *op, sl__run *run, const sl_elem *seed_elem, sl__it **out
  * stride and countdown: calls are timed often enough for good estimates but so that the clocks' cost (measured
  * once per process: a thread CPU clock read is a system call on some machines) stays near 0.5% of the op's time. */
 void sl__stats_sample(sl__op *op, uint32_t *countdown, uint32_t *stride, uint64_t cpu_ns, uint64_t wall_ns);
+/* False when SL_NO_TIMING is set (counts only; for measuring the cost of timing). */
+bool sl__timing_enabled(void);
 /* The same for work done on a worker thread (a map function call). */
 void sl__stats_work(sl__op *op, uint32_t *countdown, uint32_t *stride, uint64_t cpu_ns, uint64_t wall_ns);
 static inline void sl__stat_add(atomic_uint_fast64_t *c, uint64_t v) {

@@ -170,7 +170,7 @@ static void *pmap_worker(void *p) {
   pmap_it *m = wa->m;
   sl__op *op = m->it.op;
   map_cfg *c = op->impl;
-  uint32_t countdown = 1, stride = 1;
+  uint32_t countdown = sl__timing_enabled() ? 1 : UINT32_MAX, stride = 1;
   pthread_mutex_lock(&m->mu);
   for (;;) {
     while (!m->stop && !m->input_done &&

@@ -240,9 +240,7 @@ int sl_trace_run(sl_trace **out, sl_pipeline *p, const sl_trace_opts *opts) {
     sl_elem_clear(&e);
     n++;
     if (opts->take > 0 && n - nw >= (uint64_t)opts->take && warm) break;
-    if ((n & 7) == 0 || limit < 1) {
-      if ((double)(sl__now_ns() - tw) * 1e-9 >= limit && warm) break;
-    }
+    if (warm && (double)(sl__now_ns() - tw) * 1e-9 >= limit) break;
   }
   uint64_t t1 = sl__now_ns();
   t->process_cpu = proc_cpu() - c0;
