@@ -1,5 +1,6 @@
 /* test_plan.c: the planner on pipelines with known right answers: synthetic traces whose costs are given, and
- * real runs of `spin` stages whose CPU cost per element is known. Nothing here asserts on speed. */
+ * real runs of `spin` stages whose CPU cost per element is known. Nothing here asserts on speed.
+ * SL_TEST_THREADED (real runs use worker threads) */
 #include <jansson.h>
 #include <math.h>
 #include <string.h>
