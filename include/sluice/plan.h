@@ -28,9 +28,12 @@ typedef struct sl_plan_opts {
   bool only_autotune;     /* plan only knobs the spec sets to "autotune"; other knobs stay as they are */
   bool insert_cache;      /* may insert a cache op */
   bool insert_prefetch;   /* may insert a prefetch op at the root */
+  double handoff;         /* CPU seconds per element that handing elements between two threads costs, charged to
+                           * each thread boundary the plan adds (predictions only, not the LP bound); < 0:
+                           * measured once per process (a condition-variable ping-pong), 0: none */
 } sl_plan_opts;
 #define SL_PLAN_OPTS_VERSION 1
-#define SL_PLAN_OPTS_INIT {SL_PLAN_OPTS_VERSION, 0, 0, 0, 0, false, true, true}
+#define SL_PLAN_OPTS_INIT {SL_PLAN_OPTS_VERSION, 0, 0, 0, 0, false, true, true, -1}
 
 typedef struct sl_plan sl_plan;
 
@@ -79,7 +82,7 @@ typedef struct sl_optimize_opts {
 } sl_optimize_opts;
 #define SL_OPTIMIZE_OPTS_VERSION 1
 #define SL_OPTIMIZE_OPTS_INIT \
-  {SL_OPTIMIZE_OPTS_VERSION, {SL_PLAN_OPTS_VERSION, 0, 0, 0, 0, true, true, true}, 2.0, 0, 2, NULL, NULL}
+  {SL_OPTIMIZE_OPTS_VERSION, {SL_PLAN_OPTS_VERSION, 0, 0, 0, 0, true, true, true, -1}, 2.0, 0, 2, NULL, NULL}
 
 /* Traces `p`, plans its knobs and rebuilds `p` in place from the planned spec (sl_pipeline_to_json then shows
  * every knob set). With opts->plan.only_autotune (the default here), only knobs set to "autotune" change. No

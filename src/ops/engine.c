@@ -75,29 +75,41 @@ static uint32_t next_stride(uint64_t wall_ns) {
   return s;
 }
 
-void sl__stats_work(sl__op *op, uint32_t *countdown, uint32_t *stride, uint64_t cpu_ns, uint64_t wall_ns) {
+void sl__sampler_init(sl__sampler *s) {
+  s->countdown = sl__timing_enabled() ? 1 : UINT32_MAX;
+  s->stride = 1;
+  s->avg_ns = 0;
+}
+
+/* Each sample stands for exactly the calls since the previous one, so the scaled sums stay unbiased when the
+ * stride changes; the stride follows a running mean (1/16 weight per sample). */
+static uint64_t advance(sl__sampler *smp, uint64_t wall_ns) {
+  uint64_t scale = smp->stride ? smp->stride : 1;
+  if (!smp->avg_ns) smp->avg_ns = wall_ns ? wall_ns : 1;
+  else smp->avg_ns = smp->avg_ns - smp->avg_ns / 16 + wall_ns / 16;
+  smp->stride = smp->countdown = next_stride(smp->avg_ns);
+  return scale;
+}
+
+void sl__stats_work(sl__op *op, sl__sampler *smp, uint64_t cpu_ns, uint64_t wall_ns) {
   unbias(&cpu_ns, &wall_ns);
-  uint64_t scale = *stride ? *stride : 1;
+  uint64_t scale = advance(smp, wall_ns);
   sl__stat_add(&op->st.work_cpu_ns, cpu_ns * scale);
   sl__stat_add(&op->st.work_wall_ns, wall_ns * scale);
   uint64_t us = wall_ns / 1000;
   sl__stat_add(&op->st.work_n, scale);
   sl__stat_add(&op->st.work_sq_us, us * us * scale);
-  *stride = *countdown = next_stride(wall_ns);
 }
 
-void sl__stats_sample(sl__op *op, uint32_t *countdown, uint32_t *stride, uint64_t cpu_ns, uint64_t wall_ns) {
+void sl__stats_sample(sl__op *op, sl__sampler *smp, uint64_t cpu_ns, uint64_t wall_ns) {
   unbias(&cpu_ns, &wall_ns);
-  uint64_t scale = *stride ? *stride : 1;
+  uint64_t scale = advance(smp, wall_ns);
   sl__stat_add(&op->st.cpu_ns, cpu_ns * scale);
   sl__stat_add(&op->st.wall_ns, wall_ns * scale);
   sl__stat_add(&op->st.samples, 1);
   uint64_t us = wall_ns / 1000;
   sl__stat_add(&op->st.next_n, scale);
   sl__stat_add(&op->st.next_sq_us, us * us * scale);
-  /* Each sample stands for exactly the calls since the previous one, so the scaled sums stay unbiased when the
-   * stride changes. */
-  *stride = *countdown = next_stride(wall_ns);
 }
 
 void sl__stats_held(sl__op *op, int64_t delta) {
@@ -111,15 +123,14 @@ void sl__stats_held(sl__op *op, int64_t delta) {
 
 int sl__it_next(sl__it *it, sl_elem *out) {
   int rc;
-  if (it->countdown > 1) {
-    it->countdown--;
+  if (!sl__sampler_tick(&it->smp)) {
     rc = it->vt->next(it, out);
   } else {
     /* Inclusive time of this call; an op's own time is its inclusive time minus that of the inputs it pulls on
      * its own thread (see sl_pipeline_op_stats), so children need no clock reads of their own here. */
     uint64_t c0 = sl__cpu_ns(), w0 = sl__now_ns();
     rc = it->vt->next(it, out);
-    sl__stats_sample(it->op, &it->countdown, &it->stride, sl__cpu_ns() - c0, sl__now_ns() - w0);
+    sl__stats_sample(it->op, &it->smp, sl__cpu_ns() - c0, sl__now_ns() - w0);
   }
   if (rc == 0) {
     sl__stat_add(&it->op->st.out, 1);
@@ -161,8 +172,7 @@ int sl__it_new_ex(sl__it **out, size_t size, const sl__it_vt *vt, sl__op *op, sl
   it->op = op;
   it->run = run;
   it->epoch = atomic_fetch_add_explicit(&op->opens, 1, memory_order_relaxed);
-  it->countdown = it->stride = 1;
-  if (!sl__timing_enabled()) it->countdown = UINT32_MAX;
+  sl__sampler_init(&it->smp);
   int rc = 0;
   if (!open_input)
     rc = 0;
@@ -217,8 +227,8 @@ int sl__it_single(sl__op *op, sl__run *run, const sl_elem *e, sl__it **out) {
   s->it.vt = &SINGLE_VT;
   s->it.op = &g_single_op;
   s->it.run = run;
-  s->it.countdown = UINT32_MAX; /* never timed (in practice: it yields one element) */
-  s->it.stride = 1;
+  s->it.smp.countdown = UINT32_MAX; /* never timed (in practice: it yields one element) */
+  s->it.smp.stride = 1;
   sl_elem_copy(&s->e, e);
   *out = &s->it;
   return 0;

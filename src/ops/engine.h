@@ -61,6 +61,8 @@ struct sl__op {
   int64_t buffer;      /* resolved output buffer, 0 for none */
   bool par_autotune, buf_autotune, async, random;
   bool async_input;  /* its input is pulled on worker threads (prefetch, parallel map): not in its next() time */
+  bool work_covers_input; /* its timed worker work spans whole worker iterations, input pulls included (parallel
+                           * map, prefetch), so that hand-off costs count: own time subtracts the input's */
   bool async_source; /* its nested source is pulled on worker threads (parallel interleave) */
   int64_t cardinality; /* per epoch: >= 0 known, -1 unknown, -2 infinite */
   atomic_int active_par;    /* parallelism in force: an online tuner may change it during a run */
@@ -75,6 +77,25 @@ struct sl__run {
   atomic_bool cancel;
 };
 
+/* When to time the next call: a countdown to it, the calls its sample will stand for, and a running mean of the
+ * sampled wall time that sets the stride. The stride follows the mean, not the last sample, so that a sample's
+ * weight does not depend on its neighbours' values (bursty ops would otherwise bias the estimate). */
+typedef struct sl__sampler {
+  uint32_t countdown; /* calls until the next timed one (timed when it is 1) */
+  uint32_t stride;    /* calls the next sample stands for */
+  uint64_t avg_ns;    /* running mean of sampled wall time (0: none yet) */
+} sl__sampler;
+/* A sampler that times its first call, or never when timing is off (SL_NO_TIMING). */
+void sl__sampler_init(sl__sampler *s);
+/* True when this call is to be timed (and counts the call down otherwise). */
+static inline bool sl__sampler_tick(sl__sampler *s) {
+  if (s->countdown > 1) {
+    s->countdown--;
+    return false;
+  }
+  return true;
+}
+
 typedef struct sl__it_vt {
   int (*next)(sl__it *it, sl_elem *out);
   void (*free)(sl__it *it);
@@ -87,8 +108,7 @@ struct sl__it {
   sl__run *run;
   sl__it *input;
   uint64_t epoch;
-  uint32_t countdown;    /* calls until the next timed one (timed when it is 1) */
-  uint32_t stride;       /* calls the next sample stands for */
+  sl__sampler smp;
 };
 
 /* Calls an iterator's next with counting and sampled timing. */
@@ -108,14 +128,14 @@ int sl__op_open(sl__op *op, sl__run *run, const sl_elem *seed_elem, sl__it **out
 
 /* Sampling of self time: the largest stride (a cheap op is timed once in SL_SAMPLE_STRIDE calls). */
 #define SL_SAMPLE_STRIDE 1024u
-/* Adds one sampled measurement (ns), scaled by the number of calls it stands for (*stride), and sets the next
- * stride and countdown: calls are timed often enough for good estimates but so that the clocks' cost (measured
+/* Adds one sampled measurement (ns), scaled by the number of calls it stands for, and sets the next stride and
+ * countdown: calls are timed often enough for good estimates but so that the clocks' cost (measured
  * once per process: a thread CPU clock read is a system call on some machines) stays near 0.5% of the op's time. */
-void sl__stats_sample(sl__op *op, uint32_t *countdown, uint32_t *stride, uint64_t cpu_ns, uint64_t wall_ns);
+void sl__stats_sample(sl__op *op, sl__sampler *smp, uint64_t cpu_ns, uint64_t wall_ns);
 /* False when SL_NO_TIMING is set (counts only; for measuring the cost of timing). */
 bool sl__timing_enabled(void);
 /* The same for work done on a worker thread (a map function call). */
-void sl__stats_work(sl__op *op, uint32_t *countdown, uint32_t *stride, uint64_t cpu_ns, uint64_t wall_ns);
+void sl__stats_work(sl__op *op, sl__sampler *smp, uint64_t cpu_ns, uint64_t wall_ns);
 static inline void sl__stat_add(atomic_uint_fast64_t *c, uint64_t v) {
   atomic_fetch_add_explicit(c, v, memory_order_relaxed);
 }

@@ -64,6 +64,7 @@ static int map_parse_common(sl__op *op, json_t *o, bool filter) {
     if (op->parallelism > 1 && op->buffer < op->parallelism) op->buffer = op->parallelism;
     op->async = op->parallelism > 1 || op->par_autotune;
     op->async_input = op->async;
+    op->work_covers_input = op->async;
   }
   op->cardinality = filter ? (op->input && op->input->cardinality == -2 ? -2 : -1)
                            : (op->input ? op->input->cardinality : -1);
@@ -170,9 +171,15 @@ static void *pmap_worker(void *p) {
   pmap_it *m = wa->m;
   sl__op *op = m->it.op;
   map_cfg *c = op->impl;
-  uint32_t countdown = sl__timing_enabled() ? 1 : UINT32_MAX, stride = 1;
+  sl__sampler smp;
+  sl__sampler_init(&smp);
   pthread_mutex_lock(&m->mu);
   for (;;) {
+    /* A timed iteration spans everything the worker does for one element: in CPU time from the top (waiting for
+     * a slot included), in wall time from the slot on (input pull, function, hand-off: the worker's service
+     * time). The op's own time then subtracts the input's inclusive time, so hand-off costs count as its own. */
+    bool timed = sl__sampler_tick(&smp);
+    uint64_t c0 = timed ? sl__cpu_ns() : 0, fw = 0;
     while (!m->stop && !m->input_done &&
            (m->reserved >= m->cap || wa->id >= atomic_load_explicit(&op->active_par, memory_order_relaxed))) {
       m->waiting_workers++;
@@ -183,6 +190,7 @@ static void *pmap_worker(void *p) {
     if (m->stop || m->input_done) break;
     m->reserved++;
     pthread_mutex_unlock(&m->mu);
+    if (timed) fw = sl__now_ns();
 
     sl_elem e;
     sl_elem_init(&e);
@@ -216,15 +224,7 @@ static void *pmap_worker(void *p) {
     }
     if (rc == 0) {
       bool keep = true;
-      bool timed = countdown <= 1;
-      if (!timed) countdown--;
-      uint64_t c0 = 0, w0 = 0;
-      if (timed) {
-        c0 = sl__cpu_ns();
-        w0 = sl__now_ns();
-      }
       rc = call_fn(op, c, &e, m->it.epoch, seq, &keep);
-      if (timed) sl__stats_work(op, &countdown, &stride, sl__cpu_ns() - c0, sl__now_ns() - w0);
       if (rc) {
         sl_elem_clear(&e);
         eb = sl__malloc(sizeof *eb);
@@ -251,6 +251,7 @@ static void *pmap_worker(void *p) {
     s->err = eb;
     s->state = SLOT_DONE;
     if (m->waiting_consumer) pthread_cond_signal(&m->cv_ready);
+    if (timed) sl__stats_work(op, &smp, sl__cpu_ns() - c0, sl__now_ns() - fw);
   }
   pthread_mutex_unlock(&m->mu);
   return NULL;

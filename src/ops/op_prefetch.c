@@ -27,6 +27,7 @@ static int pf_parse(sl__op *op, json_t *o) {
   if (op->buf_autotune) op->buffer = SL_AUTOTUNE_BUFFER;
   op->async = true;
   op->async_input = true;
+  op->work_covers_input = true;
   op->cardinality = op->input ? op->input->cardinality : -1;
   return 0;
 }
@@ -34,7 +35,13 @@ static int pf_parse(sl__op *op, json_t *o) {
 static void *pf_producer(void *p) {
   pf_it *f = p;
   sl__op *op = f->it.op;
+  sl__sampler smp;
+  sl__sampler_init(&smp);
   for (;;) {
+    /* A timed iteration spans the producer's whole work for one element (input pull and hand-off) in CPU time,
+     * so that the hand-off counts as the prefetch's own; wall time is the pull's (the producer's spread). */
+    bool timed = sl__sampler_tick(&smp);
+    uint64_t c0 = timed ? sl__cpu_ns() : 0, w0 = 0, pw = 0;
     pthread_mutex_lock(&f->mu);
     while (!f->stop && (f->count >= f->cap ||
                         f->count >= atomic_load_explicit(&op->active_buf, memory_order_relaxed))) {
@@ -48,7 +55,9 @@ static void *pf_producer(void *p) {
     if (stop) return NULL;
     sl_elem e;
     sl_elem_init(&e);
+    if (timed) w0 = sl__now_ns();
     int rc = sl__it_next(f->it.input, &e);
+    if (timed) pw = sl__now_ns() - w0;
     pthread_mutex_lock(&f->mu);
     if (rc) {
       f->done = true;
@@ -67,6 +76,7 @@ static void *pf_producer(void *p) {
     sl__stats_held(op, (int64_t)b);
     if (f->waiting_consumer) pthread_cond_signal(&f->cv_ready);
     pthread_mutex_unlock(&f->mu);
+    if (timed) sl__stats_work(op, &smp, sl__cpu_ns() - c0, pw);
   }
 }
 

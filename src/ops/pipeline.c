@@ -272,16 +272,20 @@ int sl_pipeline_op_stats(const sl_pipeline *p, int i, sl_op_stats *s) {
   s->elements_out = LD(op->st.out);
   s->elements_in = LD(op->st.in);
   s->bytes_out = LD(op->st.bytes_out);
-  /* Own time = inclusive next() time - inclusive time of inputs pulled on the same thread + worker work. */
-  double cpu = (double)LD(op->st.cpu_ns), wall = (double)LD(op->st.wall_ns);
-  const sl__op *kids[2] = {op->async_input ? NULL : op->input, op->async_source ? NULL : op->source};
+  /* Own time = inclusive next() time + work on worker threads - inclusive time of the inputs pulled inside
+   * either (same-thread inputs of sync ops; inputs pulled by the timed worker iterations of ops whose work covers
+   * them). Clamped only at the end: an op's parts may be negative estimates on their own. */
+  double cpu = (double)LD(op->st.cpu_ns) + (double)LD(op->st.work_cpu_ns);
+  double wall = (double)LD(op->st.wall_ns) + (double)LD(op->st.work_wall_ns);
+  const sl__op *kids[2] = {op->async_input && !op->work_covers_input ? NULL : op->input,
+                           op->async_source ? NULL : op->source};
   for (int k = 0; k < 2; k++)
     if (kids[k]) {
       cpu -= (double)LD(kids[k]->st.cpu_ns);
       wall -= (double)LD(kids[k]->st.wall_ns);
     }
-  s->cpu_seconds = (cpu > 0 ? cpu : 0) * 1e-9 + ns_s(LD(op->st.work_cpu_ns));
-  s->wall_seconds = (wall > 0 ? wall : 0) * 1e-9 + ns_s(LD(op->st.work_wall_ns));
+  s->cpu_seconds = (cpu > 0 ? cpu : 0) * 1e-9;
+  s->wall_seconds = (wall > 0 ? wall : 0) * 1e-9;
   s->wait_seconds = ns_s(LD(op->st.wait_ns));
   s->disk_bytes = LD(op->st.disk_bytes);
   s->skipped = LD(op->st.skipped);

@@ -24,7 +24,9 @@ static int core_ops(const sl_trace *t, int *idx) {
 }
 
 /* A copy of the first trace whose per-element CPU costs are refreshed from the tuned run's trace wherever the
- * tuned run produced elements at that op (ops behind a cache keep their first-trace costs). */
+ * tuned run produced elements at that op (ops behind a cache keep their first-trace costs). An inserted root
+ * prefetch has no counterpart; its measured cost replaces the model's hand-off estimate for it through
+ * opts->handoff in the caller. */
 static int refresh_costs(sl_trace **out, const sl_trace *first, const sl_trace *tuned) {
   char *js = NULL;
   int rc = sl_trace_to_json(first, &js);
@@ -43,8 +45,11 @@ static int refresh_costs(sl_trace **out, const sl_trace *first, const sl_trace *
     for (int k = 0; k < na; k++) {
       sl_op_stats *s = &(*out)->ops[a[k]].s;
       const sl_op_stats *u = &tuned->ops[b[k]].s;
-      if (u->elements_out >= 16 && s->elements_out > 0)
+      if (u->elements_out >= 16 && s->elements_out > 0) {
         s->cpu_seconds = u->cpu_seconds / (double)u->elements_out * (double)s->elements_out;
+        /* Its measured cost now includes its hand-offs: the model must not add them again. */
+        s->async = s->async || u->async;
+      }
     }
   sl__free(a);
   sl__free(b);
@@ -61,6 +66,7 @@ int sl_optimize(sl_plan **out, sl_pipeline *p, const sl_optimize_opts *opts) {
   sl_trace *t0 = NULL, *tc = NULL;
   sl_plan *plan = NULL, *best = NULL;
   double best_measured = -1;
+  sl_plan_opts popts = opts->plan;
   int rc = trace_of(&t0, p, opts->trace_seconds > 0 ? opts->trace_seconds : 2.0, 0, opts->machine);
   if (rc) goto done;
   res.baseline = sl_trace_throughput(t0);
@@ -93,12 +99,21 @@ int sl_optimize(sl_plan **out, sl_pipeline *p, const sl_optimize_opts *opts) {
       /* Measured fell short: the model's costs were off under the new configuration (contention, time-sharing).
        * Refresh them from the tuned run and solve again. */
       sl_trace *tn = NULL;
+      /* The inserted root prefetch's measured own cost is this machine's hand-off cost under this load. */
+      int r = -1, r0 = -1;
+      for (int i = 0; i < tm->nops; i++)
+        if (tm->ops[i].s.parent == -1) r = i;
+      for (int i = 0; i < t0->nops; i++)
+        if (t0->ops[i].s.parent == -1) r0 = i;
+      if (r >= 0 && r0 >= 0 && !strcmp(tm->ops[r].s.op, "prefetch") && tm->ops[r].s.elements_out >= 16 &&
+          strcmp(t0->ops[r0].s.op, "prefetch"))
+        popts.handoff = tm->ops[r].s.cpu_seconds / (double)tm->ops[r].s.elements_out;
       rc = refresh_costs(&tn, tc ? tc : t0, tm);
       sl_trace_free(tm);
       if (rc) goto done;
       sl_trace_free(tc);
       tc = tn;
-      if ((rc = sl_plan_solve(&plan, tc, &opts->plan))) goto done;
+      if ((rc = sl_plan_solve(&plan, tc, &popts))) goto done;
       res.rounds++;
     }
     plan = best;

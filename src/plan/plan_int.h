@@ -18,6 +18,7 @@ typedef struct pm_op {
   bool random;                   /* this op draws random numbers */
   bool par_tunable, buf_tunable, cyc_tunable;
   int64_t par0, buf0, cyc0;      /* as traced */
+  bool async0;                   /* ran its own threads in the trace (its costs include hand-offs) */
   int64_t batch_size, shuffle_buf;
   double n;       /* elements produced in the trace */
   double V;       /* visit ratio n / N */
@@ -49,6 +50,7 @@ struct sl_plan {
   double N, T;          /* output elements and seconds of the trace */
   double traced_rate;
   double C, M, B;       /* cores, memory budget, disk bandwidth (0: none) */
+  double handoff;       /* CPU seconds a new thread boundary costs per element (see handoff_cost) */
   sl_machine machine;
   /* results */
   double bound, bound_nocache, predicted;

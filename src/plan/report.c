@@ -118,7 +118,8 @@ static int text_report(const sl_plan *P, sl__str *s) {
                          bytes_s(a, sizeof a, P->cache_bytes));
   if (P->add_prefetch) rc |= sl__str_printf(s, "%s prefetch %lld at the root", shown++ ? "," : "", (long long)P->prefetch_buf);
   if (!shown) rc |= sl__str_printf(s, " no change");
-  rc |= sl__str_printf(s, "; holds at most %s.\n", bytes_s(a, sizeof a, P->mem));
+  rc |= sl__str_printf(s, "; holds at most %s; hand-off %s per new thread boundary.\n", bytes_s(a, sizeof a, P->mem),
+                       usec(b, sizeof b, P->handoff));
   /* What-ifs. */
   rc |= sl__str_printf(s, "What if: +1 core: %s elem/s (%+.0f%%).", si(a, sizeof a, P->bound_plus_core),
                        pct(P->bound_plus_core, P->bound));
@@ -184,6 +185,7 @@ static json_t *json_report(const sl_plan *P) {
   json_object_set_new(r, "limit", json_string(sl_plan_limit(P)));
   json_object_set_new(r, "predicted", json_real(P->predicted));
   json_object_set_new(r, "memory", json_real(P->mem));
+  json_object_set_new(r, "handoff_seconds", json_real(P->handoff));
   json_object_set_new(r, "cache_after", P->cache_at >= 0 ? json_string(P->ops[P->cache_at].path) : json_null());
   json_object_set_new(r, "cache_bytes", json_real(P->cache_bytes));
   json_object_set_new(r, "root_prefetch", json_integer(P->add_prefetch ? P->prefetch_buf : 0));

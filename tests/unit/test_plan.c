@@ -75,6 +75,7 @@ static sl_plan *solve(const sl_trace *t, double cores, int64_t memory) {
   sl_plan_opts o = SL_PLAN_OPTS_INIT;
   o.cores = cores;
   o.memory = memory;
+  o.handoff = 0; /* known costs only: no measured thread hand-off */
   sl_plan *p = NULL;
   int rc = sl_plan_solve(&p, t, &o);
   if (rc) fprintf(stderr, "%s\n", sl_error_last());
@@ -150,6 +151,7 @@ static void test_disk_bound(void **st) {
   /* A faster disk given as an option lifts the bound to the CPU's. */
   sl_plan_opts o = SL_PLAN_OPTS_INIT;
   o.cores = 2;
+  o.handoff = 0;
   o.disk_bandwidth = 1e12;
   assert_int_equal(sl_plan_solve(&p, t, &o), 0);
   assert_string_equal(sl_plan_limit(p), "cpu");
