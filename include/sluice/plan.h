@@ -69,6 +69,7 @@ typedef struct sl_optimize_result {
   double measured;    /* measured throughput of the tuned pipeline (0 when measure_seconds is 0) */
   double bound;       /* the LP bound */
   int rounds;         /* solves made (1 + re-traces, at most 3) */
+  double other_load;  /* most cores other processes kept busy during any of the runs (-1 unknown) */
 } sl_optimize_result;
 
 typedef struct sl_optimize_opts {

@@ -27,6 +27,7 @@ typedef struct sl_machine {
   double disk_bandwidth; /* sequential read bytes/s of the disk holding the data; 0 when not measured */
   char disk_method[32];  /* "o_direct", "fadvise" (page cache dropped for the file) or "none" */
   char disk_path[256];   /* the file the bandwidth was measured on ("" when none) */
+  double other_load;     /* cores other processes kept busy during the traced run (from /proc/stat; -1 unknown) */
 } sl_machine;
 
 /* Probes cores and memory; when `data_path` is a readable file, also measures sequential read bandwidth on it with

@@ -84,10 +84,11 @@ int cmd_optimize(int argc, char **argv) {
     double speedup = res.baseline > 0 ? (res.measured > 0 ? res.measured : res.predicted) / res.baseline : 0;
     if (json) {
       fprintf(sum, "{\"spec\": \"%s\", \"tuned\": \"%s\", \"baseline\": %.3f, \"bound\": %.3f, \"predicted\": %.3f, "
-                   "\"measured\": %.3f, \"error\": %.4f, \"speedup\": %.4f, \"rounds\": %d, \"limit\": \"%s\"}\n",
+                   "\"measured\": %.3f, \"error\": %.4f, \"speedup\": %.4f, \"rounds\": %d, \"limit\": \"%s\", "
+                   "\"other_load\": %.3f}\n",
               spec, out ? out : "-", res.baseline, res.bound, res.predicted, res.measured,
               res.measured > 0 && res.predicted > 0 ? res.measured / res.predicted - 1 : 0, speedup, res.rounds,
-              sl_plan_limit(pl));
+              sl_plan_limit(pl), res.other_load);
     } else {
       fprintf(sum, "input spec: %10.1f elem/s (traced)\n", res.baseline);
       fprintf(sum, "bound:      %10.1f elem/s (LP, limited by %s)\n", res.bound, sl_plan_limit(pl));
@@ -99,6 +100,8 @@ int cmd_optimize(int argc, char **argv) {
       } else {
         fprintf(sum, "speed-up:   %10.2fx over the input spec (predicted; not measured)\n", speedup);
       }
+      if (res.other_load >= 0.25)
+        fprintf(sum, "warning:    other processes kept up to %.2f cores busy during these runs\n", res.other_load);
       if (out) fprintf(sum, "wrote %s\n", out);
     }
     if (report) {

@@ -70,6 +70,7 @@ int sl_optimize(sl_plan **out, sl_pipeline *p, const sl_optimize_opts *opts) {
   int rc = trace_of(&t0, p, opts->trace_seconds > 0 ? opts->trace_seconds : 2.0, 0, opts->machine);
   if (rc) goto done;
   res.baseline = sl_trace_throughput(t0);
+  res.other_load = t0->machine.other_load;
   if ((rc = sl_plan_solve(&plan, t0, &opts->plan))) goto done;
   res.rounds = 1;
   if (opts->measure_seconds > 0) {
@@ -84,6 +85,7 @@ int sl_optimize(sl_plan **out, sl_pipeline *p, const sl_optimize_opts *opts) {
       sl_pipeline_free(q);
       if (rc) goto done;
       double measured = sl_trace_throughput(tm);
+      if (tm->machine.other_load > res.other_load) res.other_load = tm->machine.other_load;
       if (measured > best_measured) {
         sl_plan_free(best);
         best = plan;

@@ -63,6 +63,9 @@ static int text_report(const sl_plan *P, sl__str *s) {
                        json_is_string(name) ? json_string_value(name) : "pipeline", si(a, sizeof a, P->N), P->T,
                        si(b, sizeof b, P->traced_rate), P->C, bytes_s(c, sizeof c, P->M >= 1e17 ? 0 : P->M));
   if (P->B > 0) rc |= sl__str_printf(s, ", disk %s/s", bytes_s(d, sizeof d, P->B));
+  if (P->machine.other_load >= 0.25)
+    rc |= sl__str_printf(s, "\nwarning: other processes kept %.2f cores busy during the trace: measured throughput will "
+                            "fall short of the model's", P->machine.other_load);
   rc |= sl__str_printf(s, "\n\n%-17s %-18s %6s %8s %9s %4s %5s %5s\n", "op", "what", "visits", "cpu/out", "rate/core",
                        "par", "cpu%", "util");
   for (int i = 0; i < P->nops; i++) {
@@ -178,7 +181,8 @@ static json_t *json_report(const sl_plan *P) {
   json_object_set_new(r, "pipeline", json_string(json_is_string(name) ? json_string_value(name) : "pipeline"));
   json_object_set_new(r, "traced", json_pack("{s:f, s:f, s:f}", "elements", P->N, "seconds", P->T, "throughput",
                                              P->traced_rate));
-  json_object_set_new(r, "budget", json_pack("{s:f, s:f, s:f}", "cores", P->C, "memory", P->M, "disk_bandwidth", P->B));
+  json_object_set_new(r, "budget", json_pack("{s:f, s:f, s:f, s:f}", "cores", P->C, "memory", P->M, "disk_bandwidth",
+                                             P->B, "other_load", P->machine.other_load));
   json_object_set_new(r, "ops", ops);
   json_object_set_new(r, "bottleneck", P->bottleneck >= 0 ? json_string(P->ops[P->bottleneck].path) : json_null());
   json_object_set_new(r, "bound", json_real(P->bound));

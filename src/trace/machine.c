@@ -135,6 +135,7 @@ int sl_machine_probe(sl_machine *m, const char *data_path, uint64_t max_bytes) {
   }
   m->mem_total = total;
   m->mem_available = avail;
+  m->other_load = -1;
   snprintf(m->disk_method, sizeof m->disk_method, "none");
   if (data_path && *data_path) {
     struct stat st;

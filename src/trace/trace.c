@@ -14,6 +14,22 @@
 
 #define TRACE_FORMAT "sluice-trace"
 
+/* Busy and total jiffies of all CPUs (/proc/stat), to see what else ran during a trace. */
+static bool sys_jiffies(double *busy, double *total) {
+  FILE *f = fopen("/proc/stat", "r");
+  if (!f) return false;
+  unsigned long long v[10] = {0};
+  int n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4],
+                 &v[5], &v[6], &v[7], &v[8], &v[9]);
+  fclose(f);
+  if (n < 5) return false;
+  double t = 0;
+  for (int i = 0; i < 8; i++) t += (double)v[i]; /* guest time is already in user */
+  *total = t;
+  *busy = t - (double)v[3] - (double)v[4]; /* minus idle and iowait */
+  return true;
+}
+
 static double proc_cpu(void) {
   struct timespec ts;
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
@@ -222,7 +238,8 @@ int sl_trace_run(sl_trace **out, sl_pipeline *p, const sl_trace_opts *opts) {
   if ((rc = sl_pipeline_iter(&it, p))) goto done;
   double limit = opts->seconds > 0 ? opts->seconds : 3600.0;
   uint64_t t0 = sl__now_ns(), tw = t0, n = 0, nw = 0;
-  double c0 = proc_cpu();
+  double c0 = proc_cpu(), jb0 = 0, jt0 = 0, jb1 = 0, jt1 = 0;
+  bool jif = sys_jiffies(&jb0, &jt0);
   bool warm = opts->warmup <= 0;
   sl_elem e;
   sl_elem_init(&e);
@@ -232,6 +249,7 @@ int sl_trace_run(sl_trace **out, sl_pipeline *p, const sl_trace_opts *opts) {
       for (int i = 0; i < p->nops; i++) sl_pipeline_op_stats(p, i, &base[i]);
       tw = sl__now_ns();
       c0 = proc_cpu();
+      jif = sys_jiffies(&jb0, &jt0);
       nw = n;
       warm = true;
     }
@@ -244,6 +262,14 @@ int sl_trace_run(sl_trace **out, sl_pipeline *p, const sl_trace_opts *opts) {
   }
   uint64_t t1 = sl__now_ns();
   t->process_cpu = proc_cpu() - c0;
+  t->machine.other_load = -1;
+  if (jif && sys_jiffies(&jb1, &jt1) && jt1 > jt0 && t1 > tw) {
+    /* Busy share of all CPUs over the interval, in cores, minus this process's own CPU. */
+    double secs = (double)(t1 - tw) * 1e-9, cpus = t->machine.cpus_online > 0 ? t->machine.cpus_online : 1;
+    double busy = (jb1 - jb0) / (jt1 - jt0) * cpus;
+    double other = busy - t->process_cpu / secs;
+    t->machine.other_load = other > 0 ? other : 0;
+  }
   t->ended = rc == SL_END;
   if (rc == SL_END) rc = 0;
   if (!rc) {
@@ -269,9 +295,10 @@ done:
 
 /* ---- JSON ---- */
 static json_t *machine_json(const sl_machine *m) {
-  return json_pack("{s:f, s:i, s:I, s:I, s:f, s:s, s:s}", "cores", m->cores, "cpus_online", m->cpus_online,
+  return json_pack("{s:f, s:i, s:I, s:I, s:f, s:s, s:s, s:f}", "cores", m->cores, "cpus_online", m->cpus_online,
                    "mem_total", (json_int_t)m->mem_total, "mem_available", (json_int_t)m->mem_available,
-                   "disk_bandwidth", m->disk_bandwidth, "disk_method", m->disk_method, "disk_path", m->disk_path);
+                   "disk_bandwidth", m->disk_bandwidth, "disk_method", m->disk_method, "disk_path", m->disk_path,
+                   "other_load", m->other_load);
 }
 
 static json_t *op_json(const sl__trace_op *o) {
@@ -410,6 +437,8 @@ static int parse_trace(sl_trace *t, json_t *root, const char *origin) {
   if (r.rc) return r.rc;
   snprintf(mc->disk_method, sizeof mc->disk_method, "%s", json_string_value(dm));
   snprintf(mc->disk_path, sizeof mc->disk_path, "%s", json_string_value(dp));
+  json_t *ol = json_object_get(m, "other_load"); /* optional: -1 when absent */
+  mc->other_load = json_is_number(ol) ? json_number_value(ol) : -1;
   t->seconds = num(&r, run, "seconds", "run");
   t->elements = unum(&r, run, "elements", "run");
   t->ended = bnum(&r, run, "ended", "run");
