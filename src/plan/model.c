@@ -533,7 +533,10 @@ static void size_buffers(sl_plan *P) {
     const pm_op *o = &P->ops[i];
     bool cached = P->cache_at >= 0 && sl__plan_upstream(P, i, P->cache_at);
     if (!cached) {
-      L += o->w > o->c ? o->w : o->c;
+      /* Latency: CPU, or wall where a sync op waits on something other than CPU (I/O); an async op's wall is
+       * mostly waiting for its own workers, which the CPU terms already count. */
+      bool async = o->async0 || o->kind == PK_PREFETCH;
+      L += !async && o->w > o->c ? o->w : o->c;
       busy += X * o->c;
     }
     P->cyc[i] = o->cyc0;
@@ -550,11 +553,11 @@ static void size_buffers(sl_plan *P) {
         if (o->cyc_tunable) P->cyc[i] = P->par[i];
         else P->par[i] = P->cyc[i];
       }
-      P->buf[i] = o->buf_tunable ? (int64_t)ceil(1.0 + fmax(1.0, 2.0 * o->cv)) : o->buf0;
+      P->buf[i] = o->buf_tunable ? (int64_t)fmin(ceil(1.0 + fmax(1.0, 2.0 * o->cv)), 8) : o->buf0;
     } else if (o->kind == PK_PREFETCH) {
       int in = o->input;
       double cv = in >= 0 ? P->ops[in].cv : 0;
-      P->buf[i] = o->buf_tunable ? (int64_t)ceil(fmax(1.0, 1.0 + 2.0 * cv)) : o->buf0;
+      P->buf[i] = o->buf_tunable ? (int64_t)fmin(ceil(fmax(1.0, 1.0 + 2.0 * cv)), 16) : o->buf0;
     } else {
       P->buf[i] = o->buf0;
     }
@@ -564,7 +567,7 @@ static void size_buffers(sl_plan *P) {
     double cv = P->ops[P->root].cv;
     if (!(depth >= 1)) depth = 1;
     depth += fmin(ceil(2.0 * cv), 8);
-    if (depth > 256) depth = 256;
+    if (depth > 64) depth = 64;
     P->prefetch_buf = (int64_t)depth;
   }
   /* The root prefetch that was already there gets the same depth. */
@@ -573,7 +576,7 @@ static void size_buffers(sl_plan *P) {
     if (!(depth >= 1)) depth = 1;
     depth += fmin(ceil(2.0 * P->ops[P->root].cv), 8);
     if (depth < P->buf[P->root]) depth = (double)P->buf[P->root];
-    P->buf[P->root] = (int64_t)(depth > 256 ? 256 : depth);
+    P->buf[P->root] = (int64_t)(depth > 64 ? 64 : depth);
   }
 }
 
