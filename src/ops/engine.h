@@ -130,7 +130,7 @@ int sl__op_open(sl__op *op, sl__run *run, const sl_elem *seed_elem, sl__it **out
 #define SL_SAMPLE_STRIDE 1024u
 /* Adds one sampled measurement (ns), scaled by the number of calls it stands for, and sets the next stride and
  * countdown: calls are timed often enough for good estimates but so that the clocks' cost (measured
- * once per process: a thread CPU clock read is a system call on some machines) stays near 0.5% of the op's time. */
+ * once per process: a thread CPU clock read is a system call on some machines) stays near 0.25% of the op's time. */
 void sl__stats_sample(sl__op *op, sl__sampler *smp, uint64_t cpu_ns, uint64_t wall_ns);
 /* False when SL_NO_TIMING is set (counts only; for measuring the cost of timing). */
 bool sl__timing_enabled(void);
