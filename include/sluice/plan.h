@@ -49,7 +49,7 @@ double sl_plan_predicted(const sl_plan *pl);
 /* Index (in the trace's op order) of the bottleneck op, and the chosen cache point (-1: none). */
 int sl_plan_bottleneck(const sl_plan *pl);
 int sl_plan_cache_point(const sl_plan *pl);
-/* What binds the bound: "cpu", "sequential", "disk" or "none". */
+/* What binds the bound: "cpu", "sequential", "disk", "wait" (I/O waits in fixed threads) or "none". */
 const char *sl_plan_limit(const sl_plan *pl);
 /* The chosen parallelism / buffer of op i (trace order); 0 when the op has no such knob. */
 int64_t sl_plan_parallelism(const sl_plan *pl, int i);

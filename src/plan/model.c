@@ -173,8 +173,14 @@ int sl__plan_model(sl_plan *P, const sl_trace *t, const sl_plan_opts *opts) {
     o->V = o->n / P->N;
     o->c = o->d * o->V;
     o->w = o->n > 0 ? s->wall_seconds / P->N : 0;
+    /* An op whose wall time (its consumer's blocked waits aside) is well above its CPU time waits on something
+     * (I/O, sleeps): it holds a thread for its wall time. A margin keeps CPU-bound ops preempted by other load
+     * from looking like waiters. */
+    double busy_wall = o->n > 0 ? (s->wall_seconds - s->wait_seconds) / P->N : 0;
+    o->tt = busy_wall > 3 * o->d * o->V + 20e-6 * o->V ? busy_wall : o->d * o->V;
     o->b_disk = (double)s->disk_bytes / P->N;
     if (!isfinite(o->c) || o->c < 0) o->c = 0;
+    if (!isfinite(o->tt) || o->tt < o->c) o->tt = o->c;
     /* Cardinality of one epoch: from the spec, or from a trace that saw the whole stream (no repeat upstream). */
     if (o->card == -1 && t->ended) {
       bool rep = false;
@@ -204,6 +210,7 @@ typedef struct {
   int n;
   double *cap;   /* threads (tunable pools: 0 = decided by the LP) */
   double *cost;  /* CPU seconds per output element of the work in it */
+  double *tcost; /* thread-seconds per output element (>= cost: waits hold a thread) */
   int *owner;    /* the tunable op whose pool it is, else -1 */
   double b;      /* disk bytes per output element */
   double total;  /* CPU seconds per output element, all ops */
@@ -214,18 +221,21 @@ static int units_new(units *u, int nops) {
   u->n = 0;
   u->cap = sl__calloc((size_t)m, sizeof *u->cap);
   u->cost = sl__calloc((size_t)m, sizeof *u->cost);
+  u->tcost = sl__calloc((size_t)m, sizeof *u->tcost);
   u->owner = sl__calloc((size_t)m, sizeof *u->owner);
   u->b = u->total = 0;
-  return u->cap && u->cost && u->owner ? 0 : sl__oom("the planner's model");
+  return u->cap && u->cost && u->tcost && u->owner ? 0 : sl__oom("the planner's model");
 }
 static void units_free(units *u) {
   sl__free(u->cap);
   sl__free(u->cost);
+  sl__free(u->tcost);
   sl__free(u->owner);
 }
 static int unit_add(units *u, double cap, int owner) {
   u->cap[u->n] = cap;
   u->cost[u->n] = 0;
+  u->tcost[u->n] = 0;
   u->owner[u->n] = owner;
   return u->n++;
 }
@@ -237,23 +247,26 @@ static void assign(const sl_plan *P, const int64_t *par, int cache_at, int i, in
   const pm_op *o = &P->ops[i];
   double hv = o->async0 || (cache_at >= 0 && sl__plan_upstream(P, i, cache_at)) ? 0 : h * o->V;
   bool cached = cache_at >= 0 && sl__plan_upstream(P, i, cache_at);
-  double c = cached ? 0 : o->c;
+  double c = cached ? 0 : o->c, tt = cached ? 0 : o->tt;
   if (!cached) U->b += o->b_disk;
   U->total += c;
   if (i == cache_at) {
     double cc = CACHE_READ_S * o->V;
     U->cost[u] += cc;
+    U->tcost[u] += cc;
     U->total += cc;
   }
   int64_t p = par[i];
   if (o->kind == PK_MAP && (p < 0 || p > 1)) {
     int pool = unit_add(U, p < 0 ? 0 : (double)p * mult, p < 0 ? i : -1);
     U->cost[pool] += c + hv;
+    U->tcost[pool] += tt + hv;
     U->total += hv;
     if (o->input >= 0) assign(P, par, cache_at, o->input, unit_add(U, mult, -1), mult, h, U);
     return;
   }
   U->cost[u] += c;
+  U->tcost[u] += tt;
   if (o->kind == PK_PREFETCH) {
     if (o->input >= 0) assign(P, par, cache_at, o->input, unit_add(U, mult, -1), mult, h, U);
     return;
@@ -264,6 +277,7 @@ static void assign(const sl_plan *P, const int64_t *par, int cache_at, int i, in
       double pm = p < 0 ? mult : (double)p * mult;
       int pool = unit_add(U, p < 0 ? 0 : pm, p < 0 ? i : -1);
       U->cost[pool] += hv;
+      U->tcost[pool] += hv;
       U->total += hv;
       assign(P, par, cache_at, o->source, pool, pm, h, U);
     } else {
@@ -283,6 +297,8 @@ static void build_units(const sl_plan *P, const int64_t *par, int cache_at, doub
     top = unit_add(U, 1, -1);
     U->cost[consumer] += h / 2;
     U->cost[top] += h / 2;
+    U->tcost[consumer] += h / 2;
+    U->tcost[top] += h / 2;
     U->total += h;
   }
   assign(P, par, cache_at, P->root, top, 1, h, U);
@@ -294,7 +310,7 @@ double sl__plan_eval(const sl_plan *P, const int64_t *par, int cache_at, double 
   build_units(P, par, cache_at, P->handoff, &U);
   double X = U.total > 0 ? cores / U.total : X_MAX;
   for (int k = 0; k < U.n; k++)
-    if (U.cost[k] > 0 && U.cap[k] / U.cost[k] < X) X = U.cap[k] / U.cost[k];
+    if (U.tcost[k] > 0 && U.cap[k] / U.tcost[k] < X) X = U.cap[k] / U.tcost[k];
   if (P->B > 0 && U.b > 0 && P->B / U.b < X) X = P->B / U.b;
   units_free(&U);
   return X;
@@ -317,7 +333,11 @@ int sl__plan_lp(const sl_plan *P, int cache_at, double cores, double *Xout, cons
   glp_term_out(GLP_OFF);
   glp_prob *lp = glp_create_prob();
   glp_set_obj_dir(lp, GLP_MAX);
-  int nc = 1 + U.n, nr = U.n + 2;
+  /* Units of fixed threads whose ops wait (I/O) get a row of their own: X * thread-time <= threads. */
+  int nw = 0;
+  for (int k = 0; k < U.n; k++)
+    if (U.owner[k] < 0 && U.cap[k] > 0 && U.tcost[k] > U.cost[k] * 1.001) nw++;
+  int nc = 1 + U.n, nr = U.n + 2 + nw;
   glp_add_cols(lp, nc);
   glp_add_rows(lp, nr);
   glp_set_col_bnds(lp, 1, GLP_DB, 0, X_MAX);
@@ -327,7 +347,7 @@ int sl__plan_lp(const sl_plan *P, int cache_at, double cores, double *Xout, cons
     if (cap > 0) glp_set_col_bnds(lp, 2 + k, GLP_DB, 0, cap);
     else glp_set_col_bnds(lp, 2 + k, GLP_FX, 0, 0);
   }
-  int cap_ne = 3 * U.n + 4;
+  int cap_ne = 3 * U.n + 4 + nw;
   int *ia = sl__calloc((size_t)cap_ne + 1, sizeof *ia), *ja = sl__calloc((size_t)cap_ne + 1, sizeof *ja);
   double *ar = sl__calloc((size_t)cap_ne + 1, sizeof *ar);
   if (!ia || !ja || !ar) {
@@ -354,6 +374,13 @@ int sl__plan_lp(const sl_plan *P, int cache_at, double cores, double *Xout, cons
   } else {
     glp_set_row_bnds(lp, U.n + 2, GLP_FR, 0, 0);
   }
+  int row = U.n + 2;
+  for (int k = 0; k < U.n; k++)
+    if (U.owner[k] < 0 && U.cap[k] > 0 && U.tcost[k] > U.cost[k] * 1.001) {
+      row++;
+      glp_set_row_bnds(lp, row, GLP_UP, 0, U.cap[k]);
+      ne++, ia[ne] = row, ja[ne] = 1, ar[ne] = U.tcost[k];
+    }
   glp_load_matrix(lp, ne, ia, ja, ar);
   glp_smcp parm;
   glp_init_smcp(&parm);
@@ -369,7 +396,12 @@ int sl__plan_lp(const sl_plan *P, int cache_at, double cores, double *Xout, cons
     if (X < X_MAX * 0.999) {
       double used = 0;
       for (int k = 0; k < U.n; k++) used += glp_get_col_prim(lp, 2 + k);
+      bool waits = false;
+      for (int k = 0; k < U.n; k++)
+        if (U.owner[k] < 0 && U.cap[k] > 0 && U.tcost[k] > U.cost[k] * 1.001 && X * U.tcost[k] >= U.cap[k] * 0.999)
+          waits = true;
       if (disk && X * U.b >= P->B * 0.999) lim = "disk";
+      else if (waits) lim = "wait";
       else if (used >= cores * 0.999) lim = "cpu";
       else lim = "sequential";
     }
@@ -459,6 +491,9 @@ static int search_parallelism(sl_plan *P, int cache_at) {
   double X;
   int rc = sl__plan_lp(P, cache_at, P->C, &X, NULL);
   int64_t pmax = (int64_t)ceil(P->C) * 2 + 2;
+  for (int i = 0; i < P->nops; i++)
+    if (P->ops[i].tt > P->ops[i].c * 1.001 && ceil(X * P->ops[i].tt) + 1 > (double)pmax)
+      pmax = (int64_t)fmin(ceil(X * P->ops[i].tt) + 1, 256);
   for (int i = 0; i < P->nops && !rc; i++) {
     const pm_op *o = &P->ops[i];
     cur[i] = o->par0;
@@ -466,13 +501,14 @@ static int search_parallelism(sl_plan *P, int cache_at) {
     bool cached = cache_at >= 0 && sl__plan_upstream(P, i, cache_at);
     double th = 0;
     if (!cached) {
-      /* The pool's work: the op's own for a map; its source chain's too for an interleave. */
-      th = X * o->c;
+      /* The pool's threads: the op's own work for a map, its source chain's too for an interleave; an op that
+       * waits needs a thread for its whole wall time. */
+      th = X * o->tt;
       if (o->kind == PK_INTERLEAVE)
         for (int j = 0; j < P->nops; j++)
           if (j != i && sl__plan_upstream(P, j, i) && !sl__plan_upstream(P, j, o->input >= 0 ? o->input : -2) &&
               !(cache_at >= 0 && sl__plan_upstream(P, j, cache_at)))
-            th += X * P->ops[j].c;
+            th += X * P->ops[j].tt;
     }
     int64_t c4[4] = {1, (int64_t)floor(th), (int64_t)ceil(th), (int64_t)ceil(th) + 1};
     for (int k = 0; k < 4; k++) {
@@ -697,10 +733,10 @@ static int pick_bottleneck(const sl_plan *P) {
   double worst = 0;
   for (int i = 0; i < P->nops; i++) {
     const pm_op *o = &P->ops[i];
-    if (!(o->c > 0)) continue;
+    if (!(o->c > 0) && !(o->tt > 0)) continue;
     double p = (double)o->par0 < P->C ? (double)o->par0 : P->C;
     if (o->kind != PK_MAP && o->kind != PK_INTERLEAVE) p = 1;
-    double r = p / o->c;
+    double r = p / fmax(o->c, o->tt);
     if (b < 0 || r < worst) b = i, worst = r;
   }
   return b;

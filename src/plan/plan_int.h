@@ -25,6 +25,7 @@ typedef struct pm_op {
   double d;       /* CPU seconds per element */
   double c;       /* CPU seconds per output element (d x V) */
   double w;       /* own wall seconds per output element */
+  double tt;      /* thread-seconds per output element: c, or the wall time of an op that mostly waits (I/O) */
   double bytes;   /* mean bytes per element produced */
   double b_disk;  /* disk bytes per output element */
   double cv;      /* coefficient of variation of per-call time */

@@ -82,10 +82,16 @@ static int text_report(const sl_plan *P, sl__str *s) {
     const pm_op *o = &P->ops[P->bottleneck];
     name_of(o, nm, sizeof nm);
     double p = o->kind == PK_MAP || o->kind == PK_INTERLEAVE ? (double)o->par0 : 1;
-    rc |= sl__str_printf(s, "Bottleneck: %s (%s): %.0f%% of CPU, %s elem/s per core at parallelism %.0f, so at most "
-                            "%s elem/s as traced; +1 core would give %+.0f%% to the bound.\n",
-                         o->path, nm, sc > 0 ? 100.0 * o->c / sc : 0, si(a, sizeof a, 1.0 / o->c), p,
-                         si(b, sizeof b, fmin(p, P->C) / o->c), pct(P->bound_plus_core, P->bound));
+    if (o->tt > 1.5 * o->c)
+      rc |= sl__str_printf(s, "Bottleneck: %s (%s): waits %s per output element (I/O or sleep, %s of it CPU) at "
+                              "parallelism %.0f, so at most %s elem/s as traced; it needs threads, not cores.\n",
+                           o->path, nm, usec(a, sizeof a, o->tt), usec(c, sizeof c, o->c), p,
+                           si(b, sizeof b, p / o->tt));
+    else
+      rc |= sl__str_printf(s, "Bottleneck: %s (%s): %.0f%% of CPU, %s elem/s per core at parallelism %.0f, so at "
+                              "most %s elem/s as traced; +1 core would give %+.0f%% to the bound.\n",
+                           o->path, nm, sc > 0 ? 100.0 * o->c / sc : 0, si(a, sizeof a, 1.0 / o->c), p,
+                           si(b, sizeof b, fmin(p, P->C) / o->c), pct(P->bound_plus_core, P->bound));
   }
   const char *lim = sl_plan_limit(P);
   double disk_b = 0;
@@ -96,6 +102,9 @@ static int text_report(const sl_plan *P, sl__str *s) {
   else if (!strcmp(lim, "cpu"))
     rc |= sl__str_printf(s, "Bound: %s elem/s, limited by CPU: %.3g cores / %s CPU per element%s.\n",
                          si(a, sizeof a, P->bound), P->C, usec(b, sizeof b, sc), P->cache_at >= 0 ? " (before the cache)" : "");
+  else if (!strcmp(lim, "wait"))
+    rc |= sl__str_printf(s, "Bound: %s elem/s, limited by waiting (I/O) in ops whose parallelism is fixed.\n",
+                         si(a, sizeof a, P->bound));
   else if (!strcmp(lim, "sequential"))
     rc |= sl__str_printf(s, "Bound: %s elem/s, limited by sequential work on one thread (ops that cannot run in "
                             "parallel).\n", si(a, sizeof a, P->bound));

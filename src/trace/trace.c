@@ -180,6 +180,29 @@ static int fill_op(sl__trace_op *to, const sl_op_stats *s, json_t *spec) {
   return 0;
 }
 
+/* A watchdog that cancels the run at its deadline, so that a pipeline stuck on a slow element cannot hold the
+ * trace past its time limit. */
+typedef struct {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  bool done;
+  atomic_bool fired;
+  uint64_t deadline_ns;
+  sl_iter *it;
+} watchdog;
+
+static void *watchdog_main(void *arg) {
+  watchdog *w = arg;
+  pthread_mutex_lock(&w->mu);
+  while (!w->done && sl__now_ns() < w->deadline_ns) sl__cond_wait_ms(&w->cv, &w->mu, 50);
+  if (!w->done) {
+    atomic_store(&w->fired, true);
+    sl_iter_cancel(w->it);
+  }
+  pthread_mutex_unlock(&w->mu);
+  return NULL;
+}
+
 /* Finds the first data file a `files` op names, for the disk probe. */
 static char *first_data_file(const sl_pipeline *p) {
   for (int i = 0; i < p->nops; i++) {
@@ -241,6 +264,14 @@ int sl_trace_run(sl_trace **out, sl_pipeline *p, const sl_trace_opts *opts) {
   double c0 = proc_cpu(), jb0 = 0, jt0 = 0, jb1 = 0, jt1 = 0;
   bool jif = sys_jiffies(&jb0, &jt0);
   bool warm = opts->warmup <= 0;
+  watchdog wd = {.done = false, .it = it};
+  double grace = limit * 0.1 > 1 ? limit * 0.1 : 1;
+  wd.deadline_ns = t0 + (uint64_t)((opts->warmup + limit + grace) * 1e9);
+  atomic_init(&wd.fired, false);
+  pthread_mutex_init(&wd.mu, NULL);
+  pthread_cond_init(&wd.cv, NULL);
+  pthread_t wdt;
+  bool wd_on = pthread_create(&wdt, NULL, watchdog_main, &wd) == 0;
   sl_elem e;
   sl_elem_init(&e);
   for (;;) {
@@ -261,6 +292,19 @@ int sl_trace_run(sl_trace **out, sl_pipeline *p, const sl_trace_opts *opts) {
     if (warm && (double)(sl__now_ns() - tw) * 1e-9 >= limit) break;
   }
   uint64_t t1 = sl__now_ns();
+  if (wd_on) {
+    pthread_mutex_lock(&wd.mu);
+    wd.done = true;
+    pthread_cond_broadcast(&wd.cv);
+    pthread_mutex_unlock(&wd.mu);
+    pthread_join(wdt, NULL);
+  }
+  pthread_mutex_destroy(&wd.mu);
+  pthread_cond_destroy(&wd.cv);
+  if (rc == SL_ECANCELED && atomic_load(&wd.fired)) {
+    sl_error_clear(); /* stopped at the deadline: the trace holds what was done by then */
+    rc = 0;
+  }
   t->process_cpu = proc_cpu() - c0;
   t->machine.other_load = -1;
   if (jif && sys_jiffies(&jb1, &jt1) && jt1 > jt0 && t1 > tw) {
