@@ -18,6 +18,7 @@ typedef struct {
   uint64_t disk;    /* disk bytes per element */
   int64_t card;     /* cardinality */
   bool random;
+  double wall_us;   /* wall microseconds per element when it waits (0: same as us) */
 } syn_op;
 
 static sl_trace *syn_trace(const syn_op *ops, int n, double disk_bw, uint64_t mem_avail, int version) {
@@ -43,7 +44,7 @@ static sl_trace *syn_trace(const syn_op *ops, int n, double disk_bw, uint64_t me
                                           "parallelism", json_is_string(par), "buffer", 0, "elements_out",
                                           (json_int_t)el, "elements_in", (json_int_t)el, "bytes_out",
                                           (json_int_t)(el * (double)ops[i].bytes), "cpu_seconds",
-                                          el * ops[i].us * 1e-6, "wall_seconds", el * ops[i].us * 1e-6,
+                                          el * ops[i].us * 1e-6, "wall_seconds", el * (ops[i].wall_us > 0 ? ops[i].wall_us : ops[i].us) * 1e-6,
                                           "wait_seconds", 0.0, "disk_bytes", (json_int_t)(el * (double)ops[i].disk),
                                           "skipped", (json_int_t)0, "buffer_occupancy", 0.0, "bytes_held",
                                           (json_int_t)0, "bytes_held_peak", (json_int_t)0, "cardinality",
@@ -88,9 +89,9 @@ static sl_plan *solve(const sl_trace *t, double cores, int64_t memory) {
 
 /* 4 spin stages, the second heavy: the LP's bound is C / sum(c_i) and the heavy stage gets the cores. */
 static void test_lp_bound_and_allocation(void **st) {
-  syn_op ops[] = {{RANGE, 0.1, 1, 8, 0, 10000, false}, {SPIN(50), 50, 1, 8, 0, 10000, false},
-                  {SPIN(200), 200, 1, 8, 0, 10000, false}, {SPIN(50), 50, 1, 8, 0, 10000, false},
-                  {SPIN(50), 50, 1, 8, 0, 10000, false}};
+  syn_op ops[] = {{RANGE, 0.1, 1, 8, 0, 10000, false, 0}, {SPIN(50), 50, 1, 8, 0, 10000, false, 0},
+                  {SPIN(200), 200, 1, 8, 0, 10000, false, 0}, {SPIN(50), 50, 1, 8, 0, 10000, false, 0},
+                  {SPIN(50), 50, 1, 8, 0, 10000, false, 0}};
   sl_trace *t = syn_trace(ops, 5, 0, 1ull << 32, SL_TRACE_VERSION);
   for (double C = 2; C <= 4; C += 2) {
     sl_plan *p = solve(t, C, 0);
@@ -121,9 +122,9 @@ static void test_lp_bound_and_allocation(void **st) {
 
 /* A sequential op (filter) caps the bound whatever the cores. */
 static void test_sequential_cap(void **st) {
-  syn_op ops[] = {{RANGE, 0.1, 1, 8, 0, 10000, false}, {SPIN(100), 100, 1, 8, 0, 10000, false},
+  syn_op ops[] = {{RANGE, 0.1, 1, 8, 0, 10000, false, 0}, {SPIN(100), 100, 1, 8, 0, 10000, false, 0},
                   {"{\"op\": \"filter\", \"fn\": \"length\", \"args\": {\"component\": \"value\"}}", 400, 1, 8, 0, -1,
-                   false}};
+                   false, 0}};
   sl_trace *t = syn_trace(ops, 3, 0, 1ull << 32, SL_TRACE_VERSION);
   sl_plan *p = solve(t, 8, 0);
   assert_true(fabs(sl_plan_bound(p) / 2500.0 - 1) < 0.01);
@@ -135,7 +136,7 @@ static void test_sequential_cap(void **st) {
 
 /* Disk-bound: 1 MB read per element at 50 MB/s bounds the pipeline at 50 elements/s, and the report says so. */
 static void test_disk_bound(void **st) {
-  syn_op ops[] = {{RANGE, 1, 1, 8, 1000000, 10000, false}, {SPIN(100), 100, 1, 8, 0, 10000, false}};
+  syn_op ops[] = {{RANGE, 1, 1, 8, 1000000, 10000, false, 0}, {SPIN(100), 100, 1, 8, 0, 10000, false, 0}};
   sl_trace *t = syn_trace(ops, 2, 50e6, 1ull << 32, SL_TRACE_VERSION);
   sl_plan *p = solve(t, 2, 0);
   assert_true(fabs(sl_plan_bound(p) / 50.0 - 1) < 0.01);
@@ -172,8 +173,8 @@ static const char *cache_report(sl_plan *p) {
 
 /* Cache: chosen after the expensive deterministic op when it fits; the planned spec has it there. */
 static void test_cache_chosen(void **st) {
-  syn_op ops[] = {{RANGE, 0.1, 1, 1000, 0, 10000, false}, {SPIN(300), 300, 1, 1000, 0, 10000, false},
-                  {REPEAT, 0.1, 1, 1000, 0, -2, false}, {SPIN(10), 10, 1, 1000, 0, -2, false}};
+  syn_op ops[] = {{RANGE, 0.1, 1, 1000, 0, 10000, false, 0}, {SPIN(300), 300, 1, 1000, 0, 10000, false, 0},
+                  {REPEAT, 0.1, 1, 1000, 0, -2, false, 0}, {SPIN(10), 10, 1, 1000, 0, -2, false, 0}};
   sl_trace *t = syn_trace(ops, 4, 0, 1ull << 32, SL_TRACE_VERSION);
   sl_plan *p = solve(t, 2, 0);
   assert_int_equal(sl_plan_cache_point(p), 1);
@@ -190,9 +191,9 @@ static void test_cache_chosen(void **st) {
 }
 
 static void test_cache_refused_random(void **st) {
-  syn_op ops[] = {{RANGE, 0.1, 1, 1000, 0, 10000, false},
-                  {"{\"op\": \"shuffle\", \"buffer\": 100}", 1, 1, 1000, 0, 10000, true},
-                  {SPIN(300), 300, 1, 1000, 0, 10000, false}, {REPEAT, 0.1, 1, 1000, 0, -2, false}};
+  syn_op ops[] = {{RANGE, 0.1, 1, 1000, 0, 10000, false, 0},
+                  {"{\"op\": \"shuffle\", \"buffer\": 100}", 1, 1, 1000, 0, 10000, true, 0},
+                  {SPIN(300), 300, 1, 1000, 0, 10000, false, 0}, {REPEAT, 0.1, 1, 1000, 0, -2, false, 0}};
   sl_trace *t = syn_trace(ops, 4, 0, 1ull << 32, SL_TRACE_VERSION);
   sl_plan *p = solve(t, 2, 0);
   assert_int_equal(sl_plan_cache_point(p), -1);
@@ -203,8 +204,8 @@ static void test_cache_refused_random(void **st) {
 }
 
 static void test_cache_refused_size(void **st) {
-  syn_op ops[] = {{RANGE, 0.1, 1, 100000, 0, 10000, false}, {SPIN(300), 300, 1, 100000, 0, 10000, false},
-                  {REPEAT, 0.1, 1, 100000, 0, -2, false}};
+  syn_op ops[] = {{RANGE, 0.1, 1, 100000, 0, 10000, false, 0}, {SPIN(300), 300, 1, 100000, 0, 10000, false, 0},
+                  {REPEAT, 0.1, 1, 100000, 0, -2, false, 0}};
   sl_trace *t = syn_trace(ops, 3, 0, 1ull << 32, SL_TRACE_VERSION);
   /* 10000 x 100 kB = 1 GB does not fit 64 MB. */
   sl_plan *p = solve(t, 2, 64 << 20);
@@ -220,8 +221,8 @@ static void test_cache_refused_size(void **st) {
 }
 
 static void test_cache_refused_infinite(void **st) {
-  syn_op ops[] = {{"{\"op\": \"range\"}", 0.1, 1, 1000, 0, -2, false}, {SPIN(300), 300, 1, 1000, 0, -2, false},
-                  {REPEAT, 0.1, 1, 1000, 0, -2, false}};
+  syn_op ops[] = {{"{\"op\": \"range\"}", 0.1, 1, 1000, 0, -2, false, 0}, {SPIN(300), 300, 1, 1000, 0, -2, false, 0},
+                  {REPEAT, 0.1, 1, 1000, 0, -2, false, 0}};
   sl_trace *t = syn_trace(ops, 3, 0, 1ull << 32, SL_TRACE_VERSION);
   sl_plan *p = solve(t, 2, 0);
   assert_int_equal(sl_plan_cache_point(p), -1);
@@ -230,9 +231,43 @@ static void test_cache_refused_infinite(void **st) {
   sl_trace_free(t);
 }
 
+/* An op that waits 2 ms per element (I/O) and uses 10 us of CPU: with its parallelism tunable it gets the threads to
+ * overlap its waits and the CPU binds; with its parallelism fixed at 1, waiting binds (one thread: 1 / 2050 us). */
+static void test_wait_bound(void **st) {
+  syn_op ops[] = {{RANGE, 0.1, 1, 8, 0, 10000, false, 0},
+                  {"{\"op\": \"map\", \"fn\": \"sleep_io\", \"args\": {\"us\": 2000}, \"parallelism\": \"autotune\"}",
+                   10, 1, 8, 0, 10000, false, 2000},
+                  {SPIN(50), 50, 1, 8, 0, 10000, false, 0}};
+  sl_trace *t = syn_trace(ops, 3, 0, 1ull << 32, SL_TRACE_VERSION);
+  sl_plan *p = solve(t, 2, 0);
+  assert_string_equal(sl_plan_limit(p), "cpu");
+  assert_true(fabs(sl_plan_bound(p) * 60.1e-6 / 2 - 1) < 0.01);
+  assert_true(sl_plan_predicted(p) >= 0.9 * sl_plan_bound(p));
+  assert_true(sl_plan_parallelism(p, 1) >= (int64_t)(0.9 * sl_plan_predicted(p) * 2010e-6));
+  assert_int_equal(sl_plan_bottleneck(p), 1);
+  char *r = NULL;
+  assert_int_equal(sl_plan_report(p, false, &r), 0);
+  assert_non_null(strstr(r, "it needs threads, not cores"));
+  sl_free(r);
+  sl_plan_free(p);
+  sl_plan_opts o = SL_PLAN_OPTS_INIT;
+  o.cores = 2;
+  o.handoff = 0;
+  o.only_autotune = true;
+  sl_trace_free(t);
+  ops[1].obj = "{\"op\": \"map\", \"fn\": \"sleep_io\", \"args\": {\"us\": 2000}, \"parallelism\": 1}";
+  t = syn_trace(ops, 3, 0, 1ull << 32, SL_TRACE_VERSION);
+  assert_int_equal(sl_plan_solve(&p, t, &o), 0);
+  assert_string_equal(sl_plan_limit(p), "wait");
+  /* One thread runs the whole chain: 2000 us of waiting + 50 us of spin + the range. */
+  assert_true(fabs(sl_plan_bound(p) * 2050.1e-6 - 1) < 0.01);
+  sl_plan_free(p);
+  sl_trace_free(t);
+}
+
 /* ---- bad input ---- */
 static void test_bad_version(void **st) {
-  syn_op ops[] = {{RANGE, 0.1, 1, 8, 0, 10000, false}};
+  syn_op ops[] = {{RANGE, 0.1, 1, 8, 0, 10000, false, 0}};
   assert_null(syn_trace(ops, 1, 0, 1ull << 32, SL_TRACE_VERSION + 1));
   assert_non_null(strstr(sl_error_last(), "version"));
   sl_trace *t = NULL;
@@ -244,7 +279,7 @@ static void test_bad_version(void **st) {
 }
 
 static void test_different_spec(void **st) {
-  syn_op ops[] = {{RANGE, 0.1, 1, 8, 0, 10000, false}, {SPIN(100), 100, 1, 8, 0, 10000, false}};
+  syn_op ops[] = {{RANGE, 0.1, 1, 8, 0, 10000, false, 0}, {SPIN(100), 100, 1, 8, 0, 10000, false, 0}};
   sl_trace *t = syn_trace(ops, 2, 0, 1ull << 32, SL_TRACE_VERSION);
   /* The same pipeline with other knobs and a prefetch is the same pipeline. */
   sl_pipeline *same = tu_pipeline("{\"name\": \"syn\", \"ops\": [" RANGE ", {\"op\": \"map\", \"fn\": \"spin\", "
@@ -260,7 +295,7 @@ static void test_different_spec(void **st) {
 }
 
 static void test_infeasible_budgets(void **st) {
-  syn_op ops[] = {{RANGE, 0.1, 1, 4000, 0, 10000, false}, {SPIN(100), 100, 1, 4000, 0, 10000, false}};
+  syn_op ops[] = {{RANGE, 0.1, 1, 4000, 0, 10000, false, 0}, {SPIN(100), 100, 1, 4000, 0, 10000, false, 0}};
   sl_trace *t = syn_trace(ops, 2, 0, 1ull << 32, SL_TRACE_VERSION);
   sl_plan *p = NULL;
   sl_plan_opts o = SL_PLAN_OPTS_INIT;
@@ -392,7 +427,8 @@ static void test_pipeline_optimize(void **st) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_lp_bound_and_allocation), cmocka_unit_test(test_sequential_cap),
-      cmocka_unit_test(test_disk_bound),              cmocka_unit_test(test_cache_chosen),
+      cmocka_unit_test(test_disk_bound),              cmocka_unit_test(test_wait_bound),
+      cmocka_unit_test(test_cache_chosen),
       cmocka_unit_test(test_cache_refused_random),    cmocka_unit_test(test_cache_refused_size),
       cmocka_unit_test(test_cache_refused_infinite),  cmocka_unit_test(test_bad_version),
       cmocka_unit_test(test_different_spec),          cmocka_unit_test(test_infeasible_budgets),
