@@ -1,0 +1,107 @@
+/* test_trace.c: the machine probe and traces of reading pipelines: disk bandwidth is measured on a real file,
+ * readers count their disk bytes, and a throttled disk bounds the plan with the right number. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+
+static void test_machine_probe(void **st) {
+  char *dir = tu_tmpdir("probe");
+  size_t n = 8u << 20;
+  char *data = malloc(n);
+  assert_non_null(data);
+  for (size_t i = 0; i < n; i++) data[i] = (char)(i * 2654435761u >> 13);
+  char *path = tu_write_file(dir, "blob.bin", data, n);
+  free(data);
+  sl_machine m;
+  assert_int_equal(sl_machine_probe(&m, path, 0), 0);
+  assert_true(m.cores > 0 && m.cores <= m.cpus_online);
+  assert_true(m.mem_total > 0 && m.mem_available > 0 && m.mem_available <= m.mem_total);
+  assert_true(m.disk_bandwidth > 0);
+  assert_true(!strcmp(m.disk_method, "o_direct") || !strcmp(m.disk_method, "fadvise"));
+  assert_string_equal(m.disk_path, path);
+  /* No data file: no bandwidth, no error. */
+  assert_int_equal(sl_machine_probe(&m, NULL, 0), 0);
+  assert_true(m.disk_bandwidth == 0);
+  assert_string_equal(m.disk_method, "none");
+  free(path);
+  tu_rmtree(dir);
+  free(dir);
+}
+
+/* 200 records of 10000 bytes (+16 bytes of framing each) read through an interleave: the reader's disk bytes are
+ * counted, and a disk of 1 MB/s bounds the pipeline at 1e6 / 10016 elements/s. */
+static void test_disk_bound_reader(void **st) {
+  char *dir = tu_tmpdir("disk");
+  char path[4096];
+  snprintf(path, sizeof path, "%s/data.tfrecord", dir);
+  sl_tfrecord_writer *w = NULL;
+  assert_int_equal(sl_tfrecord_writer_open(&w, path, SL_COMPRESSION_NONE), 0);
+  char rec[10000];
+  memset(rec, 7, sizeof rec);
+  for (int i = 0; i < 200; i++) assert_int_equal(sl_tfrecord_write(w, rec, sizeof rec), 0);
+  assert_int_equal(sl_tfrecord_writer_close(w), 0);
+  char spec[8192];
+  snprintf(spec, sizeof spec,
+           "{\"name\": \"reader\", \"ops\": [{\"op\": \"files\", \"list\": [\"%s\"]}, {\"op\": \"interleave\", "
+           "\"cycle_length\": 1, \"source\": [{\"op\": \"tfrecord\"}]}, {\"op\": \"map\", \"fn\": \"spin\", \"args\": "
+           "{\"us\": 20}}]}",
+           path);
+  sl_pipeline *p = tu_pipeline(spec);
+  sl_trace_opts to = SL_TRACE_OPTS_INIT;
+  to.probe_disk = true;
+  sl_trace *t = NULL;
+  assert_int_equal(sl_trace_run(&t, p, &to), 0);
+  assert_true(sl_trace_ended(t));
+  assert_int_equal(sl_trace_elements(t), 200);
+  assert_string_equal(sl_trace_machine(t)->disk_path, path);
+  uint64_t disk = 0;
+  for (int i = 0; i < sl_trace_op_count(t); i++) {
+    sl_op_stats s;
+    assert_int_equal(sl_trace_op(t, i, &s), 0);
+    disk += s.disk_bytes;
+  }
+  assert_int_equal(disk, 200 * 10016);
+  sl_plan_opts po = SL_PLAN_OPTS_INIT;
+  po.cores = 2;
+  po.disk_bandwidth = 1e6;
+  sl_plan *pl = NULL;
+  assert_int_equal(sl_plan_solve(&pl, t, &po), 0);
+  assert_string_equal(sl_plan_limit(pl), "disk");
+  assert_true(fabs(sl_plan_bound(pl) * 10016 / 1e6 - 1) < 0.01);
+  char *r = NULL;
+  assert_int_equal(sl_plan_report(pl, false, &r), 0);
+  assert_non_null(strstr(r, "limited by disk bandwidth"));
+  sl_free(r);
+  sl_plan_free(pl);
+  sl_trace_free(t);
+  sl_pipeline_free(p);
+  tu_rmtree(dir);
+  free(dir);
+}
+
+/* A run stuck on a slow element stops at its deadline with what it did by then. */
+static void test_trace_deadline(void **st) {
+  sl_pipeline *p = tu_pipeline("{\"name\": \"slow\", \"ops\": [{\"op\": \"range\", \"stop\": 1000}, {\"op\": \"map\", "
+                               "\"fn\": \"sleep_io\", \"args\": {\"us\": 300000}, \"parallelism\": 2}]}");
+  sl_trace_opts to = SL_TRACE_OPTS_INIT;
+  to.seconds = 0.1;
+  to.probe_disk = false;
+  sl_trace *t = NULL;
+  assert_int_equal(sl_trace_run(&t, p, &to), 0);
+  assert_false(sl_trace_ended(t));
+  assert_true(sl_trace_seconds(t) < 5);
+  sl_trace_free(t);
+  sl_pipeline_free(p);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_machine_probe),
+      cmocka_unit_test(test_disk_bound_reader),
+      cmocka_unit_test(test_trace_deadline),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
