@@ -54,7 +54,41 @@ static double util(const sl_plan *P, const pm_op *o) {
   return P->T > 0 ? o->d * o->n / (P->T * p) : 0;
 }
 
-static int text_report(const sl_plan *P, sl__str *s) {
+/* Re-flows the prose after the table to `width` columns (continuation lines indented), so the report fits a
+ * terminal. */
+static int wrap_prose(sl__str *out, const char *text, int width) {
+  int rc = 0;
+  const char *p = text;
+  while (*p && !rc) {
+    const char *eol = strchr(p, '\n');
+    size_t len = eol ? (size_t)(eol - p) : strlen(p);
+    int col = 0;
+    bool first = true;
+    size_t i = 0;
+    while (i < len && !rc) {
+      size_t j = i;
+      while (j < len && p[j] != ' ') j++;
+      int wl = (int)(j - i);
+      if (!first && col + 1 + wl > width) {
+        rc |= sl__str_append(out, "\n  ", 3);
+        col = 2;
+      } else if (!first) {
+        rc |= sl__str_append(out, " ", 1);
+        col++;
+      }
+      rc |= sl__str_append(out, p + i, (size_t)wl);
+      col += wl;
+      first = false;
+      i = j;
+      while (i < len && p[i] == ' ') i++;
+    }
+    rc |= sl__str_append(out, "\n", 1);
+    p += len + (eol ? 1 : 0);
+  }
+  return rc;
+}
+
+static int text_report(const sl_plan *P, sl__str *s, sl__str *out_table) {
   char a[32], b[32], c[32], d[32], nm[64];
   double sc = total_c(P);
   int rc = 0;
@@ -64,8 +98,8 @@ static int text_report(const sl_plan *P, sl__str *s) {
                        si(b, sizeof b, P->traced_rate), P->C, bytes_s(c, sizeof c, P->M >= 1e17 ? 0 : P->M));
   if (P->B > 0) rc |= sl__str_printf(s, ", disk %s/s", bytes_s(d, sizeof d, P->B));
   if (P->machine.other_load >= 0.25)
-    rc |= sl__str_printf(s, "\nwarning: other processes kept %.2f cores busy during the trace: measured throughput will "
-                            "fall short of the model's", P->machine.other_load);
+    rc |= sl__str_printf(s, "\nwarning: other processes kept %.2f cores busy during the trace; expect less than "
+                            "predicted", P->machine.other_load);
   rc |= sl__str_printf(s, "\n\n%-17s %-18s %6s %8s %9s %4s %5s %5s\n", "op", "what", "visits", "cpu/out", "rate/core",
                        "par", "cpu%", "util");
   for (int i = 0; i < P->nops; i++) {
@@ -78,6 +112,9 @@ static int text_report(const sl_plan *P, sl__str *s) {
                          sc > 0 ? 100.0 * o->c / sc : 0, 100.0 * util(P, o), i == P->bottleneck ? "  <- bottleneck" : "");
   }
   rc |= sl__str_printf(s, "\n");
+  sl__str table = *s; /* the prose below goes to its own buffer, then is re-flowed onto the table */
+  sl__str prose = {0};
+  s = &prose;
   if (P->bottleneck >= 0) {
     const pm_op *o = &P->ops[P->bottleneck];
     name_of(o, nm, sizeof nm);
@@ -158,6 +195,9 @@ static int text_report(const sl_plan *P, sl__str *s) {
     rc |= sl__str_printf(s, " More memory: no gain.");
   rc |= sl__str_printf(s, "\n");
   (void)legal;
+  if (!rc) rc |= wrap_prose(&table, prose.s, 100);
+  sl__str_dispose(&prose);
+  *out_table = table;
   return rc ? sl__oom("the report") : 0;
 }
 
@@ -223,7 +263,7 @@ int sl_plan_report(const sl_plan *P, bool json, char **out) {
     return *out ? 0 : sl__oom("the report");
   }
   sl__str s = {0};
-  int rc = text_report(P, &s);
+  int rc = text_report(P, &s, &s);
   if (rc) {
     sl__str_dispose(&s);
     return rc;
