@@ -224,7 +224,12 @@ static int units_new(units *u, int nops) {
   u->tcost = sl__calloc((size_t)m, sizeof *u->tcost);
   u->owner = sl__calloc((size_t)m, sizeof *u->owner);
   u->b = u->total = 0;
-  return u->cap && u->cost && u->tcost && u->owner ? 0 : sl__oom("the planner's model");
+  if (u->cap && u->cost && u->tcost && u->owner) return 0;
+  sl__free(u->cap);
+  sl__free(u->cost);
+  sl__free(u->tcost);
+  sl__free(u->owner);
+  return sl__oom("the planner's model");
 }
 static void units_free(units *u) {
   sl__free(u->cap);
@@ -306,7 +311,7 @@ static void build_units(const sl_plan *P, const int64_t *par, int cache_at, doub
 
 double sl__plan_eval(const sl_plan *P, const int64_t *par, int cache_at, double cores) {
   units U;
-  if (units_new(&U, P->nops)) return 0;
+  if (units_new(&U, P->nops)) return -1;
   build_units(P, par, cache_at, P->handoff, &U);
   double X = U.total > 0 ? cores / U.total : X_MAX;
   for (int k = 0; k < U.n; k++)
@@ -542,6 +547,10 @@ static int search_parallelism(sl_plan *P, int cache_at) {
         for (int k = 0; k < nt; k++) cur[tun[k]] = cand[tun[k]][pos[tun[k]]];
         for (int i = 0; i < P->nops; i++) threads += cur[i];
         double x = sl__plan_eval(P, cur, cache_at, P->C);
+        if (x < 0) {
+          rc = SL_ENOMEM;
+          break;
+        }
         if (pass == 0 && x > best) best = x;
         if (pass == 1 && x >= best * 0.995 &&
             (chosen < 0 || threads < best_threads || (threads == best_threads && x > chosen))) {
@@ -553,9 +562,11 @@ static int search_parallelism(sl_plan *P, int cache_at) {
         while (k < nt && ++pos[tun[k]] >= nc[tun[k]]) pos[tun[k++]] = 0;
         if (k >= nt) break;
       }
+      if (rc) break;
     }
     if (nt == 0) memcpy(P->par, cur, (size_t)P->nops * sizeof *cur);
-    P->predicted = sl__plan_eval(P, P->par, cache_at, P->C);
+    if (!rc) P->predicted = sl__plan_eval(P, P->par, cache_at, P->C);
+    if (!rc && P->predicted < 0) rc = SL_ENOMEM;
   }
   sl__free(tun), sl__free(cand), sl__free(nc), sl__free(pos), sl__free(cur);
   return rc;
@@ -652,7 +663,13 @@ static int fit_memory(sl_plan *P) {
     min_buffers(P, P->par, minb);
     cut_workers = true;
   }
-  if (cut_workers) P->predicted = sl__plan_eval(P, P->par, P->cache_at, P->C);
+  if (cut_workers) {
+    P->predicted = sl__plan_eval(P, P->par, P->cache_at, P->C);
+    if (P->predicted < 0) {
+      sl__free(minb);
+      return SL_ENOMEM;
+    }
+  }
   sl__free(minb);
   if (P->mem > P->M) {
     char need[32], have[32];
@@ -670,8 +687,8 @@ static int fit_memory(sl_plan *P) {
   return 0;
 }
 
-static void cache_candidates(const sl_plan *P, double budget, double base_bound, pm_cache *cands, int *ncands,
-                             int *best_at, double *best_bound) {
+static int cache_candidates(const sl_plan *P, double budget, double base_bound, pm_cache *cands, int *ncands,
+                            int *best_at, double *best_bound) {
   *best_at = -1;
   *best_bound = base_bound;
   *ncands = 0;
@@ -716,7 +733,8 @@ static void cache_candidates(const sl_plan *P, double budget, double base_bound,
       continue;
     }
     double X;
-    if (sl__plan_lp(P, k, P->C, &X, NULL)) continue;
+    int rc = sl__plan_lp(P, k, P->C, &X, NULL);
+    if (rc) return rc;
     c->legal = true;
     c->bound = X;
     /* Keep a cache only for a clear gain: it costs memory and a slow first epoch. */
@@ -725,6 +743,7 @@ static void cache_candidates(const sl_plan *P, double budget, double base_bound,
       *best_bound = X;
     }
   }
+  return 0;
 }
 
 static int pick_bottleneck(const sl_plan *P) {
@@ -791,10 +810,10 @@ int sl_plan_solve(sl_plan **out, const sl_trace *t, const sl_plan_opts *opts) {
   if (opts->insert_cache) {
     int at, ntmp;
     double bb;
-    cache_candidates(P, 1e18, P->bound_nocache, tmp, &ntmp, &at, &bb);
+    if ((rc = cache_candidates(P, 1e18, P->bound_nocache, tmp, &ntmp, &at, &bb))) goto fail;
     P->more_mem_cache_at = at;
     P->bound_more_mem = bb;
-    cache_candidates(P, P->M - m0, P->bound_nocache, P->cands, &P->ncands, &at, &bb);
+    if ((rc = cache_candidates(P, P->M - m0, P->bound_nocache, P->cands, &P->ncands, &at, &bb))) goto fail;
     P->cache_at = at;
     if (at >= 0) P->cache_bytes = (double)P->ops[at].card * (P->ops[at].bytes + ELEM_OVERHEAD);
   }

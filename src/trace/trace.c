@@ -38,7 +38,7 @@ static double proc_cpu(void) {
 
 void sl_trace_free(sl_trace *t) {
   if (!t) return;
-  for (int i = 0; i < t->nops; i++) {
+  for (int i = 0; t->ops && i < t->nops; i++) {
     sl__free(t->ops[i].path);
     sl__free(t->ops[i].label);
     sl__free(t->ops[i].kind);
