@@ -1,6 +1,7 @@
 /* ops/engine.c: the iterator protocol's shared machinery: counting and sampled self-time around every next,
  * knob readers that name JSON paths, worker-to-consumer error transport, and the op table. */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -23,9 +24,10 @@ static uint64_t timer_cost_ns(void) {
   enum { R = 15 };
   uint64_t full[R], icpu[R], iwall[R];
   for (int r = 0; r < R; r++) {
-    uint64_t t0 = sl__now_ns();
-    uint64_t c0 = sl__cpu_ns(), w0 = sl__now_ns(), c1 = sl__cpu_ns(), w1 = sl__now_ns();
-    (void)c1;
+    uint64_t t0 = sl__now_ns(); /* a timed call reads both clocks twice */
+    (void)sl__cpu_ns();
+    (void)sl__now_ns();
+    (void)sl__cpu_ns();
     full[r] = sl__now_ns() - t0;
     uint64_t a = sl__cpu_ns();
     (void)sl__now_ns();
@@ -33,7 +35,6 @@ static uint64_t timer_cost_ns(void) {
     uint64_t b = sl__now_ns();
     (void)sl__cpu_ns();
     iwall[r] = sl__now_ns() - b;
-    (void)c0, (void)w0, (void)w1;
   }
   qsort(full, R, sizeof full[0], cmp_u64);
   qsort(icpu, R, sizeof icpu[0], cmp_u64);
@@ -75,25 +76,43 @@ static uint32_t next_stride(uint64_t wall_ns) {
   return s;
 }
 
-void sl__sampler_init(sl__sampler *s) {
-  s->countdown = sl__timing_enabled() ? 1 : UINT32_MAX;
-  s->stride = 1;
-  s->avg_ns = 0;
+/* The gap to the next timed call: geometric with success probability 1 / stride (at least 1). */
+static uint32_t draw_gap(sl__sampler *s, uint32_t stride) {
+  if (stride <= 1) return 1;
+  s->rng ^= s->rng << 13;
+  s->rng ^= s->rng >> 7;
+  s->rng ^= s->rng << 17;
+  double u = ((double)(s->rng >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+  double g = floor(log(u) / log1p(-1.0 / (double)stride)) + 1;
+  return g >= 4e9 ? 4000000000u : (uint32_t)g;
 }
 
-/* Each sample stands for exactly the calls since the previous one, so the scaled sums stay unbiased when the
- * stride changes; the stride follows a running mean (1/16 weight per sample). */
-static uint64_t advance(sl__sampler *smp, uint64_t wall_ns) {
+void sl__sampler_init(sl__sampler *s, sl__op *op) {
+  s->rng = sl__mix64((uint64_t)(uintptr_t)s ^ sl__now_ns()) | 1;
+  s->avg_ns = op ? atomic_load_explicit(&op->avg_hint_ns, memory_order_relaxed) : 0;
+  if (!sl__timing_enabled()) {
+    s->countdown = UINT32_MAX;
+    s->stride = 1;
+    return;
+  }
+  s->stride = s->avg_ns ? next_stride(s->avg_ns) : 1;
+  s->countdown = draw_gap(s, s->stride);
+}
+
+/* Updates the running mean (1/16 weight per sample) and draws the next gap; returns the sample's weight. */
+static uint64_t advance(sl__op *op, sl__sampler *smp, uint64_t wall_ns) {
   uint64_t scale = smp->stride ? smp->stride : 1;
   if (!smp->avg_ns) smp->avg_ns = wall_ns ? wall_ns : 1;
   else smp->avg_ns = smp->avg_ns - smp->avg_ns / 16 + wall_ns / 16;
-  smp->stride = smp->countdown = next_stride(smp->avg_ns);
+  smp->stride = next_stride(smp->avg_ns);
+  smp->countdown = draw_gap(smp, smp->stride);
+  atomic_store_explicit(&op->avg_hint_ns, smp->avg_ns, memory_order_relaxed);
   return scale;
 }
 
 void sl__stats_work(sl__op *op, sl__sampler *smp, uint64_t cpu_ns, uint64_t wall_ns) {
   unbias(&cpu_ns, &wall_ns);
-  uint64_t scale = advance(smp, wall_ns);
+  uint64_t scale = advance(op, smp, wall_ns);
   sl__stat_add(&op->st.work_cpu_ns, cpu_ns * scale);
   sl__stat_add(&op->st.work_wall_ns, wall_ns * scale);
   uint64_t us = wall_ns / 1000;
@@ -103,7 +122,7 @@ void sl__stats_work(sl__op *op, sl__sampler *smp, uint64_t cpu_ns, uint64_t wall
 
 void sl__stats_sample(sl__op *op, sl__sampler *smp, uint64_t cpu_ns, uint64_t wall_ns) {
   unbias(&cpu_ns, &wall_ns);
-  uint64_t scale = advance(smp, wall_ns);
+  uint64_t scale = advance(op, smp, wall_ns);
   sl__stat_add(&op->st.cpu_ns, cpu_ns * scale);
   sl__stat_add(&op->st.wall_ns, wall_ns * scale);
   sl__stat_add(&op->st.samples, 1);
@@ -172,7 +191,7 @@ int sl__it_new_ex(sl__it **out, size_t size, const sl__it_vt *vt, sl__op *op, sl
   it->op = op;
   it->run = run;
   it->epoch = atomic_fetch_add_explicit(&op->opens, 1, memory_order_relaxed);
-  sl__sampler_init(&it->smp);
+  sl__sampler_init(&it->smp, op);
   int rc = 0;
   if (!open_input)
     rc = 0;

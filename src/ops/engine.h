@@ -68,6 +68,8 @@ struct sl__op {
   atomic_int active_par;    /* parallelism in force: an online tuner may change it during a run */
   atomic_int active_buf;    /* output buffer in force (prefetch with "autotune" buffer): likewise */
   atomic_uint_fast64_t opens; /* iterators made so far: the epoch number of the next one */
+  atomic_uint_fast64_t avg_hint_ns; /* running mean of its sampled call time: new iterators' samplers start from
+                                     * it, so that short-lived iterators sample at the op's long-run stride */
   sl__stats st;
 };
 
@@ -77,16 +79,19 @@ struct sl__run {
   atomic_bool cancel;
 };
 
-/* When to time the next call: a countdown to it, the calls its sample will stand for, and a running mean of the
- * sampled wall time that sets the stride. The stride follows the mean, not the last sample, so that a sample's
- * weight does not depend on its neighbours' values (bursty ops would otherwise bias the estimate). */
+/* When to time the next call. Each call is timed with probability 1/stride (gaps between timed calls are drawn
+ * from a geometric distribution) and a timed call stands for `stride` calls, so the scaled sums are unbiased
+ * whatever an iterator's lifetime (nested sources and epochs under repeat live briefly) and wherever its costly
+ * calls fall. The stride follows a running mean of the sampled wall time, not the last sample, so that a sample's
+ * weight does not depend on its neighbours' values. */
 typedef struct sl__sampler {
-  uint32_t countdown; /* calls until the next timed one (timed when it is 1) */
-  uint32_t stride;    /* calls the next sample stands for */
-  uint64_t avg_ns;    /* running mean of sampled wall time (0: none yet) */
+  uint32_t countdown;  /* calls until the next timed one (timed when it is 1) */
+  uint32_t stride;     /* 1 / the probability the next gap was drawn with: the weight of the next sample */
+  uint64_t avg_ns;     /* running mean of sampled wall time (0: none yet) */
+  uint64_t rng;        /* xorshift state for the gaps */
 } sl__sampler;
-/* A sampler that times its first call, or never when timing is off (SL_NO_TIMING). */
-void sl__sampler_init(sl__sampler *s);
+/* A sampler for op `op` (NULL: none), starting from the op's running mean; never times when SL_NO_TIMING is set. */
+void sl__sampler_init(sl__sampler *s, sl__op *op);
 /* True when this call is to be timed (and counts the call down otherwise). */
 static inline bool sl__sampler_tick(sl__sampler *s) {
   if (s->countdown > 1) {

@@ -172,7 +172,7 @@ static void *pmap_worker(void *p) {
   sl__op *op = m->it.op;
   map_cfg *c = op->impl;
   sl__sampler smp;
-  sl__sampler_init(&smp);
+  sl__sampler_init(&smp, op);
   pthread_mutex_lock(&m->mu);
   for (;;) {
     /* A timed iteration spans everything the worker does for one element: in CPU time from the top (waiting for

@@ -36,7 +36,7 @@ static void *pf_producer(void *p) {
   pf_it *f = p;
   sl__op *op = f->it.op;
   sl__sampler smp;
-  sl__sampler_init(&smp);
+  sl__sampler_init(&smp, op);
   for (;;) {
     /* A timed iteration spans the producer's whole work for one element (input pull and hand-off) in CPU time,
      * so that the hand-off counts as the prefetch's own; wall time is the pull's (the producer's spread). */
@@ -65,7 +65,7 @@ static void *pf_producer(void *p) {
       if (rc < 0) sl__errbox_capture(&f->err, rc);
       pthread_cond_broadcast(&f->cv_ready);
       pthread_mutex_unlock(&f->mu);
-      return NULL;
+          return NULL;
     }
     sl__stat_add(&op->st.in, 1);
     int pos = (f->head + f->count) % f->cap;
