@@ -328,12 +328,12 @@ static void test_planted_bottleneck(void **st) {
   sl_pipeline *p = tu_pipeline("{\"name\": \"planted\", \"ops\": [{\"op\": \"range\", \"stop\": 1000000}, " SPIN(100)
                                ", " SPIN(800) ", " SPIN(100) ", " SPIN(100) "]}");
   sl_trace_opts to = SL_TRACE_OPTS_INIT;
-  to.take = 300;
+  to.take = 1000; /* enough samples of the light stages (about 1 call in 16 is timed) for a few % of spread */
   to.seconds = 60;
   to.machine = test_machine();
   sl_trace *t = NULL;
   assert_int_equal(sl_trace_run(&t, p, &to), 0);
-  assert_int_equal(sl_trace_elements(t), 300);
+  assert_int_equal(sl_trace_elements(t), 1000);
   sl_op_stats s;
   double sum = 0;
   for (int i = 0; i < sl_trace_op_count(t); i++) {
@@ -341,9 +341,9 @@ static void test_planted_bottleneck(void **st) {
     sum += s.cpu_seconds / (double)sl_trace_elements(t);
   }
   /* 1100 us of spin per element; the engine's own work is small beside it. Loose: CPU clocks on a shared VM. */
-  assert_true(sum > 1100e-6 * 0.9 && sum < 1100e-6 * 1.3);
+  assert_true(sum > 1100e-6 * 0.85 && sum < 1100e-6 * 1.3);
   assert_int_equal(sl_trace_op(t, 2, &s), 0);
-  assert_true(fabs(s.cpu_seconds / 300 / 800e-6 - 1) < 0.2);
+  assert_true(fabs(s.cpu_seconds / 1000 / 800e-6 - 1) < 0.2);
   sl_plan *pl = solve(t, 2, 0);
   assert_int_equal(sl_plan_bottleneck(pl), 2);
   assert_true(fabs(sl_plan_bound(pl) * sum / 2 - 1) < 0.05);
