@@ -1,5 +1,6 @@
 /* test_trace.c: the machine probe and traces of reading pipelines: disk bandwidth is measured on a real file,
- * readers count their disk bytes, and a throttled disk bounds the plan with the right number. */
+ * readers count their disk bytes, and a throttled disk bounds the plan with the right number.
+ * SL_TEST_THREADED (parallel maps and interleaves run) */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
