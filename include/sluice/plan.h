@@ -104,11 +104,13 @@ typedef struct sl_autotune_opts {
 #define SL_AUTOTUNE_OPTS_VERSION 1
 #define SL_AUTOTUNE_OPTS_INIT {SL_AUTOTUNE_OPTS_VERSION, 0, 0, 0.01, 60.0}
 
-/* Starts the online tuner on pipeline `p`: a thread that re-optimises the "autotune" parallelism and buffer knobs
- * of `p` with HILL_CLIMB over tf.data's model while runs of `p` go on. Stop it with sl_autotune_stop before
- * freeing `p`. */
+/* Starts the online tuner on pipeline `p`: a thread that re-optimises the "autotune" parallelism knobs (map,
+ * interleave) and prefetch buffers of `p` with HILL_CLIMB over tf.data's model, from the counters of the runs of
+ * `p` going on, and sets them in the running pipeline. Stop it with sl_autotune_stop before freeing `p`. The
+ * knobs in force are visible through sl_pipeline_op_stats (parallelism, buffer). Thread rules: start and stop
+ * from the thread that owns `p`; sl_autotune_rounds is safe from any thread. */
 int sl_autotune_start(sl_autotuner **out, sl_pipeline *p, const sl_autotune_opts *opts);
-/* Number of re-optimisations made so far, and the current value of op i's parallelism (for reports). */
+/* Number of re-optimisations made so far. */
 int sl_autotune_rounds(const sl_autotuner *a);
 /* Stops and joins the tuner thread. Accepts NULL. */
 void sl_autotune_stop(sl_autotuner *a);
