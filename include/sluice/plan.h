@@ -46,6 +46,9 @@ void sl_plan_free(sl_plan *pl);
 /* The throughput bound of the LP (output elements/s) and the model's throughput for the chosen integer plan. */
 double sl_plan_bound(const sl_plan *pl);
 double sl_plan_predicted(const sl_plan *pl);
+/* CPU seconds the plan's model spends per output element (all ops, hand-offs included): with the process CPU per
+ * element of a measured run, a check of the model that does not depend on what else the machine runs. */
+double sl_plan_cpu_per_element(const sl_plan *pl);
 /* Index (in the trace's op order) of the bottleneck op, and the chosen cache point (-1: none). */
 int sl_plan_bottleneck(const sl_plan *pl);
 int sl_plan_cache_point(const sl_plan *pl);
@@ -70,6 +73,8 @@ typedef struct sl_optimize_result {
   double bound;       /* the LP bound */
   int rounds;         /* solves made (1 + re-traces, at most 3) */
   double other_load;  /* most cores other processes kept busy during any of the runs (-1 unknown) */
+  double model_cpu;   /* the final plan's CPU seconds per element (sl_plan_cpu_per_element) */
+  double measured_cpu; /* process CPU seconds per element in the measured run of the final plan (0: not run) */
 } sl_optimize_result;
 
 typedef struct sl_optimize_opts {

@@ -85,10 +85,10 @@ int cmd_optimize(int argc, char **argv) {
     if (json) {
       fprintf(sum, "{\"spec\": \"%s\", \"tuned\": \"%s\", \"baseline\": %.3f, \"bound\": %.3f, \"predicted\": %.3f, "
                    "\"measured\": %.3f, \"error\": %.4f, \"speedup\": %.4f, \"rounds\": %d, \"limit\": \"%s\", "
-                   "\"other_load\": %.3f}\n",
+                   "\"other_load\": %.3f, \"model_cpu_per_element\": %.9f, \"measured_cpu_per_element\": %.9f}\n",
               spec, out ? out : "-", res.baseline, res.bound, res.predicted, res.measured,
               res.measured > 0 && res.predicted > 0 ? res.measured / res.predicted - 1 : 0, speedup, res.rounds,
-              sl_plan_limit(pl), res.other_load);
+              sl_plan_limit(pl), res.other_load, res.model_cpu, res.measured_cpu);
     } else {
       fprintf(sum, "input spec: %10.1f elem/s (traced)\n", res.baseline);
       fprintf(sum, "bound:      %10.1f elem/s (LP, limited by %s)\n", res.bound, sl_plan_limit(pl));
@@ -97,6 +97,9 @@ int cmd_optimize(int argc, char **argv) {
         fprintf(sum, "measured:   %10.1f elem/s (%+.1f%% vs predicted, %d solve%s)\n", res.measured,
                 100.0 * (res.measured / res.predicted - 1), res.rounds, res.rounds > 1 ? "s" : "");
         fprintf(sum, "speed-up:   %10.2fx over the input spec (measured)\n", speedup);
+        fprintf(sum, "CPU/element: %9.1f us in the model, %.1f us measured (%+.1f%%; independent of other load)\n",
+                res.model_cpu * 1e6, res.measured_cpu * 1e6,
+                res.model_cpu > 0 ? 100.0 * (res.measured_cpu / res.model_cpu - 1) : 0.0);
       } else {
         fprintf(sum, "speed-up:   %10.2fx over the input spec (predicted; not measured)\n", speedup);
       }

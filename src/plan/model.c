@@ -309,6 +309,15 @@ static void build_units(const sl_plan *P, const int64_t *par, int cache_at, doub
   assign(P, par, cache_at, P->root, top, 1, h, U);
 }
 
+double sl_plan_cpu_per_element(const sl_plan *P) {
+  units U;
+  if (units_new(&U, P->nops)) return 0;
+  build_units(P, P->par, P->cache_at, P->handoff, &U);
+  double t = U.total;
+  units_free(&U);
+  return t;
+}
+
 double sl__plan_eval(const sl_plan *P, const int64_t *par, int cache_at, double cores) {
   units U;
   if (units_new(&U, P->nops)) return -1;

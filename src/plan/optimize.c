@@ -90,6 +90,7 @@ int sl_optimize(sl_plan **out, sl_pipeline *p, const sl_optimize_opts *opts) {
         sl_plan_free(best);
         best = plan;
         best_measured = measured;
+        res.measured_cpu = tm->elements ? tm->process_cpu / (double)tm->elements : 0;
       } else {
         sl_plan_free(plan);
       }
@@ -124,6 +125,7 @@ int sl_optimize(sl_plan **out, sl_pipeline *p, const sl_optimize_opts *opts) {
   }
   res.predicted = sl_plan_predicted(plan);
   res.bound = sl_plan_bound(plan);
+  res.model_cpu = sl_plan_cpu_per_element(plan);
   *out = plan;
   plan = NULL;
 done:
