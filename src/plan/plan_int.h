@@ -1,5 +1,5 @@
-/* plan/plan_int.h: the planner's model of a traced pipeline, shared by the solver (model.c), the report
- * (report.c) and the optimizer (optimize.c). Op indices are the trace's (pre-order). */
+/* plan/plan_int.h: the planner's model of a traced pipeline, shared by the solver (plan_model.c), the report
+ * (plan_report.c) and the optimizer (plan_optimize.c). Op indices are the trace's (pre-order). */
 #ifndef SL_PLAN_INT_H
 #define SL_PLAN_INT_H
 

@@ -1,4 +1,4 @@
-/* plan/rewrite.c: the rewriter: the traced spec with the plan's knobs written in (every "autotune" replaced by a
+/* plan/plan_rewrite.c: the rewriter: the traced spec with the plan's knobs written in (every "autotune" replaced by a
  * number) and the chosen cache and root prefetch inserted. The result is an ordinary spec a person can read. */
 #include <stdlib.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-/* plan/autotune.c: the baseline tuner, a tf.data AUTOTUNE equivalent (tensorflow/core/framework/model.cc):
+/* plan/plan_autotune.c: the baseline tuner, a tf.data AUTOTUNE equivalent (tensorflow/core/framework/model.cc):
  * tf.data's analytical model (sync node output time = self + ratio x inputs; async node output time = the M/M/1/K
  * wait of its buffer between its consumer and its producer), HILL_CLIMB from every knob at its minimum under a
  * CPU budget (schedulable CPUs) and a RAM budget (half of available memory), re-run online on the 10 ms -> 60 s

@@ -1,4 +1,4 @@
-/* trace/machine.c: the machine probe: usable cores (affinity and cgroup CPU quota), memory (MemAvailable and the
+/* trace/trace_machine.c: the machine probe: usable cores (affinity and cgroup CPU quota), memory (MemAvailable and the
  * cgroup limit), and the sequential read bandwidth of the disk holding the data, measured with the page cache kept
  * out (O_DIRECT; posix_fadvise DONTNEED where the filesystem refuses O_DIRECT). */
 #define _GNU_SOURCE

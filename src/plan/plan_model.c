@@ -1,4 +1,4 @@
-/* plan/model.c: the Plumber model and the solver. From a trace: visit ratios, CPU cost per output element, the
+/* plan/plan_model.c: the Plumber model and the solver. From a trace: visit ratios, CPU cost per output element, the
  * threads each op's work runs on ("units": a sequential thread, or a worker pool of some parallelism), an LP bound
  * (GLPK) under cores, sequential units, disk bandwidth and memory, cache candidates tried one by one, integer
  * parallelism chosen by evaluating the neighbours of the LP point on the model, and buffer depths from latency,

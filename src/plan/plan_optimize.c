@@ -1,4 +1,4 @@
-/* plan/optimize.c: the optimizer loop (trace, solve, rewrite, run the result, compare predicted with measured,
+/* plan/plan_optimize.c: the optimizer loop (trace, solve, rewrite, run the result, compare predicted with measured,
  * re-trace and re-solve while measured falls more than 10% short) and sl_pipeline_optimize, which rebuilds a
  * pipeline in place from its planned spec. */
 #include <string.h>

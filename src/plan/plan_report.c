@@ -1,4 +1,4 @@
-/* plan/report.c: the analyzer's report: a compact table per op (fits a terminal for a 10-op pipeline), the
+/* plan/plan_report.c: the analyzer's report: a compact table per op (fits a terminal for a 10-op pipeline), the
  * bottleneck in one sentence with its numbers, the LP bound and what binds it, the plan, and what-ifs; or the same
  * as JSON. */
 #include <math.h>
