@@ -234,15 +234,15 @@ static const sl__it_vt SINGLE_VT = {single_next, single_free};
 
 /* The single iterator has no op of its own: its counts would double the interleave's input. It borrows the
  * consumer op only for error naming and is never passed through sl__it_next's accounting of another op. */
-static sl__op g_single_op;
 static const sl__op_vt SINGLE_OP_VT = {"single", NULL, NULL, NULL, 0};
+/* Initialised once here, not per call: iterators are opened from several worker threads at once. */
+static char g_single_path[] = "source";
+static sl__op g_single_op = {.vt = &SINGLE_OP_VT, .path = g_single_path};
 
 int sl__it_single(sl__op *op, sl__run *run, const sl_elem *e, sl__it **out) {
   (void)op;
   single_it *s = sl__calloc(1, sizeof *s);
   if (!s) return sl__oom("a nested source");
-  g_single_op.vt = &SINGLE_OP_VT;
-  g_single_op.path = "source";
   s->it.vt = &SINGLE_VT;
   s->it.op = &g_single_op;
   s->it.run = run;

@@ -120,12 +120,37 @@ static void test_short_lived_iterators(void **st) {
   sl_pipeline_free(p);
 }
 
+/* Parallel interleave workers open nested chains (and repeat re-opens them) at the same time: a trace of that has
+ * every element counted, and runs clean under TSan. */
+static void test_parallel_interleave(void **st) {
+  sl_pipeline *p = tu_pipeline("{\"name\": \"pil\", \"ops\": [{\"op\": \"range\", \"stop\": 200}, {\"op\": "
+                               "\"interleave\", \"cycle_length\": 4, \"parallelism\": 2, \"source\": [{\"op\": \"map\", "
+                               "\"fn\": \"spin\", \"args\": {\"us\": 5}}, {\"op\": \"repeat\", \"count\": 3}]}]}");
+  sl_trace_opts to = SL_TRACE_OPTS_INIT;
+  to.probe_disk = false;
+  sl_trace *t = NULL;
+  assert_int_equal(sl_trace_run(&t, p, &to), 0);
+  assert_true(sl_trace_ended(t));
+  assert_int_equal(sl_trace_elements(t), 600);
+  sl_op_stats s;
+  assert_int_equal(sl_trace_op(t, 2, &s), 0);
+  assert_int_equal(s.elements_out, 600);
+  sl_plan *pl = NULL;
+  sl_plan_opts po = SL_PLAN_OPTS_INIT;
+  po.cores = 2;
+  assert_int_equal(sl_plan_solve(&pl, t, &po), 0);
+  sl_plan_free(pl);
+  sl_trace_free(t);
+  sl_pipeline_free(p);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_machine_probe),
       cmocka_unit_test(test_disk_bound_reader),
       cmocka_unit_test(test_trace_deadline),
       cmocka_unit_test(test_short_lived_iterators),
+      cmocka_unit_test(test_parallel_interleave),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
