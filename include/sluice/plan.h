@@ -46,6 +46,9 @@ void sl_plan_free(sl_plan *pl);
 /* The throughput bound of the LP (output elements/s) and the model's throughput for the chosen integer plan. */
 double sl_plan_bound(const sl_plan *pl);
 double sl_plan_predicted(const sl_plan *pl);
+/* The model's throughput for the chosen plan if only `cores` cores were free (e.g. the machine's cores minus what
+ * other processes use): the same integer knobs, evaluated on fewer cores. */
+double sl_plan_predict_on(const sl_plan *pl, double cores);
 /* CPU seconds the plan's model spends per output element (all ops, hand-offs included): with the process CPU per
  * element of a measured run, a check of the model that does not depend on what else the machine runs. */
 double sl_plan_cpu_per_element(const sl_plan *pl);
@@ -75,6 +78,8 @@ typedef struct sl_optimize_result {
   double other_load;  /* most cores other processes kept busy during any of the runs (-1 unknown) */
   double model_cpu;   /* the final plan's CPU seconds per element (sl_plan_cpu_per_element) */
   double measured_cpu; /* process CPU seconds per element in the measured run of the final plan (0: not run) */
+  double measure_other_load; /* cores other processes kept busy during the measured run of the final plan */
+  double predicted_free; /* the model's throughput for the final plan on the cores those processes left free */
 } sl_optimize_result;
 
 typedef struct sl_optimize_opts {

@@ -85,10 +85,12 @@ int cmd_optimize(int argc, char **argv) {
     if (json) {
       fprintf(sum, "{\"spec\": \"%s\", \"tuned\": \"%s\", \"baseline\": %.3f, \"bound\": %.3f, \"predicted\": %.3f, "
                    "\"measured\": %.3f, \"error\": %.4f, \"speedup\": %.4f, \"rounds\": %d, \"limit\": \"%s\", "
-                   "\"other_load\": %.3f, \"model_cpu_per_element\": %.9f, \"measured_cpu_per_element\": %.9f}\n",
+                   "\"other_load\": %.3f, \"model_cpu_per_element\": %.9f, \"measured_cpu_per_element\": %.9f, "
+                   "\"measure_other_load\": %.3f, \"predicted_on_free_cores\": %.3f}\n",
               spec, out ? out : "-", res.baseline, res.bound, res.predicted, res.measured,
               res.measured > 0 && res.predicted > 0 ? res.measured / res.predicted - 1 : 0, speedup, res.rounds,
-              sl_plan_limit(pl), res.other_load, res.model_cpu, res.measured_cpu);
+              sl_plan_limit(pl), res.other_load, res.model_cpu, res.measured_cpu, res.measure_other_load,
+              res.predicted_free);
     } else {
       fprintf(sum, "input spec: %10.1f elem/s (traced)\n", res.baseline);
       fprintf(sum, "bound:      %10.1f elem/s (LP, limited by %s)\n", res.bound, sl_plan_limit(pl));
@@ -105,6 +107,10 @@ int cmd_optimize(int argc, char **argv) {
       }
       if (res.other_load >= 0.25)
         fprintf(sum, "warning:    other processes kept up to %.2f cores busy during these runs\n", res.other_load);
+      if (res.measured > 0 && res.measure_other_load >= 0.25 && res.predicted_free > 0)
+        fprintf(sum, "load-adj.:  %10.1f elem/s predicted on the cores other processes left free during the measured "
+                     "run (%.2f busy elsewhere): measured %+.1f%%\n", res.predicted_free, res.measure_other_load,
+                100.0 * (res.measured / res.predicted_free - 1));
       if (out) fprintf(sum, "wrote %s\n", out);
     }
     if (report) {

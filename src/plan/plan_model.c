@@ -309,6 +309,12 @@ static void build_units(const sl_plan *P, const int64_t *par, int cache_at, doub
   assign(P, par, cache_at, P->root, top, 1, h, U);
 }
 
+double sl_plan_predict_on(const sl_plan *P, double cores) {
+  if (!(cores > 0)) return 0;
+  double x = sl__plan_eval(P, P->par, P->cache_at, cores);
+  return x > 0 ? x : 0;
+}
+
 double sl_plan_cpu_per_element(const sl_plan *P) {
   units U;
   if (units_new(&U, P->nops)) return 0;

@@ -1,6 +1,7 @@
 /* plan/plan_optimize.c: the optimizer loop (trace, solve, rewrite, run the result, compare predicted with measured,
  * re-trace and re-solve while measured falls more than 10% short) and sl_pipeline_optimize, which rebuilds a
  * pipeline in place from its planned spec. */
+#include <math.h>
 #include <string.h>
 
 #include "ops/engine.h"
@@ -91,6 +92,7 @@ int sl_optimize(sl_plan **out, sl_pipeline *p, const sl_optimize_opts *opts) {
         best = plan;
         best_measured = measured;
         res.measured_cpu = tm->elements ? tm->process_cpu / (double)tm->elements : 0;
+        res.measure_other_load = tm->machine.other_load;
       } else {
         sl_plan_free(plan);
       }
@@ -126,6 +128,8 @@ int sl_optimize(sl_plan **out, sl_pipeline *p, const sl_optimize_opts *opts) {
   res.predicted = sl_plan_predicted(plan);
   res.bound = sl_plan_bound(plan);
   res.model_cpu = sl_plan_cpu_per_element(plan);
+  if (res.measured > 0 && res.measure_other_load >= 0)
+    res.predicted_free = sl_plan_predict_on(plan, fmax(plan->C - res.measure_other_load, 0.05));
   *out = plan;
   plan = NULL;
 done:
