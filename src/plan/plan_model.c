@@ -497,7 +497,7 @@ static int search_parallelism(sl_plan *P, int cache_at) {
   }
   double X;
   int rc = sl__plan_lp(P, cache_at, P->C, &X, NULL);
-  int64_t pmax = (int64_t)ceil(P->C) * 2 + 2;
+  int64_t pmax = (int64_t)fmin(ceil(P->C), 1e6) * 2 + 2;
   for (int i = 0; i < P->nops; i++)
     if (P->ops[i].tt > P->ops[i].c * 1.001 && ceil(X * P->ops[i].tt) + 1 > (double)pmax)
       pmax = (int64_t)fmin(ceil(X * P->ops[i].tt) + 1, 256);
@@ -517,6 +517,8 @@ static int search_parallelism(sl_plan *P, int cache_at) {
               !(cache_at >= 0 && sl__plan_upstream(P, j, cache_at)))
             th += X * P->ops[j].tt;
     }
+    if (!(th >= 0)) th = 0;
+    if (th > 1e6) th = 1e6; /* far beyond pmax: keeps the casts defined */
     int64_t c4[4] = {1, (int64_t)floor(th), (int64_t)ceil(th), (int64_t)ceil(th) + 1};
     for (int k = 0; k < 4; k++) {
       int64_t v = c4[k] < 1 ? 1 : c4[k] > pmax ? pmax : c4[k];
@@ -875,4 +877,4 @@ int64_t sl_plan_buffer(const sl_plan *P, int i) {
   int k = P->ops[i].kind;
   return k == PK_MAP || k == PK_INTERLEAVE || k == PK_PREFETCH ? P->buf[i] : 0;
 }
-int64_t sl_plan_memory(const sl_plan *P) { return (int64_t)P->mem; }
+int64_t sl_plan_memory(const sl_plan *P) { return (int64_t)fmin(P->mem, 9e18); }

@@ -144,6 +144,69 @@ static void test_parallel_interleave(void **st) {
   sl_pipeline_free(p);
 }
 
+/* A parser of outside input: mutated trace documents are refused with an error or read, and a trace that is read
+ * can be planned; nothing crashes (ASan and UBSan watch). */
+static void test_trace_mutations(void **st) {
+  sl_pipeline *p = tu_pipeline("{\"name\": \"m\", \"ops\": [{\"op\": \"range\", \"stop\": 300}, {\"op\": \"map\", "
+                               "\"fn\": \"spin\", \"args\": {\"us\": 5}}, {\"op\": \"batch\", \"size\": 3}, "
+                               "{\"op\": \"repeat\", \"count\": 2}]}");
+  sl_trace_opts to = SL_TRACE_OPTS_INIT;
+  to.probe_disk = false;
+  sl_trace *t = NULL;
+  assert_int_equal(sl_trace_run(&t, p, &to), 0);
+  char *doc = NULL;
+  assert_int_equal(sl_trace_to_json(t, &doc), 0);
+  sl_trace_free(t);
+  sl_pipeline_free(p);
+  size_t n = strlen(doc);
+  char *m = malloc(n + 64);
+  assert_non_null(m);
+  uint64_t r = 0x9e3779b97f4a7c15ull;
+  int read = 0;
+  for (int iter = 0; iter < 1500; iter++) {
+    memcpy(m, doc, n + 1);
+    size_t len = n;
+    int k = 1 + (int)(r % 3);
+    for (int j = 0; j < k; j++) {
+      r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+      size_t at = (size_t)(r % len);
+      switch ((r >> 32) % 5) {
+      case 0: m[at] = "-9071\"{}[],:e."[(r >> 40) % 14]; break; /* a structural or numeric character */
+      case 1: len = at; m[len] = 0; break;                      /* truncation */
+      case 2: memmove(m + at, m + at + 1, len - at); len--; break;
+      case 3: m[at] = (char)('0' + (r >> 44) % 10); break;
+      default: { /* a digit run becomes a large or negative number */
+        const char *big = (r >> 45) & 1 ? "99999999999" : "-1";
+        size_t bl = strlen(big);
+        if (len + bl < n + 60) {
+          memmove(m + at + bl, m + at, len - at + 1);
+          memcpy(m + at, big, bl);
+          len += bl;
+        }
+      }
+      }
+    }
+    sl_trace *u = NULL;
+    if (sl_trace_from_json(&u, m, len, "mutant") == 0) {
+      read++;
+      sl_plan_opts po = SL_PLAN_OPTS_INIT;
+      po.cores = 2;
+      po.handoff = 0;
+      sl_plan *pl = NULL;
+      if (sl_plan_solve(&pl, u, &po) == 0) {
+        char *x = NULL;
+        if (sl_plan_spec_json(pl, &x) == 0) sl_free(x);
+        if (sl_plan_report(pl, false, &x) == 0) sl_free(x);
+        sl_plan_free(pl);
+      }
+      sl_trace_free(u);
+    }
+  }
+  assert_true(read > 0); /* some mutants are still traces (a changed digit) */
+  free(m);
+  sl_free(doc);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_machine_probe),
@@ -151,6 +214,7 @@ int main(void) {
       cmocka_unit_test(test_trace_deadline),
       cmocka_unit_test(test_short_lived_iterators),
       cmocka_unit_test(test_parallel_interleave),
+      cmocka_unit_test(test_trace_mutations),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
