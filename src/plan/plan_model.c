@@ -178,7 +178,12 @@ int sl__plan_model(sl_plan *P, const sl_trace *t, const sl_plan_opts *opts) {
   }
   /* Budgets. */
   double C = opts->cores > 0 ? opts->cores : t->machine.cores;
-  if (opts->cores < 0) return sl__err(SL_EINVAL, "infeasible budget: %g cores", opts->cores);
+  if (opts->cores < 0 || !isfinite(opts->cores) || opts->cores > 1e6)
+    return sl__err(SL_EINVAL, "infeasible budget: %g cores", opts->cores);
+  if (!isfinite(opts->disk_bandwidth) || opts->disk_bandwidth < 0 || !isfinite(opts->consumer_cores))
+    return sl__err(SL_EINVAL, "planner options: disk bandwidth and consumer cores must be finite and not negative");
+  if (!isfinite(t->machine.cores) || t->machine.cores > 1e6)
+    return sl__err(SL_EINVAL, "trace: machine.cores %g is not a core count", t->machine.cores);
   C -= opts->consumer_cores;
   if (!(C > 0))
     return sl__err(SL_EINVAL, "infeasible budget: no cores left for the pipeline (%g cores, %g for the consumer)",
