@@ -172,12 +172,9 @@ static int text_report(const sl_plan *P, sl__str *s, sl__str *out_table) {
   /* What-ifs. */
   rc |= sl__str_printf(s, "What if: +1 core: %s elem/s (%+.0f%%).", si(a, sizeof a, P->bound_plus_core),
                        pct(P->bound_plus_core, P->bound));
-  int best = -1, legal = 0;
+  int best = -1;
   for (int k = 0; k < P->ncands; k++)
-    if (P->cands[k].legal) {
-      legal++;
-      if (best < 0 || P->cands[k].bound > P->cands[best].bound) best = k;
-    }
+    if (P->cands[k].legal && (best < 0 || P->cands[k].bound > P->cands[best].bound)) best = k;
   if (P->cache_at >= 0) {
     rc |= sl__str_printf(s, " Cache after %s: %+.0f%% (chosen).", P->ops[P->cache_at].path,
                          pct(P->bound, P->bound_nocache));
@@ -185,8 +182,16 @@ static int text_report(const sl_plan *P, sl__str *s, sl__str *out_table) {
     rc |= sl__str_printf(s, " Best cache (after %s): %+.0f%%, not worth it.", P->ops[P->cands[best].at].path,
                          pct(P->cands[best].bound, P->bound_nocache));
   } else if (P->ncands > 0) {
-    const pm_cache *k = &P->cands[P->ncands - 1];
-    rc |= sl__str_printf(s, " No cache: at %s %s.", P->ops[k->at].path, k->why);
+    /* The refusal that matters most: where a cache would have saved the most CPU. */
+    const pm_cache *k = &P->cands[0];
+    double most = -1;
+    for (int q = 0; q < P->ncands; q++) {
+      double saved = 0;
+      for (int j = 0; j < P->nops; j++)
+        if (sl__plan_upstream(P, j, P->cands[q].at)) saved += P->ops[j].c;
+      if (saved > most) most = saved, k = &P->cands[q];
+    }
+    rc |= sl__str_printf(s, " No cache: after %s, %s.", P->ops[k->at].path, k->why);
   }
   if (P->more_mem_cache_at >= 0 && P->more_mem_cache_at != P->cache_at)
     rc |= sl__str_printf(s, " More memory: a cache after %s would give %+.0f%%.", P->ops[P->more_mem_cache_at].path,
@@ -194,7 +199,6 @@ static int text_report(const sl_plan *P, sl__str *s, sl__str *out_table) {
   else
     rc |= sl__str_printf(s, " More memory: no gain.");
   rc |= sl__str_printf(s, "\n");
-  (void)legal;
   if (!rc) rc |= wrap_prose(&table, prose.s, 100);
   sl__str_dispose(&prose);
   *out_table = table;
