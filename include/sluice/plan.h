@@ -90,10 +90,12 @@ typedef struct sl_optimize_opts {
   int max_retraces;        /* re-trace and re-solve while measured < 90% of predicted, at most this often (2) */
   const sl_machine *machine; /* machine description to use instead of probing (NULL: probe) */
   sl_optimize_result *result; /* filled when not NULL */
+  const sl_trace *trace;   /* a trace of the pipeline to start from instead of tracing it (checked: SL_EINVAL when
+                            * it is of another pipeline); NULL: trace */
 } sl_optimize_opts;
 #define SL_OPTIMIZE_OPTS_VERSION 1
 #define SL_OPTIMIZE_OPTS_INIT \
-  {SL_OPTIMIZE_OPTS_VERSION, {SL_PLAN_OPTS_VERSION, 0, 0, 0, 0, true, true, true, -1}, 2.0, 0, 2, NULL, NULL}
+  {SL_OPTIMIZE_OPTS_VERSION, {SL_PLAN_OPTS_VERSION, 0, 0, 0, 0, true, true, true, -1}, 2.0, 0, 2, NULL, NULL, NULL}
 
 /* Traces `p`, plans its knobs and rebuilds `p` in place from the planned spec (sl_pipeline_to_json then shows
  * every knob set). With opts->plan.only_autotune (the default here), only knobs set to "autotune" change. No

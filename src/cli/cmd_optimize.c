@@ -7,12 +7,14 @@
 
 static void optimize_help(FILE *f) {
   fprintf(f,
-          "usage: sluice optimize SPEC [-o TUNED] [--seconds S] [--measure S] [--json] [--report] [planner options]\n\n"
+          "usage: sluice optimize SPEC [-o TUNED] [--trace TRACE] [--seconds S] [--measure S] [--json] [--report]\n"
+          "                       [planner options]\n\n"
           "Traces SPEC, solves the Plumber model (LP bound, cache point, integer parallelism, buffer depths), writes\n"
           "the planned spec (an ordinary spec with every knob set), runs it, and prints predicted vs measured\n"
           "throughput and the speed-up over SPEC. When measured falls more than 10%% short of predicted it re-traces\n"
           "the tuned pipeline and solves again, at most twice.\n\n"
           "  -o TUNED       write the planned spec here (default: stdout, the summary then goes to stderr)\n"
+          "  --trace TRACE  start from this trace of SPEC instead of tracing it (refused if it is of another spec)\n"
           "  --seconds S    trace SPEC for S seconds (default 2)\n"
           "  --measure S    run the planned spec S seconds to measure it (default 3; 0: do not run it)\n"
           "  --json         print the summary as JSON\n"
@@ -22,7 +24,7 @@ static void optimize_help(FILE *f) {
 }
 
 int cmd_optimize(int argc, char **argv) {
-  const char *spec = NULL, *out = NULL;
+  const char *spec = NULL, *out = NULL, *trace_path = NULL;
   bool json = false, report = false;
   sl_optimize_opts oo = SL_OPTIMIZE_OPTS_INIT;
   sl_optimize_result res;
@@ -38,6 +40,9 @@ int cmd_optimize(int argc, char **argv) {
     } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
       if (i + 1 >= argc) return cli_usage("optimize", "%s needs a file name", a);
       out = argv[++i];
+    } else if (!strcmp(a, "--trace")) {
+      if (i + 1 >= argc) return cli_usage("optimize", "--trace needs a file name");
+      trace_path = argv[++i];
     } else if (!strcmp(a, "--seconds")) {
       if (i + 1 >= argc || !cli_parse_f64("optimize", a, argv[++i], &oo.trace_seconds)) return CLI_USAGE;
       if (oo.trace_seconds <= 0) return cli_usage("optimize", "--seconds must be positive");
@@ -61,12 +66,22 @@ int cmd_optimize(int argc, char **argv) {
   if (!spec) return cli_usage("optimize", "a SPEC file is required");
   sl_pipeline *p = NULL;
   if (sl_pipeline_from_file(&p, spec)) return cli_fail(false, "%s", sl_error_last());
-  sl_plan *pl = NULL;
-  if (sl_optimize(&pl, p, &oo)) {
+  sl_trace *given = NULL;
+  if (trace_path && sl_trace_load(&given, trace_path)) {
     int r = cli_fail(false, "%s", sl_error_last());
     sl_pipeline_free(p);
     return r;
   }
+  oo.trace = given;
+  sl_plan *pl = NULL;
+  if (sl_optimize(&pl, p, &oo)) {
+    int r = trace_path ? cli_fail(false, "%s vs %s: %s", trace_path, spec, sl_error_last())
+                       : cli_fail(false, "%s", sl_error_last());
+    sl_trace_free(given);
+    sl_pipeline_free(p);
+    return r;
+  }
+  sl_trace_free(given);
   int rc = CLI_OK;
   char *tuned = NULL;
   if (sl_plan_spec_json(pl, &tuned)) rc = cli_fail(false, "%s", sl_error_last());

@@ -68,7 +68,16 @@ int sl_optimize(sl_plan **out, sl_pipeline *p, const sl_optimize_opts *opts) {
   sl_plan *plan = NULL, *best = NULL;
   double best_measured = -1;
   sl_plan_opts popts = opts->plan;
-  int rc = trace_of(&t0, p, opts->trace_seconds > 0 ? opts->trace_seconds : 2.0, 0, opts->machine);
+  int rc;
+  if (opts->trace) {
+    /* Start from the caller's trace: a copy, checked against the pipeline. */
+    char *js = NULL;
+    if ((rc = sl_trace_check_spec(opts->trace, p)) || (rc = sl_trace_to_json(opts->trace, &js))) goto done;
+    rc = sl_trace_from_json(&t0, js, strlen(js), opts->trace->origin);
+    sl__free(js);
+  } else {
+    rc = trace_of(&t0, p, opts->trace_seconds > 0 ? opts->trace_seconds : 2.0, 0, opts->machine);
+  }
   if (rc) goto done;
   res.baseline = sl_trace_throughput(t0);
   res.other_load = t0->machine.other_load;

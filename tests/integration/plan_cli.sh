@@ -39,6 +39,11 @@ python3 -c "import json,sys; r=json.load(open(sys.argv[1])); assert r['bottlenec
 # Bad input: another spec, another version, infeasible budgets.
 if "$CLI" analyze "$D/t.json" --spec "$D/other.json" 2> "$D/e1"; then fail "different spec accepted"; fi
 grep -q 'different pipeline' "$D/e1" || fail "different spec message"
+if "$CLI" optimize "$D/other.json" --trace "$D/t.json" --measure 0 -o "$D/x.json" 2> "$D/e1b"; then
+  fail "optimize accepted a trace of another spec"
+fi
+grep -q 'different pipeline' "$D/e1b" || fail "optimize --trace message"
+"$CLI" optimize "$D/spin.json" --trace "$D/t.json" --measure 0 -o "$D/x.json" > /dev/null || fail "optimize --trace"
 sed 's/"version": 1,/"version": 99,/' "$D/t.json" > "$D/v99.json"
 if "$CLI" analyze "$D/v99.json" 2> "$D/e2"; then fail "version 99 accepted"; fi
 grep -q 'trace format version 99' "$D/e2" || fail "version message"
