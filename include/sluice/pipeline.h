@@ -92,6 +92,9 @@ typedef struct sl_op_stats {
   uint64_t bytes_held;    /* bytes currently held (cache contents, buffered elements) */
   uint64_t bytes_held_peak;
   int64_t cardinality;    /* elements per epoch when known from the spec, -1 unknown, -2 infinite */
+  double call_mean;       /* mean wall seconds of one unit of the op's work (a function call on a worker for
+                           * parallel map, else one next() call, inputs included), from sampled calls */
+  double call_sd;         /* standard deviation of the same (0 when unknown) */
 } sl_op_stats;
 
 /* Number of ops, nested source ops included (pre-order: an interleave is followed by its source ops). */

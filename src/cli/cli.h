@@ -48,5 +48,14 @@ bool cli_sigint_seen(void);
 int cmd_run(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
 int cmd_gen(int argc, char **argv);
+int cmd_trace(int argc, char **argv);
+int cmd_analyze(int argc, char **argv);
+int cmd_optimize(int argc, char **argv);
+
+/* Planner options shared by analyze and optimize (cmd_analyze.c). cli_plan_option returns 1 when argv[*i] was a
+ * planner option (consuming its value), 0 when it was not, -1 after printing a usage error. */
+bool cli_parse_bytes(const char *cmd, const char *opt, const char *val, int64_t *out);
+int cli_plan_option(const char *cmd, int argc, char **argv, int *i, sl_plan_opts *o);
+const char *cli_plan_options_help(void);
 
 #endif

@@ -8,10 +8,12 @@
 
 static void run_help(FILE *f) {
   fprintf(f,
-          "usage: sluice run SPEC [--take N] [--seconds S] [--json] [--quiet]\n\n"
+          "usage: sluice run SPEC [--take N] [--seconds S] [--tuner autotune] [--json] [--quiet]\n\n"
           "Runs the pipeline in SPEC (a JSON file) and reports what it produced and how fast.\n\n"
           "  --take N      stop after N output elements\n"
           "  --seconds S   stop after S seconds\n"
+          "  --tuner T     'autotune': tune the spec's \"autotune\" knobs online with the tf.data-AUTOTUNE\n"
+          "                equivalent (HILL_CLIMB, re-optimised on a 10 ms -> 60 s doubling schedule)\n"
           "  --json        print the summary as JSON on stdout\n"
           "  --quiet       no progress line\n\n"
           "Output elements are what the last op yields (batches, when the pipeline batches); 'examples' counts the\n"
@@ -28,7 +30,7 @@ int cmd_run(int argc, char **argv) {
   const char *spec = NULL;
   int64_t take = -1;
   double seconds = -1;
-  bool json = false, quiet = false;
+  bool json = false, quiet = false, autotune = false;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (cli_is_help(a)) {
@@ -38,6 +40,11 @@ int cmd_run(int argc, char **argv) {
       if (i + 1 >= argc || !cli_parse_i64("run", a, argv[++i], &take)) return CLI_USAGE;
     } else if (!strcmp(a, "--seconds")) {
       if (i + 1 >= argc || !cli_parse_f64("run", a, argv[++i], &seconds)) return CLI_USAGE;
+    } else if (!strcmp(a, "--tuner")) {
+      if (i + 1 >= argc) return cli_usage("run", "--tuner needs a name (autotune or none)");
+      const char *t = argv[++i];
+      if (!strcmp(t, "autotune")) autotune = true;
+      else if (strcmp(t, "none")) return cli_usage("run", "--tuner: unknown tuner '%s' (known: autotune, none)", t);
     } else if (!strcmp(a, "--json")) {
       json = true;
     } else if (!strcmp(a, "--quiet")) {
@@ -56,6 +63,13 @@ int cmd_run(int argc, char **argv) {
   sl_iter *it = NULL;
   if (sl_pipeline_iter(&it, p)) {
     int r = cli_fail(false, "%s", sl_error_last());
+    sl_pipeline_free(p);
+    return r;
+  }
+  sl_autotuner *tuner = NULL;
+  if (autotune && sl_autotune_start(&tuner, p, NULL)) {
+    int r = cli_fail(false, "%s", sl_error_last());
+    sl_iter_free(it);
     sl_pipeline_free(p);
     return r;
   }
@@ -93,19 +107,31 @@ int cmd_run(int argc, char **argv) {
   cli_progress_end(&p_bar);
   char errmsg[1024] = "";
   if (rc < 0) snprintf(errmsg, sizeof errmsg, "%s", sl_error_last());
+  int rounds = tuner ? sl_autotune_rounds(tuner) : 0;
+  sl_autotune_stop(tuner);
   sl_iter_free(it);
   double rate = wall > 0 ? (double)n / wall : 0;
   if (json) {
     printf("{\"spec\": \"%s\", \"elements\": %lld, \"examples\": %lld, \"bytes\": %.0f, \"wall_seconds\": %.6f, "
            "\"cpu_seconds\": %.6f, \"elements_per_second\": %.3f, \"examples_per_second\": %.3f, "
-           "\"mb_per_second\": %.3f, \"status\": \"%s\"}\n",
+           "\"mb_per_second\": %.3f, \"status\": \"%s\", \"tuner\": \"%s\", \"tuner_rounds\": %d}\n",
            spec, (long long)n, (long long)examples, bytes, wall, cpu, rate, wall > 0 ? (double)examples / wall : 0,
-           wall > 0 ? bytes / wall / 1e6 : 0, rc < 0 ? "error" : interrupted ? "interrupted" : "ok");
+           wall > 0 ? bytes / wall / 1e6 : 0, rc < 0 ? "error" : interrupted ? "interrupted" : "ok",
+           autotune ? "autotune" : "none", rounds);
   } else if (!quiet || rc >= 0) {
     printf("%s: %lld elements (%lld examples) in %.3f s\n", sl_pipeline_name(p), (long long)n, (long long)examples, wall);
     printf("  %.1f elements/s, %.1f examples/s, %.2f MB/s\n", rate, wall > 0 ? (double)examples / wall : 0,
            wall > 0 ? bytes / wall / 1e6 : 0);
     printf("  wall %.3f s, CPU %.3f s (%.2f cores)\n", wall, cpu, wall > 0 ? cpu / wall : 0);
+    if (autotune) {
+      printf("  tuner autotune: %d re-optimisations; final knobs:", rounds);
+      for (int i = 0; i < sl_pipeline_op_count(p); i++) {
+        sl_op_stats s;
+        if (sl_pipeline_op_stats(p, i, &s) == 0 && s.async)
+          printf(" %s parallelism %lld buffer %lld;", s.path, (long long)s.parallelism, (long long)s.buffer);
+      }
+      printf("\n");
+    }
   }
   sl_pipeline_free(p);
   if (rc < 0) return cli_fail(false, "%s", errmsg);

@@ -24,6 +24,8 @@ typedef struct sl__stats {
   atomic_uint_fast64_t work_cpu_ns, work_wall_ns;  /* own work done on worker threads (map functions) */
   atomic_uint_fast64_t wait_ns;
   atomic_uint_fast64_t occ_sum, occ_n, held, held_peak;
+  /* Spread of per-call wall times (for buffer sizing): scaled sample counts and sums of squares in us^2. */
+  atomic_uint_fast64_t next_n, next_sq_us, work_n, work_sq_us;
 } sl__stats;
 
 typedef struct sl__op_vt {
@@ -59,10 +61,17 @@ struct sl__op {
   int64_t buffer;      /* resolved output buffer, 0 for none */
   bool par_autotune, buf_autotune, async, random;
   bool async_input;  /* its input is pulled on worker threads (prefetch, parallel map): not in its next() time */
+  bool work_covers_input; /* its timed worker work spans whole worker iterations, input pulls included (parallel
+                           * map, prefetch), so that hand-off costs count: own time subtracts the input's */
   bool async_source; /* its nested source is pulled on worker threads (parallel interleave) */
   int64_t cardinality; /* per epoch: >= 0 known, -1 unknown, -2 infinite */
   atomic_int active_par;    /* parallelism in force: an online tuner may change it during a run */
+  atomic_int active_buf;    /* output buffer in force (prefetch with "autotune" buffer): likewise */
   atomic_uint_fast64_t opens; /* iterators made so far: the epoch number of the next one */
+  pthread_mutex_t live_mu;    /* guards `live`, and the hand-over of a freed iterator's counts */
+  sl__it *live;
+  atomic_uint_fast64_t avg_hint_ns; /* running mean of its sampled call time: new iterators' samplers start from
+                                     * it, so that short-lived iterators sample at the op's long-run stride */
   sl__stats st;
 };
 
@@ -71,6 +80,28 @@ struct sl__run {
   sl_pipeline *pl;
   atomic_bool cancel;
 };
+
+/* When to time the next call. Each call is timed with probability 1/stride (gaps between timed calls are drawn
+ * from a geometric distribution) and a timed call stands for `stride` calls, so the scaled sums are unbiased
+ * whatever an iterator's lifetime (nested sources and epochs under repeat live briefly) and wherever its costly
+ * calls fall. The stride follows a running mean of the sampled wall time, not the last sample, so that a sample's
+ * weight does not depend on its neighbours' values. */
+typedef struct sl__sampler {
+  uint32_t countdown;  /* calls until the next timed one (timed when it is 1) */
+  uint32_t stride;     /* 1 / the probability the next gap was drawn with: the weight of the next sample */
+  uint64_t avg_ns;     /* running mean of sampled wall time (0: none yet) */
+  uint64_t rng;        /* xorshift state for the gaps */
+} sl__sampler;
+/* A sampler for op `op` (NULL: none), starting from the op's running mean; never times when SL_NO_TIMING is set. */
+void sl__sampler_init(sl__sampler *s, sl__op *op);
+/* True when this call is to be timed (and counts the call down otherwise). */
+static inline bool sl__sampler_tick(sl__sampler *s) {
+  if (s->countdown > 1) {
+    s->countdown--;
+    return false;
+  }
+  return true;
+}
 
 typedef struct sl__it_vt {
   int (*next)(sl__it *it, sl_elem *out);
@@ -84,8 +115,11 @@ struct sl__it {
   sl__run *run;
   sl__it *input;
   uint64_t epoch;
-  uint32_t tick, mask;   /* a call is timed when (tick & mask) == 0 */
-  uint64_t pend_out, pend_bytes, pend_in; /* counts not yet added to the op's counters */
+  sl__sampler smp;
+  /* Counts kept by the iterator (one writer: relaxed load + store, no locked instruction per element) and added
+   * to the op's counters when it is freed; readers add the live iterators' counts (sl__op_counts). */
+  atomic_uint_fast64_t pend_out, pend_bytes, pend_in;
+  sl__it *live_prev, *live_next; /* in op->live, under op->live_mu */
 };
 
 /* Calls an iterator's next with counting and sampled timing. */
@@ -95,8 +129,13 @@ int sl__it_pull(sl__it *it, sl_elem *out);
 /* Same for another child (an interleave's nested iterators); does not count an input element. */
 int sl__it_pull_from(sl__it *it, sl__it *child, sl_elem *out);
 void sl__it_free(sl__it *it);
-/* Adds the iterator's pending counts to its op's counters (done at timed calls and at free). */
-void sl__it_flush(sl__it *it);
+/* The op's element and byte counts: its counters plus those of its live iterators. */
+void sl__op_counts(sl__op *op, uint64_t *out, uint64_t *in, uint64_t *bytes_out);
+/* Zeroes the op's counters (live iterators' counts included, by offsetting). */
+void sl__op_reset_counts(sl__op *op);
+static inline void sl__pend_add(atomic_uint_fast64_t *c, uint64_t v) {
+  atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + v, memory_order_relaxed);
+}
 /* Allocates an iterator of `size` bytes (zeroed), fills its head and opens its input (when the op has one). */
 int sl__it_new(sl__it **out, size_t size, const sl__it_vt *vt, sl__op *op, sl__run *run, const sl_elem *seed_elem);
 /* Same, opening the input only when open_input is true (a cache that reads its contents needs no upstream). */
@@ -107,13 +146,18 @@ int sl__op_open_input(sl__op *op, sl__run *run, const sl_elem *seed_elem, sl__it
 /* Opens an op's iterator (recursively opens inputs). */
 int sl__op_open(sl__op *op, sl__run *run, const sl_elem *seed_elem, sl__it **out);
 
-/* Sampling of self time: the stride a cheap op settles on (calls timed 1 in SL_SAMPLE_STRIDE). */
-#define SL_SAMPLE_STRIDE 256u
-/* Adds one sampled measurement of own work (ns), scaled by the stride it was taken at, and adapts the stride:
- * ops slower than ~20 us per call are timed on every call (the clock cost is then negligible). */
-void sl__stats_sample(sl__op *op, uint32_t *mask, uint64_t cpu_ns, uint64_t wall_ns);
+/* Sampling of self time: the largest stride (a cheap op is timed once in SL_SAMPLE_STRIDE calls). */
+#define SL_SAMPLE_STRIDE 1024u
+/* Adds one sampled measurement (ns), scaled by the number of calls it stands for, and sets the next stride and
+ * countdown: calls are timed often enough for good estimates but so that the clocks' cost (measured
+ * once per process: a thread CPU clock read is a system call on some machines) stays near 0.25% of the op's time. */
+void sl__stats_sample(sl__op *op, sl__sampler *smp, uint64_t cpu_ns, uint64_t wall_ns);
+/* False when SL_NO_TIMING is set (counts only; for measuring the cost of timing). */
+bool sl__timing_enabled(void);
 /* The same for work done on a worker thread (a map function call). */
-void sl__stats_work(sl__op *op, uint32_t *mask, uint64_t cpu_ns, uint64_t wall_ns);
+void sl__stats_work(sl__op *op, sl__sampler *smp, uint64_t cpu_ns, uint64_t wall_ns);
+/* The same for one timed chunk of n elements handled together (a parallel map worker's batch of cheap calls). */
+void sl__stats_work_n(sl__op *op, sl__sampler *smp, uint64_t cpu_ns, uint64_t wall_ns, uint64_t n);
 static inline void sl__stat_add(atomic_uint_fast64_t *c, uint64_t v) {
   atomic_fetch_add_explicit(c, v, memory_order_relaxed);
 }
@@ -138,6 +182,8 @@ int sl__knob_check_keys(const sl__op *op, json_t *obj, const char *const *allowe
 /* Documented defaults for "autotune" knobs until the planner has run (docs/spec.md). */
 int64_t sl__autotune_parallelism(void);
 #define SL_AUTOTUNE_BUFFER 2
+/* Ring slots a prefetch with an "autotune" buffer allocates, so that a tuner may deepen it during a run. */
+#define SL_AUTOTUNE_BUFFER_MAX 64
 
 /* Pipeline internals the ops need. */
 struct sl_pipeline {

@@ -27,6 +27,7 @@ static int pf_parse(sl__op *op, json_t *o) {
   if (op->buf_autotune) op->buffer = SL_AUTOTUNE_BUFFER;
   op->async = true;
   op->async_input = true;
+  op->work_covers_input = true;
   op->cardinality = op->input ? op->input->cardinality : -1;
   return 0;
 }
@@ -34,9 +35,16 @@ static int pf_parse(sl__op *op, json_t *o) {
 static void *pf_producer(void *p) {
   pf_it *f = p;
   sl__op *op = f->it.op;
+  sl__sampler smp;
+  sl__sampler_init(&smp, op);
   for (;;) {
+    /* A timed iteration spans the producer's whole work for one element (input pull and hand-off) in CPU time,
+     * so that the hand-off counts as the prefetch's own; wall time is the pull's (the producer's spread). */
+    bool timed = sl__sampler_tick(&smp);
+    uint64_t c0 = timed ? sl__cpu_ns() : 0, w0 = 0, pw = 0;
     pthread_mutex_lock(&f->mu);
-    while (!f->stop && f->count >= f->cap) {
+    while (!f->stop && (f->count >= f->cap ||
+                        f->count >= atomic_load_explicit(&op->active_buf, memory_order_relaxed))) {
       f->waiting_producer++;
       sl__cond_wait_ms(&f->cv_space, &f->mu, 50);
       f->waiting_producer--;
@@ -47,7 +55,9 @@ static void *pf_producer(void *p) {
     if (stop) return NULL;
     sl_elem e;
     sl_elem_init(&e);
+    if (timed) w0 = sl__now_ns();
     int rc = sl__it_next(f->it.input, &e);
+    if (timed) pw = sl__now_ns() - w0;
     pthread_mutex_lock(&f->mu);
     if (rc) {
       f->done = true;
@@ -55,7 +65,7 @@ static void *pf_producer(void *p) {
       if (rc < 0) sl__errbox_capture(&f->err, rc);
       pthread_cond_broadcast(&f->cv_ready);
       pthread_mutex_unlock(&f->mu);
-      return NULL;
+          return NULL;
     }
     sl__stat_add(&op->st.in, 1);
     int pos = (f->head + f->count) % f->cap;
@@ -66,6 +76,7 @@ static void *pf_producer(void *p) {
     sl__stats_held(op, (int64_t)b);
     if (f->waiting_consumer) pthread_cond_signal(&f->cv_ready);
     pthread_mutex_unlock(&f->mu);
+    if (timed) sl__stats_work(op, &smp, sl__cpu_ns() - c0, pw);
   }
 }
 
@@ -129,13 +140,15 @@ static int pf_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out) 
   pthread_mutex_init(&f->mu, NULL);
   pthread_cond_init(&f->cv_space, NULL);
   pthread_cond_init(&f->cv_ready, NULL);
-  f->cap = (int)op->buffer;
+  /* An autotuned buffer may be deepened during the run: the ring has room for the largest depth. */
+  f->cap = op->buf_autotune ? SL_AUTOTUNE_BUFFER_MAX : (int)op->buffer;
   f->ring = sl__calloc((size_t)f->cap, sizeof *f->ring);
   f->ring_bytes = sl__calloc((size_t)f->cap, sizeof *f->ring_bytes);
   if (!f->ring || !f->ring_bytes) {
+    int cap = f->cap;
     sl__it_free(*out);
     *out = NULL;
-    return sl__op_err(op, SL_ENOMEM, "out of memory for a buffer of %d elements", (int)op->buffer);
+    return sl__op_err(op, SL_ENOMEM, "out of memory for a buffer of %d elements", cap);
   }
   if (pthread_create(&f->thread, NULL, pf_producer, f)) {
     sl__it_free(*out);

@@ -1,6 +1,7 @@
 /* ops/pipeline.c: a spec (JSON text, file or builder) becomes a pipeline: an array of ops in pre-order, each
  * chained to its input; sl_iter is one run of it. Also the per-op counters API. */
 #include <errno.h>
+#include <math.h>
 #include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@ struct sl_iter {
 
 static void op_free(sl__op *op) {
   if (!op) return;
+  pthread_mutex_destroy(&op->live_mu);
   if (op->vt && op->vt->free) op->vt->free(op);
   sl__free(op->path);
   sl__free(op->label);
@@ -66,6 +68,7 @@ static int parse_chain(sl_pipeline *p, json_t *arr, const char *path, bool neste
     sl__op *op = sl__calloc(1, sizeof *op);
     if (!op) return sl__oom("an op");
     op->vt = vt;
+    pthread_mutex_init(&op->live_mu, NULL);
     op->pl = p;
     op->index = p->nops;
     op->parent = -1;
@@ -101,6 +104,7 @@ static int parse_chain(sl_pipeline *p, json_t *arr, const char *path, bool neste
     int rc = vt->parse(op, obj);
     if (rc) return rc;
     atomic_store(&op->active_par, (int)op->parallelism);
+    atomic_store(&op->active_buf, (int)op->buffer);
     prev = op;
   }
   if (parent >= 0) { /* nothing: caller links the chain's last op */
@@ -282,22 +286,24 @@ int sl_pipeline_op_stats(const sl_pipeline *p, int i, sl_op_stats *s) {
   s->parent = op->parent;
   s->nested = op->nested;
   s->parallelism = atomic_load(&((sl__op *)op)->active_par);
-  s->buffer = op->buffer;
+  s->buffer = op->buf_autotune ? atomic_load(&((sl__op *)op)->active_buf) : op->buffer;
   s->async = op->async;
   s->random = op->random;
-  s->elements_out = LD(op->st.out);
-  s->elements_in = LD(op->st.in);
-  s->bytes_out = LD(op->st.bytes_out);
-  /* Own time = inclusive next() time - inclusive time of inputs pulled on the same thread + worker work. */
-  double cpu = (double)LD(op->st.cpu_ns), wall = (double)LD(op->st.wall_ns);
-  const sl__op *kids[2] = {op->async_input ? NULL : op->input, op->async_source ? NULL : op->source};
+  sl__op_counts((sl__op *)op, &s->elements_out, &s->elements_in, &s->bytes_out);
+  /* Own time = inclusive next() time + work on worker threads - inclusive time of the inputs pulled inside
+   * either (same-thread inputs of sync ops; inputs pulled by the timed worker iterations of ops whose work covers
+   * them). Clamped only at the end: an op's parts may be negative estimates on their own. */
+  double cpu = (double)LD(op->st.cpu_ns) + (double)LD(op->st.work_cpu_ns);
+  double wall = (double)LD(op->st.wall_ns) + (double)LD(op->st.work_wall_ns);
+  const sl__op *kids[2] = {op->async_input && !op->work_covers_input ? NULL : op->input,
+                           op->async_source ? NULL : op->source};
   for (int k = 0; k < 2; k++)
     if (kids[k]) {
       cpu -= (double)LD(kids[k]->st.cpu_ns);
       wall -= (double)LD(kids[k]->st.wall_ns);
     }
-  s->cpu_seconds = (cpu > 0 ? cpu : 0) * 1e-9 + ns_s(LD(op->st.work_cpu_ns));
-  s->wall_seconds = (wall > 0 ? wall : 0) * 1e-9 + ns_s(LD(op->st.work_wall_ns));
+  s->cpu_seconds = (cpu > 0 ? cpu : 0) * 1e-9;
+  s->wall_seconds = (wall > 0 ? wall : 0) * 1e-9;
   s->wait_seconds = ns_s(LD(op->st.wait_ns));
   s->disk_bytes = LD(op->st.disk_bytes);
   s->skipped = LD(op->st.skipped);
@@ -306,6 +312,23 @@ int sl_pipeline_op_stats(const sl_pipeline *p, int i, sl_op_stats *s) {
   s->bytes_held = LD(op->st.held);
   s->bytes_held_peak = LD(op->st.held_peak);
   s->cardinality = op->cardinality;
+  /* Per-call spread: worker-thread work when the op has any (parallel map), else its own next() calls. */
+  uint64_t wn = LD(op->st.work_n), nn = LD(op->st.next_n);
+  double n = 0, sum_us = 0, sq = 0;
+  if (wn) {
+    n = (double)wn;
+    sum_us = (double)LD(op->st.work_wall_ns) * 1e-3;
+    sq = (double)LD(op->st.work_sq_us);
+  } else if (nn) {
+    n = (double)nn;
+    sum_us = (double)LD(op->st.wall_ns) * 1e-3;
+    sq = (double)LD(op->st.next_sq_us);
+  }
+  if (n > 0) {
+    double mean = sum_us / n, var = sq / n - mean * mean;
+    s->call_mean = mean * 1e-6;
+    s->call_sd = var > 0 ? sqrt(var) * 1e-6 : 0;
+  }
   return 0;
 }
 
@@ -316,5 +339,6 @@ void sl_pipeline_reset_stats(sl_pipeline *p) {
     memset(st, 0, sizeof *st);
     atomic_store(&st->held, held);
     atomic_store(&st->held_peak, held);
+    sl__op_reset_counts(p->ops[i]);
   }
 }

@@ -1,0 +1,138 @@
+/* sluice/plan.h: the planner (the Plumber model: rates from a trace, an LP bound under cores, disk bandwidth and
+ * memory, cache points, prefetch and buffer depths, integer parallelism), its report (`sluice analyze`), the
+ * optimizer (`sluice optimize`, sl_pipeline_optimize) and the tf.data-AUTOTUNE-equivalent baseline tuner.
+ * See docs/planner.md. Thread rules: an sl_plan is immutable once solved and may be read from any thread. */
+#ifndef SLUICE_PLAN_H
+#define SLUICE_PLAN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common.h"
+#include "pipeline.h"
+#include "trace.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The default memory budget: this fraction of the memory available when the trace was taken. */
+#define SL_PLAN_MEMORY_FRACTION 0.5
+
+typedef struct sl_plan_opts {
+  int version;            /* SL_PLAN_OPTS_VERSION */
+  double cores;           /* cores for the pipeline; 0: the traced machine's usable cores */
+  double consumer_cores;  /* cores the consumer of the pipeline needs, taken off `cores` (default 0) */
+  int64_t memory;         /* memory budget in bytes; 0: SL_PLAN_MEMORY_FRACTION x available memory */
+  double disk_bandwidth;  /* bytes/s; 0: the traced machine's measured bandwidth (none: not constrained) */
+  bool only_autotune;     /* plan only knobs the spec sets to "autotune"; other knobs stay as they are */
+  bool insert_cache;      /* may insert a cache op */
+  bool insert_prefetch;   /* may insert a prefetch op at the root */
+  double handoff;         /* CPU seconds per element that handing elements between two threads costs, charged to
+                           * each thread boundary the plan adds (predictions only, not the LP bound); < 0:
+                           * measured once per process (a condition-variable ping-pong), 0: none */
+} sl_plan_opts;
+#define SL_PLAN_OPTS_VERSION 1
+#define SL_PLAN_OPTS_INIT {SL_PLAN_OPTS_VERSION, 0, 0, 0, 0, false, true, true, -1}
+
+typedef struct sl_plan sl_plan;
+
+/* Models trace `t` and solves for the best configuration under `opts`. Errors: SL_EINVAL naming the problem for
+ * an infeasible budget (no cores, memory below what the pipeline holds at its smallest buffers) or a trace with no
+ * output elements. */
+int sl_plan_solve(sl_plan **out, const sl_trace *t, const sl_plan_opts *opts);
+void sl_plan_free(sl_plan *pl);
+
+/* The throughput bound of the LP (output elements/s) and the model's throughput for the chosen integer plan. */
+double sl_plan_bound(const sl_plan *pl);
+double sl_plan_predicted(const sl_plan *pl);
+/* The model's throughput for the chosen plan if only `cores` cores were free (e.g. the machine's cores minus what
+ * other processes use): the same integer knobs, evaluated on fewer cores. */
+double sl_plan_predict_on(const sl_plan *pl, double cores);
+/* CPU seconds the plan's model spends per output element (all ops, hand-offs included): with the process CPU per
+ * element of a measured run, a check of the model that does not depend on what else the machine runs. */
+double sl_plan_cpu_per_element(const sl_plan *pl);
+/* Index (in the trace's op order) of the bottleneck op, and the chosen cache point (-1: none). */
+int sl_plan_bottleneck(const sl_plan *pl);
+int sl_plan_cache_point(const sl_plan *pl);
+/* What binds the bound: "cpu", "sequential", "disk", "wait" (I/O waits in fixed threads) or "none". */
+const char *sl_plan_limit(const sl_plan *pl);
+/* The chosen parallelism / buffer of op i (trace order); 0 when the op has no such knob. */
+int64_t sl_plan_parallelism(const sl_plan *pl, int i);
+int64_t sl_plan_buffer(const sl_plan *pl, int i);
+/* Bytes the planned pipeline may hold at most (buffers, batches, shuffle buffers, cache). */
+int64_t sl_plan_memory(const sl_plan *pl);
+/* The planned spec: the traced spec with every knob set and any cache/prefetch inserted. Free with sl_free(). */
+int sl_plan_spec_json(const sl_plan *pl, char **out);
+/* The analyzer's report: a table per op, the bottleneck in a sentence, the bound, what-ifs. Text for a terminal
+ * or (json) a JSON document. Free with sl_free(). */
+int sl_plan_report(const sl_plan *pl, bool json, char **out);
+
+/* ---- optimize: trace, solve, rewrite, run the result, compare ---- */
+typedef struct sl_optimize_result {
+  double baseline;    /* measured throughput of the input pipeline while it was traced (elements/s) */
+  double predicted;   /* the model's throughput for the final plan */
+  double measured;    /* measured throughput of the tuned pipeline (0 when measure_seconds is 0) */
+  double bound;       /* the LP bound */
+  int rounds;         /* solves made (1 + re-traces, at most 3) */
+  double other_load;  /* most cores other processes kept busy during any of the runs (-1 unknown) */
+  double model_cpu;   /* the final plan's CPU seconds per element (sl_plan_cpu_per_element) */
+  double measured_cpu; /* process CPU seconds per element in the measured run of the final plan (0: not run) */
+  double measure_other_load; /* cores other processes kept busy during the measured run of the final plan */
+  double predicted_free; /* the model's throughput for the final plan on the cores those processes left free */
+} sl_optimize_result;
+
+typedef struct sl_optimize_opts {
+  int version;             /* SL_OPTIMIZE_OPTS_VERSION */
+  sl_plan_opts plan;
+  double trace_seconds;    /* how long to trace the input pipeline (default 2) */
+  double measure_seconds;  /* how long to run the tuned pipeline to measure it (0: do not measure) */
+  int max_retraces;        /* re-trace and re-solve while measured < 90% of predicted, at most this often (2) */
+  const sl_machine *machine; /* machine description to use instead of probing (NULL: probe) */
+  sl_optimize_result *result; /* filled when not NULL */
+  const sl_trace *trace;   /* a trace of the pipeline to start from instead of tracing it (checked: SL_EINVAL when
+                            * it is of another pipeline); NULL: trace */
+} sl_optimize_opts;
+#define SL_OPTIMIZE_OPTS_VERSION 1
+#define SL_OPTIMIZE_OPTS_INIT \
+  {SL_OPTIMIZE_OPTS_VERSION, {SL_PLAN_OPTS_VERSION, 0, 0, 0, 0, true, true, true, -1}, 2.0, 0, 2, NULL, NULL, NULL}
+
+/* Traces `p`, plans its knobs and rebuilds `p` in place from the planned spec (sl_pipeline_to_json then shows
+ * every knob set). With opts->plan.only_autotune (the default here), only knobs set to "autotune" change. No
+ * iterator of `p` may be live. On error `p` is unchanged. opts may be NULL for the defaults. */
+int sl_pipeline_optimize(sl_pipeline *p, const sl_optimize_opts *opts);
+/* The same without changing `p`: *out gets the final plan (its spec via sl_plan_spec_json). */
+int sl_optimize(sl_plan **out, sl_pipeline *p, const sl_optimize_opts *opts);
+
+/* ---- the baseline: a tf.data AUTOTUNE equivalent ---- */
+typedef struct sl_autotuner sl_autotuner;
+typedef struct sl_autotune_opts {
+  int version;           /* SL_AUTOTUNE_OPTS_VERSION */
+  double cpu_budget;     /* 0: schedulable CPUs */
+  int64_t ram_budget;    /* 0: half of available memory */
+  double first_period;   /* seconds before the first re-optimisation (0.01), doubling up to max_period */
+  double max_period;     /* 60 */
+} sl_autotune_opts;
+#define SL_AUTOTUNE_OPTS_VERSION 1
+#define SL_AUTOTUNE_OPTS_INIT {SL_AUTOTUNE_OPTS_VERSION, 0, 0, 0.01, 60.0}
+
+/* Starts the online tuner on pipeline `p`: a thread that re-optimises the "autotune" parallelism knobs (map,
+ * interleave) and prefetch buffers of `p` with HILL_CLIMB over tf.data's model, from the counters of the runs of
+ * `p` going on, and sets them in the running pipeline. Stop it with sl_autotune_stop before freeing `p`. The
+ * knobs in force are visible through sl_pipeline_op_stats (parallelism, buffer). Thread rules: start and stop
+ * from the thread that owns `p`; sl_autotune_rounds is safe from any thread. */
+int sl_autotune_start(sl_autotuner **out, sl_pipeline *p, const sl_autotune_opts *opts);
+/* Number of re-optimisations made so far. */
+int sl_autotune_rounds(const sl_autotuner *a);
+/* Stops and joins the tuner thread. Accepts NULL. */
+void sl_autotune_stop(sl_autotuner *a);
+/* One HILL_CLIMB solve on counters (exposed for tests): given per-op counters of `p` (as sl_pipeline_op_stats
+ * gives), writes the chosen parallelism of every op into par[] and buffer into buf[] (nops entries each; ops
+ * without autotune knobs keep their values). */
+int sl_autotune_solve(const sl_pipeline *p, const sl_op_stats *stats, const sl_autotune_opts *opts, int64_t *par,
+                      int64_t *buf);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

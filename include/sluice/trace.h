@@ -1,0 +1,84 @@
+/* sluice/trace.h: traces (a run's per-op counters, the machine and the run, as a versioned JSON document; see
+ * docs/trace-format.md) and the machine probe (usable cores, memory, disk bandwidth).
+ * Thread rules: an sl_trace is immutable once made and may be read from any thread; sl_trace_run drives one run of
+ * the pipeline on the calling thread (the pipeline's own workers aside). */
+#ifndef SLUICE_TRACE_H
+#define SLUICE_TRACE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common.h"
+#include "pipeline.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The trace format's version: a trace of another version is refused with SL_EVERSION. */
+#define SL_TRACE_VERSION 1
+
+/* What the machine offers a pipeline. */
+typedef struct sl_machine {
+  double cores;          /* usable cores: CPU affinity, capped by a cgroup CPU quota (may be fractional) */
+  int cpus_online;       /* CPUs the kernel has online */
+  uint64_t mem_total;    /* bytes of RAM (MemTotal, or the cgroup limit when lower) */
+  uint64_t mem_available; /* bytes available now: MemAvailable, capped by the cgroup's limit minus its usage */
+  double disk_bandwidth; /* sequential read bytes/s of the disk holding the data; 0 when not measured */
+  char disk_method[32];  /* "o_direct", "fadvise" (page cache dropped for the file) or "none" */
+  char disk_path[256];   /* the file the bandwidth was measured on ("" when none) */
+  double other_load;     /* cores other processes kept busy during the traced run (from /proc/stat; -1 unknown) */
+} sl_machine;
+
+/* Probes cores and memory; when `data_path` is a readable file, also measures sequential read bandwidth on it with
+ * the page cache kept out (O_DIRECT, or posix_fadvise DONTNEED where O_DIRECT is refused), reading at most
+ * `max_bytes` (0: 256 MiB) or for about half a second. */
+int sl_machine_probe(sl_machine *out, const char *data_path, uint64_t max_bytes);
+
+typedef struct sl_trace sl_trace;
+
+typedef struct sl_trace_opts {
+  int version;        /* SL_TRACE_OPTS_VERSION */
+  double seconds;     /* stop after this long (0: until the end of the stream, at most 3600 s) */
+  int64_t take;       /* stop after this many output elements (0: no limit) */
+  double warmup;      /* seconds run before counting starts (counters are reset after it); 0 for none */
+  bool probe_disk;    /* measure the disk holding the pipeline's files (the first file a `files` op lists) */
+  const sl_machine *machine; /* use this machine description instead of probing (NULL: probe) */
+} sl_trace_opts;
+#define SL_TRACE_OPTS_VERSION 1
+#define SL_TRACE_OPTS_INIT {SL_TRACE_OPTS_VERSION, 5.0, 0, 0.0, true, NULL}
+
+/* Runs pipeline `p` (from its counters' reset) under `opts` and records a trace: the spec, every op's counters,
+ * the machine and the run. The pipeline's counters are reset first. Errors: those of the run (naming the op). */
+int sl_trace_run(sl_trace **out, sl_pipeline *p, const sl_trace_opts *opts);
+/* The trace as JSON text (docs/trace-format.md). Free with sl_free(). */
+int sl_trace_to_json(const sl_trace *t, char **out);
+/* Reads a trace. SL_EVERSION for a trace of another format version, SL_EINVAL (naming the field) for a malformed
+ * one. `origin` names the source in messages. */
+int sl_trace_from_json(sl_trace **out, const char *json, size_t len, const char *origin);
+int sl_trace_load(sl_trace **out, const char *path);
+int sl_trace_save(const sl_trace *t, const char *path);
+void sl_trace_free(sl_trace *t);
+
+/* Checks that trace `t` was taken of the same pipeline as `p` (same ops, functions and arguments; knob values
+ * may differ). SL_EINVAL naming the first difference otherwise. */
+int sl_trace_check_spec(const sl_trace *t, const sl_pipeline *p);
+
+/* Read access. The run: output elements, elapsed seconds, whether the stream ended, and throughput. */
+uint64_t sl_trace_elements(const sl_trace *t);
+double sl_trace_seconds(const sl_trace *t);
+bool sl_trace_ended(const sl_trace *t);
+double sl_trace_throughput(const sl_trace *t);
+/* Process CPU seconds used during the traced interval. */
+double sl_trace_process_cpu(const sl_trace *t);
+const sl_machine *sl_trace_machine(const sl_trace *t);
+int sl_trace_op_count(const sl_trace *t);
+/* Op i's counters (strings owned by the trace). */
+int sl_trace_op(const sl_trace *t, int i, sl_op_stats *out);
+/* The traced spec as JSON text. Free with sl_free(). */
+int sl_trace_spec_json(const sl_trace *t, char **out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,141 @@
+/* cli/cmd_optimize.c: `sluice optimize SPEC -o TUNED`: traces the spec, solves the model, writes the planned spec,
+ * runs it, and prints predicted vs measured throughput and the speed-up over the input spec. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static void optimize_help(FILE *f) {
+  fprintf(f,
+          "usage: sluice optimize SPEC [-o TUNED] [--trace TRACE] [--seconds S] [--measure S] [--json] [--report]\n"
+          "                       [planner options]\n\n"
+          "Traces SPEC, solves the Plumber model (LP bound, cache point, integer parallelism, buffer depths), writes\n"
+          "the planned spec (an ordinary spec with every knob set), runs it, and prints predicted vs measured\n"
+          "throughput and the speed-up over SPEC. When measured falls more than 10%% short of predicted it re-traces\n"
+          "the tuned pipeline and solves again, at most twice.\n\n"
+          "  -o TUNED       write the planned spec here (default: stdout, the summary then goes to stderr)\n"
+          "  --trace TRACE  start from this trace of SPEC instead of tracing it (refused if it is of another spec)\n"
+          "  --seconds S    trace SPEC for S seconds (default 2)\n"
+          "  --measure S    run the planned spec S seconds to measure it (default 3; 0: do not run it)\n"
+          "  --json         print the summary as JSON\n"
+          "  --report       also print the analyzer's report of the final plan\n"
+          "%s",
+          cli_plan_options_help());
+}
+
+int cmd_optimize(int argc, char **argv) {
+  const char *spec = NULL, *out = NULL, *trace_path = NULL;
+  bool json = false, report = false;
+  sl_optimize_opts oo = SL_OPTIMIZE_OPTS_INIT;
+  sl_optimize_result res;
+  oo.plan.only_autotune = false;
+  oo.measure_seconds = 3;
+  oo.result = &res;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    int r;
+    if (cli_is_help(a)) {
+      optimize_help(stdout);
+      return CLI_OK;
+    } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
+      if (i + 1 >= argc) return cli_usage("optimize", "%s needs a file name", a);
+      out = argv[++i];
+    } else if (!strcmp(a, "--trace")) {
+      if (i + 1 >= argc) return cli_usage("optimize", "--trace needs a file name");
+      trace_path = argv[++i];
+    } else if (!strcmp(a, "--seconds")) {
+      if (i + 1 >= argc || !cli_parse_f64("optimize", a, argv[++i], &oo.trace_seconds)) return CLI_USAGE;
+      if (oo.trace_seconds <= 0) return cli_usage("optimize", "--seconds must be positive");
+    } else if (!strcmp(a, "--measure")) {
+      if (i + 1 >= argc || !cli_parse_f64("optimize", a, argv[++i], &oo.measure_seconds)) return CLI_USAGE;
+      if (oo.measure_seconds < 0) return cli_usage("optimize", "--measure must not be negative");
+    } else if (!strcmp(a, "--json")) {
+      json = true;
+    } else if (!strcmp(a, "--report")) {
+      report = true;
+    } else if ((r = cli_plan_option("optimize", argc, argv, &i, &oo.plan)) != 0) {
+      if (r < 0) return CLI_USAGE;
+    } else if (a[0] == '-') {
+      return cli_usage("optimize", "unknown option '%s'", a);
+    } else if (!spec) {
+      spec = a;
+    } else {
+      return cli_usage("optimize", "more than one spec given ('%s', '%s')", spec, a);
+    }
+  }
+  if (!spec) return cli_usage("optimize", "a SPEC file is required");
+  sl_pipeline *p = NULL;
+  if (sl_pipeline_from_file(&p, spec)) return cli_fail(false, "%s", sl_error_last());
+  sl_trace *given = NULL;
+  if (trace_path && sl_trace_load(&given, trace_path)) {
+    int r = cli_fail(false, "%s", sl_error_last());
+    sl_pipeline_free(p);
+    return r;
+  }
+  oo.trace = given;
+  sl_plan *pl = NULL;
+  if (sl_optimize(&pl, p, &oo)) {
+    int r = trace_path ? cli_fail(false, "%s vs %s: %s", trace_path, spec, sl_error_last())
+                       : cli_fail(false, "%s", sl_error_last());
+    sl_trace_free(given);
+    sl_pipeline_free(p);
+    return r;
+  }
+  sl_trace_free(given);
+  int rc = CLI_OK;
+  char *tuned = NULL;
+  if (sl_plan_spec_json(pl, &tuned)) rc = cli_fail(false, "%s", sl_error_last());
+  FILE *sum = stdout;
+  if (rc == CLI_OK) {
+    if (out) {
+      FILE *f = fopen(out, "wb");
+      if (!f || fprintf(f, "%s\n", tuned) < 0 || fclose(f) != 0) rc = cli_fail(false, "%s: cannot write the spec", out);
+    } else {
+      printf("%s\n", tuned);
+      sum = stderr;
+    }
+  }
+  if (rc == CLI_OK) {
+    double speedup = res.baseline > 0 ? (res.measured > 0 ? res.measured : res.predicted) / res.baseline : 0;
+    if (json) {
+      fprintf(sum, "{\"spec\": \"%s\", \"tuned\": \"%s\", \"baseline\": %.3f, \"bound\": %.3f, \"predicted\": %.3f, "
+                   "\"measured\": %.3f, \"error\": %.4f, \"speedup\": %.4f, \"rounds\": %d, \"limit\": \"%s\", "
+                   "\"other_load\": %.3f, \"model_cpu_per_element\": %.9f, \"measured_cpu_per_element\": %.9f, "
+                   "\"measure_other_load\": %.3f, \"predicted_on_free_cores\": %.3f}\n",
+              spec, out ? out : "-", res.baseline, res.bound, res.predicted, res.measured,
+              res.measured > 0 && res.predicted > 0 ? res.measured / res.predicted - 1 : 0, speedup, res.rounds,
+              sl_plan_limit(pl), res.other_load, res.model_cpu, res.measured_cpu, res.measure_other_load,
+              res.predicted_free);
+    } else {
+      fprintf(sum, "input spec: %10.1f elem/s (traced)\n", res.baseline);
+      fprintf(sum, "bound:      %10.1f elem/s (LP, limited by %s)\n", res.bound, sl_plan_limit(pl));
+      fprintf(sum, "predicted:  %10.1f elem/s\n", res.predicted);
+      if (res.measured > 0) {
+        fprintf(sum, "measured:   %10.1f elem/s (%+.1f%% vs predicted, %d solve%s)\n", res.measured,
+                100.0 * (res.measured / res.predicted - 1), res.rounds, res.rounds > 1 ? "s" : "");
+        fprintf(sum, "speed-up:   %10.2fx over the input spec (measured)\n", speedup);
+        fprintf(sum, "CPU/element: %9.1f us in the model, %.1f us measured (%+.1f%%; independent of other load)\n",
+                res.model_cpu * 1e6, res.measured_cpu * 1e6,
+                res.model_cpu > 0 ? 100.0 * (res.measured_cpu / res.model_cpu - 1) : 0.0);
+      } else {
+        fprintf(sum, "speed-up:   %10.2fx over the input spec (predicted; not measured)\n", speedup);
+      }
+      if (res.other_load >= 0.25)
+        fprintf(sum, "warning:    other processes kept up to %.2f cores busy during these runs\n", res.other_load);
+      if (res.measured > 0 && res.measure_other_load >= 0.25 && res.predicted_free > 0)
+        fprintf(sum, "load-adj.:  %10.1f elem/s predicted on the cores other processes left free during the measured "
+                     "run (%.2f busy elsewhere): measured %+.1f%%\n", res.predicted_free, res.measure_other_load,
+                100.0 * (res.measured / res.predicted_free - 1));
+      if (out) fprintf(sum, "wrote %s\n", out);
+    }
+    if (report) {
+      char *s = NULL;
+      if (!sl_plan_report(pl, false, &s)) fprintf(sum, "\n%s", s);
+      sl_free(s);
+    }
+  }
+  sl_free(tuned);
+  sl_plan_free(pl);
+  sl_pipeline_free(p);
+  return rc;
+}

@@ -1,0 +1,85 @@
+/* cli/cmd_trace.c: `sluice trace SPEC -o trace.json`: runs a pipeline with its counters and the machine probe and
+ * writes the trace (docs/trace-format.md). */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static void trace_help(FILE *f) {
+  fprintf(f,
+          "usage: sluice trace SPEC [-o TRACE] [--seconds S] [--take N] [--warmup S] [--no-disk] [--quiet]\n\n"
+          "Runs the pipeline in SPEC with its per-op counters, probes the machine (usable cores, memory, and the\n"
+          "read bandwidth of the disk holding the data, page cache kept out) and writes a trace for\n"
+          "'sluice analyze' and 'sluice optimize'. The format is versioned: docs/trace-format.md.\n\n"
+          "  -o TRACE      write the trace here (default: stdout)\n"
+          "  --seconds S   trace for S seconds (default 5; the trace also ends with the stream)\n"
+          "  --take N      stop after N output elements\n"
+          "  --warmup S    run S seconds before counting (default 0)\n"
+          "  --no-disk     do not measure disk bandwidth\n"
+          "  --quiet       no summary line on stderr\n");
+}
+
+int cmd_trace(int argc, char **argv) {
+  const char *spec = NULL, *out = NULL;
+  sl_trace_opts o = SL_TRACE_OPTS_INIT;
+  bool quiet = false;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (cli_is_help(a)) {
+      trace_help(stdout);
+      return CLI_OK;
+    } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
+      if (i + 1 >= argc) return cli_usage("trace", "%s needs a file name", a);
+      out = argv[++i];
+    } else if (!strcmp(a, "--seconds")) {
+      if (i + 1 >= argc || !cli_parse_f64("trace", a, argv[++i], &o.seconds)) return CLI_USAGE;
+      if (o.seconds <= 0) return cli_usage("trace", "--seconds must be positive");
+    } else if (!strcmp(a, "--take")) {
+      if (i + 1 >= argc || !cli_parse_i64("trace", a, argv[++i], &o.take)) return CLI_USAGE;
+      if (o.take <= 0) return cli_usage("trace", "--take must be positive");
+    } else if (!strcmp(a, "--warmup")) {
+      if (i + 1 >= argc || !cli_parse_f64("trace", a, argv[++i], &o.warmup)) return CLI_USAGE;
+      if (o.warmup < 0) return cli_usage("trace", "--warmup must not be negative");
+    } else if (!strcmp(a, "--no-disk")) {
+      o.probe_disk = false;
+    } else if (!strcmp(a, "--quiet")) {
+      quiet = true;
+    } else if (a[0] == '-') {
+      return cli_usage("trace", "unknown option '%s'", a);
+    } else if (!spec) {
+      spec = a;
+    } else {
+      return cli_usage("trace", "more than one spec given ('%s', '%s')", spec, a);
+    }
+  }
+  if (!spec) return cli_usage("trace", "a SPEC file is required");
+  sl_pipeline *p = NULL;
+  if (sl_pipeline_from_file(&p, spec)) return cli_fail(false, "%s", sl_error_last());
+  sl_trace *t = NULL;
+  if (sl_trace_run(&t, p, &o)) {
+    int r = cli_fail(false, "%s", sl_error_last());
+    sl_pipeline_free(p);
+    return r;
+  }
+  int rc = CLI_OK;
+  if (out) {
+    if (sl_trace_save(t, out)) rc = cli_fail(false, "%s", sl_error_last());
+  } else {
+    char *s = NULL;
+    if (sl_trace_to_json(t, &s)) rc = cli_fail(false, "%s", sl_error_last());
+    else printf("%s\n", s);
+    sl_free(s);
+  }
+  if (rc == CLI_OK && !quiet) {
+    const sl_machine *m = sl_trace_machine(t);
+    fprintf(stderr, "%s: %llu elements in %.2f s (%.1f elem/s)%s; %d ops; %.3g cores, %.1f GB available",
+            out ? out : "trace", (unsigned long long)sl_trace_elements(t), sl_trace_seconds(t),
+            sl_trace_throughput(t), sl_trace_ended(t) ? ", stream ended" : "", sl_trace_op_count(t), m->cores,
+            (double)m->mem_available / 1e9);
+    if (m->disk_bandwidth > 0) fprintf(stderr, ", disk %.0f MB/s (%s)", m->disk_bandwidth / 1e6, m->disk_method);
+    fprintf(stderr, "\n");
+  }
+  sl_trace_free(t);
+  sl_pipeline_free(p);
+  return rc;
+}

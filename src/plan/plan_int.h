@@ -1,0 +1,82 @@
+/* plan/plan_int.h: the planner's model of a traced pipeline, shared by the solver (plan_model.c), the report
+ * (plan_report.c) and the optimizer (plan_optimize.c). Op indices are the trace's (pre-order). */
+#ifndef SL_PLAN_INT_H
+#define SL_PLAN_INT_H
+
+#include <jansson.h>
+
+#include "sluice/plan.h"
+#include "trace/trace_int.h"
+
+enum { PK_SEQ, PK_MAP, PK_FILTER, PK_INTERLEAVE, PK_PREFETCH, PK_CACHE, PK_BATCH, PK_SHUFFLE, PK_REPEAT };
+
+typedef struct pm_op {
+  int kind;
+  const char *path, *label, *op; /* owned by the plan (strs) */
+  int parent, input, source;     /* -1 when none */
+  bool nested;
+  bool random;                   /* this op draws random numbers */
+  bool par_tunable, buf_tunable, cyc_tunable;
+  int64_t par0, buf0, cyc0;      /* as traced */
+  bool async0;                   /* ran its own threads in the trace (its costs include hand-offs) */
+  int64_t batch_size, shuffle_buf;
+  double n;       /* elements produced in the trace */
+  double V;       /* visit ratio n / N */
+  double d;       /* CPU seconds per element */
+  double c;       /* CPU seconds per output element (d x V) */
+  double w;       /* own wall seconds per output element */
+  double tt;      /* thread-seconds per output element: c, or the wall time of an op that mostly waits (I/O) */
+  double bytes;   /* mean bytes per element produced */
+  double b_disk;  /* disk bytes per output element */
+  double cv;      /* coefficient of variation of per-call time */
+  int64_t card;   /* elements per epoch: >= 0, -1 unknown, -2 infinite */
+} pm_op;
+
+/* One cache candidate and the verdict on it. */
+typedef struct pm_cache {
+  int at;           /* op index: the cache would consume this op's output */
+  bool legal;
+  double bytes;     /* estimated size */
+  double bound;     /* LP bound with it (legal ones) */
+  char why[160];    /* reason when refused */
+} pm_cache;
+
+struct sl_plan {
+  sl_plan_opts opts;
+  json_t *spec;         /* the traced spec (owned copy) */
+  int nops;
+  pm_op *ops;
+  char **strs;          /* 3 per op */
+  int root;
+  double N, T;          /* output elements and seconds of the trace */
+  double traced_rate;
+  double C, M, B;       /* cores, memory budget, disk bandwidth (0: none) */
+  double handoff;       /* CPU seconds a new thread boundary costs per element (see handoff_cost) */
+  sl_machine machine;
+  /* results */
+  double bound, bound_nocache, predicted;
+  const char *limit;
+  int bottleneck;
+  int cache_at;
+  double cache_bytes;
+  bool add_prefetch;
+  int64_t prefetch_buf; /* depth of the inserted root prefetch */
+  int64_t *par, *buf, *cyc;
+  double mem;
+  pm_cache *cands;
+  int ncands;
+  double bound_plus_core, bound_more_mem;
+  int more_mem_cache_at;
+  double theta_total;   /* cores the plan keeps busy (model) */
+};
+
+/* Fills a plan's model from a trace (no solving). */
+int sl__plan_model(sl_plan *P, const sl_trace *t, const sl_plan_opts *opts);
+/* The LP bound for cache point `cache_at` (-1 none) on `cores` cores; sets *limit. */
+int sl__plan_lp(const sl_plan *P, int cache_at, double cores, double *X, const char **limit);
+/* The model's throughput for integer parallelism par[] (cache_at, prefetch as in the plan). */
+double sl__plan_eval(const sl_plan *P, const int64_t *par, int cache_at, double cores);
+/* True when op j is inside the subtree that feeds op k (k included). */
+bool sl__plan_upstream(const sl_plan *P, int j, int k);
+
+#endif

@@ -1,0 +1,277 @@
+/* plan/plan_report.c: the analyzer's report: a compact table per op (fits a terminal for a 10-op pipeline), the
+ * bottleneck in one sentence with its numbers, the LP bound and what binds it, the plan, and what-ifs; or the same
+ * as JSON. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plan/plan_int.h"
+
+static const char *si(char *b, size_t n, double v) {
+  if (!isfinite(v) || v >= 1e11) snprintf(b, n, "inf");
+  else if (v >= 1e9) snprintf(b, n, "%.1fG", v / 1e9);
+  else if (v >= 1e6) snprintf(b, n, "%.1fM", v / 1e6);
+  else if (v >= 1e4) snprintf(b, n, "%.1fk", v / 1e3);
+  else if (v >= 100) snprintf(b, n, "%.0f", v);
+  else snprintf(b, n, "%.1f", v);
+  return b;
+}
+
+static const char *usec(char *b, size_t n, double s) {
+  double us = s * 1e6;
+  if (us >= 1e5) snprintf(b, n, "%.0fms", us / 1e3);
+  else if (us >= 100) snprintf(b, n, "%.0fus", us);
+  else if (us >= 1) snprintf(b, n, "%.1fus", us);
+  else snprintf(b, n, "%.0fns", us * 1e3);
+  return b;
+}
+
+static const char *bytes_s(char *b, size_t n, double v) {
+  if (v >= 1e9) snprintf(b, n, "%.2f GB", v / 1e9);
+  else if (v >= 1e6) snprintf(b, n, "%.1f MB", v / 1e6);
+  else if (v >= 1e3) snprintf(b, n, "%.1f kB", v / 1e3);
+  else snprintf(b, n, "%.0f B", v);
+  return b;
+}
+
+static double total_c(const sl_plan *P) {
+  double s = 0;
+  for (int i = 0; i < P->nops; i++) s += P->ops[i].c;
+  return s;
+}
+
+static double pct(double a, double b) { return b > 0 ? 100.0 * (a / b - 1.0) : 0; }
+
+static void name_of(const pm_op *o, char *b, size_t n) {
+  if (strcmp(o->label, o->op)) snprintf(b, n, "%s %s", o->op, o->label);
+  else snprintf(b, n, "%s", o->op);
+}
+
+static double util(const sl_plan *P, const pm_op *o) {
+  double p = o->kind == PK_MAP || o->kind == PK_INTERLEAVE ? (double)o->par0 : 1;
+  if (p > P->C) p = P->C;
+  return P->T > 0 ? o->d * o->n / (P->T * p) : 0;
+}
+
+/* Re-flows the prose after the table to `width` columns (continuation lines indented), so the report fits a
+ * terminal. */
+static int wrap_prose(sl__str *out, const char *text, int width) {
+  int rc = 0;
+  const char *p = text;
+  while (*p && !rc) {
+    const char *eol = strchr(p, '\n');
+    size_t len = eol ? (size_t)(eol - p) : strlen(p);
+    int col = 0;
+    bool first = true;
+    size_t i = 0;
+    while (i < len && !rc) {
+      size_t j = i;
+      while (j < len && p[j] != ' ') j++;
+      int wl = (int)(j - i);
+      if (!first && col + 1 + wl > width) {
+        rc |= sl__str_append(out, "\n  ", 3);
+        col = 2;
+      } else if (!first) {
+        rc |= sl__str_append(out, " ", 1);
+        col++;
+      }
+      rc |= sl__str_append(out, p + i, (size_t)wl);
+      col += wl;
+      first = false;
+      i = j;
+      while (i < len && p[i] == ' ') i++;
+    }
+    rc |= sl__str_append(out, "\n", 1);
+    p += len + (eol ? 1 : 0);
+  }
+  return rc;
+}
+
+static int text_report(const sl_plan *P, sl__str *s, sl__str *out_table) {
+  char a[32], b[32], c[32], d[32], nm[64];
+  double sc = total_c(P);
+  int rc = 0;
+  json_t *name = json_object_get(P->spec, "name");
+  rc |= sl__str_printf(s, "%s: %s elements in %.2f s (%s elem/s traced); %.3g cores, memory budget %s",
+                       json_is_string(name) ? json_string_value(name) : "pipeline", si(a, sizeof a, P->N), P->T,
+                       si(b, sizeof b, P->traced_rate), P->C, bytes_s(c, sizeof c, P->M >= 1e17 ? 0 : P->M));
+  if (P->B > 0) rc |= sl__str_printf(s, ", disk %s/s", bytes_s(d, sizeof d, P->B));
+  if (P->machine.other_load >= 0.25)
+    rc |= sl__str_printf(s, "\nwarning: other processes kept %.2f cores busy during the trace; expect less than "
+                            "predicted", P->machine.other_load);
+  rc |= sl__str_printf(s, "\n\n%-17s %-18s %6s %8s %9s %4s %5s %5s\n", "op", "what", "visits", "cpu/out", "rate/core",
+                       "par", "cpu%", "util");
+  for (int i = 0; i < P->nops; i++) {
+    const pm_op *o = &P->ops[i];
+    name_of(o, nm, sizeof nm);
+    char path[24];
+    snprintf(path, sizeof path, "%s%s", o->nested ? " " : "", o->path);
+    rc |= sl__str_printf(s, "%-17.17s %-18.18s %6.3g %8s %9s %4lld %4.0f%% %4.0f%%%s\n", path, nm, o->V,
+                         usec(a, sizeof a, o->c), o->c > 0 ? si(b, sizeof b, 1.0 / o->c) : "-", (long long)o->par0,
+                         sc > 0 ? 100.0 * o->c / sc : 0, 100.0 * util(P, o), i == P->bottleneck ? "  <- bottleneck" : "");
+  }
+  rc |= sl__str_printf(s, "\n");
+  sl__str table = *s; /* the prose below goes to its own buffer, then is re-flowed onto the table */
+  sl__str prose = {0};
+  s = &prose;
+  if (P->bottleneck >= 0) {
+    const pm_op *o = &P->ops[P->bottleneck];
+    name_of(o, nm, sizeof nm);
+    double p = o->kind == PK_MAP || o->kind == PK_INTERLEAVE ? (double)o->par0 : 1;
+    if (o->tt > 1.5 * o->c)
+      rc |= sl__str_printf(s, "Bottleneck: %s (%s): waits %s per output element (I/O or sleep, %s of it CPU) at "
+                              "parallelism %.0f, so at most %s elem/s as traced; it needs threads, not cores.\n",
+                           o->path, nm, usec(a, sizeof a, o->tt), usec(c, sizeof c, o->c), p,
+                           si(b, sizeof b, p / o->tt));
+    else
+      rc |= sl__str_printf(s, "Bottleneck: %s (%s): %.0f%% of CPU, %s elem/s per core at parallelism %.0f, so at "
+                              "most %s elem/s as traced; +1 core would give %+.0f%% to the bound.\n",
+                           o->path, nm, sc > 0 ? 100.0 * o->c / sc : 0, si(a, sizeof a, 1.0 / o->c), p,
+                           si(b, sizeof b, fmin(p, P->C) / o->c), pct(P->bound_plus_core, P->bound));
+  }
+  const char *lim = sl_plan_limit(P);
+  double disk_b = 0;
+  for (int i = 0; i < P->nops; i++) disk_b += P->ops[i].b_disk;
+  if (!strcmp(lim, "disk"))
+    rc |= sl__str_printf(s, "Bound: %s elem/s, limited by disk bandwidth: %s/s over %s read per element.\n",
+                         si(a, sizeof a, P->bound), bytes_s(b, sizeof b, P->B), bytes_s(c, sizeof c, disk_b));
+  else if (!strcmp(lim, "cpu"))
+    rc |= sl__str_printf(s, "Bound: %s elem/s, limited by CPU: %.3g cores / %s CPU per element%s.\n",
+                         si(a, sizeof a, P->bound), P->C, usec(b, sizeof b, sc), P->cache_at >= 0 ? " (before the cache)" : "");
+  else if (!strcmp(lim, "wait"))
+    rc |= sl__str_printf(s, "Bound: %s elem/s, limited by waiting (I/O) in ops whose parallelism is fixed.\n",
+                         si(a, sizeof a, P->bound));
+  else if (!strcmp(lim, "sequential"))
+    rc |= sl__str_printf(s, "Bound: %s elem/s, limited by sequential work on one thread (ops that cannot run in "
+                            "parallel).\n", si(a, sizeof a, P->bound));
+  else
+    rc |= sl__str_printf(s, "Bound: none measurable (the traced ops cost no measurable CPU).\n");
+  /* The plan. */
+  rc |= sl__str_printf(s, "Plan: %s elem/s predicted (%.2fx the traced rate):", si(a, sizeof a, P->predicted),
+                       P->traced_rate > 0 ? P->predicted / P->traced_rate : 0);
+  int shown = 0;
+  for (int i = 0; i < P->nops; i++) {
+    const pm_op *o = &P->ops[i];
+    if (o->kind == PK_MAP && (o->par_tunable || o->buf_tunable) && (P->par[i] != o->par0 || P->par[i] > 1)) {
+      rc |= sl__str_printf(s, "%s %s par %lld", shown++ ? "," : "", o->path, (long long)P->par[i]);
+      if (P->par[i] > 1) rc |= sl__str_printf(s, " buf %lld", (long long)P->buf[i]);
+    } else if (o->kind == PK_INTERLEAVE && o->par_tunable) {
+      rc |= sl__str_printf(s, "%s %s par %lld", shown++ ? "," : "", o->path, (long long)P->par[i]);
+    } else if (o->kind == PK_PREFETCH && o->buf_tunable) {
+      rc |= sl__str_printf(s, "%s %s buf %lld", shown++ ? "," : "", o->path, (long long)P->buf[i]);
+    }
+  }
+  if (P->cache_at >= 0)
+    rc |= sl__str_printf(s, "%s cache after %s (%s)", shown++ ? "," : "", P->ops[P->cache_at].path,
+                         bytes_s(a, sizeof a, P->cache_bytes));
+  if (P->add_prefetch) rc |= sl__str_printf(s, "%s prefetch %lld at the root", shown++ ? "," : "", (long long)P->prefetch_buf);
+  if (!shown) rc |= sl__str_printf(s, " no change");
+  rc |= sl__str_printf(s, "; holds at most %s; hand-off %s per new thread boundary.\n", bytes_s(a, sizeof a, P->mem),
+                       usec(b, sizeof b, P->handoff));
+  /* What-ifs. */
+  rc |= sl__str_printf(s, "What if: +1 core: %s elem/s (%+.0f%%).", si(a, sizeof a, P->bound_plus_core),
+                       pct(P->bound_plus_core, P->bound));
+  int best = -1;
+  for (int k = 0; k < P->ncands; k++)
+    if (P->cands[k].legal && (best < 0 || P->cands[k].bound > P->cands[best].bound)) best = k;
+  if (P->cache_at >= 0) {
+    rc |= sl__str_printf(s, " Cache after %s: %+.0f%% (chosen).", P->ops[P->cache_at].path,
+                         pct(P->bound, P->bound_nocache));
+  } else if (best >= 0) {
+    rc |= sl__str_printf(s, " Best cache (after %s): %+.0f%%, not worth it.", P->ops[P->cands[best].at].path,
+                         pct(P->cands[best].bound, P->bound_nocache));
+  } else if (P->ncands > 0) {
+    /* The refusal that matters most: where a cache would have saved the most CPU. */
+    const pm_cache *k = &P->cands[0];
+    double most = -1;
+    for (int q = 0; q < P->ncands; q++) {
+      double saved = 0;
+      for (int j = 0; j < P->nops; j++)
+        if (sl__plan_upstream(P, j, P->cands[q].at)) saved += P->ops[j].c;
+      if (saved > most) most = saved, k = &P->cands[q];
+    }
+    rc |= sl__str_printf(s, " No cache: after %s, %s.", P->ops[k->at].path, k->why);
+  }
+  if (P->more_mem_cache_at >= 0 && P->more_mem_cache_at != P->cache_at)
+    rc |= sl__str_printf(s, " More memory: a cache after %s would give %+.0f%%.", P->ops[P->more_mem_cache_at].path,
+                         pct(P->bound_more_mem, P->bound_nocache));
+  else
+    rc |= sl__str_printf(s, " More memory: no gain.");
+  rc |= sl__str_printf(s, "\n");
+  if (!rc) rc |= wrap_prose(&table, prose.s, 100);
+  sl__str_dispose(&prose);
+  *out_table = table;
+  return rc ? sl__oom("the report") : 0;
+}
+
+static json_t *json_report(const sl_plan *P) {
+  json_t *ops = json_array(), *cands = json_array(), *r = json_object();
+  if (!ops || !cands || !r) {
+    json_decref(ops), json_decref(cands), json_decref(r);
+    return NULL;
+  }
+  double sc = total_c(P);
+  for (int i = 0; i < P->nops; i++) {
+    const pm_op *o = &P->ops[i];
+    json_array_append_new(ops, json_pack("{s:s, s:s, s:s, s:f, s:f, s:f, s:f, s:I, s:f, s:f, s:f, s:I, s:I}", "path",
+                                         o->path, "op", o->op, "label", o->label, "visit_ratio", o->V,
+                                         "cpu_seconds_per_element", o->d, "cpu_seconds_per_output", o->c,
+                                         "rate_per_core", o->c > 0 ? 1.0 / o->c : 0.0, "parallelism", (json_int_t)o->par0,
+                                         "cpu_share", sc > 0 ? o->c / sc : 0.0, "utilisation", util(P, o),
+                                         "bytes_per_element", o->bytes, "planned_parallelism",
+                                         (json_int_t)sl_plan_parallelism(P, i), "planned_buffer",
+                                         (json_int_t)sl_plan_buffer(P, i)));
+  }
+  for (int k = 0; k < P->ncands; k++) {
+    const pm_cache *c = &P->cands[k];
+    json_t *j = json_pack("{s:s, s:b, s:f}", "after", P->ops[c->at].path, "legal", c->legal, "bytes", c->bytes);
+    if (c->legal) json_object_set_new(j, "bound", json_real(c->bound));
+    else json_object_set_new(j, "refused", json_string(c->why));
+    json_array_append_new(cands, j);
+  }
+  json_t *name = json_object_get(P->spec, "name");
+  json_object_set_new(r, "pipeline", json_string(json_is_string(name) ? json_string_value(name) : "pipeline"));
+  json_object_set_new(r, "traced", json_pack("{s:f, s:f, s:f}", "elements", P->N, "seconds", P->T, "throughput",
+                                             P->traced_rate));
+  json_object_set_new(r, "budget", json_pack("{s:f, s:f, s:f, s:f}", "cores", P->C, "memory", P->M, "disk_bandwidth",
+                                             P->B, "other_load", P->machine.other_load));
+  json_object_set_new(r, "ops", ops);
+  json_object_set_new(r, "bottleneck", P->bottleneck >= 0 ? json_string(P->ops[P->bottleneck].path) : json_null());
+  json_object_set_new(r, "bound", json_real(P->bound));
+  json_object_set_new(r, "limit", json_string(sl_plan_limit(P)));
+  json_object_set_new(r, "predicted", json_real(P->predicted));
+  json_object_set_new(r, "memory", json_real(P->mem));
+  json_object_set_new(r, "handoff_seconds", json_real(P->handoff));
+  json_object_set_new(r, "cache_after", P->cache_at >= 0 ? json_string(P->ops[P->cache_at].path) : json_null());
+  json_object_set_new(r, "cache_bytes", json_real(P->cache_bytes));
+  json_object_set_new(r, "root_prefetch", json_integer(P->add_prefetch ? P->prefetch_buf : 0));
+  json_object_set_new(r, "cache_candidates", cands);
+  json_object_set_new(r, "whatif", json_pack("{s:f, s:f, s:f, s:o}", "plus_one_core", P->bound_plus_core,
+                                             "no_cache", P->bound_nocache, "more_memory", P->bound_more_mem,
+                                             "more_memory_cache_after",
+                                             P->more_mem_cache_at >= 0 ? json_string(P->ops[P->more_mem_cache_at].path)
+                                                                       : json_null()));
+  return r;
+}
+
+int sl_plan_report(const sl_plan *P, bool json, char **out) {
+  *out = NULL;
+  if (json) {
+    json_t *r = json_report(P);
+    char *s = r ? json_dumps(r, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(r);
+    if (!s) return sl__oom("the report");
+    *out = sl__strdup(s);
+    free(s);
+    return *out ? 0 : sl__oom("the report");
+  }
+  sl__str s = {0};
+  int rc = text_report(P, &s, &s);
+  if (rc) {
+    sl__str_dispose(&s);
+    return rc;
+  }
+  *out = s.s;
+  return 0;
+}

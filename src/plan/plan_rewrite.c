@@ -1,0 +1,69 @@
+/* plan/plan_rewrite.c: the rewriter: the traced spec with the plan's knobs written in (every "autotune" replaced by a
+ * number) and the chosen cache and root prefetch inserted. The result is an ordinary spec a person can read. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "plan/plan_int.h"
+
+/* Replaces any "autotune" knob left in op object o with a number. */
+static void settle_autotune(json_t *o, const char *kind) {
+  const char *keys[] = {"parallelism", "buffer", "cycle_length"};
+  for (size_t k = 0; k < 3; k++) {
+    json_t *v = json_object_get(o, keys[k]);
+    if (!json_is_string(v)) continue;
+    int64_t def = 1;
+    if (!strcmp(keys[k], "buffer")) def = strcmp(kind, "map") ? 2 : 0;
+    json_object_set_new(o, keys[k], json_integer(def));
+  }
+}
+
+static void settle_chain(json_t *arr) {
+  for (size_t i = 0; i < json_array_size(arr); i++) {
+    json_t *o = json_array_get(arr, i);
+    const char *kind = json_string_value(json_object_get(o, "op"));
+    settle_autotune(o, kind ? kind : "");
+    json_t *src = json_object_get(o, "source");
+    if (src) settle_chain(src);
+  }
+}
+
+int sl_plan_spec_json(const sl_plan *P, char **out) {
+  *out = NULL;
+  json_t *spec = json_deep_copy(P->spec);
+  if (!spec) return sl__oom("the planned spec");
+  int rc = 0;
+  for (int i = 0; i < P->nops && !rc; i++) {
+    const pm_op *o = &P->ops[i];
+    json_t *js = sl__spec_op_at(spec, o->path);
+    if (!js) continue;
+    if (o->kind == PK_MAP) {
+      if (o->par_tunable) rc |= json_object_set_new(js, "parallelism", json_integer(P->par[i]));
+      if (o->buf_tunable) rc |= json_object_set_new(js, "buffer", json_integer(P->par[i] > 1 ? P->buf[i] : 0));
+    } else if (o->kind == PK_INTERLEAVE) {
+      if (o->par_tunable) rc |= json_object_set_new(js, "parallelism", json_integer(P->par[i]));
+      if (o->buf_tunable) rc |= json_object_set_new(js, "buffer", json_integer(P->buf[i]));
+      if (o->cyc_tunable || P->cyc[i] != o->cyc0) rc |= json_object_set_new(js, "cycle_length", json_integer(P->cyc[i]));
+    } else if (o->kind == PK_PREFETCH) {
+      if (o->buf_tunable) rc |= json_object_set_new(js, "buffer", json_integer(P->buf[i]));
+    }
+  }
+  settle_chain(json_object_get(spec, "ops"));
+  json_t *ops = json_object_get(spec, "ops");
+  if (!rc && P->cache_at >= 0) {
+    const char *p = P->ops[P->cache_at].path; /* "ops[k]": a top-level op */
+    size_t k = (size_t)strtoul(p + 4, NULL, 10);
+    rc = json_array_insert_new(ops, k + 1, json_pack("{s:s}", "op", "cache"));
+  }
+  if (!rc && P->add_prefetch)
+    rc = json_array_append_new(ops, json_pack("{s:s, s:I}", "op", "prefetch", "buffer", (json_int_t)P->prefetch_buf));
+  if (rc) {
+    json_decref(spec);
+    return sl__oom("the planned spec");
+  }
+  char *s = json_dumps(spec, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+  json_decref(spec);
+  if (!s) return sl__oom("the planned spec");
+  *out = sl__strdup(s);
+  free(s);
+  return *out ? 0 : sl__oom("the planned spec");
+}

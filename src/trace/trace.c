@@ -1,0 +1,614 @@
+/* trace/trace.c: the tracer. Runs a pipeline, snapshots every op's always-on counters over the traced interval,
+ * and writes or reads the versioned trace document (docs/trace-format.md). Also the spec identity used to refuse
+ * a trace of a different pipeline. */
+#include <errno.h>
+#include <glob.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ops/engine.h"
+#include "trace/trace_int.h"
+
+#define TRACE_FORMAT "sluice-trace"
+
+/* Busy and total jiffies of all CPUs (/proc/stat), to see what else ran during a trace. */
+static bool sys_jiffies(double *busy, double *total) {
+  FILE *f = fopen("/proc/stat", "r");
+  if (!f) return false;
+  unsigned long long v[10] = {0};
+  int n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4],
+                 &v[5], &v[6], &v[7], &v[8], &v[9]);
+  fclose(f);
+  if (n < 5) return false;
+  double t = 0;
+  for (int i = 0; i < 8; i++) t += (double)v[i]; /* guest time is already in user */
+  *total = t;
+  *busy = t - (double)v[3] - (double)v[4]; /* minus idle and iowait */
+  return true;
+}
+
+static double proc_cpu(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void sl_trace_free(sl_trace *t) {
+  if (!t) return;
+  for (int i = 0; t->ops && i < t->nops; i++) {
+    sl__free(t->ops[i].path);
+    sl__free(t->ops[i].label);
+    sl__free(t->ops[i].kind);
+  }
+  sl__free(t->ops);
+  json_decref(t->spec);
+  sl__free(t->origin);
+  sl__free(t);
+}
+
+/* ---- spec helpers ---- */
+json_t *sl__spec_op_at(json_t *spec, const char *path) {
+  json_t *arr = json_object_get(spec, "ops");
+  const char *p = path;
+  if (strncmp(p, "ops", 3)) return NULL;
+  p += 3;
+  for (;;) {
+    if (*p != '[') return NULL;
+    char *end;
+    long i = strtol(p + 1, &end, 10);
+    if (*end != ']' || i < 0) return NULL;
+    json_t *o = json_array_get(arr, (size_t)i);
+    p = end + 1;
+    if (!*p) return o;
+    if (strncmp(p, ".source", 7)) return NULL;
+    arr = json_object_get(o, "source");
+    p += 7;
+  }
+}
+
+bool sl__is_knob(const char *kind, const char *key) {
+  if (!strcmp(key, "parallelism")) return true;
+  if (!strcmp(key, "cycle_length")) return true;
+  /* A shuffle's buffer changes the order it makes: not a knob. */
+  if (!strcmp(key, "buffer")) return strcmp(kind, "shuffle") != 0;
+  return false;
+}
+
+static int identity_chain(json_t *arr, json_t *out) {
+  for (size_t i = 0; i < json_array_size(arr); i++) {
+    json_t *o = json_array_get(arr, i);
+    const char *kind = json_string_value(json_object_get(o, "op"));
+    if (!kind) kind = "?";
+    if (!strcmp(kind, "prefetch") || !strcmp(kind, "cache")) continue;
+    json_t *c = json_object();
+    if (!c) return SL_ENOMEM;
+    const char *k;
+    json_t *v;
+    json_object_foreach(o, k, v) {
+      if (sl__is_knob(kind, k) || !strcmp(k, "source")) continue;
+      json_object_set(c, k, v);
+    }
+    char *s = json_dumps(c, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(c);
+    if (!s || json_array_append_new(out, json_string(s))) {
+      free(s);
+      return SL_ENOMEM;
+    }
+    free(s);
+    json_t *src = json_object_get(o, "source");
+    if (src) {
+      if (json_array_append_new(out, json_string("{source:"))) return SL_ENOMEM;
+      int rc = identity_chain(src, out);
+      if (rc) return rc;
+      if (json_array_append_new(out, json_string("}"))) return SL_ENOMEM;
+    }
+  }
+  return 0;
+}
+
+json_t *sl__spec_identity(json_t *spec) {
+  json_t *out = json_array();
+  if (!out) return NULL;
+  if (identity_chain(json_object_get(spec, "ops"), out)) {
+    json_decref(out);
+    return NULL;
+  }
+  return out;
+}
+
+static int check_identity(json_t *a, const char *a_name, json_t *b, const char *b_name) {
+  json_t *ia = sl__spec_identity(a), *ib = sl__spec_identity(b);
+  int rc = 0;
+  if (!ia || !ib) {
+    rc = sl__oom("comparing specs");
+  } else {
+    size_t na = json_array_size(ia), nb = json_array_size(ib), n = na < nb ? na : nb;
+    for (size_t i = 0; i < n && !rc; i++) {
+      const char *x = json_string_value(json_array_get(ia, i)), *y = json_string_value(json_array_get(ib, i));
+      if (strcmp(x, y))
+        rc = sl__err(SL_EINVAL, "the trace is of a different pipeline: op %zu (prefetch and cache ops not counted) "
+                                "is %s in the %s but %s in the %s", i, x, a_name, y, b_name);
+    }
+    if (!rc && na != nb)
+      rc = sl__err(SL_EINVAL, "the trace is of a different pipeline: the %s has %zu ops and the %s %zu "
+                              "(prefetch and cache ops not counted)", a_name, na, b_name, nb);
+  }
+  json_decref(ia);
+  json_decref(ib);
+  return rc;
+}
+
+int sl_trace_check_spec(const sl_trace *t, const sl_pipeline *p) {
+  return check_identity(t->spec, "trace", p->spec, "spec");
+}
+
+/* ---- running ---- */
+static void stats_delta(sl_op_stats *d, const sl_op_stats *a) {
+  d->elements_out -= a->elements_out;
+  d->elements_in -= a->elements_in;
+  d->bytes_out -= a->bytes_out;
+  d->cpu_seconds -= a->cpu_seconds;
+  d->wall_seconds -= a->wall_seconds;
+  d->wait_seconds -= a->wait_seconds;
+  d->disk_bytes -= a->disk_bytes;
+  d->skipped -= a->skipped;
+  if (d->cpu_seconds < 0) d->cpu_seconds = 0;
+  if (d->wall_seconds < 0) d->wall_seconds = 0;
+  if (d->wait_seconds < 0) d->wait_seconds = 0;
+}
+
+static bool knob_is_auto(json_t *o, const char *key) {
+  json_t *v = json_object_get(o, key);
+  return json_is_string(v) && !strcmp(json_string_value(v), "autotune");
+}
+
+static int fill_op(sl__trace_op *to, const sl_op_stats *s, json_t *spec) {
+  to->s = *s;
+  to->path = sl__strdup(s->path);
+  to->label = sl__strdup(s->label);
+  to->kind = sl__strdup(s->op);
+  if (!to->path || !to->label || !to->kind) return sl__oom("a trace");
+  to->s.path = to->path;
+  to->s.label = to->label;
+  to->s.op = to->kind;
+  json_t *o = sl__spec_op_at(spec, to->path);
+  to->par_autotune = knob_is_auto(o, "parallelism");
+  to->buf_autotune = knob_is_auto(o, "buffer");
+  return 0;
+}
+
+/* A watchdog that cancels the run at its deadline, so that a pipeline stuck on a slow element cannot hold the
+ * trace past its time limit. */
+typedef struct {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  bool done;
+  atomic_bool fired;
+  uint64_t deadline_ns;
+  sl_iter *it;
+} watchdog;
+
+static void *watchdog_main(void *arg) {
+  watchdog *w = arg;
+  pthread_mutex_lock(&w->mu);
+  while (!w->done && sl__now_ns() < w->deadline_ns) sl__cond_wait_ms(&w->cv, &w->mu, 50);
+  if (!w->done) {
+    atomic_store(&w->fired, true);
+    sl_iter_cancel(w->it);
+  }
+  pthread_mutex_unlock(&w->mu);
+  return NULL;
+}
+
+/* Finds the first data file a `files` op names, for the disk probe. */
+static char *first_data_file(const sl_pipeline *p) {
+  for (int i = 0; i < p->nops; i++) {
+    if (strcmp(p->ops[i]->vt->kind, "files")) continue;
+    json_t *o = p->ops[i]->json, *g = json_object_get(o, "glob"), *l = json_object_get(o, "list");
+    const char *pat = NULL;
+    if (json_is_string(g)) pat = json_string_value(g);
+    else if (json_is_array(g)) pat = json_string_value(json_array_get(g, 0));
+    else if (json_is_array(l)) pat = json_string_value(json_array_get(l, 0));
+    if (!pat) continue;
+    char *full = sl__resolve_path(p, pat);
+    if (!full) return NULL;
+    glob_t gl;
+    char *res = NULL;
+    if (glob(full, 0, NULL, &gl) == 0) {
+      if (gl.gl_pathc) res = sl__strdup(gl.gl_pathv[0]);
+      globfree(&gl);
+    }
+    sl__free(full);
+    if (res) return res;
+  }
+  return NULL;
+}
+
+int sl_trace_run(sl_trace **out, sl_pipeline *p, const sl_trace_opts *opts) {
+  *out = NULL;
+  sl_trace_opts def = SL_TRACE_OPTS_INIT;
+  if (!opts) opts = &def;
+  if (opts->version != SL_TRACE_OPTS_VERSION)
+    return sl__err(SL_EINVAL, "sl_trace_opts version %d, expected %d", opts->version, SL_TRACE_OPTS_VERSION);
+  if (opts->seconds < 0 || opts->take < 0 || opts->warmup < 0)
+    return sl__err(SL_EINVAL, "trace options: seconds, take and warmup must not be negative");
+  sl_trace *t = sl__calloc(1, sizeof *t);
+  if (!t) return sl__oom("a trace");
+  int rc = 0;
+  t->spec = json_deep_copy(p->spec);
+  t->origin = sl__strdup(p->origin ? p->origin : "<spec>");
+  t->nops = p->nops;
+  t->ops = sl__calloc((size_t)p->nops, sizeof *t->ops);
+  sl_op_stats *base = sl__calloc((size_t)p->nops, sizeof *base);
+  if (!t->spec || !t->origin || !t->ops || !base) {
+    rc = sl__oom("a trace");
+    goto done;
+  }
+  if (opts->machine) {
+    t->machine = *opts->machine;
+  } else {
+    char *df = opts->probe_disk ? first_data_file(p) : NULL;
+    rc = sl_machine_probe(&t->machine, df, 0);
+    sl__free(df);
+    if (rc) goto done;
+  }
+
+  sl_pipeline_reset_stats(p);
+  sl_iter *it = NULL;
+  if ((rc = sl_pipeline_iter(&it, p))) goto done;
+  double limit = opts->seconds > 0 ? opts->seconds : 3600.0;
+  uint64_t t0 = sl__now_ns(), tw = t0, n = 0, nw = 0;
+  double c0 = proc_cpu(), jb0 = 0, jt0 = 0, jb1 = 0, jt1 = 0;
+  bool jif = sys_jiffies(&jb0, &jt0);
+  bool warm = opts->warmup <= 0;
+  watchdog wd = {.done = false, .it = it};
+  double grace = limit * 0.1 > 1 ? limit * 0.1 : 1;
+  wd.deadline_ns = t0 + (uint64_t)((opts->warmup + limit + grace) * 1e9);
+  atomic_init(&wd.fired, false);
+  pthread_mutex_init(&wd.mu, NULL);
+  pthread_cond_init(&wd.cv, NULL);
+  pthread_t wdt;
+  bool wd_on = pthread_create(&wdt, NULL, watchdog_main, &wd) == 0;
+  sl_elem e;
+  sl_elem_init(&e);
+  for (;;) {
+    if (!warm && (double)(sl__now_ns() - t0) * 1e-9 >= opts->warmup) {
+      /* Counters are cumulative; the traced interval is the difference from this snapshot. */
+      for (int i = 0; i < p->nops; i++) sl_pipeline_op_stats(p, i, &base[i]);
+      tw = sl__now_ns();
+      c0 = proc_cpu();
+      jif = sys_jiffies(&jb0, &jt0);
+      nw = n;
+      warm = true;
+    }
+    rc = sl_iter_next(it, &e);
+    if (rc) break;
+    sl_elem_clear(&e);
+    n++;
+    if (opts->take > 0 && n - nw >= (uint64_t)opts->take && warm) break;
+    if (warm && (double)(sl__now_ns() - tw) * 1e-9 >= limit) break;
+  }
+  uint64_t t1 = sl__now_ns();
+  if (wd_on) {
+    pthread_mutex_lock(&wd.mu);
+    wd.done = true;
+    pthread_cond_broadcast(&wd.cv);
+    pthread_mutex_unlock(&wd.mu);
+    pthread_join(wdt, NULL);
+  }
+  pthread_mutex_destroy(&wd.mu);
+  pthread_cond_destroy(&wd.cv);
+  if (rc == SL_ECANCELED && atomic_load(&wd.fired)) {
+    sl_error_clear(); /* stopped at the deadline: the trace holds what was done by then */
+    rc = 0;
+  }
+  t->process_cpu = proc_cpu() - c0;
+  t->machine.other_load = -1;
+  if (jif && sys_jiffies(&jb1, &jt1) && jt1 > jt0 && t1 > tw) {
+    /* Busy share of all CPUs over the interval, in cores, minus this process's own CPU. */
+    double secs = (double)(t1 - tw) * 1e-9, cpus = t->machine.cpus_online > 0 ? t->machine.cpus_online : 1;
+    double busy = (jb1 - jb0) / (jt1 - jt0) * cpus;
+    double other = busy - t->process_cpu / secs;
+    t->machine.other_load = other > 0 ? other : 0;
+  }
+  t->ended = rc == SL_END;
+  if (rc == SL_END) rc = 0;
+  if (!rc) {
+    t->seconds = (double)(t1 - tw) * 1e-9;
+    t->elements = n - nw;
+    for (int i = 0; i < p->nops && !rc; i++) {
+      sl_op_stats s;
+      sl_pipeline_op_stats(p, i, &s);
+      if (warm && opts->warmup > 0) stats_delta(&s, &base[i]);
+      rc = fill_op(&t->ops[i], &s, t->spec);
+    }
+  }
+  sl_iter_free(it);
+done:
+  sl__free(base);
+  if (rc) {
+    sl_trace_free(t);
+    return rc;
+  }
+  *out = t;
+  return 0;
+}
+
+/* ---- JSON ---- */
+static json_t *machine_json(const sl_machine *m) {
+  return json_pack("{s:f, s:i, s:I, s:I, s:f, s:s, s:s, s:f}", "cores", m->cores, "cpus_online", m->cpus_online,
+                   "mem_total", (json_int_t)m->mem_total, "mem_available", (json_int_t)m->mem_available,
+                   "disk_bandwidth", m->disk_bandwidth, "disk_method", m->disk_method, "disk_path", m->disk_path,
+                   "other_load", m->other_load);
+}
+
+static json_t *op_json(const sl__trace_op *o) {
+  const sl_op_stats *s = &o->s;
+  json_t *j = json_pack("{s:s, s:s, s:s, s:i, s:b, s:I, s:I, s:b, s:b, s:{s:b, s:b}}", "path", s->path, "op", s->op,
+                        "label", s->label, "parent", s->parent, "nested", s->nested, "parallelism",
+                        (json_int_t)s->parallelism, "buffer", (json_int_t)s->buffer, "async", s->async, "random",
+                        s->random, "autotune", "parallelism", o->par_autotune, "buffer", o->buf_autotune);
+  if (!j) return NULL;
+  json_t *c = json_pack("{s:I, s:I, s:I, s:f, s:f, s:f, s:I, s:I, s:f, s:I, s:I, s:I, s:f, s:f}", "elements_out",
+                        (json_int_t)s->elements_out, "elements_in", (json_int_t)s->elements_in, "bytes_out",
+                        (json_int_t)s->bytes_out, "cpu_seconds", s->cpu_seconds, "wall_seconds", s->wall_seconds,
+                        "wait_seconds", s->wait_seconds, "disk_bytes", (json_int_t)s->disk_bytes, "skipped",
+                        (json_int_t)s->skipped, "buffer_occupancy", s->buffer_occupancy, "bytes_held",
+                        (json_int_t)s->bytes_held, "bytes_held_peak", (json_int_t)s->bytes_held_peak, "cardinality",
+                        (json_int_t)s->cardinality, "call_mean", s->call_mean, "call_sd", s->call_sd);
+  if (!c || json_object_update(j, c)) {
+    json_decref(c);
+    json_decref(j);
+    return NULL;
+  }
+  json_decref(c);
+  return j;
+}
+
+int sl_trace_to_json(const sl_trace *t, char **out) {
+  *out = NULL;
+  json_t *ops = json_array();
+  json_t *root = json_pack("{s:s, s:i, s:s, s:s, s:O, s:o, s:{s:f, s:I, s:b, s:f, s:f}, s:o}", "format", TRACE_FORMAT,
+                           "version", SL_TRACE_VERSION, "sluice", sl_version(), "origin", t->origin, "spec", t->spec,
+                           "machine", machine_json(&t->machine), "run", "seconds", t->seconds, "elements",
+                           (json_int_t)t->elements, "ended", t->ended, "throughput", sl_trace_throughput(t),
+                           "process_cpu_seconds", t->process_cpu, "ops", ops);
+  if (!root) return sl__oom("the trace document");
+  for (int i = 0; i < t->nops; i++) {
+    json_t *o = op_json(&t->ops[i]);
+    if (!o || json_array_append_new(ops, o)) {
+      json_decref(root);
+      return sl__oom("the trace document");
+    }
+  }
+  char *s = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+  json_decref(root);
+  if (!s) return sl__oom("the trace document");
+  *out = sl__strdup(s);
+  free(s);
+  return *out ? 0 : sl__oom("the trace document");
+}
+
+int sl_trace_save(const sl_trace *t, const char *path) {
+  char *s = NULL;
+  int rc = sl_trace_to_json(t, &s);
+  if (rc) return rc;
+  FILE *f = fopen(path, "wb");
+  if (!f) {
+    sl__free(s);
+    return sl__err(SL_EIO, "%s: cannot write the trace: %s", path, strerror(errno));
+  }
+  size_t len = strlen(s);
+  bool ok = fwrite(s, 1, len, f) == len && fputc('\n', f) != EOF;
+  ok = (fclose(f) == 0) && ok;
+  sl__free(s);
+  return ok ? 0 : sl__err(SL_EIO, "%s: write failed: %s", path, strerror(errno));
+}
+
+/* Field readers that name what is wrong. */
+typedef struct {
+  const char *origin;
+  int rc;
+} rd;
+
+static json_t *need(rd *r, json_t *o, const char *key, const char *where, int (*is)(const json_t *), const char *what) {
+  if (r->rc) return NULL;
+  json_t *v = json_object_get(o, key);
+  if (!v || !is(v)) {
+    r->rc = sl__err(SL_EINVAL, "%s: %s%s%s: missing or not %s", r->origin, where, where[0] ? "." : "", key, what);
+    return NULL;
+  }
+  return v;
+}
+static int is_num(const json_t *v) { return json_is_number(v); }
+static int is_int(const json_t *v) { return json_is_integer(v); }
+static int is_str(const json_t *v) { return json_is_string(v); }
+static int is_bool(const json_t *v) { return json_is_boolean(v); }
+static int is_obj(const json_t *v) { return json_is_object(v); }
+static int is_arr(const json_t *v) { return json_is_array(v); }
+static double num(rd *r, json_t *o, const char *k, const char *w) {
+  json_t *v = need(r, o, k, w, is_num, "a number");
+  return v ? json_number_value(v) : 0;
+}
+static int64_t inum(rd *r, json_t *o, const char *k, const char *w) {
+  json_t *v = need(r, o, k, w, is_int, "an integer");
+  return v ? (int64_t)json_integer_value(v) : 0;
+}
+static uint64_t unum(rd *r, json_t *o, const char *k, const char *w) {
+  int64_t x = inum(r, o, k, w);
+  if (!r->rc && x < 0) r->rc = sl__err(SL_EINVAL, "%s: %s.%s: negative", r->origin, w, k);
+  return (uint64_t)x;
+}
+static bool bnum(rd *r, json_t *o, const char *k, const char *w) {
+  json_t *v = need(r, o, k, w, is_bool, "true or false");
+  return v && json_is_true(v);
+}
+
+static int parse_trace(sl_trace *t, json_t *root, const char *origin) {
+  rd r = {origin, 0};
+  if (!json_is_object(root)) return sl__err(SL_EINVAL, "%s: a trace is a JSON object", origin);
+  json_t *fmt = json_object_get(root, "format");
+  if (!json_is_string(fmt) || strcmp(json_string_value(fmt), TRACE_FORMAT))
+    return sl__err(SL_EINVAL, "%s: not a sluice trace (no \"format\": \"%s\")", origin, TRACE_FORMAT);
+  json_t *ver = json_object_get(root, "version");
+  if (!json_is_integer(ver)) return sl__err(SL_EINVAL, "%s: version: missing or not an integer", origin);
+  if (json_integer_value(ver) != SL_TRACE_VERSION) {
+    json_t *by = json_object_get(root, "sluice");
+    return sl__err(SL_EVERSION, "%s: trace format version %lld (written by sluice %s); this sluice %s reads version %d:"
+                                " take the trace again with 'sluice trace'", origin, (long long)json_integer_value(ver),
+                   json_is_string(by) ? json_string_value(by) : "?", sl_version(), SL_TRACE_VERSION);
+  }
+  json_t *spec = need(&r, root, "spec", "", is_obj, "an object");
+  json_t *m = need(&r, root, "machine", "", is_obj, "an object");
+  json_t *run = need(&r, root, "run", "", is_obj, "an object");
+  json_t *ops = need(&r, root, "ops", "", is_arr, "an array");
+  if (r.rc) return r.rc;
+  t->spec = json_incref(spec);
+  json_t *org = json_object_get(root, "origin");
+  t->origin = sl__strdup(json_is_string(org) ? json_string_value(org) : origin);
+  if (!t->origin) return sl__oom("a trace");
+  sl_machine *mc = &t->machine;
+  mc->cores = num(&r, m, "cores", "machine");
+  mc->cpus_online = (int)inum(&r, m, "cpus_online", "machine");
+  mc->mem_total = unum(&r, m, "mem_total", "machine");
+  mc->mem_available = unum(&r, m, "mem_available", "machine");
+  mc->disk_bandwidth = num(&r, m, "disk_bandwidth", "machine");
+  json_t *dm = need(&r, m, "disk_method", "machine", is_str, "a string");
+  json_t *dp = need(&r, m, "disk_path", "machine", is_str, "a string");
+  if (r.rc) return r.rc;
+  snprintf(mc->disk_method, sizeof mc->disk_method, "%s", json_string_value(dm));
+  snprintf(mc->disk_path, sizeof mc->disk_path, "%s", json_string_value(dp));
+  json_t *ol = json_object_get(m, "other_load"); /* optional: -1 when absent */
+  mc->other_load = json_is_number(ol) ? json_number_value(ol) : -1;
+  t->seconds = num(&r, run, "seconds", "run");
+  t->elements = unum(&r, run, "elements", "run");
+  t->ended = bnum(&r, run, "ended", "run");
+  t->process_cpu = num(&r, run, "process_cpu_seconds", "run");
+  if (r.rc) return r.rc;
+  if (!(t->seconds > 0)) return sl__err(SL_EINVAL, "%s: run.seconds must be positive", origin);
+  t->nops = (int)json_array_size(ops);
+  if (t->nops == 0) return sl__err(SL_EINVAL, "%s: ops: empty", origin);
+  t->ops = sl__calloc((size_t)t->nops, sizeof *t->ops);
+  if (!t->ops) return sl__oom("a trace");
+  for (int i = 0; i < t->nops; i++) {
+    json_t *o = json_array_get(ops, (size_t)i);
+    char w[32];
+    snprintf(w, sizeof w, "ops[%d]", i);
+    if (!json_is_object(o)) return sl__err(SL_EINVAL, "%s: %s: expected an object", origin, w);
+    sl__trace_op *to = &t->ops[i];
+    sl_op_stats *s = &to->s;
+    json_t *path = need(&r, o, "path", w, is_str, "a string");
+    json_t *kind = need(&r, o, "op", w, is_str, "a string");
+    json_t *label = need(&r, o, "label", w, is_str, "a string");
+    if (r.rc) return r.rc;
+    s->parent = (int)inum(&r, o, "parent", w);
+    s->nested = bnum(&r, o, "nested", w);
+    s->parallelism = inum(&r, o, "parallelism", w);
+    s->buffer = inum(&r, o, "buffer", w);
+    s->async = bnum(&r, o, "async", w);
+    s->random = bnum(&r, o, "random", w);
+    s->elements_out = unum(&r, o, "elements_out", w);
+    s->elements_in = unum(&r, o, "elements_in", w);
+    s->bytes_out = unum(&r, o, "bytes_out", w);
+    s->cpu_seconds = num(&r, o, "cpu_seconds", w);
+    s->wall_seconds = num(&r, o, "wall_seconds", w);
+    s->wait_seconds = num(&r, o, "wait_seconds", w);
+    s->disk_bytes = unum(&r, o, "disk_bytes", w);
+    s->skipped = unum(&r, o, "skipped", w);
+    s->buffer_occupancy = num(&r, o, "buffer_occupancy", w);
+    s->bytes_held = unum(&r, o, "bytes_held", w);
+    s->bytes_held_peak = unum(&r, o, "bytes_held_peak", w);
+    s->cardinality = inum(&r, o, "cardinality", w);
+    s->call_mean = num(&r, o, "call_mean", w);
+    s->call_sd = num(&r, o, "call_sd", w);
+    json_t *at = json_object_get(o, "autotune");
+    if (r.rc) return r.rc;
+    if (s->parent < -1 || s->parent >= t->nops || s->parent == i)
+      return sl__err(SL_EINVAL, "%s: %s.parent: %d is not an op index", origin, w, s->parent);
+    if (s->cpu_seconds < 0 || s->parallelism < 1)
+      return sl__err(SL_EINVAL, "%s: %s: negative CPU time or parallelism below 1", origin, w);
+    to->par_autotune = json_is_true(json_object_get(at, "parallelism"));
+    to->buf_autotune = json_is_true(json_object_get(at, "buffer"));
+    to->path = sl__strdup(json_string_value(path));
+    to->kind = sl__strdup(json_string_value(kind));
+    to->label = sl__strdup(json_string_value(label));
+    if (!to->path || !to->kind || !to->label) return sl__oom("a trace");
+    s->path = to->path;
+    s->op = to->kind;
+    s->label = to->label;
+    if (!sl__spec_op_at(t->spec, to->path))
+      return sl__err(SL_EINVAL, "%s: %s.path: '%s' is not an op of the trace's spec", origin, w, to->path);
+  }
+  int roots = 0;
+  for (int i = 0; i < t->nops; i++) roots += t->ops[i].s.parent == -1;
+  if (roots != 1) return sl__err(SL_EINVAL, "%s: ops: %d ops have no parent; a trace has exactly one root", origin, roots);
+  /* Every op's chain of consumers reaches the root: no cycles. */
+  for (int i = 0; i < t->nops; i++) {
+    int x = i, steps = 0;
+    while (x != -1 && steps <= t->nops) x = t->ops[x].s.parent, steps++;
+    if (x != -1) return sl__err(SL_EINVAL, "%s: ops[%d].parent: the consumers form a cycle", origin, i);
+  }
+  return 0;
+}
+
+int sl_trace_from_json(sl_trace **out, const char *json, size_t len, const char *origin) {
+  *out = NULL;
+  if (!origin) origin = "<trace>";
+  json_error_t err;
+  json_t *root = json_loadb(json, len, 0, &err);
+  if (!root) return sl__err(SL_EINVAL, "%s:%d:%d: malformed JSON: %s", origin, err.line, err.column, err.text);
+  sl_trace *t = sl__calloc(1, sizeof *t);
+  if (!t) {
+    json_decref(root);
+    return sl__oom("a trace");
+  }
+  int rc = parse_trace(t, root, origin);
+  json_decref(root);
+  if (rc) {
+    sl_trace_free(t);
+    return rc;
+  }
+  *out = t;
+  return 0;
+}
+
+int sl_trace_load(sl_trace **out, const char *path) {
+  *out = NULL;
+  FILE *f = fopen(path, "rb");
+  if (!f) return sl__err(SL_EIO, "%s: cannot open the trace: %s", path, strerror(errno));
+  sl__str s = {0};
+  char buf[65536];
+  size_t n;
+  int rc = 0;
+  while ((n = fread(buf, 1, sizeof buf, f)) > 0 && !rc) rc = sl__str_append(&s, buf, n);
+  bool bad = ferror(f);
+  fclose(f);
+  if (!rc && bad) rc = sl__err(SL_EIO, "%s: read error", path);
+  if (!rc) rc = sl_trace_from_json(out, s.s ? s.s : "", s.len, path);
+  sl__str_dispose(&s);
+  return rc;
+}
+
+/* ---- accessors ---- */
+uint64_t sl_trace_elements(const sl_trace *t) { return t->elements; }
+double sl_trace_seconds(const sl_trace *t) { return t->seconds; }
+bool sl_trace_ended(const sl_trace *t) { return t->ended; }
+double sl_trace_throughput(const sl_trace *t) { return t->seconds > 0 ? (double)t->elements / t->seconds : 0; }
+double sl_trace_process_cpu(const sl_trace *t) { return t->process_cpu; }
+const sl_machine *sl_trace_machine(const sl_trace *t) { return &t->machine; }
+int sl_trace_op_count(const sl_trace *t) { return t->nops; }
+int sl_trace_op(const sl_trace *t, int i, sl_op_stats *out) {
+  if (i < 0 || i >= t->nops) return sl__err(SL_EINVAL, "op index %d outside 0..%d", i, t->nops - 1);
+  *out = t->ops[i].s;
+  return 0;
+}
+int sl_trace_spec_json(const sl_trace *t, char **out) {
+  char *s = json_dumps(t->spec, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+  if (!s) return sl__oom("the spec text");
+  *out = sl__strdup(s);
+  free(s);
+  return *out ? 0 : sl__oom("the spec text");
+}

@@ -1,0 +1,37 @@
+/* trace/trace_int.h: the inside of an sl_trace, shared with src/plan (which reads traces to model them).
+ * A trace owns copies of everything it holds: the spec, per-op counters with their strings, the machine. */
+#ifndef SL_TRACE_INT_H
+#define SL_TRACE_INT_H
+
+#include <jansson.h>
+
+#include "core/internal.h"
+#include "sluice/trace.h"
+
+typedef struct sl__trace_op {
+  sl_op_stats s;            /* path/label/op point at the strings below */
+  char *path, *label, *kind;
+  bool par_autotune, buf_autotune; /* the spec's knob says "autotune" */
+  double call_wall_mean, call_wall_sd; /* seconds per sampled call (inclusive), from the spec's counters */
+} sl__trace_op;
+
+struct sl_trace {
+  json_t *spec;             /* the traced spec (normalised) */
+  char *origin;
+  sl_machine machine;
+  double seconds, process_cpu;
+  uint64_t elements;
+  bool ended;
+  int nops;
+  sl__trace_op *ops;
+};
+
+/* The JSON object of the op at `path` ("ops[3]", "ops[1].source[0]") inside `spec`, or NULL. Borrowed. */
+json_t *sl__spec_op_at(json_t *spec, const char *path);
+/* Knob names the planner may change: their values are not part of a pipeline's identity. */
+bool sl__is_knob(const char *op_kind, const char *key);
+/* One line per op of `spec` (planner-inserted prefetch and cache ops left out, knobs removed), for comparing
+ * the pipelines two specs describe. Returns a JSON array (new reference) or NULL on OOM. */
+json_t *sl__spec_identity(json_t *spec);
+
+#endif

@@ -1,0 +1,443 @@
+/* test_plan.c: the planner on pipelines with known right answers: synthetic traces whose costs are given, and
+ * real runs of `spin` stages whose CPU cost per element is known. Nothing here asserts on speed.
+ * SL_TEST_THREADED (real runs use worker threads) */
+#include <jansson.h>
+#include <math.h>
+#include <string.h>
+
+#include "testutil.h"
+
+/* SL_TEST_TIMEOUT(240) */
+
+/* ---- synthetic traces: a chain of ops with given costs ---- */
+typedef struct {
+  const char *obj;  /* the op's spec object */
+  double us;        /* CPU microseconds per element it produces */
+  double ratio;     /* elements it produces per output element */
+  uint64_t bytes;   /* bytes per element */
+  uint64_t disk;    /* disk bytes per element */
+  int64_t card;     /* cardinality */
+  bool random;
+  double wall_us;   /* wall microseconds per element when it waits (0: same as us) */
+} syn_op;
+
+static sl_trace *syn_trace(const syn_op *ops, int n, double disk_bw, uint64_t mem_avail, int version) {
+  const double N = 10000, T = 2.0;
+  json_t *spec_ops = json_array(), *tops = json_array();
+  for (int i = 0; i < n; i++) {
+    json_error_t e;
+    json_t *o = json_loads(ops[i].obj, 0, &e);
+    assert_non_null(o);
+    json_array_append_new(spec_ops, o);
+    char path[32];
+    snprintf(path, sizeof path, "ops[%d]", i);
+    const char *kind = json_string_value(json_object_get(o, "op"));
+    const char *fn = json_string_value(json_object_get(o, "fn"));
+    json_t *par = json_object_get(o, "parallelism");
+    double el = N * ops[i].ratio;
+    json_array_append_new(tops, json_pack("{s:s, s:s, s:s, s:i, s:b, s:I, s:I, s:b, s:b, s:{s:b, s:b}, s:I, s:I, s:I, "
+                                          "s:f, s:f, s:f, s:I, s:I, s:f, s:I, s:I, s:I, s:f, s:f}",
+                                          "path", path, "op", kind, "label", fn ? fn : kind, "parent",
+                                          i == n - 1 ? -1 : i + 1, "nested", 0, "parallelism",
+                                          (json_int_t)(json_is_integer(par) ? json_integer_value(par) : 1), "buffer",
+                                          (json_int_t)0, "async", 0, "random", ops[i].random, "autotune",
+                                          "parallelism", json_is_string(par), "buffer", 0, "elements_out",
+                                          (json_int_t)el, "elements_in", (json_int_t)el, "bytes_out",
+                                          (json_int_t)(el * (double)ops[i].bytes), "cpu_seconds",
+                                          el * ops[i].us * 1e-6, "wall_seconds", el * (ops[i].wall_us > 0 ? ops[i].wall_us : ops[i].us) * 1e-6,
+                                          "wait_seconds", 0.0, "disk_bytes", (json_int_t)(el * (double)ops[i].disk),
+                                          "skipped", (json_int_t)0, "buffer_occupancy", 0.0, "bytes_held",
+                                          (json_int_t)0, "bytes_held_peak", (json_int_t)0, "cardinality",
+                                          (json_int_t)ops[i].card, "call_mean", ops[i].us * 1e-6, "call_sd", 0.0));
+  }
+  json_t *root = json_pack("{s:s, s:i, s:s, s:s, s:{s:s, s:o}, s:{s:f, s:i, s:I, s:I, s:f, s:s, s:s}, "
+                           "s:{s:f, s:I, s:b, s:f, s:f}, s:o}",
+                           "format", "sluice-trace", "version", version, "sluice", "test", "origin", "syn", "spec",
+                           "name", "syn", "ops", spec_ops, "machine", "cores", 2.0, "cpus_online", 2, "mem_total",
+                           (json_int_t)mem_avail, "mem_available", (json_int_t)mem_avail, "disk_bandwidth", disk_bw,
+                           "disk_method", "none", "disk_path", "", "run", "seconds", T, "elements", (json_int_t)N,
+                           "ended", 0, "throughput", N / T, "process_cpu_seconds", T, "ops", tops);
+  assert_non_null(root);
+  char *s = json_dumps(root, 0);
+  json_decref(root);
+  sl_trace *t = NULL;
+  int rc = sl_trace_from_json(&t, s, strlen(s), "syn");
+  free(s);
+  if (version != SL_TRACE_VERSION) {
+    assert_int_equal(rc, SL_EVERSION);
+    return NULL;
+  }
+  if (rc) fprintf(stderr, "%s\n", sl_error_last());
+  assert_int_equal(rc, 0);
+  return t;
+}
+
+static sl_plan *solve(const sl_trace *t, double cores, int64_t memory) {
+  sl_plan_opts o = SL_PLAN_OPTS_INIT;
+  o.cores = cores;
+  o.memory = memory;
+  o.handoff = 0; /* known costs only: no measured thread hand-off */
+  sl_plan *p = NULL;
+  int rc = sl_plan_solve(&p, t, &o);
+  if (rc) fprintf(stderr, "%s\n", sl_error_last());
+  assert_int_equal(rc, 0);
+  return p;
+}
+
+#define RANGE "{\"op\": \"range\", \"stop\": 10000}"
+#define SPIN(us) "{\"op\": \"map\", \"fn\": \"spin\", \"args\": {\"us\": " #us "}}"
+
+/* 4 spin stages, the second heavy: the LP's bound is C / sum(c_i) and the heavy stage gets the cores. */
+static void test_lp_bound_and_allocation(void **st) {
+  syn_op ops[] = {{RANGE, 0.1, 1, 8, 0, 10000, false, 0}, {SPIN(50), 50, 1, 8, 0, 10000, false, 0},
+                  {SPIN(200), 200, 1, 8, 0, 10000, false, 0}, {SPIN(50), 50, 1, 8, 0, 10000, false, 0},
+                  {SPIN(50), 50, 1, 8, 0, 10000, false, 0}};
+  sl_trace *t = syn_trace(ops, 5, 0, 1ull << 32, SL_TRACE_VERSION);
+  for (double C = 2; C <= 4; C += 2) {
+    sl_plan *p = solve(t, C, 0);
+    double want = C / 350.1e-6;
+    assert_true(fabs(sl_plan_bound(p) / want - 1) < 0.01);
+    assert_string_equal(sl_plan_limit(p), "cpu");
+    assert_int_equal(sl_plan_bottleneck(p), 2);
+    assert_true(sl_plan_parallelism(p, 2) >= (int64_t)ceil(C * 200 / 350.1));
+    if (C == 2) { /* at 4 cores one light stage also needs a second thread */
+      assert_int_equal(sl_plan_parallelism(p, 1), 1);
+      assert_int_equal(sl_plan_parallelism(p, 3), 1);
+      assert_int_equal(sl_plan_parallelism(p, 4), 1);
+    }
+    /* The integer plan reaches the bound here. */
+    assert_true(sl_plan_predicted(p) >= 0.99 * sl_plan_bound(p));
+    char *spec = NULL;
+    assert_int_equal(sl_plan_spec_json(p, &spec), 0);
+    assert_null(strstr(spec, "autotune"));
+    assert_non_null(strstr(spec, "\"prefetch\""));
+    sl_pipeline *q = NULL;
+    assert_int_equal(sl_pipeline_from_json(&q, spec, strlen(spec), "planned"), 0);
+    sl_pipeline_free(q);
+    sl_free(spec);
+    sl_plan_free(p);
+  }
+  sl_trace_free(t);
+}
+
+/* A sequential op (filter) caps the bound whatever the cores. */
+static void test_sequential_cap(void **st) {
+  syn_op ops[] = {{RANGE, 0.1, 1, 8, 0, 10000, false, 0}, {SPIN(100), 100, 1, 8, 0, 10000, false, 0},
+                  {"{\"op\": \"filter\", \"fn\": \"length\", \"args\": {\"component\": \"value\"}}", 400, 1, 8, 0, -1,
+                   false, 0}};
+  sl_trace *t = syn_trace(ops, 3, 0, 1ull << 32, SL_TRACE_VERSION);
+  sl_plan *p = solve(t, 8, 0);
+  assert_true(fabs(sl_plan_bound(p) / 2500.0 - 1) < 0.01);
+  assert_string_equal(sl_plan_limit(p), "sequential");
+  assert_int_equal(sl_plan_bottleneck(p), 2);
+  sl_plan_free(p);
+  sl_trace_free(t);
+}
+
+/* Disk-bound: 1 MB read per element at 50 MB/s bounds the pipeline at 50 elements/s, and the report says so. */
+static void test_disk_bound(void **st) {
+  syn_op ops[] = {{RANGE, 1, 1, 8, 1000000, 10000, false, 0}, {SPIN(100), 100, 1, 8, 0, 10000, false, 0}};
+  sl_trace *t = syn_trace(ops, 2, 50e6, 1ull << 32, SL_TRACE_VERSION);
+  sl_plan *p = solve(t, 2, 0);
+  assert_true(fabs(sl_plan_bound(p) / 50.0 - 1) < 0.01);
+  assert_string_equal(sl_plan_limit(p), "disk");
+  char *r = NULL;
+  assert_int_equal(sl_plan_report(p, false, &r), 0);
+  assert_non_null(strstr(r, "limited by disk bandwidth"));
+  sl_free(r);
+  assert_int_equal(sl_plan_report(p, true, &r), 0);
+  assert_non_null(strstr(r, "\"limit\": \"disk\""));
+  sl_free(r);
+  sl_plan_free(p);
+  /* A faster disk given as an option lifts the bound to the CPU's. */
+  sl_plan_opts o = SL_PLAN_OPTS_INIT;
+  o.cores = 2;
+  o.handoff = 0;
+  o.disk_bandwidth = 1e12;
+  assert_int_equal(sl_plan_solve(&p, t, &o), 0);
+  assert_string_equal(sl_plan_limit(p), "cpu");
+  sl_plan_free(p);
+  sl_trace_free(t);
+}
+
+#define REPEAT "{\"op\": \"repeat\"}"
+
+static const char *cache_report(sl_plan *p) {
+  static char buf[8192];
+  char *r = NULL;
+  assert_int_equal(sl_plan_report(p, true, &r), 0);
+  snprintf(buf, sizeof buf, "%s", r);
+  sl_free(r);
+  return buf;
+}
+
+/* Cache: chosen after the expensive deterministic op when it fits; the planned spec has it there. */
+static void test_cache_chosen(void **st) {
+  syn_op ops[] = {{RANGE, 0.1, 1, 1000, 0, 10000, false, 0}, {SPIN(300), 300, 1, 1000, 0, 10000, false, 0},
+                  {REPEAT, 0.1, 1, 1000, 0, -2, false, 0}, {SPIN(10), 10, 1, 1000, 0, -2, false, 0}};
+  sl_trace *t = syn_trace(ops, 4, 0, 1ull << 32, SL_TRACE_VERSION);
+  sl_plan *p = solve(t, 2, 0);
+  assert_int_equal(sl_plan_cache_point(p), 1);
+  /* With the cache the upstream costs vanish: 2 cores / (10 us + the cache read) */
+  assert_true(sl_plan_bound(p) > 2 / 11e-6 * 0.9);
+  char *spec = NULL;
+  assert_int_equal(sl_plan_spec_json(p, &spec), 0);
+  json_t *j = json_loads(spec, 0, NULL);
+  assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(j, "ops"), 2), "op")), "cache");
+  json_decref(j);
+  sl_free(spec);
+  sl_plan_free(p);
+  sl_trace_free(t);
+}
+
+static void test_cache_refused_random(void **st) {
+  syn_op ops[] = {{RANGE, 0.1, 1, 1000, 0, 10000, false, 0},
+                  {"{\"op\": \"shuffle\", \"buffer\": 100}", 1, 1, 1000, 0, 10000, true, 0},
+                  {SPIN(300), 300, 1, 1000, 0, 10000, false, 0}, {REPEAT, 0.1, 1, 1000, 0, -2, false, 0}};
+  sl_trace *t = syn_trace(ops, 4, 0, 1ull << 32, SL_TRACE_VERSION);
+  sl_plan *p = solve(t, 2, 0);
+  assert_int_equal(sl_plan_cache_point(p), -1);
+  /* Before the shuffle it would be legal but worthless (the range costs nothing); after it, refused. */
+  assert_non_null(strstr(cache_report(p), "random op ops[1] (shuffle) upstream"));
+  sl_plan_free(p);
+  sl_trace_free(t);
+}
+
+static void test_cache_refused_size(void **st) {
+  syn_op ops[] = {{RANGE, 0.1, 1, 100000, 0, 10000, false, 0}, {SPIN(300), 300, 1, 100000, 0, 10000, false, 0},
+                  {REPEAT, 0.1, 1, 100000, 0, -2, false, 0}};
+  sl_trace *t = syn_trace(ops, 3, 0, 1ull << 32, SL_TRACE_VERSION);
+  /* 10000 x 100 kB = 1 GB does not fit 64 MB. */
+  sl_plan *p = solve(t, 2, 64 << 20);
+  assert_int_equal(sl_plan_cache_point(p), -1);
+  assert_non_null(strstr(cache_report(p), "exceeds"));
+  assert_true(sl_plan_memory(p) <= 64 << 20);
+  sl_plan_free(p);
+  /* With 4 GB it fits and is taken. */
+  p = solve(t, 2, 4ll << 30);
+  assert_int_equal(sl_plan_cache_point(p), 1);
+  sl_plan_free(p);
+  sl_trace_free(t);
+}
+
+static void test_cache_refused_infinite(void **st) {
+  syn_op ops[] = {{"{\"op\": \"range\"}", 0.1, 1, 1000, 0, -2, false, 0}, {SPIN(300), 300, 1, 1000, 0, -2, false, 0},
+                  {REPEAT, 0.1, 1, 1000, 0, -2, false, 0}};
+  sl_trace *t = syn_trace(ops, 3, 0, 1ull << 32, SL_TRACE_VERSION);
+  sl_plan *p = solve(t, 2, 0);
+  assert_int_equal(sl_plan_cache_point(p), -1);
+  assert_non_null(strstr(cache_report(p), "infinite cardinality"));
+  sl_plan_free(p);
+  sl_trace_free(t);
+}
+
+/* An op that waits 2 ms per element (I/O) and uses 10 us of CPU: with its parallelism tunable it gets the threads to
+ * overlap its waits and the CPU binds; with its parallelism fixed at 1, waiting binds (one thread: 1 / 2050 us). */
+static void test_wait_bound(void **st) {
+  syn_op ops[] = {{RANGE, 0.1, 1, 8, 0, 10000, false, 0},
+                  {"{\"op\": \"map\", \"fn\": \"sleep_io\", \"args\": {\"us\": 2000}, \"parallelism\": \"autotune\"}",
+                   10, 1, 8, 0, 10000, false, 2000},
+                  {SPIN(50), 50, 1, 8, 0, 10000, false, 0}};
+  sl_trace *t = syn_trace(ops, 3, 0, 1ull << 32, SL_TRACE_VERSION);
+  sl_plan *p = solve(t, 2, 0);
+  assert_string_equal(sl_plan_limit(p), "cpu");
+  assert_true(fabs(sl_plan_bound(p) * 60.1e-6 / 2 - 1) < 0.01);
+  assert_true(sl_plan_predicted(p) >= 0.9 * sl_plan_bound(p));
+  assert_true(sl_plan_parallelism(p, 1) >= (int64_t)(0.9 * sl_plan_predicted(p) * 2010e-6));
+  assert_int_equal(sl_plan_bottleneck(p), 1);
+  char *r = NULL;
+  assert_int_equal(sl_plan_report(p, false, &r), 0);
+  assert_non_null(strstr(r, "it needs threads, not cores"));
+  sl_free(r);
+  sl_plan_free(p);
+  sl_plan_opts o = SL_PLAN_OPTS_INIT;
+  o.cores = 2;
+  o.handoff = 0;
+  o.only_autotune = true;
+  sl_trace_free(t);
+  ops[1].obj = "{\"op\": \"map\", \"fn\": \"sleep_io\", \"args\": {\"us\": 2000}, \"parallelism\": 1}";
+  t = syn_trace(ops, 3, 0, 1ull << 32, SL_TRACE_VERSION);
+  assert_int_equal(sl_plan_solve(&p, t, &o), 0);
+  assert_string_equal(sl_plan_limit(p), "wait");
+  /* One thread runs the whole chain: 2000 us of waiting + 50 us of spin + the range. */
+  assert_true(fabs(sl_plan_bound(p) * 2050.1e-6 - 1) < 0.01);
+  sl_plan_free(p);
+  sl_trace_free(t);
+}
+
+/* ---- bad input ---- */
+static void test_bad_version(void **st) {
+  syn_op ops[] = {{RANGE, 0.1, 1, 8, 0, 10000, false, 0}};
+  assert_null(syn_trace(ops, 1, 0, 1ull << 32, SL_TRACE_VERSION + 1));
+  assert_non_null(strstr(sl_error_last(), "version"));
+  sl_trace *t = NULL;
+  assert_int_equal(sl_trace_from_json(&t, "{\"format\": \"other\"}", 19, "x.json"), SL_EINVAL);
+  assert_non_null(strstr(sl_error_last(), "not a sluice trace"));
+  assert_int_equal(sl_trace_from_json(&t, "{nope", 5, "x.json"), SL_EINVAL);
+  assert_non_null(strstr(sl_error_last(), "x.json:1:"));
+  assert_int_equal(sl_trace_load(&t, "/nonexistent/trace.json"), SL_EIO);
+}
+
+static void test_different_spec(void **st) {
+  syn_op ops[] = {{RANGE, 0.1, 1, 8, 0, 10000, false, 0}, {SPIN(100), 100, 1, 8, 0, 10000, false, 0}};
+  sl_trace *t = syn_trace(ops, 2, 0, 1ull << 32, SL_TRACE_VERSION);
+  /* The same pipeline with other knobs and a prefetch is the same pipeline. */
+  sl_pipeline *same = tu_pipeline("{\"name\": \"syn\", \"ops\": [" RANGE ", {\"op\": \"map\", \"fn\": \"spin\", "
+                                  "\"args\": {\"us\": 100}, \"parallelism\": 4}, {\"op\": \"prefetch\", \"buffer\": 3}]}");
+  assert_int_equal(sl_trace_check_spec(t, same), 0);
+  sl_pipeline *other = tu_pipeline("{\"name\": \"syn\", \"ops\": [" RANGE ", " SPIN(50) "]}");
+  assert_int_equal(sl_trace_check_spec(t, other), SL_EINVAL);
+  assert_non_null(strstr(sl_error_last(), "different pipeline"));
+  assert_non_null(strstr(sl_error_last(), "\"us\":50"));
+  sl_pipeline_free(same);
+  sl_pipeline_free(other);
+  sl_trace_free(t);
+}
+
+static void test_infeasible_budgets(void **st) {
+  syn_op ops[] = {{RANGE, 0.1, 1, 4000, 0, 10000, false, 0}, {SPIN(100), 100, 1, 4000, 0, 10000, false, 0}};
+  sl_trace *t = syn_trace(ops, 2, 0, 1ull << 32, SL_TRACE_VERSION);
+  sl_plan *p = NULL;
+  sl_plan_opts o = SL_PLAN_OPTS_INIT;
+  o.cores = -1;
+  assert_int_equal(sl_plan_solve(&p, t, &o), SL_EINVAL);
+  assert_non_null(strstr(sl_error_last(), "infeasible budget"));
+  o.cores = 2;
+  o.consumer_cores = 2;
+  assert_int_equal(sl_plan_solve(&p, t, &o), SL_EINVAL);
+  assert_non_null(strstr(sl_error_last(), "no cores left"));
+  o.consumer_cores = 0;
+  o.memory = 1000; /* below one 4 kB element */
+  assert_int_equal(sl_plan_solve(&p, t, &o), SL_EINVAL);
+  assert_non_null(strstr(sl_error_last(), "infeasible budget: memory"));
+  assert_null(p);
+  sl_trace_free(t);
+}
+
+/* ---- real runs of spin stages ---- */
+static const sl_machine *test_machine(void) {
+  static sl_machine m;
+  sl_machine_probe(&m, NULL, 0);
+  m.cores = 2;
+  return &m;
+}
+
+/* A planted bottleneck: measured costs match the spin microseconds, the analyzer names the heavy op, the LP bound
+ * equals C / sum(c_i) and the heavy stage gets the cores. */
+static void test_planted_bottleneck(void **st) {
+  sl_pipeline *p = tu_pipeline("{\"name\": \"planted\", \"ops\": [{\"op\": \"range\", \"stop\": 1000000}, " SPIN(100)
+                               ", " SPIN(800) ", " SPIN(100) ", " SPIN(100) "]}");
+  sl_trace_opts to = SL_TRACE_OPTS_INIT;
+  to.take = 1000; /* enough samples of the light stages (about 1 call in 16 is timed) for a few % of spread */
+  to.seconds = 60;
+  to.machine = test_machine();
+  sl_trace *t = NULL;
+  assert_int_equal(sl_trace_run(&t, p, &to), 0);
+  assert_int_equal(sl_trace_elements(t), 1000);
+  sl_op_stats s;
+  double sum = 0;
+  for (int i = 0; i < sl_trace_op_count(t); i++) {
+    assert_int_equal(sl_trace_op(t, i, &s), 0);
+    sum += s.cpu_seconds / (double)sl_trace_elements(t);
+  }
+  /* 1100 us of spin per element; the engine's own work is small beside it. Loose: CPU clocks on a shared VM. */
+  assert_true(sum > 1100e-6 * 0.85 && sum < 1100e-6 * 1.3);
+  assert_int_equal(sl_trace_op(t, 2, &s), 0);
+  assert_true(fabs(s.cpu_seconds / 1000 / 800e-6 - 1) < 0.2);
+  sl_plan *pl = solve(t, 2, 0);
+  assert_int_equal(sl_plan_bottleneck(pl), 2);
+  assert_true(fabs(sl_plan_bound(pl) * sum / 2 - 1) < 0.05);
+  assert_true(sl_plan_parallelism(pl, 2) >= 2);
+  assert_int_equal(sl_plan_parallelism(pl, 1), 1);
+  assert_int_equal(sl_plan_parallelism(pl, 4), 1);
+  char *r = NULL;
+  assert_int_equal(sl_plan_report(pl, false, &r), 0);
+  assert_non_null(strstr(r, "Bottleneck: ops[2] (map spin)"));
+  /* The report fits a terminal: 100 columns, and 24 lines would hold 5 more ops. */
+  int lines = 0, col = 0, widest = 0;
+  for (char *c = r; *c; c++) {
+    if (*c == '\n') lines++, col = 0;
+    else if (++col > widest) widest = col;
+  }
+  assert_true(lines <= 19);
+  assert_true(widest <= 100);
+  sl_free(r);
+  sl_plan_free(pl);
+  sl_trace_free(t);
+  sl_pipeline_free(p);
+}
+
+/* A trace survives its JSON form. */
+static void test_trace_round_trip(void **st) {
+  sl_pipeline *p = tu_pipeline("{\"name\": \"rt\", \"ops\": [{\"op\": \"range\", \"stop\": 500}, " SPIN(5)
+                               ", {\"op\": \"batch\", \"size\": 10}, {\"op\": \"prefetch\", \"buffer\": 2}]}");
+  sl_trace_opts to = SL_TRACE_OPTS_INIT;
+  to.machine = test_machine();
+  sl_trace *t = NULL, *u = NULL;
+  assert_int_equal(sl_trace_run(&t, p, &to), 0);
+  assert_true(sl_trace_ended(t));
+  assert_int_equal(sl_trace_elements(t), 50);
+  char *a = NULL, *b = NULL;
+  assert_int_equal(sl_trace_to_json(t, &a), 0);
+  assert_int_equal(sl_trace_from_json(&u, a, strlen(a), "rt"), 0);
+  assert_int_equal(sl_trace_to_json(u, &b), 0);
+  assert_string_equal(a, b);
+  assert_int_equal(sl_trace_check_spec(u, p), 0);
+  sl_op_stats s;
+  assert_int_equal(sl_trace_op(u, 0, &s), 0);
+  assert_int_equal(s.elements_out, 500);
+  assert_int_equal(s.cardinality, 500);
+  sl_free(a);
+  sl_free(b);
+  sl_trace_free(t);
+  sl_trace_free(u);
+  sl_pipeline_free(p);
+}
+
+/* The one-line API: "autotune" knobs get numbers; fixed knobs stay. */
+static void test_pipeline_optimize(void **st) {
+  sl_pipeline *p = tu_pipeline("{\"name\": \"one\", \"ops\": [{\"op\": \"range\", \"stop\": 100000}, {\"op\": \"map\", "
+                               "\"fn\": \"spin\", \"args\": {\"us\": 200}, \"parallelism\": \"autotune\"}, {\"op\": "
+                               "\"map\", \"fn\": \"spin\", \"args\": {\"us\": 20}, \"parallelism\": 1}]}");
+  sl_optimize_opts oo = SL_OPTIMIZE_OPTS_INIT;
+  sl_optimize_result res;
+  oo.trace_seconds = 0.3;
+  oo.machine = test_machine();
+  oo.result = &res;
+  assert_int_equal(sl_pipeline_optimize(p, &oo), 0);
+  assert_true(res.predicted > 0 && res.bound >= res.predicted * 0.999);
+  char *s = NULL;
+  assert_int_equal(sl_pipeline_to_json(p, &s), 0);
+  assert_null(strstr(s, "autotune"));
+  json_t *j = json_loads(s, 0, NULL);
+  json_t *ops = json_object_get(j, "ops");
+  assert_true(json_integer_value(json_object_get(json_array_get(ops, 1), "parallelism")) >= 2);
+  assert_int_equal(json_integer_value(json_object_get(json_array_get(ops, 2), "parallelism")), 1);
+  json_decref(j);
+  sl_free(s);
+  /* The rebuilt pipeline runs. */
+  sl_iter *it = NULL;
+  assert_int_equal(sl_pipeline_iter(&it, p), 0);
+  sl_elem e;
+  sl_elem_init(&e);
+  for (int i = 0; i < 20; i++) {
+    assert_int_equal(sl_iter_next(it, &e), 0);
+    sl_elem_clear(&e);
+  }
+  sl_iter_free(it);
+  sl_pipeline_free(p);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_lp_bound_and_allocation), cmocka_unit_test(test_sequential_cap),
+      cmocka_unit_test(test_disk_bound),              cmocka_unit_test(test_wait_bound),
+      cmocka_unit_test(test_cache_chosen),
+      cmocka_unit_test(test_cache_refused_random),    cmocka_unit_test(test_cache_refused_size),
+      cmocka_unit_test(test_cache_refused_infinite),  cmocka_unit_test(test_bad_version),
+      cmocka_unit_test(test_different_spec),          cmocka_unit_test(test_infeasible_budgets),
+      cmocka_unit_test(test_planted_bottleneck),      cmocka_unit_test(test_trace_round_trip),
+      cmocka_unit_test(test_pipeline_optimize),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,94 @@
+/* test_plan_fault.c: allocation failures while reading a trace, solving, rewriting and reporting surface as errors
+ * (never a crash or a leak): an allocator that fails the Nth call, for every N until the whole path succeeds. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+
+static long g_left = -1; /* calls until the failing one; -1: never fail */
+static void *f_malloc(size_t n, void *p) {
+  (void)p;
+  if (g_left == 0) return NULL;
+  if (g_left > 0) g_left--;
+  return malloc(n);
+}
+static void *f_realloc(void *q, size_t n, void *p) {
+  (void)p;
+  if (g_left == 0) return NULL;
+  if (g_left > 0) g_left--;
+  return realloc(q, n);
+}
+static void f_free(void *q, void *p) {
+  (void)p;
+  free(q);
+}
+
+/* One trace document, made by a real run with the default allocator. */
+static char *make_trace(void) {
+  sl_pipeline *p = tu_pipeline("{\"name\": \"f\", \"ops\": [{\"op\": \"range\", \"stop\": 200}, {\"op\": \"map\", "
+                               "\"fn\": \"spin\", \"args\": {\"us\": 20}}, {\"op\": \"map\", \"fn\": \"spin\", "
+                               "\"args\": {\"us\": 80}}, {\"op\": \"batch\", \"size\": 4}, {\"op\": \"repeat\"}]}");
+  sl_machine m;
+  sl_machine_probe(&m, NULL, 0);
+  sl_trace_opts to = SL_TRACE_OPTS_INIT;
+  to.take = 40;
+  to.machine = &m;
+  sl_trace *t = NULL;
+  assert_int_equal(sl_trace_run(&t, p, &to), 0);
+  char *s = NULL;
+  assert_int_equal(sl_trace_to_json(t, &s), 0);
+  char *copy = strdup(s);
+  sl_free(s);
+  sl_trace_free(t);
+  sl_pipeline_free(p);
+  return copy;
+}
+
+/* Every step; returns the first error code (0 when all succeed). */
+static int all_steps(const char *doc) {
+  sl_trace *t = NULL;
+  sl_plan *pl = NULL;
+  char *spec = NULL, *rep = NULL, *js = NULL;
+  sl_plan_opts o = SL_PLAN_OPTS_INIT;
+  o.cores = 2;
+  o.handoff = 0;
+  int rc = sl_trace_from_json(&t, doc, strlen(doc), "fault");
+  if (!rc) rc = sl_plan_solve(&pl, t, &o);
+  if (!rc) rc = sl_plan_spec_json(pl, &spec);
+  if (!rc) rc = sl_plan_report(pl, false, &rep);
+  if (!rc) rc = sl_plan_report(pl, true, &js);
+  if (!rc) {
+    sl_free(rep);
+    rep = NULL;
+    rc = sl_trace_to_json(t, &rep);
+  }
+  sl_free(spec);
+  sl_free(rep);
+  sl_free(js);
+  sl_plan_free(pl);
+  sl_trace_free(t);
+  return rc;
+}
+
+static void test_allocation_failures(void **st) {
+  char *doc = make_trace();
+  sl_allocator a = {f_malloc, f_realloc, f_free, NULL};
+  sl_set_allocator(&a);
+  int failures = 0;
+  for (long n = 0; n < 100000; n++) {
+    g_left = n;
+    int rc = all_steps(doc);
+    g_left = -1;
+    if (rc == 0) break;
+    assert_true(rc < 0);
+    failures++;
+  }
+  sl_set_allocator(NULL);
+  assert_true(failures > 10); /* the path allocates; every failure point was visited */
+  free(doc);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_allocation_failures)};
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

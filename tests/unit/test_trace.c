@@ -1,0 +1,220 @@
+/* test_trace.c: the machine probe and traces of reading pipelines: disk bandwidth is measured on a real file,
+ * readers count their disk bytes, and a throttled disk bounds the plan with the right number.
+ * SL_TEST_THREADED (parallel maps and interleaves run) */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+
+static void test_machine_probe(void **st) {
+  char *dir = tu_tmpdir("probe");
+  size_t n = 8u << 20;
+  char *data = malloc(n);
+  assert_non_null(data);
+  for (size_t i = 0; i < n; i++) data[i] = (char)(i * 2654435761u >> 13);
+  char *path = tu_write_file(dir, "blob.bin", data, n);
+  free(data);
+  sl_machine m;
+  assert_int_equal(sl_machine_probe(&m, path, 0), 0);
+  assert_true(m.cores > 0 && m.cores <= m.cpus_online);
+  assert_true(m.mem_total > 0 && m.mem_available > 0 && m.mem_available <= m.mem_total);
+  assert_true(m.disk_bandwidth > 0);
+  assert_true(!strcmp(m.disk_method, "o_direct") || !strcmp(m.disk_method, "fadvise"));
+  assert_string_equal(m.disk_path, path);
+  /* No data file: no bandwidth, no error. */
+  assert_int_equal(sl_machine_probe(&m, NULL, 0), 0);
+  assert_true(m.disk_bandwidth == 0);
+  assert_string_equal(m.disk_method, "none");
+  free(path);
+  tu_rmtree(dir);
+  free(dir);
+}
+
+/* 200 records of 10000 bytes (+16 bytes of framing each) read through an interleave: the reader's disk bytes are
+ * counted, and a disk of 1 MB/s bounds the pipeline at 1e6 / 10016 elements/s. */
+static void test_disk_bound_reader(void **st) {
+  char *dir = tu_tmpdir("disk");
+  char path[4096];
+  snprintf(path, sizeof path, "%s/data.tfrecord", dir);
+  sl_tfrecord_writer *w = NULL;
+  assert_int_equal(sl_tfrecord_writer_open(&w, path, SL_COMPRESSION_NONE), 0);
+  char rec[10000];
+  memset(rec, 7, sizeof rec);
+  for (int i = 0; i < 200; i++) assert_int_equal(sl_tfrecord_write(w, rec, sizeof rec), 0);
+  assert_int_equal(sl_tfrecord_writer_close(w), 0);
+  char spec[8192];
+  snprintf(spec, sizeof spec,
+           "{\"name\": \"reader\", \"ops\": [{\"op\": \"files\", \"list\": [\"%s\"]}, {\"op\": \"interleave\", "
+           "\"cycle_length\": 1, \"source\": [{\"op\": \"tfrecord\"}]}, {\"op\": \"map\", \"fn\": \"spin\", \"args\": "
+           "{\"us\": 20}}]}",
+           path);
+  sl_pipeline *p = tu_pipeline(spec);
+  sl_trace_opts to = SL_TRACE_OPTS_INIT;
+  to.probe_disk = true;
+  sl_trace *t = NULL;
+  assert_int_equal(sl_trace_run(&t, p, &to), 0);
+  assert_true(sl_trace_ended(t));
+  assert_int_equal(sl_trace_elements(t), 200);
+  assert_string_equal(sl_trace_machine(t)->disk_path, path);
+  uint64_t disk = 0;
+  for (int i = 0; i < sl_trace_op_count(t); i++) {
+    sl_op_stats s;
+    assert_int_equal(sl_trace_op(t, i, &s), 0);
+    disk += s.disk_bytes;
+  }
+  assert_int_equal(disk, 200 * 10016);
+  sl_plan_opts po = SL_PLAN_OPTS_INIT;
+  po.cores = 2;
+  po.disk_bandwidth = 1e6;
+  sl_plan *pl = NULL;
+  assert_int_equal(sl_plan_solve(&pl, t, &po), 0);
+  assert_string_equal(sl_plan_limit(pl), "disk");
+  assert_true(fabs(sl_plan_bound(pl) * 10016 / 1e6 - 1) < 0.01);
+  char *r = NULL;
+  assert_int_equal(sl_plan_report(pl, false, &r), 0);
+  assert_non_null(strstr(r, "limited by disk bandwidth"));
+  sl_free(r);
+  sl_plan_free(pl);
+  sl_trace_free(t);
+  sl_pipeline_free(p);
+  tu_rmtree(dir);
+  free(dir);
+}
+
+/* A run stuck on a slow element stops at its deadline with what it did by then. */
+static void test_trace_deadline(void **st) {
+  sl_pipeline *p = tu_pipeline("{\"name\": \"slow\", \"ops\": [{\"op\": \"range\", \"stop\": 1000}, {\"op\": \"map\", "
+                               "\"fn\": \"sleep_io\", \"args\": {\"us\": 300000}, \"parallelism\": 2}]}");
+  sl_trace_opts to = SL_TRACE_OPTS_INIT;
+  to.seconds = 0.1;
+  to.probe_disk = false;
+  sl_trace *t = NULL;
+  assert_int_equal(sl_trace_run(&t, p, &to), 0);
+  assert_false(sl_trace_ended(t));
+  assert_true(sl_trace_seconds(t) < 5);
+  sl_trace_free(t);
+  sl_pipeline_free(p);
+}
+
+/* Nested chains of 4 elements each: their iterators live too briefly to be sampled at their stride, and the calls
+ * after the last sample are counted at the running mean when they close: the map's 40 us per element shows. */
+static void test_short_lived_iterators(void **st) {
+  sl_pipeline *p = tu_pipeline("{\"name\": \"short\", \"ops\": [{\"op\": \"range\", \"stop\": 2000}, {\"op\": "
+                               "\"interleave\", \"cycle_length\": 1, \"source\": [{\"op\": \"map\", \"fn\": \"spin\", "
+                               "\"args\": {\"us\": 40}}, {\"op\": \"repeat\", \"count\": 4}]}]}");
+  sl_trace_opts to = SL_TRACE_OPTS_INIT;
+  to.probe_disk = false;
+  sl_trace *t = NULL;
+  assert_int_equal(sl_trace_run(&t, p, &to), 0);
+  assert_int_equal(sl_trace_elements(t), 8000);
+  sl_op_stats s;
+  assert_int_equal(sl_trace_op(t, 2, &s), 0);
+  assert_string_equal(s.path, "ops[1].source[0]");
+  assert_int_equal(s.elements_out, 8000);
+  /* Sampled (about 1 call in 64 here): an estimate with a few percent of spread; the bounds are wide. */
+  double us = s.cpu_seconds / 8000 * 1e6;
+  assert_true(us > 40 * 0.8 && us < 40 * 1.4);
+  sl_trace_free(t);
+  sl_pipeline_free(p);
+}
+
+/* Parallel interleave workers open nested chains (and repeat re-opens them) at the same time: a trace of that has
+ * every element counted, and runs clean under TSan. */
+static void test_parallel_interleave(void **st) {
+  sl_pipeline *p = tu_pipeline("{\"name\": \"pil\", \"ops\": [{\"op\": \"range\", \"stop\": 200}, {\"op\": "
+                               "\"interleave\", \"cycle_length\": 4, \"parallelism\": 2, \"source\": [{\"op\": \"map\", "
+                               "\"fn\": \"spin\", \"args\": {\"us\": 5}}, {\"op\": \"repeat\", \"count\": 3}]}]}");
+  sl_trace_opts to = SL_TRACE_OPTS_INIT;
+  to.probe_disk = false;
+  sl_trace *t = NULL;
+  assert_int_equal(sl_trace_run(&t, p, &to), 0);
+  assert_true(sl_trace_ended(t));
+  assert_int_equal(sl_trace_elements(t), 600);
+  sl_op_stats s;
+  assert_int_equal(sl_trace_op(t, 2, &s), 0);
+  assert_int_equal(s.elements_out, 600);
+  sl_plan *pl = NULL;
+  sl_plan_opts po = SL_PLAN_OPTS_INIT;
+  po.cores = 2;
+  assert_int_equal(sl_plan_solve(&pl, t, &po), 0);
+  sl_plan_free(pl);
+  sl_trace_free(t);
+  sl_pipeline_free(p);
+}
+
+/* A parser of outside input: mutated trace documents are refused with an error or read, and a trace that is read
+ * can be planned; nothing crashes (ASan and UBSan watch). */
+static void test_trace_mutations(void **st) {
+  sl_pipeline *p = tu_pipeline("{\"name\": \"m\", \"ops\": [{\"op\": \"range\", \"stop\": 300}, {\"op\": \"map\", "
+                               "\"fn\": \"spin\", \"args\": {\"us\": 5}}, {\"op\": \"batch\", \"size\": 3}, "
+                               "{\"op\": \"repeat\", \"count\": 2}]}");
+  sl_trace_opts to = SL_TRACE_OPTS_INIT;
+  to.probe_disk = false;
+  sl_trace *t = NULL;
+  assert_int_equal(sl_trace_run(&t, p, &to), 0);
+  char *doc = NULL;
+  assert_int_equal(sl_trace_to_json(t, &doc), 0);
+  sl_trace_free(t);
+  sl_pipeline_free(p);
+  size_t n = strlen(doc);
+  char *m = malloc(n + 64);
+  assert_non_null(m);
+  uint64_t r = 0x9e3779b97f4a7c15ull;
+  int read = 0;
+  for (int iter = 0; iter < 1500; iter++) {
+    memcpy(m, doc, n + 1);
+    size_t len = n;
+    int k = 1 + (int)(r % 3);
+    for (int j = 0; j < k; j++) {
+      r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+      size_t at = (size_t)(r % len);
+      switch ((r >> 32) % 5) {
+      case 0: m[at] = "-9071\"{}[],:e."[(r >> 40) % 14]; break; /* a structural or numeric character */
+      case 1: len = at; m[len] = 0; break;                      /* truncation */
+      case 2: memmove(m + at, m + at + 1, len - at); len--; break;
+      case 3: m[at] = (char)('0' + (r >> 44) % 10); break;
+      default: { /* a digit run becomes a large or negative number */
+        const char *big = (r >> 45) & 1 ? "99999999999" : "-1";
+        size_t bl = strlen(big);
+        if (len + bl < n + 60) {
+          memmove(m + at + bl, m + at, len - at + 1);
+          memcpy(m + at, big, bl);
+          len += bl;
+        }
+      }
+      }
+    }
+    sl_trace *u = NULL;
+    if (sl_trace_from_json(&u, m, len, "mutant") == 0) {
+      read++;
+      sl_plan_opts po = SL_PLAN_OPTS_INIT;
+      po.cores = 2;
+      po.handoff = 0;
+      sl_plan *pl = NULL;
+      if (sl_plan_solve(&pl, u, &po) == 0) {
+        char *x = NULL;
+        if (sl_plan_spec_json(pl, &x) == 0) sl_free(x);
+        if (sl_plan_report(pl, false, &x) == 0) sl_free(x);
+        sl_plan_free(pl);
+      }
+      sl_trace_free(u);
+    }
+  }
+  assert_true(read > 0); /* some mutants are still traces (a changed digit) */
+  free(m);
+  sl_free(doc);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_machine_probe),
+      cmocka_unit_test(test_disk_bound_reader),
+      cmocka_unit_test(test_trace_deadline),
+      cmocka_unit_test(test_short_lived_iterators),
+      cmocka_unit_test(test_parallel_interleave),
+      cmocka_unit_test(test_trace_mutations),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
