@@ -5,5 +5,6 @@
 #include "sluice/element.h"
 #include "sluice/fn.h"
 #include "sluice/pipeline.h"
+#include "sluice/prov.h"
 
 #endif
