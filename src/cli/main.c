@@ -9,6 +9,8 @@
 
 #include "cli.h"
 
+int cmd_prov(int argc, char **argv);
+
 
 static int cmd_version(int argc, char **argv) {
   (void)argc; (void)argv;
@@ -18,6 +20,7 @@ static int cmd_version(int argc, char **argv) {
 
 static const cli_cmd CMDS[] = {
     {"version", "print the version", cmd_version},
+    {"prov", "provenance store (ML Metadata) and production-pipeline analytics", cmd_prov},
 };
 #define NCMDS (sizeof CMDS / sizeof CMDS[0])
 

@@ -79,6 +79,9 @@ static int open_sqlite(sl__pdb *db, const char *path, bool create) {
   rc = sqlite3_exec(db->lite, "PRAGMA journal_mode=WAL", NULL, NULL, NULL);
   if (rc != SQLITE_OK) return sl__err(SL_EIO, "%s: cannot enable WAL: %s", path, sqlite3_errmsg(db->lite));
   sqlite3_exec(db->lite, "PRAGMA synchronous=NORMAL", NULL, NULL, NULL);
+  sqlite3_exec(db->lite, "PRAGMA cache_size=-65536", NULL, NULL, NULL); /* 64 MiB */
+  /* Statement journals (each upsert in a transaction has one) in memory, not in temporary files. */
+  sqlite3_exec(db->lite, "PRAGMA temp_store=MEMORY", NULL, NULL, NULL);
   return 0;
 }
 
