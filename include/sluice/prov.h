@@ -344,9 +344,10 @@ typedef struct sl_prov_sim {
   double prunable_waste; /* the part pruning can reach (trainer and downstream of non-pushing graphlets) */
   sl_prov_sim_row *rows; size_t nrows;
   int best;              /* row with the largest saving that keeps freshness (-1: none) */
+  int best_recall99;     /* the same, also keeping push recall >= 99% (-1: none) */
   bool has_truth;        /* the corpus carries true probabilities */
   sl_prov_sim_row *truth_rows; size_t ntruth;
-  int truth_best;
+  int truth_best, truth_best_recall99;
 } sl_prov_sim;
 /* Sweeps thresholds 0, 0.01, ... 0.99 (the model's predictions, and the true probabilities where recorded). */
 int sl_prov_simulate(const sl_prov_graphlets *g, sl_prov_model *m, sl_prov_sim **out);

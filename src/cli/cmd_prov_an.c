@@ -462,16 +462,18 @@ static json_t *row_json(const sl_prov_sim_row *r) {
   return x;
 }
 
-static void print_rows(const sl_prov_sim_row *rows, size_t n, int best) {
+static void print_rows(const sl_prov_sim_row *rows, size_t n, int best, int best99) {
   printf("  %5s %8s %14s %7s %8s %8s %9s %s\n", "THRESH", "PRUNED", "WASTE SAVED", "SHARE", "RECALL", "CADENCE",
          "STALENESS", "");
   for (size_t i = 0; i < n; i++) {
     const sl_prov_sim_row *r = &rows[i];
-    bool show = (i % 5 == 0) || (int)i == best || (i + 1 < n && rows[i + 1].fresh != r->fresh && r->fresh);
+    bool show = (i % 5 == 0) || (int)i == best || (int)i == best99;
     if (!show) continue;
     printf("  %5.2f %8zu %14.0f %6.1f%% %7.2f%% %7.2f%% %8.3fx %s%s\n", r->threshold, r->pruned, r->saved_waste,
            100 * r->saved_share, 100 * r->push_recall, 100 * r->cadence, r->staleness_ratio,
-           r->fresh ? "fresh" : "STALE", (int)i == best ? "  <== largest saving that keeps freshness" : "");
+           r->fresh ? "fresh" : "STALE",
+           (int)i == best ? "  <== largest saving that keeps freshness"
+           : (int)i == best99 ? "  <== largest saving keeping freshness and 99% push recall" : "");
   }
 }
 
@@ -512,11 +514,14 @@ int cmd_prov_simulate(int argc, char **argv) {
     for (size_t i = 0; i < s->nrows; i++) json_array_append_new(rows, row_json(&s->rows[i]));
     json_object_set_new(j, "rows", rows);
     json_object_set_new(j, "best", s->best >= 0 ? row_json(&s->rows[s->best]) : json_null());
+    json_object_set_new(j, "best_recall99", s->best_recall99 >= 0 ? row_json(&s->rows[s->best_recall99]) : json_null());
     if (s->has_truth) {
       json_t *t = json_array();
       for (size_t i = 0; i < s->ntruth; i++) json_array_append_new(t, row_json(&s->truth_rows[i]));
       json_object_set_new(j, "ceiling_rows", t);
       json_object_set_new(j, "ceiling_best", s->truth_best >= 0 ? row_json(&s->truth_rows[s->truth_best]) : json_null());
+      json_object_set_new(j, "ceiling_best_recall99",
+                          s->truth_best_recall99 >= 0 ? row_json(&s->truth_rows[s->truth_best_recall99]) : json_null());
     }
     dump(j);
   } else {
@@ -524,17 +529,30 @@ int cmd_prov_simulate(int argc, char **argv) {
            "(%.1f%%)\n\npredictor:\n",
            s->ngraphlets, s->npushes, s->window_waste, sl_prov_graphlets_cost_basis(g), s->prunable_waste,
            s->window_waste > 0 ? 100 * s->prunable_waste / s->window_waste : 0);
-    print_rows(s->rows, s->nrows, s->best);
-    if (s->best >= 0)
-      printf("=> threshold %.2f prunes %.1f%% of wasted compute with push recall %.2f%%, cadence %.2f%%, staleness "
+    print_rows(s->rows, s->nrows, s->best, s->best_recall99);
+    const int bests[2] = {s->best, s->best_recall99};
+    for (int b = 0; b < 2; b++) {
+      if (bests[b] < 0) {
+        printf("=> no threshold above 0 keeps freshness%s\n", b ? " and 99%% push recall" : "");
+        continue;
+      }
+      const sl_prov_sim_row *r = &s->rows[bests[b]];
+      printf("=> %s: threshold %.2f prunes %.1f%% of wasted compute; push recall %.2f%%, cadence %.2f%%, staleness "
              "%.3fx\n",
-             s->rows[s->best].threshold, 100 * s->rows[s->best].saved_share, 100 * s->rows[s->best].push_recall,
-             100 * s->rows[s->best].cadence, s->rows[s->best].staleness_ratio);
-    else
-      printf("=> no threshold above 0 keeps freshness\n");
+             b ? "keeping freshness and 99% push recall" : "keeping freshness", r->threshold, 100 * r->saved_share,
+             100 * r->push_recall, 100 * r->cadence, r->staleness_ratio);
+    }
+    /* Where freshness collapses: the first threshold past which cadence falls under 95%. */
+    for (size_t i = 0; i < s->nrows; i++)
+      if (s->rows[i].cadence < 0.95) {
+        printf("=> freshness collapses from threshold %.2f (%.1f%% of waste pruned): cadence %.1f%%, recall %.1f%%\n",
+               s->rows[i].threshold, 100 * s->rows[i].saved_share, 100 * s->rows[i].cadence,
+               100 * s->rows[i].push_recall);
+        break;
+      }
     if (s->has_truth) {
       printf("\nceiling (pruning by the corpus's true push probability):\n");
-      print_rows(s->truth_rows, s->ntruth, s->truth_best);
+      print_rows(s->truth_rows, s->ntruth, s->truth_best, s->truth_best_recall99);
       if (s->truth_best >= 0)
         printf("=> the ceiling prunes %.1f%% of wasted compute at threshold %.2f keeping freshness\n",
                100 * s->truth_rows[s->truth_best].saved_share, s->truth_rows[s->truth_best].threshold);

@@ -103,6 +103,8 @@ typedef struct an_facts {
   int ncomp;
   uint64_t code_fp;
 } an_facts;
+/* The pruning simulation with given predictions, one per graphlet starting at or after `from`, in set order. */
+int sl__prov_simulate_p(const sl_prov_graphlets *g, int64_t from, const double *pred, sl_prov_sim **out);
 void sl__an_features(const sl_prov_graphlets *g, const size_t *prior, size_t nprior, const an_facts *f, double *out);
 
 #endif

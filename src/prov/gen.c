@@ -35,7 +35,7 @@
 #define DRIFT_BAD 1.1   /* above: blessing factor DRIFT_FLOOR */
 #define DRIFT_FLOOR 0.01
 #define ANOM_BASE 0.1   /* anomalies ~ Poisson(ANOM_BASE + ANOM_SLOPE * max(0, drift - DRIFT_OK)) */
-#define ANOM_SLOPE 6.0
+#define ANOM_SLOPE 12.0
 #define P_STRUCT_CHANGE 0.012
 #define STRUCT_FACTOR1 0.05
 #define STRUCT_FACTOR2 0.3

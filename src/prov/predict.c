@@ -463,7 +463,7 @@ static void sim_row(const simctx *c, const double *p, double th, bool *pruned, s
   r->fresh = r->cadence >= 0.99 && r->staleness_ratio <= 1.05;
 }
 
-static int sweep(const simctx *c, const double *p, sl_prov_sim_row **rows, size_t *nrows, int *best) {
+static int sweep(const simctx *c, const double *p, sl_prov_sim_row **rows, size_t *nrows, int *best, int *best99) {
   size_t n = 100;
   sl_prov_sim_row *r = sl__calloc(n, sizeof *r);
   bool *pruned = sl__calloc(c->g->ng ? c->g->ng : 1, sizeof *pruned);
@@ -472,10 +472,12 @@ static int sweep(const simctx *c, const double *p, sl_prov_sim_row **rows, size_
     sl__free(pruned);
     return sl__oom("simulation");
   }
-  *best = -1;
+  *best = *best99 = -1;
   for (size_t i = 0; i < n; i++) {
     sim_row(c, p, (double)i / 100.0, pruned, &r[i]);
     if (r[i].fresh && (*best < 0 || r[i].saved_waste > r[*best].saved_waste)) *best = (int)i;
+    if (r[i].fresh && r[i].push_recall >= 0.99 && (*best99 < 0 || r[i].saved_waste > r[*best99].saved_waste))
+      *best99 = (int)i;
   }
   sl__free(pruned);
   *rows = r;
@@ -485,9 +487,31 @@ static int sweep(const simctx *c, const double *p, sl_prov_sim_row **rows, size_
 
 int sl_prov_simulate(const sl_prov_graphlets *g, sl_prov_model *m, sl_prov_sim **out) {
   *out = NULL;
+  int64_t from = sl_prov_model_test_from(m);
+  size_t n = 0;
+  for (size_t i = 0; i < g->ng; i++) n += g->g[i].start_ms >= from;
+  if (!n) return sl__err(SL_EINVAL, "no graphlets in the model's test window (from %lld ms)", (long long)from);
+  size_t *win = sl__mallocarray(n, sizeof *win);
+  double *p = sl__mallocarray(n, sizeof *p);
+  float *mat = NULL;
+  int rc = 0;
+  if (!win || !p) rc = sl__oom("simulation");
+  for (size_t i = 0, k = 0; !rc && i < g->ng; i++)
+    if (g->g[i].start_ms >= from) win[k++] = i;
+  if (!rc && !(rc = to_matrix(g, win, n, &mat))) rc = predict_rows(m->booster, mat, n, p);
+  if (!rc) rc = sl__prov_simulate_p(g, from, p, out);
+  /* The model's default threshold: the largest saving that keeps freshness and 99% of pushes. */
+  if (!rc && (*out)->best_recall99 >= 0) sl_prov_model_set_threshold(m, (*out)->rows[(*out)->best_recall99].threshold);
+  sl__free(win);
+  sl__free(p);
+  sl__free(mat);
+  return rc;
+}
+
+int sl__prov_simulate_p(const sl_prov_graphlets *g, int64_t from, const double *pred, sl_prov_sim **out) {
+  *out = NULL;
   simctx c = {0};
   c.g = g;
-  int64_t from = sl_prov_model_test_from(m);
   c.win = sl__mallocarray(g->ng ? g->ng : 1, sizeof *c.win);
   if (!c.win) return sl__oom("simulation");
   c.T0 = from;
@@ -503,17 +527,16 @@ int sl_prov_simulate(const sl_prov_graphlets *g, sl_prov_model *m, sl_prov_sim *
     return sl__err(SL_EINVAL, "no graphlets in the model's test window (from %lld ms)", (long long)from);
   }
   sl_prov_sim *s = sl__calloc(1, sizeof *s);
-  float *mat = NULL;
-  double *p = sl__mallocarray(c.n, sizeof *p), *tp = sl__mallocarray(c.n, sizeof *tp);
+  const double *p = pred;
+  double *tp = sl__mallocarray(c.n, sizeof *tp);
   uint8_t *mark = sl__calloc(g->nex ? g->nex : 1, 1);
   int32_t *exix = NULL;
   int rc = 0;
-  if (!s || !p || !tp || !mark) {
+  if (!s || !tp || !mark) {
     rc = sl__oom("simulation");
     goto done;
   }
   s->ngraphlets = c.n;
-  if ((rc = to_matrix(g, c.win, c.n, &mat)) || (rc = predict_rows(m->booster, mat, c.n, p))) goto done;
   /* The window's wasted compute: each wasted execution of a window graphlet, once. */
   {
     int64_t maxid = 0;
@@ -561,15 +584,13 @@ int sl_prov_simulate(const sl_prov_graphlets *g, sl_prov_model *m, sl_prov_sim *
     c.nperiods = u;
   }
   c.base_stale = staleness(&c, NULL);
-  if ((rc = sweep(&c, p, &s->rows, &s->nrows, &s->best))) goto done;
-  if (s->has_truth && (rc = sweep(&c, tp, &s->truth_rows, &s->ntruth, &s->truth_best))) goto done;
-  if (!s->has_truth) s->truth_best = -1;
-  if (s->best >= 0) sl_prov_model_set_threshold(m, s->rows[s->best].threshold);
+  if ((rc = sweep(&c, p, &s->rows, &s->nrows, &s->best, &s->best_recall99))) goto done;
+  if (s->has_truth && (rc = sweep(&c, tp, &s->truth_rows, &s->ntruth, &s->truth_best, &s->truth_best_recall99)))
+    goto done;
+  if (!s->has_truth) s->truth_best = s->truth_best_recall99 = -1;
 done:
   sl__free(c.win);
   sl__free(c.periods);
-  sl__free(mat);
-  sl__free(p);
   sl__free(tp);
   sl__free(mark);
   sl__free(exix);
