@@ -141,6 +141,7 @@ typedef struct sl_prov_event {
   int type;
   int64_t ms;
   char *path; /* the steps joined: "examples:0" */
+  bool reemit; /* the execution only re-emits the artifact (CACHED, or a Resolver) */
 } sl_prov_event;
 
 /* A set of nodes (and, for lineage, the events joining them). */

@@ -626,7 +626,8 @@ static int load_events(sl_prov *p, sl_prov_list *l, size_t *cap, sl_prov_kind ki
   const char *col = kind == SL_PROV_ARTIFACT ? "artifact_id" : "execution_id";
   snprintf(sql, sizeof sql,
            "SELECT e.id, e.artifact_id, e.execution_id, e.type, e.milliseconds_since_epoch, p.is_index_step, "
-           "p.step_index, p.step_key FROM Event e LEFT JOIN EventPath p ON p.event_id = e.id WHERE e.%s = ? "
+           "p.step_index, p.step_key, x.last_known_state, t.name FROM Event e LEFT JOIN EventPath p ON p.event_id = "
+           "e.id LEFT JOIN Execution x ON x.id = e.execution_id LEFT JOIN Type t ON t.id = x.type_id WHERE e.%s = ? "
            "ORDER BY e.id",
            col);
   sl__pstmt *st;
@@ -647,6 +648,11 @@ static int load_events(sl_prov *p, sl_prov_list *l, size_t *cap, sl_prov_kind ki
       ev->execution_id = sl__pstmt_i64(st, 2);
       ev->type = (int)sl__pstmt_i64(st, 3);
       ev->ms = sl__pstmt_i64(st, 4);
+      /* Marks re-emitting executions (CACHED, Resolvers) for the lineage walk; not part of the public event. */
+      const char *tn = sl__pstmt_text(st, 9);
+      size_t tl = tn ? strlen(tn) : 0;
+      ev->reemit = sl__pstmt_i64(st, 8) == SL_PROV_E_CACHED ||
+                   (tl >= 8 && (!strcmp(tn + tl - 8, "Resolver") || !strcmp(tn + tl - 8, "resolver")));
     }
     if (sl__pstmt_null(st, 5)) continue;
     char step[300];
@@ -775,8 +781,16 @@ static int walk(sl_prov *p, seen *s, sl_prov_list *l, size_t *ecap, int dir, int
     sl_prov_list tmp = {0};
     size_t tcap = 0;
     rc = load_events(p, &tmp, &tcap, art ? SL_PROV_ARTIFACT : SL_PROV_EXECUTION, id);
+    /* Upstream of an artifact is its producer: the earliest output from an execution that does not merely
+     * re-emit it (CACHED executions, Resolvers), as for graphlets; all outputs when only re-emitters exist. */
+    int64_t producer = -1, pms = INT64_MAX;
+    if (dir == SL_PROV_UP && art)
+      for (size_t i = 0; i < tmp.nevents; i++)
+        if (is_out(tmp.events[i].type) && !tmp.events[i].reemit && tmp.events[i].ms < pms)
+          pms = tmp.events[i].ms, producer = tmp.events[i].execution_id;
     for (size_t i = 0; !rc && i < tmp.nevents; i++) {
       sl_prov_event *e = &tmp.events[i];
+      if (producer >= 0 && e->execution_id != producer) continue;
       /* up: artifact <- its producing execution (output event), execution <- its inputs;
        * down: artifact -> consuming executions (input event), execution -> its outputs. */
       bool follow = dir == SL_PROV_UP ? (art ? is_out(e->type) : is_in(e->type))
