@@ -505,9 +505,25 @@ int sl_prov_gen(sl_prov *p, const sl_prov_gen_opts *o, sl_prov_gen_report *rep) 
     sl__pdb_exec(p->db, "PRAGMA cache_size=-524288");
   }
   int rc = setup_types(&G);
+  /* Into a store without executions, load without the secondary indexes and build them once at the end. */
+  bool bulk = false;
+  if (!rc) {
+    sl__pstmt *st;
+    if (!(rc = sl__pdb_prepare(p->db, &st, "SELECT count(*) FROM Execution"))) {
+      rc = sl__pstmt_step(st);
+      bulk = rc == 1 && sl__pstmt_i64(st, 0) == 0;
+      rc = rc < 0 ? rc : 0;
+      sl__pstmt_free(st);
+    }
+  }
+  if (!rc && bulk) rc = sl__prov_indexes(p, false);
   for (int i = 0; !rc && i < o->pipelines; i++) {
     rc = gen_pipeline(&G, o, i);
     if (o->progress) o->progress(i + 1, o->pipelines, o->payload);
+  }
+  if (bulk) {
+    int rc2 = sl__prov_indexes(p, true);
+    if (!rc) rc = rc2;
   }
   if (!sl__pdb_is_pg(p->db)) sl__pdb_exec(p->db, "PRAGMA synchronous=NORMAL");
   return rc;

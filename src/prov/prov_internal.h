@@ -23,6 +23,8 @@ int sl__prov_stmt(sl_prov *p, int which, sl__pstmt **out);
 int64_t sl__prov_now_ms(void);
 /* Verifies the MLMD v10 schema (creating it in an empty database when allowed). */
 int sl__prov_schema(sl_prov *p, bool allow_create);
+/* Drops or re-creates MLMD's secondary indexes (bulk loads). */
+int sl__prov_indexes(sl_prov *p, bool create_them);
 /* Runs fn inside a transaction unless one is open. */
 int sl__prov_txn_begin(sl_prov *p, bool *own);
 int sl__prov_txn_end(sl_prov *p, bool own, int rc);

@@ -272,12 +272,13 @@ int sl_prov_stats_compute(const sl_prov_graphlets *g, sl_prov_stats **out) {
       tt[nt++] = tt[i];
   }
   qsort(tt, nt, sizeof *tt, by_count);
-  s->ntopologies = nt < 20 ? nt : 20;
-  s->topologies = sl__calloc(s->ntopologies ? s->ntopologies : 1, sizeof *s->topologies);
+  size_t ntop = nt < 20 ? nt : 20;
+  s->topologies = sl__calloc(ntop ? ntop : 1, sizeof *s->topologies);
   if (!s->topologies) {
     rc = sl__oom("stats");
     goto done;
   }
+  s->ntopologies = ntop;
   for (size_t i = 0; i < s->ntopologies; i++) {
     s->topologies[i].count = tt[i].count;
     s->topologies[i].components = components_of(g, tt[i].example, exix);

@@ -255,3 +255,26 @@ int sl__prov_schema(sl_prov *p, bool allow_create) {
   }
   return sl__pdb_exec(p->db, "COMMIT");
 }
+
+/* Drops (create false) or re-creates MLMD's secondary indexes, for bulk loads into a fresh store: building an
+ * index once over sorted data is much cheaper than maintaining it row by row. The unique keys stay. */
+int sl__prov_indexes(sl_prov *p, bool create_them) {
+  bool pg = sl__pdb_is_pg(p->db);
+  const char *const *ddl = pg ? PG_DDL : LITE_DDL;
+  size_t n = pg ? sizeof PG_DDL / sizeof *PG_DDL : sizeof LITE_DDL / sizeof *LITE_DDL;
+  for (size_t i = 0; i < n; i++) {
+    if (strncmp(ddl[i], "CREATE INDEX IF NOT EXISTS ", 27)) continue;
+    int rc;
+    if (create_them) {
+      rc = sl__pdb_exec(p->db, ddl[i]);
+    } else {
+      /* "CREATE INDEX IF NOT EXISTS <name> ON ..." -> "DROP INDEX IF EXISTS <name>" */
+      const char *name = ddl[i] + 27, *sp = strchr(name, ' ');
+      char sql[160];
+      snprintf(sql, sizeof sql, "DROP INDEX IF EXISTS %.*s", (int)(sp - name), name);
+      rc = sl__pdb_exec(p->db, sql);
+    }
+    if (rc) return sl__err_wrap(rc, "%s MLMD's indexes", create_them ? "re-creating" : "dropping");
+  }
+  return 0;
+}

@@ -457,11 +457,6 @@ static int bind_filter(sl__pstmt *st, const sl_prov_query *q, int *k) {
   return 0;
 }
 
-static int node_cmp_id(const void *a, const void *b) {
-  int64_t x = ((const sl_prov_node *)a)->id, y = ((const sl_prov_node *)b)->id;
-  return x < y ? -1 : x > y;
-}
-
 static int read_prop(sl__pstmt *st, int c0, sl_prov_prop *pr) {
   /* columns: name, is_custom, int, double, string, proto, bool, byte */
   int rc = dup_or_null(&pr->name, sl__pstmt_text(st, c0));
@@ -560,7 +555,6 @@ int sl_prov_find(sl_prov *p, sl_prov_list **out, sl_prov_kind kind, const sl_pro
     if (rc < 0) goto fail;
     rc = 0;
   }
-  (void)node_cmp_id;
   *out = l;
   return 0;
 fail:
@@ -699,16 +693,10 @@ int sl_prov_neighbours(sl_prov *p, sl_prov_list **out, sl_prov_kind kind, int64_
   size_t ncap = 0, ecap = 0;
   rc = sl__pstmt_bind_i64(st, 1, id);
   while (!rc && (rc = sl__pstmt_step(st)) == 1) {
+    /* Ids first, nodes after: a PostgreSQL connection runs one statement at a time. */
     int64_t cid = sl__pstmt_i64(st, 0);
-    sl_prov_query q = {0};
-    q.id = cid;
-    sl_prov_list *c;
-    /* Reads on another statement while this one is open: fine on SQLite; on PostgreSQL results are drained per
-     * statement, so collect ids first. */
     if ((rc = grow((void **)&l->nodes, &ncap, l->n + 1, sizeof *l->nodes))) break;
     l->nodes[l->n++].id = cid;
-    (void)c;
-    (void)q;
     rc = 0;
   }
   sl__pstmt_free(st);
