@@ -80,6 +80,42 @@ static uint64_t fnv(const char *s) {
   return h ? h : 1;
 }
 
+typedef struct memb {
+  const idmap *emap;
+  size_t pcap, pidcap, rows;
+  int64_t last_run;
+} memb;
+
+/* Reads (execution_id, context id, context name, context type name) rows, ordered by context id. */
+static int read_membership(sl_prov_graphlets *g, sl__pstmt *st, memb *m) {
+  int rc;
+  while ((rc = sl__pstmt_step(st)) == 1) {
+    m->rows++;
+    int32_t x = idmap_get(m->emap, sl__pstmt_i64(st, 0));
+    int64_t cid = sl__pstmt_i64(st, 1);
+    const char *tn = sl__pstmt_text(st, 3);
+    if (tn && !strcmp(tn, "pipeline")) {
+      if (!g->npipes || g->pipe_ids[g->npipes - 1] != cid) {
+        if ((rc = grow((void **)&g->pipes, &m->pcap, g->npipes + 1, sizeof *g->pipes)) ||
+            (rc = grow((void **)&g->pipe_ids, &m->pidcap, g->npipes + 1, sizeof *g->pipe_ids)))
+          return rc;
+        const char *nm = sl__pstmt_text(st, 2);
+        g->pipes[g->npipes] = sl__strdup(nm ? nm : "");
+        if (!g->pipes[g->npipes]) return sl__oom("pipeline name");
+        g->pipe_ids[g->npipes++] = cid;
+      }
+      if (x >= 0) g->ex[x].pipe = (int32_t)(g->npipes - 1);
+    } else if (tn && !strcmp(tn, "pipeline_run")) {
+      if (cid != m->last_run) {
+        m->last_run = cid;
+        g->nruns++;
+      }
+      if (x >= 0) g->ex[x].run = (int32_t)(g->nruns - 1);
+    }
+  }
+  return rc < 0 ? rc : 0;
+}
+
 static int load(sl_prov *p, sl_prov_graphlets *g, int64_t ctx) {
   sl__pstmt *st = NULL;
   int rc;
@@ -268,42 +304,46 @@ static int load(sl_prov *p, sl_prov_graphlets *g, int64_t ctx) {
   if (rc < 0) goto out3;
   rc = 0;
 
-  /* Pipeline and run membership. */
-  rc = prep(p, &st,
-            ctx ? "SELECT a.execution_id, c.id, c.name, t.name FROM Association a JOIN Context c ON c.id = "
-                  "a.context_id JOIN Type t ON t.id = c.type_id WHERE t.name IN ('pipeline', 'pipeline_run') AND "
-                  "a.execution_id" EXEC_IN " ORDER BY c.id"
-                : "SELECT a.execution_id, c.id, c.name, t.name FROM Association a JOIN Context c ON c.id = "
-                  "a.context_id JOIN Type t ON t.id = c.type_id WHERE t.name IN ('pipeline', 'pipeline_run') ORDER BY "
-                  "c.id",
-            ctx);
-  size_t pcap = 0, pidcap = 0;
-  int64_t last_run = -1;
-  while (!rc && (rc = sl__pstmt_step(st)) == 1) {
-    rc = 0;
-    int32_t x = idmap_get(&emap, sl__pstmt_i64(st, 0));
-    int64_t cid = sl__pstmt_i64(st, 1);
-    const char *tn = sl__pstmt_text(st, 3);
-    if (!strcmp(tn, "pipeline")) {
-      if (!g->npipes || g->pipe_ids[g->npipes - 1] != cid) {
-        if ((rc = grow((void **)&g->pipes, &pcap, g->npipes + 1, sizeof *g->pipes)) ||
-            (rc = grow((void **)&g->pipe_ids, &pidcap, g->npipes + 1, sizeof *g->pipe_ids)))
-          break;
-        const char *nm = sl__pstmt_text(st, 2);
-        g->pipes[g->npipes] = sl__strdup(nm ? nm : "");
-        if (!g->pipes[g->npipes]) {
-          rc = sl__oom("pipeline name");
-          break;
-        }
-        g->pipe_ids[g->npipes++] = cid;
-      }
-      if (x >= 0) g->ex[x].pipe = (int32_t)(g->npipes - 1);
+  /* Pipeline and run membership. For one pipeline, its runs are found through ParentContext (TFX makes each
+   * pipeline_run a child of its pipeline), which the indexes serve directly; only a store without those links
+   * needs the general query, which has no index on Association.execution_id to use. */
+  {
+    memb m = {0};
+    m.emap = &emap;
+    m.last_run = -1;
+    if (!ctx) {
+      rc = prep(p, &st,
+                "SELECT a.execution_id, c.id, c.name, t.name FROM Association a JOIN Context c ON c.id = "
+                "a.context_id JOIN Type t ON t.id = c.type_id WHERE t.name IN ('pipeline', 'pipeline_run') ORDER BY "
+                "c.id",
+                0);
+      if (!rc) rc = read_membership(g, st, &m);
     } else {
-      if (cid != last_run) {
-        last_run = cid;
-        g->nruns++;
+      rc = prep(p, &st,
+                "SELECT a.execution_id, c.id, c.name, t.name FROM Association a JOIN Context c ON c.id = "
+                "a.context_id JOIN Type t ON t.id = c.type_id WHERE a.context_id = ?",
+                ctx);
+      if (!rc) rc = read_membership(g, st, &m);
+      sl__pstmt_free(st);
+      st = NULL;
+      if (!rc)
+        rc = prep(p, &st,
+                  "SELECT a.execution_id, c.id, c.name, t.name FROM ParentContext pc JOIN Context c ON c.id = "
+                  "pc.context_id JOIN Type t ON t.id = c.type_id JOIN Association a ON a.context_id = c.id WHERE "
+                  "pc.parent_context_id = ? AND t.name = 'pipeline_run' ORDER BY c.id",
+                  ctx);
+      size_t before = m.rows;
+      if (!rc) rc = read_membership(g, st, &m);
+      if (!rc && m.rows == before) {
+        sl__pstmt_free(st);
+        st = NULL;
+        rc = prep(p, &st,
+                  "SELECT a.execution_id, c.id, c.name, t.name FROM Association a JOIN Context c ON c.id = "
+                  "a.context_id JOIN Type t ON t.id = c.type_id WHERE t.name = 'pipeline_run' AND "
+                  "a.execution_id" EXEC_IN " ORDER BY c.id",
+                  ctx);
+        if (!rc) rc = read_membership(g, st, &m);
       }
-      if (x >= 0) g->ex[x].run = (int32_t)(g->nruns - 1);
     }
   }
   sl__pstmt_free(st);
