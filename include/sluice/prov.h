@@ -350,12 +350,16 @@ typedef struct sl_prov_sim {
   sl_prov_sim_row *truth_rows; size_t ntruth;
   int truth_best, truth_best_recall99;
 } sl_prov_sim;
-/* Sweeps thresholds 0, 0.01, ... 0.99 (the model's predictions, and the true probabilities where recorded). */
+/* Sweeps thresholds 0, 0.01, ... 0.99 (the model's predictions, and the true probabilities where recorded), and
+ * sets the model's threshold to the largest saving that keeps freshness and 99% push recall. */
 int sl_prov_simulate(const sl_prov_graphlets *g, sl_prov_model *m, sl_prov_sim **out);
 void sl_prov_sim_free(sl_prov_sim *s);
 
-/* The pipeline's next run: features as if its trainer started at `now_ms` (0: after the last record), and
- * P(push) from the model (or, with m NULL, a smoothed push rate of the pipeline's graphlets with new data). */
+/* The decision for the next run of `pipeline` (a `pipeline` context name): features as if its trainer started at
+ * `now_ms` (0: just after the pipeline's last record), loading only that pipeline, and P(push) from the model (or,
+ * with m NULL, the pipeline's Laplace-smoothed push rate among earlier graphlets alike in having new data).
+ * `threshold` < 0 takes the model's threshold (0.1 without a model); train = P(push) >= threshold.
+ * SL_ENOTFOUND for an unknown pipeline or one without graphlets. */
 typedef struct sl_prov_decision {
   double p_push;
   double threshold;

@@ -432,11 +432,6 @@ int sl__pstmt_step(sl__pstmt *st) {
   }
 }
 
-int sl__pstmt_one(sl__pstmt *st) {
-  int rc = sl__pstmt_step(st);
-  return rc;
-}
-
 bool sl__pstmt_null(sl__pstmt *st, int c) {
   if (st->ls) return sqlite3_column_type(st->ls, c) == SQLITE_NULL;
   return !st->res || PQgetisnull(st->res, 0, c);

@@ -40,7 +40,5 @@ int64_t sl__pstmt_i64(sl__pstmt *st, int c);
 double sl__pstmt_f64(sl__pstmt *st, int c);
 const char *sl__pstmt_text(sl__pstmt *st, int c);
 const void *sl__pstmt_blob(sl__pstmt *st, int c, size_t *n);
-/* Runs a statement expected to return at most one row; 1 with the row ready (reset it after), 0 when none. */
-int sl__pstmt_one(sl__pstmt *st);
 
 #endif
