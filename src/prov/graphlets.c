@@ -278,26 +278,51 @@ static int load(sl_prov *p, sl_prov_graphlets *g, int64_t ctx) {
   if (rc < 0) goto out3;
   rc = 0;
 
-  /* Events, with the first key of each path (to tell a `baseline_model` input). */
+  /* Events; then the few whose path key is `baseline_model`, in a second query (a scan of EventPath is cheaper
+   * than a lookup per event). */
   rc = prep(p, &st,
-            ctx ? "SELECT e.artifact_id, e.execution_id, e.type, e.milliseconds_since_epoch, (SELECT min(x.step_key) "
-                  "FROM EventPath x WHERE x.event_id = e.id) FROM Event e WHERE e.execution_id" EXEC_IN
-                : "SELECT e.artifact_id, e.execution_id, e.type, e.milliseconds_since_epoch, (SELECT min(x.step_key) "
-                  "FROM EventPath x WHERE x.event_id = e.id) FROM Event e",
+            ctx ? "SELECT e.id, e.artifact_id, e.execution_id, e.type, e.milliseconds_since_epoch FROM Event e WHERE "
+                  "e.execution_id" EXEC_IN
+                : "SELECT e.id, e.artifact_id, e.execution_id, e.type, e.milliseconds_since_epoch FROM Event e",
             ctx);
   cap = 0;
-  while (!rc && (rc = sl__pstmt_step(st)) == 1) {
-    rc = 0;
-    int32_t a = idmap_get(&amap, sl__pstmt_i64(st, 0)), x = idmap_get(&emap, sl__pstmt_i64(st, 1));
-    if (a < 0 || x < 0) continue;
-    if ((rc = grow((void **)&g->ev, &cap, g->nev + 1, sizeof *g->ev))) break;
-    an_event *ev = &g->ev[g->nev++];
-    ev->art = a;
-    ev->exec = x;
-    ev->type = (int8_t)sl__pstmt_i64(st, 2);
-    ev->ms = sl__pstmt_i64(st, 3);
-    const char *k = sl__pstmt_text(st, 4);
-    ev->baseline = k && !strcmp(k, "baseline_model");
+  {
+    int64_t *evids = NULL;
+    size_t idcap = 0;
+    while (!rc && (rc = sl__pstmt_step(st)) == 1) {
+      rc = 0;
+      int32_t a = idmap_get(&amap, sl__pstmt_i64(st, 1)), x = idmap_get(&emap, sl__pstmt_i64(st, 2));
+      if (a < 0 || x < 0) continue;
+      if ((rc = grow((void **)&g->ev, &cap, g->nev + 1, sizeof *g->ev)) ||
+          (rc = grow((void **)&evids, &idcap, g->nev + 1, sizeof *evids)))
+        break;
+      evids[g->nev] = sl__pstmt_i64(st, 0);
+      an_event *ev = &g->ev[g->nev++];
+      ev->art = a;
+      ev->exec = x;
+      ev->type = (int8_t)sl__pstmt_i64(st, 3);
+      ev->ms = sl__pstmt_i64(st, 4);
+      ev->baseline = false;
+    }
+    sl__pstmt_free(st);
+    st = NULL;
+    idmap vmap = {0};
+    if (rc >= 0 && g->nev) {
+      rc = idmap_build(&vmap, evids, g->nev, sizeof *evids);
+      if (!rc)
+        rc = prep(p, &st,
+                  ctx ? "SELECT event_id FROM EventPath WHERE step_key = 'baseline_model' AND event_id IN (SELECT id "
+                        "FROM Event WHERE execution_id" EXEC_IN ")"
+                      : "SELECT event_id FROM EventPath WHERE step_key = 'baseline_model'",
+                  ctx);
+      while (!rc && (rc = sl__pstmt_step(st)) == 1) {
+        rc = 0;
+        int32_t v = idmap_get(&vmap, sl__pstmt_i64(st, 0));
+        if (v >= 0) g->ev[v].baseline = true;
+      }
+    }
+    sl__free(vmap.ix);
+    sl__free(evids);
   }
   sl__pstmt_free(st);
   st = NULL;

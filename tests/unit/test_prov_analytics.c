@@ -278,10 +278,19 @@ static void other_tool_base_types_without_runs(void **state) {
     int64_t out = art(&b, tdata, t + 4);
     ln(&b, out, deps[i], SL_PROV_EV_OUTPUT, t + 4, "endpoint");
   }
+  /* Between the rounds, a comparison reads round 0's model as its baseline: not downstream of round 0. */
+  int64_t cmp = ex(&b, tprep, SL_PROV_E_COMPLETE, 5, 0.5, -1, P, 0);
+  sl_prov_list *ml;
+  sl_prov_query mq = {0};
+  mq.type_name = "acme.Blob";
+  assert_int_equal(sl_prov_find(p, &ml, SL_PROV_ARTIFACT, &mq), 0);
+  ln(&b, ml->nodes[0].id, cmp, SL_PROV_EV_INPUT, 5, "baseline_model");
+  sl_prov_list_free(ml);
   sl_prov_graphlets *g;
   assert_int_equal(sl_prov_graphlets_load(p, &g, NULL), 0);
   assert_int_equal(sl_prov_graphlets_count(g), 2);
   assert_string_equal(sl_prov_graphlets_cost_basis(g), "wall");
+  assert_false(has_id(by_trainer(g, trs[0])->downstream, by_trainer(g, trs[0])->ndownstream, cmp));
   const sl_prov_graphlet *a = by_trainer(g, trs[0]), *c = by_trainer(g, trs[1]);
   assert_true(a->pushed); /* completed mlmd.Deploy with an output and no `pushed` property */
   assert_false(c->pushed);
