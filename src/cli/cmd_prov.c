@@ -97,12 +97,15 @@ static int prov_ls(int argc, char **argv) {
   bool json = false;
   const char *db = NULL, *what = "executions";
   sl_prov_query q = {0};
+  bool limit_set = false;
+  q.limit = 1000; /* a terminal's worth by default; --limit 0 lists all */
   int npos = 0;
   for (int i = 1; i < argc; i++) {
     if (cli_is_help(argv[i])) {
       printf("usage: sluice prov ls DB [artifacts|executions|contexts|types] [--type NAME] [--context ID] "
              "[--name NAME] [--limit N] [--json]\n\nLists the store's nodes (executions by default) in id order, "
-             "filtered by type name, context (its members; for contexts, its children) or name.\n");
+             "filtered by type name, context (its members; for contexts, its children) or name.\nAt most 1000 "
+             "unless --limit says otherwise (--limit 0: all).\n");
       return CLI_OK;
     }
     int64_t v;
@@ -115,6 +118,7 @@ static int prov_ls(int argc, char **argv) {
     } else if (!strcmp(argv[i], "--limit")) {
       if (!cli_parse_i64("prov ls", "--limit", i + 1 < argc ? argv[++i] : NULL, &v)) return CLI_USAGE;
       q.limit = v > 0 ? (size_t)v : 0;
+      limit_set = true;
     } else if (argv[i][0] == '-' && argv[i][1]) return cli_usage("prov ls", "unknown option %s", argv[i]);
     else if (npos == 0) db = argv[i], npos++;
     else if (npos == 1) what = argv[i], npos++;
@@ -170,7 +174,7 @@ static int prov_ls(int argc, char **argv) {
     sl_prov_free(s);
   } else {
     print_nodes(l, kind, false);
-    printf("(%zu %s)\n", l->n, what);
+    printf("(%zu %s%s)\n", l->n, what, !limit_set && l->n == q.limit ? "; the first 1000, --limit 0 for all" : "");
   }
   sl_prov_list_free(l);
   return CLI_OK;
