@@ -279,6 +279,32 @@ int sl__pdb_prepare(sl__pdb *db, sl__pstmt **out, const char *sql) {
   return 0;
 }
 
+int sl__pdb_prepare_insert(sl__pdb *db, sl__pstmt **out, const char *sql) {
+  static const char RET[] = " RETURNING id";
+  size_t n = strlen(sql), r = sizeof RET - 1;
+  if (db->pg || n < r || strcmp(sql + n - r, RET)) return sl__pdb_prepare(db, out, sql);
+  char *q = sl__strndup(sql, n - r);
+  if (!q) return sl__oom("statement");
+  int rc = sl__pdb_prepare(db, out, q);
+  sl__free(q);
+  return rc;
+}
+
+int sl__pstmt_insert(sl__pstmt *st, int64_t *id) {
+  int rc = sl__pstmt_step(st);
+  if (st->ls) {
+    if (rc == 0 && id) *id = sqlite3_last_insert_rowid(st->db->lite);
+    if (rc == 1) rc = 0; /* a RETURNING statement prepared directly */
+  } else if (rc == 1) {
+    if (id) *id = sl__pstmt_i64(st, 0);
+    rc = 0;
+  } else if (rc == 0) {
+    rc = sl__err(SL_ERROR, "insert returned no id");
+  }
+  sl__pstmt_reset(st);
+  return rc;
+}
+
 static void pg_clear_params(sl__pstmt *st) {
   for (int i = 0; i < SL_PDB_MAXP; i++) {
     sl__free(st->pv[i]);

@@ -23,6 +23,11 @@ int sl__pdb_tables(sl__pdb *db, char ***names, size_t *n);
 void sl__pdb_names_free(char **names, size_t n);
 
 int sl__pdb_prepare(sl__pdb *db, sl__pstmt **out, const char *sql);
+/* Prepares an INSERT ending in " RETURNING id": on SQLite the clause is dropped (it costs an ephemeral table per
+ * row) and sl__pstmt_insert returns sqlite3_last_insert_rowid instead. */
+int sl__pdb_prepare_insert(sl__pdb *db, sl__pstmt **out, const char *sql);
+/* Steps an INSERT prepared by sl__pdb_prepare_insert and resets it; *id receives the new row's id. */
+int sl__pstmt_insert(sl__pstmt *st, int64_t *id);
 void sl__pstmt_free(sl__pstmt *st);
 /* Bind 1-based parameters. */
 int sl__pstmt_bind_i64(sl__pstmt *st, int i, int64_t v);

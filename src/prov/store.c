@@ -71,7 +71,7 @@ static const char *const SQL[Q_NQ] = {
 
 int sl__prov_stmt(sl_prov *p, int which, sl__pstmt **out) {
   if (!p->q[which]) {
-    int rc = sl__pdb_prepare(p->db, &p->q[which], SQL[which]);
+    int rc = sl__pdb_prepare_insert(p->db, &p->q[which], SQL[which]);
     if (rc) return rc;
   } else {
     sl__pstmt_reset(p->q[which]);
@@ -165,17 +165,7 @@ static int pg_name_lock(sl_prov *p, const char *name) {
   return rc < 0 ? rc : 0;
 }
 
-static int insert_id(sl__pstmt *st, int64_t *id) {
-  int rc = sl__pstmt_step(st);
-  if (rc == 1) {
-    if (id) *id = sl__pstmt_i64(st, 0);
-    rc = 0;
-  } else if (rc == 0) {
-    rc = sl__err(SL_ERROR, "insert returned no id");
-  }
-  sl__pstmt_reset(st);
-  return rc;
-}
+static int insert_id(sl__pstmt *st, int64_t *id) { return sl__pstmt_insert(st, id); }
 
 static int exec_done(sl__pstmt *st) {
   int rc = sl__pstmt_step(st);
