@@ -12,6 +12,11 @@ if [ -z "$bin" ]; then
   done
 fi
 [ -n "$bin" ] || { echo "pg_start: no PostgreSQL server found (apt-get install postgresql)" >&2; exit 1; }
+# A server left behind by an interrupted run: stop it and start clean.
+if [ -e "$dir" ]; then
+  bash "$(dirname "$0")/pg_stop.sh" "$dir"
+  rm -rf "$dir"
+fi
 mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)
 as=()
