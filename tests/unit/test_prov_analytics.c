@@ -111,16 +111,16 @@ static bool has_id(const int64_t *v, size_t n, int64_t id) {
   return false;
 }
 
-static tp_backend LITE = {"sqlite", "", NULL};
+static tp_backend LITE = {"sqlite", "", NULL}, PG = {"postgresql", "", NULL};
 
-static sl_prov *fresh_store(const char *tag) {
-  assert_true(tp_fresh(&LITE, tag));
-  return tp_open(&LITE);
-}
+/* A fresh store on the case's backend; false (the case skips) when the backend is absent. */
+#define FRESH(p, tag)                                                                                                 \
+  tp_backend *B = *(tp_backend **)state;                                                                              \
+  if (!tp_fresh(B, tag)) skip();                                                                                      \
+  sl_prov *p = tp_open(B)
 
 static void shared_upstream_waste_outcomes_and_states(void **state) {
-  (void)state;
-  sl_prov *p = fresh_store("graphlets");
+  FRESH(p, "graphlets");
   hb b;
   hb_init(&b, p);
   int64_t P = ctx(&b, b.tpipe, "P");
@@ -246,12 +246,11 @@ static void shared_upstream_waste_outcomes_and_states(void **state) {
   sl_prov_graphlets_free(g);
   assert_int_equal(sl_prov_graphlets_load(p, &g, "nope"), SL_ENOTFOUND);
   sl_prov_close(p);
-  tp_done(&LITE);
+  tp_done(B);
 }
 
 static void other_tool_base_types_without_runs(void **state) {
-  (void)state;
-  sl_prov *p = fresh_store("othertool");
+  FRESH(p, "othertool");
   int64_t ttrain, tdeploy, tprep, tdata, tblob, tpipe;
   assert_int_equal(sl_prov_put_type(p, &ttrain, SL_PROV_EXECUTION, "acme.FitModel", NULL, 0, "mlmd.Train"), 0);
   assert_int_equal(sl_prov_put_type(p, &tdeploy, SL_PROV_EXECUTION, "acme.Rollout", NULL, 0, "mlmd.Deploy"), 0);
@@ -299,10 +298,11 @@ static void other_tool_base_types_without_runs(void **state) {
   assert_double_equal(a->cost, 4 * 3600.0, 1e-6); /* prepare 1 h + train 2 h + deploy 1 h */
   sl_prov_graphlets_free(g);
   sl_prov_close(p);
-  tp_done(&LITE);
+  tp_done(B);
 
   /* Neither a *Trainer name nor mlmd.Train: a clear message. */
-  p = fresh_store("notrainer");
+  assert_true(tp_fresh(B, "notrainer"));
+  p = tp_open(B);
   assert_int_equal(sl_prov_put_type(p, &tprep, SL_PROV_EXECUTION, "acme.Prepare", NULL, 0, NULL), 0);
   b.p = p;
   ex(&b, tprep, SL_PROV_E_COMPLETE, 0, 1, -1, 0, 0);
@@ -310,15 +310,14 @@ static void other_tool_base_types_without_runs(void **state) {
   assert_non_null(strstr(sl_error_last(), "mlmd.Train"));
   assert_non_null(strstr(sl_error_last(), "Trainer"));
   sl_prov_close(p);
-  tp_done(&LITE);
+  tp_done(B);
 }
 
 /* The toy simulation worked by hand (see docs/provenance.md): one pipeline, graphlets at hours 0, 10, 20, 30
  * (trainer 10 + pusher 1 cpu-seconds each, outcome 2 h after start); A and C push. The test window starts at 10 h:
  * B, C, D with predictions 0.1, 0.6, 0.3. */
 static void simulation_arithmetic_by_hand(void **state) {
-  (void)state;
-  sl_prov *p = fresh_store("sim");
+  FRESH(p, "sim");
   hb b;
   hb_init(&b, p);
   int64_t P = ctx(&b, b.tpipe, "P");
@@ -372,14 +371,13 @@ static void simulation_arithmetic_by_hand(void **state) {
   sl_prov_sim_free(s);
   sl_prov_graphlets_free(g);
   sl_prov_close(p);
-  tp_done(&LITE);
+  tp_done(B);
 }
 
 /* Everything recorded after a decision point is changed; the features of every graphlet up to that point stay
  * bit for bit the same. */
 static void features_never_see_the_future(void **state) {
-  (void)state;
-  sl_prov *p = fresh_store("future");
+  FRESH(p, "future");
   sl_prov_gen_opts o = SL_PROV_GEN_OPTS_INIT;
   o.pipelines = 3;
   o.days = 20;
@@ -401,7 +399,7 @@ static void features_never_see_the_future(void **state) {
   sl_prov_close(p);
   /* Change the future: outcomes, states, costs, anomalies, times of everything created at or after t. */
   sl__pdb *db;
-  assert_int_equal(sl__pdb_open(&db, LITE.uri, false), 0);
+  assert_int_equal(sl__pdb_open(&db, B->uri, false), 0);
   char sql[1024];
   snprintf(sql, sizeof sql,
            "UPDATE ArtifactProperty SET int_value = 1 - int_value WHERE name IN ('pushed', 'blessed') AND "
@@ -424,7 +422,7 @@ static void features_never_see_the_future(void **state) {
            (long long)t);
   assert_int_equal(sl__pdb_exec(db, sql), 0);
   sl__pdb_close(db);
-  p = tp_open(&LITE);
+  p = tp_open(B);
   assert_int_equal(sl_prov_graphlets_load(p, &g, NULL), 0);
   assert_int_equal(sl_prov_graphlets_count(g), n);
   size_t checked = 0;
@@ -445,12 +443,11 @@ static void features_never_see_the_future(void **state) {
   free(ids);
   sl_prov_graphlets_free(g);
   sl_prov_close(p);
-  tp_done(&LITE);
+  tp_done(B);
 }
 
 static void predictor_trains_saves_loads_and_decides(void **state) {
-  (void)state;
-  sl_prov *p = fresh_store("train");
+  FRESH(p, "train");
   sl_prov_gen_opts o = SL_PROV_GEN_OPTS_INIT;
   o.pipelines = 8;
   o.days = 60;
@@ -485,8 +482,9 @@ static void predictor_trains_saves_loads_and_decides(void **state) {
   for (size_t i = 1; i < s->nrows; i++) assert_true(s->rows[i].pruned >= s->rows[i - 1].pruned);
   sl_prov_sim_free(s);
   /* Save, load: the same predictions. */
+  char *mdir = tu_tmpdir("model");
   char path[1200];
-  snprintf(path, sizeof path, "%s/model.json", LITE.dir);
+  snprintf(path, sizeof path, "%s/model.json", mdir);
   assert_int_equal(sl_prov_model_save(m, path), 0);
   sl_prov_model *m2;
   assert_int_equal(sl_prov_model_load(&m2, path), 0);
@@ -512,23 +510,24 @@ static void predictor_trains_saves_loads_and_decides(void **state) {
   assert_int_equal(sl_prov_should_train(p, "no-such-pipeline", NULL, -1, 0, &d), SL_ENOTFOUND);
   /* A model file from another feature set is refused. */
   const char *badjson = "{\"format\": \"sluice.prov.model/1\", \"features\": [\"x\"]}";
-  char *bad = tu_write_file(LITE.dir, "bad.json", badjson, strlen(badjson));
+  char *bad = tu_write_file(mdir, "bad.json", badjson, strlen(badjson));
   sl_prov_model *m3;
   assert_int_equal(sl_prov_model_load(&m3, bad), SL_EVERSION);
   free(bad);
+  tu_rmtree(mdir);
+  free(mdir);
   sl_prov_train_report_dispose(&r);
   sl_prov_model_free(m);
   sl_prov_model_free(m2);
   sl_prov_graphlets_free(g);
   sl_prov_close(p);
-  tp_done(&LITE);
+  tp_done(B);
 }
 
 static void generator_is_deterministic(void **state) {
-  (void)state;
   char *exports[2];
   for (int k = 0; k < 2; k++) {
-    sl_prov *p = fresh_store("gendet");
+    FRESH(p, "gendet");
     sl_prov_gen_opts o = SL_PROV_GEN_OPTS_INIT;
     o.pipelines = 2;
     o.days = 10;
@@ -536,7 +535,7 @@ static void generator_is_deterministic(void **state) {
     assert_int_equal(sl_prov_gen(p, &o, NULL), 0);
     assert_int_equal(sl_prov_export_json(p, &exports[k]), 0);
     sl_prov_close(p);
-    tp_done(&LITE);
+    tp_done(B);
   }
   assert_true(strlen(exports[0]) > 1000);
   assert_string_equal(exports[0], exports[1]);
@@ -544,14 +543,16 @@ static void generator_is_deterministic(void **state) {
   sl_prov_free(exports[1]);
 }
 
+#define BOTH(f) {#f "/sqlite", f, NULL, NULL, &LITE}, {#f "/postgresql", f, NULL, NULL, &PG}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(shared_upstream_waste_outcomes_and_states),
-      cmocka_unit_test(other_tool_base_types_without_runs),
-      cmocka_unit_test(simulation_arithmetic_by_hand),
-      cmocka_unit_test(features_never_see_the_future),
-      cmocka_unit_test(predictor_trains_saves_loads_and_decides),
-      cmocka_unit_test(generator_is_deterministic),
+      BOTH(shared_upstream_waste_outcomes_and_states),
+      BOTH(other_tool_base_types_without_runs),
+      BOTH(simulation_arithmetic_by_hand),
+      BOTH(features_never_see_the_future),
+      BOTH(predictor_trains_saves_loads_and_decides),
+      BOTH(generator_is_deterministic),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
