@@ -116,6 +116,62 @@ static int read_membership(sl_prov_graphlets *g, sl__pstmt *st, memb *m) {
   return rc < 0 ? rc : 0;
 }
 
+/* Full loads: contexts of type pipeline / pipeline_run, then every association, mapped through an id table. */
+static int load_contexts_then_associations(sl_prov *p, sl_prov_graphlets *g, const idmap *emap) {
+  sl__pstmt *st = NULL;
+  int64_t *cids = NULL;
+  int32_t *slot = NULL; /* >= 0: pipeline index; < 0: -(run index) - 1 */
+  size_t n = 0, cap = 0, scap = 0, pcap = 0, pidcap = 0;
+  int rc = prep(p, &st,
+                "SELECT c.id, c.name, t.name FROM Context c JOIN Type t ON t.id = c.type_id WHERE t.name IN "
+                "('pipeline', 'pipeline_run') ORDER BY c.id",
+                0);
+  while (!rc && (rc = sl__pstmt_step(st)) == 1) {
+    if ((rc = grow((void **)&cids, &cap, n + 1, sizeof *cids)) || (rc = grow((void **)&slot, &scap, n + 1, sizeof *slot)))
+      break;
+    cids[n] = sl__pstmt_i64(st, 0);
+    const char *tn = sl__pstmt_text(st, 2);
+    if (tn && !strcmp(tn, "pipeline")) {
+      if ((rc = grow((void **)&g->pipes, &pcap, g->npipes + 1, sizeof *g->pipes)) ||
+          (rc = grow((void **)&g->pipe_ids, &pidcap, g->npipes + 1, sizeof *g->pipe_ids)))
+        break;
+      const char *nm = sl__pstmt_text(st, 1);
+      g->pipes[g->npipes] = sl__strdup(nm ? nm : "");
+      if (!g->pipes[g->npipes]) {
+        rc = sl__oom("pipeline name");
+        break;
+      }
+      g->pipe_ids[g->npipes] = cids[n];
+      slot[n] = (int32_t)g->npipes++;
+    } else {
+      slot[n] = -(int32_t)g->nruns++ - 1;
+    }
+    n++;
+    rc = 0;
+  }
+  sl__pstmt_free(st);
+  st = NULL;
+  idmap cmap = {0};
+  if (rc >= 0 && n) {
+    rc = idmap_build(&cmap, cids, n, sizeof *cids);
+    if (!rc) rc = prep(p, &st, "SELECT context_id, execution_id FROM Association", 0);
+    while (!rc && (rc = sl__pstmt_step(st)) == 1) {
+      rc = 0;
+      int32_t c = idmap_get(&cmap, sl__pstmt_i64(st, 0)), x = idmap_get(emap, sl__pstmt_i64(st, 1));
+      if (c < 0 || x < 0) continue;
+      if (slot[c] >= 0)
+        g->ex[x].pipe = slot[c];
+      else
+        g->ex[x].run = -slot[c] - 1;
+    }
+  }
+  sl__pstmt_free(st);
+  sl__free(cmap.ix);
+  sl__free(cids);
+  sl__free(slot);
+  return rc < 0 ? rc : 0;
+}
+
 static int load(sl_prov *p, sl_prov_graphlets *g, int64_t ctx) {
   sl__pstmt *st = NULL;
   int rc;
@@ -337,12 +393,9 @@ static int load(sl_prov *p, sl_prov_graphlets *g, int64_t ctx) {
     m.emap = &emap;
     m.last_run = -1;
     if (!ctx) {
-      rc = prep(p, &st,
-                "SELECT a.execution_id, c.id, c.name, t.name FROM Association a JOIN Context c ON c.id = "
-                "a.context_id JOIN Type t ON t.id = c.type_id WHERE t.name IN ('pipeline', 'pipeline_run') ORDER BY "
-                "c.id",
-                0);
-      if (!rc) rc = read_membership(g, st, &m);
+      /* The whole store: the pipeline and run contexts first, then one scan of Association mapped in memory
+       * (joining and sorting millions of association rows in SQL costs more than the scan). */
+      rc = load_contexts_then_associations(p, g, &emap);
     } else {
       rc = prep(p, &st,
                 "SELECT a.execution_id, c.id, c.name, t.name FROM Association a JOIN Context c ON c.id = "
@@ -747,7 +800,9 @@ int sl__an_load(sl_prov *p, sl_prov_graphlets **out, const char *pipeline) {
     if (tflags(g, g->ex[i].type) & TF_TRAINER) b.trainers[k++] = (int32_t)i;
   qsort_r(b.trainers, b.ntr, sizeof *b.trainers, cmp_exec_time, g);
   /* Executions grouped by run (or by pipeline when no run contexts), each group in creation order. */
-  b.by_run = g->nruns > 0;
+  /* Runs bound graphlets only where executions are associated with them. */
+  b.by_run = false;
+  for (size_t i = 0; i < g->nex && !b.by_run; i++) b.by_run = g->ex[i].run >= 0;
   size_t ngrp = b.by_run ? g->nruns : g->npipes;
   b.grp_off = sl__calloc(ngrp + 2, sizeof *b.grp_off);
   b.grp = sl__mallocarray(g->nex ? g->nex : 1, sizeof *b.grp);
