@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/internal.h"
 
@@ -61,8 +62,39 @@ static int open_sqlite(sl__pdb *db, const char *path, bool create) {
   } else if (!S_ISREG(sb.st_mode)) {
     return sl__err(SL_EIO, "%s: not a regular file", path);
   }
-  int fl = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_NOMUTEX;
-  int rc = sqlite3_open_v2(path, &db->lite, fl, NULL);
+  /* A store we may not write (someone else's TFX database) opens read-only: the analytics only read. WAL needs
+   * the directory writable too (for its -wal and -shm files). */
+  bool ro = false, immutable = false;
+  if (!create && access(path, R_OK) == 0) {
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+      *(slash == dir ? slash + 1 : slash) = 0;
+    else
+      snprintf(dir, sizeof dir, ".");
+    ro = access(path, W_OK) != 0 || access(dir, W_OK) != 0;
+    /* In a directory we cannot write, nobody can be writing the store in WAL mode (that needs -shm there):
+     * open it as immutable, which needs no -shm file. */
+    immutable = access(dir, W_OK) != 0;
+  }
+  int fl = (ro ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE) | (create ? SQLITE_OPEN_CREATE : 0) |
+           SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI;
+  char *fileuri = NULL;
+  if (immutable) {
+    /* file: URI with the path percent-encoded where it must be. */
+    size_t n = strlen(path);
+    fileuri = sl__malloc(n * 3 + 32);
+    if (!fileuri) return sl__oom("database uri");
+    char *w = fileuri + sprintf(fileuri, "file:");
+    for (const char *c = path; *c; c++) {
+      if (*c == '%' || *c == '?' || *c == '#') w += sprintf(w, "%%%02X", (unsigned char)*c);
+      else *w++ = *c;
+    }
+    strcpy(w, "?immutable=1");
+  }
+  int rc = sqlite3_open_v2(fileuri ? fileuri : path, &db->lite, fl, NULL);
+  sl__free(fileuri);
   if (rc != SQLITE_OK) {
     int e = sl__err(SL_EIO, "%s: cannot open: %s", path, db->lite ? sqlite3_errmsg(db->lite) : sqlite3_errstr(rc));
     return e;
@@ -76,7 +108,7 @@ static int open_sqlite(sl__pdb *db, const char *path, bool create) {
   if (rc != SQLITE_OK) return sl__err(SL_EIO, "%s: %s", path, sqlite3_errmsg(db->lite));
   /* WAL lets readers and one writer work at once across processes; NORMAL sync is durable at checkpoints and
    * never corrupts. journal_mode needs a moment of exclusive access: the busy timeout covers it. */
-  rc = sqlite3_exec(db->lite, "PRAGMA journal_mode=WAL", NULL, NULL, NULL);
+  rc = ro ? SQLITE_OK : sqlite3_exec(db->lite, "PRAGMA journal_mode=WAL", NULL, NULL, NULL);
   if (rc != SQLITE_OK) return sl__err(SL_EIO, "%s: cannot enable WAL: %s", path, sqlite3_errmsg(db->lite));
   sqlite3_exec(db->lite, "PRAGMA synchronous=NORMAL", NULL, NULL, NULL);
   sqlite3_exec(db->lite, "PRAGMA cache_size=-65536", NULL, NULL, NULL); /* 64 MiB */
