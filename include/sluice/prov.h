@@ -282,6 +282,7 @@ typedef struct sl_prov_stats {
   double lifespan_days[5];        /* min, p25, median, p75, max of per-pipeline lifespans */
   double graphlets_per_pipeline[7]; /* min, p25, median, p75, p90, max, mean */
   double runs_per_day;            /* graphlets per pipeline per day of its lifespan, mean */
+  double graphlets_per_day;       /* all pipelines together: graphlets / days */
   double push_rate;               /* share of graphlets that pushed */
   double failed_trainers;         /* share of graphlets whose trainer failed */
   sl_prov_waste_row *compute; size_t ncompute; /* compute by component type (total), descending */

@@ -257,6 +257,7 @@ int cmd_prov_stats(int argc, char **argv) {
     for (int i = 0; i < 7; i++) json_object_set_new(gpp, gq[i], num(s->graphlets_per_pipeline[i]));
     json_object_set_new(j, "graphlets_per_pipeline", gpp);
     json_object_set_new(j, "runs_per_day", num(s->runs_per_day));
+    json_object_set_new(j, "graphlets_per_day", num(s->graphlets_per_day));
     json_object_set_new(j, "push_rate", num(s->push_rate));
     json_object_set_new(j, "failed_trainers", num(s->failed_trainers));
     json_object_set_new(j, "cost_basis", json_string(basis));
@@ -287,9 +288,10 @@ int cmd_prov_stats(int argc, char **argv) {
            s->graphlets_per_pipeline[0], s->graphlets_per_pipeline[1], s->graphlets_per_pipeline[2],
            s->graphlets_per_pipeline[3], s->graphlets_per_pipeline[4], s->graphlets_per_pipeline[5],
            s->graphlets_per_pipeline[6]);
-    printf("runs / pipeline / day %.2f (mean over pipelines)\npush rate             %.1f%% (%.1f%% of graphlets do "
+    printf("runs / pipeline / day %.2f (mean over pipelines); %.0f graphlets / day over all pipelines\npush rate             %.1f%% (%.1f%% of graphlets do "
            "not push)\nfailed trainers       %.1f%%\n",
-           s->runs_per_day, 100 * s->push_rate, 100 * (1 - s->push_rate), 100 * s->failed_trainers);
+           s->runs_per_day, s->graphlets_per_day, 100 * s->push_rate, 100 * (1 - s->push_rate),
+           100 * s->failed_trainers);
     printf("\ncompute by component (%s)\n  %-22s %14s %7s\n", basis, "COMPONENT", "COMPUTE", "SHARE");
     for (size_t i = 0; i < s->ncompute; i++)
       printf("  %-22s %14.0f %6.1f%%\n", s->compute[i].name, s->compute[i].total,
