@@ -10,4 +10,6 @@
 #include "sluice/trace.h"
 #include "sluice/plan.h"
 
+#include "sluice/prov.h"
+
 #endif

@@ -48,6 +48,7 @@ bool cli_sigint_seen(void);
 int cmd_run(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
 int cmd_gen(int argc, char **argv);
+int cmd_prov(int argc, char **argv);
 int cmd_trace(int argc, char **argv);
 int cmd_analyze(int argc, char **argv);
 int cmd_optimize(int argc, char **argv);

@@ -1,0 +1,441 @@
+/* cli/cmd_prov.c: `sluice prov`, the provenance store from the command line: init, ls, show, lineage, export,
+ * and dispatch to the analytics subcommands (cmd_prov_an.c: gen, graphlets, stats, waste, train, simulate,
+ * should-train). Every subcommand has --help and --json. */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+
+int cmd_prov(int argc, char **argv);
+int cmd_prov_gen(int argc, char **argv);
+int cmd_prov_graphlets(int argc, char **argv);
+int cmd_prov_stats(int argc, char **argv);
+int cmd_prov_waste(int argc, char **argv);
+int cmd_prov_train(int argc, char **argv);
+int cmd_prov_simulate(int argc, char **argv);
+int cmd_prov_should_train(int argc, char **argv);
+
+static const char *short_type(const char *t) {
+  if (!t) return "";
+  const char *d = strrchr(t, '.');
+  /* tfx.components.trainer.component.Trainer -> Trainer; keep names like sluice.Run whole. */
+  return d && !strncmp(t, "tfx.", 4) ? d + 1 : t;
+}
+
+static void fmt_time(int64_t ms, char *buf, size_t n) {
+  if (ms <= 0) {
+    snprintf(buf, n, "-");
+    return;
+  }
+  time_t s = (time_t)(ms / 1000);
+  struct tm tm;
+  gmtime_r(&s, &tm);
+  strftime(buf, n, "%Y-%m-%d %H:%M:%S", &tm);
+}
+
+static int open_store(sl_prov **p, const char *cmd, const char *uri, unsigned flags) {
+  if (sl_prov_open(p, uri, flags)) return cli_fail(true, "prov %s: cannot open %s", cmd, uri);
+  return 0;
+}
+
+static void print_json_string(const char *s) {
+  fputs(s, stdout);
+  fputc('\n', stdout);
+}
+
+/* ---- init ---- */
+static int prov_init(int argc, char **argv) {
+  bool json = false;
+  const char *db = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (cli_is_help(argv[i])) {
+      printf("usage: sluice prov init DB [--json]\n\nCreates an ML Metadata (schema v10) store. DB is a file path, "
+             "sqlite:PATH or postgresql://user@host:port/dbname.\nAn existing MLMD v10 store is left as it is.\n");
+      return CLI_OK;
+    }
+    if (!strcmp(argv[i], "--json")) json = true;
+    else if (argv[i][0] == '-' && argv[i][1]) return cli_usage("prov init", "unknown option %s", argv[i]);
+    else if (!db) db = argv[i];
+    else return cli_usage("prov init", "unexpected argument %s", argv[i]);
+  }
+  if (!db) return cli_usage("prov init", "DB is required");
+  sl_prov *p;
+  if (open_store(&p, "init", db, SL_PROV_CREATE)) return CLI_FAIL;
+  if (json)
+    printf("{\"store\": \"%s\", \"backend\": \"%s\", \"schema_version\": 10}\n", db, sl_prov_backend(p));
+  else
+    printf("MLMD schema v10 store ready at %s (%s)\n", db, sl_prov_backend(p));
+  sl_prov_close(p);
+  return CLI_OK;
+}
+
+/* ---- ls ---- */
+static void print_nodes(const sl_prov_list *l, sl_prov_kind kind, bool depth) {
+  if (depth) printf("%-6s ", "DEPTH");
+  if (kind == SL_PROV_CONTEXT)
+    printf("%-8s %-10s %-20s %-40s\n", "ID", "KIND", "TYPE", "NAME");
+  else
+    printf("%-8s %-10s %-22s %-10s %-19s %s\n", "ID", "KIND", "TYPE", "STATE", "CREATED", "URI/NAME");
+  for (size_t i = 0; i < l->n; i++) {
+    const sl_prov_node *n = &l->nodes[i];
+    char t[32];
+    fmt_time(n->create_ms, t, sizeof t);
+    if (depth) printf("%-6d ", n->depth);
+    const char *k = n->kind == SL_PROV_ARTIFACT ? "artifact" : n->kind == SL_PROV_EXECUTION ? "execution" : "context";
+    if (kind == SL_PROV_CONTEXT)
+      printf("%-8lld %-10s %-20s %-40s\n", (long long)n->id, k, short_type(n->type_name), n->name ? n->name : "");
+    else
+      printf("%-8lld %-10s %-22s %-10s %-19s %s\n", (long long)n->id, k, short_type(n->type_name),
+             sl_prov_state_name(n->kind, n->state), t, n->uri ? n->uri : n->name ? n->name : "");
+  }
+}
+
+static int prov_ls(int argc, char **argv) {
+  bool json = false;
+  const char *db = NULL, *what = "executions";
+  sl_prov_query q = {0};
+  bool limit_set = false;
+  q.limit = 1000; /* a terminal's worth by default; --limit 0 lists all */
+  int npos = 0;
+  for (int i = 1; i < argc; i++) {
+    if (cli_is_help(argv[i])) {
+      printf("usage: sluice prov ls DB [artifacts|executions|contexts|types] [--type NAME] [--context ID] "
+             "[--name NAME] [--limit N] [--json]\n\nLists the store's nodes (executions by default) in id order, "
+             "filtered by type name, context (its members; for contexts, its children) or name.\nAt most 1000 "
+             "unless --limit says otherwise (--limit 0: all).\n");
+      return CLI_OK;
+    }
+    int64_t v;
+    if (!strcmp(argv[i], "--json")) json = true;
+    else if (!strcmp(argv[i], "--type") && i + 1 < argc) q.type_name = argv[++i];
+    else if (!strcmp(argv[i], "--name") && i + 1 < argc) q.name = argv[++i];
+    else if (!strcmp(argv[i], "--context")) {
+      if (!cli_parse_i64("prov ls", "--context", i + 1 < argc ? argv[++i] : NULL, &v)) return CLI_USAGE;
+      q.context_id = v;
+    } else if (!strcmp(argv[i], "--limit")) {
+      if (!cli_parse_i64("prov ls", "--limit", i + 1 < argc ? argv[++i] : NULL, &v)) return CLI_USAGE;
+      q.limit = v > 0 ? (size_t)v : 0;
+      limit_set = true;
+    } else if (argv[i][0] == '-' && argv[i][1]) return cli_usage("prov ls", "unknown option %s", argv[i]);
+    else if (npos == 0) db = argv[i], npos++;
+    else if (npos == 1) what = argv[i], npos++;
+    else return cli_usage("prov ls", "unexpected argument %s", argv[i]);
+  }
+  if (!db) return cli_usage("prov ls", "DB is required");
+  sl_prov_kind kind;
+  bool types = false;
+  if (!strncmp(what, "artifact", 8)) kind = SL_PROV_ARTIFACT;
+  else if (!strncmp(what, "execution", 9)) kind = SL_PROV_EXECUTION;
+  else if (!strncmp(what, "context", 7)) kind = SL_PROV_CONTEXT;
+  else if (!strncmp(what, "type", 4)) kind = SL_PROV_CONTEXT, types = true;
+  else return cli_usage("prov ls", "'%s': expected artifacts, executions, contexts or types", what);
+  sl_prov *p;
+  if (open_store(&p, "ls", db, 0)) return CLI_FAIL;
+  sl_prov_list *l;
+  int rc = types ? sl_prov_types(p, &l) : sl_prov_find(p, &l, kind, &q);
+  sl_prov_close(p);
+  if (rc) return cli_fail(true, "prov ls");
+  if (types) {
+    if (json) {
+      json_t *a = json_array();
+      static const char *K[] = {"execution", "artifact", "context"};
+      for (size_t i = 0; i < l->n; i++) {
+        json_t *o = json_object(), *pr = json_object();
+        json_object_set_new(o, "id", json_integer(l->nodes[i].id));
+        json_object_set_new(o, "kind", json_string(K[l->nodes[i].kind % 3]));
+        json_object_set_new(o, "name", json_string(l->nodes[i].type_name));
+        json_object_set_new(o, "base_type", l->nodes[i].name ? json_string(l->nodes[i].name) : json_null());
+        for (size_t j = 0; j < l->nodes[i].nprops; j++)
+          json_object_set_new(pr, l->nodes[i].props[j].name, json_integer(l->nodes[i].props[j].type));
+        json_object_set_new(o, "properties", pr);
+        json_array_append_new(a, o);
+      }
+      char *s = json_dumps(a, JSON_INDENT(2));
+      print_json_string(s);
+      free(s);
+      json_decref(a);
+    } else {
+      printf("%-6s %-10s %-14s %s\n", "ID", "KIND", "BASE", "NAME");
+      static const char *K[] = {"execution", "artifact", "context"};
+      for (size_t i = 0; i < l->n; i++)
+        printf("%-6lld %-10s %-14s %s\n", (long long)l->nodes[i].id, K[l->nodes[i].kind % 3],
+               l->nodes[i].name ? l->nodes[i].name : "-", l->nodes[i].type_name);
+    }
+  } else if (json) {
+    char *s;
+    if (sl_prov_list_to_json(l, &s)) {
+      sl_prov_list_free(l);
+      return cli_fail(true, "prov ls");
+    }
+    print_json_string(s);
+    sl_prov_free(s);
+  } else {
+    print_nodes(l, kind, false);
+    printf("(%zu %s%s)\n", l->n, what, !limit_set && l->n == q.limit ? "; the first 1000, --limit 0 for all" : "");
+  }
+  sl_prov_list_free(l);
+  return CLI_OK;
+}
+
+/* "12", "a:12", "artifact:12", "e:12", "execution:12", "c:12", "context:12". */
+static bool parse_ref(const char *s, sl_prov_kind *kind, int64_t *id) {
+  const char *c = strchr(s, ':');
+  if (c) {
+    size_t n = (size_t)(c - s);
+    if (!strncmp(s, "artifact", n) && n) *kind = SL_PROV_ARTIFACT;
+    else if (!strncmp(s, "execution", n) && n) *kind = SL_PROV_EXECUTION;
+    else if (!strncmp(s, "context", n) && n) *kind = SL_PROV_CONTEXT;
+    else return false;
+    s = c + 1;
+  }
+  char *end;
+  long long v = strtoll(s, &end, 10);
+  if (end == s || *end || v <= 0) return false;
+  *id = v;
+  return true;
+}
+
+static void print_props(const sl_prov_node *n) {
+  for (size_t i = 0; i < n->nprops; i++) {
+    const sl_prov_prop *pr = &n->props[i];
+    printf("  %-24s %-7s ", pr->name, pr->custom ? "custom" : "");
+    switch (pr->type) {
+    case SL_PROV_T_INT: printf("%lld\n", (long long)pr->i); break;
+    case SL_PROV_T_BOOL: printf("%s\n", pr->i ? "true" : "false"); break;
+    case SL_PROV_T_DOUBLE: printf("%g\n", pr->d); break;
+    case SL_PROV_T_STRING:
+    case SL_PROV_T_STRUCT: printf("%s\n", pr->s ? pr->s : ""); break;
+    case SL_PROV_T_PROTO: printf("<%zu bytes>\n", pr->len); break;
+    default: printf("?\n");
+    }
+  }
+}
+
+static int prov_show(int argc, char **argv) {
+  bool json = false;
+  const char *db = NULL, *ref = NULL;
+  sl_prov_kind kind = SL_PROV_ARTIFACT;
+  bool forced = false;
+  for (int i = 1; i < argc; i++) {
+    if (cli_is_help(argv[i])) {
+      printf("usage: sluice prov show DB ID [--artifact|--execution|--context] [--json]\n\nShows one node with its "
+             "properties, contexts and events. ID may carry its kind: a:12, e:12, c:12 (artifact by default).\n");
+      return CLI_OK;
+    }
+    if (!strcmp(argv[i], "--json")) json = true;
+    else if (!strcmp(argv[i], "--artifact")) kind = SL_PROV_ARTIFACT, forced = true;
+    else if (!strcmp(argv[i], "--execution")) kind = SL_PROV_EXECUTION, forced = true;
+    else if (!strcmp(argv[i], "--context")) kind = SL_PROV_CONTEXT, forced = true;
+    else if (argv[i][0] == '-' && argv[i][1]) return cli_usage("prov show", "unknown option %s", argv[i]);
+    else if (!db) db = argv[i];
+    else if (!ref) ref = argv[i];
+    else return cli_usage("prov show", "unexpected argument %s", argv[i]);
+  }
+  if (!db || !ref) return cli_usage("prov show", "DB and ID are required");
+  int64_t id;
+  sl_prov_kind k = kind;
+  if (!parse_ref(ref, &k, &id)) return cli_usage("prov show", "'%s' is not an id (12, a:12, e:12, c:12)", ref);
+  if (!forced || strchr(ref, ':')) kind = k;
+  sl_prov *p;
+  if (open_store(&p, "show", db, 0)) return CLI_FAIL;
+  sl_prov_query q = {0};
+  q.id = id;
+  sl_prov_list *l = NULL, *nb = NULL;
+  int rc = sl_prov_find(p, &l, kind, &q);
+  if (!rc && l->n) rc = sl_prov_neighbours(p, &nb, kind, id);
+  sl_prov_close(p);
+  if (rc) {
+    sl_prov_list_free(l);
+    return cli_fail(true, "prov show");
+  }
+  const char *kn = kind == SL_PROV_ARTIFACT ? "artifact" : kind == SL_PROV_EXECUTION ? "execution" : "context";
+  if (!l->n) {
+    sl_prov_list_free(l);
+    return cli_fail(false, "prov show: no %s with id %lld", kn, (long long)id);
+  }
+  if (json) {
+    /* The node, then its neighbours (contexts, or child contexts) and events, as one document. */
+    sl_prov_list all = {0};
+    size_t n = l->n + (nb ? nb->n : 0);
+    all.nodes = calloc(n, sizeof *all.nodes);
+    if (!all.nodes) {
+      sl_prov_list_free(l);
+      sl_prov_list_free(nb);
+      return cli_fail(false, "out of memory");
+    }
+    all.nodes[0] = l->nodes[0];
+    for (size_t i = 0; nb && i < nb->n; i++) {
+      all.nodes[1 + i] = nb->nodes[i];
+      all.nodes[1 + i].depth = 1;
+    }
+    all.n = n;
+    all.events = nb ? nb->events : NULL;
+    all.nevents = nb ? nb->nevents : 0;
+    char *s;
+    rc = sl_prov_list_to_json(&all, &s);
+    free(all.nodes);
+    if (!rc) {
+      print_json_string(s);
+      sl_prov_free(s);
+    }
+  } else {
+    const sl_prov_node *x = &l->nodes[0];
+    char t1[32], t2[32];
+    fmt_time(x->create_ms, t1, sizeof t1);
+    fmt_time(x->update_ms, t2, sizeof t2);
+    printf("%s %lld\n  type      %s\n", kn, (long long)x->id, x->type_name);
+    if (x->name) printf("  name      %s\n", x->name);
+    if (x->uri) printf("  uri       %s\n", x->uri);
+    if (kind != SL_PROV_CONTEXT) printf("  state     %s\n", sl_prov_state_name(kind, x->state));
+    printf("  created   %s\n  updated   %s\n", t1, t2);
+    if (x->nprops) {
+      printf("properties:\n");
+      print_props(x);
+    }
+    if (nb && nb->n) {
+      printf("%s:\n", kind == SL_PROV_CONTEXT ? "child contexts" : "contexts");
+      for (size_t i = 0; i < nb->n; i++)
+        printf("  %-8lld %-14s %s\n", (long long)nb->nodes[i].id, nb->nodes[i].type_name,
+               nb->nodes[i].name ? nb->nodes[i].name : "");
+    }
+    if (nb && nb->nevents) {
+      printf("events:\n  %-8s %-8s %-10s %-16s %s\n", "EVENT", kind == SL_PROV_ARTIFACT ? "EXEC" : "ARTIFACT", "TYPE",
+             "PATH", "TIME");
+      for (size_t i = 0; i < nb->nevents; i++) {
+        const sl_prov_event *e = &nb->events[i];
+        fmt_time(e->ms, t1, sizeof t1);
+        printf("  %-8lld %-8lld %-10s %-16s %s\n", (long long)e->id,
+               (long long)(kind == SL_PROV_ARTIFACT ? e->execution_id : e->artifact_id), sl_prov_event_name(e->type),
+               e->path ? e->path : "", t1);
+      }
+    }
+  }
+  sl_prov_list_free(l);
+  sl_prov_list_free(nb);
+  return rc ? cli_fail(true, "prov show") : CLI_OK;
+}
+
+static int prov_lineage(int argc, char **argv) {
+  bool json = false;
+  const char *db = NULL, *ref = NULL;
+  int dir = SL_PROV_BOTH;
+  int64_t depth = 0;
+  sl_prov_kind kind = SL_PROV_ARTIFACT;
+  bool forced = false;
+  for (int i = 1; i < argc; i++) {
+    if (cli_is_help(argv[i])) {
+      printf("usage: sluice prov lineage DB ID [--up|--down] [--depth N] [--artifact|--execution] [--json]\n\n"
+             "Walks the lineage of an artifact or execution: --up lists what it was made from, --down what was made "
+             "from it (both by default). DEPTH is negative upstream, positive downstream. ID may be a:12 or e:12.\n");
+      return CLI_OK;
+    }
+    if (!strcmp(argv[i], "--json")) json = true;
+    else if (!strcmp(argv[i], "--up")) dir = SL_PROV_UP;
+    else if (!strcmp(argv[i], "--down")) dir = SL_PROV_DOWN;
+    else if (!strcmp(argv[i], "--artifact")) kind = SL_PROV_ARTIFACT, forced = true;
+    else if (!strcmp(argv[i], "--execution")) kind = SL_PROV_EXECUTION, forced = true;
+    else if (!strcmp(argv[i], "--depth")) {
+      if (!cli_parse_i64("prov lineage", "--depth", i + 1 < argc ? argv[++i] : NULL, &depth)) return CLI_USAGE;
+    } else if (argv[i][0] == '-' && argv[i][1]) return cli_usage("prov lineage", "unknown option %s", argv[i]);
+    else if (!db) db = argv[i];
+    else if (!ref) ref = argv[i];
+    else return cli_usage("prov lineage", "unexpected argument %s", argv[i]);
+  }
+  if (!db || !ref) return cli_usage("prov lineage", "DB and ID are required");
+  int64_t id;
+  sl_prov_kind k = kind;
+  if (!parse_ref(ref, &k, &id) || k == SL_PROV_CONTEXT)
+    return cli_usage("prov lineage", "'%s' is not an artifact or execution id (12, a:12, e:12)", ref);
+  if (!forced || strchr(ref, ':')) kind = k;
+  sl_prov *p;
+  if (open_store(&p, "lineage", db, 0)) return CLI_FAIL;
+  sl_prov_list *l;
+  int rc = sl_prov_lineage(p, &l, kind, id, dir, (int)depth);
+  sl_prov_close(p);
+  if (rc) return cli_fail(true, "prov lineage");
+  if (json) {
+    char *s;
+    if (sl_prov_list_to_json(l, &s)) {
+      sl_prov_list_free(l);
+      return cli_fail(true, "prov lineage");
+    }
+    print_json_string(s);
+    sl_prov_free(s);
+  } else {
+    print_nodes(l, SL_PROV_ARTIFACT, true);
+    printf("(%zu nodes, %zu events)\n", l->n, l->nevents);
+  }
+  sl_prov_list_free(l);
+  return CLI_OK;
+}
+
+static int prov_export(int argc, char **argv) {
+  const char *db = NULL, *out = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (cli_is_help(argv[i])) {
+      printf("usage: sluice prov export DB --json [-o FILE]\n\nWrites the whole store as one JSON document: types, "
+             "artifacts, executions, contexts (with properties), events with paths, attributions, associations and "
+             "parent contexts.\n");
+      return CLI_OK;
+    }
+    if (!strcmp(argv[i], "--json")) continue;
+    if (!strcmp(argv[i], "-o") && i + 1 < argc) out = argv[++i];
+    else if (argv[i][0] == '-' && argv[i][1]) return cli_usage("prov export", "unknown option %s", argv[i]);
+    else if (!db) db = argv[i];
+    else return cli_usage("prov export", "unexpected argument %s", argv[i]);
+  }
+  if (!db) return cli_usage("prov export", "DB is required");
+  sl_prov *p;
+  if (open_store(&p, "export", db, 0)) return CLI_FAIL;
+  char *s;
+  int rc = sl_prov_export_json(p, &s);
+  sl_prov_close(p);
+  if (rc) return cli_fail(true, "prov export");
+  FILE *f = out ? fopen(out, "w") : stdout;
+  if (!f) {
+    sl_prov_free(s);
+    return cli_fail(false, "prov export: cannot write %s", out);
+  }
+  fputs(s, f);
+  fputc('\n', f);
+  if (out && fclose(f) != 0) {
+    sl_prov_free(s);
+    return cli_fail(false, "prov export: cannot write %s", out);
+  }
+  sl_prov_free(s);
+  return CLI_OK;
+}
+
+static const cli_cmd SUB[] = {
+    {"init", "create an MLMD v10 store (SQLite file or PostgreSQL)", prov_init},
+    {"ls", "list artifacts, executions, contexts or types", prov_ls},
+    {"show", "one node with its properties, contexts and events", prov_show},
+    {"lineage", "what an artifact or execution came from / led to", prov_lineage},
+    {"export", "the whole store as JSON", prov_export},
+    {"gen", "generate a synthetic TFX production corpus", cmd_prov_gen},
+    {"graphlets", "model graphlets: trainer, upstream, downstream, outcome, cost", cmd_prov_graphlets},
+    {"stats", "characterize the pipelines (lifespans, cadence, push rate, compute, topologies)", cmd_prov_stats},
+    {"waste", "wasted compute overall, per pipeline and per component", cmd_prov_waste},
+    {"train", "train the deployment predictor (XGBoost random forest)", cmd_prov_train},
+    {"simulate", "replay the test window pruning below thresholds", cmd_prov_simulate},
+    {"should-train", "decide whether a pipeline's next run should train (exit 0) or skip (10)", cmd_prov_should_train},
+};
+#define NSUB (sizeof SUB / sizeof SUB[0])
+
+int cmd_prov(int argc, char **argv) {
+  if (argc < 2 || cli_is_help(argv[1])) {
+    FILE *f = argc < 2 ? stderr : stdout;
+    fprintf(f, "usage: sluice prov <subcommand> DB [options]\n\nThe provenance store (ML Metadata schema v10) and "
+               "production-pipeline analytics.\nDB is a file path, sqlite:PATH or postgresql://user@host:port/db.\n\n"
+               "subcommands:\n");
+    for (size_t i = 0; i < NSUB; i++) fprintf(f, "  %-13s %s\n", SUB[i].name, SUB[i].summary);
+    fprintf(f, "\nRun 'sluice prov <subcommand> --help' for its options.\n");
+    return argc < 2 ? CLI_USAGE : CLI_OK;
+  }
+  for (size_t i = 0; i < NSUB; i++)
+    if (!strcmp(argv[1], SUB[i].name)) return SUB[i].run(argc - 1, argv + 1);
+  return cli_usage("prov", "unknown subcommand '%s'", argv[1]);
+}

@@ -1,0 +1,529 @@
+/* prov/db.c: the SQLite and PostgreSQL backends behind prov/db.h. SQLite runs in WAL mode with a busy timeout
+ * so several processes can write; PostgreSQL statements are prepared once per connection and their results
+ * streamed in single-row mode. */
+#include "prov/db.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <libpq-fe.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/internal.h"
+
+#define SL_PDB_BUSY_MS 60000
+
+struct sl__pdb {
+  sqlite3 *lite;
+  PGconn *pg;
+  int nstmts; /* PostgreSQL prepared statement names */
+  char *where; /* the uri for messages (without password) */
+};
+
+#define SL_PDB_MAXP 24
+struct sl__pstmt {
+  sl__pdb *db;
+  sqlite3_stmt *ls;
+  /* PostgreSQL */
+  char name[32];
+  int nparams;
+  char *pv[SL_PDB_MAXP];
+  int plen[SL_PDB_MAXP], pfmt[SL_PDB_MAXP];
+  PGresult *res;
+  bool running;
+  unsigned char *unesc; /* last unescaped bytea */
+};
+
+bool sl__pdb_is_pg(const sl__pdb *db) { return db->pg != NULL; }
+
+static bool is_pg_uri(const char *u) { return !strncmp(u, "postgresql://", 13) || !strncmp(u, "postgres://", 11); }
+
+/* The uri with any password removed, for messages. */
+static char *redact(const char *uri) {
+  char *r = sl__strdup(uri);
+  if (!r || !is_pg_uri(uri)) return r;
+  char *at = strchr(r, '@'), *sch = strstr(r, "://");
+  if (at && sch) {
+    char *colon = memchr(sch + 3, ':', (size_t)(at - sch - 3));
+    if (colon) memmove(colon, at, strlen(at) + 1);
+  }
+  return r;
+}
+
+static int open_sqlite(sl__pdb *db, const char *path, bool create) {
+  struct stat sb;
+  if (stat(path, &sb) != 0) {
+    if (!create) return sl__err(SL_ENOTFOUND, "%s: no such database file", path);
+  } else if (!S_ISREG(sb.st_mode)) {
+    return sl__err(SL_EIO, "%s: not a regular file", path);
+  }
+  /* A store we may not write (someone else's TFX database) opens read-only: the analytics only read. WAL needs
+   * the directory writable too (for its -wal and -shm files). */
+  bool ro = false, immutable = false;
+  if (!create && access(path, R_OK) == 0) {
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+      *(slash == dir ? slash + 1 : slash) = 0;
+    else
+      snprintf(dir, sizeof dir, ".");
+    ro = access(path, W_OK) != 0 || access(dir, W_OK) != 0;
+    /* In a directory we cannot write, nobody can be writing the store in WAL mode (that needs -shm there):
+     * open it as immutable, which needs no -shm file. */
+    immutable = access(dir, W_OK) != 0;
+  }
+  int fl = (ro ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE) | (create ? SQLITE_OPEN_CREATE : 0) |
+           SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI;
+  char *fileuri = NULL;
+  if (immutable) {
+    /* file: URI with the path percent-encoded where it must be. */
+    size_t n = strlen(path);
+    fileuri = sl__malloc(n * 3 + 32);
+    if (!fileuri) return sl__oom("database uri");
+    char *w = fileuri + sprintf(fileuri, "file:");
+    for (const char *c = path; *c; c++) {
+      if (*c == '%' || *c == '?' || *c == '#') w += sprintf(w, "%%%02X", (unsigned char)*c);
+      else *w++ = *c;
+    }
+    strcpy(w, "?immutable=1");
+  }
+  int rc = sqlite3_open_v2(fileuri ? fileuri : path, &db->lite, fl, NULL);
+  sl__free(fileuri);
+  if (rc != SQLITE_OK) {
+    int e = sl__err(SL_EIO, "%s: cannot open: %s", path, db->lite ? sqlite3_errmsg(db->lite) : sqlite3_errstr(rc));
+    return e;
+  }
+  sqlite3_busy_timeout(db->lite, SL_PDB_BUSY_MS);
+  sqlite3_extended_result_codes(db->lite, 0);
+  /* Reading the schema is the first touch of the file: it tells SQLite files from others. */
+  rc = sqlite3_exec(db->lite, "SELECT count(*) FROM sqlite_master", NULL, NULL, NULL);
+  if (rc == SQLITE_NOTADB || rc == SQLITE_CORRUPT)
+    return sl__err(SL_ECORRUPT, "%s: not an SQLite database (%s)", path, sqlite3_errmsg(db->lite));
+  if (rc != SQLITE_OK) return sl__err(SL_EIO, "%s: %s", path, sqlite3_errmsg(db->lite));
+  /* WAL lets readers and one writer work at once across processes; NORMAL sync is durable at checkpoints and
+   * never corrupts. journal_mode needs a moment of exclusive access: the busy timeout covers it. */
+  rc = ro ? SQLITE_OK : sqlite3_exec(db->lite, "PRAGMA journal_mode=WAL", NULL, NULL, NULL);
+  if (rc != SQLITE_OK) return sl__err(SL_EIO, "%s: cannot enable WAL: %s", path, sqlite3_errmsg(db->lite));
+  sqlite3_exec(db->lite, "PRAGMA synchronous=NORMAL", NULL, NULL, NULL);
+  sqlite3_exec(db->lite, "PRAGMA cache_size=-65536", NULL, NULL, NULL); /* 64 MiB */
+  /* Statement journals (each upsert in a transaction has one) in memory, not in temporary files. */
+  sqlite3_exec(db->lite, "PRAGMA temp_store=MEMORY", NULL, NULL, NULL);
+  return 0;
+}
+
+static int open_pg(sl__pdb *db, const char *uri) {
+  /* connect_timeout first: a value in the URI (expanded after it) wins. */
+  const char *kw[] = {"connect_timeout", "dbname", NULL};
+  const char *val[] = {"5", uri, NULL};
+  db->pg = PQconnectdbParams(kw, val, 1);
+  if (!db->pg) return sl__oom("PostgreSQL connection");
+  if (PQstatus(db->pg) != CONNECTION_OK) {
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", PQerrorMessage(db->pg));
+    size_t l = strlen(msg);
+    while (l && (msg[l - 1] == '\n' || msg[l - 1] == ' ')) msg[--l] = 0;
+    for (char *c = msg; *c; c++)
+      if (*c == '\n') *c = ' ';
+    return sl__err(SL_EIO, "%s: cannot connect: %s", db->where, msg);
+  }
+  PGresult *r = PQexec(db->pg, "SET client_min_messages = warning");
+  PQclear(r);
+  return 0;
+}
+
+int sl__pdb_open(sl__pdb **out, const char *uri, bool create) {
+  *out = NULL;
+  if (!uri || !*uri) return sl__err(SL_EINVAL, "empty store URI");
+  sl__pdb *db = sl__calloc(1, sizeof *db);
+  if (!db) return sl__oom("store handle");
+  db->where = redact(uri);
+  if (!db->where) {
+    sl__free(db);
+    return sl__oom("store uri");
+  }
+  int rc;
+  if (is_pg_uri(uri))
+    rc = open_pg(db, uri);
+  else
+    rc = open_sqlite(db, !strncmp(uri, "sqlite:", 7) ? uri + 7 : uri, create);
+  if (rc) {
+    sl__pdb_close(db);
+    return rc;
+  }
+  *out = db;
+  return 0;
+}
+
+void sl__pdb_close(sl__pdb *db) {
+  if (!db) return;
+  if (db->lite) sqlite3_close_v2(db->lite);
+  if (db->pg) PQfinish(db->pg);
+  sl__free(db->where);
+  sl__free(db);
+}
+
+static int pg_err(sl__pdb *db, PGresult *r, const char *what) {
+  const char *m = r ? PQresultErrorMessage(r) : PQerrorMessage(db->pg);
+  char msg[512];
+  snprintf(msg, sizeof msg, "%s", m && *m ? m : "unknown error");
+  size_t l = strlen(msg);
+  while (l && msg[l - 1] == '\n') msg[--l] = 0;
+  const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+  int code = SL_EIO;
+  if (state && !strncmp(state, "23", 2)) code = SL_EINVAL; /* integrity constraint violation */
+  if (PQstatus(db->pg) == CONNECTION_BAD) code = SL_EIO;
+  return sl__err(code, "%s: %s: %s", db->where, what, msg);
+}
+
+static int lite_err(sl__pdb *db, const char *what) {
+  int e = sqlite3_errcode(db->lite);
+  int code = e == SQLITE_CONSTRAINT ? SL_EINVAL : e == SQLITE_CORRUPT || e == SQLITE_NOTADB ? SL_ECORRUPT : SL_EIO;
+  return sl__err(code, "%s: %s: %s", db->where, what, sqlite3_errmsg(db->lite));
+}
+
+int sl__pdb_exec(sl__pdb *db, const char *sql) {
+  if (db->pg) {
+    PGresult *r = PQexec(db->pg, sql);
+    ExecStatusType s = PQresultStatus(r);
+    int rc = (s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK) ? 0 : pg_err(db, r, "SQL");
+    PQclear(r);
+    return rc;
+  }
+  char *em = NULL;
+  if (sqlite3_exec(db->lite, sql, NULL, NULL, &em) != SQLITE_OK) {
+    int rc = lite_err(db, "SQL");
+    sqlite3_free(em);
+    return rc;
+  }
+  return 0;
+}
+
+void sl__pdb_names_free(char **names, size_t n) {
+  if (!names) return;
+  for (size_t i = 0; i < n; i++) sl__free(names[i]);
+  sl__free(names);
+}
+
+int sl__pdb_tables(sl__pdb *db, char ***names, size_t *n) {
+  *names = NULL;
+  *n = 0;
+  sl__pstmt *st;
+  int rc = sl__pdb_prepare(db, &st,
+                           db->pg ? "SELECT table_name FROM information_schema.tables WHERE table_schema = "
+                                    "current_schema()"
+                                  : "SELECT name FROM sqlite_master WHERE type = 'table'");
+  if (rc) return rc;
+  char **v = NULL;
+  size_t k = 0, cap = 0;
+  while ((rc = sl__pstmt_step(st)) == 1) {
+    if (k == cap) {
+      cap = cap ? cap * 2 : 32;
+      char **nv = sl__realloc(v, cap * sizeof *v);
+      if (!nv) {
+        rc = sl__oom("table list");
+        break;
+      }
+      v = nv;
+    }
+    char *s = sl__strdup(sl__pstmt_text(st, 0));
+    if (!s) {
+      rc = sl__oom("table name");
+      break;
+    }
+    for (char *c = s; *c; c++) *c = (char)tolower((unsigned char)*c);
+    v[k++] = s;
+  }
+  sl__pstmt_free(st);
+  if (rc < 0) {
+    sl__pdb_names_free(v, k);
+    return rc;
+  }
+  *names = v;
+  *n = k;
+  return 0;
+}
+
+/* `?` -> `$n` outside quotes. */
+static char *pg_sql(const char *sql, int *np) {
+  size_t n = strlen(sql);
+  char *o = sl__malloc(n * 4 + 1);
+  if (!o) return NULL;
+  size_t j = 0;
+  int k = 0;
+  char q = 0;
+  for (size_t i = 0; i < n; i++) {
+    char c = sql[i];
+    if (q) {
+      if (c == q) q = 0;
+    } else if (c == '\'' || c == '"') {
+      q = c;
+    } else if (c == '?') {
+      j += (size_t)sprintf(o + j, "$%d", ++k);
+      continue;
+    }
+    o[j++] = c;
+  }
+  o[j] = 0;
+  *np = k;
+  return o;
+}
+
+int sl__pdb_prepare(sl__pdb *db, sl__pstmt **out, const char *sql) {
+  *out = NULL;
+  sl__pstmt *st = sl__calloc(1, sizeof *st);
+  if (!st) return sl__oom("statement");
+  st->db = db;
+  if (db->pg) {
+    char *q = pg_sql(sql, &st->nparams);
+    if (!q) {
+      sl__free(st);
+      return sl__oom("statement");
+    }
+    if (st->nparams > SL_PDB_MAXP) {
+      sl__free(q);
+      sl__free(st);
+      return sl__err(SL_EINVAL, "too many parameters in statement");
+    }
+    snprintf(st->name, sizeof st->name, "sl%d", ++db->nstmts);
+    PGresult *r = PQprepare(db->pg, st->name, q, 0, NULL);
+    sl__free(q);
+    if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+      int rc = pg_err(db, r, "prepare");
+      PQclear(r);
+      sl__free(st);
+      return rc;
+    }
+    PQclear(r);
+  } else {
+    if (sqlite3_prepare_v2(db->lite, sql, -1, &st->ls, NULL) != SQLITE_OK) {
+      int rc = lite_err(db, "prepare");
+      sl__free(st);
+      return rc;
+    }
+  }
+  *out = st;
+  return 0;
+}
+
+int sl__pdb_prepare_insert(sl__pdb *db, sl__pstmt **out, const char *sql) {
+  static const char RET[] = " RETURNING id";
+  size_t n = strlen(sql), r = sizeof RET - 1;
+  if (db->pg || n < r || strcmp(sql + n - r, RET)) return sl__pdb_prepare(db, out, sql);
+  char *q = sl__strndup(sql, n - r);
+  if (!q) return sl__oom("statement");
+  int rc = sl__pdb_prepare(db, out, q);
+  sl__free(q);
+  return rc;
+}
+
+int sl__pstmt_insert(sl__pstmt *st, int64_t *id) {
+  int rc = sl__pstmt_step(st);
+  if (st->ls) {
+    if (rc == 0 && id) *id = sqlite3_last_insert_rowid(st->db->lite);
+    if (rc == 1) rc = 0; /* a RETURNING statement prepared directly */
+  } else if (rc == 1) {
+    if (id) *id = sl__pstmt_i64(st, 0);
+    rc = 0;
+  } else if (rc == 0) {
+    rc = sl__err(SL_ERROR, "insert returned no id");
+  }
+  sl__pstmt_reset(st);
+  return rc;
+}
+
+static void pg_clear_params(sl__pstmt *st) {
+  for (int i = 0; i < SL_PDB_MAXP; i++) {
+    sl__free(st->pv[i]);
+    st->pv[i] = NULL;
+    st->plen[i] = st->pfmt[i] = 0;
+  }
+}
+
+static void pg_drain(sl__pstmt *st) {
+  if (st->res) PQclear(st->res);
+  st->res = NULL;
+  if (st->unesc) PQfreemem(st->unesc);
+  st->unesc = NULL;
+  if (st->running) {
+    PGresult *r;
+    while ((r = PQgetResult(st->db->pg)) != NULL) PQclear(r);
+    st->running = false;
+  }
+}
+
+void sl__pstmt_reset(sl__pstmt *st) {
+  if (!st) return;
+  if (st->ls) {
+    sqlite3_reset(st->ls);
+    sqlite3_clear_bindings(st->ls);
+  } else {
+    pg_drain(st);
+    pg_clear_params(st);
+  }
+}
+
+void sl__pstmt_free(sl__pstmt *st) {
+  if (!st) return;
+  if (st->ls) {
+    sqlite3_finalize(st->ls);
+  } else {
+    pg_drain(st);
+    pg_clear_params(st);
+    /* Deallocate so long-lived connections do not accumulate statements. */
+    if (st->db && st->db->pg && PQstatus(st->db->pg) == CONNECTION_OK) {
+      char q[64];
+      snprintf(q, sizeof q, "DEALLOCATE %s", st->name);
+      PQclear(PQexec(st->db->pg, q));
+    }
+  }
+  sl__free(st);
+}
+
+static int pg_set(sl__pstmt *st, int i, char *v, int len, int fmt) {
+  if (i < 1 || i > st->nparams) {
+    sl__free(v);
+    return sl__err(SL_EINVAL, "parameter %d out of range", i);
+  }
+  sl__free(st->pv[i - 1]);
+  st->pv[i - 1] = v;
+  st->plen[i - 1] = len;
+  st->pfmt[i - 1] = fmt;
+  return 0;
+}
+
+static int lite_bind_rc(sl__pstmt *st, int rc) {
+  return rc == SQLITE_OK ? 0 : rc == SQLITE_NOMEM ? sl__oom("SQLite bind") : lite_err(st->db, "bind");
+}
+
+int sl__pstmt_bind_i64(sl__pstmt *st, int i, int64_t v) {
+  if (st->ls) return lite_bind_rc(st, sqlite3_bind_int64(st->ls, i, v));
+  char *s = sl__malloc(24);
+  if (!s) return sl__oom("parameter");
+  snprintf(s, 24, "%lld", (long long)v);
+  return pg_set(st, i, s, 0, 0);
+}
+
+int sl__pstmt_bind_f64(sl__pstmt *st, int i, double v) {
+  if (st->ls) return lite_bind_rc(st, sqlite3_bind_double(st->ls, i, v));
+  char *s = sl__malloc(40);
+  if (!s) return sl__oom("parameter");
+  if (isnan(v))
+    snprintf(s, 40, "NaN");
+  else if (isinf(v))
+    snprintf(s, 40, v > 0 ? "Infinity" : "-Infinity");
+  else
+    snprintf(s, 40, "%.17g", v);
+  return pg_set(st, i, s, 0, 0);
+}
+
+int sl__pstmt_bind_text(sl__pstmt *st, int i, const char *s) {
+  if (!s) return sl__pstmt_bind_null(st, i);
+  if (st->ls) return lite_bind_rc(st, sqlite3_bind_text(st->ls, i, s, -1, SQLITE_TRANSIENT));
+  char *c = sl__strdup(s);
+  if (!c) return sl__oom("parameter");
+  return pg_set(st, i, c, 0, 0);
+}
+
+int sl__pstmt_bind_blob(sl__pstmt *st, int i, const void *b, size_t n) {
+  if (st->ls) return lite_bind_rc(st, sqlite3_bind_blob64(st->ls, i, b ? b : "", n, SQLITE_TRANSIENT));
+  if (n > INT32_MAX) return sl__err(SL_EINVAL, "blob too large");
+  char *c = sl__malloc(n ? n : 1);
+  if (!c) return sl__oom("parameter");
+  if (n) memcpy(c, b, n);
+  return pg_set(st, i, c, (int)n, 1);
+}
+
+int sl__pstmt_bind_null(sl__pstmt *st, int i) {
+  if (st->ls) return lite_bind_rc(st, sqlite3_bind_null(st->ls, i));
+  return pg_set(st, i, NULL, 0, 0);
+}
+
+int sl__pstmt_step(sl__pstmt *st) {
+  if (st->ls) {
+    int rc = sqlite3_step(st->ls);
+    if (rc == SQLITE_ROW) return 1;
+    if (rc == SQLITE_DONE) return 0;
+    int e = lite_err(st->db, "step");
+    sqlite3_reset(st->ls);
+    return e;
+  }
+  PGconn *c = st->db->pg;
+  if (st->res) {
+    PQclear(st->res);
+    st->res = NULL;
+  }
+  if (st->unesc) {
+    PQfreemem(st->unesc);
+    st->unesc = NULL;
+  }
+  if (!st->running) {
+    if (!PQsendQueryPrepared(c, st->name, st->nparams, (const char *const *)st->pv, st->plen, st->pfmt, 0))
+      return pg_err(st->db, NULL, "send");
+    st->running = true;
+    PQsetSingleRowMode(c);
+  }
+  for (;;) {
+    PGresult *r = PQgetResult(c);
+    if (!r) {
+      st->running = false;
+      return 0;
+    }
+    ExecStatusType s = PQresultStatus(r);
+    if (s == PGRES_SINGLE_TUPLE) {
+      st->res = r;
+      return 1;
+    }
+    if (s == PGRES_TUPLES_OK || s == PGRES_COMMAND_OK) {
+      PQclear(r);
+      continue; /* the end marker; the loop reads the terminating NULL */
+    }
+    int e = pg_err(st->db, r, "query");
+    PQclear(r);
+    pg_drain(st);
+    return e;
+  }
+}
+
+bool sl__pstmt_null(sl__pstmt *st, int c) {
+  if (st->ls) return sqlite3_column_type(st->ls, c) == SQLITE_NULL;
+  return !st->res || PQgetisnull(st->res, 0, c);
+}
+
+int64_t sl__pstmt_i64(sl__pstmt *st, int c) {
+  if (st->ls) return sqlite3_column_int64(st->ls, c);
+  if (sl__pstmt_null(st, c)) return 0;
+  const char *v = PQgetvalue(st->res, 0, c);
+  if (v[0] == 't') return 1;
+  if (v[0] == 'f') return 0;
+  return strtoll(v, NULL, 10);
+}
+
+double sl__pstmt_f64(sl__pstmt *st, int c) {
+  if (st->ls) return sqlite3_column_double(st->ls, c);
+  if (sl__pstmt_null(st, c)) return 0;
+  return strtod(PQgetvalue(st->res, 0, c), NULL);
+}
+
+const char *sl__pstmt_text(sl__pstmt *st, int c) {
+  if (st->ls) return (const char *)sqlite3_column_text(st->ls, c);
+  if (sl__pstmt_null(st, c)) return NULL;
+  return PQgetvalue(st->res, 0, c);
+}
+
+const void *sl__pstmt_blob(sl__pstmt *st, int c, size_t *n) {
+  if (st->ls) {
+    *n = (size_t)sqlite3_column_bytes(st->ls, c);
+    return sqlite3_column_blob(st->ls, c);
+  }
+  *n = 0;
+  if (sl__pstmt_null(st, c)) return NULL;
+  if (st->unesc) PQfreemem(st->unesc);
+  st->unesc = PQunescapeBytea((const unsigned char *)PQgetvalue(st->res, 0, c), n);
+  return st->unesc;
+}

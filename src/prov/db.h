@@ -1,0 +1,49 @@
+/* prov/db.h: one small SQL interface over SQLite and libpq, so the store and the analytics are written once.
+ * SQL uses `?` placeholders (rewritten to $n for PostgreSQL); values are bound, never spliced into the text.
+ * A statement is stepped row by row (PostgreSQL in single-row mode, so large results stream). */
+#ifndef SL_PROV_DB_H
+#define SL_PROV_DB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct sl__pdb sl__pdb;
+typedef struct sl__pstmt sl__pstmt;
+
+/* Opens the database named by uri ("postgresql://", "postgres://", "sqlite:PATH" or a path). With `create`, a
+ * missing SQLite file is created. */
+int sl__pdb_open(sl__pdb **out, const char *uri, bool create);
+void sl__pdb_close(sl__pdb *db);
+bool sl__pdb_is_pg(const sl__pdb *db);
+/* Runs SQL without parameters or results (DDL, BEGIN). */
+int sl__pdb_exec(sl__pdb *db, const char *sql);
+/* Names of the tables in the database, lower-cased, in *names (count *n); free with sl__pdb_names_free. */
+int sl__pdb_tables(sl__pdb *db, char ***names, size_t *n);
+void sl__pdb_names_free(char **names, size_t n);
+
+int sl__pdb_prepare(sl__pdb *db, sl__pstmt **out, const char *sql);
+/* Prepares an INSERT ending in " RETURNING id": on SQLite the clause is dropped (it costs an ephemeral table per
+ * row) and sl__pstmt_insert returns sqlite3_last_insert_rowid instead. */
+int sl__pdb_prepare_insert(sl__pdb *db, sl__pstmt **out, const char *sql);
+/* Steps an INSERT prepared by sl__pdb_prepare_insert and resets it; *id receives the new row's id. */
+int sl__pstmt_insert(sl__pstmt *st, int64_t *id);
+void sl__pstmt_free(sl__pstmt *st);
+/* Bind 1-based parameters. */
+int sl__pstmt_bind_i64(sl__pstmt *st, int i, int64_t v);
+int sl__pstmt_bind_f64(sl__pstmt *st, int i, double v);
+int sl__pstmt_bind_text(sl__pstmt *st, int i, const char *s); /* NULL binds NULL */
+int sl__pstmt_bind_blob(sl__pstmt *st, int i, const void *b, size_t n);
+int sl__pstmt_bind_null(sl__pstmt *st, int i);
+/* 1: a row is ready; 0: done; < 0: error (message set). */
+int sl__pstmt_step(sl__pstmt *st);
+/* Ends the current execution and clears bindings, ready to bind again. */
+void sl__pstmt_reset(sl__pstmt *st);
+/* Column getters for the current row (0-based). Text/blob pointers are valid until the next step/reset. */
+bool sl__pstmt_null(sl__pstmt *st, int c);
+int64_t sl__pstmt_i64(sl__pstmt *st, int c);
+double sl__pstmt_f64(sl__pstmt *st, int c);
+const char *sl__pstmt_text(sl__pstmt *st, int c);
+const void *sl__pstmt_blob(sl__pstmt *st, int c, size_t *n);
+
+#endif

@@ -1,0 +1,32 @@
+/* prov/prov_internal.h: the store handle shared by the files of src/prov (store, analytics, generator). */
+#ifndef SL_PROV_INTERNAL_H
+#define SL_PROV_INTERNAL_H
+
+#include "core/internal.h"
+#include "prov/db.h"
+#include "sluice/prov.h"
+
+/* Cached statements, prepared on first use. */
+enum {
+  Q_TYPE_FIND, Q_TYPE_INS, Q_TYPE_PROP_INS, Q_PARENT_TYPE_INS, Q_ART_INS, Q_EXEC_INS, Q_CTX_FIND, Q_CTX_INS,
+  Q_EXEC_STATE, Q_APROP, Q_EPROP, Q_CPROP, Q_EVENT_INS, Q_PATH_INS, Q_ATTR, Q_ASSOC, Q_PARENT_CTX, Q_NQ
+};
+
+struct sl_prov {
+  sl__pdb *db;
+  sl__pstmt *q[Q_NQ];
+  int in_txn;
+  char *uri;
+};
+
+int sl__prov_stmt(sl_prov *p, int which, sl__pstmt **out);
+int64_t sl__prov_now_ms(void);
+/* Verifies the MLMD v10 schema (creating it in an empty database when allowed). */
+int sl__prov_schema(sl_prov *p, bool allow_create);
+/* Drops or re-creates MLMD's secondary indexes (bulk loads). */
+int sl__prov_indexes(sl_prov *p, bool create_them);
+/* Runs fn inside a transaction unless one is open. */
+int sl__prov_txn_begin(sl_prov *p, bool *own);
+int sl__prov_txn_end(sl_prov *p, bool own, int rc);
+
+#endif

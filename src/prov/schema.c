@@ -1,0 +1,280 @@
+/* prov/schema.c: the MLMD v10 schema (tables, unique keys, secondary indexes) for SQLite and PostgreSQL, as
+ * ml_metadata/util/metadata_source_query_config.cc writes it, and the check an existing database must pass. */
+#include <stdio.h>
+#include <string.h>
+
+#include "prov/prov_internal.h"
+
+#define SL_MLMD_VERSION 10
+
+/* SQLite: MLMD's own DDL. */
+static const char *const LITE_DDL[] = {
+    "CREATE TABLE IF NOT EXISTS `Type` ( `id` INTEGER PRIMARY KEY AUTOINCREMENT, `name` VARCHAR(255) NOT NULL, "
+    "`version` VARCHAR(255), `type_kind` TINYINT(1) NOT NULL, `description` TEXT, `input_type` TEXT, "
+    "`output_type` TEXT, `external_id` VARCHAR(255) UNIQUE)",
+    "CREATE TABLE IF NOT EXISTS `ParentType` ( `type_id` INT NOT NULL, `parent_type_id` INT NOT NULL, "
+    "PRIMARY KEY (`type_id`, `parent_type_id`))",
+    "CREATE TABLE IF NOT EXISTS `TypeProperty` ( `type_id` INT NOT NULL, `name` VARCHAR(255) NOT NULL, "
+    "`data_type` INT NULL, PRIMARY KEY (`type_id`, `name`))",
+    "CREATE TABLE IF NOT EXISTS `Artifact` ( `id` INTEGER PRIMARY KEY AUTOINCREMENT, `type_id` INT NOT NULL, "
+    "`uri` TEXT, `state` INT, `name` VARCHAR(255), `external_id` VARCHAR(255) UNIQUE, "
+    "`create_time_since_epoch` INT NOT NULL DEFAULT 0, `last_update_time_since_epoch` INT NOT NULL DEFAULT 0, "
+    "UNIQUE(`type_id`, `name`))",
+    "CREATE TABLE IF NOT EXISTS `ArtifactProperty` ( `artifact_id` INT NOT NULL, `name` VARCHAR(255) NOT NULL, "
+    "`is_custom_property` TINYINT(1) NOT NULL, `int_value` INT, `double_value` DOUBLE, `string_value` TEXT, "
+    "`byte_value` BLOB, `proto_value` BLOB, `bool_value` BOOLEAN, "
+    "PRIMARY KEY (`artifact_id`, `name`, `is_custom_property`))",
+    "CREATE TABLE IF NOT EXISTS `Execution` ( `id` INTEGER PRIMARY KEY AUTOINCREMENT, `type_id` INT NOT NULL, "
+    "`last_known_state` INT, `name` VARCHAR(255), `external_id` VARCHAR(255) UNIQUE, "
+    "`create_time_since_epoch` INT NOT NULL DEFAULT 0, `last_update_time_since_epoch` INT NOT NULL DEFAULT 0, "
+    "UNIQUE(`type_id`, `name`))",
+    "CREATE TABLE IF NOT EXISTS `ExecutionProperty` ( `execution_id` INT NOT NULL, `name` VARCHAR(255) NOT NULL, "
+    "`is_custom_property` TINYINT(1) NOT NULL, `int_value` INT, `double_value` DOUBLE, `string_value` TEXT, "
+    "`byte_value` BLOB, `proto_value` BLOB, `bool_value` BOOLEAN, "
+    "PRIMARY KEY (`execution_id`, `name`, `is_custom_property`))",
+    "CREATE TABLE IF NOT EXISTS `Context` ( `id` INTEGER PRIMARY KEY AUTOINCREMENT, `type_id` INT NOT NULL, "
+    "`name` VARCHAR(255) NOT NULL, `external_id` VARCHAR(255) UNIQUE, "
+    "`create_time_since_epoch` INT NOT NULL DEFAULT 0, `last_update_time_since_epoch` INT NOT NULL DEFAULT 0, "
+    "UNIQUE(`type_id`, `name`))",
+    "CREATE TABLE IF NOT EXISTS `ContextProperty` ( `context_id` INT NOT NULL, `name` VARCHAR(255) NOT NULL, "
+    "`is_custom_property` TINYINT(1) NOT NULL, `int_value` INT, `double_value` DOUBLE, `string_value` TEXT, "
+    "`byte_value` BLOB, `proto_value` BLOB, `bool_value` BOOLEAN, "
+    "PRIMARY KEY (`context_id`, `name`, `is_custom_property`))",
+    "CREATE TABLE IF NOT EXISTS `ParentContext` ( `context_id` INT NOT NULL, `parent_context_id` INT NOT NULL, "
+    "PRIMARY KEY (`context_id`, `parent_context_id`))",
+    "CREATE TABLE IF NOT EXISTS `Event` ( `id` INTEGER PRIMARY KEY AUTOINCREMENT, `artifact_id` INT NOT NULL, "
+    "`execution_id` INT NOT NULL, `type` INT NOT NULL, `milliseconds_since_epoch` INT, "
+    "UNIQUE(`artifact_id`, `execution_id`, `type`))",
+    "CREATE TABLE IF NOT EXISTS `EventPath` ( `event_id` INT NOT NULL, `is_index_step` TINYINT(1) NOT NULL, "
+    "`step_index` INT, `step_key` TEXT)",
+    "CREATE TABLE IF NOT EXISTS `Association` ( `id` INTEGER PRIMARY KEY AUTOINCREMENT, `context_id` INT NOT NULL, "
+    "`execution_id` INT NOT NULL, UNIQUE(`context_id`, `execution_id`))",
+    "CREATE TABLE IF NOT EXISTS `Attribution` ( `id` INTEGER PRIMARY KEY AUTOINCREMENT, `context_id` INT NOT NULL, "
+    "`artifact_id` INT NOT NULL, UNIQUE(`context_id`, `artifact_id`))",
+    "CREATE TABLE IF NOT EXISTS `MLMDEnv` ( `schema_version` INTEGER PRIMARY KEY)",
+    "CREATE INDEX IF NOT EXISTS `idx_artifact_uri` ON `Artifact`(`uri`)",
+    "CREATE INDEX IF NOT EXISTS `idx_artifact_create_time_since_epoch` ON `Artifact`(`create_time_since_epoch`)",
+    "CREATE INDEX IF NOT EXISTS `idx_artifact_last_update_time_since_epoch` ON "
+    "`Artifact`(`last_update_time_since_epoch`)",
+    "CREATE INDEX IF NOT EXISTS `idx_event_execution_id` ON `Event`(`execution_id`)",
+    "CREATE INDEX IF NOT EXISTS `idx_parentcontext_parent_context_id` ON `ParentContext`(`parent_context_id`)",
+    "CREATE INDEX IF NOT EXISTS `idx_type_name` ON `Type`(`name`)",
+    "CREATE INDEX IF NOT EXISTS `idx_execution_create_time_since_epoch` ON `Execution`(`create_time_since_epoch`)",
+    "CREATE INDEX IF NOT EXISTS `idx_execution_last_update_time_since_epoch` ON "
+    "`Execution`(`last_update_time_since_epoch`)",
+    "CREATE INDEX IF NOT EXISTS `idx_context_create_time_since_epoch` ON `Context`(`create_time_since_epoch`)",
+    "CREATE INDEX IF NOT EXISTS `idx_context_last_update_time_since_epoch` ON "
+    "`Context`(`last_update_time_since_epoch`)",
+    "CREATE INDEX IF NOT EXISTS `idx_eventpath_event_id` ON `EventPath`(`event_id`)",
+    "CREATE INDEX IF NOT EXISTS `idx_artifact_property_int` ON `ArtifactProperty`(`name`, `is_custom_property`, "
+    "`int_value`) WHERE `int_value` IS NOT NULL",
+    "CREATE INDEX IF NOT EXISTS `idx_artifact_property_double` ON `ArtifactProperty`(`name`, "
+    "`is_custom_property`, `double_value`) WHERE `double_value` IS NOT NULL",
+    "CREATE INDEX IF NOT EXISTS `idx_artifact_property_string` ON `ArtifactProperty`(`name`, "
+    "`is_custom_property`, `string_value`) WHERE `string_value` IS NOT NULL",
+    "CREATE INDEX IF NOT EXISTS `idx_execution_property_int` ON `ExecutionProperty`(`name`, "
+    "`is_custom_property`, `int_value`) WHERE `int_value` IS NOT NULL",
+    "CREATE INDEX IF NOT EXISTS `idx_execution_property_double` ON `ExecutionProperty`(`name`, "
+    "`is_custom_property`, `double_value`) WHERE `double_value` IS NOT NULL",
+    "CREATE INDEX IF NOT EXISTS `idx_execution_property_string` ON `ExecutionProperty`(`name`, "
+    "`is_custom_property`, `string_value`) WHERE `string_value` IS NOT NULL",
+    "CREATE INDEX IF NOT EXISTS `idx_context_property_int` ON `ContextProperty`(`name`, `is_custom_property`, "
+    "`int_value`) WHERE `int_value` IS NOT NULL",
+    "CREATE INDEX IF NOT EXISTS `idx_context_property_double` ON `ContextProperty`(`name`, "
+    "`is_custom_property`, `double_value`) WHERE `double_value` IS NOT NULL",
+    "CREATE INDEX IF NOT EXISTS `idx_context_property_string` ON `ContextProperty`(`name`, "
+    "`is_custom_property`, `string_value`) WHERE `string_value` IS NOT NULL",
+    "CREATE INDEX IF NOT EXISTS `idx_type_external_id` ON `Type`(`external_id`)",
+    "CREATE INDEX IF NOT EXISTS `idx_artifact_external_id` ON `Artifact`(`external_id`)",
+    "CREATE INDEX IF NOT EXISTS `idx_execution_external_id` ON `Execution`(`external_id`)",
+    "CREATE INDEX IF NOT EXISTS `idx_context_external_id` ON `Context`(`external_id`)",
+    "INSERT INTO `MLMDEnv`(`schema_version`) VALUES(10)",
+};
+
+/* PostgreSQL: the same tables with PostgreSQL's types (MLMD's PostgreSQL source: SERIAL keys, BIGINT times and
+ * integers, BOOLEAN flags, BYTEA blobs); identifiers unquoted, so they fold to lower case as MLMD's do. */
+static const char *const PG_DDL[] = {
+    "CREATE TABLE IF NOT EXISTS Type ( id SERIAL PRIMARY KEY, name VARCHAR(255) NOT NULL, version VARCHAR(255), "
+    "type_kind SMALLINT NOT NULL, description TEXT, input_type TEXT, output_type TEXT, "
+    "external_id VARCHAR(255) UNIQUE)",
+    "CREATE TABLE IF NOT EXISTS ParentType ( type_id INT NOT NULL, parent_type_id INT NOT NULL, "
+    "PRIMARY KEY (type_id, parent_type_id))",
+    "CREATE TABLE IF NOT EXISTS TypeProperty ( type_id INT NOT NULL, name VARCHAR(255) NOT NULL, "
+    "data_type INT NULL, PRIMARY KEY (type_id, name))",
+    "CREATE TABLE IF NOT EXISTS Artifact ( id SERIAL PRIMARY KEY, type_id INT NOT NULL, uri TEXT, state INT, "
+    "name VARCHAR(255), external_id VARCHAR(255) UNIQUE, create_time_since_epoch BIGINT NOT NULL DEFAULT 0, "
+    "last_update_time_since_epoch BIGINT NOT NULL DEFAULT 0, UNIQUE(type_id, name))",
+    "CREATE TABLE IF NOT EXISTS ArtifactProperty ( artifact_id INT NOT NULL, name VARCHAR(255) NOT NULL, "
+    "is_custom_property BOOLEAN NOT NULL, int_value BIGINT, double_value DOUBLE PRECISION, string_value TEXT, "
+    "byte_value BYTEA, proto_value BYTEA, bool_value BOOLEAN, PRIMARY KEY (artifact_id, name, is_custom_property))",
+    "CREATE TABLE IF NOT EXISTS Execution ( id SERIAL PRIMARY KEY, type_id INT NOT NULL, last_known_state INT, "
+    "name VARCHAR(255), external_id VARCHAR(255) UNIQUE, create_time_since_epoch BIGINT NOT NULL DEFAULT 0, "
+    "last_update_time_since_epoch BIGINT NOT NULL DEFAULT 0, UNIQUE(type_id, name))",
+    "CREATE TABLE IF NOT EXISTS ExecutionProperty ( execution_id INT NOT NULL, name VARCHAR(255) NOT NULL, "
+    "is_custom_property BOOLEAN NOT NULL, int_value BIGINT, double_value DOUBLE PRECISION, string_value TEXT, "
+    "byte_value BYTEA, proto_value BYTEA, bool_value BOOLEAN, "
+    "PRIMARY KEY (execution_id, name, is_custom_property))",
+    "CREATE TABLE IF NOT EXISTS Context ( id SERIAL PRIMARY KEY, type_id INT NOT NULL, name VARCHAR(255) NOT NULL, "
+    "external_id VARCHAR(255) UNIQUE, create_time_since_epoch BIGINT NOT NULL DEFAULT 0, "
+    "last_update_time_since_epoch BIGINT NOT NULL DEFAULT 0, UNIQUE(type_id, name))",
+    "CREATE TABLE IF NOT EXISTS ContextProperty ( context_id INT NOT NULL, name VARCHAR(255) NOT NULL, "
+    "is_custom_property BOOLEAN NOT NULL, int_value BIGINT, double_value DOUBLE PRECISION, string_value TEXT, "
+    "byte_value BYTEA, proto_value BYTEA, bool_value BOOLEAN, PRIMARY KEY (context_id, name, is_custom_property))",
+    "CREATE TABLE IF NOT EXISTS ParentContext ( context_id INT NOT NULL, parent_context_id INT NOT NULL, "
+    "PRIMARY KEY (context_id, parent_context_id))",
+    "CREATE TABLE IF NOT EXISTS Event ( id SERIAL PRIMARY KEY, artifact_id INT NOT NULL, execution_id INT NOT NULL, "
+    "type INT NOT NULL, milliseconds_since_epoch BIGINT, UNIQUE(artifact_id, execution_id, type))",
+    "CREATE TABLE IF NOT EXISTS EventPath ( event_id INT NOT NULL, is_index_step BOOLEAN NOT NULL, "
+    "step_index INT, step_key TEXT)",
+    "CREATE TABLE IF NOT EXISTS Association ( id SERIAL PRIMARY KEY, context_id INT NOT NULL, "
+    "execution_id INT NOT NULL, UNIQUE(context_id, execution_id))",
+    "CREATE TABLE IF NOT EXISTS Attribution ( id SERIAL PRIMARY KEY, context_id INT NOT NULL, "
+    "artifact_id INT NOT NULL, UNIQUE(context_id, artifact_id))",
+    "CREATE TABLE IF NOT EXISTS MLMDEnv ( schema_version INTEGER PRIMARY KEY)",
+    "CREATE INDEX IF NOT EXISTS idx_artifact_uri ON Artifact(uri)",
+    "CREATE INDEX IF NOT EXISTS idx_artifact_create_time_since_epoch ON Artifact(create_time_since_epoch)",
+    "CREATE INDEX IF NOT EXISTS idx_artifact_last_update_time_since_epoch ON Artifact(last_update_time_since_epoch)",
+    "CREATE INDEX IF NOT EXISTS idx_event_execution_id ON Event(execution_id)",
+    "CREATE INDEX IF NOT EXISTS idx_parentcontext_parent_context_id ON ParentContext(parent_context_id)",
+    "CREATE INDEX IF NOT EXISTS idx_type_name ON Type(name)",
+    "CREATE INDEX IF NOT EXISTS idx_execution_create_time_since_epoch ON Execution(create_time_since_epoch)",
+    "CREATE INDEX IF NOT EXISTS idx_execution_last_update_time_since_epoch ON "
+    "Execution(last_update_time_since_epoch)",
+    "CREATE INDEX IF NOT EXISTS idx_context_create_time_since_epoch ON Context(create_time_since_epoch)",
+    "CREATE INDEX IF NOT EXISTS idx_context_last_update_time_since_epoch ON Context(last_update_time_since_epoch)",
+    "CREATE INDEX IF NOT EXISTS idx_eventpath_event_id ON EventPath(event_id)",
+    "CREATE INDEX IF NOT EXISTS idx_artifact_property_int ON ArtifactProperty(name, is_custom_property, int_value) "
+    "WHERE int_value IS NOT NULL",
+    "CREATE INDEX IF NOT EXISTS idx_artifact_property_double ON ArtifactProperty(name, is_custom_property, "
+    "double_value) WHERE double_value IS NOT NULL",
+    "CREATE INDEX IF NOT EXISTS idx_artifact_property_string ON ArtifactProperty(name, is_custom_property, "
+    "string_value) WHERE string_value IS NOT NULL",
+    "CREATE INDEX IF NOT EXISTS idx_execution_property_int ON ExecutionProperty(name, is_custom_property, "
+    "int_value) WHERE int_value IS NOT NULL",
+    "CREATE INDEX IF NOT EXISTS idx_execution_property_double ON ExecutionProperty(name, is_custom_property, "
+    "double_value) WHERE double_value IS NOT NULL",
+    "CREATE INDEX IF NOT EXISTS idx_execution_property_string ON ExecutionProperty(name, is_custom_property, "
+    "string_value) WHERE string_value IS NOT NULL",
+    "CREATE INDEX IF NOT EXISTS idx_context_property_int ON ContextProperty(name, is_custom_property, int_value) "
+    "WHERE int_value IS NOT NULL",
+    "CREATE INDEX IF NOT EXISTS idx_context_property_double ON ContextProperty(name, is_custom_property, "
+    "double_value) WHERE double_value IS NOT NULL",
+    "CREATE INDEX IF NOT EXISTS idx_context_property_string ON ContextProperty(name, is_custom_property, "
+    "string_value) WHERE string_value IS NOT NULL",
+    "CREATE INDEX IF NOT EXISTS idx_type_external_id ON Type(external_id)",
+    "CREATE INDEX IF NOT EXISTS idx_artifact_external_id ON Artifact(external_id)",
+    "CREATE INDEX IF NOT EXISTS idx_execution_external_id ON Execution(external_id)",
+    "CREATE INDEX IF NOT EXISTS idx_context_external_id ON Context(external_id)",
+    "INSERT INTO MLMDEnv(schema_version) VALUES(10)",
+};
+
+static const char *const REQUIRED[] = {"type", "parenttype", "typeproperty", "artifact", "artifactproperty",
+                                       "execution", "executionproperty", "context", "contextproperty",
+                                       "parentcontext", "event", "eventpath", "association", "attribution"};
+
+static bool has(char **names, size_t n, const char *t) {
+  for (size_t i = 0; i < n; i++)
+    if (!strcmp(names[i], t)) return true;
+  return false;
+}
+
+/* 1 when the database holds no table of its own (SQLite's bookkeeping tables aside). */
+static bool empty_db(char **names, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (strncmp(names[i], "sqlite_", 7)) return false;
+  return true;
+}
+
+static int check(sl_prov *p, char **names, size_t n) {
+  if (!has(names, n, "mlmdenv")) {
+    if (has(names, n, "type") && has(names, n, "artifact") && has(names, n, "execution"))
+      return sl__err(SL_EVERSION, "%s: MLMD schema version 0 found (no MLMDEnv table); sluice reads and writes "
+                                  "version %d",
+                     p->uri, SL_MLMD_VERSION);
+    return sl__err(SL_ECORRUPT, "%s: not an ML Metadata database (no MLMDEnv table)", p->uri);
+  }
+  sl__pstmt *st;
+  int rc = sl__pdb_prepare(p->db, &st, "SELECT schema_version FROM MLMDEnv");
+  if (rc) return rc;
+  rc = sl__pstmt_step(st);
+  int64_t v = rc == 1 ? sl__pstmt_i64(st, 0) : -1;
+  sl__pstmt_free(st);
+  if (rc < 0) return rc;
+  if (rc == 0) return sl__err(SL_ECORRUPT, "%s: MLMDEnv holds no schema version", p->uri);
+  if (v != SL_MLMD_VERSION)
+    return sl__err(SL_EVERSION, "%s: MLMD schema version %lld found; sluice reads and writes version %d", p->uri,
+                   (long long)v, SL_MLMD_VERSION);
+  for (size_t i = 0; i < sizeof REQUIRED / sizeof *REQUIRED; i++)
+    if (!has(names, n, REQUIRED[i]))
+      return sl__err(SL_ECORRUPT, "%s: MLMD schema version 10 but table %s is missing", p->uri, REQUIRED[i]);
+  return 0;
+}
+
+static int create(sl_prov *p) {
+  bool pg = sl__pdb_is_pg(p->db);
+  const char *const *ddl = pg ? PG_DDL : LITE_DDL;
+  size_t n = pg ? sizeof PG_DDL / sizeof *PG_DDL : sizeof LITE_DDL / sizeof *LITE_DDL;
+  for (size_t i = 0; i < n; i++) {
+    int rc = sl__pdb_exec(p->db, ddl[i]);
+    if (rc) return sl__err_wrap(rc, "creating the MLMD schema");
+  }
+  return 0;
+}
+
+/* Verifies the schema, creating it in an empty database when allowed. Creation happens under the write lock
+ * (SQLite BEGIN IMMEDIATE, a PostgreSQL advisory lock), re-checking inside, so racing processes create it once. */
+int sl__prov_schema(sl_prov *p, bool allow_create) {
+  char **names;
+  size_t n;
+  int rc = sl__pdb_tables(p->db, &names, &n);
+  if (rc) return rc;
+  bool empty = empty_db(names, n);
+  if (!empty || !allow_create) {
+    rc = empty ? sl__err(SL_ENOTFOUND, "%s: empty database (no MLMD schema); create it with 'sluice prov init'",
+                         p->uri)
+               : check(p, names, n);
+    sl__pdb_names_free(names, n);
+    return rc;
+  }
+  sl__pdb_names_free(names, n);
+  bool pg = sl__pdb_is_pg(p->db);
+  rc = sl__pdb_exec(p->db, pg ? "BEGIN" : "BEGIN IMMEDIATE");
+  if (rc) return rc;
+  if (pg) rc = sl__pdb_exec(p->db, "SELECT pg_advisory_xact_lock(7310001)");
+  if (!rc) rc = sl__pdb_tables(p->db, &names, &n);
+  if (!rc) {
+    if (empty_db(names, n))
+      rc = create(p);
+    else
+      rc = check(p, names, n);
+    sl__pdb_names_free(names, n);
+  }
+  if (rc) {
+    sl__pdb_exec(p->db, "ROLLBACK");
+    return rc;
+  }
+  return sl__pdb_exec(p->db, "COMMIT");
+}
+
+/* Drops (create false) or re-creates MLMD's secondary indexes, for bulk loads into a fresh store: building an
+ * index once over sorted data is much cheaper than maintaining it row by row. The unique keys stay. */
+int sl__prov_indexes(sl_prov *p, bool create_them) {
+  bool pg = sl__pdb_is_pg(p->db);
+  const char *const *ddl = pg ? PG_DDL : LITE_DDL;
+  size_t n = pg ? sizeof PG_DDL / sizeof *PG_DDL : sizeof LITE_DDL / sizeof *LITE_DDL;
+  for (size_t i = 0; i < n; i++) {
+    if (strncmp(ddl[i], "CREATE INDEX IF NOT EXISTS ", 27)) continue;
+    int rc;
+    if (create_them) {
+      rc = sl__pdb_exec(p->db, ddl[i]);
+    } else {
+      /* "CREATE INDEX IF NOT EXISTS <name> ON ..." -> "DROP INDEX IF EXISTS <name>" */
+      const char *name = ddl[i] + 27, *sp = strchr(name, ' ');
+      char sql[160];
+      snprintf(sql, sizeof sql, "DROP INDEX IF EXISTS %.*s", (int)(sp - name), name);
+      rc = sl__pdb_exec(p->db, sql);
+    }
+    if (rc) return sl__err_wrap(rc, "%s MLMD's indexes", create_them ? "re-creating" : "dropping");
+  }
+  return 0;
+}

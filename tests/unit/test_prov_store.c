@@ -1,0 +1,518 @@
+/* test_prov_store.c: the MLMD store, the same cases on SQLite and on a real PostgreSQL server: schema creation
+ * and verification, types/nodes/properties of every value type, queries, events and lineage, transactions,
+ * names with SQL metacharacters, recording sluice's runs, export; and the bad inputs of each backend.
+ * SL_TEST_TIMEOUT(120) */
+#include <jansson.h>
+#include <math.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <time.h>
+
+#include "prov/db.h"
+#include "test_prov_common.h"
+
+static tp_backend LITE = {"sqlite", "", NULL}, PG = {"postgresql", "", NULL};
+
+
+static int64_t count_rows(sl_prov *p, sl_prov_kind k, const sl_prov_query *q) {
+  sl_prov_list *l;
+  assert_int_equal(sl_prov_find(p, &l, k, q), 0);
+  int64_t n = (int64_t)l->n;
+  sl_prov_list_free(l);
+  return n;
+}
+
+static void schema_is_created_and_reopens(void **state) {
+  TP_BEGIN(state, "schema");
+  sl_prov *p = tp_open(B);
+  sl_prov_close(p);
+  /* Reopening without CREATE verifies it. */
+  assert_int_equal(sl_prov_open(&p, B->uri, 0), 0);
+  sl__pdb *db;
+  assert_int_equal(sl__pdb_open(&db, B->uri, false), 0);
+  char **names;
+  size_t n;
+  assert_int_equal(sl__pdb_tables(db, &names, &n), 0);
+  const char *want[] = {"type", "parenttype", "typeproperty", "artifact", "artifactproperty", "execution",
+                        "executionproperty", "context", "contextproperty", "parentcontext", "event", "eventpath",
+                        "association", "attribution", "mlmdenv"};
+  for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+    bool found = false;
+    for (size_t j = 0; j < n; j++) found |= !strcmp(names[j], want[i]);
+    if (!found) fprintf(stderr, "missing table %s\n", want[i]);
+    assert_true(found);
+  }
+  sl__pdb_names_free(names, n);
+  sl__pstmt *st;
+  assert_int_equal(sl__pdb_prepare(db, &st, "SELECT schema_version FROM MLMDEnv"), 0);
+  assert_int_equal(sl__pstmt_step(st), 1);
+  assert_int_equal(sl__pstmt_i64(st, 0), 10);
+  sl__pstmt_free(st);
+  sl__pdb_close(db);
+  assert_string_equal(sl_prov_backend(p), B->name);
+  sl_prov_close(p);
+  tp_done(B);
+}
+
+static void other_schema_version_is_refused_naming_it(void **state) {
+  TP_BEGIN(state, "version");
+  sl_prov_close(tp_open(B));
+  sl__pdb *db;
+  assert_int_equal(sl__pdb_open(&db, B->uri, false), 0);
+  assert_int_equal(sl__pdb_exec(db, "UPDATE MLMDEnv SET schema_version = 8"), 0);
+  sl__pdb_close(db);
+  sl_prov *p = NULL;
+  assert_int_equal(sl_prov_open(&p, B->uri, SL_PROV_CREATE), SL_EVERSION);
+  assert_null(p);
+  assert_non_null(strstr(sl_error_last(), "version 8 found"));
+  tp_done(B);
+}
+
+static void database_without_mlmd_is_refused(void **state) {
+  TP_BEGIN(state, "notmlmd");
+  sl__pdb *db;
+  assert_int_equal(sl__pdb_open(&db, B->uri, true), 0);
+  assert_int_equal(sl__pdb_exec(db, "CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT)"), 0);
+  sl__pdb_close(db);
+  sl_prov *p = NULL;
+  assert_int_equal(sl_prov_open(&p, B->uri, SL_PROV_CREATE), SL_ECORRUPT);
+  assert_non_null(strstr(sl_error_last(), "not an ML Metadata database"));
+  tp_done(B);
+}
+
+static void empty_database_needs_create(void **state) {
+  TP_BEGIN(state, "empty");
+  sl__pdb *db;
+  assert_int_equal(sl__pdb_open(&db, B->uri, true), 0);
+  sl__pdb_close(db);
+  sl_prov *p = NULL;
+  assert_int_equal(sl_prov_open(&p, B->uri, 0), SL_ENOTFOUND);
+  assert_non_null(strstr(sl_error_last(), "prov init"));
+  tp_done(B);
+}
+
+static void properties_of_every_type_round_trip(void **state) {
+  TP_BEGIN(state, "props");
+  sl_prov *p = tp_open(B);
+  sl_prov_type_prop tp[] = {{"span", SL_PROV_T_INT}, {"version", SL_PROV_T_INT}, {"split_names", SL_PROV_T_STRING}};
+  int64_t t_ex, t_tr, t_ctx, t_again;
+  assert_int_equal(sl_prov_put_type(p, &t_ex, SL_PROV_ARTIFACT, "Examples", tp, 3, "mlmd.Dataset"), 0);
+  assert_int_equal(sl_prov_put_type(p, &t_again, SL_PROV_ARTIFACT, "Examples", tp, 3, "mlmd.Dataset"), 0);
+  assert_int_equal(t_ex, t_again);
+  assert_int_equal(sl_prov_put_type(p, &t_tr, SL_PROV_EXECUTION, "tfx.components.trainer.component.Trainer", NULL, 0,
+                                    "mlmd.Train"),
+                   0);
+  assert_int_equal(sl_prov_put_type(p, &t_ctx, SL_PROV_CONTEXT, "pipeline", NULL, 0, NULL), 0);
+  /* A name reused with another kind is refused. */
+  assert_int_equal(sl_prov_put_type(p, NULL, SL_PROV_CONTEXT, "Examples", NULL, 0, NULL), SL_EINVAL);
+
+  int64_t a, e, c, c2;
+  assert_int_equal(sl_prov_put_artifact(p, &a, t_ex, "/data/span-1", "examples-1", SL_PROV_A_LIVE, 1000), 0);
+  assert_int_equal(sl_prov_put_execution(p, &e, t_tr, NULL, SL_PROV_E_RUNNING, 2000, 0), 0);
+  assert_int_equal(sl_prov_put_context(p, &c, t_ctx, "taxi", 500), 0);
+  assert_int_equal(sl_prov_put_context(p, &c2, t_ctx, "taxi", 500), 0);
+  assert_int_equal(c, c2);
+  assert_int_equal(sl_prov_set_execution_state(p, e, SL_PROV_E_COMPLETE, 3000), 0);
+  sl_prov_value v;
+  v = sl_prov_int(7);
+  assert_int_equal(sl_prov_set_property(p, SL_PROV_ARTIFACT, a, "span", false, &v), 0);
+  v = sl_prov_string("[\"train\",\"eval\"]");
+  assert_int_equal(sl_prov_set_property(p, SL_PROV_ARTIFACT, a, "split_names", false, &v), 0);
+  v = sl_prov_double(0.125);
+  assert_int_equal(sl_prov_set_property(p, SL_PROV_ARTIFACT, a, "drift", true, &v), 0);
+  v = sl_prov_bool(true);
+  assert_int_equal(sl_prov_set_property(p, SL_PROV_ARTIFACT, a, "ok", true, &v), 0);
+  sl_prov_value pv = {SL_PROV_T_PROTO, 0, 0, NULL, "\x00\x01\x02\xff", 4};
+  assert_int_equal(sl_prov_set_property(p, SL_PROV_ARTIFACT, a, "blob", true, &pv), 0);
+  sl_prov_value sv = {SL_PROV_T_STRUCT, 0, 0, "{\"k\": [1, 2]}", NULL, 0};
+  assert_int_equal(sl_prov_set_property(p, SL_PROV_ARTIFACT, a, "meta", true, &sv), 0);
+  v = sl_prov_int(8); /* replaces */
+  assert_int_equal(sl_prov_set_property(p, SL_PROV_ARTIFACT, a, "span", false, &v), 0);
+  v = sl_prov_double(12.5);
+  assert_int_equal(sl_prov_set_property(p, SL_PROV_EXECUTION, e, "cpu_seconds", true, &v), 0);
+  v = sl_prov_string("owner");
+  assert_int_equal(sl_prov_set_property(p, SL_PROV_CONTEXT, c, "team", true, &v), 0);
+  assert_int_equal(sl_prov_attribute(p, c, a), 0);
+  assert_int_equal(sl_prov_attribute(p, c, a), 0); /* idempotent */
+  assert_int_equal(sl_prov_associate(p, c, e), 0);
+
+  sl_prov_query q = {0};
+  q.type_name = "Examples";
+  sl_prov_list *l;
+  assert_int_equal(sl_prov_find(p, &l, SL_PROV_ARTIFACT, &q), 0);
+  assert_int_equal(l->n, 1);
+  sl_prov_node *n = &l->nodes[0];
+  assert_int_equal(n->id, a);
+  assert_string_equal(n->uri, "/data/span-1");
+  assert_string_equal(n->name, "examples-1");
+  assert_int_equal(n->state, SL_PROV_A_LIVE);
+  assert_int_equal(n->create_ms, 1000);
+  int seen = 0;
+  for (size_t i = 0; i < n->nprops; i++) {
+    sl_prov_prop *pr = &n->props[i];
+    if (!strcmp(pr->name, "span")) {
+      assert_false(pr->custom);
+      assert_int_equal(pr->type, SL_PROV_T_INT);
+      assert_int_equal(pr->i, 8);
+      seen |= 1;
+    } else if (!strcmp(pr->name, "drift")) {
+      assert_true(pr->custom);
+      assert_int_equal(pr->type, SL_PROV_T_DOUBLE);
+      assert_true(pr->d == 0.125);
+      seen |= 2;
+    } else if (!strcmp(pr->name, "ok")) {
+      assert_int_equal(pr->type, SL_PROV_T_BOOL);
+      assert_int_equal(pr->i, 1);
+      seen |= 4;
+    } else if (!strcmp(pr->name, "blob")) {
+      assert_int_equal(pr->type, SL_PROV_T_PROTO);
+      assert_int_equal(pr->len, 4);
+      assert_memory_equal(pr->bytes, "\x00\x01\x02\xff", 4);
+      seen |= 8;
+    } else if (!strcmp(pr->name, "meta")) {
+      assert_string_equal(pr->s, "{\"k\": [1, 2]}");
+      seen |= 16;
+    } else if (!strcmp(pr->name, "split_names")) {
+      assert_string_equal(pr->s, "[\"train\",\"eval\"]");
+      seen |= 32;
+    }
+  }
+  assert_int_equal(seen, 63);
+  sl_prov_list_free(l);
+
+  /* By context, id, name. */
+  sl_prov_query qc = {0};
+  qc.context_id = c;
+  assert_int_equal(count_rows(p, SL_PROV_ARTIFACT, &qc), 1);
+  assert_int_equal(count_rows(p, SL_PROV_EXECUTION, &qc), 1);
+  sl_prov_query qi = {0};
+  qi.id = e;
+  assert_int_equal(sl_prov_find(p, &l, SL_PROV_EXECUTION, &qi), 0);
+  assert_int_equal(l->n, 1);
+  assert_int_equal(l->nodes[0].state, SL_PROV_E_COMPLETE);
+  assert_int_equal(l->nodes[0].update_ms, 3000);
+  assert_string_equal(l->nodes[0].type_name, "tfx.components.trainer.component.Trainer");
+  sl_prov_list_free(l);
+  sl_prov_query qn = {0};
+  qn.name = "taxi";
+  assert_int_equal(count_rows(p, SL_PROV_CONTEXT, &qn), 1);
+  qn.name = "nope";
+  assert_int_equal(count_rows(p, SL_PROV_CONTEXT, &qn), 0);
+
+  /* Types: with declared properties and base types. */
+  assert_int_equal(sl_prov_types(p, &l), 0);
+  bool found = false;
+  for (size_t i = 0; i < l->n; i++)
+    if (!strcmp(l->nodes[i].type_name, "Examples")) {
+      found = true;
+      assert_string_equal(l->nodes[i].name, "mlmd.Dataset");
+      assert_int_equal(l->nodes[i].nprops, 3);
+    }
+  assert_true(found);
+  sl_prov_list_free(l);
+  sl_prov_close(p);
+  tp_done(B);
+}
+
+static void events_paths_and_lineage(void **state) {
+  TP_BEGIN(state, "lineage");
+  sl_prov *p = tp_open(B);
+  int64_t ta, te, a, b, c, e1, e2, x;
+  assert_int_equal(sl_prov_put_type(p, &ta, SL_PROV_ARTIFACT, "Data", NULL, 0, NULL), 0);
+  assert_int_equal(sl_prov_put_type(p, &te, SL_PROV_EXECUTION, "Step", NULL, 0, NULL), 0);
+  assert_int_equal(sl_prov_begin(p), 0);
+  assert_int_equal(sl_prov_put_artifact(p, &a, ta, "a", NULL, 0, 1), 0);
+  assert_int_equal(sl_prov_put_artifact(p, &b, ta, "b", NULL, 0, 2), 0);
+  assert_int_equal(sl_prov_put_artifact(p, &c, ta, "c", NULL, 0, 3), 0);
+  assert_int_equal(sl_prov_put_artifact(p, &x, ta, "unrelated", NULL, 0, 3), 0);
+  assert_int_equal(sl_prov_put_execution(p, &e1, te, NULL, SL_PROV_E_COMPLETE, 1, 2), 0);
+  assert_int_equal(sl_prov_put_execution(p, &e2, te, NULL, SL_PROV_E_COMPLETE, 2, 3), 0);
+  sl_prov_step path[2] = {{"examples", 0}, {NULL, 0}};
+  assert_int_equal(sl_prov_put_event(p, NULL, a, e1, SL_PROV_EV_INPUT, 1, path, 2), 0);
+  assert_int_equal(sl_prov_put_event(p, NULL, b, e1, SL_PROV_EV_OUTPUT, 2, path, 2), 0);
+  assert_int_equal(sl_prov_put_event(p, NULL, b, e2, SL_PROV_EV_INPUT, 2, path, 2), 0);
+  assert_int_equal(sl_prov_put_event(p, NULL, c, e2, SL_PROV_EV_OUTPUT, 3, path, 2), 0);
+  assert_int_equal(sl_prov_commit(p), 0);
+  /* The same event twice violates MLMD's unique key. */
+  assert_int_equal(sl_prov_put_event(p, NULL, a, e1, SL_PROV_EV_INPUT, 1, NULL, 0), SL_EINVAL);
+
+  sl_prov_list *l;
+  assert_int_equal(sl_prov_lineage(p, &l, SL_PROV_ARTIFACT, c, SL_PROV_UP, 0), 0);
+  assert_int_equal(l->n, 5); /* c, e2, b, e1, a */
+  assert_int_equal(l->nevents, 4);
+  bool has_a = false;
+  for (size_t i = 0; i < l->n; i++)
+    if (l->nodes[i].kind == SL_PROV_ARTIFACT && l->nodes[i].id == a) {
+      has_a = true;
+      assert_int_equal(l->nodes[i].depth, -4);
+    }
+  assert_true(has_a);
+  assert_string_equal(l->events[0].path, "examples:0");
+  char *js;
+  assert_int_equal(sl_prov_list_to_json(l, &js), 0);
+  assert_non_null(strstr(js, "\"examples:0\""));
+  sl_prov_free(js);
+  sl_prov_list_free(l);
+  assert_int_equal(sl_prov_lineage(p, &l, SL_PROV_ARTIFACT, a, SL_PROV_DOWN, 2), 0);
+  assert_int_equal(l->n, 3); /* a, e1, b */
+  sl_prov_list_free(l);
+  assert_int_equal(sl_prov_lineage(p, &l, SL_PROV_EXECUTION, e1, SL_PROV_BOTH, 0), 0);
+  assert_int_equal(l->n, 5); /* e1, a, b, e2, c */
+  sl_prov_list_free(l);
+  assert_int_equal(sl_prov_lineage(p, &l, SL_PROV_ARTIFACT, 999999, SL_PROV_UP, 0), SL_ENOTFOUND);
+  assert_int_equal(sl_prov_neighbours(p, &l, SL_PROV_ARTIFACT, b), 0);
+  assert_int_equal(l->nevents, 2);
+  sl_prov_list_free(l);
+  sl_prov_close(p);
+  tp_done(B);
+}
+
+static void rolled_back_writes_are_absent(void **state) {
+  TP_BEGIN(state, "txn");
+  sl_prov *p = tp_open(B);
+  int64_t te, e;
+  assert_int_equal(sl_prov_put_type(p, &te, SL_PROV_EXECUTION, "Step", NULL, 0, NULL), 0);
+  assert_int_equal(sl_prov_begin(p), 0);
+  assert_int_equal(sl_prov_begin(p), SL_EINVAL);
+  for (int i = 0; i < 10; i++) assert_int_equal(sl_prov_put_execution(p, &e, te, NULL, 3, 1, 1), 0);
+  assert_int_equal(sl_prov_rollback(p), 0);
+  assert_int_equal(count_rows(p, SL_PROV_EXECUTION, NULL), 0);
+  assert_int_equal(sl_prov_begin(p), 0);
+  assert_int_equal(sl_prov_put_execution(p, &e, te, NULL, 3, 1, 1), 0);
+  assert_int_equal(sl_prov_commit(p), 0);
+  assert_int_equal(count_rows(p, SL_PROV_EXECUTION, NULL), 1);
+  sl_prov_close(p);
+  tp_done(B);
+}
+
+static void names_with_quotes_and_sql_metacharacters(void **state) {
+  TP_BEGIN(state, "quotes");
+  sl_prov *p = tp_open(B);
+  const char *names[] = {"it's", "say \"hi\"", "x'); DROP TABLE Artifact; --", "back`tick", "50% _under_",
+                         "semi;colon", "question?mark $1", "ünïcødé ✓", "back\\slash"};
+  size_t nn = sizeof names / sizeof *names;
+  for (size_t i = 0; i < nn; i++) {
+    int64_t t, a, c, tc;
+    assert_int_equal(sl_prov_put_type(p, &t, SL_PROV_ARTIFACT, names[i], NULL, 0, NULL), 0);
+    assert_int_equal(sl_prov_put_artifact(p, &a, t, names[i], names[i], 0, 5), 0);
+    sl_prov_value v = sl_prov_string(names[i]);
+    assert_int_equal(sl_prov_set_property(p, SL_PROV_ARTIFACT, a, names[i], true, &v), 0);
+    assert_int_equal(sl_prov_put_type(p, &tc, SL_PROV_CONTEXT, "ctx", NULL, 0, NULL), 0);
+    assert_int_equal(sl_prov_put_context(p, &c, tc, names[i], 5), 0);
+  }
+  for (size_t i = 0; i < nn; i++) {
+    sl_prov_query q = {0};
+    q.type_name = names[i];
+    q.name = names[i];
+    sl_prov_list *l;
+    assert_int_equal(sl_prov_find(p, &l, SL_PROV_ARTIFACT, &q), 0);
+    assert_int_equal(l->n, 1);
+    assert_string_equal(l->nodes[0].uri, names[i]);
+    assert_int_equal(l->nodes[0].nprops, 1);
+    assert_string_equal(l->nodes[0].props[0].name, names[i]);
+    assert_string_equal(l->nodes[0].props[0].s, names[i]);
+    sl_prov_list_free(l);
+  }
+  assert_int_equal(count_rows(p, SL_PROV_ARTIFACT, NULL), (int64_t)nn);
+  assert_int_equal(count_rows(p, SL_PROV_CONTEXT, NULL), (int64_t)nn);
+  sl_prov_close(p);
+  tp_done(B);
+}
+
+static void records_sluice_runs(void **state) {
+  TP_BEGIN(state, "record");
+  char *dir = tu_tmpdir("recordfiles");
+  char *in1 = tu_write_file(dir, "a.tfrecord", "abcdef", 6);
+  char *in2 = tu_write_file(dir, "b.tfrecord", "xy", 2);
+  char *trace = tu_write_file(dir, "trace.json", "{}", 2);
+  const char *inputs[] = {in1, in2};
+  sl_prov_output outs[] = {{trace, "sluice.Trace"}};
+  sl_prov_run r = SL_PROV_RUN_INIT;
+  r.pipeline = "imagenet";
+  r.inputs = inputs;
+  r.ninputs = 2;
+  r.outputs = outs;
+  r.noutputs = 1;
+  r.throughput = 1234.5;
+  r.bottleneck = "ops[3].map";
+  r.cpu_seconds = 9.5;
+  r.elapsed = 2.0;
+  int64_t e1, e2;
+  assert_int_equal(sl_prov_record_run(B->uri, &r, &e1), 0);
+  r.kind = "sluice.Optimize";
+  r.failed = true;
+  r.error = "ops[1]: no such file";
+  assert_int_equal(sl_prov_record_run(B->uri, &r, &e2), 0);
+  sl_prov *p = tp_open(B);
+  sl_prov_query q = {0};
+  q.id = e2;
+  sl_prov_list *l;
+  assert_int_equal(sl_prov_find(p, &l, SL_PROV_EXECUTION, &q), 0);
+  assert_int_equal(l->n, 1);
+  assert_string_equal(l->nodes[0].type_name, "sluice.Optimize");
+  assert_int_equal(l->nodes[0].state, SL_PROV_E_FAILED);
+  int seen = 0;
+  for (size_t i = 0; i < l->nodes[0].nprops; i++) {
+    sl_prov_prop *pr = &l->nodes[0].props[i];
+    if (!strcmp(pr->name, "error")) seen |= 1, assert_string_equal(pr->s, "ops[1]: no such file");
+    if (!strcmp(pr->name, "cpu_seconds")) seen |= 2, assert_true(pr->d == 9.5);
+    if (!strcmp(pr->name, "throughput")) seen |= 4, assert_true(pr->d == 1234.5);
+    if (!strcmp(pr->name, "bottleneck")) seen |= 8, assert_string_equal(pr->s, "ops[3].map");
+  }
+  assert_int_equal(seen, 15);
+  sl_prov_list_free(l);
+  /* Unchanged input files are the same artifacts in both runs. */
+  sl_prov_query qd = {0};
+  qd.type_name = "sluice.Data";
+  assert_int_equal(count_rows(p, SL_PROV_ARTIFACT, &qd), 2);
+  assert_int_equal(sl_prov_find(p, &l, SL_PROV_ARTIFACT, &qd), 0);
+  bool size_ok = false;
+  for (size_t i = 0; i < l->nodes[0].nprops; i++)
+    if (!strcmp(l->nodes[0].props[i].name, "size")) size_ok = l->nodes[0].props[i].i == 6;
+  assert_true(size_ok);
+  sl_prov_list_free(l);
+  sl_prov_query qp = {0};
+  qp.type_name = "pipeline";
+  qp.name = "imagenet";
+  assert_int_equal(sl_prov_find(p, &l, SL_PROV_CONTEXT, &qp), 0);
+  assert_int_equal(l->n, 1);
+  sl_prov_query qc = {0};
+  qc.context_id = l->nodes[0].id;
+  assert_int_equal(count_rows(p, SL_PROV_EXECUTION, &qc), 2);
+  sl_prov_list_free(l);
+  /* Lineage: the trace comes from the run, which read both files. */
+  assert_int_equal(sl_prov_lineage(p, &l, SL_PROV_EXECUTION, e1, SL_PROV_BOTH, 0), 0);
+  assert_int_equal(l->n, 4);
+  sl_prov_list_free(l);
+  sl_prov_close(p);
+  /* A missing input file is an error naming it, and records nothing. */
+  const char *bad[] = {"/nonexistent/file.tfrecord"};
+  r.inputs = bad;
+  r.ninputs = 1;
+  assert_int_equal(sl_prov_record_run(B->uri, &r, NULL), SL_EIO);
+  assert_non_null(strstr(sl_error_last(), "/nonexistent/file.tfrecord"));
+  p = tp_open(B);
+  assert_int_equal(count_rows(p, SL_PROV_EXECUTION, NULL), 2);
+  sl_prov_close(p);
+  tu_rmtree(dir);
+  free(dir);
+  free(in1);
+  free(in2);
+  free(trace);
+  tp_done(B);
+}
+
+static void export_holds_every_table(void **state) {
+  TP_BEGIN(state, "export");
+  sl_prov *p = tp_open(B);
+  int64_t ta, te, tc, a, e, c;
+  assert_int_equal(sl_prov_put_type(p, &ta, SL_PROV_ARTIFACT, "Model", NULL, 0, "mlmd.Model"), 0);
+  assert_int_equal(sl_prov_put_type(p, &te, SL_PROV_EXECUTION, "Trainer", NULL, 0, "mlmd.Train"), 0);
+  assert_int_equal(sl_prov_put_type(p, &tc, SL_PROV_CONTEXT, "pipeline", NULL, 0, NULL), 0);
+  assert_int_equal(sl_prov_put_artifact(p, &a, ta, "m", NULL, 2, 1), 0);
+  assert_int_equal(sl_prov_put_execution(p, &e, te, NULL, 3, 1, 2), 0);
+  assert_int_equal(sl_prov_put_context(p, &c, tc, "p", 1), 0);
+  sl_prov_step path[2] = {{"model", 0}, {NULL, 0}};
+  assert_int_equal(sl_prov_put_event(p, NULL, a, e, SL_PROV_EV_OUTPUT, 2, path, 2), 0);
+  assert_int_equal(sl_prov_attribute(p, c, a), 0);
+  assert_int_equal(sl_prov_associate(p, c, e), 0);
+  char *js;
+  assert_int_equal(sl_prov_export_json(p, &js), 0);
+  json_error_t err;
+  json_t *root = json_loads(js, 0, &err);
+  assert_non_null(root);
+  assert_int_equal(json_integer_value(json_object_get(root, "schema_version")), 10);
+  assert_int_equal(json_array_size(json_object_get(root, "artifacts")), 1);
+  assert_int_equal(json_array_size(json_object_get(root, "executions")), 1);
+  assert_int_equal(json_array_size(json_object_get(root, "contexts")), 1);
+  json_t *ev = json_array_get(json_object_get(root, "events"), 0);
+  assert_string_equal(json_string_value(json_object_get(ev, "type")), "OUTPUT");
+  assert_int_equal(json_array_size(json_object_get(ev, "path")), 2);
+  assert_int_equal(json_array_size(json_object_get(root, "attributions")), 1);
+  assert_int_equal(json_array_size(json_object_get(root, "associations")), 1);
+  assert_true(json_array_size(json_object_get(root, "types")) >= 5);
+  json_decref(root);
+  sl_prov_free(js);
+  sl_prov_close(p);
+  tp_done(B);
+}
+
+/* ---- SQLite only ---- */
+
+static void file_that_is_not_sqlite_is_refused(void **state) {
+  (void)state;
+  char *dir = tu_tmpdir("notsqlite");
+  char junk[4096];
+  for (size_t i = 0; i < sizeof junk; i++) junk[i] = (char)(i * 7 + 3);
+  char *path = tu_write_file(dir, "junk.db", junk, sizeof junk);
+  sl_prov *p = NULL;
+  assert_int_equal(sl_prov_open(&p, path, SL_PROV_CREATE), SL_ECORRUPT);
+  assert_non_null(strstr(sl_error_last(), "not an SQLite database"));
+  assert_non_null(strstr(sl_error_last(), "junk.db"));
+  char uri[4200];
+  snprintf(uri, sizeof uri, "sqlite:%s/missing.db", dir);
+  assert_int_equal(sl_prov_open(&p, uri, 0), SL_ENOTFOUND);
+  assert_int_equal(sl_prov_open(&p, "", 0), SL_EINVAL);
+  tu_rmtree(dir);
+  free(dir);
+  free(path);
+}
+
+/* ---- PostgreSQL only ---- */
+
+static void unreachable_server_fails_fast(void **state) {
+  (void)state;
+  /* A port nobody listens on: refused at once. */
+  int s = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in sa = {0};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  assert_int_equal(bind(s, (struct sockaddr *)&sa, sizeof sa), 0);
+  socklen_t sl = sizeof sa;
+  getsockname(s, (struct sockaddr *)&sa, &sl);
+  int port = ntohs(sa.sin_port);
+  close(s);
+  char uri[256];
+  snprintf(uri, sizeof uri, "postgresql://sluice@127.0.0.1:%d/postgres", port);
+  sl_prov *p = NULL;
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  assert_int_equal(sl_prov_open(&p, uri, 0), SL_EIO);
+  assert_non_null(strstr(sl_error_last(), "cannot connect"));
+  /* A server that accepts the connection and never answers: the connect timeout ends the wait. */
+  s = socket(AF_INET, SOCK_STREAM, 0);
+  sa.sin_port = 0;
+  assert_int_equal(bind(s, (struct sockaddr *)&sa, sizeof sa), 0);
+  assert_int_equal(listen(s, 4), 0);
+  sl = sizeof sa;
+  getsockname(s, (struct sockaddr *)&sa, &sl);
+  snprintf(uri, sizeof uri, "postgresql://sluice:secret@127.0.0.1:%d/postgres?connect_timeout=2", ntohs(sa.sin_port));
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  assert_int_equal(sl_prov_open(&p, uri, 0), SL_EIO);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  double el = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+  assert_true(el < 6.0);
+  assert_null(strstr(sl_error_last(), "secret")); /* no password in messages */
+  close(s);
+}
+
+#define BOTH(f) {#f "/sqlite", f, NULL, NULL, &LITE}, {#f "/postgresql", f, NULL, NULL, &PG}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      BOTH(schema_is_created_and_reopens),
+      BOTH(other_schema_version_is_refused_naming_it),
+      BOTH(database_without_mlmd_is_refused),
+      BOTH(empty_database_needs_create),
+      BOTH(properties_of_every_type_round_trip),
+      BOTH(events_paths_and_lineage),
+      BOTH(rolled_back_writes_are_absent),
+      BOTH(names_with_quotes_and_sql_metacharacters),
+      BOTH(records_sluice_runs),
+      BOTH(export_holds_every_table),
+      cmocka_unit_test(file_that_is_not_sqlite_is_refused),
+      cmocka_unit_test(unreachable_server_fails_fast),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
