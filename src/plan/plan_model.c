@@ -342,6 +342,12 @@ int sl__plan_lp(const sl_plan *P, int cache_at, double cores, double *Xout, cons
     par[i] = o->par_tunable ? -1 : o->par0;
   }
   build_units(P, par, cache_at, 0, &U); /* the bound: Plumber's LP, without hand-off costs */
+  /* Costs below a picosecond per element are noise; dropping them keeps the matrix well scaled. */
+  for (int k = 0; k < U.n; k++) {
+    if (!(U.cost[k] >= 1e-12)) U.cost[k] = 0;
+    if (!(U.tcost[k] >= 1e-12)) U.tcost[k] = 0;
+  }
+  if (!(U.b >= 1e-9)) U.b = 0;
   glp_term_out(GLP_OFF);
   glp_prob *lp = glp_create_prob();
   glp_set_obj_dir(lp, GLP_MAX);
@@ -397,6 +403,10 @@ int sl__plan_lp(const sl_plan *P, int cache_at, double cores, double *Xout, cons
   glp_smcp parm;
   glp_init_smcp(&parm);
   parm.msg_lev = GLP_MSG_OFF;
+  /* Bounded effort: this LP has a handful of rows; traces with extreme numbers must not make it spin. */
+  parm.it_lim = 20000;
+  parm.tm_lim = 2000;
+  glp_scale_prob(lp, GLP_SF_AUTO);
   int rc = 0;
   int sr = glp_simplex(lp, &parm);
   if (sr != 0 || glp_get_status(lp) != GLP_OPT) {
