@@ -14,7 +14,9 @@ DEB_PKGS := build-essential cmake pkg-config clang libclang-rt-14-dev \
   libstb-dev libxxhash-dev libpq-dev libsqlite3-dev sqlite3 postgresql python3
 DEB_BENCH := python3-torch python3-torchvision python3-pil python3-numpy hyperfine
 
-.PHONY: all deps deps-bench build build-asan build-tsan demo test test-plain test-asan test-tsan bench bench-quick install clean
+FUZZ_SECONDS ?= 20
+
+.PHONY: soak fuzz build-fuzz test-fuzz all deps deps-bench build build-asan build-tsan demo test test-plain test-asan test-tsan bench bench-quick install clean
 
 all: build
 
@@ -42,8 +44,8 @@ build-tsan: deps
 demo: build
 	bash tools/demo.sh $(BUILD)/sluice
 
-test: test-plain test-asan test-tsan
-	@echo "make test: plain, ASan+UBSan and TSan suites passed"
+test: test-plain test-asan test-tsan test-fuzz
+	@echo "make test: plain, ASan+UBSan, TSan suites and $(FUZZ_SECONDS) s of each fuzz target passed"
 
 test-plain: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
@@ -55,6 +57,18 @@ test-asan: build-asan
 test-tsan: build-tsan
 	cd build-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest --output-on-failure -j $(JOBS) -L threaded
 
+build-fuzz: deps
+	CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DSL_FUZZ=ON -DSL_TESTS=OFF $(CMAKE_FLAGS) >/dev/null
+	cmake --build build-fuzz -j $(JOBS)
+
+# Runs every fuzz target for FUZZ_SECONDS on a copy of its seed corpus (tests/fuzz/corpus/<name>).
+fuzz test-fuzz: build-fuzz
+	bash tools/fuzz.sh build-fuzz $(FUZZ_SECONDS)
+
+# 50 million elements through parallel map + shuffle + prefetch, and 1000 start/stop cycles.
+soak: build
+	$(BUILD)/soak 50000000 1000
+
 bench: build deps-bench
 	bash bench/run --full $(BUILD)/sluice
 
@@ -65,4 +79,4 @@ install: build
 	cmake --install $(BUILD)
 
 clean:
-	rm -rf build build-asan build-tsan
+	rm -rf build build-asan build-tsan build-fuzz

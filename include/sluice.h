@@ -8,5 +8,6 @@
 #include "sluice/tfrecord.h"
 #include "sluice/trace.h"
 #include "sluice/plan.h"
+#include "sluice/gen.h"
 
 #endif

@@ -56,5 +56,6 @@ int cmd_optimize(int argc, char **argv);
 bool cli_parse_bytes(const char *cmd, const char *opt, const char *val, int64_t *out);
 int cli_plan_option(const char *cmd, int argc, char **argv, int *i, sl_plan_opts *o);
 const char *cli_plan_options_help(void);
+int cmd_gen(int argc, char **argv);
 
 #endif

@@ -15,6 +15,7 @@ static const cli_cmd CMDS[] = {
     {"trace", "run a spec with per-op counters and write a trace", cmd_trace},
     {"analyze", "explain a trace: bottleneck, throughput bound, what-ifs", cmd_analyze},
     {"optimize", "trace, plan and rewrite a spec; run it and compare", cmd_optimize},
+    {"gen", "generate a synthetic dataset (imagenet, ssd, text, tabular)", cmd_gen},
 };
 #define NCMDS (sizeof CMDS / sizeof CMDS[0])
 

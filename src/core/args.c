@@ -111,11 +111,12 @@ char *sl_args_json(const sl_args *a, const char *key) {
   return r;
 }
 
-/* ---- registry ---- */
+/* ---- registry ----
+ * Built-in functions live in static tables (no allocation, so they cannot go missing under memory pressure);
+ * functions registered at run time live in a mutex-protected array and take precedence over built-ins. */
 static pthread_mutex_t g_reg_mu = PTHREAD_MUTEX_INITIALIZER;
 static sl__fn *g_fns;
 static size_t g_nfns, g_capfns;
-static pthread_once_t g_builtins_once = PTHREAD_ONCE_INIT;
 
 static int reg_locked(const char *name, const sl_fn_def *def, void *payload) {
   for (size_t i = 0; i < g_nfns; i++)
@@ -125,7 +126,7 @@ static int reg_locked(const char *name, const sl_fn_def *def, void *payload) {
       return 0;
     }
   if (g_nfns == g_capfns) {
-    size_t cap = g_capfns ? g_capfns * 2 : 64;
+    size_t cap = g_capfns ? g_capfns * 2 : 16;
     sl__fn *n = sl__realloc(g_fns, cap * sizeof *n);
     if (!n) return sl__oom("the function registry");
     g_fns = n;
@@ -137,31 +138,18 @@ static int reg_locked(const char *name, const sl_fn_def *def, void *payload) {
   return 0;
 }
 
-static void builtins_once(void) { sl__fns_register_builtins(); }
-
 int sl_fn_register(const char *name, const sl_fn_def *def, void *payload) {
   if (!name || !*name || !def || !def->call) return sl__err(SL_EINVAL, "sl_fn_register: a name and a call are required");
   if (def->version != SL_FN_DEF_VERSION)
     return sl__err(SL_EVERSION, "sl_fn_register(%s): sl_fn_def version %u, this library speaks %d", name, def->version,
                    SL_FN_DEF_VERSION);
-  pthread_once(&g_builtins_once, builtins_once);
   pthread_mutex_lock(&g_reg_mu);
   int rc = reg_locked(name, def, payload);
   pthread_mutex_unlock(&g_reg_mu);
   return rc;
 }
 
-/* Used by the builtin registration itself (inside the once-call). */
-int sl__fn_register_builtin(const char *name, const sl_fn_def *def);
-int sl__fn_register_builtin(const char *name, const sl_fn_def *def) {
-  pthread_mutex_lock(&g_reg_mu);
-  int rc = reg_locked(name, def, NULL);
-  pthread_mutex_unlock(&g_reg_mu);
-  return rc;
-}
-
 int sl__fn_lookup(const char *name, sl__fn *out) {
-  pthread_once(&g_builtins_once, builtins_once);
   pthread_mutex_lock(&g_reg_mu);
   int rc = SL_ENOTFOUND;
   for (size_t i = 0; i < g_nfns; i++)
@@ -171,32 +159,46 @@ int sl__fn_lookup(const char *name, sl__fn *out) {
       break;
     }
   pthread_mutex_unlock(&g_reg_mu);
+  if (rc) {
+    const sl_fn_def *d = sl__fn_builtin(name);
+    if (d) {
+      *out = (sl__fn){NULL, *d, NULL};
+      rc = 0;
+    }
+  }
   return rc;
 }
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
 
 int sl_fn_list(const char ***names) {
-  pthread_once(&g_builtins_once, builtins_once);
+  const char *const *builtin = sl__fn_builtin_names();
+  size_t nb = 0;
+  while (builtin[nb]) nb++;
   pthread_mutex_lock(&g_reg_mu);
-  size_t total = (g_nfns + 1) * sizeof(char *);
+  size_t n = g_nfns + nb, total = (n + 1) * sizeof(char *);
   for (size_t i = 0; i < g_nfns; i++) total += strlen(g_fns[i].name) + 1;
   const char **arr = sl__malloc(total);
   if (!arr) {
     pthread_mutex_unlock(&g_reg_mu);
     return sl__oom("the function list");
   }
-  char *p = (char *)(arr + g_nfns + 1);
+  char *p = (char *)(arr + n + 1);
+  size_t k = 0;
   for (size_t i = 0; i < g_nfns; i++) {
     size_t l = strlen(g_fns[i].name) + 1;
     memcpy(p, g_fns[i].name, l);
-    arr[i] = p;
+    arr[k++] = p;
     p += l;
   }
-  arr[g_nfns] = NULL;
-  size_t n = g_nfns;
   pthread_mutex_unlock(&g_reg_mu);
-  qsort(arr, n, sizeof *arr, cmp_str);
+  for (size_t i = 0; i < nb; i++) {
+    bool dup = false;
+    for (size_t j = 0; j < g_nfns && !dup; j++) dup = !strcmp(arr[j], builtin[i]);
+    if (!dup) arr[k++] = builtin[i];
+  }
+  arr[k] = NULL;
+  qsort(arr, k, sizeof *arr, cmp_str);
   *names = arr;
   return 0;
 }

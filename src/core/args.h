@@ -21,8 +21,9 @@ typedef struct sl__fn {
 
 /* Looks a function up by name; the pointer stays valid until the function is replaced. Returns a copy. */
 int sl__fn_lookup(const char *name, sl__fn *out);
-/* Registers the built-in functions once (called before any lookup). */
-void sl__fns_register_builtins(void);
+/* The built-in functions (static tables in src/fns): a definition by name, and the NULL-terminated names. */
+const sl_fn_def *sl__fn_builtin(const char *name);
+const char *const *sl__fn_builtin_names(void);
 
 /* Error message pointing at a JSON path with the JSON type found. */
 const char *sl__json_type_name(const json_t *v);

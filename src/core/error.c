@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "core/internal.h"
 
 #define SL_ERRMSG_MAX 1024
@@ -81,11 +83,29 @@ static void *def_realloc(void *q, size_t n, void *p) { (void)p; return realloc(q
 static void def_free(void *q, void *p) { (void)p; free(q); }
 static sl_allocator g_alloc = {def_malloc, def_realloc, def_free, NULL};
 
+/* jansson reports some allocation failures as syntax errors; this flag tells the two apart. */
+static _Thread_local bool tl_json_oom;
+static void *js_malloc(size_t n) {
+  void *p = g_alloc.malloc_fn(n ? n : 1, g_alloc.payload);
+  if (!p) tl_json_oom = true;
+  return p;
+}
+bool sl__json_oom_take(void) {
+  bool r = tl_json_oom;
+  tl_json_oom = false;
+  return r;
+}
+static void js_free(void *p) {
+  if (p) g_alloc.free_fn(p, g_alloc.payload);
+}
+
 void sl_set_allocator(const sl_allocator *a) {
   if (a)
     g_alloc = *a;
   else
     g_alloc = (sl_allocator){def_malloc, def_realloc, def_free, NULL};
+  /* Specs are JSON: jansson's allocations go through the same hooks, so fault injection reaches them too. */
+  json_set_alloc_funcs(js_malloc, js_free);
 }
 
 void *sl__malloc(size_t n) { return g_alloc.malloc_fn(n ? n : 1, g_alloc.payload); }

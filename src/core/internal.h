@@ -25,6 +25,8 @@ int sl__err(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3))
 int sl__verr(int code, const char *fmt, va_list ap);
 /* Prefixes the current message with "prefix: " (keeps the code); returns the code. */
 int sl__err_wrap(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* True (once) when a jansson allocation failed on this thread since the last call. */
+bool sl__json_oom_take(void);
 /* SL_ENOMEM with a message naming what was being allocated. */
 int sl__oom(const char *what);
 

@@ -6,7 +6,14 @@
 #include "example.pb-c.h"
 #include "io/example.h"
 
-static void *pa_alloc(void *d, size_t n) { (void)d; return sl__malloc(n); }
+/* protobuf-c returns NULL both for invalid input and for a failed allocation: this flag tells them apart. */
+static _Thread_local bool tl_pb_oom;
+static void *pa_alloc(void *d, size_t n) {
+  (void)d;
+  void *p = sl__malloc(n);
+  if (!p) tl_pb_oom = true;
+  return p;
+}
 static void pa_free(void *d, void *p) { (void)d; sl__free(p); }
 ProtobufCAllocator sl__pb_allocator = {pa_alloc, pa_free, NULL};
 
@@ -153,7 +160,9 @@ int sl_example_serialize(const sl_example *ex, sl_buf **out) {
 }
 
 int sl__example_unpack(const void *data, size_t len, Sluice__Tf__Example **out) {
+  tl_pb_oom = false;
   *out = sluice__tf__example__unpack(&sl__pb_allocator, len, data);
+  if (!*out && tl_pb_oom) return sl__err(SL_ENOMEM, "out of memory decoding a tf.Example (%zu bytes)", len);
   if (!*out) return sl__err(SL_ECORRUPT, "not a valid tf.Example protobuf (%zu bytes)", len);
   return 0;
 }

@@ -176,7 +176,7 @@ int sl_tfrecord_reader_next(sl_tfrecord_reader *r, sl_buf **rec, size_t *len) {
   if (sl_crc32c_mask(sl_crc32c(hdr, 8)) != lcrc) return corrupt(r, true, "length CRC mismatch (corrupt framing)");
   if (r->comp == SL_COMPRESSION_NONE && r->file_size && n + 16 > r->file_size - r->offset) {
     char msg[160];
-    snprintf(msg, sizeof msg, "length %llu goes past the end of the file (%llu bytes left)", (unsigned long long)n,
+    snprintf(msg, sizeof msg, "truncated or corrupt: length %llu goes past the end of the file (%llu bytes left)", (unsigned long long)n,
              (unsigned long long)(r->file_size - r->offset - 12));
     return corrupt(r, true, msg);
   }

@@ -140,11 +140,22 @@ void sl__stats_held(sl__op *op, int64_t delta) {
   }
 }
 
+/* Element and byte counts accumulate in the iterator and reach the op's shared counters at each timed call, every
+ * 64 elements (so that a trace's snapshot lags by little) and when the iterator is freed: a few atomic adds per
+ * op per 64 elements instead of several per element. */
+void sl__it_flush(sl__it *it) {
+  if (it->pend_out) sl__stat_add(&it->op->st.out, it->pend_out);
+  if (it->pend_bytes) sl__stat_add(&it->op->st.bytes_out, it->pend_bytes);
+  if (it->pend_in) sl__stat_add(&it->op->st.in, it->pend_in);
+  it->pend_out = it->pend_bytes = it->pend_in = 0;
+}
+
 int sl__it_next(sl__it *it, sl_elem *out) {
   int rc;
   if (!sl__sampler_tick(&it->smp)) {
     rc = it->vt->next(it, out);
   } else {
+    sl__it_flush(it);
     /* Inclusive time of this call; an op's own time is its inclusive time minus that of the inputs it pulls on
      * its own thread (see sl_pipeline_op_stats), so children need no clock reads of their own here. */
     uint64_t c0 = sl__cpu_ns(), w0 = sl__now_ns();
@@ -152,10 +163,8 @@ int sl__it_next(sl__it *it, sl_elem *out) {
     sl__stats_sample(it->op, &it->smp, sl__cpu_ns() - c0, sl__now_ns() - w0);
   }
   if (rc == 0) {
-    sl__stat_add(&it->op->st.out, 1);
-    size_t b = 0;
-    for (int i = 0; i < out->n; i++) b += out->c[i].size;
-    sl__stat_add(&it->op->st.bytes_out, b);
+    for (int i = 0; i < out->n; i++) it->pend_bytes += out->c[i].size;
+    if (++it->pend_out >= 64) sl__it_flush(it);
   }
   return rc;
 }
@@ -167,13 +176,14 @@ int sl__it_pull_from(sl__it *it, sl__it *child, sl_elem *out) {
 
 int sl__it_pull(sl__it *it, sl_elem *out) {
   int rc = sl__it_next(it->input, out);
-  if (rc == 0) sl__stat_add(&it->op->st.in, 1);
+  if (rc == 0) it->pend_in++;
   return rc;
 }
 
 void sl__it_free(sl__it *it) {
   if (!it) return;
   sl__it *in = it->input;
+  sl__it_flush(it);
   it->vt->free(it);
   sl__it_free(in);
 }
@@ -192,18 +202,19 @@ int sl__it_new_ex(sl__it **out, size_t size, const sl__it_vt *vt, sl__op *op, sl
   it->run = run;
   it->epoch = atomic_fetch_add_explicit(&op->opens, 1, memory_order_relaxed);
   sl__sampler_init(&it->smp, op);
-  int rc = 0;
-  if (!open_input)
-    rc = 0;
-  else if (op->input)
-    rc = sl__op_open(op->input, run, seed_elem, &it->input);
-  else if (!(op->vt->flags & SL_OPF_SOURCE) && seed_elem)
-    rc = sl__it_single(op, run, seed_elem, &it->input);
+  int rc = open_input ? sl__op_open_input(op, run, seed_elem, &it->input) : 0;
   if (rc) {
     sl__free(it);
     return rc;
   }
   *out = it;
+  return 0;
+}
+
+int sl__op_open_input(sl__op *op, sl__run *run, const sl_elem *seed_elem, sl__it **out) {
+  *out = NULL;
+  if (op->input) return sl__op_open(op->input, run, seed_elem, out);
+  if (!(op->vt->flags & SL_OPF_SOURCE) && seed_elem) return sl__it_single(op, run, seed_elem, out);
   return 0;
 }
 
@@ -235,9 +246,7 @@ static const sl__it_vt SINGLE_VT = {single_next, single_free};
 /* The single iterator has no op of its own: its counts would double the interleave's input. It borrows the
  * consumer op only for error naming and is never passed through sl__it_next's accounting of another op. */
 static const sl__op_vt SINGLE_OP_VT = {"single", NULL, NULL, NULL, 0};
-/* Initialised once here, not per call: iterators are opened from several worker threads at once. */
-static char g_single_path[] = "source";
-static sl__op g_single_op = {.vt = &SINGLE_OP_VT, .path = g_single_path};
+static sl__op g_single_op = {.vt = &SINGLE_OP_VT, .path = (char *)"source", .parent = -1};
 
 int sl__it_single(sl__op *op, sl__run *run, const sl_elem *e, sl__it **out) {
   (void)op;

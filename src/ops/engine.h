@@ -114,6 +114,7 @@ struct sl__it {
   sl__it *input;
   uint64_t epoch;
   sl__sampler smp;
+  uint64_t pend_out, pend_bytes, pend_in; /* counts not yet added to the op's counters */
 };
 
 /* Calls an iterator's next with counting and sampled timing. */
@@ -123,11 +124,15 @@ int sl__it_pull(sl__it *it, sl_elem *out);
 /* Same for another child (an interleave's nested iterators); does not count an input element. */
 int sl__it_pull_from(sl__it *it, sl__it *child, sl_elem *out);
 void sl__it_free(sl__it *it);
+/* Adds the iterator's pending counts to its op's counters (done at timed calls, every 64 elements and at free). */
+void sl__it_flush(sl__it *it);
 /* Allocates an iterator of `size` bytes (zeroed), fills its head and opens its input (when the op has one). */
 int sl__it_new(sl__it **out, size_t size, const sl__it_vt *vt, sl__op *op, sl__run *run, const sl_elem *seed_elem);
 /* Same, opening the input only when open_input is true (a cache that reads its contents needs no upstream). */
 int sl__it_new_ex(sl__it **out, size_t size, const sl__it_vt *vt, sl__op *op, sl__run *run, const sl_elem *seed_elem,
                   bool open_input);
+/* Opens the input of `op`: its input op's iterator, or at the start of a nested chain the seed element. */
+int sl__op_open_input(sl__op *op, sl__run *run, const sl_elem *seed_elem, sl__it **out);
 /* Opens an op's iterator (recursively opens inputs). */
 int sl__op_open(sl__op *op, sl__run *run, const sl_elem *seed_elem, sl__it **out);
 

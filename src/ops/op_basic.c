@@ -150,7 +150,7 @@ static int repeat_next(sl__it *it, sl_elem *out) {
     sl__it_free(it->input);
     it->input = NULL;
     if (sl__canceled(it->run)) return sl__err(SL_ECANCELED, "cancelled");
-    rc = sl__op_open(it->op->input, it->run, r->seed ? &r->seed_copy : NULL, &it->input);
+    rc = sl__op_open_input(it->op, it->run, r->seed ? &r->seed_copy : NULL, &it->input);
     if (rc) return rc;
   }
 }

@@ -52,6 +52,9 @@ static int pbatch_parse(sl__op *op, json_t *o) { return batch_parse_common(op, o
 static int stack_bytes(sl__op *op, sl_elem *out, sl_elem *els, int n, int ci) {
   const sl_comp *c0 = &els[0].c[ci];
   size_t total = 0;
+  if (c0->rank != 0)
+    return sl__op_err(op, SL_EINVAL, "component '%s' is an array of %lld byte strings: batch stacks numeric "
+                      "tensors and single strings only", c0->name, (long long)c0->shape[0]);
   for (int k = 0; k < n; k++) {
     const sl_comp *c = sl_elem_get(&els[k], c0->name);
     if (!c || c->dtype != SL_BYTES || c->rank != 0)

@@ -46,8 +46,9 @@ static int map_parse_common(sl__op *op, json_t *o, bool filter) {
   sl__free(op->label);
   op->label = sl__strdup(fn);
   sl__str ap = {0};
-  if (sl__str_printf(&ap, "%s.args", op->path) || !op->label) return sl__oom("map");
+  rc = sl__str_printf(&ap, "%s.args", op->path);
   c->args_path = ap.s;
+  if (rc || !op->label) return sl__oom("map");
   json_t *args = json_object_get(o, "args");
   if (args && !json_is_object(args))
     return sl__err(SL_EINVAL, "%s.args: expected an object, found %s", op->path, sl__json_type_name(args));
@@ -58,9 +59,10 @@ static int map_parse_common(sl__op *op, json_t *o, bool filter) {
     if ((rc = sl__knob_tunable(op, o, "parallelism", 1, 1, &op->parallelism, &op->par_autotune))) return rc;
     if (op->par_autotune) op->parallelism = sl__autotune_parallelism();
     if ((rc = sl__knob_bool(op, o, "deterministic", true, &c->deterministic))) return rc;
-    int64_t defbuf = op->parallelism > 1 ? 2 * op->parallelism : 0;
+    /* Default output buffer: 4 per worker, at least 16, so cheap functions hand off in chunks. */
+    int64_t defbuf = op->parallelism > 1 ? (4 * op->parallelism > 16 ? 4 * op->parallelism : 16) : 0;
     if ((rc = sl__knob_tunable(op, o, "buffer", defbuf, 0, &op->buffer, &op->buf_autotune))) return rc;
-    if (op->buf_autotune) op->buffer = 2 * op->parallelism;
+    if (op->buf_autotune) op->buffer = 4 * op->parallelism > 16 ? 4 * op->parallelism : 16;
     if (op->parallelism > 1 && op->buffer < op->parallelism) op->buffer = op->parallelism;
     op->async = op->parallelism > 1 || op->par_autotune;
     op->async_input = op->async;
@@ -123,6 +125,7 @@ static int smap_next(sl__it *it, sl_elem *out) {
       return rc;
     }
     if (keep) return 0;
+    if (!c->is_filter) sl__stat_add(&it->op->st.skipped, 1);
     sl_elem_clear(out);
   }
 }
@@ -131,6 +134,8 @@ static const sl__it_vt SMAP_IT = {smap_next, smap_free};
 
 /* ---------------- parallel map ---------------- */
 enum { SLOT_FREE = 0, SLOT_BUSY = 1, SLOT_DONE = 2 };
+/* A result code (positive, never returned to callers) for an element the function dropped. */
+#define SLOT_DROPPED 2
 typedef struct {
   sl_elem e;
   int rc;
@@ -158,13 +163,19 @@ struct pmap_it {
   bool input_done; /* under mu: no more results will be reserved */
   bool in_eof;     /* under in_mu: the input returned END or an error; pull no more */
   uint64_t end_seq;
-  bool stop;
+  bool stop, oom;
+  int low_water; /* free slots at which a waiting worker is woken */
+  int nthreads_ok;
   int waiting_consumer, waiting_workers;
   pthread_t *threads;
   worker_arg *args;
   int nthreads;
   bool deterministic;
 };
+
+/* Elements a worker takes per trip to the input when the function is cheap: one lock round-trip and at most
+ * one wake-up per chunk instead of per element. Expensive functions go one at a time, for balance. */
+#define PMAP_MAX_CHUNK 16
 
 static void *pmap_worker(void *p) {
   worker_arg *wa = p;
@@ -173,92 +184,127 @@ static void *pmap_worker(void *p) {
   map_cfg *c = op->impl;
   sl__sampler smp;
   sl__sampler_init(&smp, op);
+  int chunk = 1;
+  sl_elem *els = sl__calloc(PMAP_MAX_CHUNK, sizeof *els);
+  int rcs[PMAP_MAX_CHUNK];
+  sl__errbox *boxes[PMAP_MAX_CHUNK];
   pthread_mutex_lock(&m->mu);
+  if (!els) { /* cannot run: leave the work to the other workers (or report it when there are none) */
+    if (--m->nthreads_ok == 0 && !m->input_done) { /* every worker failed at its start: nothing was pulled */
+      m->input_done = true;
+      m->end_seq = m->head;
+      m->oom = true;
+    }
+    pthread_cond_broadcast(&m->cv_ready);
+    pthread_mutex_unlock(&m->mu);
+    return NULL;
+  }
   for (;;) {
-    /* A timed iteration spans everything the worker does for one element: in CPU time from the top (waiting for
-     * a slot included), in wall time from the slot on (input pull, function, hand-off: the worker's service
-     * time). The op's own time then subtracts the input's inclusive time, so hand-off costs count as its own. */
+    /* A timed trip spans everything the worker does for its chunk: in CPU time from the top (waiting for slots
+     * included), in wall time from the reservation on (input pulls, functions, hand-off). The op's own time then
+     * subtracts the input's inclusive time (pulled here), so hand-off costs count as the op's own. */
     bool timed = sl__sampler_tick(&smp);
-    uint64_t c0 = timed ? sl__cpu_ns() : 0, fw = 0;
+    uint64_t c0 = timed ? sl__cpu_ns() : 0;
+    /* Hysteresis: with a full buffer, wait until a chunk's worth of slots is free (at most half the buffer),
+     * so a fast consumer and the workers do not wake each other for every element. */
+    int want = chunk < m->low_water ? chunk : m->low_water;
     while (!m->stop && !m->input_done &&
-           (m->reserved >= m->cap || wa->id >= atomic_load_explicit(&op->active_par, memory_order_relaxed))) {
+           (m->cap - m->reserved < want || wa->id >= atomic_load_explicit(&op->active_par, memory_order_relaxed))) {
       m->waiting_workers++;
       sl__cond_wait_ms(&m->cv_space, &m->mu, 50);
       m->waiting_workers--;
       if (sl__canceled(m->it.run)) m->stop = true;
     }
     if (m->stop || m->input_done) break;
-    m->reserved++;
+    int k = m->cap - m->reserved;
+    if (k > chunk) k = chunk;
+    m->reserved += k;
     pthread_mutex_unlock(&m->mu);
-    if (timed) fw = sl__now_ns();
+    uint64_t w0 = sl__now_ns();
 
-    sl_elem e;
-    sl_elem_init(&e);
+    /* Pull up to k inputs; their sequence numbers are fixed under the input lock. */
     pthread_mutex_lock(&m->in_mu);
-    int rc = m->in_eof ? SL_END : sl__it_next(m->it.input, &e);
-    uint64_t seq = m->next_seq;
-    if (rc == 0) {
-      m->next_seq++;
-      sl__stat_add(&op->st.in, 1);
-    }
-    sl__errbox *eb = NULL;
-    bool input_failed = rc < 0;
-    if (rc < 0) {
-      m->next_seq++;
-      eb = sl__malloc(sizeof *eb);
-      if (eb) sl__errbox_capture(eb, rc);
-    }
-    if (rc != 0) m->in_eof = true;
-    pthread_mutex_unlock(&m->in_mu);
-
-    if (rc == SL_END) {
-      pthread_mutex_lock(&m->mu);
-      m->reserved--;
-      if (!m->input_done) {
-        m->input_done = true;
-        m->end_seq = seq;
-      }
-      pthread_cond_broadcast(&m->cv_ready);
-      pthread_cond_broadcast(&m->cv_space);
-      break;
-    }
-    if (rc == 0) {
-      bool keep = true;
-      rc = call_fn(op, c, &e, m->it.epoch, seq, &keep);
+    uint64_t first = m->next_seq;
+    int got = 0, end_rc = 0;
+    while (got < k && !m->in_eof) {
+      sl_elem_init(&els[got]);
+      int rc = sl__it_next(m->it.input, &els[got]);
       if (rc) {
-        sl_elem_clear(&e);
-        eb = sl__malloc(sizeof *eb);
-        if (eb) sl__errbox_capture(eb, rc);
+        end_rc = rc;
+        m->in_eof = true;
+        break;
+      }
+      got++;
+    }
+    uint64_t nres = (uint64_t)got + (end_rc < 0 ? 1 : 0); /* an input error is one more result */
+    m->next_seq += nres;
+    sl__errbox *in_err = NULL;
+    if (end_rc < 0) {
+      in_err = sl__malloc(sizeof *in_err);
+      if (in_err) sl__errbox_capture(in_err, end_rc);
+    }
+    pthread_mutex_unlock(&m->in_mu);
+    if (got) sl__stat_add(&op->st.in, (uint64_t)got);
+
+    uint64_t f0 = sl__now_ns(); /* the monotonic clock is cheap: every trip sizes the next chunk */
+    for (int j = 0; j < got; j++) {
+      bool keep = true;
+      rcs[j] = call_fn(op, c, &els[j], m->it.epoch, first + (uint64_t)j, &keep);
+      boxes[j] = NULL;
+      if (rcs[j]) {
+        sl_elem_clear(&els[j]);
+        boxes[j] = sl__malloc(sizeof(sl__errbox));
+        if (boxes[j]) sl__errbox_capture(boxes[j], rcs[j]);
+      } else if (!keep) {
+        /* A map function may drop its element (parse_csv's on_error "skip"): its slot says so. */
+        sl_elem_clear(&els[j]);
+        sl__stat_add(&op->st.skipped, 1);
+        rcs[j] = SLOT_DROPPED;
       }
     }
+
+    if (got) chunk = (sl__now_ns() - f0) / (uint64_t)got < 10000 ? PMAP_MAX_CHUNK : 1;
+
     pthread_mutex_lock(&m->mu);
-    uint64_t idx = m->deterministic ? seq : m->fifo_tail;
-    slot *s = &m->ring[seq % (uint64_t)m->cap];
-    if (!m->deterministic) {
-      /* Unordered: results sit in the ring by arrival; fifo lists their positions. */
-      s = &m->ring[m->fifo_tail % (uint64_t)m->cap];
-      m->fifo[m->fifo_tail % (uint64_t)m->cap] = seq;
-      m->fifo_tail++;
+    for (uint64_t j = 0; j < nres; j++) {
+      uint64_t seq = first + j;
+      slot *sl;
+      if (m->deterministic) {
+        sl = &m->ring[seq % (uint64_t)m->cap];
+      } else {
+        sl = &m->ring[m->fifo_tail % (uint64_t)m->cap];
+        m->fifo[m->fifo_tail % (uint64_t)m->cap] = seq;
+        m->fifo_tail++;
+      }
+      if (j < (uint64_t)got) {
+        sl_elem_move(&sl->e, &els[j]);
+        sl->rc = rcs[j];
+        sl->err = boxes[j];
+      } else { /* the input's error */
+        sl->e.n = 0;
+        sl->rc = end_rc;
+        sl->err = in_err;
+      }
+      sl->state = SLOT_DONE;
     }
-    (void)idx;
-    if (input_failed && !m->input_done) {
-      /* The input's error is the last result: stop reserving after it. */
+    m->reserved -= k - (int)nres; /* reservations not used */
+    if (end_rc != 0 && !m->input_done) {
       m->input_done = true;
-      m->end_seq = seq + 1;
+      m->end_seq = first + nres;
     }
-    sl_elem_move(&s->e, &e);
-    s->rc = rc;
-    s->err = eb;
-    s->state = SLOT_DONE;
-    if (m->waiting_consumer) pthread_cond_signal(&m->cv_ready);
-    if (timed) sl__stats_work(op, &smp, sl__cpu_ns() - c0, sl__now_ns() - fw);
+    if (end_rc != 0) pthread_cond_broadcast(&m->cv_space);
+    if (m->waiting_consumer || end_rc != 0) pthread_cond_broadcast(&m->cv_ready);
+    if (timed) sl__stats_work(op, &smp, sl__cpu_ns() - c0, sl__now_ns() - w0);
+    if (end_rc != 0) break;
   }
   pthread_mutex_unlock(&m->mu);
+  sl__free(els);
   return NULL;
 }
 
 static int pmap_next(sl__it *it, sl_elem *out) {
   pmap_it *m = (pmap_it *)it;
+again:
   pthread_mutex_lock(&m->mu);
   slot *s;
   uint64_t wait0 = 0;
@@ -268,7 +314,7 @@ static int pmap_next(sl__it *it, sl_elem *out) {
       if (s->state == SLOT_DONE) break;
       if (m->input_done && m->head >= m->end_seq && m->reserved == 0) {
         pthread_mutex_unlock(&m->mu);
-        return SL_END;
+        return m->oom ? sl__op_err(it->op, SL_ENOMEM, "out of memory in a worker") : SL_END;
       }
     } else {
       if (m->fifo_head < m->fifo_tail) {
@@ -277,7 +323,7 @@ static int pmap_next(sl__it *it, sl_elem *out) {
       }
       if (m->input_done && m->reserved == 0) {
         pthread_mutex_unlock(&m->mu);
-        return SL_END;
+        return m->oom ? sl__op_err(it->op, SL_ENOMEM, "out of memory in a worker") : SL_END;
       }
     }
     if (sl__canceled(it->run)) {
@@ -300,7 +346,7 @@ static int pmap_next(sl__it *it, sl_elem *out) {
   if (m->deterministic) m->head++;
   else m->fifo_head++;
   m->reserved--;
-  if (m->waiting_workers) pthread_cond_signal(&m->cv_space);
+  if (m->waiting_workers && m->cap - m->reserved >= m->low_water) pthread_cond_broadcast(&m->cv_space);
   pthread_mutex_unlock(&m->mu);
   if (rc < 0) {
     if (eb) rc = sl__errbox_raise(eb);
@@ -308,6 +354,7 @@ static int pmap_next(sl__it *it, sl_elem *out) {
     sl__free(eb);
     return rc;
   }
+  if (rc == SLOT_DROPPED) goto again;
   return rc;
 }
 
@@ -350,15 +397,18 @@ static int map_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out)
   int64_t par = op->parallelism;
   if (op->par_autotune && par < sl__autotune_parallelism()) par = sl__autotune_parallelism();
   m->cap = (int)(op->buffer > 0 ? op->buffer : par);
+  m->low_water = m->cap / 2 < 1 ? 1 : m->cap / 2 > PMAP_MAX_CHUNK ? PMAP_MAX_CHUNK : m->cap / 2;
   m->ring = sl__calloc((size_t)m->cap, sizeof *m->ring);
   m->fifo = sl__calloc((size_t)m->cap, sizeof *m->fifo);
   m->threads = sl__calloc((size_t)par, sizeof *m->threads);
   m->args = sl__calloc((size_t)par, sizeof *m->args);
   if (!m->ring || !m->fifo || !m->threads || !m->args) {
+    int cap = m->cap;
     sl__it_free(*out);
     *out = NULL;
-    return sl__op_err(op, SL_ENOMEM, "out of memory for %d buffered elements", m->cap);
+    return sl__op_err(op, SL_ENOMEM, "out of memory for %d buffered elements", cap);
   }
+  m->nthreads_ok = (int)par; /* set before any worker runs: workers read it */
   for (int i = 0; i < par; i++) {
     m->args[i] = (worker_arg){m, i};
     if (pthread_create(&m->threads[i], NULL, pmap_worker, &m->args[i])) {

@@ -106,7 +106,8 @@ static int pf_next(sl__it *it, sl_elem *out) {
   sl__stats_held(it->op, -(int64_t)f->ring_bytes[f->head]);
   f->head = (f->head + 1) % f->cap;
   f->count--;
-  if (f->waiting_producer) pthread_cond_signal(&f->cv_space);
+  /* Hysteresis: wake a waiting producer only once half the buffer is free, not for every element taken. */
+  if (f->waiting_producer && f->count <= f->cap / 2) pthread_cond_signal(&f->cv_space);
   pthread_mutex_unlock(&f->mu);
   return 0;
 }

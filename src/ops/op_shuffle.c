@@ -102,7 +102,7 @@ static int shuf_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out
   if (!s->buf) {
     sl__it_free(*out);
     *out = NULL;
-    return sl__op_err(op, SL_ENOMEM, "out of memory for a shuffle buffer of %lld elements", (long long)s->cap);
+    return sl__op_err(op, SL_ENOMEM, "out of memory for a shuffle buffer");
   }
   uint64_t base = c->seed >= 0 ? (uint64_t)c->seed : op->pl->seed;
   sl_rng_seed(&s->rng, sl__seed_of(base, (uint64_t)op->index, c->reshuffle ? (*out)->epoch : 0, 0x5eed));

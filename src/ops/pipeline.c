@@ -174,7 +174,17 @@ fail:
 int sl_pipeline_from_json(sl_pipeline **out, const char *json, size_t len, const char *origin) {
   *out = NULL;
   json_error_t err;
+  sl__json_oom_take();
   json_t *spec = json_loadb(json, len, JSON_REJECT_DUPLICATES, &err);
+  /* jansson's lexer drops characters when an allocation fails and still returns a document: any allocation
+   * failure during the parse makes the result untrustworthy. */
+  bool oom = sl__json_oom_take();
+  if (spec && oom) {
+    json_decref(spec);
+    spec = NULL;
+  }
+  if (!spec && (json_error_code(&err) == json_error_out_of_memory || oom))
+    return sl__err(SL_ENOMEM, "%s: out of memory reading the spec", origin ? origin : "<spec>");
   if (!spec)
     return sl__err(SL_EINVAL, "%s:%d:%d: malformed JSON: %s", origin ? origin : "<spec>", err.line, err.column,
                    err.text);
@@ -186,8 +196,16 @@ int sl_pipeline_from_file(sl_pipeline **out, const char *path) {
   FILE *f = fopen(path, "rb");
   if (!f) return sl__err(SL_EIO, "%s: cannot open the spec: %s", path, strerror(errno));
   json_error_t err;
+  sl__json_oom_take();
   json_t *spec = json_loadf(f, JSON_REJECT_DUPLICATES, &err);
   fclose(f);
+  bool oom = sl__json_oom_take();
+  if (spec && oom) {
+    json_decref(spec);
+    spec = NULL;
+  }
+  if (!spec && (json_error_code(&err) == json_error_out_of_memory || oom))
+    return sl__err(SL_ENOMEM, "%s: out of memory reading the spec", path);
   if (!spec) return sl__err(SL_EINVAL, "%s:%d:%d: malformed JSON: %s", path, err.line, err.column, err.text);
   /* Relative data paths in a spec are relative to the working directory, as in tf.data; base_dir is kept empty.
    * (A spec that wants paths relative to itself can say so with absolute paths.) */

@@ -316,6 +316,9 @@ int sl_trace_run(sl_trace **out, sl_pipeline *p, const sl_trace_opts *opts) {
   }
   t->ended = rc == SL_END;
   if (rc == SL_END) rc = 0;
+  /* Freeing the run joins its workers and flushes the counts iterators keep locally: the snapshot after it has
+   * every element counted (times were taken above, at the end of the traced interval). */
+  sl_iter_free(it);
   if (!rc) {
     t->seconds = (double)(t1 - tw) * 1e-9;
     t->elements = n - nw;
@@ -326,7 +329,6 @@ int sl_trace_run(sl_trace **out, sl_pipeline *p, const sl_trace_opts *opts) {
       rc = fill_op(&t->ops[i], &s, t->spec);
     }
   }
-  sl_iter_free(it);
 done:
   sl__free(base);
   if (rc) {

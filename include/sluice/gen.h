@@ -1,0 +1,63 @@
+/* sluice/gen.h: synthetic datasets for the benchmark suite and the examples (`sluice gen`):
+ *   imagenet: TFRecord shards of tf.Example with photo-like JPEGs (about 400x350, about 110 KB at quality 90);
+ *   ssd:      the same plus 1-20 bounding boxes (image/object/bbox/{ymin,xmin,ymax,xmax}) and labels per image;
+ *   text:     text shards of sentences over a Zipf-distributed vocabulary (5-300 tokens) plus vocab.txt;
+ *   tabular:  Criteo-like CSV shards (label, 13 integer columns, 26 hex categorical columns, some fields empty).
+ * Output depends only on the options (seed, n, shards, ...), never on the thread count.
+ * Thread rules: sl_gen_run may be called from any thread; the progress callback runs on the calling thread. */
+#ifndef SLUICE_GEN_H
+#define SLUICE_GEN_H
+
+#include <stdint.h>
+
+#include "common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum sl_gen_kind { SL_GEN_IMAGENET = 0, SL_GEN_SSD = 1, SL_GEN_TEXT = 2, SL_GEN_TABULAR = 3 } sl_gen_kind;
+
+/* Parses "imagenet", "ssd", "text", "tabular"; SL_EINVAL otherwise. */
+int sl_gen_kind_parse(sl_gen_kind *out, const char *name);
+const char *sl_gen_kind_name(sl_gen_kind kind);
+
+#define SL_GEN_OPTS_VERSION 1
+typedef struct sl_gen_opts {
+  unsigned version;   /* SL_GEN_OPTS_VERSION */
+  sl_gen_kind kind;
+  const char *out_dir; /* created when missing; existing shard files of the same names are overwritten */
+  int64_t n;          /* records: images, sentences or rows (>= 1) */
+  int shards;         /* output files (1..n) */
+  uint64_t seed;
+  int quality;        /* JPEG quality, 1..100 (images) */
+  int threads;        /* generator threads (>= 1) */
+  int64_t vocab_size; /* words in the text vocabulary (>= 10) */
+  int chroma;         /* JPEG chroma subsampling: 444 (default) or 420 */
+  /* Called after each record with (done, total). Optional. */
+  void (*progress)(int64_t done, int64_t total, void *payload);
+  void *payload;
+} sl_gen_opts;
+#define SL_GEN_OPTS_INIT {SL_GEN_OPTS_VERSION, SL_GEN_IMAGENET, NULL, 1000, 4, 0, 90, 1, 30000, 444, NULL, NULL}
+
+/* What a run wrote. Image fields are 0 for text and tabular; text fields 0 for the others. */
+typedef struct sl_gen_report {
+  int64_t records;
+  int files;
+  uint64_t bytes;          /* total bytes written (shards and vocabulary) */
+  double mean_image_bytes; /* mean encoded JPEG size */
+  double mean_width, mean_height;
+  double decode_us;        /* measured libjpeg-turbo decode time per image (CPU microseconds, a sample) */
+  int64_t boxes;           /* ssd: boxes written */
+  int64_t vocab_size;      /* text: vocabulary entries (with the special tokens) */
+  double mean_tokens;      /* text: tokens per sentence */
+} sl_gen_report;
+
+/* Generates a dataset. Errors: SL_EINVAL for bad options (message names the option), SL_EIO naming the file that
+ * could not be written, SL_ENOMEM. `report` may be NULL. */
+int sl_gen_run(const sl_gen_opts *opts, sl_gen_report *report);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,775 @@
+/* fns/fn_image.c: image functions on decoded HWC tensors: `random_resized_crop`, `resize`, `random_flip`,
+ * `center_crop`, `normalize`, `cast`, `pad_boxes`; plus the crop-window sampler and the resizer they share with
+ * the JPEG decoder. Resizing is stb_image_resize (v0.97, Debian's libstb-dev): a separable polyphase filter with
+ * proper antialiasing when shrinking, no dependencies, and its allocations routed through sluice's allocator. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "fns/image.h"
+
+#define STBIR_MALLOC(size, ctx) ((void)(ctx), sl__malloc(size))
+#define STBIR_FREE(ptr, ctx) ((void)(ctx), sl__free(ptr))
+/* v0.97's debug asserts include a coefficient-sum check that trips on some legitimate ratios (e.g. 31 -> 24 with the
+ * triangle filter) just before it renormalises those coefficients anyway (fixed in stb's 2.x rewrite); sizes are
+ * validated before every call (dims_ok), so the asserts are compiled out. */
+#define STBIR_ASSERT(x) ((void)sizeof(x))
+#define STB_IMAGE_RESIZE_IMPLEMENTATION
+#define STB_IMAGE_RESIZE_STATIC
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wshadow"
+#pragma GCC diagnostic ignored "-Wmissing-prototypes"
+#pragma GCC diagnostic ignored "-Wunused-function"
+#pragma GCC diagnostic ignored "-Wsign-compare"
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+#pragma GCC diagnostic ignored "-Wdouble-promotion"
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC push_options
+#pragma GCC optimize("O3") /* stb's scanline loops gain ~10-20% from vectorisation */
+#endif
+#include <stb/stb_image_resize.h>
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
+#pragma GCC diagnostic pop
+
+/* ---------------- shared pieces ---------------- */
+
+void sl__crop_sample(sl_rng *r, int64_t H, int64_t W, const double scale[2], const double ratio[2], sl__win *out) {
+  double area = (double)H * (double)W, lr0 = log(ratio[0]), lr1 = log(ratio[1]);
+  for (int attempt = 0; attempt < 10; attempt++) {
+    double target = area * (scale[0] + (scale[1] - scale[0]) * sl_rng_uniform(r));
+    double ar = exp(lr0 + (lr1 - lr0) * sl_rng_uniform(r));
+    int64_t w = (int64_t)llround(sqrt(target * ar)), h = (int64_t)llround(sqrt(target / ar));
+    if (w > 0 && h > 0 && w <= W && h <= H) {
+      out->h = h;
+      out->w = w;
+      out->y = (int64_t)(sl_rng_u64(r) % (uint64_t)(H - h + 1));
+      out->x = (int64_t)(sl_rng_u64(r) % (uint64_t)(W - w + 1));
+      return;
+    }
+  }
+  /* Fallback: a centred crop of the whole image, its ratio clamped into range. */
+  double in_ratio = (double)W / (double)H;
+  int64_t w = W, h = H;
+  if (in_ratio < ratio[0]) h = (int64_t)llround((double)w / ratio[0]);
+  else if (in_ratio > ratio[1]) w = (int64_t)llround((double)h * ratio[1]);
+  if (h < 1) h = 1;
+  if (w < 1) w = 1;
+  if (h > H) h = H;
+  if (w > W) w = W;
+  out->h = h;
+  out->w = w;
+  out->y = (H - h) / 2;
+  out->x = (W - w) / 2;
+}
+
+int sl__resize_method_parse(int *out, const char *name, const char *path) {
+  static const char *const names[] = {"bilinear", "area", "bicubic", "nearest"};
+  for (int i = 0; i < 4; i++)
+    if (!strcmp(name, names[i])) {
+      *out = i;
+      return 0;
+    }
+  return sl__err(SL_EINVAL, "%s.method: unknown resize method '%s' (bilinear, area, bicubic, nearest)", path, name);
+}
+
+static stbir_filter stb_filter(int method) {
+  switch (method) {
+  case SL_RESIZE_AREA: return STBIR_FILTER_BOX;
+  case SL_RESIZE_BICUBIC: return STBIR_FILTER_CATMULLROM;
+  default: return STBIR_FILTER_TRIANGLE;
+  }
+}
+
+static void nearest(const uint8_t *src, int64_t sh, int64_t sw, size_t sstride, uint8_t *dst, int64_t dh, int64_t dw,
+                    size_t esz) {
+  for (int64_t y = 0; y < dh; y++) {
+    const uint8_t *row = src + (size_t)((y * sh + sh / 2) / dh < sh ? (y * sh + sh / 2) / dh : sh - 1) * sstride;
+    for (int64_t x = 0; x < dw; x++) {
+      int64_t sx = (x * sw + sw / 2) / dw;
+      if (sx >= sw) sx = sw - 1;
+      memcpy(dst, row + (size_t)sx * esz, esz);
+      dst += esz;
+    }
+  }
+}
+
+/* stb takes int sizes and strides: every row, in and out, must stay below 2 GiB. */
+static int dims_ok(int64_t sh, int64_t sw, int64_t dh, int64_t dw, size_t sstride, size_t px) {
+  if (sh < 1 || sw < 1 || dh < 1 || dw < 1 || sh > INT32_MAX / 4 || sw > INT32_MAX / 4 || dh > INT32_MAX / 4 ||
+      dw > INT32_MAX / 4 || sstride > INT32_MAX / 2 || (size_t)dw * px > INT32_MAX / 2 || (size_t)sw * px > sstride)
+    return sl__err(SL_EINVAL, "resize: bad size %lldx%lld -> %lldx%lld", (long long)sh, (long long)sw, (long long)dh,
+                   (long long)dw);
+  return 0;
+}
+
+int sl__resize_u8(const uint8_t *src, int64_t sh, int64_t sw, size_t sstride, uint8_t *dst, int64_t dh, int64_t dw,
+                  int c, int method) {
+  int rc = dims_ok(sh, sw, dh, dw, sstride, (size_t)c);
+  if (rc) return rc;
+  if (method == SL_RESIZE_NEAREST) {
+    nearest(src, sh, sw, sstride, dst, dh, dw, (size_t)c);
+    return 0;
+  }
+  if (!stbir_resize_uint8_generic(src, (int)sw, (int)sh, (int)sstride, dst, (int)dw, (int)dh, 0, c,
+                                  STBIR_ALPHA_CHANNEL_NONE, 0, STBIR_EDGE_CLAMP, stb_filter(method),
+                                  STBIR_COLORSPACE_LINEAR, NULL))
+    return sl__oom("resize scratch");
+  return 0;
+}
+
+int sl__resize_f32(const float *src, int64_t sh, int64_t sw, size_t sstride, float *dst, int64_t dh, int64_t dw,
+                   int c, int method) {
+  int rc = dims_ok(sh, sw, dh, dw, sstride, (size_t)c * sizeof(float));
+  if (rc) return rc;
+  if (method == SL_RESIZE_NEAREST) {
+    nearest((const uint8_t *)src, sh, sw, sstride, (uint8_t *)dst, dh, dw, (size_t)c * sizeof(float));
+    return 0;
+  }
+  if (!stbir_resize_float_generic(src, (int)sw, (int)sh, (int)sstride, dst, (int)dw, (int)dh, 0, c,
+                                  STBIR_ALPHA_CHANNEL_NONE, 0, STBIR_EDGE_CLAMP, stb_filter(method),
+                                  STBIR_COLORSPACE_LINEAR, NULL))
+    return sl__oom("resize scratch");
+  return 0;
+}
+
+static int elem_err(const sl_fn_call *call, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int elem_err(const sl_fn_call *call, int code, const char *fmt, ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  return sl__err(code, "%s: element %llu: %s", call->op_path, (unsigned long long)call->index, msg);
+}
+
+int sl__image_dims(const sl_comp *img, const sl_fn_call *call, int64_t *h, int64_t *w, int64_t *c) {
+  if ((img->dtype != SL_UINT8 && img->dtype != SL_FLOAT32) || (img->rank != 3 && img->rank != 2))
+    return elem_err(call, SL_EINVAL, "'%s' is %s rank %d; expected an image (uint8 or float32, HWC or HW)",
+                    img->name, sl_dtype_name(img->dtype), img->rank);
+  *h = img->shape[0];
+  *w = img->shape[1];
+  *c = img->rank == 3 ? img->shape[2] : 1;
+  if (*h < 1 || *w < 1 || *c < 1)
+    return elem_err(call, SL_EINVAL, "'%s' is a zero-sized image (%lldx%lldx%lld)", img->name, (long long)*h,
+                    (long long)*w, (long long)*c);
+  return 0;
+}
+
+/* A reference-holding copy of a component, so that an output of the same name may replace it. */
+static void comp_hold(sl_comp *dst, const sl_comp *src) {
+  *dst = *src;
+  if (dst->buf) sl_buf_ref(dst->buf);
+  if (dst->offs) sl_buf_ref(dst->offs);
+}
+static void comp_release(sl_comp *c) {
+  sl_buf_unref(c->buf);
+  sl_buf_unref(c->offs);
+}
+
+/* Crops `win` out of img and resizes it to dh x dw into a new component `out` of the same dtype and rank. */
+static int crop_resize(sl_elem *e, const char *out, const sl_comp *img, int64_t c, const sl__win *win, int64_t dh,
+                       int64_t dw, int method) {
+  sl_comp src;
+  comp_hold(&src, img);
+  int64_t shape[3] = {dh, dw, c};
+  void *data;
+  int rc = sl_elem_new_tensor(e, out, src.dtype, src.rank, shape, &data);
+  if (!rc) {
+    size_t esz = sl_dtype_size(src.dtype), stride = (size_t)src.shape[1] * (size_t)c * esz;
+    const uint8_t *p = (const uint8_t *)sl_comp_data(&src) + (size_t)win->y * stride + (size_t)win->x * (size_t)c * esz;
+    if (win->h == dh && win->w == dw) {
+      for (int64_t y = 0; y < dh; y++)
+        memcpy((uint8_t *)data + (size_t)y * (size_t)dw * (size_t)c * esz, p + (size_t)y * stride,
+               (size_t)dw * (size_t)c * esz);
+    } else if (src.dtype == SL_UINT8) {
+      rc = sl__resize_u8(p, win->h, win->w, stride, data, dh, dw, (int)c, method);
+    } else {
+      rc = sl__resize_f32((const float *)p, win->h, win->w, stride, data, dh, dw, (int)c, method);
+    }
+    if (rc) sl_elem_remove(e, out);
+  }
+  comp_release(&src);
+  return rc;
+}
+
+/* Common args: {"component": "image", "output": same as component}. */
+typedef struct {
+  const char *comp, *output;
+  int method;
+  int64_t h, w, shorter;
+  double fraction;
+  double scale[2], ratio[2];
+  double prob;
+  const char *boxes, *num_boxes;
+  bool clip;
+} img_state;
+
+static void img_free(void *st) { sl__free(st); }
+
+static int img_state_new(img_state **out, const sl_args *a, const char *defcomp, const char *what) {
+  img_state *s = sl__calloc(1, sizeof *s);
+  if (!s) return sl__oom(what);
+  int rc;
+  const char *method;
+  if ((rc = sl_args_string(a, "component", defcomp, &s->comp)) ||
+      (rc = sl_args_string(a, "output", s->comp, &s->output)) ||
+      (rc = sl_args_string(a, "method", "bilinear", &method)) ||
+      (rc = sl__resize_method_parse(&s->method, method, sl_args_path(a)))) {
+    sl__free(s);
+    return rc;
+  }
+  *out = s;
+  return 0;
+}
+
+static int read_size(const sl_args *a, img_state *s, bool required) {
+  double v[2];
+  int n = 0;
+  int rc = sl_args_doubles(a, "size", v, 2, &n);
+  if (rc) return rc;
+  if (!sl_args_has(a, "size")) {
+    if (required) return sl__err(SL_EINVAL, "%s.size: required ([height, width])", sl_args_path(a));
+    return 0;
+  }
+  if (n != 2 || v[0] < 1 || v[1] < 1 || v[0] > 65535 || v[1] > 65535 || v[0] != floor(v[0]) || v[1] != floor(v[1]))
+    return sl__err(SL_EINVAL, "%s.size: expected [height, width], integers in 1..65535", sl_args_path(a));
+  s->h = (int64_t)v[0];
+  s->w = (int64_t)v[1];
+  return 0;
+}
+
+static int get_image(const img_state *s, sl_elem *e, sl_fn_call *call, sl_comp **img, int64_t *h, int64_t *w,
+                     int64_t *c) {
+  int rc = sl__fn_component(e, call, s->comp, img);
+  return rc ? rc : sl__image_dims(*img, call, h, w, c);
+}
+
+/* ---------------- random_resized_crop ---------------- */
+static int rrc_init(void **state, const sl_args *a, void *payload) {
+  img_state *s;
+  int rc = img_state_new(&s, a, "image", "random_resized_crop");
+  if (rc) return rc;
+  s->scale[0] = 0.08, s->scale[1] = 1.0, s->ratio[0] = 3.0 / 4.0, s->ratio[1] = 4.0 / 3.0;
+  int ns = 0, nr = 0;
+  if ((rc = read_size(a, s, true)) || (rc = sl_args_doubles(a, "scale", s->scale, 2, &ns)) ||
+      (rc = sl_args_doubles(a, "ratio", s->ratio, 2, &nr)))
+    goto fail;
+  if ((sl_args_has(a, "scale") && ns != 2) || (sl_args_has(a, "ratio") && nr != 2) ||
+      !(s->scale[0] > 0 && s->scale[0] <= s->scale[1] && s->scale[1] <= 1) ||
+      !(s->ratio[0] > 0 && s->ratio[0] <= s->ratio[1])) {
+    rc = sl__err(SL_EINVAL, "%s: scale must be [min, max] with 0 < min <= max <= 1, ratio [min, max] with 0 < min <= max",
+                 sl_args_path(a));
+    goto fail;
+  }
+  *state = s;
+  return 0;
+fail:
+  sl__free(s);
+  return rc;
+}
+static int rrc_call(void *st, sl_elem *e, sl_fn_call *call) {
+  const img_state *s = st;
+  sl_comp *img;
+  int64_t h, w, c;
+  int rc = get_image(s, e, call, &img, &h, &w, &c);
+  if (rc) return rc;
+  sl_rng rng;
+  sl_rng_seed(&rng, call->seed);
+  sl__win win;
+  sl__crop_sample(&rng, h, w, s->scale, s->ratio, &win);
+  rc = crop_resize(e, s->output, img, c, &win, s->h, s->w, s->method);
+  return rc ? sl__err_wrap(rc, "%s: element %llu", call->op_path, (unsigned long long)call->index) : 0;
+}
+
+/* ---------------- resize ---------------- */
+static int resize_init(void **state, const sl_args *a, void *payload) {
+  img_state *s;
+  int rc = img_state_new(&s, a, "image", "resize");
+  if (rc) return rc;
+  if ((rc = read_size(a, s, false)) || (rc = sl_args_int(a, "shorter_side", 0, &s->shorter))) goto fail;
+  if ((s->h > 0) == (s->shorter > 0)) {
+    rc = sl__err(SL_EINVAL, "%s: give exactly one of \"size\" ([height, width]) and \"shorter_side\" (> 0)",
+                 sl_args_path(a));
+    goto fail;
+  }
+  if (s->shorter > 65535) {
+    rc = sl__err(SL_EINVAL, "%s.shorter_side: at most 65535", sl_args_path(a));
+    goto fail;
+  }
+  *state = s;
+  return 0;
+fail:
+  sl__free(s);
+  return rc;
+}
+static int resize_call(void *st, sl_elem *e, sl_fn_call *call) {
+  const img_state *s = st;
+  sl_comp *img;
+  int64_t h, w, c;
+  int rc = get_image(s, e, call, &img, &h, &w, &c);
+  if (rc) return rc;
+  int64_t dh = s->h, dw = s->w;
+  if (s->shorter) {
+    if (h <= w) dh = s->shorter, dw = (int64_t)llround((double)w * (double)s->shorter / (double)h);
+    else dw = s->shorter, dh = (int64_t)llround((double)h * (double)s->shorter / (double)w);
+    if (dh < 1) dh = 1;
+    if (dw < 1) dw = 1;
+  }
+  sl__win all = {0, 0, h, w};
+  rc = crop_resize(e, s->output, img, c, &all, dh, dw, s->method);
+  return rc ? sl__err_wrap(rc, "%s: element %llu", call->op_path, (unsigned long long)call->index) : 0;
+}
+
+/* ---------------- center_crop ---------------- */
+static int cc_init(void **state, const sl_args *a, void *payload) {
+  img_state *s;
+  int rc = img_state_new(&s, a, "image", "center_crop");
+  if (rc) return rc;
+  if ((rc = read_size(a, s, false)) || (rc = sl_args_double(a, "fraction", 0, &s->fraction))) goto fail;
+  if ((s->h > 0) == (s->fraction > 0) || s->fraction > 1) {
+    rc = sl__err(SL_EINVAL, "%s: give exactly one of \"size\" ([height, width]) and \"fraction\" (0 < f <= 1)",
+                 sl_args_path(a));
+    goto fail;
+  }
+  *state = s;
+  return 0;
+fail:
+  sl__free(s);
+  return rc;
+}
+static int cc_call(void *st, sl_elem *e, sl_fn_call *call) {
+  const img_state *s = st;
+  sl_comp *img;
+  int64_t h, w, c;
+  int rc = get_image(s, e, call, &img, &h, &w, &c);
+  if (rc) return rc;
+  int64_t ch = s->h, cw = s->w;
+  if (s->fraction > 0) {
+    ch = (int64_t)llround((double)h * s->fraction);
+    cw = (int64_t)llround((double)w * s->fraction);
+    if (ch < 1) ch = 1;
+    if (cw < 1) cw = 1;
+  }
+  if (ch > h || cw > w)
+    return elem_err(call, SL_EINVAL, "crop window %lldx%lld outside the %lldx%lld image '%s' (HxW)", (long long)ch,
+                    (long long)cw, (long long)h, (long long)w, s->comp);
+  sl__win win = {(h - ch) / 2, (w - cw) / 2, ch, cw};
+  return crop_resize(e, s->output, img, c, &win, ch, cw, s->method);
+}
+
+/* ---------------- random_flip (horizontal; boxes follow) ---------------- */
+static int flip_init(void **state, const sl_args *a, void *payload) {
+  img_state *s;
+  int rc = img_state_new(&s, a, "image", "random_flip");
+  if (rc) return rc;
+  const char *inv;
+  if ((rc = sl_args_double(a, "prob", 0.5, &s->prob)) || (rc = sl_args_string(a, "boxes", NULL, &s->boxes)) ||
+      (rc = sl_args_string(a, "num_boxes", NULL, &s->num_boxes)) ||
+      (rc = sl_args_string(a, "on_invalid_box", "error", &inv)))
+    goto fail;
+  if (!(s->prob >= 0 && s->prob <= 1)) {
+    rc = sl__err(SL_EINVAL, "%s.prob: must be in [0, 1]", sl_args_path(a));
+    goto fail;
+  }
+  if (strcmp(inv, "error") && strcmp(inv, "clip")) {
+    rc = sl__err(SL_EINVAL, "%s.on_invalid_box: expected \"error\" or \"clip\"", sl_args_path(a));
+    goto fail;
+  }
+  s->clip = !strcmp(inv, "clip");
+  *state = s;
+  return 0;
+fail:
+  sl__free(s);
+  return rc;
+}
+
+/* Checks (or clips) n boxes [ymin, xmin, ymax, xmax] in [0, 1]. */
+static int check_boxes(float *b, int64_t n, bool clip, const sl_fn_call *call, const char *name) {
+  for (int64_t i = 0; i < n; i++) {
+    float *r = b + i * 4;
+    for (int k = 0; k < 4; k++) {
+      if (r[k] >= 0.0f && r[k] <= 1.0f) continue;
+      if (!clip || isnan(r[k]))
+        return elem_err(call, SL_EINVAL, "box %lld of '%s' has coordinate %d = %g outside [0, 1] (set "
+                        "\"on_invalid_box\": \"clip\" to clip)", (long long)i, name, k, (double)r[k]);
+      r[k] = r[k] < 0 ? 0.0f : 1.0f;
+    }
+    if (r[0] > r[2] || r[1] > r[3])
+      return elem_err(call, SL_EINVAL, "box %lld of '%s' has min > max ([%g, %g, %g, %g])", (long long)i, name,
+                      (double)r[0], (double)r[1], (double)r[2], (double)r[3]);
+  }
+  return 0;
+}
+
+static int flip_call(void *st, sl_elem *e, sl_fn_call *call) {
+  const img_state *s = st;
+  sl_comp *img;
+  int64_t h, w, c;
+  int rc = get_image(s, e, call, &img, &h, &w, &c);
+  if (rc) return rc;
+  sl_comp *boxes = NULL;
+  int64_t nb = 0;
+  if (s->boxes) {
+    if ((rc = sl__fn_component(e, call, s->boxes, &boxes))) return rc;
+    if (boxes->dtype != SL_FLOAT32 || boxes->rank != 2 || boxes->shape[1] != 4)
+      return elem_err(call, SL_EINVAL, "'%s' is %s rank %d; expected float32 [n, 4] boxes (ymin, xmin, ymax, xmax)",
+                      s->boxes, sl_dtype_name(boxes->dtype), boxes->rank);
+    nb = boxes->shape[0];
+    if (s->num_boxes) {
+      sl_comp *nc;
+      int64_t v;
+      if ((rc = sl__fn_component(e, call, s->num_boxes, &nc)) || (rc = sl_comp_get_i64(nc, &v))) return rc;
+      if (v < 0 || v > nb) return elem_err(call, SL_EINVAL, "'%s' = %lld outside 0..%lld", s->num_boxes, (long long)v, (long long)nb);
+      nb = v;
+    }
+  }
+  sl_rng rng;
+  sl_rng_seed(&rng, call->seed);
+  bool flip = sl_rng_uniform(&rng) < s->prob;
+  if (s->output != s->comp && strcmp(s->output, s->comp)) {
+    sl_comp src;
+    comp_hold(&src, img);
+    rc = sl_elem_set_tensor(e, s->output, src.dtype, src.rank, src.shape, src.buf, src.off, sl_comp_data(&src));
+    comp_release(&src);
+    if (rc) return rc;
+    img = sl_elem_get(e, s->output);
+  }
+  if (boxes) {
+    boxes = sl_elem_get(e, s->boxes);
+    float *b = sl_comp_mutable_data(boxes);
+    if (!b) return sl__oom("random_flip boxes");
+    if ((rc = check_boxes(b, nb, s->clip, call, s->boxes))) return rc;
+    if (flip)
+      for (int64_t i = 0; i < nb; i++) {
+        float xmin = b[i * 4 + 1], xmax = b[i * 4 + 3];
+        b[i * 4 + 1] = 1.0f - xmax;
+        b[i * 4 + 3] = 1.0f - xmin;
+      }
+  }
+  if (!flip) return 0;
+  uint8_t *p = sl_comp_mutable_data(img);
+  if (!p) return sl__oom("random_flip");
+  size_t px = (size_t)c * sl_dtype_size(img->dtype), stride = (size_t)w * px;
+  uint8_t tmp[64];
+  if (px > sizeof tmp) return elem_err(call, SL_EINVAL, "'%s' has too many channels (%lld)", s->comp, (long long)c);
+  for (int64_t y = 0; y < h; y++) {
+    uint8_t *row = p + (size_t)y * stride;
+    for (int64_t x = 0; x < w / 2; x++) {
+      uint8_t *l = row + (size_t)x * px, *r = row + (size_t)(w - 1 - x) * px;
+      memcpy(tmp, l, px);
+      memcpy(l, r, px);
+      memcpy(r, tmp, px);
+    }
+  }
+  return 0;
+}
+
+/* ---------------- normalize: (x * scale - mean) / std per channel, to float32 ---------------- */
+typedef struct {
+  const char *comp, *output;
+  double scale;
+  int nmean, nstd;
+  double mean[64], std[64];
+} norm_state;
+static int norm_init(void **state, const sl_args *a, void *payload) {
+  norm_state *s = sl__calloc(1, sizeof *s);
+  if (!s) return sl__oom("normalize");
+  int rc;
+  if ((rc = sl_args_string(a, "component", "image", &s->comp)) ||
+      (rc = sl_args_string(a, "output", s->comp, &s->output)) || (rc = sl_args_double(a, "scale", 1.0, &s->scale)) ||
+      (rc = sl_args_doubles(a, "mean", s->mean, 64, &s->nmean)) ||
+      (rc = sl_args_doubles(a, "std", s->std, 64, &s->nstd)))
+    goto fail;
+  if (!sl_args_has(a, "mean")) {
+    /* ImageNet's RGB mean and std, in 0..255 units. */
+    static const double m[3] = {123.675, 116.28, 103.53}, d[3] = {58.395, 57.12, 57.375};
+    memcpy(s->mean, m, sizeof m);
+    s->nmean = 3;
+    if (!sl_args_has(a, "std")) {
+      memcpy(s->std, d, sizeof d);
+      s->nstd = 3;
+    }
+  }
+  if (!sl_args_has(a, "std") && s->nstd == 0) {
+    s->std[0] = 1.0;
+    s->nstd = 1;
+  }
+  for (int i = 0; i < s->nstd; i++)
+    if (s->std[i] == 0) {
+      rc = sl__err(SL_EINVAL, "%s.std[%d]: must not be 0", sl_args_path(a), i);
+      goto fail;
+    }
+  if (s->nmean < 1 || s->nstd < 1) {
+    rc = sl__err(SL_EINVAL, "%s: mean and std need at least one value", sl_args_path(a));
+    goto fail;
+  }
+  *state = s;
+  return 0;
+fail:
+  sl__free(s);
+  return rc;
+}
+static int norm_call(void *st, sl_elem *e, sl_fn_call *call) {
+  const norm_state *s = st;
+  sl_comp *img;
+  int rc = sl__fn_component(e, call, s->comp, &img);
+  if (rc) return rc;
+  if (img->dtype == SL_BYTES || img->rank < 1)
+    return elem_err(call, SL_EINVAL, "'%s' is %s rank %d; expected a numeric tensor with channels last", s->comp,
+                    sl_dtype_name(img->dtype), img->rank);
+  int64_t c = img->shape[img->rank - 1], n = sl_comp_count(img);
+  if ((s->nmean != 1 && s->nmean != c) || (s->nstd != 1 && s->nstd != c))
+    return elem_err(call, SL_EINVAL, "'%s' has %lld channels but mean has %d values and std %d", s->comp,
+                    (long long)c, s->nmean, s->nstd);
+  float mul[64], add[64];
+  if (c > 64) return elem_err(call, SL_EINVAL, "'%s' has more than 64 channels", s->comp);
+  for (int64_t k = 0; k < c; k++) {
+    double m = s->mean[s->nmean == 1 ? 0 : k], d = s->std[s->nstd == 1 ? 0 : k];
+    mul[k] = (float)(s->scale / d);
+    add[k] = (float)(-m / d);
+  }
+  sl_comp src;
+  comp_hold(&src, img);
+  float *out;
+  rc = sl_elem_new_tensor(e, s->output, SL_FLOAT32, src.rank, src.shape, (void **)&out);
+  if (!rc) {
+    const void *in = sl_comp_data(&src);
+    if (src.dtype == SL_UINT8 && c == 3) {
+      const uint8_t *p = in;
+      for (int64_t i = 0; i < n; i += 3) {
+        out[i] = (float)p[i] * mul[0] + add[0];
+        out[i + 1] = (float)p[i + 1] * mul[1] + add[1];
+        out[i + 2] = (float)p[i + 2] * mul[2] + add[2];
+      }
+    } else {
+      for (int64_t i = 0, k = 0; i < n; i++) {
+        double v;
+        switch (src.dtype) {
+        case SL_UINT8: v = ((const uint8_t *)in)[i]; break;
+        case SL_INT32: v = ((const int32_t *)in)[i]; break;
+        case SL_INT64: v = (double)((const int64_t *)in)[i]; break;
+        case SL_FLOAT32: v = ((const float *)in)[i]; break;
+        default: v = ((const double *)in)[i]; break;
+        }
+        out[i] = (float)v * mul[k] + add[k];
+        if (++k == c) k = 0;
+      }
+    }
+  }
+  comp_release(&src);
+  return rc;
+}
+
+/* ---------------- cast ---------------- */
+typedef struct {
+  const char *comp, *output;
+  sl_dtype dt;
+  double scale;
+} cast_state;
+static int cast_init(void **state, const sl_args *a, void *payload) {
+  cast_state *s = sl__calloc(1, sizeof *s);
+  if (!s) return sl__oom("cast");
+  const char *dt;
+  int rc;
+  if ((rc = sl_args_string(a, "component", "image", &s->comp)) ||
+      (rc = sl_args_string(a, "output", s->comp, &s->output)) || (rc = sl_args_string(a, "dtype", NULL, &dt)) ||
+      (rc = sl_args_double(a, "scale", 1.0, &s->scale)))
+    goto fail;
+  if (!dt) {
+    rc = sl__err(SL_EINVAL, "%s.dtype: required (uint8, int32, int64, float32, float64)", sl_args_path(a));
+    goto fail;
+  }
+  if ((rc = sl_dtype_parse(&s->dt, dt)) || s->dt == SL_BYTES) {
+    rc = sl__err(SL_EINVAL, "%s.dtype: '%s' is not a numeric dtype", sl_args_path(a), dt);
+    goto fail;
+  }
+  *state = s;
+  return 0;
+fail:
+  sl__free(s);
+  return rc;
+}
+static double load_num(const void *p, sl_dtype dt, int64_t i) {
+  switch (dt) {
+  case SL_UINT8: return ((const uint8_t *)p)[i];
+  case SL_INT32: return ((const int32_t *)p)[i];
+  case SL_INT64: return (double)((const int64_t *)p)[i];
+  case SL_FLOAT32: return ((const float *)p)[i];
+  default: return ((const double *)p)[i];
+  }
+}
+static void store_num(void *p, sl_dtype dt, int64_t i, double v) {
+  switch (dt) {
+  case SL_UINT8: ((uint8_t *)p)[i] = (uint8_t)(isnan(v) ? 0 : v < 0 ? 0 : v > 255 ? 255 : lrint(v)); break;
+  case SL_INT32: {
+    int32_t x;
+    if (isnan(v)) x = 0;
+    else if (v <= -0x1p31) x = INT32_MIN;
+    else if (v >= 0x1p31) x = INT32_MAX;
+    else x = (int32_t)v;
+    ((int32_t *)p)[i] = x;
+    break;
+  }
+  case SL_INT64: {
+    int64_t x;
+    if (isnan(v)) x = 0;
+    else if (v <= -0x1p63) x = INT64_MIN;
+    else if (v >= 0x1p63) x = INT64_MAX;
+    else x = (int64_t)v;
+    ((int64_t *)p)[i] = x;
+    break;
+  }
+  case SL_FLOAT32: ((float *)p)[i] = (float)v; break;
+  default: ((double *)p)[i] = v; break;
+  }
+}
+static int cast_call(void *st, sl_elem *e, sl_fn_call *call) {
+  const cast_state *s = st;
+  sl_comp *c;
+  int rc = sl__fn_component(e, call, s->comp, &c);
+  if (rc) return rc;
+  if (c->dtype == SL_BYTES) return elem_err(call, SL_EINVAL, "'%s' is bytes; cast needs a numeric tensor", s->comp);
+  if (c->dtype == s->dt && s->scale == 1.0 && !strcmp(s->comp, s->output)) return 0;
+  sl_comp src;
+  comp_hold(&src, c);
+  void *out;
+  rc = sl_elem_new_tensor(e, s->output, s->dt, src.rank, src.shape, &out);
+  if (!rc) {
+    const void *in = sl_comp_data(&src);
+    int64_t n = sl_comp_count(&src);
+    if (src.dtype == SL_UINT8 && s->dt == SL_FLOAT32) {
+      float k = (float)s->scale;
+      for (int64_t i = 0; i < n; i++) ((float *)out)[i] = (float)((const uint8_t *)in)[i] * k;
+    } else {
+      for (int64_t i = 0; i < n; i++) store_num(out, s->dt, i, load_num(in, src.dtype, i) * s->scale);
+    }
+  }
+  comp_release(&src);
+  return rc;
+}
+
+/* ---------------- pad_boxes ---------------- */
+typedef struct {
+  const char *boxes, *coord[4], *labels, *output, *labels_output, *num_output;
+  int64_t max;
+  double pad, label_pad;
+  bool clip, keep;
+} pad_state;
+static int pad_init(void **state, const sl_args *a, void *payload) {
+  pad_state *s = sl__calloc(1, sizeof *s);
+  if (!s) return sl__oom("pad_boxes");
+  static const char *const keys[4] = {"ymin", "xmin", "ymax", "xmax"};
+  static const char *const defs[4] = {"image/object/bbox/ymin", "image/object/bbox/xmin", "image/object/bbox/ymax",
+                                      "image/object/bbox/xmax"};
+  const char *inv;
+  int rc;
+  if ((rc = sl_args_string(a, "boxes", NULL, &s->boxes)) ||
+      (rc = sl_args_string(a, "labels", "image/object/class/label", &s->labels)) ||
+      (rc = sl_args_string(a, "output", "boxes", &s->output)) ||
+      (rc = sl_args_string(a, "labels_output", "labels", &s->labels_output)) ||
+      (rc = sl_args_string(a, "num_output", "num_boxes", &s->num_output)) || (rc = sl_args_int(a, "max", 100, &s->max)) ||
+      (rc = sl_args_double(a, "pad_value", 0, &s->pad)) || (rc = sl_args_double(a, "label_pad_value", -1, &s->label_pad)) ||
+      (rc = sl_args_string(a, "on_invalid_box", "error", &inv)) || (rc = sl_args_bool(a, "keep", false, &s->keep)))
+    goto fail;
+  for (int k = 0; k < 4 && !rc; k++) rc = sl_args_string(a, keys[k], defs[k], &s->coord[k]);
+  if (rc) goto fail;
+  if (s->max < 1 || s->max > 1000000) {
+    rc = sl__err(SL_EINVAL, "%s.max: must be in 1..1000000", sl_args_path(a));
+    goto fail;
+  }
+  if (strcmp(inv, "error") && strcmp(inv, "clip")) {
+    rc = sl__err(SL_EINVAL, "%s.on_invalid_box: expected \"error\" or \"clip\"", sl_args_path(a));
+    goto fail;
+  }
+  if (!(fabs(s->label_pad) < 0x1p62)) {
+    rc = sl__err(SL_EINVAL, "%s.label_pad_value: out of range", sl_args_path(a));
+    goto fail;
+  }
+  s->clip = !strcmp(inv, "clip");
+  if (s->labels[0] == 0) s->labels = NULL;
+  *state = s;
+  return 0;
+fail:
+  sl__free(s);
+  return rc;
+}
+static int pad_call(void *st, sl_elem *e, sl_fn_call *call) {
+  const pad_state *s = st;
+  int rc;
+  sl_comp *in[4] = {NULL, NULL, NULL, NULL}, *lab = NULL;
+  int64_t n;
+  if (s->boxes) {
+    if ((rc = sl__fn_component(e, call, s->boxes, &in[0]))) return rc;
+    if (in[0]->dtype != SL_FLOAT32 || in[0]->rank != 2 || in[0]->shape[1] != 4)
+      return elem_err(call, SL_EINVAL, "'%s' is %s rank %d; expected float32 [n, 4]", s->boxes,
+                      sl_dtype_name(in[0]->dtype), in[0]->rank);
+    n = in[0]->shape[0];
+  } else {
+    n = -1;
+    for (int k = 0; k < 4; k++) {
+      if ((rc = sl__fn_component(e, call, s->coord[k], &in[k]))) return rc;
+      if (in[k]->dtype != SL_FLOAT32 || in[k]->rank > 1)
+        return elem_err(call, SL_EINVAL, "'%s' is %s rank %d; expected float32 [n]", s->coord[k],
+                        sl_dtype_name(in[k]->dtype), in[k]->rank);
+      int64_t m = sl_comp_count(in[k]);
+      if (n >= 0 && m != n)
+        return elem_err(call, SL_EINVAL, "box coordinate lists differ in length ('%s' has %lld, '%s' %lld)",
+                        s->coord[0], (long long)n, s->coord[k], (long long)m);
+      n = m;
+    }
+  }
+  if (s->labels && (lab = sl_elem_get(e, s->labels))) {
+    if (lab->dtype == SL_BYTES || sl_comp_count(lab) != n)
+      return elem_err(call, SL_EINVAL, "'%s' must hold %lld numeric labels, one per box", s->labels, (long long)n);
+  }
+  int64_t keep = n < s->max ? n : s->max;
+  /* Build the outputs in a scratch element first, so the inputs stay readable. */
+  sl_elem out;
+  sl_elem_init(&out);
+  float *b;
+  int64_t bshape[2] = {s->max, 4}, lshape[1] = {s->max};
+  int32_t nb = (int32_t)keep;
+  if ((rc = sl_elem_new_tensor(&out, s->output, SL_FLOAT32, 2, bshape, (void **)&b))) goto done;
+  for (int64_t i = 0; i < keep; i++)
+    for (int k = 0; k < 4; k++)
+      b[i * 4 + k] = s->boxes ? ((const float *)sl_comp_data(in[0]))[i * 4 + k] : ((const float *)sl_comp_data(in[k]))[i];
+  if ((rc = check_boxes(b, keep, s->clip, call, s->boxes ? s->boxes : "image/object/bbox/*"))) goto done;
+  for (int64_t i = keep * 4; i < s->max * 4; i++) b[i] = (float)s->pad;
+  if (lab) {
+    int64_t *l;
+    if ((rc = sl_elem_new_tensor(&out, s->labels_output, SL_INT64, 1, lshape, (void **)&l))) goto done;
+    for (int64_t i = 0; i < s->max; i++) {
+      if (i >= keep) l[i] = (int64_t)s->label_pad;
+      else if (lab->dtype == SL_INT64) l[i] = ((const int64_t *)sl_comp_data(lab))[i];
+      else l[i] = (int64_t)fmax(fmin(load_num(sl_comp_data(lab), lab->dtype, i), 0x1p62), -0x1p62);
+    }
+  }
+  if ((rc = sl_elem_set_tensor(&out, s->num_output, SL_INT32, 0, NULL, NULL, 0, &nb))) goto done;
+  if (!s->keep) {
+    if (s->boxes) sl_elem_remove(e, s->boxes);
+    else
+      for (int k = 0; k < 4; k++) sl_elem_remove(e, s->coord[k]);
+    if (lab) sl_elem_remove(e, s->labels);
+  }
+  for (int i = 0; i < out.n && !rc; i++) {
+    sl_comp *c = &out.c[i];
+    rc = sl_elem_set_tensor(e, c->name, c->dtype, c->rank, c->shape, c->buf, c->off, sl_comp_data(c));
+  }
+done:
+  sl_elem_clear(&out);
+  return rc;
+}
+
+const sl__fn_entry sl__fns_image[] = {
+    {"random_resized_crop", {SL_FN_DEF_VERSION, SL_FN_RANDOM, rrc_init, rrc_call, img_free}},
+    {"resize", {SL_FN_DEF_VERSION, 0, resize_init, resize_call, img_free}},
+    {"center_crop", {SL_FN_DEF_VERSION, 0, cc_init, cc_call, img_free}},
+    {"random_flip", {SL_FN_DEF_VERSION, SL_FN_RANDOM, flip_init, flip_call, img_free}},
+    {"normalize", {SL_FN_DEF_VERSION, 0, norm_init, norm_call, img_free}},
+    {"cast", {SL_FN_DEF_VERSION, 0, cast_init, cast_call, img_free}},
+    {"pad_boxes", {SL_FN_DEF_VERSION, 0, pad_init, pad_call, img_free}},
+    {NULL, {0, 0, NULL, NULL, NULL}},
+};

@@ -1,0 +1,336 @@
+/* fns/fn_jpeg.c: `decode_jpeg` and `decode_and_crop_jpeg`, on libjpeg-turbo's libjpeg API.
+ * libjpeg's default error handler calls exit(); ours longjmps back with the message, and in strict mode warnings
+ * (corrupt data, premature end of file) are errors too. The cropped decoder reads the header, picks the window,
+ * picks the smallest DCT scale (n/8) that keeps the window at least as large as the requested output, skips the
+ * rows above the window (jpeg_skip_scanlines), decodes only the iMCU columns that cover it (jpeg_crop_scanline)
+ * and stops after its last row. */
+#include <math.h>
+#include <setjmp.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <jpeglib.h> /* after stdio.h: it uses FILE and size_t */
+
+#include "fns/image.h"
+
+typedef struct {
+  struct jpeg_error_mgr pub;
+  jmp_buf jb;
+  bool strict;
+  char msg[JMSG_LENGTH_MAX];
+} jerr_mgr;
+
+static void jerr_exit(j_common_ptr ci) {
+  jerr_mgr *e = (jerr_mgr *)ci->err;
+  ci->err->format_message(ci, e->msg);
+  longjmp(e->jb, 1);
+}
+static void jerr_emit(j_common_ptr ci, int level) {
+  jerr_mgr *e = (jerr_mgr *)ci->err;
+  if (level >= 0) return; /* trace messages */
+  if (e->strict) {
+    ci->err->format_message(ci, e->msg);
+    longjmp(e->jb, 2);
+  }
+  ci->err->num_warnings++;
+}
+static void jerr_output(j_common_ptr ci) { (void)ci; }
+
+/* CMYK as libjpeg returns it (Adobe files store it inverted) to RGB or gray. */
+static void cmyk_row(const uint8_t *src, uint8_t *dst, JDIMENSION w, int channels, bool inverted) {
+  for (JDIMENSION x = 0; x < w; x++, src += 4) {
+    unsigned c = src[0], m = src[1], y = src[2], k = src[3];
+    if (!inverted) {
+      c = 255 - c;
+      m = 255 - m;
+      y = 255 - y;
+      k = 255 - k;
+    }
+    unsigned r = (c * k + 127) / 255, g = (m * k + 127) / 255, b = (y * k + 127) / 255;
+    if (channels == 3) {
+      *dst++ = (uint8_t)r;
+      *dst++ = (uint8_t)g;
+      *dst++ = (uint8_t)b;
+    } else {
+      *dst++ = (uint8_t)((r * 77 + g * 150 + b * 29 + 128) >> 8);
+    }
+  }
+}
+
+/* The smallest n in 1..8 such that the window scaled by n/8 still covers out_h x out_w. */
+static int pick_scale(const sl__win *w, int64_t oh, int64_t ow) {
+  if (oh <= 0 || ow <= 0) return 8;
+  for (int n = 1; n < 8; n++)
+    if ((w->h * n) / 8 >= oh && (w->w * n) / 8 >= ow) return n;
+  return 8;
+}
+
+int sl__jpeg_decode(const uint8_t *data, size_t len, const sl__jpeg_opts *o, const sl__jpeg_req *req, sl_buf **out,
+                    int64_t *oh, int64_t *ow, int64_t *oc) {
+  *out = NULL;
+  if (len == 0) return sl__err(SL_EINVAL, "empty image data (0 bytes)");
+  if (len >= 8 && !memcmp(data, "\x89PNG\r\n\x1a\n", 8)) return sl__err(SL_EINVAL, "data is a PNG, not a JPEG");
+  if (len >= 2 && !(data[0] == 0xFF && data[1] == 0xD8))
+    return sl__err(SL_EINVAL, "not a JPEG (starts with 0x%02x 0x%02x, expected 0xff 0xd8)", data[0], data[1]);
+  struct jpeg_decompress_struct ci;
+  jerr_mgr jerr;
+  /* Everything the error path must release lives in volatile locals (longjmp may skip register copies). */
+  sl_buf *volatile buf = NULL;
+  uint8_t *volatile scratch = NULL;
+  volatile int code = 0; /* set for errors we raise ourselves */
+  ci.err = jpeg_std_error(&jerr.pub);
+  jerr.pub.error_exit = jerr_exit;
+  jerr.pub.emit_message = jerr_emit;
+  jerr.pub.output_message = jerr_output;
+  jerr.strict = o->strict;
+  jerr.msg[0] = 0;
+  if (setjmp(jerr.jb)) {
+    jpeg_destroy_decompress(&ci);
+    sl_buf_unref(buf);
+    sl__free(scratch);
+    if (code) return code; /* message already set */
+    return sl__err(SL_ECORRUPT, "corrupt JPEG: %s", jerr.msg);
+  }
+  jpeg_create_decompress(&ci);
+  jpeg_mem_src(&ci, data, (unsigned long)len);
+  jpeg_read_header(&ci, TRUE);
+  int64_t H = ci.image_height, W = ci.image_width;
+  bool cmyk = ci.jpeg_color_space == JCS_CMYK || ci.jpeg_color_space == JCS_YCCK;
+  int channels = o->channels ? o->channels : ci.num_components == 1 ? 1 : 3;
+  if (H <= 0 || W <= 0) {
+    code = sl__err(SL_EINVAL, "zero-sized image (%lldx%lld)", (long long)W, (long long)H);
+    longjmp(jerr.jb, 3);
+  }
+  if (H * W > o->max_pixels) {
+    code = sl__err(SL_EINVAL, "image of %lldx%lld pixels exceeds max_pixels %lld", (long long)W, (long long)H,
+                   (long long)o->max_pixels);
+    longjmp(jerr.jb, 3);
+  }
+  sl__win full = {0, 0, H, W}, win = full;
+  if (req && req->sample) sl__crop_sample(req->sample, H, W, req->scale, req->ratio, &win);
+  else if (req && req->win) win = *req->win;
+  if (win.h <= 0 || win.w <= 0 || win.y < 0 || win.x < 0 || win.y + win.h > H || win.x + win.w > W) {
+    code = sl__err(SL_EINVAL, "crop window [y=%lld, x=%lld, h=%lld, w=%lld] outside the %lldx%lld image (HxW)",
+                   (long long)win.y, (long long)win.x, (long long)win.h, (long long)win.w, (long long)H, (long long)W);
+    longjmp(jerr.jb, 3);
+  }
+  int64_t th = req ? req->out_h : 0, tw = req ? req->out_w : 0;
+  int n = pick_scale(&win, th, tw);
+  ci.scale_num = (unsigned)n;
+  ci.scale_denom = 8;
+  ci.out_color_space = cmyk ? JCS_CMYK : channels == 1 ? JCS_GRAYSCALE : JCS_RGB;
+  ci.dct_method = JDCT_ISLOW;
+  jpeg_start_decompress(&ci);
+  /* The window in scaled pixels. */
+  int64_t SH = ci.output_height, SW = ci.output_width;
+  int64_t y0 = win.y * n / 8, x0 = win.x * n / 8;
+  int64_t y1 = (win.y + win.h) * n / 8 + ((win.y + win.h) * n % 8 != 0), x1 = (win.x + win.w) * n / 8 + ((win.x + win.w) * n % 8 != 0);
+  if (y1 > SH) y1 = SH;
+  if (x1 > SW) x1 = SW;
+  if (y1 <= y0) y1 = y0 + 1;
+  if (x1 <= x0) x1 = x0 + 1;
+  int64_t ch = y1 - y0, cw = x1 - x0;
+  /* Ask for one more column on each side than the window needs: fancy upsampling replicates the edge column of
+   * a cropped region, so without a neighbour the window's border pixels would differ from a full decode. */
+  int64_t rx0 = x0 > 0 ? x0 - 1 : 0, rx1 = x1 < SW ? x1 + 1 : SW;
+  JDIMENSION xoff = (JDIMENSION)rx0, xw = (JDIMENSION)(rx1 - rx0);
+  if (rx1 - rx0 < SW) jpeg_crop_scanline(&ci, &xoff, &xw);
+  else xoff = 0, xw = (JDIMENSION)SW;
+  int comps = ci.output_components;
+  bool resize = th > 0 && tw > 0 && (th != ch || tw != cw);
+  bool direct = !cmyk && !resize && (int64_t)xw == cw && comps == channels;
+  int64_t fh = resize ? th : ch, fw = resize ? tw : cw;
+  size_t outsz;
+  if (!sl__mul_ok((size_t)fh * (size_t)fw, (size_t)channels, &outsz)) {
+    code = sl__err(SL_EINVAL, "decoded image too large");
+    longjmp(jerr.jb, 3);
+  }
+  buf = sl_buf_alloc(outsz);
+  /* Rows land in the output directly, or in scratch (wider rows after crop alignment, CMYK, or before a resize). */
+  size_t srow = (size_t)xw * (size_t)comps;
+  size_t crow = (size_t)cw * (size_t)channels;
+  if (!direct) scratch = sl__malloc((resize ? (size_t)ch * crow : 0) + srow * 16);
+  if (!buf || (!direct && !scratch)) {
+    code = sl__oom("decoded image");
+    longjmp(jerr.jb, 3);
+  }
+  uint8_t *dst = resize ? scratch + srow * 16 : sl_buf_data(buf);
+  if (y0 > 0) jpeg_skip_scanlines(&ci, (JDIMENSION)y0);
+  int64_t row = 0;
+  size_t skip = (size_t)(x0 - (int64_t)xoff) * (size_t)comps;
+  while (row < ch) {
+    JSAMPROW rows[16];
+    int k = (int)(ch - row < 16 ? ch - row : 16);
+    for (int i = 0; i < k; i++) rows[i] = direct ? dst + (size_t)(row + i) * crow : scratch + (size_t)i * srow;
+    JDIMENSION got = jpeg_read_scanlines(&ci, rows, (JDIMENSION)k);
+    if (got == 0) {
+      code = sl__err(SL_ECORRUPT, "corrupt JPEG: decoder returned no rows");
+      longjmp(jerr.jb, 3);
+    }
+    if (!direct)
+      for (JDIMENSION i = 0; i < got; i++) {
+        uint8_t *d = dst + (size_t)(row + i) * crow;
+        if (cmyk) cmyk_row(rows[i] + skip, d, (JDIMENSION)cw, channels, ci.saw_Adobe_marker);
+        else memcpy(d, rows[i] + skip, crow);
+      }
+    row += got;
+  }
+  if (ci.output_scanline < ci.output_height) jpeg_abort_decompress(&ci);
+  else jpeg_finish_decompress(&ci);
+  jpeg_destroy_decompress(&ci);
+  if (resize) {
+    int rc = sl__resize_u8(dst, ch, cw, crow, sl_buf_data(buf), th, tw, channels, req->method);
+    sl__free(scratch);
+    if (rc) {
+      sl_buf_unref(buf);
+      return rc;
+    }
+  } else {
+    sl__free(scratch);
+  }
+  *out = buf;
+  *oh = fh;
+  *ow = fw;
+  *oc = channels;
+  return 0;
+}
+
+/* ---- the functions ---- */
+typedef struct {
+  const char *comp, *output;
+  bool keep;
+  sl__jpeg_opts jo;
+  /* decode_and_crop_jpeg */
+  bool has_win, random;
+  sl__win win;
+  double scale[2], ratio[2];
+  int64_t out_h, out_w;
+  int method;
+} jpeg_state;
+
+static void jpeg_free(void *st) { sl__free(st); }
+
+static int read_pair(const sl_args *a, const char *key, double *v, bool *given) {
+  int n = 0;
+  int rc = sl_args_doubles(a, key, v, 2, &n);
+  if (rc) return rc;
+  if (sl_args_has(a, key) && n != 2) return sl__err(SL_EINVAL, "%s.%s: expected two numbers", sl_args_path(a), key);
+  if (given) *given = n == 2;
+  return 0;
+}
+
+static int jpeg_init_common(void **state, const sl_args *a, bool crop) {
+  jpeg_state *s = sl__calloc(1, sizeof *s);
+  if (!s) return sl__oom("decode_jpeg");
+  int64_t ch, maxpx;
+  const char *method;
+  int rc;
+  if ((rc = sl_args_string(a, "component", "image/encoded", &s->comp)) ||
+      (rc = sl_args_string(a, "output", "image", &s->output)) || (rc = sl_args_bool(a, "keep", false, &s->keep)) ||
+      (rc = sl_args_int(a, "channels", 3, &ch)) || (rc = sl_args_bool(a, "strict", true, &s->jo.strict)) ||
+      (rc = sl_args_int(a, "max_pixels", 100000000, &maxpx)) ||
+      (rc = sl_args_string(a, "method", "bilinear", &method)))
+    goto fail;
+  if (ch != 0 && ch != 1 && ch != 3) {
+    rc = sl__err(SL_EINVAL, "%s.channels: expected 0 (as stored), 1 or 3, found %lld", sl_args_path(a), (long long)ch);
+    goto fail;
+  }
+  if (maxpx < 1) {
+    rc = sl__err(SL_EINVAL, "%s.max_pixels: must be >= 1", sl_args_path(a));
+    goto fail;
+  }
+  s->jo.channels = (int)ch;
+  s->jo.max_pixels = maxpx;
+  if (crop) {
+    if ((rc = sl__resize_method_parse(&s->method, method, sl_args_path(a)))) goto fail;
+    double win[4], size[2];
+    int nw = 0, ns = 0;
+    if ((rc = sl_args_doubles(a, "crop", win, 4, &nw)) || (rc = sl_args_doubles(a, "size", size, 2, &ns))) goto fail;
+    bool has_scale, has_ratio;
+    s->scale[0] = 0.08, s->scale[1] = 1.0, s->ratio[0] = 3.0 / 4.0, s->ratio[1] = 4.0 / 3.0;
+    if ((rc = read_pair(a, "scale", s->scale, &has_scale)) || (rc = read_pair(a, "ratio", s->ratio, &has_ratio)) ||
+        (rc = sl_args_bool(a, "random", !nw, &s->random)))
+      goto fail;
+    if (nw && nw != 4) {
+      rc = sl__err(SL_EINVAL, "%s.crop: expected [y, x, height, width]", sl_args_path(a));
+      goto fail;
+    }
+    if (nw && s->random) {
+      rc = sl__err(SL_EINVAL, "%s: give either a fixed \"crop\" window or \"random\": true, not both", sl_args_path(a));
+      goto fail;
+    }
+    if (!nw && !s->random) {
+      rc = sl__err(SL_EINVAL, "%s.crop: required unless \"random\" is true", sl_args_path(a));
+      goto fail;
+    }
+    if (sl_args_has(a, "size") && (ns != 2 || size[0] < 1 || size[1] < 1 || size[0] > 65535 || size[1] > 65535)) {
+      rc = sl__err(SL_EINVAL, "%s.size: expected [height, width], each in 1..65535", sl_args_path(a));
+      goto fail;
+    }
+    if (!(s->scale[0] > 0 && s->scale[0] <= s->scale[1] && s->scale[1] <= 1) ||
+        !(s->ratio[0] > 0 && s->ratio[0] <= s->ratio[1])) {
+      rc = sl__err(SL_EINVAL, "%s: scale must satisfy 0 < min <= max <= 1 and ratio 0 < min <= max", sl_args_path(a));
+      goto fail;
+    }
+    for (int k = 0; k < nw; k++)
+      if (!(win[k] >= (k < 2 ? 0 : 1) && win[k] <= 1e9 && win[k] == floor(win[k]))) {
+        rc = sl__err(SL_EINVAL, "%s.crop[%d]: expected an integer in %d..1e9", sl_args_path(a), k, k < 2 ? 0 : 1);
+        goto fail;
+      }
+    if (nw) {
+      s->has_win = true;
+      s->win = (sl__win){(int64_t)win[0], (int64_t)win[1], (int64_t)win[2], (int64_t)win[3]};
+    }
+    if (ns) s->out_h = (int64_t)size[0], s->out_w = (int64_t)size[1];
+  }
+  *state = s;
+  return 0;
+fail:
+  sl__free(s);
+  return rc;
+}
+static int decode_init(void **state, const sl_args *a, void *payload) { return jpeg_init_common(state, a, false); }
+static int crop_init(void **state, const sl_args *a, void *payload) { return jpeg_init_common(state, a, true); }
+
+static int jpeg_call_common(const jpeg_state *s, sl_elem *e, sl_fn_call *call, bool crop) {
+  sl_comp *c;
+  int rc = sl__fn_component(e, call, s->comp, &c);
+  if (rc) return rc;
+  if (c->dtype != SL_BYTES || c->rank != 0)
+    return sl__err(SL_EINVAL, "%s: element %llu: '%s' is %s rank %d, expected one byte string (encoded JPEG)",
+                   call->op_path, (unsigned long long)call->index, s->comp, sl_dtype_name(c->dtype), c->rank);
+  sl_rng rng;
+  sl__jpeg_req req = {0};
+  if (crop) {
+    req.win = s->has_win ? &s->win : NULL;
+    if (s->random) {
+      sl_rng_seed(&rng, call->seed);
+      req.sample = &rng;
+    }
+    req.scale = s->scale;
+    req.ratio = s->ratio;
+    req.out_h = s->out_h;
+    req.out_w = s->out_w;
+    req.method = s->method;
+  }
+  sl_buf *buf;
+  int64_t shape[3];
+  rc = sl__jpeg_decode(sl_comp_data(c), c->size, &s->jo, crop ? &req : NULL, &buf, &shape[0], &shape[1], &shape[2]);
+  if (rc)
+    return sl__err_wrap(rc, "%s: element %llu ('%s', %zu bytes)", call->op_path, (unsigned long long)call->index,
+                        s->comp, c->size);
+  rc = sl_elem_set_tensor(e, s->output, SL_UINT8, 3, shape, buf, 0, NULL);
+  sl_buf_unref(buf);
+  if (rc) return rc;
+  if (!s->keep && strcmp(s->comp, s->output)) sl_elem_remove(e, s->comp);
+  return 0;
+}
+static int decode_call(void *st, sl_elem *e, sl_fn_call *call) { return jpeg_call_common(st, e, call, false); }
+static int crop_call(void *st, sl_elem *e, sl_fn_call *call) { return jpeg_call_common(st, e, call, true); }
+
+const sl__fn_entry sl__fns_jpeg[] = {
+    {"decode_jpeg", {SL_FN_DEF_VERSION, 0, decode_init, decode_call, jpeg_free}},
+    {"decode_and_crop_jpeg", {SL_FN_DEF_VERSION, SL_FN_RANDOM, crop_init, crop_call, jpeg_free}},
+    {NULL, {0, 0, NULL, NULL, NULL}},
+};

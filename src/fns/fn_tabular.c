@@ -1,0 +1,451 @@
+/* fns/fn_tabular.c: tabular functions: `parse_csv` (typed column groups, per-group defaults for empty fields,
+ * RFC 4180 quoting, on_error "error" or "skip"), `hash_bucket` (XXH64 of strings mod N: stable across runs,
+ * machines and versions) and `log1p` (log(1 + x) to float32, negatives clipped to 0 by default). */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "fns/fns.h"
+
+/* ---------------- parse_csv ---------------- */
+typedef struct {
+  const char *name;
+  sl_dtype dtype;
+  int64_t count; /* fields this group takes; output rank 1 [count] when `vector`, else a scalar */
+  bool vector;
+  bool has_default;
+  double def_num;
+  const char *def_str;
+} csv_col;
+
+typedef struct {
+  const char *comp;
+  char delim;
+  bool skip, keep;
+  int ncols;
+  int64_t nfields;
+  csv_col cols[SL_MAX_COMPONENTS];
+  atomic_uint_fast64_t skipped;
+} csv_state;
+
+static void csv_free(void *st) { sl__free(st); }
+
+static int csv_init(void **state, const sl_args *a, void *payload) {
+  csv_state *s = sl__calloc(1, sizeof *s);
+  if (!s) return sl__oom("parse_csv");
+  const char *delim, *on_error;
+  int rc;
+  if ((rc = sl_args_string(a, "component", "line", &s->comp)) || (rc = sl_args_string(a, "delimiter", ",", &delim)) ||
+      (rc = sl_args_string(a, "on_error", "error", &on_error)) || (rc = sl_args_bool(a, "keep", false, &s->keep)))
+    goto fail;
+  if (strlen(delim) != 1 || delim[0] == '"' || delim[0] == '\n') {
+    rc = sl__err(SL_EINVAL, "%s.delimiter: expected one character (not a quote or newline)", sl_args_path(a));
+    goto fail;
+  }
+  s->delim = delim[0];
+  if (strcmp(on_error, "error") && strcmp(on_error, "skip")) {
+    rc = sl__err(SL_EINVAL, "%s.on_error: expected \"error\" or \"skip\"", sl_args_path(a));
+    goto fail;
+  }
+  s->skip = !strcmp(on_error, "skip");
+  json_t *cols = a->obj ? json_object_get(a->obj, "columns") : NULL;
+  if (!json_is_array(cols) || json_array_size(cols) == 0 || json_array_size(cols) > SL_MAX_COMPONENTS - 1) {
+    rc = sl__err(SL_EINVAL, "%s.columns: expected an array of 1 to %d column groups ({\"name\", \"dtype\", \"count\", "
+                 "\"default\"})", sl_args_path(a), SL_MAX_COMPONENTS - 1);
+    goto fail;
+  }
+  for (size_t i = 0; i < json_array_size(cols); i++) {
+    json_t *c = json_array_get(cols, i);
+    csv_col *col = &s->cols[s->ncols];
+    json_t *nm = json_object_get(c, "name"), *dt = json_object_get(c, "dtype"), *cnt = json_object_get(c, "count"),
+           *df = json_object_get(c, "default");
+    if (!json_is_object(c) || !json_is_string(nm) || !json_is_string(dt)) {
+      rc = sl__err(SL_EINVAL, "%s.columns[%zu]: expected {\"name\": ..., \"dtype\": ...}", sl_args_path(a), i);
+      goto fail;
+    }
+    col->name = json_string_value(nm);
+    if ((rc = sl_dtype_parse(&col->dtype, json_string_value(dt)))) {
+      sl__err_wrap(rc, "%s.columns[%zu].dtype", sl_args_path(a), i);
+      goto fail;
+    }
+    col->count = 1;
+    if (cnt) {
+      if (!json_is_integer(cnt) || json_integer_value(cnt) < 1 || json_integer_value(cnt) > 1000000) {
+        rc = sl__err(SL_EINVAL, "%s.columns[%zu].count: expected an integer in 1..1000000", sl_args_path(a), i);
+        goto fail;
+      }
+      col->count = json_integer_value(cnt);
+      col->vector = true;
+    }
+    if (df) {
+      col->has_default = true;
+      if (col->dtype == SL_BYTES ? !json_is_string(df) : !json_is_number(df)) {
+        rc = sl__err(SL_EINVAL, "%s.columns[%zu].default: expected a %s", sl_args_path(a), i,
+                     col->dtype == SL_BYTES ? "string" : "number");
+        goto fail;
+      }
+      if (col->dtype == SL_BYTES) col->def_str = json_string_value(df);
+      else col->def_num = json_number_value(df);
+      if (col->dtype != SL_BYTES && col->dtype != SL_FLOAT32 && col->dtype != SL_FLOAT64 &&
+          !(fabs(col->def_num) < 0x1p62)) {
+        rc = sl__err(SL_EINVAL, "%s.columns[%zu].default: out of range for %s", sl_args_path(a), i,
+                     sl_dtype_name(col->dtype));
+        goto fail;
+      }
+    }
+    s->nfields += col->count;
+    s->ncols++;
+  }
+  *state = s;
+  return 0;
+fail:
+  sl__free(s);
+  return rc;
+}
+
+/* One field: [b, e) of the line, unquoted when `quoted` (then "" stands for one quote). */
+typedef struct {
+  uint32_t b, e;
+  bool quoted;
+} csv_field;
+
+static int csv_bad(csv_state *s, sl_fn_call *call, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int csv_bad(csv_state *s, sl_fn_call *call, const char *fmt, ...) {
+  if (s->skip) {
+    atomic_fetch_add_explicit(&s->skipped, 1, memory_order_relaxed);
+    call->keep = false;
+    return 0;
+  }
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  return sl__err(SL_EINVAL, "%s: element %llu (line %llu of the input): %s (\"on_error\": \"skip\" drops such lines)",
+                 call->op_path, (unsigned long long)call->index, (unsigned long long)call->index + 1, msg);
+}
+
+static int parse_num(const char *p, size_t n, sl_dtype dt, double *dv, int64_t *iv) {
+  char buf[64];
+  if (n == 0 || n >= sizeof buf) return -1;
+  memcpy(buf, p, n);
+  buf[n] = 0;
+  char *end;
+  errno = 0;
+  if (dt == SL_FLOAT32 || dt == SL_FLOAT64) {
+    *dv = strtod(buf, &end);
+    if (end != buf + n || errno == ERANGE) return -1;
+    *iv = 0;
+  } else {
+    long long v = strtoll(buf, &end, 10);
+    if (end != buf + n || errno == ERANGE) return -1;
+    if (dt == SL_INT32 && (v < INT32_MIN || v > INT32_MAX)) return -1;
+    if (dt == SL_UINT8 && (v < 0 || v > 255)) return -1;
+    *iv = v;
+    *dv = (double)v;
+  }
+  return 0;
+}
+
+static int csv_call(void *st, sl_elem *e, sl_fn_call *call) {
+  csv_state *s = st;
+  sl_comp *c;
+  int rc = sl__fn_component(e, call, s->comp, &c);
+  if (rc) return rc;
+  if (c->dtype != SL_BYTES || c->rank != 0)
+    return sl__err(SL_EINVAL, "%s: element %llu: '%s' is not a text line", call->op_path,
+                   (unsigned long long)call->index, s->comp);
+  if (c->size > UINT32_MAX) return csv_bad(s, call, "line longer than 4 GiB");
+  /* Hold the line: outputs may replace the input component. */
+  sl_buf *hold = c->buf ? sl_buf_ref(c->buf) : NULL;
+  char inl[SL_INLINE_BYTES];
+  const char *line = sl_comp_data(c);
+  size_t n = c->size;
+  if (!hold) {
+    memcpy(inl, line, n);
+    line = inl;
+  }
+  csv_field fstack[64];
+  csv_field *f = s->nfields <= 64 ? fstack : sl__mallocarray((size_t)s->nfields, sizeof *f);
+  sl_elem out;
+  sl_elem_init(&out);
+  if (!f) {
+    rc = sl__oom("parse_csv fields");
+    goto done;
+  }
+  /* Split. */
+  int64_t nf = 0;
+  size_t i = 0;
+  for (;;) {
+    csv_field fd = {(uint32_t)i, (uint32_t)i, false};
+    if (i < n && line[i] == '"') {
+      fd.quoted = true;
+      fd.b = (uint32_t)++i;
+      for (;;) {
+        if (i >= n) {
+          rc = csv_bad(s, call, "field %lld: unterminated quoted field", (long long)nf + 1);
+          goto done;
+        }
+        if (line[i] == '"') {
+          if (i + 1 < n && line[i + 1] == '"') {
+            i += 2;
+            continue;
+          }
+          break;
+        }
+        i++;
+      }
+      fd.e = (uint32_t)i++;
+      if (i < n && line[i] != s->delim) {
+        rc = csv_bad(s, call, "field %lld: text after the closing quote", (long long)nf + 1);
+        goto done;
+      }
+    } else {
+      while (i < n && line[i] != s->delim) i++;
+      fd.e = (uint32_t)i;
+    }
+    if (nf < s->nfields) f[nf] = fd;
+    nf++;
+    if (i >= n) break;
+    i++; /* the delimiter */
+  }
+  if (nf != s->nfields) {
+    rc = csv_bad(s, call, "%lld fields, expected %lld", (long long)nf, (long long)s->nfields);
+    goto done;
+  }
+  /* Convert, group by group. */
+  int64_t fi = 0;
+  for (int g = 0; g < s->ncols && !rc; g++) {
+    const csv_col *col = &s->cols[g];
+    int64_t shape[1] = {col->count};
+    if (col->dtype == SL_BYTES) {
+      size_t total = 0;
+      for (int64_t k = 0; k < col->count; k++) {
+        const csv_field *fd = &f[fi + k];
+        size_t len = fd->e - fd->b;
+        if (len == 0 && !fd->quoted) {
+          if (!col->has_default) {
+            rc = csv_bad(s, call, "field %lld (column '%s') is empty and has no default", (long long)(fi + k + 1), col->name);
+            goto done;
+          }
+          len = strlen(col->def_str);
+        }
+        total += len;
+      }
+      sl_buf *data = sl_buf_alloc(total ? total : 1), *offs = col->vector ? sl_buf_alloc((size_t)(col->count + 1) * 8) : NULL;
+      if (!data || (col->vector && !offs)) {
+        sl_buf_unref(data);
+        sl_buf_unref(offs);
+        rc = sl__oom("parse_csv strings");
+        goto done;
+      }
+      char *d = sl_buf_data(data);
+      uint64_t *o = offs ? sl_buf_data(offs) : NULL, pos = 0;
+      for (int64_t k = 0; k < col->count; k++) {
+        const csv_field *fd = &f[fi + k];
+        if (o) o[k] = pos;
+        if (fd->e == fd->b && !fd->quoted) {
+          size_t len = strlen(col->def_str);
+          memcpy(d + pos, col->def_str, len);
+          pos += len;
+        } else if (fd->quoted) {
+          for (uint32_t j = fd->b; j < fd->e; j++) {
+            d[pos++] = line[j];
+            if (line[j] == '"') j++; /* "" -> " */
+          }
+        } else {
+          memcpy(d + pos, line + fd->b, fd->e - fd->b);
+          pos += fd->e - fd->b;
+        }
+      }
+      if (o) o[col->count] = pos;
+      rc = sl_elem_set_bytes(&out, col->name, data, 0, NULL, (size_t)pos);
+      if (!rc && col->vector) {
+        sl_comp *oc = sl_elem_get(&out, col->name);
+        oc->rank = 1;
+        oc->shape[0] = col->count;
+        oc->offs = offs;
+        offs = NULL;
+      }
+      sl_buf_unref(offs);
+      sl_buf_unref(data);
+    } else {
+      void *data;
+      rc = sl_elem_new_tensor(&out, col->name, col->dtype, col->vector ? 1 : 0, shape, &data);
+      for (int64_t k = 0; k < col->count && !rc; k++) {
+        const csv_field *fd = &f[fi + k];
+        double dv;
+        int64_t iv;
+        if (fd->e == fd->b) {
+          if (!col->has_default) {
+            rc = csv_bad(s, call, "field %lld (column '%s') is empty and has no default", (long long)(fi + k + 1),
+                         col->name);
+            goto done;
+          }
+          dv = col->def_num;
+          iv = (int64_t)dv;
+        } else if (parse_num(line + fd->b, fd->e - fd->b, col->dtype, &dv, &iv)) {
+          int len = (int)(fd->e - fd->b > 40 ? 40 : fd->e - fd->b);
+          rc = csv_bad(s, call, "field %lld (column '%s'): '%.*s%s' is not a valid %s", (long long)(fi + k + 1),
+                       col->name, len, line + fd->b, fd->e - fd->b > 40 ? "..." : "", sl_dtype_name(col->dtype));
+          goto done;
+        }
+        switch (col->dtype) {
+        case SL_UINT8: ((uint8_t *)data)[k] = (uint8_t)iv; break;
+        case SL_INT32: ((int32_t *)data)[k] = (int32_t)iv; break;
+        case SL_INT64: ((int64_t *)data)[k] = iv; break;
+        case SL_FLOAT32: ((float *)data)[k] = (float)dv; break;
+        default: ((double *)data)[k] = dv; break;
+        }
+      }
+    }
+    fi += col->count;
+  }
+  if (rc) goto done;
+  if (!s->keep) sl_elem_remove(e, s->comp);
+  for (int k = 0; k < out.n && !rc; k++) {
+    sl_comp *oc = &out.c[k];
+    if (oc->dtype == SL_BYTES) {
+      rc = sl_elem_set_bytes(e, oc->name, oc->buf, oc->off, sl_comp_data(oc), oc->size);
+      if (!rc && oc->rank) {
+        sl_comp *dc = sl_elem_get(e, oc->name);
+        dc->rank = 1;
+        dc->shape[0] = oc->shape[0];
+        dc->offs = sl_buf_ref(oc->offs);
+      }
+    } else {
+      rc = sl_elem_set_tensor(e, oc->name, oc->dtype, oc->rank, oc->shape, oc->buf, oc->off, sl_comp_data(oc));
+    }
+  }
+done:
+  sl_elem_clear(&out);
+  if (f != fstack) sl__free(f);
+  sl_buf_unref(hold);
+  return rc;
+}
+
+/* ---------------- hash_bucket ---------------- */
+typedef struct {
+  const char *comp, *output;
+  int64_t buckets;
+  int64_t seed;
+} hb_state;
+static void hb_free(void *st) { sl__free(st); }
+static int hb_init(void **state, const sl_args *a, void *payload) {
+  hb_state *s = sl__calloc(1, sizeof *s);
+  if (!s) return sl__oom("hash_bucket");
+  int rc;
+  if ((rc = sl_args_string(a, "component", NULL, &s->comp)) || (rc = sl_args_int(a, "buckets", 0, &s->buckets)) ||
+      (rc = sl_args_int(a, "seed", 0, &s->seed)))
+    goto fail;
+  if (!s->comp) {
+    rc = sl__err(SL_EINVAL, "%s.component: required", sl_args_path(a));
+    goto fail;
+  }
+  if ((rc = sl_args_string(a, "output", s->comp, &s->output))) goto fail;
+  if (s->buckets < 1) {
+    rc = sl__err(SL_EINVAL, "%s.buckets: required, >= 1", sl_args_path(a));
+    goto fail;
+  }
+  *state = s;
+  return 0;
+fail:
+  sl__free(s);
+  return rc;
+}
+static int hb_call(void *st, sl_elem *e, sl_fn_call *call) {
+  const hb_state *s = st;
+  sl_comp *c;
+  int rc = sl__fn_component(e, call, s->comp, &c);
+  if (rc) return rc;
+  if (c->dtype != SL_BYTES)
+    return sl__err(SL_EINVAL, "%s: element %llu: '%s' is %s; hash_bucket needs strings", call->op_path,
+                   (unsigned long long)call->index, s->comp, sl_dtype_name(c->dtype));
+  sl_comp src = *c;
+  if (src.buf) sl_buf_ref(src.buf);
+  if (src.offs) sl_buf_ref(src.offs);
+  int64_t n = sl_comp_count(&src);
+  int64_t *out;
+  rc = sl_elem_new_tensor(e, s->output, SL_INT64, src.rank, src.shape, (void **)&out);
+  for (int64_t i = 0; i < n && !rc; i++) {
+    const void *p;
+    size_t len;
+    if ((rc = sl_comp_string(&src, i, &p, &len))) break;
+    out[i] = (int64_t)(XXH64(p, len, (XXH64_hash_t)s->seed) % (uint64_t)s->buckets);
+  }
+  sl_buf_unref(src.buf);
+  sl_buf_unref(src.offs);
+  return rc;
+}
+
+/* ---------------- log1p ---------------- */
+typedef struct {
+  const char *comp, *output;
+  bool clip;
+} l1p_state;
+static int l1p_init(void **state, const sl_args *a, void *payload) {
+  l1p_state *s = sl__calloc(1, sizeof *s);
+  if (!s) return sl__oom("log1p");
+  int rc;
+  if ((rc = sl_args_string(a, "component", NULL, &s->comp)) ||
+      (rc = sl_args_bool(a, "clip_negative", true, &s->clip))) {
+    sl__free(s);
+    return rc;
+  }
+  if (!s->comp) {
+    sl__free(s);
+    return sl__err(SL_EINVAL, "%s.component: required", sl_args_path(a));
+  }
+  if ((rc = sl_args_string(a, "output", s->comp, &s->output))) {
+    sl__free(s);
+    return rc;
+  }
+  *state = s;
+  return 0;
+}
+static int l1p_call(void *st, sl_elem *e, sl_fn_call *call) {
+  const l1p_state *s = st;
+  sl_comp *c;
+  int rc = sl__fn_component(e, call, s->comp, &c);
+  if (rc) return rc;
+  if (c->dtype == SL_BYTES)
+    return sl__err(SL_EINVAL, "%s: element %llu: '%s' is bytes; log1p needs numbers", call->op_path,
+                   (unsigned long long)call->index, s->comp);
+  sl_comp src = *c;
+  if (src.buf) sl_buf_ref(src.buf);
+  int64_t n = sl_comp_count(&src);
+  float *out;
+  rc = sl_elem_new_tensor(e, s->output, SL_FLOAT32, src.rank, src.shape, (void **)&out);
+  const void *in = sl_comp_data(&src);
+  for (int64_t i = 0; i < n && !rc; i++) {
+    double v;
+    switch (src.dtype) {
+    case SL_UINT8: v = ((const uint8_t *)in)[i]; break;
+    case SL_INT32: v = ((const int32_t *)in)[i]; break;
+    case SL_INT64: v = (double)((const int64_t *)in)[i]; break;
+    case SL_FLOAT32: v = ((const float *)in)[i]; break;
+    default: v = ((const double *)in)[i]; break;
+    }
+    if (v < 0 && s->clip) v = 0;
+    if (v <= -1) {
+      rc = sl__err(SL_EINVAL, "%s: element %llu: '%s'[%lld] = %g: log1p needs values > -1 (or \"clip_negative\": true)",
+                   call->op_path, (unsigned long long)call->index, s->comp, (long long)i, v);
+      break;
+    }
+    out[i] = (float)log1p(v);
+  }
+  sl_buf_unref(src.buf);
+  return rc;
+}
+
+const sl__fn_entry sl__fns_tabular[] = {
+    {"parse_csv", {SL_FN_DEF_VERSION, 0, csv_init, csv_call, csv_free}},
+    {"hash_bucket", {SL_FN_DEF_VERSION, 0, hb_init, hb_call, hb_free}},
+    {"log1p", {SL_FN_DEF_VERSION, 0, l1p_init, l1p_call, hb_free}},
+    {NULL, {0, 0, NULL, NULL, NULL}},
+};

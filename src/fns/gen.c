@@ -1,0 +1,223 @@
+/* fns/gen.c: sl_gen_run: checks options, creates the output folder, runs the record makers of gen_image.c and
+ * gen_text.c on `threads` threads in chunks (record i always comes from seed and i alone, so the files do not
+ * depend on the thread count), writes records in order into `shards` files and measures what the issue asks the
+ * report to say (mean JPEG size, decode cost). */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "fns/gen_internal.h"
+#include "fns/image.h"
+
+static const char *const KIND_NAMES[] = {"imagenet", "ssd", "text", "tabular"};
+
+int sl_gen_kind_parse(sl_gen_kind *out, const char *name) {
+  for (int i = 0; i < 4; i++)
+    if (name && !strcmp(name, KIND_NAMES[i])) {
+      *out = (sl_gen_kind)i;
+      return 0;
+    }
+  return sl__err(SL_EINVAL, "unknown dataset '%s' (imagenet, ssd, text, tabular)", name ? name : "");
+}
+const char *sl_gen_kind_name(sl_gen_kind k) { return (unsigned)k < 4 ? KIND_NAMES[k] : "?"; }
+
+static int mkdirs(const char *path) {
+  char buf[4096];
+  size_t n = strlen(path);
+  if (n == 0 || n >= sizeof buf) return sl__err(SL_EINVAL, "out_dir: bad path '%s'", path);
+  memcpy(buf, path, n + 1);
+  for (size_t i = 1; i <= n; i++) {
+    if (buf[i] != '/' && buf[i] != 0) continue;
+    char c = buf[i];
+    buf[i] = 0;
+    if (mkdir(buf, 0777) && errno != EEXIST) return sl__err(SL_EIO, "cannot create '%s': %s", buf, strerror(errno));
+    buf[i] = c;
+  }
+  struct stat st;
+  if (stat(path, &st) || !S_ISDIR(st.st_mode)) return sl__err(SL_EIO, "'%s' is not a directory", path);
+  return 0;
+}
+
+#define CHUNK 32
+
+typedef struct {
+  const sl_gen_opts *o;
+  const void *zipf;
+  int64_t base, count;
+  int tid, nthreads;
+  sl__gen_rec *recs;
+  int rc;
+  char msg[1024]; /* the worker thread's error message */
+} chunk_job;
+
+static int make_one(const sl_gen_opts *o, const void *zipf, int64_t i, sl__gen_rec *r) {
+  switch (o->kind) {
+  case SL_GEN_IMAGENET:
+  case SL_GEN_SSD: return sl__gen_image(o, i, r);
+  case SL_GEN_TEXT: return sl__gen_sentence(o, zipf, i, r);
+  default: return sl__gen_csv_row(o, i, r);
+  }
+}
+
+static void *chunk_worker(void *arg) {
+  chunk_job *j = arg;
+  for (int64_t k = j->tid; k < j->count && !j->rc; k += j->nthreads) {
+    j->rc = make_one(j->o, j->zipf, j->base + k, &j->recs[k]);
+    if (j->rc) snprintf(j->msg, sizeof j->msg, "%s", sl_error_last());
+  }
+  return NULL;
+}
+
+static void rec_dispose(sl__gen_rec *r) {
+  sl__str_dispose(&r->data);
+  sl_buf_unref(r->jpeg);
+  memset(r, 0, sizeof *r);
+}
+
+/* Decode cost: CPU time of decoding the sampled JPEGs with the decoder decode_jpeg uses, best of 3 passes. */
+static double measure_decode(sl_buf **jpegs, int n) {
+  if (n == 0) return 0;
+  sl__jpeg_opts jo = {3, true, 1 << 30};
+  double best = -1;
+  for (int pass = 0; pass < 3; pass++) {
+    uint64_t t0 = sl__cpu_ns();
+    for (int i = 0; i < n; i++) {
+      sl_buf *img;
+      int64_t h, w, c;
+      if (sl__jpeg_decode(sl_buf_data(jpegs[i]), sl_buf_size(jpegs[i]), &jo, NULL, &img, &h, &w, &c)) return -1;
+      sl_buf_unref(img);
+    }
+    double us = (double)(sl__cpu_ns() - t0) / 1e3 / n;
+    if (best < 0 || us < best) best = us;
+  }
+  return best;
+}
+
+int sl_gen_run(const sl_gen_opts *o, sl_gen_report *report) {
+  if (!o || o->version != SL_GEN_OPTS_VERSION) return sl__err(SL_EINVAL, "sl_gen_run: options of another version");
+  if ((unsigned)o->kind > SL_GEN_TABULAR) return sl__err(SL_EINVAL, "sl_gen_run: unknown kind %d", (int)o->kind);
+  if (!o->out_dir || !o->out_dir[0]) return sl__err(SL_EINVAL, "out_dir: required");
+  if (o->n < 1) return sl__err(SL_EINVAL, "n: must be >= 1 (got %lld)", (long long)o->n);
+  if (o->shards < 1 || o->shards > o->n || o->shards > 100000)
+    return sl__err(SL_EINVAL, "shards: must be in 1..min(n, 100000) (got %d)", o->shards);
+  if (o->quality < 1 || o->quality > 100) return sl__err(SL_EINVAL, "quality: must be in 1..100 (got %d)", o->quality);
+  if (o->chroma != 444 && o->chroma != 420) return sl__err(SL_EINVAL, "chroma: 444 or 420 (got %d)", o->chroma);
+  if (o->threads < 1 || o->threads > 256) return sl__err(SL_EINVAL, "threads: must be in 1..256 (got %d)", o->threads);
+  if (o->kind == SL_GEN_TEXT && (o->vocab_size < 10 || o->vocab_size > 10000000))
+    return sl__err(SL_EINVAL, "vocab_size: must be in 10..10000000");
+  int rc = mkdirs(o->out_dir);
+  if (rc) return rc;
+  sl_gen_report rep;
+  memset(&rep, 0, sizeof rep);
+  void *zipf = NULL;
+  sl__str path = {0};
+  if (o->kind == SL_GEN_TEXT) {
+    if ((rc = sl__str_printf(&path, "%s/vocab.txt", o->out_dir))) return rc;
+    rc = sl__gen_vocab(o, path.s, &zipf, &rep.vocab_size, &rep.bytes);
+    if (rc) {
+      sl__str_dispose(&path);
+      return rc;
+    }
+    rep.files++;
+  }
+  bool images = o->kind == SL_GEN_IMAGENET || o->kind == SL_GEN_SSD;
+  const char *ext = images ? "tfrecord" : o->kind == SL_GEN_TEXT ? "txt" : "csv";
+  sl__gen_rec *recs = sl__calloc(CHUNK, sizeof *recs);
+  chunk_job *jobs = sl__calloc((size_t)o->threads, sizeof *jobs);
+  pthread_t *th = sl__calloc((size_t)o->threads, sizeof *th);
+  enum { NSAMPLE = 48 };
+  sl_buf *sample[NSAMPLE];
+  int nsample = 0;
+  double img_bytes = 0, sum_w = 0, sum_h = 0, tokens = 0;
+  sl_tfrecord_writer *tw = NULL;
+  FILE *f = NULL;
+  int shard = -1;
+  if (!recs || !jobs || !th) {
+    rc = sl__oom("generator");
+    goto done;
+  }
+  for (int64_t base = 0; base < o->n && !rc; base += CHUNK) {
+    int64_t count = o->n - base < CHUNK ? o->n - base : CHUNK;
+    int nt = o->threads < count ? o->threads : (int)count;
+    int started = 0;
+    for (int t = 0; t < nt; t++) {
+      jobs[t] = (chunk_job){o, zipf, base, count, t, nt, recs, 0, {0}};
+      if (t > 0 && pthread_create(&th[t], NULL, chunk_worker, &jobs[t])) {
+        jobs[t].rc = sl__err(SL_ERROR, "cannot start a generator thread");
+        break;
+      }
+      started = t + 1;
+    }
+    chunk_worker(&jobs[0]);
+    for (int t = 1; t < started; t++) pthread_join(th[t], NULL);
+    for (int t = 0; t < nt && !rc; t++)
+      if (jobs[t].rc) rc = sl__err(jobs[t].rc, "%s", jobs[t].msg[0] ? jobs[t].msg : "generator failed");
+    for (int64_t k = 0; k < count && !rc; k++) {
+      int64_t i = base + k;
+      sl__gen_rec *r = &recs[k];
+      int s = (int)(i * o->shards / o->n);
+      if (s != shard) {
+        if (tw && (rc = sl_tfrecord_writer_close(tw))) {
+          tw = NULL;
+          break;
+        }
+        tw = NULL;
+        if (f && fclose(f)) rc = sl__err(SL_EIO, "write error closing a shard: %s", strerror(errno));
+        f = NULL;
+        if (rc) break;
+        shard = s;
+        path.len = 0;
+        if ((rc = sl__str_printf(&path, "%s/train-%05d-of-%05d.%s", o->out_dir, s, o->shards, ext))) break;
+        if (images) rc = sl_tfrecord_writer_open(&tw, path.s, SL_COMPRESSION_NONE);
+        else if (!(f = fopen(path.s, "wb"))) rc = sl__err(SL_EIO, "cannot create '%s': %s", path.s, strerror(errno));
+        if (rc) break;
+        rep.files++;
+      }
+      if (images) {
+        rc = sl_tfrecord_write(tw, r->data.s, r->data.len);
+        rep.bytes += r->data.len + 16;
+        img_bytes += (double)sl_buf_size(r->jpeg);
+        sum_w += (double)r->w;
+        sum_h += (double)r->h;
+        rep.boxes += r->boxes;
+        if (nsample < NSAMPLE) {
+          sample[nsample++] = r->jpeg;
+          r->jpeg = NULL;
+        }
+      } else {
+        if (fwrite(r->data.s, 1, r->data.len, f) != r->data.len)
+          rc = sl__err(SL_EIO, "write error on '%s': %s", path.s, strerror(errno));
+        rep.bytes += r->data.len;
+        tokens += (double)r->tokens;
+      }
+      rep.records++;
+      if (o->progress) o->progress(rep.records, o->n, o->payload);
+    }
+    for (int64_t k = 0; k < count; k++) rec_dispose(&recs[k]);
+  }
+  if (tw) {
+    int c = sl_tfrecord_writer_close(tw);
+    if (!rc) rc = c;
+  }
+  if (f && fclose(f) && !rc) rc = sl__err(SL_EIO, "write error closing '%s': %s", path.s, strerror(errno));
+  if (!rc && images && rep.records) {
+    rep.mean_image_bytes = img_bytes / (double)rep.records;
+    rep.mean_width = sum_w / (double)rep.records;
+    rep.mean_height = sum_h / (double)rep.records;
+    rep.decode_us = measure_decode(sample, nsample);
+  }
+  if (!rc && o->kind == SL_GEN_TEXT) rep.mean_tokens = tokens / (double)rep.records;
+done:
+  for (int i = 0; i < nsample; i++) sl_buf_unref(sample[i]);
+  if (recs)
+    for (int k = 0; k < CHUNK; k++) rec_dispose(&recs[k]);
+  sl__free(recs);
+  sl__free(jobs);
+  sl__free(th);
+  sl__gen_zipf_free(zipf);
+  sl__str_dispose(&path);
+  if (!rc && report) *report = rep;
+  return rc;
+}

@@ -1,0 +1,58 @@
+/* fns/image.h: what the image functions share: HWC uint8 image views, the random-resized-crop window sampler
+ * (used by both `random_resized_crop` and `decode_and_crop_jpeg`, so the two agree on a window for a seed),
+ * the resizer (stb_image_resize) and the JPEG decoder core. Not public. */
+#ifndef SL_FNS_IMAGE_H
+#define SL_FNS_IMAGE_H
+
+#include "fns/fns.h"
+
+/* A crop window in pixels: rows [y, y+h), columns [x, x+w). */
+typedef struct sl__win {
+  int64_t y, x, h, w;
+} sl__win;
+
+/* Samples a random-resized-crop window of an H x W image, as the ImageNet recipes do (Inception's
+ * sample_distorted_bounding_box, torchvision's RandomResizedCrop): up to 10 tries of an area fraction uniform in
+ * scale[0..1] and an aspect ratio (w/h) log-uniform in ratio[0..1]; if none fits, the largest centred window
+ * whose ratio is within range. Always returns a window inside the image with h, w >= 1. */
+void sl__crop_sample(sl_rng *r, int64_t H, int64_t W, const double scale[2], const double ratio[2], sl__win *out);
+
+enum { SL_RESIZE_BILINEAR = 0, SL_RESIZE_AREA = 1, SL_RESIZE_BICUBIC = 2, SL_RESIZE_NEAREST = 3 };
+/* Parses "bilinear", "area", "bicubic", "nearest". */
+int sl__resize_method_parse(int *out, const char *name, const char *path);
+/* Resizes an interleaved uint8 image with `c` channels (rows `sstride` bytes apart) to dh x dw (tightly packed).
+ * SL_ENOMEM when the resizer's scratch cannot be allocated. */
+int sl__resize_u8(const uint8_t *src, int64_t sh, int64_t sw, size_t sstride, uint8_t *dst, int64_t dh, int64_t dw,
+                  int c, int method);
+/* The same for float32 images. */
+int sl__resize_f32(const float *src, int64_t sh, int64_t sw, size_t sstride, float *dst, int64_t dh, int64_t dw,
+                   int c, int method);
+
+/* Reads an image component (uint8 or float32, rank 3 HWC or rank 2 HW) into h, w, c. */
+int sl__image_dims(const sl_comp *img, const sl_fn_call *call, int64_t *h, int64_t *w, int64_t *c);
+
+/* JPEG decoding (fn_jpeg.c). */
+typedef struct sl__jpeg_opts {
+  int channels;       /* 0: as stored (1 for grayscale, 3 otherwise); 1 or 3 */
+  bool strict;        /* libjpeg warnings (corrupt data, premature end) are errors */
+  int64_t max_pixels; /* refuse images larger than this */
+} sl__jpeg_opts;
+
+/* What to decode: the full image (win NULL), or a window of it, at a reduced DCT scale when `out_h`/`out_w` (> 0)
+ * are smaller than the window. When `sample` is set the window is drawn with sl__crop_sample once the image size
+ * is known. */
+typedef struct sl__jpeg_req {
+  const sl__win *win;
+  sl_rng *sample;
+  const double *scale, *ratio;
+  int64_t out_h, out_w;
+  int method; /* resize method for the final resize to out_h x out_w */
+} sl__jpeg_req;
+
+/* Decodes `len` bytes of JPEG into a new uint8 HWC buffer (*out, caller unrefs) of *h x *w x *c. Errors: SL_EINVAL
+ * for data that is not a JPEG, SL_ECORRUPT for a corrupt or truncated one, with libjpeg's message; the caller
+ * prefixes the op and element. Thread-safe (no shared state). */
+int sl__jpeg_decode(const uint8_t *data, size_t len, const sl__jpeg_opts *o, const sl__jpeg_req *req, sl_buf **out,
+                    int64_t *h, int64_t *w, int64_t *c);
+
+#endif

@@ -1,0 +1,272 @@
+/* ops/op_bucket.c: `bucket_by_sequence_length` (tf.data's bucket_by_sequence_length): elements go to the bucket
+ * of their length (first dimension of `component`, or bytes of a string): bucket i holds lengths in
+ * [boundaries[i-1], boundaries[i]), the last one everything from the last boundary up. A bucket that reaches its
+ * batch size is emitted as a padded batch (every dimension padded to the batch maximum, or the length dimension to
+ * boundary - 1 with pad_to_bucket_boundary). At the end of input the partial buckets are emitted in bucket order
+ * unless drop_remainder. Synchronous: it runs on the consumer's thread. */
+#include <string.h>
+
+#include "ops/engine.h"
+
+#define MAX_BUCKETS 64
+
+typedef struct {
+  const char *comp;
+  int nb; /* buckets = boundaries + 1 */
+  int64_t bound[MAX_BUCKETS];
+  int64_t size[MAX_BUCKETS];
+  json_t *pad_values;
+  bool drop_remainder, pad_to_boundary;
+} bucket_cfg;
+
+typedef struct {
+  sl__it it;
+  sl_elem *b[MAX_BUCKETS];
+  int64_t n[MAX_BUCKETS];
+  int64_t held[MAX_BUCKETS];
+  bool eof;
+  int flush; /* next bucket to flush after the end of input */
+} bucket_it;
+
+static int read_int_array(sl__op *op, json_t *o, const char *key, int64_t *out, int max, int *n) {
+  json_t *a = json_object_get(o, key);
+  if (!json_is_array(a) || json_array_size(a) > (size_t)max)
+    return sl__err(SL_EINVAL, "%s.%s: expected an array of at most %d integers", op->path, key, max);
+  *n = (int)json_array_size(a);
+  for (int i = 0; i < *n; i++) {
+    json_t *x = json_array_get(a, (size_t)i);
+    if (!json_is_integer(x) || json_integer_value(x) < 1)
+      return sl__err(SL_EINVAL, "%s.%s[%d]: expected an integer >= 1", op->path, key, i);
+    out[i] = json_integer_value(x);
+  }
+  return 0;
+}
+
+static int bucket_parse(sl__op *op, json_t *o) {
+  static const char *const keys[] = {"component", "boundaries", "batch_sizes", "padding_values",
+                                     "pad_to_bucket_boundary", "drop_remainder", NULL};
+  bucket_cfg *c = sl__calloc(1, sizeof *c);
+  if (!c) return sl__oom("bucket_by_sequence_length");
+  op->impl = c;
+  int rc, nbound, nsize;
+  if ((rc = sl__knob_check_keys(op, o, keys)) || (rc = sl__knob_str(op, o, "component", NULL, &c->comp)) ||
+      (rc = sl__knob_bool(op, o, "drop_remainder", false, &c->drop_remainder)) ||
+      (rc = sl__knob_bool(op, o, "pad_to_bucket_boundary", false, &c->pad_to_boundary)))
+    return rc;
+  if (!c->comp) return sl__err(SL_EINVAL, "%s.component: required (the component whose length picks the bucket)", op->path);
+  if ((rc = read_int_array(op, o, "boundaries", c->bound, MAX_BUCKETS - 1, &nbound)) ||
+      (rc = read_int_array(op, o, "batch_sizes", c->size, MAX_BUCKETS, &nsize)))
+    return rc;
+  if (nbound < 1) return sl__err(SL_EINVAL, "%s.boundaries: at least one boundary", op->path);
+  if (nsize != nbound + 1)
+    return sl__err(SL_EINVAL, "%s.batch_sizes: expected %d sizes (one more than boundaries), found %d", op->path,
+                   nbound + 1, nsize);
+  for (int i = 1; i < nbound; i++)
+    if (c->bound[i] <= c->bound[i - 1])
+      return sl__err(SL_EINVAL, "%s.boundaries: must increase (boundaries[%d] = %lld)", op->path, i,
+                     (long long)c->bound[i]);
+  for (int i = 0; i < nsize; i++)
+    if (c->size[i] > (1 << 20)) return sl__err(SL_EINVAL, "%s.batch_sizes[%d]: too large", op->path, i);
+  c->nb = nsize;
+  c->pad_values = json_object_get(o, "padding_values");
+  if (c->pad_values && !json_is_object(c->pad_values))
+    return sl__err(SL_EINVAL, "%s.padding_values: expected an object of component -> number", op->path);
+  op->cardinality = -1;
+  return 0;
+}
+
+static void fill(void *dst, sl_dtype dt, double v, int64_t count) {
+  if (v == 0.0) {
+    memset(dst, 0, (size_t)count * sl_dtype_size(dt));
+    return;
+  }
+  for (int64_t i = 0; i < count; i++) switch (dt) {
+    case SL_UINT8: ((uint8_t *)dst)[i] = (uint8_t)v; break;
+    case SL_INT32: ((int32_t *)dst)[i] = (int32_t)v; break;
+    case SL_INT64: ((int64_t *)dst)[i] = (int64_t)v; break;
+    case SL_FLOAT32: ((float *)dst)[i] = (float)v; break;
+    case SL_FLOAT64: ((double *)dst)[i] = v; break;
+    default: break;
+    }
+}
+
+/* Copies src (shape ss) into the top-left corner of dst (shape ds), both row-major, same rank. */
+static void copy_into(uint8_t *dst, const int64_t *ds, const uint8_t *src, const int64_t *ss, int rank, size_t esz) {
+  if (rank == 0) {
+    memcpy(dst, src, esz);
+    return;
+  }
+  size_t dstride = esz, sstride = esz;
+  for (int i = 1; i < rank; i++) {
+    dstride *= (size_t)ds[i];
+    sstride *= (size_t)ss[i];
+  }
+  if (rank == 1) {
+    memcpy(dst, src, (size_t)ss[0] * esz);
+    return;
+  }
+  for (int64_t r = 0; r < ss[0]; r++) copy_into(dst + (size_t)r * dstride, ds + 1, src + (size_t)r * sstride, ss + 1, rank - 1, esz);
+}
+
+static int stack(sl__op *op, const bucket_cfg *c, int bucket, sl_elem *els, int64_t n, sl_elem *out) {
+  const sl_elem *e0 = &els[0];
+  for (int ci = 0; ci < e0->n; ci++) {
+    const sl_comp *c0 = &e0->c[ci];
+    if (c0->dtype == SL_BYTES) {
+      size_t total = 0;
+      for (int64_t k = 0; k < n; k++) {
+        const sl_comp *x = sl_elem_get(&els[k], c0->name);
+        if (!x || x->dtype != SL_BYTES || x->rank != 0)
+          return sl__op_err(op, SL_EINVAL, "component '%s' must be one byte string in every element", c0->name);
+        total += x->size;
+      }
+      sl_buf *data = sl_buf_alloc(total ? total : 1), *offs = sl_buf_alloc((size_t)(n + 1) * 8);
+      if (!data || !offs) {
+        sl_buf_unref(data);
+        sl_buf_unref(offs);
+        return sl__op_err(op, SL_ENOMEM, "out of memory batching '%s'", c0->name);
+      }
+      uint64_t *o = sl_buf_data(offs), pos = 0;
+      for (int64_t k = 0; k < n; k++) {
+        const sl_comp *x = sl_elem_get(&els[k], c0->name);
+        o[k] = pos;
+        if (x->size) memcpy((uint8_t *)sl_buf_data(data) + pos, sl_comp_data(x), x->size);
+        pos += x->size;
+      }
+      o[n] = pos;
+      sl_comp *d = &out->c[out->n++];
+      memset(d, 0, sizeof *d);
+      d->name = c0->name;
+      d->dtype = SL_BYTES;
+      d->rank = 1;
+      d->shape[0] = n;
+      d->buf = data;
+      d->offs = offs;
+      d->size = total;
+      continue;
+    }
+    if (c0->rank >= SL_MAX_RANK)
+      return sl__op_err(op, SL_EINVAL, "component '%s' has rank %d: batching exceeds rank %d", c0->name, c0->rank,
+                        SL_MAX_RANK);
+    int64_t shape[SL_MAX_RANK];
+    memcpy(shape, c0->shape, sizeof shape);
+    for (int64_t k = 1; k < n; k++) {
+      const sl_comp *x = sl_elem_get(&els[k], c0->name);
+      if (!x || x->dtype != c0->dtype || x->rank != c0->rank)
+        return sl__op_err(op, SL_EINVAL, "component '%s' differs in dtype or rank between elements of a bucket",
+                          c0->name);
+      for (int d = 0; d < x->rank; d++)
+        if (x->shape[d] > shape[d]) shape[d] = x->shape[d];
+    }
+    if (c->pad_to_boundary && !strcmp(c0->name, c->comp) && c0->rank >= 1 && bucket < c->nb - 1 &&
+        c->bound[bucket] - 1 > shape[0])
+      shape[0] = c->bound[bucket] - 1;
+    int64_t oshape[SL_MAX_RANK];
+    oshape[0] = n;
+    memcpy(oshape + 1, shape, (size_t)c0->rank * sizeof(int64_t));
+    int64_t per;
+    if (sl_shape_count(&per, c0->rank, shape)) return sl__op_wrap(op, SL_EINVAL);
+    void *data;
+    sl_elem tmp;
+    sl_elem_init(&tmp);
+    int rc = sl_elem_new_tensor(&tmp, c0->name, c0->dtype, c0->rank + 1, oshape, &data);
+    if (rc) return sl__op_wrap(op, rc);
+    size_t esz = sl_dtype_size(c0->dtype), per_bytes = (size_t)per * esz;
+    json_t *pv = c->pad_values ? json_object_get(c->pad_values, c0->name) : NULL;
+    double padv = json_is_number(pv) ? json_number_value(pv) : 0.0;
+    for (int64_t k = 0; k < n; k++) {
+      const sl_comp *x = sl_elem_get(&els[k], c0->name);
+      uint8_t *dst = (uint8_t *)data + (size_t)k * per_bytes;
+      if (x->size == per_bytes) {
+        memcpy(dst, sl_comp_data(x), per_bytes);
+      } else {
+        fill(dst, c0->dtype, padv, per);
+        if (x->size) copy_into(dst, shape, sl_comp_data(x), x->shape, x->rank, esz);
+      }
+    }
+    out->c[out->n++] = tmp.c[0];
+  }
+  return 0;
+}
+
+static int emit(sl__it *it, int bucket, sl_elem *out) {
+  bucket_it *b = (bucket_it *)it;
+  const bucket_cfg *c = it->op->impl;
+  sl_elem_init(out);
+  int rc = stack(it->op, c, bucket, b->b[bucket], b->n[bucket], out);
+  if (rc) sl_elem_clear(out);
+  for (int64_t k = 0; k < b->n[bucket]; k++) sl_elem_clear(&b->b[bucket][k]);
+  sl__stats_held(it->op, -b->held[bucket]);
+  b->held[bucket] = 0;
+  b->n[bucket] = 0;
+  return rc;
+}
+
+static int bucket_next(sl__it *it, sl_elem *out) {
+  bucket_it *b = (bucket_it *)it;
+  const bucket_cfg *c = it->op->impl;
+  while (!b->eof) {
+    sl_elem e;
+    sl_elem_init(&e);
+    int rc = sl__it_pull(it, &e);
+    if (rc == SL_END) {
+      b->eof = true;
+      break;
+    }
+    if (rc) return rc;
+    sl_comp *x = sl_elem_get(&e, c->comp);
+    if (!x) {
+      sl_elem_clear(&e);
+      return sl__op_err(it->op, SL_EINVAL, "input element has no component '%s'", c->comp);
+    }
+    int64_t len = x->rank == 0 ? (x->dtype == SL_BYTES ? (int64_t)x->size : 1) : x->shape[0];
+    int k = 0;
+    while (k < c->nb - 1 && len >= c->bound[k]) k++;
+    if (!b->b[k]) {
+      b->b[k] = sl__mallocarray((size_t)c->size[k], sizeof(sl_elem));
+      if (!b->b[k]) {
+        sl_elem_clear(&e);
+        return sl__op_err(it->op, SL_ENOMEM, "out of memory for bucket %d", k);
+      }
+    }
+    int64_t bytes = (int64_t)sl_elem_bytes(&e);
+    sl_elem_move(&b->b[k][b->n[k]++], &e);
+    b->held[k] += bytes;
+    sl__stats_held(it->op, bytes);
+    if (b->n[k] == c->size[k]) return emit(it, k, out);
+  }
+  for (; b->flush < c->nb; b->flush++) {
+    int k = b->flush;
+    if (b->n[k] == 0) continue;
+    if (c->drop_remainder) {
+      for (int64_t i = 0; i < b->n[k]; i++) sl_elem_clear(&b->b[k][i]);
+      sl__stats_held(it->op, -b->held[k]);
+      b->held[k] = 0;
+      b->n[k] = 0;
+      continue;
+    }
+    b->flush++;
+    return emit(it, k, out);
+  }
+  return SL_END;
+}
+
+static void bucket_free(sl__it *it) {
+  bucket_it *b = (bucket_it *)it;
+  const bucket_cfg *c = it->op->impl;
+  for (int k = 0; k < c->nb; k++) {
+    for (int64_t i = 0; i < b->n[k]; i++) sl_elem_clear(&b->b[k][i]);
+    if (b->held[k]) sl__stats_held(it->op, -b->held[k]);
+    sl__free(b->b[k]);
+  }
+  sl__free(b);
+}
+static const sl__it_vt BUCKET_IT = {bucket_next, bucket_free};
+
+static int bucket_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out) {
+  return sl__it_new(out, sizeof(bucket_it), &BUCKET_IT, op, run, seed);
+}
+static void bucket_free_op(sl__op *op) { sl__free(op->impl); }
+
+const sl__op_vt sl__op_bucket_by_sequence_length = {"bucket_by_sequence_length", bucket_parse, bucket_open,
+                                                    bucket_free_op, SL_OPF_NEEDS_INPUT};

@@ -1,0 +1,123 @@
+/* test_fns_faults.c: allocation-failure injection through sluice's allocator hooks: with the Nth allocation failing,
+ * for every N until a call goes through, each function returns SL_ENOMEM (or succeeds) and leaks nothing (the
+ * ASan build checks the leaks). */
+#define _GNU_SOURCE
+#include "test_fns_util.h"
+
+static int g_countdown = -1; /* allocations left before failing; -1: never fail */
+static void *f_malloc(size_t n, void *p) {
+  if (g_countdown == 0) return NULL;
+  if (g_countdown > 0) g_countdown--;
+  return malloc(n);
+}
+static void *f_realloc(void *ptr, size_t n, void *p) {
+  if (g_countdown == 0) return NULL;
+  if (g_countdown > 0) g_countdown--;
+  return realloc(ptr, n);
+}
+static void f_free(void *ptr, void *p) { free(ptr); }
+static const sl_allocator FAILING = {f_malloc, f_realloc, f_free, NULL};
+
+typedef void (*make_elem)(sl_elem *e, void *ctx);
+
+/* Runs fn (opened with args) on elements made by make, failing the 0th, 1st, ... allocation inside the call. */
+static void sweep(const char *fn, const char *args, make_elem make, void *ctx) {
+  tf_fn f;
+  assert_int_equal(tf_open(&f, fn, args), 0);
+  sl_set_allocator(&FAILING);
+  int n;
+  for (n = 0; n < 200; n++) {
+    sl_elem e;
+    sl_elem_init(&e);
+    make(&e, ctx);
+    g_countdown = n;
+    int rc = tf_call(&f, &e, 3, 0, NULL);
+    g_countdown = -1;
+    if (rc != 0 && rc != SL_ENOMEM) fprintf(stderr, "%s: allocation %d failing gave %d: %s\n", fn, n, rc, sl_error_last());
+    assert_true(rc == 0 || rc == SL_ENOMEM);
+    sl_elem_clear(&e);
+    if (rc == 0) break;
+  }
+  assert_true(n < 200); /* it succeeds once allocations do (n = 0: it allocates nothing, e.g. an in-place flip) */
+  sl_set_allocator(NULL);
+  tf_close(&f);
+}
+
+typedef struct {
+  const void *data;
+  size_t len;
+} bytes;
+static void make_jpeg(sl_elem *e, void *ctx) {
+  bytes *b = ctx;
+  sl_elem_set_bytes(e, "image/encoded", NULL, 0, b->data, b->len);
+}
+static void make_image(sl_elem *e, void *ctx) {
+  int64_t shape[3] = {37, 53, 3};
+  void *d;
+  assert_int_equal(sl_elem_new_tensor(e, "image", SL_UINT8, 3, shape, &d), 0);
+  memset(d, 9, 37 * 53 * 3);
+}
+static void make_line(sl_elem *e, void *ctx) {
+  const char *s = ctx;
+  sl_elem_set_bytes(e, "line", NULL, 0, s, strlen(s));
+}
+
+static void test_image_functions_oom(void **st) {
+  size_t n;
+  uint8_t *j = tf_rgb_jpeg(120, 90, TJSAMP_420, &n);
+  bytes b = {j, n};
+  sweep("decode_jpeg", NULL, make_jpeg, &b);
+  sweep("decode_and_crop_jpeg", "{\"random\": true, \"size\": [32, 32]}", make_jpeg, &b);
+  sweep("decode_and_crop_jpeg", "{\"crop\": [3, 5, 40, 50]}", make_jpeg, &b);
+  sweep("random_resized_crop", "{\"size\": [20, 20]}", make_image, NULL);
+  sweep("resize", "{\"size\": [20, 70], \"method\": \"area\"}", make_image, NULL);
+  sweep("center_crop", "{\"size\": [20, 20]}", make_image, NULL);
+  sweep("random_flip", "{\"prob\": 1}", make_image, NULL);
+  sweep("normalize", NULL, make_image, NULL);
+  sweep("cast", "{\"dtype\": \"float32\"}", make_image, NULL);
+  free(j);
+}
+
+static void test_text_tabular_oom(void **st) {
+  char *dir = tu_tmpdir("fnoom");
+  char *vocab = tu_write_file(dir, "v.txt", "a\nb\nc\n", 6);
+  char args[512];
+  snprintf(args, sizeof args, "{\"vocab\": \"%s\"}", vocab);
+  sweep("tokenize", args, make_line, "a b c d, e a b c d e a b c");
+  /* Vocabulary loading under failing allocations: an error, never a crash. */
+  sl__fn fn;
+  assert_int_equal(sl__fn_lookup("tokenize", &fn), 0);
+  json_t *obj = json_loads(args, 0, NULL);
+  sl_args a = {obj, "ops[1].args"};
+  for (int k = 0; k < 20; k++) {
+    void *state = NULL;
+    sl_set_allocator(&FAILING);
+    g_countdown = k;
+    int rc = fn.def.init(&state, &a, NULL);
+    g_countdown = -1;
+    sl_set_allocator(NULL);
+    assert_true(rc == 0 || rc == SL_ENOMEM);
+    if (rc == 0) {
+      fn.def.free(state);
+      break;
+    }
+  }
+  json_decref(obj);
+  sweep("parse_csv",
+        "{\"columns\": [{\"name\": \"a\", \"dtype\": \"int64\"}, {\"name\": \"b\", \"dtype\": \"bytes\", \"count\": 2}, "
+        "{\"name\": \"c\", \"dtype\": \"float32\", \"count\": 2}]}",
+        make_line, "1,xx,\"y,y\",2.5,3");
+  free(vocab);
+  tu_rmtree(dir);
+  free(dir);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_image_functions_oom),
+      cmocka_unit_test(test_text_tabular_oom),
+  };
+  int rc = cmocka_run_group_tests(tests, NULL, NULL);
+  tf_release_all();
+  return rc;
+}

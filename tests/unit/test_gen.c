@@ -1,0 +1,194 @@
+/* test_gen.c: sl_gen_run for each dataset at a tiny size: files, record contents, determinism across thread
+ * counts, option errors. SL_TEST_THREADED SL_TEST_TIMEOUT(300) */
+#define _GNU_SOURCE
+#include "testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static char *read_all(const char *path, size_t *n) {
+  FILE *f = fopen(path, "rb");
+  assert_non_null(f);
+  fseek(f, 0, SEEK_END);
+  long len = ftell(f);
+  rewind(f);
+  char *b = malloc((size_t)len + 1);
+  assert_int_equal(fread(b, 1, (size_t)len, f), (size_t)len);
+  b[len] = 0;
+  fclose(f);
+  *n = (size_t)len;
+  return b;
+}
+
+static void gen(sl_gen_kind kind, const char *dir, int64_t n, int shards, int threads, sl_gen_report *r) {
+  sl_gen_opts o = SL_GEN_OPTS_INIT;
+  o.kind = kind;
+  o.out_dir = dir;
+  o.n = n;
+  o.shards = shards;
+  o.seed = 5;
+  o.threads = threads;
+  o.vocab_size = 500;
+  int rc = sl_gen_run(&o, r);
+  if (rc) fprintf(stderr, "%s\n", sl_error_last());
+  assert_int_equal(rc, 0);
+}
+
+static void test_imagenet_and_threads(void **st) {
+  char *dir = tu_tmpdir("gen"), *a = NULL, *b = NULL;
+  assert_true(asprintf(&a, "%s/a", dir) > 0 && asprintf(&b, "%s/b/c", dir) > 0);
+  sl_gen_report r1, r2;
+  gen(SL_GEN_IMAGENET, a, 6, 2, 1, &r1);
+  gen(SL_GEN_IMAGENET, b, 6, 2, 3, &r2);
+  assert_int_equal(r1.records, 6);
+  assert_int_equal(r1.files, 2);
+  assert_true(r1.mean_image_bytes > 20000 && r1.mean_width > 100 && r1.decode_us > 0);
+  for (int s = 0; s < 2; s++) {
+    char *pa = NULL, *pb = NULL;
+    assert_true(asprintf(&pa, "%s/train-%05d-of-00002.tfrecord", a, s) > 0);
+    assert_true(asprintf(&pb, "%s/train-%05d-of-00002.tfrecord", b, s) > 0);
+    size_t na, nb;
+    char *da = read_all(pa, &na), *db = read_all(pb, &nb);
+    assert_int_equal(na, nb);
+    assert_memory_equal(da, db, na);
+    free(da), free(db), free(pa), free(pb);
+  }
+  /* The records parse and decode. */
+  char spec[1024];
+  snprintf(spec, sizeof spec,
+           "{\"ops\": [{\"op\": \"files\", \"glob\": \"%s/train-*.tfrecord\"}, {\"op\": \"interleave\", \"source\": "
+           "[{\"op\": \"tfrecord\"}]}, {\"op\": \"map\", \"fn\": \"parse_example\", \"args\": {\"features\": "
+           "{\"image/encoded\": {\"dtype\": \"bytes\"}, \"image/class/label\": {\"dtype\": \"int64\"}, \"image/height\": "
+           "{\"dtype\": \"int64\"}, \"image/width\": {\"dtype\": \"int64\"}, \"image/format\": {\"dtype\": \"bytes\"}}}}, "
+           "{\"op\": \"map\", \"fn\": \"decode_jpeg\"}]}",
+           a);
+  sl_pipeline *p = tu_pipeline(spec);
+  sl_iter *it;
+  assert_int_equal(sl_pipeline_iter(&it, p), 0);
+  sl_elem e;
+  sl_elem_init(&e);
+  int n = 0, rc;
+  while ((rc = sl_iter_next(it, &e)) == 0) {
+    int64_t h, w, label;
+    sl_comp_get_i64(sl_elem_get(&e, "image/height"), &h);
+    sl_comp_get_i64(sl_elem_get(&e, "image/width"), &w);
+    sl_comp_get_i64(sl_elem_get(&e, "image/class/label"), &label);
+    sl_comp *img = sl_elem_get(&e, "image");
+    assert_int_equal(img->shape[0], h);
+    assert_int_equal(img->shape[1], w);
+    assert_true(label >= 0 && label < 1000);
+    n++;
+    sl_elem_clear(&e);
+  }
+  assert_int_equal(rc, SL_END);
+  assert_int_equal(n, 6);
+  sl_iter_free(it);
+  sl_pipeline_free(p);
+  free(a), free(b);
+  tu_rmtree(dir);
+  free(dir);
+}
+
+static void test_ssd_boxes(void **st) {
+  char *dir = tu_tmpdir("genssd");
+  sl_gen_report r;
+  gen(SL_GEN_SSD, dir, 5, 1, 2, &r);
+  assert_true(r.boxes >= 5 && r.boxes <= 100);
+  char spec[2048];
+  snprintf(spec, sizeof spec,
+           "{\"ops\": [{\"op\": \"files\", \"glob\": \"%s/*.tfrecord\"}, {\"op\": \"interleave\", \"source\": [{\"op\": "
+           "\"tfrecord\"}]}, {\"op\": \"map\", \"fn\": \"parse_example\", \"args\": {\"features\": {\"image/encoded\": "
+           "{\"dtype\": \"bytes\"}, \"image/object/bbox/ymin\": {\"dtype\": \"float32\", \"shape\": [-1]}, "
+           "\"image/object/bbox/xmin\": {\"dtype\": \"float32\", \"shape\": [-1]}, \"image/object/bbox/ymax\": {\"dtype\": "
+           "\"float32\", \"shape\": [-1]}, \"image/object/bbox/xmax\": {\"dtype\": \"float32\", \"shape\": [-1]}, "
+           "\"image/object/class/label\": {\"dtype\": \"int64\", \"shape\": [-1]}}}}, {\"op\": \"map\", \"fn\": "
+           "\"pad_boxes\", \"args\": {\"max\": 20}}]}",
+           dir);
+  sl_pipeline *p = tu_pipeline(spec);
+  int64_t nb[8];
+  assert_int_equal(tu_collect_i64(p, "num_boxes", nb, 8), 5);
+  int64_t total = 0;
+  for (int i = 0; i < 5; i++) {
+    assert_true(nb[i] >= 1 && nb[i] <= 20);
+    total += nb[i];
+  }
+  assert_int_equal(total, r.boxes);
+  sl_pipeline_free(p);
+  tu_rmtree(dir);
+  free(dir);
+}
+
+static void test_text_and_tabular(void **st) {
+  char *dir = tu_tmpdir("gentext"), *t = NULL, *c = NULL;
+  assert_true(asprintf(&t, "%s/text", dir) > 0 && asprintf(&c, "%s/tab", dir) > 0);
+  sl_gen_report r;
+  gen(SL_GEN_TEXT, t, 300, 3, 2, &r);
+  assert_int_equal(r.vocab_size, 508);
+  assert_int_equal(r.files, 4);
+  assert_true(r.mean_tokens >= 5 && r.mean_tokens <= 300);
+  /* Every sentence tokenizes to 5..300 known tokens. */
+  char spec[1024];
+  snprintf(spec, sizeof spec,
+           "{\"ops\": [{\"op\": \"files\", \"glob\": \"%s/train-*.txt\"}, {\"op\": \"interleave\", \"source\": [{\"op\": "
+           "\"lines\"}]}, {\"op\": \"map\", \"fn\": \"tokenize\", \"args\": {\"vocab\": \"%s/vocab.txt\", \"unknown_id\": "
+           "-1}}, {\"op\": \"filter\", \"fn\": \"length\", \"args\": {\"component\": \"tokens\", \"min\": 5, \"max\": "
+           "300}}]}",
+           t, t);
+  sl_pipeline *p = tu_pipeline(spec);
+  assert_int_equal(tu_count(p, 0), 300);
+  sl_pipeline_free(p);
+  gen(SL_GEN_TABULAR, c, 200, 2, 1, &r);
+  snprintf(spec, sizeof spec,
+           "{\"ops\": [{\"op\": \"files\", \"glob\": \"%s/train-*.csv\"}, {\"op\": \"interleave\", \"source\": [{\"op\": "
+           "\"lines\"}]}, {\"op\": \"map\", \"fn\": \"parse_csv\", \"args\": {\"columns\": [{\"name\": \"label\", "
+           "\"dtype\": \"int64\"}, {\"name\": \"dense\", \"dtype\": \"float32\", \"count\": 13, \"default\": 0}, "
+           "{\"name\": \"cat\", \"dtype\": \"bytes\", \"count\": 26, \"default\": \"\"}]}}]}",
+           c);
+  p = tu_pipeline(spec);
+  assert_int_equal(tu_count(p, 0), 200);
+  sl_pipeline_free(p);
+  /* Some fields are empty. */
+  char *path = NULL;
+  assert_true(asprintf(&path, "%s/train-00000-of-00002.csv", c) > 0);
+  size_t n;
+  char *body = read_all(path, &n);
+  assert_non_null(strstr(body, ",,"));
+  free(body), free(path), free(t), free(c);
+  tu_rmtree(dir);
+  free(dir);
+}
+
+static void test_bad_options(void **st) {
+  sl_gen_opts o = SL_GEN_OPTS_INIT;
+  o.out_dir = "/tmp";
+  o.n = 0;
+  assert_int_equal(sl_gen_run(&o, NULL), SL_EINVAL);
+  o.n = 3;
+  o.shards = 4;
+  assert_int_equal(sl_gen_run(&o, NULL), SL_EINVAL);
+  o.shards = 1;
+  o.quality = 0;
+  assert_int_equal(sl_gen_run(&o, NULL), SL_EINVAL);
+  o.quality = 90;
+  o.out_dir = NULL;
+  assert_int_equal(sl_gen_run(&o, NULL), SL_EINVAL);
+  o.out_dir = "/proc/sluice-cannot-write-here";
+  assert_true(sl_gen_run(&o, NULL) < 0);
+  sl_gen_kind k;
+  assert_int_equal(sl_gen_kind_parse(&k, "mnist"), SL_EINVAL);
+  assert_int_equal(sl_gen_kind_parse(&k, "ssd"), 0);
+  assert_int_equal(k, SL_GEN_SSD);
+  assert_string_equal(sl_gen_kind_name(SL_GEN_TABULAR), "tabular");
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_imagenet_and_threads),
+      cmocka_unit_test(test_ssd_boxes),
+      cmocka_unit_test(test_text_and_tabular),
+      cmocka_unit_test(test_bad_options),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
