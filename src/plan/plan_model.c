@@ -161,10 +161,13 @@ int sl__plan_model(sl_plan *P, const sl_trace *t, const sl_plan_opts *opts) {
     o->c = o->d * o->V;
     o->w = o->n > 0 ? s->wall_seconds / P->N : 0;
     /* An op whose wall time (its consumer's blocked waits aside) is well above its CPU time waits on something
-     * (I/O, sleeps): it holds a thread for its wall time. A margin keeps CPU-bound ops preempted by other load
-     * from looking like waiters. */
+     * (I/O, sleeps): it holds a thread for its wall time. The runqueue delay measured during the trace and a
+     * margin keep CPU-bound ops preempted by other load from looking like waiters. */
     double busy_wall = o->n > 0 ? (s->wall_seconds - s->wait_seconds) / P->N : 0;
-    o->tt = busy_wall > 3 * o->d * o->V + 20e-6 * o->V ? busy_wall : o->d * o->V;
+    /* CPU-bound work waits for a CPU too when the machine is contended: (1 + run_delay) x CPU is what its wall
+     * time would be without any I/O. */
+    double stretch = 1 + (isfinite(t->run_delay) ? fmin(t->run_delay, 1e3) : 0);
+    o->tt = busy_wall > 2 * stretch * o->d * o->V + 20e-6 * o->V ? busy_wall : o->d * o->V;
     o->b_disk = (double)s->disk_bytes / P->N;
     if (!isfinite(o->c) || o->c < 0) o->c = 0;
     if (!isfinite(o->tt) || o->tt < o->c) o->tt = o->c;
