@@ -6,8 +6,8 @@
 #include "sluice/fn.h"
 #include "sluice/pipeline.h"
 #include "sluice/tfrecord.h"
+#include "sluice/gen.h"
 #include "sluice/trace.h"
 #include "sluice/plan.h"
-#include "sluice/gen.h"
 
 #endif

@@ -47,6 +47,7 @@ bool cli_sigint_seen(void);
 /* The subcommands (one file each). */
 int cmd_run(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
+int cmd_gen(int argc, char **argv);
 int cmd_trace(int argc, char **argv);
 int cmd_analyze(int argc, char **argv);
 int cmd_optimize(int argc, char **argv);
@@ -56,6 +57,5 @@ int cmd_optimize(int argc, char **argv);
 bool cli_parse_bytes(const char *cmd, const char *opt, const char *val, int64_t *out);
 int cli_plan_option(const char *cmd, int argc, char **argv, int *i, sl_plan_opts *o);
 const char *cli_plan_options_help(void);
-int cmd_gen(int argc, char **argv);
 
 #endif

@@ -12,10 +12,10 @@
 static const cli_cmd CMDS[] = {
     {"run", "run a pipeline spec and report its throughput", cmd_run},
     {"validate", "check a pipeline spec without running it", cmd_validate},
+    {"gen", "generate a synthetic dataset (imagenet, ssd, text, tabular)", cmd_gen},
     {"trace", "run a spec with per-op counters and write a trace", cmd_trace},
     {"analyze", "explain a trace: bottleneck, throughput bound, what-ifs", cmd_analyze},
     {"optimize", "trace, plan and rewrite a spec; run it and compare", cmd_optimize},
-    {"gen", "generate a synthetic dataset (imagenet, ssd, text, tabular)", cmd_gen},
 };
 #define NCMDS (sizeof CMDS / sizeof CMDS[0])
 

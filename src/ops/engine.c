@@ -120,6 +120,20 @@ void sl__stats_work(sl__op *op, sl__sampler *smp, uint64_t cpu_ns, uint64_t wall
   sl__stat_add(&op->st.work_sq_us, us * us * scale);
 }
 
+void sl__stats_work_n(sl__op *op, sl__sampler *smp, uint64_t cpu_ns, uint64_t wall_ns, uint64_t n) {
+  if (n <= 1) {
+    sl__stats_work(op, smp, cpu_ns, wall_ns);
+    return;
+  }
+  unbias(&cpu_ns, &wall_ns);
+  uint64_t scale = advance(op, smp, wall_ns); /* the stride is per timed chunk, as the ticks are */
+  sl__stat_add(&op->st.work_cpu_ns, cpu_ns * scale);
+  sl__stat_add(&op->st.work_wall_ns, wall_ns * scale);
+  uint64_t us = wall_ns / n / 1000; /* per-element spread: the chunk's mean stands for each of its elements */
+  sl__stat_add(&op->st.work_n, scale * n);
+  sl__stat_add(&op->st.work_sq_us, us * us * scale * n);
+}
+
 void sl__stats_sample(sl__op *op, sl__sampler *smp, uint64_t cpu_ns, uint64_t wall_ns) {
   unbias(&cpu_ns, &wall_ns);
   uint64_t scale = advance(op, smp, wall_ns);
@@ -140,14 +154,58 @@ void sl__stats_held(sl__op *op, int64_t delta) {
   }
 }
 
-/* Element and byte counts accumulate in the iterator and reach the op's shared counters at each timed call, every
- * 64 elements (so that a trace's snapshot lags by little) and when the iterator is freed: a few atomic adds per
- * op per 64 elements instead of several per element. */
-void sl__it_flush(sl__it *it) {
-  if (it->pend_out) sl__stat_add(&it->op->st.out, it->pend_out);
-  if (it->pend_bytes) sl__stat_add(&it->op->st.bytes_out, it->pend_bytes);
-  if (it->pend_in) sl__stat_add(&it->op->st.in, it->pend_in);
-  it->pend_out = it->pend_bytes = it->pend_in = 0;
+static void it_link(sl__it *it) {
+  sl__op *op = it->op;
+  pthread_mutex_lock(&op->live_mu);
+  it->live_prev = NULL;
+  it->live_next = op->live;
+  if (op->live) op->live->live_prev = it;
+  op->live = it;
+  pthread_mutex_unlock(&op->live_mu);
+}
+
+/* Hands the iterator's counts to its op and unlinks it, atomically for readers (they hold live_mu). */
+static void it_unlink(sl__it *it) {
+  sl__op *op = it->op;
+  pthread_mutex_lock(&op->live_mu);
+  sl__stat_add(&op->st.out, atomic_load_explicit(&it->pend_out, memory_order_relaxed));
+  sl__stat_add(&op->st.in, atomic_load_explicit(&it->pend_in, memory_order_relaxed));
+  sl__stat_add(&op->st.bytes_out, atomic_load_explicit(&it->pend_bytes, memory_order_relaxed));
+  if (it->live_prev) it->live_prev->live_next = it->live_next;
+  else op->live = it->live_next;
+  if (it->live_next) it->live_next->live_prev = it->live_prev;
+  pthread_mutex_unlock(&op->live_mu);
+}
+
+void sl__op_counts(sl__op *op, uint64_t *out, uint64_t *in, uint64_t *bytes_out) {
+  pthread_mutex_lock(&op->live_mu);
+  uint64_t o = atomic_load_explicit(&op->st.out, memory_order_relaxed);
+  uint64_t i = atomic_load_explicit(&op->st.in, memory_order_relaxed);
+  uint64_t b = atomic_load_explicit(&op->st.bytes_out, memory_order_relaxed);
+  for (sl__it *it = op->live; it; it = it->live_next) {
+    o += atomic_load_explicit(&it->pend_out, memory_order_relaxed);
+    i += atomic_load_explicit(&it->pend_in, memory_order_relaxed);
+    b += atomic_load_explicit(&it->pend_bytes, memory_order_relaxed);
+  }
+  pthread_mutex_unlock(&op->live_mu);
+  *out = o;
+  *in = i;
+  *bytes_out = b;
+}
+
+void sl__op_reset_counts(sl__op *op) {
+  pthread_mutex_lock(&op->live_mu);
+  uint64_t o = 0, i = 0, b = 0;
+  for (sl__it *it = op->live; it; it = it->live_next) {
+    o += atomic_load_explicit(&it->pend_out, memory_order_relaxed);
+    i += atomic_load_explicit(&it->pend_in, memory_order_relaxed);
+    b += atomic_load_explicit(&it->pend_bytes, memory_order_relaxed);
+  }
+  /* Unsigned wrap-around: counter + live counts reads 0 now and counts up from here. */
+  atomic_store(&op->st.out, (uint64_t)0 - o);
+  atomic_store(&op->st.in, (uint64_t)0 - i);
+  atomic_store(&op->st.bytes_out, (uint64_t)0 - b);
+  pthread_mutex_unlock(&op->live_mu);
 }
 
 int sl__it_next(sl__it *it, sl_elem *out) {
@@ -155,7 +213,6 @@ int sl__it_next(sl__it *it, sl_elem *out) {
   if (!sl__sampler_tick(&it->smp)) {
     rc = it->vt->next(it, out);
   } else {
-    sl__it_flush(it);
     /* Inclusive time of this call; an op's own time is its inclusive time minus that of the inputs it pulls on
      * its own thread (see sl_pipeline_op_stats), so children need no clock reads of their own here. */
     uint64_t c0 = sl__cpu_ns(), w0 = sl__now_ns();
@@ -163,8 +220,10 @@ int sl__it_next(sl__it *it, sl_elem *out) {
     sl__stats_sample(it->op, &it->smp, sl__cpu_ns() - c0, sl__now_ns() - w0);
   }
   if (rc == 0) {
-    for (int i = 0; i < out->n; i++) it->pend_bytes += out->c[i].size;
-    if (++it->pend_out >= 64) sl__it_flush(it);
+    size_t b = 0;
+    for (int i = 0; i < out->n; i++) b += out->c[i].size;
+    sl__pend_add(&it->pend_bytes, b);
+    sl__pend_add(&it->pend_out, 1);
   }
   return rc;
 }
@@ -176,14 +235,14 @@ int sl__it_pull_from(sl__it *it, sl__it *child, sl_elem *out) {
 
 int sl__it_pull(sl__it *it, sl_elem *out) {
   int rc = sl__it_next(it->input, out);
-  if (rc == 0) it->pend_in++;
+  if (rc == 0) sl__pend_add(&it->pend_in, 1);
   return rc;
 }
 
 void sl__it_free(sl__it *it) {
   if (!it) return;
   sl__it *in = it->input;
-  sl__it_flush(it);
+  it_unlink(it);
   it->vt->free(it);
   sl__it_free(in);
 }
@@ -207,6 +266,7 @@ int sl__it_new_ex(sl__it **out, size_t size, const sl__it_vt *vt, sl__op *op, sl
     sl__free(it);
     return rc;
   }
+  it_link(it);
   *out = it;
   return 0;
 }
@@ -246,7 +306,9 @@ static const sl__it_vt SINGLE_VT = {single_next, single_free};
 /* The single iterator has no op of its own: its counts would double the interleave's input. It borrows the
  * consumer op only for error naming and is never passed through sl__it_next's accounting of another op. */
 static const sl__op_vt SINGLE_OP_VT = {"single", NULL, NULL, NULL, 0};
-static sl__op g_single_op = {.vt = &SINGLE_OP_VT, .path = (char *)"source", .parent = -1};
+/* Initialised once here, not per call: iterators are opened from several worker threads at once. */
+static char g_single_path[] = "source";
+static sl__op g_single_op = {.vt = &SINGLE_OP_VT, .path = g_single_path, .live_mu = PTHREAD_MUTEX_INITIALIZER};
 
 int sl__it_single(sl__op *op, sl__run *run, const sl_elem *e, sl__it **out) {
   (void)op;
@@ -258,6 +320,7 @@ int sl__it_single(sl__op *op, sl__run *run, const sl_elem *e, sl__it **out) {
   s->it.smp.countdown = UINT32_MAX; /* never timed (in practice: it yields one element) */
   s->it.smp.stride = 1;
   sl_elem_copy(&s->e, e);
+  it_link(&s->it);
   *out = &s->it;
   return 0;
 }

@@ -68,6 +68,8 @@ struct sl__op {
   atomic_int active_par;    /* parallelism in force: an online tuner may change it during a run */
   atomic_int active_buf;    /* output buffer in force (prefetch with "autotune" buffer): likewise */
   atomic_uint_fast64_t opens; /* iterators made so far: the epoch number of the next one */
+  pthread_mutex_t live_mu;    /* guards `live`, and the hand-over of a freed iterator's counts */
+  sl__it *live;
   atomic_uint_fast64_t avg_hint_ns; /* running mean of its sampled call time: new iterators' samplers start from
                                      * it, so that short-lived iterators sample at the op's long-run stride */
   sl__stats st;
@@ -114,7 +116,10 @@ struct sl__it {
   sl__it *input;
   uint64_t epoch;
   sl__sampler smp;
-  uint64_t pend_out, pend_bytes, pend_in; /* counts not yet added to the op's counters */
+  /* Counts kept by the iterator (one writer: relaxed load + store, no locked instruction per element) and added
+   * to the op's counters when it is freed; readers add the live iterators' counts (sl__op_counts). */
+  atomic_uint_fast64_t pend_out, pend_bytes, pend_in;
+  sl__it *live_prev, *live_next; /* in op->live, under op->live_mu */
 };
 
 /* Calls an iterator's next with counting and sampled timing. */
@@ -124,8 +129,13 @@ int sl__it_pull(sl__it *it, sl_elem *out);
 /* Same for another child (an interleave's nested iterators); does not count an input element. */
 int sl__it_pull_from(sl__it *it, sl__it *child, sl_elem *out);
 void sl__it_free(sl__it *it);
-/* Adds the iterator's pending counts to its op's counters (done at timed calls, every 64 elements and at free). */
-void sl__it_flush(sl__it *it);
+/* The op's element and byte counts: its counters plus those of its live iterators. */
+void sl__op_counts(sl__op *op, uint64_t *out, uint64_t *in, uint64_t *bytes_out);
+/* Zeroes the op's counters (live iterators' counts included, by offsetting). */
+void sl__op_reset_counts(sl__op *op);
+static inline void sl__pend_add(atomic_uint_fast64_t *c, uint64_t v) {
+  atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + v, memory_order_relaxed);
+}
 /* Allocates an iterator of `size` bytes (zeroed), fills its head and opens its input (when the op has one). */
 int sl__it_new(sl__it **out, size_t size, const sl__it_vt *vt, sl__op *op, sl__run *run, const sl_elem *seed_elem);
 /* Same, opening the input only when open_input is true (a cache that reads its contents needs no upstream). */
@@ -146,6 +156,8 @@ void sl__stats_sample(sl__op *op, sl__sampler *smp, uint64_t cpu_ns, uint64_t wa
 bool sl__timing_enabled(void);
 /* The same for work done on a worker thread (a map function call). */
 void sl__stats_work(sl__op *op, sl__sampler *smp, uint64_t cpu_ns, uint64_t wall_ns);
+/* The same for one timed chunk of n elements handled together (a parallel map worker's batch of cheap calls). */
+void sl__stats_work_n(sl__op *op, sl__sampler *smp, uint64_t cpu_ns, uint64_t wall_ns, uint64_t n);
 static inline void sl__stat_add(atomic_uint_fast64_t *c, uint64_t v) {
   atomic_fetch_add_explicit(c, v, memory_order_relaxed);
 }

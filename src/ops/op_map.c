@@ -164,8 +164,8 @@ struct pmap_it {
   bool in_eof;     /* under in_mu: the input returned END or an error; pull no more */
   uint64_t end_seq;
   bool stop, oom;
-  int low_water; /* free slots at which a waiting worker is woken */
-  int nthreads_ok;
+  int nthreads_ok;  /* workers that started (a worker that cannot allocate its scratch leaves) */
+  int low_water;    /* free slots at which waiting workers are woken */
   int waiting_consumer, waiting_workers;
   pthread_t *threads;
   worker_arg *args;
@@ -173,8 +173,8 @@ struct pmap_it {
   bool deterministic;
 };
 
-/* Elements a worker takes per trip to the input when the function is cheap: one lock round-trip and at most
- * one wake-up per chunk instead of per element. Expensive functions go one at a time, for balance. */
+/* Elements a worker takes per trip to the input when the function is cheap: one lock round-trip and at most one
+ * wake-up per chunk instead of per element. Expensive functions go one at a time, for balance and latency. */
 #define PMAP_MAX_CHUNK 16
 
 static void *pmap_worker(void *p) {
@@ -185,12 +185,13 @@ static void *pmap_worker(void *p) {
   sl__sampler smp;
   sl__sampler_init(&smp, op);
   int chunk = 1;
+  uint64_t mean_ns = 0; /* running mean of wall time per element, from timed chunks */
   sl_elem *els = sl__calloc(PMAP_MAX_CHUNK, sizeof *els);
   int rcs[PMAP_MAX_CHUNK];
   sl__errbox *boxes[PMAP_MAX_CHUNK];
   pthread_mutex_lock(&m->mu);
-  if (!els) { /* cannot run: leave the work to the other workers (or report it when there are none) */
-    if (--m->nthreads_ok == 0 && !m->input_done) { /* every worker failed at its start: nothing was pulled */
+  if (!els) { /* cannot run: leave the work to the other workers, or report it when every one failed */
+    if (--m->nthreads_ok == 0 && !m->input_done) {
       m->input_done = true;
       m->end_seq = m->head;
       m->oom = true;
@@ -200,13 +201,13 @@ static void *pmap_worker(void *p) {
     return NULL;
   }
   for (;;) {
-    /* A timed trip spans everything the worker does for its chunk: in CPU time from the top (waiting for slots
-     * included), in wall time from the reservation on (input pulls, functions, hand-off). The op's own time then
-     * subtracts the input's inclusive time (pulled here), so hand-off costs count as the op's own. */
+    /* A timed iteration spans everything the worker does for its chunk: in CPU time from the top (waiting for
+     * slots included), in wall time from the slots on (input pulls, functions, hand-off: the worker's service
+     * time). The op's own time then subtracts the input's inclusive time, so hand-off costs count as its own. */
     bool timed = sl__sampler_tick(&smp);
-    uint64_t c0 = timed ? sl__cpu_ns() : 0;
-    /* Hysteresis: with a full buffer, wait until a chunk's worth of slots is free (at most half the buffer),
-     * so a fast consumer and the workers do not wake each other for every element. */
+    uint64_t c0 = timed ? sl__cpu_ns() : 0, fw = 0;
+    /* Hysteresis: with a full buffer, wait until a chunk's worth of slots is free (at most half the buffer), so a
+     * fast consumer and the workers do not wake each other for every element. */
     int want = chunk < m->low_water ? chunk : m->low_water;
     while (!m->stop && !m->input_done &&
            (m->cap - m->reserved < want || wa->id >= atomic_load_explicit(&op->active_par, memory_order_relaxed))) {
@@ -220,7 +221,7 @@ static void *pmap_worker(void *p) {
     if (k > chunk) k = chunk;
     m->reserved += k;
     pthread_mutex_unlock(&m->mu);
-    uint64_t w0 = sl__now_ns();
+    if (timed) fw = sl__now_ns();
 
     /* Pull up to k inputs; their sequence numbers are fixed under the input lock. */
     pthread_mutex_lock(&m->in_mu);
@@ -246,7 +247,6 @@ static void *pmap_worker(void *p) {
     pthread_mutex_unlock(&m->in_mu);
     if (got) sl__stat_add(&op->st.in, (uint64_t)got);
 
-    uint64_t f0 = sl__now_ns(); /* the monotonic clock is cheap: every trip sizes the next chunk */
     for (int j = 0; j < got; j++) {
       bool keep = true;
       rcs[j] = call_fn(op, c, &els[j], m->it.epoch, first + (uint64_t)j, &keep);
@@ -263,15 +263,13 @@ static void *pmap_worker(void *p) {
       }
     }
 
-    if (got) chunk = (sl__now_ns() - f0) / (uint64_t)got < 10000 ? PMAP_MAX_CHUNK : 1;
-
     pthread_mutex_lock(&m->mu);
     for (uint64_t j = 0; j < nres; j++) {
       uint64_t seq = first + j;
       slot *sl;
       if (m->deterministic) {
         sl = &m->ring[seq % (uint64_t)m->cap];
-      } else {
+      } else { /* unordered: results sit in the ring by arrival; fifo lists their sequence numbers */
         sl = &m->ring[m->fifo_tail % (uint64_t)m->cap];
         m->fifo[m->fifo_tail % (uint64_t)m->cap] = seq;
         m->fifo_tail++;
@@ -280,7 +278,7 @@ static void *pmap_worker(void *p) {
         sl_elem_move(&sl->e, &els[j]);
         sl->rc = rcs[j];
         sl->err = boxes[j];
-      } else { /* the input's error */
+      } else { /* the input's error: the last result */
         sl->e.n = 0;
         sl->rc = end_rc;
         sl->err = in_err;
@@ -294,7 +292,13 @@ static void *pmap_worker(void *p) {
     }
     if (end_rc != 0) pthread_cond_broadcast(&m->cv_space);
     if (m->waiting_consumer || end_rc != 0) pthread_cond_broadcast(&m->cv_ready);
-    if (timed) sl__stats_work(op, &smp, sl__cpu_ns() - c0, sl__now_ns() - w0);
+    if (timed && got) {
+      uint64_t w = sl__now_ns() - fw;
+      sl__stats_work_n(op, &smp, sl__cpu_ns() - c0, w, (uint64_t)got);
+      uint64_t per = w / (uint64_t)got;
+      mean_ns = mean_ns ? mean_ns - mean_ns / 4 + per / 4 : per;
+      chunk = mean_ns < 10000 ? PMAP_MAX_CHUNK : 1;
+    }
     if (end_rc != 0) break;
   }
   pthread_mutex_unlock(&m->mu);

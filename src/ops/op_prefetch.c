@@ -145,9 +145,10 @@ static int pf_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out) 
   f->ring = sl__calloc((size_t)f->cap, sizeof *f->ring);
   f->ring_bytes = sl__calloc((size_t)f->cap, sizeof *f->ring_bytes);
   if (!f->ring || !f->ring_bytes) {
+    int cap = f->cap;
     sl__it_free(*out);
     *out = NULL;
-    return sl__op_err(op, SL_ENOMEM, "out of memory for a buffer of %d elements", f->cap);
+    return sl__op_err(op, SL_ENOMEM, "out of memory for a buffer of %d elements", cap);
   }
   if (pthread_create(&f->thread, NULL, pf_producer, f)) {
     sl__it_free(*out);

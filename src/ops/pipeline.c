@@ -20,6 +20,7 @@ struct sl_iter {
 
 static void op_free(sl__op *op) {
   if (!op) return;
+  pthread_mutex_destroy(&op->live_mu);
   if (op->vt && op->vt->free) op->vt->free(op);
   sl__free(op->path);
   sl__free(op->label);
@@ -67,6 +68,7 @@ static int parse_chain(sl_pipeline *p, json_t *arr, const char *path, bool neste
     sl__op *op = sl__calloc(1, sizeof *op);
     if (!op) return sl__oom("an op");
     op->vt = vt;
+    pthread_mutex_init(&op->live_mu, NULL);
     op->pl = p;
     op->index = p->nops;
     op->parent = -1;
@@ -287,9 +289,7 @@ int sl_pipeline_op_stats(const sl_pipeline *p, int i, sl_op_stats *s) {
   s->buffer = op->buf_autotune ? atomic_load(&((sl__op *)op)->active_buf) : op->buffer;
   s->async = op->async;
   s->random = op->random;
-  s->elements_out = LD(op->st.out);
-  s->elements_in = LD(op->st.in);
-  s->bytes_out = LD(op->st.bytes_out);
+  sl__op_counts((sl__op *)op, &s->elements_out, &s->elements_in, &s->bytes_out);
   /* Own time = inclusive next() time + work on worker threads - inclusive time of the inputs pulled inside
    * either (same-thread inputs of sync ops; inputs pulled by the timed worker iterations of ops whose work covers
    * them). Clamped only at the end: an op's parts may be negative estimates on their own. */
@@ -339,5 +339,6 @@ void sl_pipeline_reset_stats(sl_pipeline *p) {
     memset(st, 0, sizeof *st);
     atomic_store(&st->held, held);
     atomic_store(&st->held_peak, held);
+    sl__op_reset_counts(p->ops[i]);
   }
 }
