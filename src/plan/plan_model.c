@@ -161,10 +161,13 @@ int sl__plan_model(sl_plan *P, const sl_trace *t, const sl_plan_opts *opts) {
     o->c = o->d * o->V;
     o->w = o->n > 0 ? s->wall_seconds / P->N : 0;
     /* An op whose wall time (its consumer's blocked waits aside) is well above its CPU time waits on something
-     * (I/O, sleeps): it holds a thread for its wall time. A margin keeps CPU-bound ops preempted by other load
-     * from looking like waiters. */
+     * (I/O, sleeps): it holds a thread for its wall time. The runqueue delay measured during the trace and a
+     * margin keep CPU-bound ops preempted by other load from looking like waiters. */
     double busy_wall = o->n > 0 ? (s->wall_seconds - s->wait_seconds) / P->N : 0;
-    o->tt = busy_wall > 3 * o->d * o->V + 20e-6 * o->V ? busy_wall : o->d * o->V;
+    /* CPU-bound work waits for a CPU too when the machine is contended: (1 + run_delay) x CPU is what its wall
+     * time would be without any I/O. */
+    double stretch = 1 + (isfinite(t->run_delay) ? fmin(t->run_delay, 1e3) : 0);
+    o->tt = busy_wall > 2 * stretch * o->d * o->V + 20e-6 * o->V ? busy_wall : o->d * o->V;
     o->b_disk = (double)s->disk_bytes / P->N;
     if (!isfinite(o->c) || o->c < 0) o->c = 0;
     if (!isfinite(o->tt) || o->tt < o->c) o->tt = o->c;
@@ -342,6 +345,12 @@ int sl__plan_lp(const sl_plan *P, int cache_at, double cores, double *Xout, cons
     par[i] = o->par_tunable ? -1 : o->par0;
   }
   build_units(P, par, cache_at, 0, &U); /* the bound: Plumber's LP, without hand-off costs */
+  /* Costs below a picosecond per element are noise; dropping them keeps the matrix well scaled. */
+  for (int k = 0; k < U.n; k++) {
+    if (!(U.cost[k] >= 1e-12)) U.cost[k] = 0;
+    if (!(U.tcost[k] >= 1e-12)) U.tcost[k] = 0;
+  }
+  if (!(U.b >= 1e-9)) U.b = 0;
   glp_term_out(GLP_OFF);
   glp_prob *lp = glp_create_prob();
   glp_set_obj_dir(lp, GLP_MAX);
@@ -397,6 +406,10 @@ int sl__plan_lp(const sl_plan *P, int cache_at, double cores, double *Xout, cons
   glp_smcp parm;
   glp_init_smcp(&parm);
   parm.msg_lev = GLP_MSG_OFF;
+  /* Bounded effort: this LP has a handful of rows; traces with extreme numbers must not make it spin. */
+  parm.it_lim = 20000;
+  parm.tm_lim = 2000;
+  glp_scale_prob(lp, GLP_SF_AUTO);
   int rc = 0;
   int sr = glp_simplex(lp, &parm);
   if (sr != 0 || glp_get_status(lp) != GLP_OPT) {

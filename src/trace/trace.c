@@ -1,6 +1,7 @@
 /* trace/trace.c: the tracer. Runs a pipeline, snapshots every op's always-on counters over the traced interval,
  * and writes or reads the versioned trace document (docs/trace-format.md). Also the spec identity used to refuse
  * a trace of a different pipeline. */
+#include <dirent.h>
 #include <errno.h>
 #include <glob.h>
 #include <math.h>
@@ -27,6 +28,29 @@ static bool sys_jiffies(double *busy, double *total) {
   for (int i = 0; i < 8; i++) t += (double)v[i]; /* guest time is already in user */
   *total = t;
   *busy = t - (double)v[3] - (double)v[4]; /* minus idle and iowait */
+  return true;
+}
+
+/* CPU time and runqueue wait (ns) summed over this process's threads (/proc/self/task/<tid>/schedstat). */
+static bool sched_totals(double *cpu, double *delay) {
+  DIR *d = opendir("/proc/self/task");
+  if (!d) return false;
+  struct dirent *de;
+  *cpu = *delay = 0;
+  while ((de = readdir(d))) {
+    if (de->d_name[0] == '.') continue;
+    char path[300];
+    snprintf(path, sizeof path, "/proc/self/task/%s/schedstat", de->d_name);
+    FILE *f = fopen(path, "r");
+    if (!f) continue;
+    unsigned long long c = 0, w = 0;
+    if (fscanf(f, "%llu %llu", &c, &w) == 2) {
+      *cpu += (double)c;
+      *delay += (double)w;
+    }
+    fclose(f);
+  }
+  closedir(d);
   return true;
 }
 
@@ -261,8 +285,9 @@ int sl_trace_run(sl_trace **out, sl_pipeline *p, const sl_trace_opts *opts) {
   if ((rc = sl_pipeline_iter(&it, p))) goto done;
   double limit = opts->seconds > 0 ? opts->seconds : 3600.0;
   uint64_t t0 = sl__now_ns(), tw = t0, n = 0, nw = 0;
-  double c0 = proc_cpu(), jb0 = 0, jt0 = 0, jb1 = 0, jt1 = 0;
+  double c0 = proc_cpu(), jb0 = 0, jt0 = 0, jb1 = 0, jt1 = 0, sc0 = 0, sd0 = 0, sc1 = 0, sd1 = 0;
   bool jif = sys_jiffies(&jb0, &jt0);
+  bool sch = sched_totals(&sc0, &sd0);
   bool warm = opts->warmup <= 0;
   watchdog wd = {.done = false, .it = it};
   double grace = limit * 0.1 > 1 ? limit * 0.1 : 1;
@@ -281,6 +306,7 @@ int sl_trace_run(sl_trace **out, sl_pipeline *p, const sl_trace_opts *opts) {
       tw = sl__now_ns();
       c0 = proc_cpu();
       jif = sys_jiffies(&jb0, &jt0);
+      sch = sched_totals(&sc0, &sd0);
       nw = n;
       warm = true;
     }
@@ -306,6 +332,13 @@ int sl_trace_run(sl_trace **out, sl_pipeline *p, const sl_trace_opts *opts) {
     rc = 0;
   }
   t->process_cpu = proc_cpu() - c0;
+  /* How long this process's threads waited for a CPU per CPU second they got: contention from other processes
+   * (and from our own threads beyond the cores) stretches wall time without any I/O; the planner must not take
+   * that for waiting. Threads that ended during the run are missing: a lower bound. */
+  if (sch && sched_totals(&sc1, &sd1) && sc1 > sc0) {
+    double r = (sd1 - sd0) / (sc1 - sc0);
+    t->run_delay = r > 0 ? r : 0;
+  }
   t->machine.other_load = -1;
   if (jif && sys_jiffies(&jb1, &jt1) && jt1 > jt0 && t1 > tw) {
     /* Busy share of all CPUs over the interval, in cores, minus this process's own CPU. */
@@ -316,6 +349,9 @@ int sl_trace_run(sl_trace **out, sl_pipeline *p, const sl_trace_opts *opts) {
   }
   t->ended = rc == SL_END;
   if (rc == SL_END) rc = 0;
+  /* Freeing the run joins its workers and flushes the counts iterators keep locally: the snapshot after it has
+   * every element counted (times were taken above, at the end of the traced interval). */
+  sl_iter_free(it);
   if (!rc) {
     t->seconds = (double)(t1 - tw) * 1e-9;
     t->elements = n - nw;
@@ -326,7 +362,6 @@ int sl_trace_run(sl_trace **out, sl_pipeline *p, const sl_trace_opts *opts) {
       rc = fill_op(&t->ops[i], &s, t->spec);
     }
   }
-  sl_iter_free(it);
 done:
   sl__free(base);
   if (rc) {
@@ -371,11 +406,12 @@ static json_t *op_json(const sl__trace_op *o) {
 int sl_trace_to_json(const sl_trace *t, char **out) {
   *out = NULL;
   json_t *ops = json_array();
-  json_t *root = json_pack("{s:s, s:i, s:s, s:s, s:O, s:o, s:{s:f, s:I, s:b, s:f, s:f}, s:o}", "format", TRACE_FORMAT,
-                           "version", SL_TRACE_VERSION, "sluice", sl_version(), "origin", t->origin, "spec", t->spec,
-                           "machine", machine_json(&t->machine), "run", "seconds", t->seconds, "elements",
-                           (json_int_t)t->elements, "ended", t->ended, "throughput", sl_trace_throughput(t),
-                           "process_cpu_seconds", t->process_cpu, "ops", ops);
+  json_t *root = json_pack("{s:s, s:i, s:s, s:s, s:O, s:o, s:{s:f, s:I, s:b, s:f, s:f, s:f}, s:o}", "format",
+                           TRACE_FORMAT, "version", SL_TRACE_VERSION, "sluice", sl_version(), "origin", t->origin,
+                           "spec", t->spec, "machine", machine_json(&t->machine), "run", "seconds", t->seconds,
+                           "elements", (json_int_t)t->elements, "ended", t->ended, "throughput",
+                           sl_trace_throughput(t), "process_cpu_seconds", t->process_cpu, "run_delay", t->run_delay,
+                           "ops", ops);
   if (!root) return sl__oom("the trace document");
   for (int i = 0; i < t->nops; i++) {
     json_t *o = op_json(&t->ops[i]);
@@ -487,6 +523,8 @@ static int parse_trace(sl_trace *t, json_t *root, const char *origin) {
   t->elements = unum(&r, run, "elements", "run");
   t->ended = bnum(&r, run, "ended", "run");
   t->process_cpu = num(&r, run, "process_cpu_seconds", "run");
+  json_t *rd_ = json_object_get(run, "run_delay"); /* optional */
+  t->run_delay = json_is_number(rd_) && json_number_value(rd_) > 0 ? json_number_value(rd_) : 0;
   if (r.rc) return r.rc;
   if (!(t->seconds > 0)) return sl__err(SL_EINVAL, "%s: run.seconds must be positive", origin);
   t->nops = (int)json_array_size(ops);

@@ -20,6 +20,7 @@ struct sl_trace {
   char *origin;
   sl_machine machine;
   double seconds, process_cpu;
+  double run_delay; /* runqueue wait per CPU second of this process's threads during the run (0: none/unknown) */
   uint64_t elements;
   bool ended;
   int nops;

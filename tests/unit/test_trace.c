@@ -167,7 +167,7 @@ static void test_trace_mutations(void **st) {
     memcpy(m, doc, n + 1);
     size_t len = n;
     int k = 1 + (int)(r % 3);
-    for (int j = 0; j < k; j++) {
+    for (int j = 0; j < k && len > 1; j++) {
       r ^= r << 13, r ^= r >> 7, r ^= r << 17;
       size_t at = (size_t)(r % len);
       switch ((r >> 32) % 5) {
