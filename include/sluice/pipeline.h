@@ -35,6 +35,9 @@ int sl_pipeline_to_json(const sl_pipeline *p, char **out);
 /* The pipeline's name and seed from its spec. */
 const char *sl_pipeline_name(const sl_pipeline *p);
 uint64_t sl_pipeline_seed(const sl_pipeline *p);
+/* The data files the pipeline's `files` ops list (after glob expansion), NULL-terminated. The array is freed with
+ * sl_free(); the strings belong to the pipeline. */
+int sl_pipeline_input_files(const sl_pipeline *p, const char ***paths, size_t *n);
 /* Frees memory that sluice returned to the caller (JSON strings). */
 void sl_free(void *ptr);
 

@@ -44,6 +44,12 @@ double cli_now(void);
 void cli_sigint_install(void);
 bool cli_sigint_seen(void);
 
+/* --record DB / SLUICE_PROV: the store to record into (NULL: none), and the recording (warns on failure; the
+ * command's own result stands). `error` non-NULL records a FAILED execution. */
+const char *cli_record_target(const char *opt);
+void cli_record(const char *db, const char *kind, const char *spec_path, sl_pipeline *p, const sl_prov_output *outs,
+                size_t nout, double throughput, double cpu, double elapsed, const char *error);
+
 /* The subcommands (one file each). */
 int cmd_run(int argc, char **argv);
 int cmd_validate(int argc, char **argv);

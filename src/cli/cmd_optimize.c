@@ -7,7 +7,7 @@
 
 static void optimize_help(FILE *f) {
   fprintf(f,
-          "usage: sluice optimize SPEC [-o TUNED] [--trace TRACE] [--seconds S] [--measure S] [--json] [--report]\n"
+          "usage: sluice optimize SPEC [-o TUNED] [--trace TRACE] [--seconds S] [--measure S] [--json] [--report] [--record DB]\n"
           "                       [planner options]\n\n"
           "Traces SPEC, solves the Plumber model (LP bound, cache point, integer parallelism, buffer depths), writes\n"
           "the planned spec (an ordinary spec with every knob set), runs it, and prints predicted vs measured\n"
@@ -18,13 +18,14 @@ static void optimize_help(FILE *f) {
           "  --seconds S    trace SPEC for S seconds (default 2)\n"
           "  --measure S    run the planned spec S seconds to measure it (default 3; 0: do not run it)\n"
           "  --json         print the summary as JSON\n"
+          "  --record DB    record the run in an ML Metadata store (or set SLUICE_PROV)\n"
           "  --report       also print the analyzer's report of the final plan\n"
           "%s",
           cli_plan_options_help());
 }
 
 int cmd_optimize(int argc, char **argv) {
-  const char *spec = NULL, *out = NULL, *trace_path = NULL;
+  const char *spec = NULL, *out = NULL, *trace_path = NULL, *record = NULL;
   bool json = false, report = false;
   sl_optimize_opts oo = SL_OPTIMIZE_OPTS_INIT;
   sl_optimize_result res;
@@ -49,6 +50,9 @@ int cmd_optimize(int argc, char **argv) {
     } else if (!strcmp(a, "--measure")) {
       if (i + 1 >= argc || !cli_parse_f64("optimize", a, argv[++i], &oo.measure_seconds)) return CLI_USAGE;
       if (oo.measure_seconds < 0) return cli_usage("optimize", "--measure must not be negative");
+    } else if (!strcmp(a, "--record")) {
+      if (i + 1 >= argc) return cli_usage("optimize", "--record needs a store (a path, sqlite:PATH or postgresql://...)");
+      record = argv[++i];
     } else if (!strcmp(a, "--json")) {
       json = true;
     } else if (!strcmp(a, "--report")) {
@@ -64,8 +68,16 @@ int cmd_optimize(int argc, char **argv) {
     }
   }
   if (!spec) return cli_usage("optimize", "a SPEC file is required");
+  record = cli_record_target(record);
+  double t_start = cli_now();
   sl_pipeline *p = NULL;
-  if (sl_pipeline_from_file(&p, spec)) return cli_fail(false, "%s", sl_error_last());
+  if (sl_pipeline_from_file(&p, spec)) {
+    int r = cli_fail(false, "%s", sl_error_last());
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", sl_error_last());
+    cli_record(record, "sluice.Optimize", spec, NULL, NULL, 0, 0, 0, 0, msg);
+    return r;
+  }
   sl_trace *given = NULL;
   if (trace_path && sl_trace_load(&given, trace_path)) {
     int r = cli_fail(false, "%s", sl_error_last());
@@ -75,8 +87,10 @@ int cmd_optimize(int argc, char **argv) {
   oo.trace = given;
   sl_plan *pl = NULL;
   if (sl_optimize(&pl, p, &oo)) {
-    int r = trace_path ? cli_fail(false, "%s vs %s: %s", trace_path, spec, sl_error_last())
-                       : cli_fail(false, "%s", sl_error_last());
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", sl_error_last());
+    int r = trace_path ? cli_fail(false, "%s vs %s: %s", trace_path, spec, msg) : cli_fail(false, "%s", msg);
+    cli_record(record, "sluice.Optimize", spec, p, NULL, 0, 0, 0, cli_now() - t_start, msg);
     sl_trace_free(given);
     sl_pipeline_free(p);
     return r;
@@ -133,6 +147,11 @@ int cmd_optimize(int argc, char **argv) {
       if (!sl_plan_report(pl, false, &s)) fprintf(sum, "\n%s", s);
       sl_free(s);
     }
+  }
+  if (rc == CLI_OK) {
+    sl_prov_output po = {out, "sluice.Spec"};
+    cli_record(record, "sluice.Optimize", spec, p, out ? &po : NULL, out ? 1 : 0,
+               res.measured > 0 ? res.measured : res.predicted, 0, cli_now() - t_start, NULL);
   }
   sl_free(tuned);
   sl_plan_free(pl);

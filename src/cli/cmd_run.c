@@ -8,10 +8,13 @@
 
 static void run_help(FILE *f) {
   fprintf(f,
-          "usage: sluice run SPEC [--take N] [--seconds S] [--tuner autotune] [--json] [--quiet]\n\n"
+          "usage: sluice run SPEC [--take N] [--seconds S] [--warmup S] [--tuner autotune] [--record DB] [--json] [--quiet]\n\n"
           "Runs the pipeline in SPEC (a JSON file) and reports what it produced and how fast.\n\n"
           "  --take N      stop after N output elements\n"
-          "  --seconds S   stop after S seconds\n"
+          "  --seconds S   stop after S seconds (of measurement, after the warm-up)\n"
+          "  --warmup S    run S seconds before measuring (not counted in the figures)\n"
+          "  --record DB   record the run in an ML Metadata store (a path, sqlite:PATH or postgresql://...);\n"
+          "                SLUICE_PROV in the environment does the same\n"
           "  --tuner T     'autotune': tune the spec's \"autotune\" knobs online with the tf.data-AUTOTUNE\n"
           "                equivalent (HILL_CLIMB, re-optimised on a 10 ms -> 60 s doubling schedule)\n"
           "  --json        print the summary as JSON on stdout\n"
@@ -29,7 +32,8 @@ static double cpu_seconds(void) {
 int cmd_run(int argc, char **argv) {
   const char *spec = NULL;
   int64_t take = -1;
-  double seconds = -1;
+  double seconds = -1, warmup = 0;
+  const char *record = NULL;
   bool json = false, quiet = false, autotune = false;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -40,6 +44,11 @@ int cmd_run(int argc, char **argv) {
       if (i + 1 >= argc || !cli_parse_i64("run", a, argv[++i], &take)) return CLI_USAGE;
     } else if (!strcmp(a, "--seconds")) {
       if (i + 1 >= argc || !cli_parse_f64("run", a, argv[++i], &seconds)) return CLI_USAGE;
+    } else if (!strcmp(a, "--warmup")) {
+      if (i + 1 >= argc || !cli_parse_f64("run", a, argv[++i], &warmup)) return CLI_USAGE;
+    } else if (!strcmp(a, "--record")) {
+      if (i + 1 >= argc) return cli_usage("run", "--record needs a store (a path, sqlite:PATH or postgresql://...)");
+      record = argv[++i];
     } else if (!strcmp(a, "--tuner")) {
       if (i + 1 >= argc) return cli_usage("run", "--tuner needs a name (autotune or none)");
       const char *t = argv[++i];
@@ -58,11 +67,21 @@ int cmd_run(int argc, char **argv) {
     }
   }
   if (!spec) return cli_usage("run", "a SPEC file is required");
+  record = cli_record_target(record);
   sl_pipeline *p = NULL;
-  if (sl_pipeline_from_file(&p, spec)) return cli_fail(false, "%s", sl_error_last());
+  if (sl_pipeline_from_file(&p, spec)) {
+    int r = cli_fail(false, "%s", sl_error_last());
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", sl_error_last());
+    cli_record(record, "sluice.Run", spec, NULL, NULL, 0, 0, 0, 0, msg);
+    return r;
+  }
   sl_iter *it = NULL;
   if (sl_pipeline_iter(&it, p)) {
     int r = cli_fail(false, "%s", sl_error_last());
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", sl_error_last());
+    cli_record(record, "sluice.Run", spec, p, NULL, 0, 0, 0, 0, msg);
     sl_pipeline_free(p);
     return r;
   }
@@ -83,20 +102,28 @@ int cmd_run(int argc, char **argv) {
   sl_elem e;
   sl_elem_init(&e);
   int rc = 0;
-  bool interrupted = false;
+  bool interrupted = false, warm = warmup <= 0;
   while (take < 0 || n < take) {
     rc = sl_iter_next(it, &e);
     if (rc) break;
+    if (!warm && cli_now() - t0 >= warmup) {
+      /* the warm-up is not measured: counts and clocks start here */
+      warm = true;
+      t0 = cli_now();
+      c0 = cpu_seconds();
+      n = examples = 0;
+      bytes = 0;
+    }
     n++;
     examples += e.n > 0 && e.c[0].rank > 0 ? e.c[0].shape[0] : 1;
     bytes += (double)sl_elem_bytes(&e);
     sl_elem_clear(&e);
+    double el = cli_now() - t0; /* a vDSO clock read: cheap next to an element */
+    if (warm && seconds > 0 && el >= seconds) break;
     if ((n & 63) == 0) {
       char extra[64];
-      double el = cli_now() - t0;
       snprintf(extra, sizeof extra, "%.1f elem/s", el > 0 ? (double)n / el : 0.0);
       cli_progress_update(&p_bar, n, extra);
-      if (seconds > 0 && el >= seconds) break;
     }
     if (cli_sigint_seen()) {
       interrupted = true;
@@ -133,6 +160,7 @@ int cmd_run(int argc, char **argv) {
       printf("\n");
     }
   }
+  cli_record(record, "sluice.Run", spec, p, NULL, 0, rate, cpu, wall, rc < 0 ? errmsg : NULL);
   sl_pipeline_free(p);
   if (rc < 0) return cli_fail(false, "%s", errmsg);
   if (interrupted) {

@@ -7,7 +7,7 @@
 
 static void trace_help(FILE *f) {
   fprintf(f,
-          "usage: sluice trace SPEC [-o TRACE] [--seconds S] [--take N] [--warmup S] [--no-disk] [--quiet]\n\n"
+          "usage: sluice trace SPEC [-o TRACE] [--seconds S] [--take N] [--warmup S] [--no-disk] [--record DB] [--quiet]\n\n"
           "Runs the pipeline in SPEC with its per-op counters, probes the machine (usable cores, memory, and the\n"
           "read bandwidth of the disk holding the data, page cache kept out) and writes a trace for\n"
           "'sluice analyze' and 'sluice optimize'. The format is versioned: docs/trace-format.md.\n\n"
@@ -16,11 +16,12 @@ static void trace_help(FILE *f) {
           "  --take N      stop after N output elements\n"
           "  --warmup S    run S seconds before counting (default 0)\n"
           "  --no-disk     do not measure disk bandwidth\n"
+          "  --record DB   record the run in an ML Metadata store (or set SLUICE_PROV)\n"
           "  --quiet       no summary line on stderr\n");
 }
 
 int cmd_trace(int argc, char **argv) {
-  const char *spec = NULL, *out = NULL;
+  const char *spec = NULL, *out = NULL, *record = NULL;
   sl_trace_opts o = SL_TRACE_OPTS_INIT;
   bool quiet = false;
   for (int i = 1; i < argc; i++) {
@@ -40,6 +41,9 @@ int cmd_trace(int argc, char **argv) {
     } else if (!strcmp(a, "--warmup")) {
       if (i + 1 >= argc || !cli_parse_f64("trace", a, argv[++i], &o.warmup)) return CLI_USAGE;
       if (o.warmup < 0) return cli_usage("trace", "--warmup must not be negative");
+    } else if (!strcmp(a, "--record")) {
+      if (i + 1 >= argc) return cli_usage("trace", "--record needs a store (a path, sqlite:PATH or postgresql://...)");
+      record = argv[++i];
     } else if (!strcmp(a, "--no-disk")) {
       o.probe_disk = false;
     } else if (!strcmp(a, "--quiet")) {
@@ -53,11 +57,20 @@ int cmd_trace(int argc, char **argv) {
     }
   }
   if (!spec) return cli_usage("trace", "a SPEC file is required");
+  record = cli_record_target(record);
   sl_pipeline *p = NULL;
-  if (sl_pipeline_from_file(&p, spec)) return cli_fail(false, "%s", sl_error_last());
+  char msg[1024];
+  if (sl_pipeline_from_file(&p, spec)) {
+    int r = cli_fail(false, "%s", sl_error_last());
+    snprintf(msg, sizeof msg, "%s", sl_error_last());
+    cli_record(record, "sluice.Run", spec, NULL, NULL, 0, 0, 0, 0, msg);
+    return r;
+  }
   sl_trace *t = NULL;
   if (sl_trace_run(&t, p, &o)) {
     int r = cli_fail(false, "%s", sl_error_last());
+    snprintf(msg, sizeof msg, "%s", sl_error_last());
+    cli_record(record, "sluice.Run", spec, p, NULL, 0, 0, 0, 0, msg);
     sl_pipeline_free(p);
     return r;
   }
@@ -78,6 +91,11 @@ int cmd_trace(int argc, char **argv) {
             (double)m->mem_available / 1e9);
     if (m->disk_bandwidth > 0) fprintf(stderr, ", disk %.0f MB/s (%s)", m->disk_bandwidth / 1e6, m->disk_method);
     fprintf(stderr, "\n");
+  }
+  if (rc == CLI_OK) {
+    sl_prov_output po = {out, "sluice.Trace"};
+    cli_record(record, "sluice.Run", spec, p, out ? &po : NULL, out ? 1 : 0, sl_trace_throughput(t),
+               sl_trace_process_cpu(t), sl_trace_seconds(t), NULL);
   }
   sl_trace_free(t);
   sl_pipeline_free(p);

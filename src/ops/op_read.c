@@ -323,3 +323,22 @@ static int lines_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **ou
   return sl__it_new(out, sizeof(lines_it), &LINES_IT, op, run, seed);
 }
 const sl__op_vt sl__op_lines = {"lines", lines_parse, lines_open, cfg_free, SL_OPF_NEEDS_INPUT};
+
+int sl_pipeline_input_files(const sl_pipeline *p, const char ***paths, size_t *n) {
+  *paths = NULL;
+  *n = 0;
+  size_t total = 0;
+  for (int i = 0; i < p->nops; i++)
+    if (p->ops[i]->vt == &sl__op_files) total += (size_t)((files_cfg *)p->ops[i]->impl)->n;
+  const char **arr = sl__calloc(total + 1, sizeof *arr);
+  if (!arr) return sl__oom("the input file list");
+  size_t k = 0;
+  for (int i = 0; i < p->nops; i++)
+    if (p->ops[i]->vt == &sl__op_files) {
+      const files_cfg *c = p->ops[i]->impl;
+      for (int64_t j = 0; j < c->n; j++) arr[k++] = c->paths[j];
+    }
+  *paths = arr;
+  *n = k;
+  return 0;
+}

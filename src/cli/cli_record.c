@@ -1,0 +1,59 @@
+/* cli/cli_record.c: `--record DB` (or SLUICE_PROV in the environment) on run, trace and optimize: the run goes into
+ * an ML Metadata store as an execution with its data files, outputs and figures (include/sluice/prov.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+const char *cli_record_target(const char *opt) {
+  if (opt && *opt) return opt;
+  const char *env = getenv("SLUICE_PROV");
+  return env && *env ? env : NULL;
+}
+
+/* The op with the largest CPU per core available to it: what a reader of the record wants named first. */
+static void busiest_op(sl_pipeline *p, char *buf, size_t n) {
+  buf[0] = 0;
+  double best = 0;
+  for (int i = 0; i < sl_pipeline_op_count(p); i++) {
+    sl_op_stats s;
+    if (sl_pipeline_op_stats(p, i, &s)) continue;
+    double par = s.parallelism > 0 ? (double)s.parallelism : 1;
+    double load = s.cpu_seconds / par;
+    if (load > best) {
+      best = load;
+      snprintf(buf, n, "%s (%s)", s.path, s.label);
+    }
+  }
+}
+
+void cli_record(const char *db, const char *kind, const char *spec_path, sl_pipeline *p, const sl_prov_output *outs,
+                size_t nout, double throughput, double cpu, double elapsed, const char *error) {
+  if (!db) return;
+  const char **files = NULL;
+  size_t nfiles = 0;
+  if (p && sl_pipeline_input_files(p, &files, &nfiles)) files = NULL;
+  char bottleneck[256] = "";
+  if (p && !error) busiest_op(p, bottleneck, sizeof bottleneck);
+  sl_prov_run r = SL_PROV_RUN_INIT;
+  r.kind = kind;
+  r.pipeline = p ? sl_pipeline_name(p) : spec_path;
+  r.spec_path = spec_path;
+  r.inputs = files;
+  r.ninputs = nfiles;
+  r.outputs = outs;
+  r.noutputs = nout;
+  r.throughput = throughput;
+  r.bottleneck = bottleneck[0] ? bottleneck : NULL;
+  r.cpu_seconds = cpu;
+  r.elapsed = elapsed;
+  r.failed = error != NULL;
+  r.error = error;
+  int64_t id = 0;
+  if (sl_prov_record_run(db, &r, &id))
+    fprintf(stderr, "sluice: warning: the run was not recorded in %s: %s\n", db, sl_error_last());
+  else
+    fprintf(stderr, "recorded as execution %lld in %s\n", (long long)id, db);
+  sl_free(files);
+}
