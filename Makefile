@@ -70,10 +70,10 @@ soak: build
 	$(BUILD)/soak 50000000 1000
 
 bench: build deps-bench
-	bash bench/run --full $(BUILD)/sluice
+	python3 bench/run $(BUILD)/sluice
 
 bench-quick: build
-	bash bench/run --quick $(BUILD)/sluice
+	python3 bench/run --quick $(BUILD)/sluice
 
 install: build
 	cmake --install $(BUILD)

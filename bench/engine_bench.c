@@ -27,6 +27,7 @@ static long rss_kb(void) {
 }
 
 /* Runs a spec to the end; returns seconds, and the number of input elements (sum of leading dims) in *n. */
+static long g_rss_end; /* RSS at the last element of the latest run_spec, before anything is freed */
 static double run_spec(const char *json, int64_t *n, long *rss_mid, int64_t mid_at) {
   sl_pipeline *p;
   if (sl_pipeline_from_json(&p, json, strlen(json), "bench")) {
@@ -49,6 +50,7 @@ static double run_spec(const char *json, int64_t *n, long *rss_mid, int64_t mid_
     if (rss_mid && k >= mid_at && *rss_mid < 0) *rss_mid = rss_kb();
   }
   double t = now() - t0;
+  g_rss_end = rss_kb();
   if (rc != SL_END) {
     fprintf(stderr, "engine_bench: %s\n", sl_error_last());
     exit(1);
@@ -106,11 +108,12 @@ int main(int argc, char **argv) {
     pf[r] = run_spec(spec, &n, NULL, 0) / (double)n * 1e9;
   }
   long rss1 = -1;
-  snprintf(spec, sizeof spec, "{\"ops\": [{\"op\": \"range\", \"stop\": 10000000}, {\"op\": \"map\", \"fn\": "
+  int64_t R = argc > 2 ? atoll(argv[2]) : 10000000;
+  snprintf(spec, sizeof spec, "{\"ops\": [{\"op\": \"range\", \"stop\": %lld}, {\"op\": \"map\", \"fn\": "
            "\"identity\", \"parallelism\": 2}, {\"op\": \"shuffle\", \"buffer\": 10000}, {\"op\": \"batch\", "
-           "\"size\": 256}, {\"op\": \"prefetch\", \"buffer\": 4}]}");
-  double tr = run_spec(spec, &n, &rss1, 1000000);
-  long rss10 = rss_kb();
+           "\"size\": 256}, {\"op\": \"prefetch\", \"buffer\": 4}]}", (long long)R);
+  double tr = run_spec(spec, &n, &rss1, R / 10);
+  long rss10 = g_rss_end;
   double sm = median3(smap[0], smap[1], smap[2]), pm = median3(pmap[0], pmap[1], pmap[2]);
   printf("{\"elements\": %lld, \"direct_ns\": %.1f, \"sync_chain_ns\": %.1f, \"sync_map_ns\": %.1f, "
          "\"parallel_map_ns\": %.1f, \"parallel_handoff_ns\": %.1f, \"prefetch_ns\": %.1f, \"rss_1m_kb\": %ld, "
