@@ -10,17 +10,6 @@
 
 static char *g_dir;
 
-static sl_pipeline *P(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static sl_pipeline *P(const char *fmt, ...) {
-  char *js;
-  va_list ap;
-  va_start(ap, fmt);
-  assert_true(vasprintf(&js, fmt, ap) > 0);
-  va_end(ap);
-  sl_pipeline *p = tu_pipeline(js);
-  free(js);
-  return p;
-}
 
 /* A user function registered through the public API: keeps even values. */
 static int even_call(void *st, sl_elem *e, sl_fn_call *call) {
@@ -53,35 +42,35 @@ static int rand_call(void *st, sl_elem *e, sl_fn_call *call) {
 
 static void test_range_take_skip(void **s) {
   int64_t v[100];
-  sl_pipeline *p = P("{\"ops\": [{\"op\": \"range\", \"start\": 5, \"stop\": 50, \"step\": 5}, {\"op\": \"skip\", "
+  sl_pipeline *p = tu_pipelinef("{\"ops\": [{\"op\": \"range\", \"start\": 5, \"stop\": 50, \"step\": 5}, {\"op\": \"skip\", "
                      "\"count\": 2}, {\"op\": \"take\", \"count\": 3}]}");
   assert_int_equal(tu_collect_i64(p, "value", v, 100), 3);
   assert_int_equal(v[0], 15);
   assert_int_equal(v[2], 25);
   sl_pipeline_free(p);
-  p = P("{\"ops\": [{\"op\": \"range\", \"start\": 10, \"stop\": 0, \"step\": -3}]}");
+  p = tu_pipelinef("{\"ops\": [{\"op\": \"range\", \"start\": 10, \"stop\": 0, \"step\": -3}]}");
   assert_int_equal(tu_collect_i64(p, "value", v, 100), 4); /* 10 7 4 1 */
   assert_int_equal(v[3], 1);
   sl_pipeline_free(p);
-  p = P("{\"ops\": [{\"op\": \"range\", \"stop\": 0}, {\"op\": \"take\", \"count\": 3}]}");
+  p = tu_pipelinef("{\"ops\": [{\"op\": \"range\", \"stop\": 0}, {\"op\": \"take\", \"count\": 3}]}");
   assert_int_equal(tu_count(p, 0), 0); /* empty input */
   sl_pipeline_free(p);
 }
 
 static void test_repeat_counts_and_forever(void **s) {
-  sl_pipeline *p = P("{\"ops\": [{\"op\": \"range\", \"stop\": 3}, {\"op\": \"repeat\", \"count\": 4}]}");
+  sl_pipeline *p = tu_pipelinef("{\"ops\": [{\"op\": \"range\", \"stop\": 3}, {\"op\": \"repeat\", \"count\": 4}]}");
   assert_int_equal(tu_count(p, 0), 12);
   sl_pipeline_free(p);
-  p = P("{\"ops\": [{\"op\": \"range\", \"stop\": 3}, {\"op\": \"repeat\"}, {\"op\": \"take\", \"count\": 1000}]}");
+  p = tu_pipelinef("{\"ops\": [{\"op\": \"range\", \"stop\": 3}, {\"op\": \"repeat\"}, {\"op\": \"take\", \"count\": 1000}]}");
   assert_int_equal(tu_count(p, 0), 1000);
   sl_op_stats st;
   assert_int_equal(sl_pipeline_op_stats(p, 1, &st), 0);
   assert_int_equal(st.cardinality, -2);
   sl_pipeline_free(p);
-  p = P("{\"ops\": [{\"op\": \"range\", \"stop\": 0}, {\"op\": \"repeat\"}]}");
+  p = tu_pipelinef("{\"ops\": [{\"op\": \"range\", \"stop\": 0}, {\"op\": \"repeat\"}]}");
   assert_int_equal(tu_count(p, 0), 0); /* an empty input repeated forever ends */
   sl_pipeline_free(p);
-  p = P("{\"ops\": [{\"op\": \"range\", \"stop\": 3}, {\"op\": \"repeat\", \"count\": 0}]}");
+  p = tu_pipelinef("{\"ops\": [{\"op\": \"range\", \"stop\": 3}, {\"op\": \"repeat\", \"count\": 0}]}");
   assert_int_equal(tu_count(p, 0), 0);
   sl_pipeline_free(p);
 }
@@ -89,7 +78,7 @@ static void test_repeat_counts_and_forever(void **s) {
 static void test_shard_sizes(void **s) {
   int64_t total = 0;
   for (int i = 0; i < 3; i++) {
-    sl_pipeline *p = P("{\"ops\": [{\"op\": \"range\", \"stop\": 10}, {\"op\": \"shard\", \"num_shards\": 3, "
+    sl_pipeline *p = tu_pipelinef("{\"ops\": [{\"op\": \"range\", \"stop\": 10}, {\"op\": \"shard\", \"num_shards\": 3, "
                        "\"index\": %d}]}", i);
     int64_t n = tu_count(p, 0);
     assert_int_equal(n, i == 0 ? 4 : 3);
@@ -105,7 +94,7 @@ static void test_shard_sizes(void **s) {
 }
 
 static void test_batch_remainder_and_shapes(void **s) {
-  sl_pipeline *p = P("{\"ops\": [{\"op\": \"range\", \"stop\": 10}, {\"op\": \"batch\", \"size\": 4}]}");
+  sl_pipeline *p = tu_pipelinef("{\"ops\": [{\"op\": \"range\", \"stop\": 10}, {\"op\": \"batch\", \"size\": 4}]}");
   sl_iter *it;
   assert_int_equal(sl_pipeline_iter(&it, p), 0);
   sl_elem e;
@@ -123,14 +112,14 @@ static void test_batch_remainder_and_shapes(void **s) {
   assert_int_equal(sizes[2], 2);
   sl_iter_free(it);
   sl_pipeline_free(p);
-  p = P("{\"ops\": [{\"op\": \"range\", \"stop\": 10}, {\"op\": \"batch\", \"size\": 4, \"drop_remainder\": true}]}");
+  p = tu_pipelinef("{\"ops\": [{\"op\": \"range\", \"stop\": 10}, {\"op\": \"batch\", \"size\": 4, \"drop_remainder\": true}]}");
   assert_int_equal(tu_count(p, 0), 2);
   sl_pipeline_free(p);
 }
 
 static void test_batch_of_strings_and_ragged_errors(void **s) {
   char *f = tu_write_file(g_dir, "text.txt", "alpha\nbe\n\ngamma-delta-epsilon-zeta\n", 34);
-  sl_pipeline *p = P("{\"ops\": [{\"op\": \"files\", \"list\": [\"%s\"]}, {\"op\": \"lines\"}, {\"op\": \"batch\", "
+  sl_pipeline *p = tu_pipelinef("{\"ops\": [{\"op\": \"files\", \"list\": [\"%s\"]}, {\"op\": \"lines\"}, {\"op\": \"batch\", "
                      "\"size\": 8}]}", f);
   sl_iter *it;
   assert_int_equal(sl_pipeline_iter(&it, p), 0);
@@ -155,7 +144,7 @@ static void test_batch_of_strings_and_ragged_errors(void **s) {
 
 static void test_padded_batch_pads_to_the_longest(void **s) {
   /* batch(2) of scalars, then padded_batch over ragged batches: sizes 2,2,1 padded to 2 with -1 */
-  sl_pipeline *p = P("{\"ops\": [{\"op\": \"range\", \"stop\": 5}, {\"op\": \"batch\", \"size\": 2}, "
+  sl_pipeline *p = tu_pipelinef("{\"ops\": [{\"op\": \"range\", \"stop\": 5}, {\"op\": \"batch\", \"size\": 2}, "
                      "{\"op\": \"padded_batch\", \"size\": 3, \"padding_values\": {\"value\": -1}}]}");
   sl_iter *it;
   assert_int_equal(sl_pipeline_iter(&it, p), 0);
@@ -173,7 +162,7 @@ static void test_padded_batch_pads_to_the_longest(void **s) {
   sl_iter_free(it);
   sl_pipeline_free(p);
   /* plain batch refuses ragged shapes, naming padded_batch */
-  p = P("{\"ops\": [{\"op\": \"range\", \"stop\": 5}, {\"op\": \"batch\", \"size\": 2}, {\"op\": \"batch\", \"size\": 3}]}");
+  p = tu_pipelinef("{\"ops\": [{\"op\": \"range\", \"stop\": 5}, {\"op\": \"batch\", \"size\": 2}, {\"op\": \"batch\", \"size\": 3}]}");
   tu_count(p, SL_EINVAL);
   assert_non_null(strstr(sl_error_last(), "padded_batch"));
   assert_non_null(strstr(sl_error_last(), "ops[2]"));
@@ -183,11 +172,11 @@ static void test_padded_batch_pads_to_the_longest(void **s) {
 static void test_shuffle_is_a_seeded_permutation(void **s) {
   int64_t a[200], b[200], c[200];
   const char *spec = "{\"seed\": %d, \"ops\": [{\"op\": \"range\", \"stop\": 200}, {\"op\": \"shuffle\", \"buffer\": 50}]}";
-  sl_pipeline *p = P(spec, 1);
+  sl_pipeline *p = tu_pipelinef(spec, 1);
   assert_int_equal(tu_collect_i64(p, "value", a, 200), 200);
   assert_int_equal(tu_collect_i64(p, "value", b, 200), 200); /* a second epoch reshuffles */
   sl_pipeline_free(p);
-  p = P(spec, 1);
+  p = tu_pipelinef(spec, 1);
   assert_int_equal(tu_collect_i64(p, "value", c, 200), 200);
   sl_pipeline_free(p);
   assert_memory_equal(a, c, sizeof a); /* same seed, same order */
@@ -204,7 +193,7 @@ static void test_shuffle_is_a_seeded_permutation(void **s) {
 static void test_filter_and_user_functions(void **s) {
   sl_fn_def even = {SL_FN_DEF_VERSION, SL_FN_FILTER, NULL, even_call, NULL};
   assert_int_equal(sl_fn_register("test_even", &even, NULL), 0);
-  sl_pipeline *p = P("{\"ops\": [{\"op\": \"range\", \"stop\": 11}, {\"op\": \"filter\", \"fn\": \"test_even\"}]}");
+  sl_pipeline *p = tu_pipelinef("{\"ops\": [{\"op\": \"range\", \"stop\": 11}, {\"op\": \"filter\", \"fn\": \"test_even\"}]}");
   int64_t v[20];
   assert_int_equal(tu_collect_i64(p, "value", v, 20), 6);
   assert_int_equal(v[5], 10);
@@ -216,7 +205,7 @@ static void test_filter_and_user_functions(void **s) {
 static void test_map_error_names_op_and_element(void **s) {
   sl_fn_def f = {SL_FN_DEF_VERSION, 0, fail_init, fail_call, free};
   assert_int_equal(sl_fn_register("test_fail", &f, NULL), 0);
-  sl_pipeline *p = P("{\"ops\": [{\"op\": \"range\", \"stop\": 20}, {\"op\": \"map\", \"fn\": \"test_fail\", \"args\": "
+  sl_pipeline *p = tu_pipelinef("{\"ops\": [{\"op\": \"range\", \"stop\": 20}, {\"op\": \"map\", \"fn\": \"test_fail\", \"args\": "
                      "{\"at\": 7}}]}");
   assert_int_equal(tu_count(p, SL_EINVAL), 7);
   assert_non_null(strstr(sl_error_last(), "ops[1]"));
@@ -227,7 +216,7 @@ static void test_map_error_names_op_and_element(void **s) {
 
 static void test_interleave_order_and_block_length(void **s) {
   /* each input n yields n*10, n*10+1, n*10+2 via a nested range? (range takes no input) -> use repeat of the input */
-  sl_pipeline *p = P("{\"ops\": [{\"op\": \"range\", \"start\": 1, \"stop\": 4}, {\"op\": \"interleave\", "
+  sl_pipeline *p = tu_pipelinef("{\"ops\": [{\"op\": \"range\", \"start\": 1, \"stop\": 4}, {\"op\": \"interleave\", "
                      "\"cycle_length\": 2, \"block_length\": 2, \"source\": [{\"op\": \"repeat\", \"count\": 3}]}]}");
   int64_t v[20];
   assert_int_equal(tu_collect_i64(p, "value", v, 20), 9);
@@ -239,7 +228,7 @@ static void test_interleave_order_and_block_length(void **s) {
 static void test_cache_serves_later_epochs(void **s) {
   sl_fn_def f = {SL_FN_DEF_VERSION, 0, NULL, rand_call, NULL};
   assert_int_equal(sl_fn_register("test_counting", &f, NULL), 0);
-  sl_pipeline *p = P("{\"ops\": [{\"op\": \"range\", \"stop\": 50}, {\"op\": \"map\", \"fn\": \"test_counting\"}, "
+  sl_pipeline *p = tu_pipelinef("{\"ops\": [{\"op\": \"range\", \"stop\": 50}, {\"op\": \"map\", \"fn\": \"test_counting\"}, "
                      "{\"op\": \"cache\"}, {\"op\": \"repeat\", \"count\": 3}]}");
   assert_int_equal(tu_count(p, 0), 150);
   sl_op_stats st;
@@ -249,7 +238,7 @@ static void test_cache_serves_later_epochs(void **s) {
   assert_true(st.bytes_held > 0);
   sl_pipeline_free(p);
   /* an abandoned first pass leaves no partial cache */
-  p = P("{\"ops\": [{\"op\": \"range\", \"stop\": 50}, {\"op\": \"cache\"}, {\"op\": \"take\", \"count\": 10}]}");
+  p = tu_pipelinef("{\"ops\": [{\"op\": \"range\", \"stop\": 50}, {\"op\": \"cache\"}, {\"op\": \"take\", \"count\": 10}]}");
   assert_int_equal(tu_count(p, 0), 10);
   assert_int_equal(sl_pipeline_op_stats(p, 1, &st), 0);
   assert_int_equal(st.bytes_held, 0);
@@ -262,11 +251,11 @@ static void test_file_cache_rebuilds_when_corrupt_or_stale(void **s) {
   int64_t a[100], b[100];
   const char *spec = "{\"seed\": %d, \"ops\": [{\"op\": \"range\", \"stop\": %d}, {\"op\": \"map\", \"fn\": "
                      "\"test_counting\"}, {\"op\": \"cache\", \"file\": \"%s\"}]}";
-  sl_pipeline *p = P(spec, 1, 40, path);
+  sl_pipeline *p = tu_pipelinef(spec, 1, 40, path);
   assert_int_equal(tu_collect_i64(p, "r", a, 100), 40);
   sl_pipeline_free(p);
   /* a new pipeline (new process, in effect) reads the file: the map does not run */
-  p = P(spec, 1, 40, path);
+  p = tu_pipelinef(spec, 1, 40, path);
   assert_int_equal(tu_collect_i64(p, "r", b, 100), 40);
   assert_memory_equal(a, b, 40 * sizeof(int64_t));
   sl_op_stats st;
@@ -280,19 +269,19 @@ static void test_file_cache_rebuilds_when_corrupt_or_stale(void **s) {
   fseek(f, 100, SEEK_SET);
   fputc(ch ^ 0x55, f);
   fclose(f);
-  p = P(spec, 1, 40, path);
+  p = tu_pipelinef(spec, 1, 40, path);
   assert_int_equal(tu_collect_i64(p, "r", b, 100), 40);
   assert_memory_equal(a, b, 40 * sizeof(int64_t));
   sl_pipeline_op_stats(p, 1, &st);
   assert_int_equal(st.elements_out, 40);
   sl_pipeline_free(p);
   /* a different upstream spec (stale cache): rebuilt with the new contents */
-  p = P(spec, 1, 30, path);
+  p = tu_pipelinef(spec, 1, 30, path);
   assert_int_equal(tu_collect_i64(p, "r", b, 100), 30);
   sl_pipeline_free(p);
   /* truncated file (partial write): rebuilt */
   assert_int_equal(truncate(path, 50), 0);
-  p = P(spec, 1, 30, path);
+  p = tu_pipelinef(spec, 1, 30, path);
   assert_int_equal(tu_collect_i64(p, "r", b, 100), 30);
   sl_pipeline_op_stats(p, 1, &st);
   assert_int_equal(st.elements_out, 30);
@@ -302,7 +291,7 @@ static void test_file_cache_rebuilds_when_corrupt_or_stale(void **s) {
 static void test_tfrecord_and_parse_example_on_independent_file(void **s) {
   char *src;
   assert_true(asprintf(&src, "%s/tests/data/independent.tfrecord", getenv("SL_SRC")) > 0);
-  sl_pipeline *p = P("{\"ops\": [{\"op\": \"files\", \"list\": [\"%s\"]}, {\"op\": \"tfrecord\"}, {\"op\": \"map\", "
+  sl_pipeline *p = tu_pipelinef("{\"ops\": [{\"op\": \"files\", \"list\": [\"%s\"]}, {\"op\": \"tfrecord\"}, {\"op\": \"map\", "
                      "\"fn\": \"parse_example\", \"args\": {\"features\": {\"label\": {\"dtype\": \"int64\"}, "
                      "\"name\": {\"dtype\": \"bytes\"}, \"score\": {\"dtype\": \"float32\", \"shape\": [2]}, "
                      "\"tags\": {\"dtype\": \"bytes\", \"shape\": [-1]}, \"missing\": {\"dtype\": \"int64\", "
@@ -336,7 +325,7 @@ static void test_tfrecord_and_parse_example_on_independent_file(void **s) {
   assert_int_equal(st.disk_bytes, 477);
   sl_pipeline_free(p);
   /* a required feature that is absent */
-  p = P("{\"ops\": [{\"op\": \"files\", \"list\": [\"%s\"]}, {\"op\": \"tfrecord\"}, {\"op\": \"map\", \"fn\": "
+  p = tu_pipelinef("{\"ops\": [{\"op\": \"files\", \"list\": [\"%s\"]}, {\"op\": \"tfrecord\"}, {\"op\": \"map\", \"fn\": "
         "\"parse_example\", \"args\": {\"features\": {\"nothere\": {\"dtype\": \"int64\"}}}}]}", src);
   tu_count(p, SL_EINVAL);
   assert_non_null(strstr(sl_error_last(), "lacks required feature 'nothere'"));
@@ -360,7 +349,7 @@ static void test_invalid_protobuf_and_corrupt_skip(void **s) {
   sl_buf_unref(b);
   sl_example_free(ex);
   assert_int_equal(sl_tfrecord_writer_close(w), 0);
-  sl_pipeline *p = P("{\"ops\": [{\"op\": \"files\", \"list\": [\"%s\"]}, {\"op\": \"tfrecord\"}, {\"op\": \"map\", "
+  sl_pipeline *p = tu_pipelinef("{\"ops\": [{\"op\": \"files\", \"list\": [\"%s\"]}, {\"op\": \"tfrecord\"}, {\"op\": \"map\", "
                      "\"fn\": \"parse_example\", \"args\": {\"features\": {\"x\": {\"dtype\": \"int64\"}}}}]}", path);
   tu_count(p, SL_ECORRUPT);
   assert_non_null(strstr(sl_error_last(), "not a valid tf.Example"));
@@ -374,11 +363,11 @@ static void test_invalid_protobuf_and_corrupt_skip(void **s) {
   fseek(f, n - 6, SEEK_SET);
   fputc(ch ^ 1, f);
   fclose(f);
-  p = P("{\"ops\": [{\"op\": \"files\", \"list\": [\"%s\"]}, {\"op\": \"tfrecord\"}]}", path);
+  p = tu_pipelinef("{\"ops\": [{\"op\": \"files\", \"list\": [\"%s\"]}, {\"op\": \"tfrecord\"}]}", path);
   assert_int_equal(tu_count(p, SL_ECORRUPT), 3);
   assert_non_null(strstr(sl_error_last(), "mixed.tfrecord: record 3"));
   sl_pipeline_free(p);
-  p = P("{\"ops\": [{\"op\": \"files\", \"list\": [\"%s\"]}, {\"op\": \"tfrecord\", \"on_corrupt\": \"skip\"}]}", path);
+  p = tu_pipelinef("{\"ops\": [{\"op\": \"files\", \"list\": [\"%s\"]}, {\"op\": \"tfrecord\", \"on_corrupt\": \"skip\"}]}", path);
   assert_int_equal(tu_count(p, 0), 3);
   sl_op_stats st;
   sl_pipeline_op_stats(p, 1, &st);
@@ -397,7 +386,7 @@ static void test_files_glob_sorted_and_shuffled(void **s) {
     int len = snprintf(line, sizeof line, "%d\n", i);
     free(tu_write_file(sub, n, line, (size_t)len));
   }
-  sl_pipeline *p = P("{\"seed\": 3, \"ops\": [{\"op\": \"files\", \"glob\": \"%s/f*.txt\", \"shuffle\": true}, "
+  sl_pipeline *p = tu_pipelinef("{\"seed\": 3, \"ops\": [{\"op\": \"files\", \"glob\": \"%s/f*.txt\", \"shuffle\": true}, "
                      "{\"op\": \"lines\"}]}", sub);
   sl_iter *it;
   assert_int_equal(sl_pipeline_iter(&it, p), 0);

@@ -10,17 +10,6 @@
 
 #include "testutil.h"
 
-static sl_pipeline *P(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static sl_pipeline *P(const char *fmt, ...) {
-  char *js;
-  va_list ap;
-  va_start(ap, fmt);
-  assert_true(vasprintf(&js, fmt, ap) > 0);
-  va_end(ap);
-  sl_pipeline *p = tu_pipeline(js);
-  free(js);
-  return p;
-}
 
 static int rand_call(void *st, sl_elem *e, sl_fn_call *call) {
   sl_rng r;
@@ -52,7 +41,7 @@ static int setup(void **s) {
 static void test_parallel_map_keeps_order_and_seeds(void **s) {
   int64_t base[300], got[300], rv[300], rv1[300];
   for (int par = 1; par <= 4; par++) {
-    sl_pipeline *p = P("{\"seed\": 9, \"ops\": [{\"op\": \"range\", \"stop\": 300}, {\"op\": \"map\", \"fn\": "
+    sl_pipeline *p = tu_pipelinef("{\"seed\": 9, \"ops\": [{\"op\": \"range\", \"stop\": 300}, {\"op\": \"map\", \"fn\": "
                        "\"t_jitter\", \"parallelism\": %d}, {\"op\": \"map\", \"fn\": \"t_rand\", \"parallelism\": %d, "
                        "\"buffer\": %d}]}", par, par, par * 2);
     assert_int_equal(tu_collect_i64(p, "value", got, 300), 300);
@@ -72,7 +61,7 @@ static int cmp64(const void *a, const void *b) {
 
 static void test_unordered_map_loses_nothing(void **s) {
   int64_t got[500];
-  sl_pipeline *p = P("{\"ops\": [{\"op\": \"range\", \"stop\": 500}, {\"op\": \"map\", \"fn\": \"t_jitter\", "
+  sl_pipeline *p = tu_pipelinef("{\"ops\": [{\"op\": \"range\", \"stop\": 500}, {\"op\": \"map\", \"fn\": \"t_jitter\", "
                      "\"parallelism\": 3, \"deterministic\": false}]}");
   assert_int_equal(tu_collect_i64(p, "value", got, 500), 500);
   qsort(got, 500, sizeof got[0], cmp64);
@@ -83,7 +72,7 @@ static void test_unordered_map_loses_nothing(void **s) {
 static void test_parallel_map_error_at_the_right_element(void **s) {
   for (int par = 2; par <= 4; par++) {
     /* small buffer: workers are blocked on a full buffer when the error happens */
-    sl_pipeline *p = P("{\"ops\": [{\"op\": \"range\", \"stop\": 1000}, {\"op\": \"map\", \"fn\": \"t_fail37\", "
+    sl_pipeline *p = tu_pipelinef("{\"ops\": [{\"op\": \"range\", \"stop\": 1000}, {\"op\": \"map\", \"fn\": \"t_fail37\", "
                        "\"parallelism\": %d, \"buffer\": %d}, {\"op\": \"prefetch\", \"buffer\": 2}]}", par, par);
     assert_int_equal(tu_count(p, SL_EINVAL), 37);
     assert_non_null(strstr(sl_error_last(), "element 37"));
@@ -93,7 +82,7 @@ static void test_parallel_map_error_at_the_right_element(void **s) {
 }
 
 static void test_errors_are_sticky(void **s) {
-  sl_pipeline *p = P("{\"ops\": [{\"op\": \"range\", \"stop\": 100}, {\"op\": \"map\", \"fn\": \"t_fail37\", "
+  sl_pipeline *p = tu_pipelinef("{\"ops\": [{\"op\": \"range\", \"stop\": 100}, {\"op\": \"map\", \"fn\": \"t_fail37\", "
                      "\"parallelism\": 2}]}");
   sl_iter *it;
   assert_int_equal(sl_pipeline_iter(&it, p), 0);
@@ -113,16 +102,16 @@ static void test_parallel_interleave_matches_sequential(void **s) {
   const char *spec = "{\"ops\": [{\"op\": \"range\", \"stop\": 20}, {\"op\": \"interleave\", \"cycle_length\": 4, "
                      "\"block_length\": 3, \"parallelism\": %d, \"source\": [{\"op\": \"repeat\", \"count\": 20}, "
                      "{\"op\": \"map\", \"fn\": \"t_jitter\"}]}]}";
-  sl_pipeline *p = P(spec, 1);
+  sl_pipeline *p = tu_pipelinef(spec, 1);
   assert_int_equal(tu_collect_i64(p, "value", seq, 400), 400);
   sl_pipeline_free(p);
   for (int k = 2; k <= 4; k++) {
-    p = P(spec, k);
+    p = tu_pipelinef(spec, k);
     assert_int_equal(tu_collect_i64(p, "value", par, 400), 400);
     assert_memory_equal(seq, par, sizeof seq);
     sl_pipeline_free(p);
   }
-  p = P("{\"ops\": [{\"op\": \"range\", \"stop\": 20}, {\"op\": \"interleave\", \"cycle_length\": 4, \"parallelism\": "
+  p = tu_pipelinef("{\"ops\": [{\"op\": \"range\", \"stop\": 20}, {\"op\": \"interleave\", \"cycle_length\": 4, \"parallelism\": "
         "3, \"deterministic\": false, \"source\": [{\"op\": \"repeat\", \"count\": 20}, {\"op\": \"map\", \"fn\": "
         "\"t_jitter\"}]}]}");
   assert_int_equal(tu_collect_i64(p, "value", par, 400), 400);
@@ -132,7 +121,7 @@ static void test_parallel_interleave_matches_sequential(void **s) {
 }
 
 static void test_nested_error_surfaces(void **s) {
-  sl_pipeline *p = P("{\"ops\": [{\"op\": \"range\", \"start\": 30, \"stop\": 40}, {\"op\": \"interleave\", "
+  sl_pipeline *p = tu_pipelinef("{\"ops\": [{\"op\": \"range\", \"start\": 30, \"stop\": 40}, {\"op\": \"interleave\", "
                      "\"cycle_length\": 3, \"parallelism\": 2, \"source\": [{\"op\": \"map\", \"fn\": \"t_fail37\"}]}]}");
   assert_int_equal(tu_count(p, SL_EINVAL), 7);
   assert_non_null(strstr(sl_error_last(), "ops[1].source[0]"));
@@ -149,7 +138,7 @@ static void *canceller(void *a) {
 }
 
 static void test_cancel_from_another_thread(void **s) {
-  sl_pipeline *p = P("{\"ops\": [{\"op\": \"range\"}, {\"op\": \"map\", \"fn\": \"sleep_io\", \"args\": {\"us\": 1000}, "
+  sl_pipeline *p = tu_pipelinef("{\"ops\": [{\"op\": \"range\"}, {\"op\": \"map\", \"fn\": \"sleep_io\", \"args\": {\"us\": 1000}, "
                      "\"parallelism\": 2}, {\"op\": \"prefetch\", \"buffer\": 4}]}");
   sl_iter *it;
   assert_int_equal(sl_pipeline_iter(&it, p), 0);
@@ -173,7 +162,7 @@ static void test_cancel_from_another_thread(void **s) {
 
 static void test_early_free_joins_everything(void **s) {
   /* 200 runs stopped after a few elements with every async op busy: no leak, no hang (sanitizers check) */
-  sl_pipeline *p = P("{\"ops\": [{\"op\": \"range\"}, {\"op\": \"interleave\", \"cycle_length\": 3, \"parallelism\": "
+  sl_pipeline *p = tu_pipelinef("{\"ops\": [{\"op\": \"range\"}, {\"op\": \"interleave\", \"cycle_length\": 3, \"parallelism\": "
                      "2, \"source\": [{\"op\": \"repeat\", \"count\": 5}]}, {\"op\": \"map\", \"fn\": \"t_rand\", "
                      "\"parallelism\": 3}, {\"op\": \"prefetch\", \"buffer\": 3}, {\"op\": \"shuffle\", \"buffer\": 8}]}");
   for (int i = 0; i < 200; i++) {
@@ -205,9 +194,9 @@ static void test_random_spec_stress(void **s) {
                       "{\"op\": \"map\", \"fn\": \"t_rand\", \"parallelism\": %d, \"deterministic\": %s}, "
                       "{\"op\": \"shuffle\", \"buffer\": %d}, {\"op\": \"batch\", \"size\": %d, \"drop_remainder\": %s},"
                       " {\"op\": \"prefetch\", \"buffer\": %d}]}";
-    sl_pipeline *a = P(fmt, round, n, cyc, p2 > cyc ? cyc : p2, rep, p1, det ? "true" : "false", b * 3, b,
+    sl_pipeline *a = tu_pipelinef(fmt, round, n, cyc, p2 > cyc ? cyc : p2, rep, p1, det ? "true" : "false", b * 3, b,
                        drop ? "true" : "false", pf);
-    sl_pipeline *z = P(fmt, round, n, cyc, 1, rep, 1, "true", b * 3, b, drop ? "true" : "false", pf);
+    sl_pipeline *z = tu_pipelinef(fmt, round, n, cyc, 1, rep, 1, "true", b * 3, b, drop ? "true" : "false", pf);
     int64_t want = drop ? (int64_t)(n * rep) / b : ((int64_t)(n * rep) + b - 1) / b;
     assert_int_equal(tu_count(a, 0), want);
     assert_int_equal(tu_count(z, 0), want);
@@ -217,7 +206,7 @@ static void test_random_spec_stress(void **s) {
 }
 
 static void test_stats_count_elements(void **s) {
-  sl_pipeline *p = P("{\"ops\": [{\"op\": \"range\", \"stop\": 1000}, {\"op\": \"map\", \"fn\": \"spin\", \"args\": "
+  sl_pipeline *p = tu_pipelinef("{\"ops\": [{\"op\": \"range\", \"stop\": 1000}, {\"op\": \"map\", \"fn\": \"spin\", \"args\": "
                      "{\"us\": 20}, \"parallelism\": 2}, {\"op\": \"batch\", \"size\": 10}, {\"op\": \"prefetch\"}]}");
   assert_int_equal(tu_count(p, 0), 100);
   sl_op_stats st;

@@ -15,17 +15,6 @@
 
 static char *g_dir;
 
-static sl_pipeline *P(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static sl_pipeline *P(const char *fmt, ...) {
-  char *js;
-  va_list ap;
-  va_start(ap, fmt);
-  assert_true(vasprintf(&js, fmt, ap) > 0);
-  va_end(ap);
-  sl_pipeline *p = tu_pipeline(js);
-  free(js);
-  return p;
-}
 
 static char *write_records(const char *name, int n, size_t size) {
   char *path;
@@ -44,7 +33,7 @@ static char *write_records(const char *name, int n, size_t size) {
 
 static void test_file_truncated_while_read(void **s) {
   char *path = write_records("shrink.tfrecord", 2000, 1000);
-  sl_pipeline *p = P("{\"ops\": [{\"op\": \"files\", \"list\": [\"%s\"]}, {\"op\": \"tfrecord\"}]}", path);
+  sl_pipeline *p = tu_pipelinef("{\"ops\": [{\"op\": \"files\", \"list\": [\"%s\"]}, {\"op\": \"tfrecord\"}]}", path);
   sl_iter *it;
   assert_int_equal(sl_pipeline_iter(&it, p), 0);
   sl_elem e;
@@ -71,7 +60,7 @@ static void test_file_deleted_while_read_is_read_to_its_end(void **s) {
   /* POSIX keeps an open file's data until it is closed: a deleted file reads to its end. The next run fails
    * cleanly, naming the file. */
   char *path = write_records("gone.tfrecord", 500, 1000);
-  sl_pipeline *p = P("{\"ops\": [{\"op\": \"files\", \"list\": [\"%s\"]}, {\"op\": \"tfrecord\"}]}", path);
+  sl_pipeline *p = tu_pipelinef("{\"ops\": [{\"op\": \"files\", \"list\": [\"%s\"]}, {\"op\": \"tfrecord\"}]}", path);
   sl_iter *it;
   assert_int_equal(sl_pipeline_iter(&it, p), 0);
   sl_elem e;
@@ -157,7 +146,7 @@ static void test_killed_cache_writer_leaves_nothing_usable(void **s) {
   struct stat sb;
   assert_int_equal(stat(cache, &sb), -1); /* only the temporary file exists */
   /* a finite pipeline with the same cache path builds a fresh, correct cache */
-  sl_pipeline *p = P("{\"ops\": [{\"op\": \"range\", \"stop\": 100}, {\"op\": \"cache\", \"file\": \"%s\"}]}", cache);
+  sl_pipeline *p = tu_pipelinef("{\"ops\": [{\"op\": \"range\", \"stop\": 100}, {\"op\": \"cache\", \"file\": \"%s\"}]}", cache);
   assert_int_equal(tu_count(p, 0), 100);
   assert_int_equal(tu_count(p, 0), 100);
   sl_pipeline_free(p);

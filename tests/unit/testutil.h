@@ -16,6 +16,8 @@ void tu_rmtree(const char *path);
 char *tu_write_file(const char *dir, const char *name, const void *data, size_t len);
 /* Builds a pipeline from JSON text, asserting success. */
 sl_pipeline *tu_pipeline(const char *json);
+/* The same from a printf-style format. */
+sl_pipeline *tu_pipelinef(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Runs a spec to the end and returns the element count; asserts rc on error equals `want_rc` (0 = expect END). */
 int64_t tu_count(sl_pipeline *p, int want_rc);
 /* Collects scalar int64 component `name` of up to `max` elements into out; returns how many. */

@@ -1,7 +1,9 @@
+#define _GNU_SOURCE
 /* testutil_pipe.c: pipeline helpers for the unit tests. */
 #include "testutil.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 sl_pipeline *tu_pipeline(const char *json) {
@@ -9,6 +11,17 @@ sl_pipeline *tu_pipeline(const char *json) {
   int rc = sl_pipeline_from_json(&p, json, strlen(json), "test");
   if (rc) fprintf(stderr, "spec error: %s\n", sl_error_last());
   assert_int_equal(rc, 0);
+  return p;
+}
+
+sl_pipeline *tu_pipelinef(const char *fmt, ...) {
+  char *js;
+  va_list ap;
+  va_start(ap, fmt);
+  assert_true(vasprintf(&js, fmt, ap) > 0);
+  va_end(ap);
+  sl_pipeline *p = tu_pipeline(js);
+  free(js);
   return p;
 }
 
