@@ -23,6 +23,10 @@ struct sl__pdb {
   PGconn *pg;
   int nstmts; /* PostgreSQL prepared statement names */
   char *where; /* the uri for messages (without password) */
+  /* PostgreSQL pipeline mode (bulk writes): statements whose results are not needed are queued and their results
+   * read at the next round trip. */
+  bool pipe;
+  int pending;
 };
 
 #define SL_PDB_MAXP 24
@@ -35,6 +39,7 @@ struct sl__pstmt {
   char *pv[SL_PDB_MAXP];
   int plen[SL_PDB_MAXP], pfmt[SL_PDB_MAXP];
   PGresult *res;
+  int row, nrows; /* pipeline mode: rows of a whole result */
   bool running;
   unsigned char *unesc; /* last unescaped bytea */
 };
@@ -181,6 +186,56 @@ static int pg_err(sl__pdb *db, PGresult *r, const char *what) {
   return sl__err(code, "%s: %s: %s", db->where, what, msg);
 }
 
+/* Pipeline mode: sends a sync and reads every queued result up to it. Results are grouped per query, each group
+ * ending with a NULL; the group of query number `want` (0-based, -1: none) is kept in *mine. Returns the first
+ * error among the queued queries. */
+static int pl_sync(sl__pdb *db, int want, PGresult **mine) {
+  PGconn *c = db->pg;
+  if (mine) *mine = NULL;
+  if (!PQpipelineSync(c)) return pg_err(db, NULL, "pipeline sync");
+  int blk = 0, err = 0, expect = db->pending + (want >= 0 ? 1 : 0);
+  for (;;) {
+    PGresult *r = PQgetResult(c);
+    if (!r) {
+      if (++blk > expect + 1) {
+        err = err ? err : sl__err(SL_EIO, "%s: pipeline lost its sync point", db->where);
+        break;
+      }
+      continue;
+    }
+    ExecStatusType st = PQresultStatus(r);
+    if (st == PGRES_PIPELINE_SYNC) {
+      PQclear(r);
+      break;
+    }
+    if (st == PGRES_FATAL_ERROR && !err) err = pg_err(db, r, "query");
+    if (mine && blk == want && !*mine && (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK)) {
+      *mine = r;
+      continue;
+    }
+    PQclear(r);
+  }
+  db->pending = 0;
+  if (err && mine && *mine) {
+    PQclear(*mine);
+    *mine = NULL;
+  }
+  return err;
+}
+
+int sl__pdb_pipeline(sl__pdb *db, bool on) {
+  if (!db->pg || db->pipe == on) return 0;
+  if (on) {
+    if (!PQenterPipelineMode(db->pg)) return pg_err(db, NULL, "enter pipeline mode");
+    db->pipe = true;
+    return 0;
+  }
+  int rc = pl_sync(db, -1, NULL);
+  if (!PQexitPipelineMode(db->pg) && !rc) rc = pg_err(db, NULL, "exit pipeline mode");
+  db->pipe = false;
+  return rc;
+}
+
 static int lite_err(sl__pdb *db, const char *what) {
   int e = sqlite3_errcode(db->lite);
   int code = e == SQLITE_CONSTRAINT ? SL_EINVAL : e == SQLITE_CORRUPT || e == SQLITE_NOTADB ? SL_ECORRUPT : SL_EIO;
@@ -188,6 +243,14 @@ static int lite_err(sl__pdb *db, const char *what) {
 }
 
 int sl__pdb_exec(sl__pdb *db, const char *sql) {
+  if (db->pg && db->pipe) {
+    if (!PQsendQueryParams(db->pg, sql, 0, NULL, NULL, NULL, NULL, 0)) return pg_err(db, NULL, "send");
+    int want = db->pending;
+    PGresult *r;
+    int rc = pl_sync(db, want, &r);
+    if (r) PQclear(r);
+    return rc;
+  }
   if (db->pg) {
     PGresult *r = PQexec(db->pg, sql);
     ExecStatusType s = PQresultStatus(r);
@@ -291,7 +354,24 @@ int sl__pdb_prepare(sl__pdb *db, sl__pstmt **out, const char *sql) {
       return sl__err(SL_EINVAL, "too many parameters in statement");
     }
     snprintf(st->name, sizeof st->name, "sl%d", ++db->nstmts);
-    PGresult *r = PQprepare(db->pg, st->name, q, 0, NULL);
+    PGresult *r = NULL;
+    if (db->pipe) {
+      if (!PQsendPrepare(db->pg, st->name, q, 0, NULL)) {
+        sl__free(q);
+        sl__free(st);
+        return pg_err(db, NULL, "prepare");
+      }
+      int want = db->pending;
+      int rc = pl_sync(db, want, &r);
+      if (rc || !r) {
+        if (r) PQclear(r);
+        sl__free(q);
+        sl__free(st);
+        return rc ? rc : sl__err(SL_EIO, "%s: prepare returned nothing", db->where);
+      }
+    } else {
+      r = PQprepare(db->pg, st->name, q, 0, NULL);
+    }
     sl__free(q);
     if (PQresultStatus(r) != PGRES_COMMAND_OK) {
       int rc = pg_err(db, r, "prepare");
@@ -348,13 +428,14 @@ static void pg_clear_params(sl__pstmt *st) {
 static void pg_drain(sl__pstmt *st) {
   if (st->res) PQclear(st->res);
   st->res = NULL;
+  st->row = st->nrows = 0;
   if (st->unesc) PQfreemem(st->unesc);
   st->unesc = NULL;
-  if (st->running) {
+  if (st->running && !st->db->pipe) {
     PGresult *r;
     while ((r = PQgetResult(st->db->pg)) != NULL) PQclear(r);
-    st->running = false;
   }
+  st->running = false;
 }
 
 void sl__pstmt_reset(sl__pstmt *st) {
@@ -376,7 +457,7 @@ void sl__pstmt_free(sl__pstmt *st) {
     pg_drain(st);
     pg_clear_params(st);
     /* Deallocate so long-lived connections do not accumulate statements. */
-    if (st->db && st->db->pg && PQstatus(st->db->pg) == CONNECTION_OK) {
+    if (st->db && st->db->pg && !st->db->pipe && PQstatus(st->db->pg) == CONNECTION_OK) {
       char q[64];
       snprintf(q, sizeof q, "DEALLOCATE %s", st->name);
       PQclear(PQexec(st->db->pg, q));
@@ -454,13 +535,35 @@ int sl__pstmt_step(sl__pstmt *st) {
     return e;
   }
   PGconn *c = st->db->pg;
-  if (st->res) {
-    PQclear(st->res);
-    st->res = NULL;
-  }
   if (st->unesc) {
     PQfreemem(st->unesc);
     st->unesc = NULL;
+  }
+  if (st->db->pipe) {
+    /* Pipeline mode: one round trip that also collects the queued statements' results; then rows from the
+     * whole result. */
+    if (!st->running) {
+      if (!PQsendQueryPrepared(c, st->name, st->nparams, (const char *const *)st->pv, st->plen, st->pfmt, 0))
+        return pg_err(st->db, NULL, "send");
+      int want = st->db->pending;
+      PGresult *r;
+      int rc = pl_sync(st->db, want, &r);
+      if (rc) return rc;
+      st->res = r;
+      st->row = -1;
+      st->nrows = r && PQresultStatus(r) == PGRES_TUPLES_OK ? PQntuples(r) : 0;
+      st->running = true;
+    }
+    if (++st->row < st->nrows) return 1;
+    if (st->res) PQclear(st->res);
+    st->res = NULL;
+    st->row = st->nrows = 0;
+    st->running = false;
+    return 0;
+  }
+  if (st->res) {
+    PQclear(st->res);
+    st->res = NULL;
   }
   if (!st->running) {
     if (!PQsendQueryPrepared(c, st->name, st->nparams, (const char *const *)st->pv, st->plen, st->pfmt, 0))
@@ -492,13 +595,13 @@ int sl__pstmt_step(sl__pstmt *st) {
 
 bool sl__pstmt_null(sl__pstmt *st, int c) {
   if (st->ls) return sqlite3_column_type(st->ls, c) == SQLITE_NULL;
-  return !st->res || PQgetisnull(st->res, 0, c);
+  return !st->res || PQgetisnull(st->res, st->row, c);
 }
 
 int64_t sl__pstmt_i64(sl__pstmt *st, int c) {
   if (st->ls) return sqlite3_column_int64(st->ls, c);
   if (sl__pstmt_null(st, c)) return 0;
-  const char *v = PQgetvalue(st->res, 0, c);
+  const char *v = PQgetvalue(st->res, st->row, c);
   if (v[0] == 't') return 1;
   if (v[0] == 'f') return 0;
   return strtoll(v, NULL, 10);
@@ -507,13 +610,13 @@ int64_t sl__pstmt_i64(sl__pstmt *st, int c) {
 double sl__pstmt_f64(sl__pstmt *st, int c) {
   if (st->ls) return sqlite3_column_double(st->ls, c);
   if (sl__pstmt_null(st, c)) return 0;
-  return strtod(PQgetvalue(st->res, 0, c), NULL);
+  return strtod(PQgetvalue(st->res, st->row, c), NULL);
 }
 
 const char *sl__pstmt_text(sl__pstmt *st, int c) {
   if (st->ls) return (const char *)sqlite3_column_text(st->ls, c);
   if (sl__pstmt_null(st, c)) return NULL;
-  return PQgetvalue(st->res, 0, c);
+  return PQgetvalue(st->res, st->row, c);
 }
 
 const void *sl__pstmt_blob(sl__pstmt *st, int c, size_t *n) {
@@ -524,6 +627,20 @@ const void *sl__pstmt_blob(sl__pstmt *st, int c, size_t *n) {
   *n = 0;
   if (sl__pstmt_null(st, c)) return NULL;
   if (st->unesc) PQfreemem(st->unesc);
-  st->unesc = PQunescapeBytea((const unsigned char *)PQgetvalue(st->res, 0, c), n);
+  st->unesc = PQunescapeBytea((const unsigned char *)PQgetvalue(st->res, st->row, c), n);
   return st->unesc;
+}
+
+int sl__pstmt_defer(sl__pstmt *st) {
+  if (st->ls || !st->db->pipe) {
+    int rc = sl__pstmt_step(st);
+    while (rc == 1) rc = sl__pstmt_step(st);
+    sl__pstmt_reset(st);
+    return rc;
+  }
+  if (!PQsendQueryPrepared(st->db->pg, st->name, st->nparams, (const char *const *)st->pv, st->plen, st->pfmt, 0))
+    return pg_err(st->db, NULL, "send");
+  st->db->pending++;
+  pg_clear_params(st);
+  return 0;
 }

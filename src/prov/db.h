@@ -35,6 +35,11 @@ int sl__pstmt_bind_f64(sl__pstmt *st, int i, double v);
 int sl__pstmt_bind_text(sl__pstmt *st, int i, const char *s); /* NULL binds NULL */
 int sl__pstmt_bind_blob(sl__pstmt *st, int i, const void *b, size_t n);
 int sl__pstmt_bind_null(sl__pstmt *st, int i);
+/* PostgreSQL pipeline mode for bulk writes (no-op on SQLite): statements run with sl__pstmt_defer are queued and
+ * their errors reported at the next round trip (a step, an exec, a prepare, or leaving the mode). */
+int sl__pdb_pipeline(sl__pdb *db, bool on);
+/* Runs a statement whose result is not needed: queued in pipeline mode, else run to completion; then reset. */
+int sl__pstmt_defer(sl__pstmt *st);
 /* 1: a row is ready; 0: done; < 0: error (message set). */
 int sl__pstmt_step(sl__pstmt *st);
 /* Ends the current execution and clears bindings, ready to bind again. */

@@ -517,10 +517,14 @@ int sl_prov_gen(sl_prov *p, const sl_prov_gen_opts *o, sl_prov_gen_report *rep) 
     }
   }
   if (!rc && bulk) rc = sl__prov_indexes(p, false);
+  /* On PostgreSQL, queue the writes whose results are not needed: one round trip per id instead of per row. */
+  if (!rc) rc = sl__pdb_pipeline(p->db, true);
   for (int i = 0; !rc && i < o->pipelines; i++) {
     rc = gen_pipeline(&G, o, i);
     if (o->progress) o->progress(i + 1, o->pipelines, o->payload);
   }
+  int rc3 = sl__pdb_pipeline(p->db, false);
+  if (!rc) rc = rc3;
   if (bulk) {
     int rc2 = sl__prov_indexes(p, true);
     if (!rc) rc = rc2;

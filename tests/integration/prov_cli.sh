@@ -92,6 +92,10 @@ if [ -n "${SL_PG_DIR:-}" ] && [ -f "$SL_PG_DIR/uri" ]; then
   a=$("$CLI" prov graphlets "$PGURI" --json | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["count"], d["pushed"])')
   b=$("$CLI" prov graphlets "$T/pgtwin.db" --json | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["count"], d["pushed"])')
   [ "$a" = "$b" ] || fail "pg and sqlite graphlets differ: $a vs $b"
+  # The same corpus on both backends exports byte for byte the same.
+  "$CLI" prov export "$PGURI" --json -o "$T/pg.json"
+  "$CLI" prov export "$T/pgtwin.db" --json -o "$T/lite.json"
+  cmp -s "$T/pg.json" "$T/lite.json" || fail "pg and sqlite exports differ"
   PP=$("$CLI" prov graphlets "$PGURI" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["graphlets"][0]["pipeline"])')
   set +e
   "$CLI" prov should-train "$PGURI" --pipeline "$PP" --json >/dev/null; rc=$?
