@@ -29,6 +29,8 @@ typedef struct pm_op {
   double bytes;   /* mean bytes per element produced */
   double b_disk;  /* disk bytes per output element */
   double cv;      /* coefficient of variation of per-call time */
+  double elem_cost; /* CPU seconds to make one of its elements (an interleave: its source chain's), which decides
+                     * whether a hand-off after it goes in chunks */
   int64_t card;   /* elements per epoch: >= 0, -1 unknown, -2 infinite */
 } pm_op;
 
@@ -51,7 +53,9 @@ struct sl_plan {
   double N, T;          /* output elements and seconds of the trace */
   double traced_rate;
   double C, M, B;       /* cores, memory budget, disk bandwidth (0: none) */
-  double handoff;       /* CPU seconds a new thread boundary costs per element (see handoff_cost) */
+  double handoff;       /* CPU seconds a new thread boundary costs per element handed over one at a time */
+  double handoff_cheap; /* the same for cheap elements, handed over in chunks (see measure_handoff) */
+  double hscale;        /* multiplies both: 1, or learned from a measured run (sl__plan_solve) */
   sl_machine machine;
   /* results */
   double bound, bound_nocache, predicted;
@@ -70,6 +74,10 @@ struct sl_plan {
   double theta_total;   /* cores the plan keeps busy (model) */
 };
 
+/* sl_plan_solve with the hand-off costs multiplied by `hscale` (learned by the optimizer from a measured run). */
+int sl__plan_solve(sl_plan **out, const sl_trace *t, const sl_plan_opts *opts, double hscale);
+/* CPU seconds per output element the plan's model charges for its thread hand-offs. */
+double sl__plan_handoff_cpu(const sl_plan *P);
 /* Fills a plan's model from a trace (no solving). */
 int sl__plan_model(sl_plan *P, const sl_trace *t, const sl_plan_opts *opts);
 /* The LP bound for cache point `cache_at` (-1 none) on `cores` cores; sets *limit. */

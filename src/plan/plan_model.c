@@ -38,7 +38,7 @@ static int64_t knob_int(json_t *o, const char *key, int64_t def) {
 }
 
 /* ---- the cost of handing an element between two threads ---- */
-static double g_handoff = -1;
+static double g_h_exp = -1, g_h_cheap = -1;
 static pthread_once_t g_handoff_once = PTHREAD_ONCE_INIT;
 
 static double proc_cpu_s(void) {
@@ -66,22 +66,34 @@ static double cpu_per_element(const char *spec, int n) {
   return r;
 }
 
-/* The engine's own hand-off cost on this machine, now: the same work run sync, then through a parallel map and a
- * prefetch (two thread boundaries); the difference in process CPU per element, halved. About 0.1 s, once per
- * process. Measured rather than assumed because it moves with the machine and its load (wake-ups and context
- * switches cost several times more on a busy VM). */
+/* Per-boundary hand-off cost of elements whose function spins `us` microseconds: the same work run sync, then
+ * through a parallel map and a prefetch (two thread boundaries); the difference in process CPU per element,
+ * halved. */
+static double probe_handoff(int us, int n) {
+  char sync[160], async[256];
+  snprintf(sync, sizeof sync, "{\"ops\": [{\"op\": \"range\"}, {\"op\": \"map\", \"fn\": \"spin\", \"args\": "
+           "{\"us\": %d}}]}", us);
+  snprintf(async, sizeof async, "{\"ops\": [{\"op\": \"range\"}, {\"op\": \"map\", \"fn\": \"spin\", \"args\": "
+           "{\"us\": %d}, \"parallelism\": 2, \"buffer\": 16}, {\"op\": \"prefetch\", \"buffer\": 2}]}", us);
+  double a = cpu_per_element(sync, n), b = cpu_per_element(async, n);
+  return a >= 0 && b >= 0 && b > a ? (b - a) / 2 : 0;
+}
+
+/* The engine's own hand-off costs on this machine, now, for expensive elements (handed over one at a time) and
+ * cheap ones (handed over in chunks). About 0.1 s, once per process. Measured rather than assumed because they
+ * move with the machine and its load (wake-ups and context switches cost several times more on a busy VM). */
 static void measure_handoff(void) {
-  const char *sync = "{\"ops\": [{\"op\": \"range\"}, {\"op\": \"map\", \"fn\": \"spin\", \"args\": {\"us\": 30}}]}";
-  const char *async = "{\"ops\": [{\"op\": \"range\"}, {\"op\": \"map\", \"fn\": \"spin\", \"args\": {\"us\": 30}, "
-                      "\"parallelism\": 2, \"buffer\": 4}, {\"op\": \"prefetch\", \"buffer\": 2}]}";
-  double a = cpu_per_element(sync, 1000), b = cpu_per_element(async, 1000);
-  g_handoff = a >= 0 && b >= 0 && b > a ? (b - a) / 2 : 0;
+  g_h_exp = probe_handoff(30, 1000);
+  g_h_cheap = probe_handoff(1, 10000);
   sl_error_clear();
 }
 
-static double handoff_cost(void) {
-  pthread_once(&g_handoff_once, measure_handoff);
-  return g_handoff;
+/* Elements that take less than this per element are handed between threads in chunks (op_map's threshold). */
+#define CHEAP_ELEMENT_S 10e-6
+
+/* The hand-off cost per element for elements that cost `d` CPU seconds each to make. */
+static double handoff_for(const sl_plan *P, double d) {
+  return P->hscale * (d < CHEAP_ELEMENT_S ? P->handoff_cheap : P->handoff);
 }
 
 bool sl__plan_upstream(const sl_plan *P, int j, int k) {
@@ -196,7 +208,27 @@ int sl__plan_model(sl_plan *P, const sl_trace *t, const sl_plan_opts *opts) {
   P->M = opts->memory > 0 ? (double)opts->memory : SL_PLAN_MEMORY_FRACTION * (double)t->machine.mem_available;
   if (!(P->M > 0)) P->M = 1e18; /* the trace knows no memory figure: unconstrained */
   P->B = opts->disk_bandwidth > 0 ? opts->disk_bandwidth : t->machine.disk_bandwidth;
-  P->handoff = opts->handoff < 0 ? handoff_cost() : opts->handoff;
+  if (opts->handoff < 0) {
+    pthread_once(&g_handoff_once, measure_handoff);
+    P->handoff = g_h_exp;
+    P->handoff_cheap = g_h_cheap;
+  } else {
+    P->handoff = P->handoff_cheap = opts->handoff;
+  }
+  if (!(P->hscale >= 0) || !isfinite(P->hscale)) P->hscale = 1;
+  /* What one element costs to make where a thread boundary could sit: an op's own per-element CPU, or for an
+   * interleave its source chain's CPU per element it yields. */
+  for (int i = 0; i < P->nops; i++) {
+    pm_op *o = &P->ops[i];
+    o->elem_cost = o->d;
+    if (o->kind == PK_INTERLEAVE && o->V > 0) {
+      double sub = 0;
+      for (int j = 0; j < P->nops; j++)
+        if (j != i && sl__plan_upstream(P, j, i) && !(o->input >= 0 && sl__plan_upstream(P, j, o->input)))
+          sub += P->ops[j].c;
+      o->elem_cost = sub / o->V;
+    }
+  }
   return 0;
 }
 
@@ -241,11 +273,12 @@ static int unit_add(units *u, double cap, int owner) {
 }
 
 /* par[i] < 0 means "a pool the LP sizes" (tunable). Puts op i's work (and its subtree's) into units; a thread
- * boundary the trace did not have costs h per element it passes. */
+ * boundary the trace did not have costs its hand-off per element it passes (h = 1; h = 0 leaves hand-offs out). */
 static void assign(const sl_plan *P, const int64_t *par, int cache_at, int i, int u, double mult, double h,
                    units *U) {
   const pm_op *o = &P->ops[i];
-  double hv = o->async0 || (cache_at >= 0 && sl__plan_upstream(P, i, cache_at)) ? 0 : h * o->V;
+  double hv = o->async0 || (cache_at >= 0 && sl__plan_upstream(P, i, cache_at)) ? 0
+                                                                                 : h * handoff_for(P, o->elem_cost) * o->V;
   bool cached = cache_at >= 0 && sl__plan_upstream(P, i, cache_at);
   double c = cached ? 0 : o->c, tt = cached ? 0 : o->tt;
   if (!cached) U->b += o->b_disk;
@@ -294,12 +327,16 @@ static void build_units(const sl_plan *P, const int64_t *par, int cache_at, doub
   /* An inserted root prefetch moves the whole pipeline off the consumer's thread; the hand-off is paid on both
    * sides. */
   if (P->add_prefetch) {
+    double total = 0;
+    for (int i = 0; i < P->nops; i++)
+      if (!(cache_at >= 0 && sl__plan_upstream(P, i, cache_at))) total += P->ops[i].c;
+    double hp = h * handoff_for(P, total);
     top = unit_add(U, 1, -1);
-    U->cost[consumer] += h / 2;
-    U->cost[top] += h / 2;
-    U->tcost[consumer] += h / 2;
-    U->tcost[top] += h / 2;
-    U->total += h;
+    U->cost[consumer] += hp / 2;
+    U->cost[top] += hp / 2;
+    U->tcost[consumer] += hp / 2;
+    U->tcost[top] += hp / 2;
+    U->total += hp;
   }
   assign(P, par, cache_at, P->root, top, 1, h, U);
 }
@@ -313,16 +350,27 @@ double sl_plan_predict_on(const sl_plan *P, double cores) {
 double sl_plan_cpu_per_element(const sl_plan *P) {
   units U;
   if (units_new(&U, P->nops)) return 0;
-  build_units(P, P->par, P->cache_at, P->handoff, &U);
+  build_units(P, P->par, P->cache_at, 1, &U);
   double t = U.total;
   units_free(&U);
   return t;
 }
 
+double sl__plan_handoff_cpu(const sl_plan *P) {
+  units U;
+  if (units_new(&U, P->nops)) return 0;
+  build_units(P, P->par, P->cache_at, 1, &U);
+  double with = U.total;
+  build_units(P, P->par, P->cache_at, 0, &U);
+  double without = U.total;
+  units_free(&U);
+  return with - without;
+}
+
 double sl__plan_eval(const sl_plan *P, const int64_t *par, int cache_at, double cores) {
   units U;
   if (units_new(&U, P->nops)) return -1;
-  build_units(P, par, cache_at, P->handoff, &U);
+  build_units(P, par, cache_at, 1, &U);
   double X = U.total > 0 ? cores / U.total : X_MAX;
   for (int k = 0; k < U.n; k++)
     if (U.tcost[k] > 0 && U.cap[k] / U.tcost[k] < X) X = U.cap[k] / U.tcost[k];
@@ -794,6 +842,10 @@ static int solve_config(sl_plan *P) {
 }
 
 int sl_plan_solve(sl_plan **out, const sl_trace *t, const sl_plan_opts *opts) {
+  return sl__plan_solve(out, t, opts, 1);
+}
+
+int sl__plan_solve(sl_plan **out, const sl_trace *t, const sl_plan_opts *opts, double hscale) {
   *out = NULL;
   sl_plan_opts def = SL_PLAN_OPTS_INIT;
   if (!opts) opts = &def;
@@ -801,6 +853,7 @@ int sl_plan_solve(sl_plan **out, const sl_trace *t, const sl_plan_opts *opts) {
     return sl__err(SL_EINVAL, "sl_plan_opts version %d, expected %d", opts->version, SL_PLAN_OPTS_VERSION);
   sl_plan *P = sl__calloc(1, sizeof *P);
   if (!P) return sl__oom("a plan");
+  P->hscale = hscale;
   pm_cache *tmp = NULL;
   int64_t *p1 = NULL, *b1 = NULL;
   int rc = sl__plan_model(P, t, opts);

@@ -25,9 +25,7 @@ static int core_ops(const sl_trace *t, int *idx) {
 }
 
 /* A copy of the first trace whose per-element CPU costs are refreshed from the tuned run's trace wherever the
- * tuned run produced elements at that op (ops behind a cache keep their first-trace costs). An inserted root
- * prefetch has no counterpart; its measured cost replaces the model's hand-off estimate for it through
- * opts->handoff in the caller. */
+ * tuned run produced elements at that op (ops behind a cache keep their first-trace costs). */
 static int refresh_costs(sl_trace **out, const sl_trace *first, const sl_trace *tuned) {
   char *js = NULL;
   int rc = sl_trace_to_json(first, &js);
@@ -57,6 +55,62 @@ static int refresh_costs(sl_trace **out, const sl_trace *first, const sl_trace *
   return 0;
 }
 
+/* The input pipeline's sequential variant: every parallelism the planner may set at 1 (its buffer dropped), and a
+ * root prefetch it may replace removed. Its trace gives the ops' own costs without hand-offs (an async op's traced
+ * CPU includes its locks and wake-ups, which would not go away if the plan made it sequential), so every plan,
+ * the all-sequential one included, is priced the same way: own costs plus the hand-offs of its thread boundaries.
+ * *out is NULL when the input has nothing to make sequential. */
+static int seq_variant(sl_pipeline **out, const sl_trace *t0, const sl_pipeline *p, const sl_plan_opts *po) {
+  *out = NULL;
+  json_t *spec = json_deep_copy(t0->spec);
+  if (!spec) return sl__oom("a spec");
+  bool changed = false;
+  int root = -1;
+  for (int i = 0; i < t0->nops; i++) {
+    const sl__trace_op *o = &t0->ops[i];
+    if (o->s.parent == -1) root = i;
+    bool tunable = !po->only_autotune || o->par_autotune;
+    if ((strcmp(o->s.op, "map") && strcmp(o->s.op, "interleave")) || !tunable || o->s.parallelism <= 1) continue;
+    json_t *js = sl__spec_op_at(spec, o->s.path);
+    if (!js) continue;
+    json_object_set_new(js, "parallelism", json_integer(1));
+    json_object_del(js, "buffer");
+    changed = true;
+  }
+  if (root >= 0 && po->insert_prefetch && !strcmp(t0->ops[root].s.op, "prefetch") &&
+      (!po->only_autotune || t0->ops[root].buf_autotune)) {
+    json_t *ops = json_object_get(spec, "ops");
+    size_t n = json_array_size(ops);
+    if (n > 1) {
+      json_array_remove(ops, n - 1);
+      changed = true;
+    }
+  }
+  int rc = 0;
+  if (changed) {
+    char *js = json_dumps(spec, JSON_COMPACT);
+    rc = js ? sl_pipeline_from_json(out, js, strlen(js), p->origin) : sl__oom("a spec");
+    sl__free(js);
+  }
+  json_decref(spec);
+  return rc;
+}
+
+/* The sequential trace keeps the input's "autotune" marks (its spec spells those knobs out). */
+static void keep_autotune_marks(sl_trace *ts, const sl_trace *t0) {
+  int *a = sl__calloc((size_t)t0->nops, sizeof *a), *b = sl__calloc((size_t)ts->nops, sizeof *b);
+  if (a && b) {
+    int na = core_ops(t0, a), nb = core_ops(ts, b);
+    if (na == nb)
+      for (int k = 0; k < na; k++) {
+        ts->ops[b[k]].par_autotune = t0->ops[a[k]].par_autotune;
+        ts->ops[b[k]].buf_autotune = t0->ops[a[k]].buf_autotune;
+      }
+  }
+  sl__free(a);
+  sl__free(b);
+}
+
 int sl_optimize(sl_plan **out, sl_pipeline *p, const sl_optimize_opts *opts) {
   *out = NULL;
   sl_optimize_opts def = SL_OPTIMIZE_OPTS_INIT;
@@ -64,10 +118,9 @@ int sl_optimize(sl_plan **out, sl_pipeline *p, const sl_optimize_opts *opts) {
   if (opts->version != SL_OPTIMIZE_OPTS_VERSION)
     return sl__err(SL_EINVAL, "sl_optimize_opts version %d, expected %d", opts->version, SL_OPTIMIZE_OPTS_VERSION);
   sl_optimize_result res = {0};
-  sl_trace *t0 = NULL, *tc = NULL;
+  sl_trace *t0 = NULL, *ts = NULL, *tc = NULL;
   sl_plan *plan = NULL, *best = NULL;
-  double best_measured = -1;
-  sl_plan_opts popts = opts->plan;
+  double best_measured = -1, hscale = 1;
   int rc;
   if (opts->trace) {
     /* Start from the caller's trace: a copy, checked against the pipeline. */
@@ -81,7 +134,19 @@ int sl_optimize(sl_plan **out, sl_pipeline *p, const sl_optimize_opts *opts) {
   if (rc) goto done;
   res.baseline = sl_trace_throughput(t0);
   res.other_load = t0->machine.other_load;
-  if ((rc = sl_plan_solve(&plan, t0, &opts->plan))) goto done;
+  {
+    /* The model's costs come from the sequential variant when the input has thread boundaries to remove. */
+    sl_pipeline *q = NULL;
+    if ((rc = seq_variant(&q, t0, p, &opts->plan))) goto done;
+    if (q) {
+      rc = trace_of(&ts, q, opts->trace_seconds > 0 ? opts->trace_seconds : 2.0, 0, &t0->machine);
+      sl_pipeline_free(q);
+      if (rc) goto done;
+      keep_autotune_marks(ts, t0);
+    }
+  }
+  const sl_trace *tb = ts ? ts : t0; /* the trace the model is built on */
+  if ((rc = sl__plan_solve(&plan, tb, &opts->plan, hscale))) goto done;
   res.rounds = 1;
   if (opts->measure_seconds > 0) {
     for (;;) {
@@ -96,11 +161,13 @@ int sl_optimize(sl_plan **out, sl_pipeline *p, const sl_optimize_opts *opts) {
       if (rc) goto done;
       double measured = sl_trace_throughput(tm);
       if (tm->machine.other_load > res.other_load) res.other_load = tm->machine.other_load;
+      double hcpu = sl__plan_handoff_cpu(plan), mcpu = sl_plan_cpu_per_element(plan);
+      double cpu = tm->elements ? tm->process_cpu / (double)tm->elements : 0;
       if (measured > best_measured) {
         sl_plan_free(best);
         best = plan;
         best_measured = measured;
-        res.measured_cpu = tm->elements ? tm->process_cpu / (double)tm->elements : 0;
+        res.measured_cpu = cpu;
         res.measure_other_load = tm->machine.other_load;
       } else {
         sl_plan_free(plan);
@@ -110,24 +177,25 @@ int sl_optimize(sl_plan **out, sl_pipeline *p, const sl_optimize_opts *opts) {
         sl_trace_free(tm);
         break;
       }
-      /* Measured fell short: the model's costs were off under the new configuration (contention, time-sharing).
-       * Refresh them from the tuned run and solve again. */
-      sl_trace *tn = NULL;
-      /* The inserted root prefetch's measured own cost is this machine's hand-off cost under this load. */
-      int r = -1, r0 = -1;
-      for (int i = 0; i < tm->nops; i++)
-        if (tm->ops[i].s.parent == -1) r = i;
-      for (int i = 0; i < t0->nops; i++)
-        if (t0->ops[i].s.parent == -1) r0 = i;
-      if (r >= 0 && r0 >= 0 && !strcmp(tm->ops[r].s.op, "prefetch") && tm->ops[r].s.elements_out >= 16 &&
-          strcmp(t0->ops[r0].s.op, "prefetch"))
-        popts.handoff = tm->ops[r].s.cpu_seconds / (double)tm->ops[r].s.elements_out;
-      rc = refresh_costs(&tn, tc ? tc : t0, tm);
+      /* Measured fell short: the model's costs were off under the new configuration. When the plan has thread
+       * boundaries, the process CPU the run spent beyond the ops' own costs is what its hand-offs cost here
+       * (locks, wake-ups, cache misses, contention): learn that and solve again. Without boundaries, refresh the
+       * ops' costs from the run. */
+      if (hcpu > 0 && cpu > 0 && opts->plan.handoff < 0) {
+        double excess = cpu - (mcpu - hcpu);
+        hscale *= fmin(fmax(excess / hcpu, 0.05), 100.0);
+      } else {
+        sl_trace *tn = NULL;
+        rc = refresh_costs(&tn, tc ? tc : tb, tm);
+        if (rc) {
+          sl_trace_free(tm);
+          goto done;
+        }
+        sl_trace_free(tc);
+        tc = tn;
+      }
       sl_trace_free(tm);
-      if (rc) goto done;
-      sl_trace_free(tc);
-      tc = tn;
-      if ((rc = sl_plan_solve(&plan, tc, &popts))) goto done;
+      if ((rc = sl__plan_solve(&plan, tc ? tc : tb, &opts->plan, hscale))) goto done;
       res.rounds++;
     }
     plan = best;
@@ -146,6 +214,7 @@ done:
   sl_plan_free(plan);
   sl_plan_free(best);
   sl_trace_free(t0);
+  sl_trace_free(ts);
   sl_trace_free(tc);
   return rc;
 }
