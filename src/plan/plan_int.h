@@ -26,6 +26,8 @@ typedef struct pm_op {
   double c;       /* CPU seconds per output element (d x V) */
   double w;       /* own wall seconds per output element */
   double tt;      /* thread-seconds per output element: c, or the wall time of an op that mostly waits (I/O) */
+  double busy_wall; /* own wall seconds per output element, blocked waits on its input aside */
+  double stretch;   /* 1 + the trace's runqueue delay per CPU second */
   double bytes;   /* mean bytes per element produced */
   double b_disk;  /* disk bytes per output element */
   double cv;      /* coefficient of variation of per-call time */
@@ -55,6 +57,7 @@ struct sl_plan {
   double C, M, B;       /* cores, memory budget, disk bandwidth (0: none) */
   double handoff;       /* CPU seconds a new thread boundary costs per element handed over one at a time */
   double handoff_cheap; /* the same for cheap elements, handed over in chunks (see measure_handoff) */
+  double resid;         /* the consumer's CPU per output element outside the ops (its loop, freeing elements) */
   double hscale;        /* multiplies both: 1, or learned from a measured run (sl__plan_solve) */
   sl_machine machine;
   /* results */

@@ -102,6 +102,41 @@ bool sl__plan_upstream(const sl_plan *P, int j, int k) {
   return false;
 }
 
+/* The thread an op's work ran on in the trace, as a group number: an op's input shares its thread unless the op
+ * pulls it on threads of its own (prefetch, parallel map), and so does a nested source unless a parallel
+ * interleave runs it. */
+static void thread_groups(const sl_plan *P, int i, int g, int *next, int *grp) {
+  const pm_op *o = &P->ops[i];
+  grp[i] = g;
+  bool own_input = o->kind == PK_PREFETCH || (o->kind == PK_MAP && o->async0);
+  if (o->input >= 0) thread_groups(P, o->input, own_input ? (*next)++ : g, next, grp);
+  if (o->source >= 0) thread_groups(P, o->source, o->kind == PK_INTERLEAVE && o->async0 ? (*next)++ : g, next, grp);
+}
+
+/* Per-op own times are differences of sampled inclusive times, so an op's own wall and CPU can each be off by a
+ * few per cent of its thread's time: a cheap op can show wall well above its CPU while a neighbour shows the
+ * reverse. When the thread as a whole spent no more wall than CPU (stretched by the runqueue delay), none of its
+ * ops waited on I/O: they are all CPU-bound. */
+static void no_phantom_waits(sl_plan *P) {
+  int *grp = sl__calloc((size_t)P->nops, sizeof *grp);
+  if (!grp) return; /* keeps the per-op verdicts */
+  int next = 1;
+  thread_groups(P, P->root, 0, &next, grp);
+  for (int g = 0; g < next; g++) {
+    double w = 0, c = 0, v = 0;
+    for (int i = 0; i < P->nops; i++)
+      if (grp[i] == g) {
+        w += P->ops[i].busy_wall;
+        c += P->ops[i].stretch * P->ops[i].c;
+        if (P->ops[i].V > v) v = P->ops[i].V;
+      }
+    if (w <= 1.25 * c + 20e-6 * v)
+      for (int i = 0; i < P->nops; i++)
+        if (grp[i] == g) P->ops[i].tt = P->ops[i].c;
+  }
+  sl__free(grp);
+}
+
 int sl__plan_model(sl_plan *P, const sl_trace *t, const sl_plan_opts *opts) {
   P->opts = *opts;
   P->nops = t->nops;
@@ -180,6 +215,8 @@ int sl__plan_model(sl_plan *P, const sl_trace *t, const sl_plan_opts *opts) {
      * time would be without any I/O. */
     double stretch = 1 + (isfinite(t->run_delay) ? fmin(t->run_delay, 1e3) : 0);
     o->tt = busy_wall > 2 * stretch * o->d * o->V + 20e-6 * o->V ? busy_wall : o->d * o->V;
+    o->busy_wall = busy_wall > 0 && isfinite(busy_wall) ? busy_wall : 0;
+    o->stretch = stretch;
     o->b_disk = (double)s->disk_bytes / P->N;
     if (!isfinite(o->c) || o->c < 0) o->c = 0;
     if (!isfinite(o->tt) || o->tt < o->c) o->tt = o->c;
@@ -191,6 +228,7 @@ int sl__plan_model(sl_plan *P, const sl_trace *t, const sl_plan_opts *opts) {
       if (!rep) o->card = (int64_t)o->n;
     }
   }
+  no_phantom_waits(P);
   /* Budgets. */
   double C = opts->cores > 0 ? opts->cores : t->machine.cores;
   if (opts->cores < 0 || !isfinite(opts->cores) || opts->cores > 1e6)
@@ -216,6 +254,12 @@ int sl__plan_model(sl_plan *P, const sl_trace *t, const sl_plan_opts *opts) {
     P->handoff = P->handoff_cheap = opts->handoff;
   }
   if (!(P->hscale >= 0) || !isfinite(P->hscale)) P->hscale = 1;
+  /* CPU the process spent beyond the ops' own: the consumer's loop and freeing what it consumed. It stays on the
+   * consumer's thread, so a root prefetch overlaps it with the pipeline. */
+  double sum = 0;
+  for (int i = 0; i < P->nops; i++) sum += P->ops[i].c;
+  P->resid = t->process_cpu / P->N - sum;
+  if (!(P->resid > 0) || !isfinite(P->resid)) P->resid = 0;
   /* What one element costs to make where a thread boundary could sit: an op's own per-element CPU, or for an
    * interleave its source chain's CPU per element it yields. */
   for (int i = 0; i < P->nops; i++) {
@@ -324,6 +368,7 @@ static void build_units(const sl_plan *P, const int64_t *par, int cache_at, doub
   U->b = U->total = 0;
   int consumer = unit_add(U, 1, -1);
   int top = consumer;
+  U->cost[consumer] = U->tcost[consumer] = U->total = P->resid;
   /* An inserted root prefetch moves the whole pipeline off the consumer's thread; the hand-off is paid on both
    * sides. */
   if (P->add_prefetch) {
