@@ -90,6 +90,7 @@ typedef struct sl_op_stats {
   double wall_seconds;    /* wall time in the op's own work */
   double wait_seconds;    /* consumer time blocked waiting for this op's output (async ops) */
   uint64_t disk_bytes;    /* bytes read from files (readers) */
+  uint64_t source_bytes;  /* `files` ops: total size of the files listed, one epoch's worth (0: unknown) */
   uint64_t skipped;       /* records skipped under on_corrupt/on_error "skip" */
   double buffer_occupancy; /* mean elements waiting in the output buffer, sampled at each take */
   uint64_t bytes_held;    /* bytes currently held (cache contents, buffered elements) */

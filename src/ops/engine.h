@@ -65,6 +65,7 @@ struct sl__op {
                            * map, prefetch), so that hand-off costs count: own time subtracts the input's */
   bool async_source; /* its nested source is pulled on worker threads (parallel interleave) */
   int64_t cardinality; /* per epoch: >= 0 known, -1 unknown, -2 infinite */
+  uint64_t source_bytes; /* `files`: total size of the files listed (0: unknown) */
   atomic_int active_par;    /* parallelism in force: an online tuner may change it during a run */
   atomic_int active_buf;    /* output buffer in force (prefetch with "autotune" buffer): likewise */
   atomic_uint_fast64_t opens; /* iterators made so far: the epoch number of the next one */

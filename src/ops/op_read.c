@@ -97,6 +97,17 @@ static int files_parse(sl__op *op, json_t *o) {
   }
   op->random = c->shuffle;
   op->cardinality = c->n;
+  /* One epoch's bytes, which lets the planner size a cache from a trace that read only part of them. */
+  uint64_t total = 0;
+  for (int64_t i = 0; i < c->n; i++) {
+    struct stat st;
+    if (stat(c->paths[i], &st) || !S_ISREG(st.st_mode)) {
+      total = 0;
+      break;
+    }
+    total += (uint64_t)st.st_size;
+  }
+  op->source_bytes = total;
   return 0;
 }
 

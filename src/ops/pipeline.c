@@ -306,6 +306,7 @@ int sl_pipeline_op_stats(const sl_pipeline *p, int i, sl_op_stats *s) {
   s->wall_seconds = (wall > 0 ? wall : 0) * 1e-9;
   s->wait_seconds = ns_s(LD(op->st.wait_ns));
   s->disk_bytes = LD(op->st.disk_bytes);
+  s->source_bytes = op->source_bytes;
   s->skipped = LD(op->st.skipped);
   uint64_t on = LD(op->st.occ_n);
   s->buffer_occupancy = on ? (double)LD(op->st.occ_sum) / (double)on : 0;

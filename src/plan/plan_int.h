@@ -34,12 +34,15 @@ typedef struct pm_op {
   double elem_cost; /* CPU seconds to make one of its elements (an interleave: its source chain's), which decides
                      * whether a hand-off after it goes in chunks */
   int64_t card;   /* elements per epoch: >= 0, -1 unknown, -2 infinite */
+  double disk;    /* disk bytes it read in the trace */
+  double src_bytes; /* a `files` op: bytes of one epoch's files (0: unknown) */
 } pm_op;
 
 /* One cache candidate and the verdict on it. */
 typedef struct pm_cache {
   int at;           /* op index: the cache would consume this op's output */
   bool legal;
+  bool estimated;   /* the size is scaled from the part of the dataset the trace read */
   double bytes;     /* estimated size */
   double bound;     /* LP bound with it (legal ones) */
   char why[160];    /* reason when refused */

@@ -237,6 +237,8 @@ int sl__plan_model(sl_plan *P, const sl_trace *t, const sl_plan_opts *opts) {
     o->busy_wall = busy_wall > 0 && isfinite(busy_wall) ? busy_wall : 0;
     o->stretch = stretch;
     o->b_disk = (double)s->disk_bytes * f / P->N;
+    o->disk = (double)s->disk_bytes;
+    o->src_bytes = (double)s->source_bytes;
     if (!isfinite(o->c) || o->c < 0) o->c = 0;
     if (!isfinite(o->tt) || o->tt < o->c) o->tt = o->c;
     /* Cardinality of one epoch: from the spec, or from a trace that saw the whole stream (no repeat upstream). */
@@ -248,6 +250,10 @@ int sl__plan_model(sl_plan *P, const sl_trace *t, const sl_plan_opts *opts) {
     }
   }
   no_phantom_waits(P);
+  /* A process that kept (nearly) every usable core busy was not waiting on I/O: its threads' wall time beyond
+   * their CPU is queueing for a core, or for inputs that were themselves short of CPU. */
+  if (t->seconds > 0 && t->machine.cores > 0 && t->process_cpu >= 0.85 * t->seconds * t->machine.cores)
+    for (int i = 0; i < P->nops; i++) P->ops[i].tt = P->ops[i].c;
   /* Budgets. */
   double C = opts->cores > 0 ? opts->cores : t->machine.cores;
   if (opts->cores < 0 || !isfinite(opts->cores) || opts->cores > 1e6)
@@ -275,9 +281,9 @@ int sl__plan_model(sl_plan *P, const sl_trace *t, const sl_plan_opts *opts) {
   if (!(P->hscale >= 0) || !isfinite(P->hscale)) P->hscale = 1;
   /* CPU the process spent beyond the ops' own: the consumer's loop and freeing what it consumed. It stays on the
    * consumer's thread, so a root prefetch overlaps it with the pipeline. */
-  double sum = 0;
-  for (int i = 0; i < P->nops; i++) sum += P->ops[i].c;
-  P->resid = t->process_cpu / P->N - sum;
+  double sum = 0; /* the trace's own totals: the process CPU covers elements still in buffers too */
+  for (int i = 0; i < P->nops; i++) sum += t->ops[i].s.cpu_seconds;
+  P->resid = (t->process_cpu - sum) / P->N;
   if (!(P->resid > 0) || !isfinite(P->resid)) P->resid = 0;
   /* What one element costs to make where a thread boundary could sit: an op's own per-element CPU, or for an
    * interleave its source chain's CPU per element it yields. */
@@ -821,6 +827,19 @@ static int fit_memory(sl_plan *P) {
   return 0;
 }
 
+/* Elements per epoch at op k when the spec does not say: the elements k made in the trace, scaled by the dataset's
+ * bytes (its `files` ops' sizes) over the bytes its readers read. -1 when there is nothing to scale by. */
+static double estimate_card(const sl_plan *P, int k) {
+  double src = 0, read = 0;
+  for (int j = 0; j < P->nops; j++) {
+    if (!sl__plan_upstream(P, j, k)) continue;
+    src += P->ops[j].src_bytes;
+    read += P->ops[j].disk;
+  }
+  if (!(src > 0) || !(read > 0) || !(P->ops[k].n > 0)) return -1;
+  return ceil(P->ops[k].n * src / read);
+}
+
 static int cache_candidates(const sl_plan *P, double budget, double base_bound, pm_cache *cands, int *ncands,
                             int *best_at, double *best_bound) {
   *best_at = -1;
@@ -854,11 +873,18 @@ static int cache_candidates(const sl_plan *P, double budget, double base_bound, 
       snprintf(c->why, sizeof c->why, "no repeat downstream (one pass reads each element once)");
       continue;
     }
+    double card = (double)o->card;
     if (o->card < 0) {
-      snprintf(c->why, sizeof c->why, "size unknown (cardinality unknown and the trace did not reach the end)");
+      card = estimate_card(P, k);
+      c->estimated = card > 0;
+    }
+    if (!(card >= 0)) {
+      snprintf(c->why, sizeof c->why, "size unknown (cardinality unknown, the trace did not reach the end and the "
+                                      "dataset's size is unknown)");
       continue;
     }
-    c->bytes = (double)o->card * (o->bytes + ELEM_OVERHEAD);
+    /* An estimate gets a margin: the cache must not outgrow the budget when the guess is low. */
+    c->bytes = card * (o->bytes + ELEM_OVERHEAD) * (c->estimated ? 1.1 : 1.0);
     if (c->bytes > budget) {
       char a[32], b[32];
       fmt_bytes(a, sizeof a, c->bytes);
@@ -954,7 +980,8 @@ int sl__plan_solve(sl_plan **out, const sl_trace *t, const sl_plan_opts *opts, d
     P->bound_more_mem = bb;
     if ((rc = cache_candidates(P, P->M - m0, P->bound_nocache, P->cands, &P->ncands, &at, &bb))) goto fail;
     P->cache_at = at;
-    if (at >= 0) P->cache_bytes = (double)P->ops[at].card * (P->ops[at].bytes + ELEM_OVERHEAD);
+    for (int k = 0; k < P->ncands; k++)
+      if (P->cands[k].at == at) P->cache_bytes = P->cands[k].bytes;
   }
   rc = solve_config(P);
   if (rc == SL_EINVAL && P->cache_at >= 0) {

@@ -162,9 +162,13 @@ static int text_report(const sl_plan *P, sl__str *s, sl__str *out_table) {
       rc |= sl__str_printf(s, "%s %s buf %lld", shown++ ? "," : "", o->path, (long long)P->buf[i]);
     }
   }
-  if (P->cache_at >= 0)
-    rc |= sl__str_printf(s, "%s cache after %s (%s)", shown++ ? "," : "", P->ops[P->cache_at].path,
-                         bytes_s(a, sizeof a, P->cache_bytes));
+  if (P->cache_at >= 0) {
+    bool est = false;
+    for (int k = 0; k < P->ncands; k++)
+      if (P->cands[k].at == P->cache_at) est = P->cands[k].estimated;
+    rc |= sl__str_printf(s, "%s cache after %s (%s%s)", shown++ ? "," : "", P->ops[P->cache_at].path,
+                         est ? "about " : "", bytes_s(a, sizeof a, P->cache_bytes));
+  }
   if (P->add_prefetch) rc |= sl__str_printf(s, "%s prefetch %lld at the root", shown++ ? "," : "", (long long)P->prefetch_buf);
   if (!shown) rc |= sl__str_printf(s, " no change");
   rc |= sl__str_printf(s, "; holds at most %s; hand-off %s per new thread boundary.\n", bytes_s(a, sizeof a, P->mem),
@@ -225,7 +229,8 @@ static json_t *json_report(const sl_plan *P) {
   }
   for (int k = 0; k < P->ncands; k++) {
     const pm_cache *c = &P->cands[k];
-    json_t *j = json_pack("{s:s, s:b, s:f}", "after", P->ops[c->at].path, "legal", c->legal, "bytes", c->bytes);
+    json_t *j = json_pack("{s:s, s:b, s:f, s:b}", "after", P->ops[c->at].path, "legal", c->legal, "bytes", c->bytes,
+                          "bytes_estimated", c->estimated);
     if (c->legal) json_object_set_new(j, "bound", json_real(c->bound));
     else json_object_set_new(j, "refused", json_string(c->why));
     json_array_append_new(cands, j);

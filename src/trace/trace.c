@@ -394,6 +394,10 @@ static json_t *op_json(const sl__trace_op *o) {
                         (json_int_t)s->skipped, "buffer_occupancy", s->buffer_occupancy, "bytes_held",
                         (json_int_t)s->bytes_held, "bytes_held_peak", (json_int_t)s->bytes_held_peak, "cardinality",
                         (json_int_t)s->cardinality, "call_mean", s->call_mean, "call_sd", s->call_sd);
+  if (c && s->source_bytes && json_object_set_new(c, "source_bytes", json_integer((json_int_t)s->source_bytes))) {
+    json_decref(c);
+    c = NULL;
+  }
   if (!c || json_object_update(j, c)) {
     json_decref(c);
     json_decref(j);
@@ -555,6 +559,10 @@ static int parse_trace(sl_trace *t, json_t *root, const char *origin) {
     s->wall_seconds = num(&r, o, "wall_seconds", w);
     s->wait_seconds = num(&r, o, "wait_seconds", w);
     s->disk_bytes = unum(&r, o, "disk_bytes", w);
+    json_t *sb = json_object_get(o, "source_bytes"); /* optional: traces before it was added lack it */
+    if (sb && (!json_is_integer(sb) || json_integer_value(sb) < 0))
+      return sl__err(SL_EINVAL, "%s: %s.source_bytes: expected a non-negative integer", origin, w);
+    s->source_bytes = sb ? (uint64_t)json_integer_value(sb) : 0;
     s->skipped = unum(&r, o, "skipped", w);
     s->buffer_occupancy = num(&r, o, "buffer_occupancy", w);
     s->bytes_held = unum(&r, o, "bytes_held", w);
