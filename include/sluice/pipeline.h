@@ -105,6 +105,9 @@ typedef struct sl_op_stats {
 int sl_pipeline_op_count(const sl_pipeline *p);
 /* Counters of op i, summed over every run since creation or the last reset. Safe while runs go on. */
 int sl_pipeline_op_stats(const sl_pipeline *p, int i, sl_op_stats *out);
+/* True when every cache op of `p` holds a complete first pass (true when it has none): from then on the pipeline
+ * runs in its steady state. Safe while runs go on. */
+bool sl_pipeline_caches_complete(const sl_pipeline *p);
 /* Zeroes every op's counters. */
 void sl_pipeline_reset_stats(sl_pipeline *p);
 

@@ -44,9 +44,13 @@ typedef struct sl_trace_opts {
   double warmup;      /* seconds run before counting starts (counters are reset after it); 0 for none */
   bool probe_disk;    /* measure the disk holding the pipeline's files (the first file a `files` op lists) */
   const sl_machine *machine; /* use this machine description instead of probing (NULL: probe) */
+  bool warmup_fills_caches; /* the warm-up also lasts until every in-memory or file cache of the pipeline is
+                             * complete (its first pass done), at most SL_TRACE_MAX_FILL seconds: a steady-state
+                             * measurement of a pipeline with a cache */
 } sl_trace_opts;
 #define SL_TRACE_OPTS_VERSION 1
-#define SL_TRACE_OPTS_INIT {SL_TRACE_OPTS_VERSION, 5.0, 0, 0.0, true, NULL}
+#define SL_TRACE_OPTS_INIT {SL_TRACE_OPTS_VERSION, 5.0, 0, 0.0, true, NULL, false}
+#define SL_TRACE_MAX_FILL 300.0
 
 /* Runs pipeline `p` (from its counters' reset) under `opts` and records a trace: the spec, every op's counters,
  * the machine and the run. The pipeline's counters are reset first. Errors: those of the run (naming the op). */

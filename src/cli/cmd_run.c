@@ -8,11 +8,12 @@
 
 static void run_help(FILE *f) {
   fprintf(f,
-          "usage: sluice run SPEC [--take N] [--seconds S] [--warmup S] [--tuner autotune] [--record DB] [--json] [--quiet]\n\n"
+          "usage: sluice run SPEC [--take N] [--seconds S] [--warmup S] [--warmup-caches] [--tuner autotune] [--record DB] [--json] [--quiet]\n\n"
           "Runs the pipeline in SPEC (a JSON file) and reports what it produced and how fast.\n\n"
           "  --take N      stop after N output elements\n"
           "  --seconds S   stop after S seconds (of measurement, after the warm-up)\n"
           "  --warmup S    run S seconds before measuring (not counted in the figures)\n"
+          "  --warmup-caches  also warm up until every cache op holds its complete first pass (at most 300 s)\n"
           "  --record DB   record the run in an ML Metadata store (a path, sqlite:PATH or postgresql://...);\n"
           "                SLUICE_PROV in the environment does the same\n"
           "  --tuner T     'autotune': tune the spec's \"autotune\" knobs online with the tf.data-AUTOTUNE\n"
@@ -33,6 +34,7 @@ int cmd_run(int argc, char **argv) {
   const char *spec = NULL;
   int64_t take = -1;
   double seconds = -1, warmup = 0;
+  bool warm_caches = false;
   const char *record = NULL;
   bool json = false, quiet = false, autotune = false;
   for (int i = 1; i < argc; i++) {
@@ -44,6 +46,8 @@ int cmd_run(int argc, char **argv) {
       if (i + 1 >= argc || !cli_parse_i64("run", a, argv[++i], &take)) return CLI_USAGE;
     } else if (!strcmp(a, "--seconds")) {
       if (i + 1 >= argc || !cli_parse_f64("run", a, argv[++i], &seconds)) return CLI_USAGE;
+    } else if (!strcmp(a, "--warmup-caches")) {
+      warm_caches = true;
     } else if (!strcmp(a, "--warmup")) {
       if (i + 1 >= argc || !cli_parse_f64("run", a, argv[++i], &warmup)) return CLI_USAGE;
     } else if (!strcmp(a, "--record")) {
@@ -102,11 +106,12 @@ int cmd_run(int argc, char **argv) {
   sl_elem e;
   sl_elem_init(&e);
   int rc = 0;
-  bool interrupted = false, warm = warmup <= 0;
+  bool interrupted = false, warm = warmup <= 0 && (!warm_caches || sl_pipeline_caches_complete(p));
   while (take < 0 || n < take) {
     rc = sl_iter_next(it, &e);
     if (rc) break;
-    if (!warm && cli_now() - t0 >= warmup) {
+    if (!warm && cli_now() - t0 >= warmup &&
+        (!warm_caches || sl_pipeline_caches_complete(p) || cli_now() - t0 >= warmup + SL_TRACE_MAX_FILL)) {
       /* the warm-up is not measured: counts and clocks start here */
       warm = true;
       t0 = cli_now();

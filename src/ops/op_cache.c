@@ -418,4 +418,18 @@ static int cache_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **ou
   return 0;
 }
 
+extern const sl__op_vt sl__op_cache;
+bool sl_pipeline_caches_complete(const sl_pipeline *p) {
+  for (int i = 0; i < p->nops; i++) {
+    sl__op *op = p->ops[i];
+    if (op->vt != &sl__op_cache) continue;
+    cache_cfg *c = op->impl;
+    pthread_mutex_lock(&c->mu);
+    bool done = c->state == C_COMPLETE;
+    pthread_mutex_unlock(&c->mu);
+    if (!done) return false;
+  }
+  return true;
+}
+
 const sl__op_vt sl__op_cache = {"cache", cache_parse, cache_open, cache_free_op, SL_OPF_NEEDS_INPUT};

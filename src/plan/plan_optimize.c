@@ -9,6 +9,7 @@
 
 static int trace_of(sl_trace **out, sl_pipeline *p, double seconds, double warmup, const sl_machine *m) {
   sl_trace_opts to = SL_TRACE_OPTS_INIT;
+  to.warmup_fills_caches = true; /* a cache's first pass is not its steady state */
   to.seconds = seconds;
   to.warmup = warmup;
   to.machine = m;

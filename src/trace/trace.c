@@ -291,7 +291,8 @@ int sl_trace_run(sl_trace **out, sl_pipeline *p, const sl_trace_opts *opts) {
   bool warm = opts->warmup <= 0;
   watchdog wd = {.done = false, .it = it};
   double grace = limit * 0.1 > 1 ? limit * 0.1 : 1;
-  wd.deadline_ns = t0 + (uint64_t)((opts->warmup + limit + grace) * 1e9);
+  double fill = opts->warmup_fills_caches ? SL_TRACE_MAX_FILL : 0;
+  wd.deadline_ns = t0 + (uint64_t)((opts->warmup + fill + limit + grace) * 1e9);
   atomic_init(&wd.fired, false);
   pthread_mutex_init(&wd.mu, NULL);
   pthread_cond_init(&wd.cv, NULL);
@@ -300,7 +301,9 @@ int sl_trace_run(sl_trace **out, sl_pipeline *p, const sl_trace_opts *opts) {
   sl_elem e;
   sl_elem_init(&e);
   for (;;) {
-    if (!warm && (double)(sl__now_ns() - t0) * 1e-9 >= opts->warmup) {
+    if (!warm && (double)(sl__now_ns() - t0) * 1e-9 >= opts->warmup &&
+        (!opts->warmup_fills_caches || sl_pipeline_caches_complete(p) ||
+         (double)(sl__now_ns() - t0) * 1e-9 >= opts->warmup + fill)) {
       /* Counters are cumulative; the traced interval is the difference from this snapshot. */
       for (int i = 0; i < p->nops; i++) sl_pipeline_op_stats(p, i, &base[i]);
       tw = sl__now_ns();
