@@ -22,11 +22,17 @@ typedef struct {
   double wall_us;   /* wall microseconds per element when it waits (0: same as us) */
 } syn_op;
 
+/* Process CPU seconds the synthetic trace reports (0: the sum of its ops'), and the dataset bytes of a files op
+ * (by op index; 0: unknown). */
+static double g_syn_process_cpu;
+static uint64_t g_syn_src[8];
+
 static sl_trace *syn_trace(const syn_op *ops, int n, double disk_bw, uint64_t mem_avail, int version) {
   const double N = 10000, T = 2.0;
   json_t *spec_ops = json_array(), *tops = json_array();
   double cpu = 0; /* the process's CPU: its ops' (the planner charges the rest to the consumer) */
   for (int i = 0; i < n; i++) cpu += N * ops[i].ratio * ops[i].us * 1e-6;
+  if (g_syn_process_cpu > 0) cpu = g_syn_process_cpu;
   for (int i = 0; i < n; i++) {
     json_error_t e;
     json_t *o = json_loads(ops[i].obj, 0, &e);
@@ -52,6 +58,8 @@ static sl_trace *syn_trace(const syn_op *ops, int n, double disk_bw, uint64_t me
                                           "skipped", (json_int_t)0, "buffer_occupancy", 0.0, "bytes_held",
                                           (json_int_t)0, "bytes_held_peak", (json_int_t)0, "cardinality",
                                           (json_int_t)ops[i].card, "call_mean", ops[i].us * 1e-6, "call_sd", 0.0));
+    if (i < 8 && g_syn_src[i])
+      json_object_set_new(json_array_get(tops, (size_t)i), "source_bytes", json_integer((json_int_t)g_syn_src[i]));
   }
   json_t *root = json_pack("{s:s, s:i, s:s, s:s, s:{s:s, s:o}, s:{s:f, s:i, s:I, s:I, s:f, s:s, s:s}, "
                            "s:{s:f, s:I, s:b, s:f, s:f}, s:o}",
@@ -432,8 +440,146 @@ static void test_pipeline_optimize(void **st) {
   sl_pipeline_free(p);
 }
 
+
+/* A trace that ended while a shuffle buffer was filling: its upstream made twice the elements the output took.
+ * In steady state a shuffle passes on one element per element it takes, so the upstream costs count once. */
+static void test_shuffle_fill_visits(void **st) {
+  syn_op ops[] = {{RANGE, 0.1, 2, 8, 0, 10000, false, 0}, {SPIN(100), 100, 2, 8, 0, 10000, false, 0},
+                  {"{\"op\": \"shuffle\", \"buffer\": 10000}", 0.1, 1, 8, 0, 10000, true, 0},
+                  {SPIN(100), 100, 1, 8, 0, 10000, false, 0}};
+  sl_trace *t = syn_trace(ops, 4, 0, 1ull << 32, SL_TRACE_VERSION);
+  sl_plan *p = solve(t, 2, 0);
+  assert_true(fabs(sl_plan_bound(p) * 200.2e-6 / 2 - 1) < 0.01);
+  sl_plan_free(p);
+  sl_trace_free(t);
+}
+
+static bool report_has(sl_plan *p, const char *what) {
+  char *r = NULL;
+  assert_int_equal(sl_plan_report(p, false, &r), 0);
+  bool has = strstr(r, what) != NULL;
+  sl_free(r);
+  return has;
+}
+
+/* Own times are differences of sampled times: one op shows wall above its CPU, its neighbour the reverse, and the
+ * thread as a whole spent no more wall than CPU. Nobody waited on I/O. */
+static void test_no_phantom_waits(void **st) {
+  syn_op ops[] = {{RANGE, 0.1, 1, 8, 0, 10000, false, 0}, {SPIN(50), 50, 1, 8, 0, 10000, false, 150},
+                  {SPIN(100), 100, 1, 8, 0, 10000, false, 1}};
+  sl_trace *t = syn_trace(ops, 3, 0, 1ull << 32, SL_TRACE_VERSION);
+  sl_plan *p = solve(t, 2, 0);
+  assert_false(report_has(p, "I/O or sleep"));
+  assert_string_equal(sl_plan_limit(p), "cpu");
+  sl_plan_free(p);
+  sl_trace_free(t);
+  /* The control: with its neighbour's wall as measured, the same op does wait. */
+  ops[2].wall_us = 0;
+  t = syn_trace(ops, 3, 0, 1ull << 32, SL_TRACE_VERSION);
+  p = solve(t, 2, 0);
+  assert_true(report_has(p, "I/O or sleep"));
+  sl_plan_free(p);
+  sl_trace_free(t);
+}
+
+/* A process that kept every core busy was not waiting on I/O, whatever its ops' wall times say. */
+static void test_saturated_no_waits(void **st) {
+  syn_op ops[] = {{RANGE, 0.1, 1, 8, 0, 10000, false, 0}, {SPIN(50), 50, 1, 8, 0, 10000, false, 500},
+                  {SPIN(100), 100, 1, 8, 0, 10000, false, 0}};
+  sl_trace *t = syn_trace(ops, 3, 0, 1ull << 32, SL_TRACE_VERSION);
+  sl_plan *p = solve(t, 2, 0);
+  assert_true(report_has(p, "I/O or sleep"));
+  sl_plan_free(p);
+  sl_trace_free(t);
+  g_syn_process_cpu = 2 * 2.0; /* 2 cores x the trace's 2 s */
+  t = syn_trace(ops, 3, 0, 1ull << 32, SL_TRACE_VERSION);
+  g_syn_process_cpu = 0;
+  p = solve(t, 2, 0);
+  assert_false(report_has(p, "I/O or sleep"));
+  sl_plan_free(p);
+  sl_trace_free(t);
+}
+
+/* A trace that read a quarter of the dataset's bytes: the cache's size is scaled from the files' sizes. */
+static void test_cache_estimated(void **st) {
+  syn_op ops[] = {{"{\"op\": \"files\", \"list\": [\"a.tfrecord\"]}", 0.1, 0.0001, 8, 0, 1, false, 0},
+                  {"{\"op\": \"tfrecord\"}", 1, 1, 1000, 10000, -1, false, 0},
+                  {SPIN(300), 300, 1, 1000, 0, -1, false, 0}, {REPEAT, 0.1, 1, 1000, 0, -2, false, 0},
+                  {SPIN(10), 10, 1, 1000, 0, -2, false, 0}};
+  g_syn_src[0] = 400000000;
+  sl_trace *t = syn_trace(ops, 5, 0, 1ull << 32, SL_TRACE_VERSION);
+  g_syn_src[0] = 0;
+  sl_plan *p = solve(t, 2, 0);
+  assert_int_equal(sl_plan_cache_point(p), 2);
+  assert_true(report_has(p, "(about 49.6 MB)"));
+  assert_non_null(strstr(cache_report(p), "\"cache_after\": \"ops[2]\""));
+  /* 10000 elements read 100 MB of 400 MB: 40000 elements of 1000 + 128 bytes, and a 10% margin. */
+  assert_non_null(strstr(cache_report(p), "\"bytes\": 49632000"));
+  sl_plan_free(p);
+  /* The estimate is held to the budget too. */
+  p = solve(t, 2, 40 << 20);
+  assert_int_equal(sl_plan_cache_point(p), -1);
+  assert_non_null(strstr(cache_report(p), "exceeds"));
+  sl_plan_free(p);
+  sl_trace_free(t);
+  /* Without the dataset's size there is nothing to scale by. */
+  t = syn_trace(ops, 5, 0, 1ull << 32, SL_TRACE_VERSION);
+  p = solve(t, 2, 0);
+  assert_int_equal(sl_plan_cache_point(p), -1);
+  assert_non_null(strstr(cache_report(p), "size unknown"));
+  sl_plan_free(p);
+  sl_trace_free(t);
+}
+
+/* Hand-offs decide: elements that cost less to make than to hand over stay on one thread; expensive ones get the
+ * cores. */
+static void test_handoff_decides(void **st) {
+  sl_plan_opts o = SL_PLAN_OPTS_INIT;
+  o.cores = 2;
+  o.handoff = 10e-6;
+  syn_op cheap[] = {{RANGE, 0.1, 1, 8, 0, 10000, false, 0}, {SPIN(1), 1, 1, 8, 0, 10000, false, 0},
+                    {SPIN(1), 1, 1, 8, 0, 10000, false, 0}, {SPIN(1), 1, 1, 8, 0, 10000, false, 0}};
+  sl_trace *t = syn_trace(cheap, 4, 0, 1ull << 32, SL_TRACE_VERSION);
+  sl_plan *p = NULL;
+  assert_int_equal(sl_plan_solve(&p, t, &o), 0);
+  for (int i = 1; i <= 3; i++) assert_int_equal(sl_plan_parallelism(p, i), 1);
+  sl_plan_free(p);
+  sl_trace_free(t);
+  syn_op dear[] = {{RANGE, 0.1, 1, 8, 0, 10000, false, 0}, {SPIN(200), 200, 1, 8, 0, 10000, false, 0},
+                   {SPIN(1), 1, 1, 8, 0, 10000, false, 0}};
+  t = syn_trace(dear, 3, 0, 1ull << 32, SL_TRACE_VERSION);
+  assert_int_equal(sl_plan_solve(&p, t, &o), 0);
+  assert_true(sl_plan_parallelism(p, 1) >= 2);
+  assert_int_equal(sl_plan_parallelism(p, 2), 1);
+  sl_plan_free(p);
+  sl_trace_free(t);
+}
+
+/* A measured run of a pipeline with a cache starts counting once the cache holds its first pass. */
+static void test_warmup_fills_caches(void **st) {
+  sl_pipeline *p = tu_pipeline("{\"name\": \"wc\", \"ops\": [{\"op\": \"range\", \"stop\": 300}, " SPIN(50)
+                               ", {\"op\": \"cache\"}, {\"op\": \"repeat\"}]}");
+  sl_trace_opts to = SL_TRACE_OPTS_INIT;
+  to.machine = test_machine();
+  to.take = 500;
+  to.warmup = 0.001;
+  to.warmup_fills_caches = true;
+  sl_trace *t = NULL;
+  assert_true(!sl_pipeline_caches_complete(p));
+  assert_int_equal(sl_trace_run(&t, p, &to), 0);
+  assert_true(sl_pipeline_caches_complete(p));
+  sl_op_stats s;
+  assert_int_equal(sl_trace_op(t, 1, &s), 0);
+  assert_int_equal(s.elements_out, 0); /* every counted element came from the cache */
+  sl_trace_free(t);
+  sl_pipeline_free(p);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_shuffle_fill_visits),     cmocka_unit_test(test_no_phantom_waits),
+      cmocka_unit_test(test_saturated_no_waits),      cmocka_unit_test(test_cache_estimated),
+      cmocka_unit_test(test_handoff_decides),         cmocka_unit_test(test_warmup_fills_caches),
       cmocka_unit_test(test_lp_bound_and_allocation), cmocka_unit_test(test_sequential_cap),
       cmocka_unit_test(test_disk_bound),              cmocka_unit_test(test_wait_bound),
       cmocka_unit_test(test_cache_chosen),
