@@ -1,5 +1,6 @@
 /* test_plan_fault.c: allocation failures while reading a trace, solving, rewriting and reporting surface as errors
  * (never a crash or a leak): an allocator that fails the Nth call, for every N until the whole path succeeds. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -88,7 +89,43 @@ static void test_allocation_failures(void **st) {
   free(doc);
 }
 
+/* The optimizer's whole loop (trace, sequential variant, solve, rewrite, measured run, re-solve) on a pipeline that
+ * ends within milliseconds. Failure points are visited one by one at first, then at a growing stride (the runs'
+ * allocation counts depend on timing, so the sweep is bounded by attempts, not by a fixed count). */
+static void test_optimize_allocation_failures(void **st) {
+  sl_machine m;
+  sl_machine_probe(&m, NULL, 0);
+  const char *js = "{\"name\": \"fo\", \"ops\": [{\"op\": \"range\", \"stop\": 64}, {\"op\": \"map\", \"fn\": "
+                   "\"spin\", \"args\": {\"us\": 5}, \"parallelism\": 2}, {\"op\": \"batch\", \"size\": 8}]}";
+  sl_allocator a = {f_malloc, f_realloc, f_free, NULL};
+  sl_set_allocator(&a);
+  int failures = 0, ok = 0;
+  for (long n = 0; n < 100000 && !ok; n += 1 + n / 40) {
+    g_left = n;
+    sl_pipeline *p = NULL;
+    sl_plan *pl = NULL;
+    sl_optimize_opts oo = SL_OPTIMIZE_OPTS_INIT;
+    oo.plan.only_autotune = false;
+    oo.plan.handoff = 1e-6;
+    oo.trace_seconds = 0.05;
+    oo.measure_seconds = 0.05;
+    oo.machine = &m;
+    int rc = sl_pipeline_from_json(&p, js, strlen(js), "fault");
+    if (!rc) rc = sl_optimize(&pl, p, &oo);
+    g_left = -1;
+    sl_plan_free(pl);
+    sl_pipeline_free(p);
+    if (rc == 0) ok = 1;
+    else failures++;
+    if (rc) assert_true(rc < 0);
+  }
+  sl_set_allocator(NULL);
+  assert_true(ok);
+  assert_true(failures > 10);
+}
+
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_allocation_failures)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_allocation_failures),
+                                     cmocka_unit_test(test_optimize_allocation_failures)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
