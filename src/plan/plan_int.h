@@ -61,6 +61,7 @@ struct sl_plan {
   double handoff;       /* CPU seconds a new thread boundary costs per element handed over one at a time */
   double handoff_cheap; /* the same for cheap elements, handed over in chunks (see measure_handoff) */
   double resid;         /* the consumer's CPU per output element outside the ops (its loop, freeing elements) */
+  bool seq_trace;       /* built on the trace of the input's sequential variant (sl_optimize) */
   double hscale;        /* multiplies both: 1, or learned from a measured run (sl__plan_solve) */
   sl_machine machine;
   /* results */

@@ -148,6 +148,7 @@ int sl_optimize(sl_plan **out, sl_pipeline *p, const sl_optimize_opts *opts) {
   }
   const sl_trace *tb = ts ? ts : t0; /* the trace the model is built on */
   if ((rc = sl__plan_solve(&plan, tb, &opts->plan, hscale))) goto done;
+  plan->seq_trace = ts != NULL;
   res.rounds = 1;
   if (opts->measure_seconds > 0) {
     for (;;) {
@@ -197,6 +198,7 @@ int sl_optimize(sl_plan **out, sl_pipeline *p, const sl_optimize_opts *opts) {
       }
       sl_trace_free(tm);
       if ((rc = sl__plan_solve(&plan, tc ? tc : tb, &opts->plan, hscale))) goto done;
+      plan->seq_trace = ts != NULL;
       res.rounds++;
     }
     plan = best;
