@@ -93,15 +93,18 @@ static int text_report(const sl_plan *P, sl__str *s, sl__str *out_table) {
   double sc = total_c(P);
   int rc = 0;
   json_t *name = json_object_get(P->spec, "name");
-  rc |= sl__str_printf(s, "%s: %s elements in %.2f s (%s elem/s traced%s); %.3g cores, memory budget %s",
+  sl__str hdr = {0};
+  rc |= sl__str_printf(&hdr, "%s: %s elements in %.2f s (%s elem/s traced%s); %.3g cores, memory budget %s",
                        json_is_string(name) ? json_string_value(name) : "pipeline", si(a, sizeof a, P->N), P->T,
                        si(b, sizeof b, P->traced_rate), P->seq_trace ? ", sequential variant" : "", P->C,
                        bytes_s(c, sizeof c, P->M >= 1e17 ? 0 : P->M));
-  if (P->B > 0) rc |= sl__str_printf(s, ", disk %s/s", bytes_s(d, sizeof d, P->B));
+  if (P->B > 0) rc |= sl__str_printf(&hdr, ", disk %s/s", bytes_s(d, sizeof d, P->B));
   if (P->machine.other_load >= 0.25)
-    rc |= sl__str_printf(s, "\nwarning: other processes kept %.2f cores busy during the trace; expect less than "
-                            "predicted", P->machine.other_load);
-  rc |= sl__str_printf(s, "\n\n%-17s %-18s %6s %8s %9s %4s %5s %5s\n", "op", "what", "visits", "cpu/out", "rate/core",
+    rc |= sl__str_printf(&hdr, "\nwarning: other processes kept %.2f cores busy during the trace; expect less than "
+                               "predicted", P->machine.other_load);
+  if (!rc) rc |= wrap_prose(s, hdr.s, 100);
+  sl__str_dispose(&hdr);
+  rc |= sl__str_printf(s, "\n%-17s %-18s %6s %8s %9s %4s %5s %5s\n", "op", "what", "visits", "cpu/out", "rate/core",
                        "par", "cpu%", "util");
   for (int i = 0; i < P->nops; i++) {
     const pm_op *o = &P->ops[i];
