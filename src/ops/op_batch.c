@@ -3,7 +3,7 @@
  * (payload + offsets). padded_batch pads every dimension to the batch maximum (or a given shape). */
 #include <string.h>
 
-#include "ops/engine.h"
+#include "ops/stack.h"
 
 typedef struct {
   int64_t size;
@@ -49,20 +49,19 @@ static int batch_parse_common(sl__op *op, json_t *o, bool padded) {
 static int batch_parse(sl__op *op, json_t *o) { return batch_parse_common(op, o, false); }
 static int pbatch_parse(sl__op *op, json_t *o) { return batch_parse_common(op, o, true); }
 
-static int stack_bytes(sl__op *op, sl_elem *out, sl_elem *els, int n, int ci) {
-  const sl_comp *c0 = &els[0].c[ci];
+int sl__stack_bytes(sl__op *op, sl_elem *out, sl_elem *els, int64_t n, const sl_comp *c0) {
   size_t total = 0;
   if (c0->rank != 0)
     return sl__op_err(op, SL_EINVAL, "component '%s' is an array of %lld byte strings: batch stacks numeric "
                       "tensors and single strings only", c0->name, (long long)c0->shape[0]);
-  for (int k = 0; k < n; k++) {
+  for (int64_t k = 0; k < n; k++) {
     const sl_comp *c = sl_elem_get(&els[k], c0->name);
     if (!c || c->dtype != SL_BYTES || c->rank != 0)
-      return sl__op_err(op, SL_EINVAL, "element %d of the batch: component '%s' is missing or not a single byte "
-                        "string like element 0's", k, c0->name);
+      return sl__op_err(op, SL_EINVAL, "element %lld of the batch: component '%s' is missing or not a single byte "
+                        "string like element 0's", (long long)k, c0->name);
     if (!sl__add_ok(total, c->size, &total)) return sl__op_err(op, SL_EINVAL, "batch too large");
   }
-  sl_buf *data = sl_buf_alloc(total), *offs = sl_buf_alloc((size_t)(n + 1) * sizeof(uint64_t));
+  sl_buf *data = sl_buf_alloc(total ? total : 1), *offs = sl_buf_alloc((size_t)(n + 1) * sizeof(uint64_t));
   if (!data || !offs) {
     sl_buf_unref(data);
     sl_buf_unref(offs);
@@ -71,7 +70,7 @@ static int stack_bytes(sl__op *op, sl_elem *out, sl_elem *els, int n, int ci) {
   uint64_t *o = sl_buf_data(offs);
   unsigned char *d = sl_buf_data(data);
   size_t pos = 0;
-  for (int k = 0; k < n; k++) {
+  for (int64_t k = 0; k < n; k++) {
     const sl_comp *c = sl_elem_get(&els[k], c0->name);
     o[k] = pos;
     if (c->size) memcpy(d + pos, sl_comp_data(c), c->size);
@@ -167,27 +166,31 @@ static int stack_numeric(sl__op *op, const batch_cfg *cfg, sl_elem *out, sl_elem
       }
     }
   }
+  return sl__stack_padded(op, out, els, n, c0, shape, cfg->padded ? pad_value(cfg, c0->name) : 0);
+}
+
+int sl__stack_padded(sl__op *op, sl_elem *out, sl_elem *els, int64_t n, const sl_comp *c0, const int64_t *shape,
+                     double pad) {
   int64_t oshape[SL_MAX_RANK];
   oshape[0] = n;
   memcpy(oshape + 1, shape, (size_t)c0->rank * sizeof(int64_t));
+  int64_t per;
+  if (sl_shape_count(&per, c0->rank, shape)) return sl__op_wrap(op, SL_EINVAL);
   void *data;
   sl_elem tmp;
   tmp.n = 0;
   int rc = sl_elem_new_tensor(&tmp, c0->name, c0->dtype, c0->rank + 1, oshape, &data);
   if (rc) return sl__op_wrap(op, rc);
   size_t esz = sl_dtype_size(c0->dtype);
-  int64_t per;
-  sl_shape_count(&per, c0->rank, shape);
   size_t per_bytes = (size_t)per * esz;
-  double pv = cfg->padded ? pad_value(cfg, c0->name) : 0;
-  for (int k = 0; k < n; k++) {
+  for (int64_t k = 0; k < n; k++) {
     const sl_comp *c = k == 0 ? c0 : sl_elem_get(&els[k], c0->name);
     unsigned char *dst = (unsigned char *)data + (size_t)k * per_bytes;
     if (c->size == per_bytes) {
       memcpy(dst, sl_comp_data(c), per_bytes);
     } else {
-      fill_value(dst, c0->dtype, pv, per);
-      copy_padded(dst, shape, sl_comp_data(c), c->shape, c->rank, esz);
+      fill_value(dst, c0->dtype, pad, per);
+      if (c->size) copy_padded(dst, shape, sl_comp_data(c), c->shape, c->rank, esz);
     }
   }
   out->c[out->n++] = tmp.c[0];
@@ -214,7 +217,7 @@ static int batch_next(sl__it *it, sl_elem *out) {
   rc = 0;
   out->n = 0;
   for (int ci = 0; ci < b->buf[0].n && !rc; ci++) {
-    if (b->buf[0].c[ci].dtype == SL_BYTES) rc = stack_bytes(it->op, out, b->buf, n, ci);
+    if (b->buf[0].c[ci].dtype == SL_BYTES) rc = sl__stack_bytes(it->op, out, b->buf, n, &b->buf[0].c[ci]);
     else rc = stack_numeric(it->op, c, out, b->buf, n, ci);
   }
   if (!rc) {

@@ -6,7 +6,7 @@
  * unless drop_remainder. Synchronous: it runs on the consumer's thread. */
 #include <string.h>
 
-#include "ops/engine.h"
+#include "ops/stack.h"
 
 #define MAX_BUCKETS 64
 
@@ -75,74 +75,13 @@ static int bucket_parse(sl__op *op, json_t *o) {
   return 0;
 }
 
-static void fill(void *dst, sl_dtype dt, double v, int64_t count) {
-  if (v == 0.0) {
-    memset(dst, 0, (size_t)count * sl_dtype_size(dt));
-    return;
-  }
-  for (int64_t i = 0; i < count; i++) switch (dt) {
-    case SL_UINT8: ((uint8_t *)dst)[i] = (uint8_t)v; break;
-    case SL_INT32: ((int32_t *)dst)[i] = (int32_t)v; break;
-    case SL_INT64: ((int64_t *)dst)[i] = (int64_t)v; break;
-    case SL_FLOAT32: ((float *)dst)[i] = (float)v; break;
-    case SL_FLOAT64: ((double *)dst)[i] = v; break;
-    default: break;
-    }
-}
-
-/* Copies src (shape ss) into the top-left corner of dst (shape ds), both row-major, same rank. */
-static void copy_into(uint8_t *dst, const int64_t *ds, const uint8_t *src, const int64_t *ss, int rank, size_t esz) {
-  if (rank == 0) {
-    memcpy(dst, src, esz);
-    return;
-  }
-  size_t dstride = esz, sstride = esz;
-  for (int i = 1; i < rank; i++) {
-    dstride *= (size_t)ds[i];
-    sstride *= (size_t)ss[i];
-  }
-  if (rank == 1) {
-    memcpy(dst, src, (size_t)ss[0] * esz);
-    return;
-  }
-  for (int64_t r = 0; r < ss[0]; r++) copy_into(dst + (size_t)r * dstride, ds + 1, src + (size_t)r * sstride, ss + 1, rank - 1, esz);
-}
-
 static int stack(sl__op *op, const bucket_cfg *c, int bucket, sl_elem *els, int64_t n, sl_elem *out) {
   const sl_elem *e0 = &els[0];
   for (int ci = 0; ci < e0->n; ci++) {
     const sl_comp *c0 = &e0->c[ci];
     if (c0->dtype == SL_BYTES) {
-      size_t total = 0;
-      for (int64_t k = 0; k < n; k++) {
-        const sl_comp *x = sl_elem_get(&els[k], c0->name);
-        if (!x || x->dtype != SL_BYTES || x->rank != 0)
-          return sl__op_err(op, SL_EINVAL, "component '%s' must be one byte string in every element", c0->name);
-        total += x->size;
-      }
-      sl_buf *data = sl_buf_alloc(total ? total : 1), *offs = sl_buf_alloc((size_t)(n + 1) * 8);
-      if (!data || !offs) {
-        sl_buf_unref(data);
-        sl_buf_unref(offs);
-        return sl__op_err(op, SL_ENOMEM, "out of memory batching '%s'", c0->name);
-      }
-      uint64_t *o = sl_buf_data(offs), pos = 0;
-      for (int64_t k = 0; k < n; k++) {
-        const sl_comp *x = sl_elem_get(&els[k], c0->name);
-        o[k] = pos;
-        if (x->size) memcpy((uint8_t *)sl_buf_data(data) + pos, sl_comp_data(x), x->size);
-        pos += x->size;
-      }
-      o[n] = pos;
-      sl_comp *d = &out->c[out->n++];
-      memset(d, 0, sizeof *d);
-      d->name = c0->name;
-      d->dtype = SL_BYTES;
-      d->rank = 1;
-      d->shape[0] = n;
-      d->buf = data;
-      d->offs = offs;
-      d->size = total;
+      int rc = sl__stack_bytes(op, out, els, n, c0);
+      if (rc) return rc;
       continue;
     }
     if (c0->rank >= SL_MAX_RANK)
@@ -161,30 +100,9 @@ static int stack(sl__op *op, const bucket_cfg *c, int bucket, sl_elem *els, int6
     if (c->pad_to_boundary && !strcmp(c0->name, c->comp) && c0->rank >= 1 && bucket < c->nb - 1 &&
         c->bound[bucket] - 1 > shape[0])
       shape[0] = c->bound[bucket] - 1;
-    int64_t oshape[SL_MAX_RANK];
-    oshape[0] = n;
-    memcpy(oshape + 1, shape, (size_t)c0->rank * sizeof(int64_t));
-    int64_t per;
-    if (sl_shape_count(&per, c0->rank, shape)) return sl__op_wrap(op, SL_EINVAL);
-    void *data;
-    sl_elem tmp;
-    sl_elem_init(&tmp);
-    int rc = sl_elem_new_tensor(&tmp, c0->name, c0->dtype, c0->rank + 1, oshape, &data);
-    if (rc) return sl__op_wrap(op, rc);
-    size_t esz = sl_dtype_size(c0->dtype), per_bytes = (size_t)per * esz;
     json_t *pv = c->pad_values ? json_object_get(c->pad_values, c0->name) : NULL;
-    double padv = json_is_number(pv) ? json_number_value(pv) : 0.0;
-    for (int64_t k = 0; k < n; k++) {
-      const sl_comp *x = sl_elem_get(&els[k], c0->name);
-      uint8_t *dst = (uint8_t *)data + (size_t)k * per_bytes;
-      if (x->size == per_bytes) {
-        memcpy(dst, sl_comp_data(x), per_bytes);
-      } else {
-        fill(dst, c0->dtype, padv, per);
-        if (x->size) copy_into(dst, shape, sl_comp_data(x), x->shape, x->rank, esz);
-      }
-    }
-    out->c[out->n++] = tmp.c[0];
+    int rc = sl__stack_padded(op, out, els, n, c0, shape, json_is_number(pv) ? json_number_value(pv) : 0.0);
+    if (rc) return rc;
   }
   return 0;
 }
