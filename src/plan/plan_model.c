@@ -931,6 +931,53 @@ static int solve_config(sl_plan *P) {
   return rc;
 }
 
+static int solve_fitting(sl_plan *P) {
+  int rc = solve_config(P);
+  if (rc == SL_EINVAL && P->cache_at >= 0) {
+    /* The cache left too little room for the buffers the parallelism needs: plan without it. */
+    sl_error_clear();
+    P->cache_at = -1;
+    P->cache_bytes = 0;
+    rc = solve_config(P);
+  }
+  return rc;
+}
+
+/* The root prefetch costs a hand-off per element: the plan keeps it unless the plan without it is clearly faster
+ * on the model (its buffer also absorbs the spread of per-element times, which the model does not price). */
+static int maybe_drop_prefetch(sl_plan *P) {
+  size_t nb = (size_t)P->nops * sizeof(int64_t);
+  int64_t *sv = sl__malloc(3 * nb);
+  if (!sv) return sl__oom("a plan");
+  memcpy(sv, P->par, nb);
+  memcpy(sv + P->nops, P->buf, nb);
+  memcpy(sv + 2 * P->nops, P->cyc, nb);
+  double pred = P->predicted, mem = P->mem, bound = P->bound, cb = P->cache_bytes;
+  const char *limit = P->limit;
+  int64_t pb = P->prefetch_buf;
+  int cache = P->cache_at;
+  P->add_prefetch = false;
+  P->prefetch_buf = 0;
+  int rc = solve_fitting(P);
+  if (rc == SL_ENOMEM) {
+    sl__free(sv);
+    return rc;
+  }
+  if (rc || !(P->predicted > pred * 1.02)) {
+    sl_error_clear();
+    rc = 0;
+    P->add_prefetch = true;
+    P->prefetch_buf = pb;
+    memcpy(P->par, sv, nb);
+    memcpy(P->buf, sv + P->nops, nb);
+    memcpy(P->cyc, sv + 2 * P->nops, nb);
+    P->predicted = pred, P->mem = mem, P->bound = bound, P->limit = limit;
+    P->cache_at = cache, P->cache_bytes = cb;
+  }
+  sl__free(sv);
+  return rc;
+}
+
 int sl_plan_solve(sl_plan **out, const sl_trace *t, const sl_plan_opts *opts) {
   return sl__plan_solve(out, t, opts, 1);
 }
@@ -983,14 +1030,8 @@ int sl__plan_solve(sl_plan **out, const sl_trace *t, const sl_plan_opts *opts, d
     for (int k = 0; k < P->ncands; k++)
       if (P->cands[k].at == at) P->cache_bytes = P->cands[k].bytes;
   }
-  rc = solve_config(P);
-  if (rc == SL_EINVAL && P->cache_at >= 0) {
-    /* The cache left too little room for the buffers the parallelism needs: plan without it. */
-    sl_error_clear();
-    P->cache_at = -1;
-    P->cache_bytes = 0;
-    rc = solve_config(P);
-  }
+  rc = solve_fitting(P);
+  if (!rc && P->add_prefetch) rc = maybe_drop_prefetch(P);
   if (rc) goto fail;
   if ((rc = sl__plan_lp(P, P->cache_at, P->C + 1, &P->bound_plus_core, NULL))) goto fail;
   P->bottleneck = pick_bottleneck(P);

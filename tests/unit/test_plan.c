@@ -543,6 +543,11 @@ static void test_handoff_decides(void **st) {
   sl_plan *p = NULL;
   assert_int_equal(sl_plan_solve(&p, t, &o), 0);
   for (int i = 1; i <= 3; i++) assert_int_equal(sl_plan_parallelism(p, i), 1);
+  /* Nor does a root prefetch pay for its hand-off here. */
+  char *spec = NULL;
+  assert_int_equal(sl_plan_spec_json(p, &spec), 0);
+  assert_null(strstr(spec, "prefetch"));
+  sl_free(spec);
   sl_plan_free(p);
   sl_trace_free(t);
   syn_op dear[] = {{RANGE, 0.1, 1, 8, 0, 10000, false, 0}, {SPIN(200), 200, 1, 8, 0, 10000, false, 0},
@@ -551,6 +556,9 @@ static void test_handoff_decides(void **st) {
   assert_int_equal(sl_plan_solve(&p, t, &o), 0);
   assert_true(sl_plan_parallelism(p, 1) >= 2);
   assert_int_equal(sl_plan_parallelism(p, 2), 1);
+  assert_int_equal(sl_plan_spec_json(p, &spec), 0);
+  assert_non_null(strstr(spec, "prefetch"));
+  sl_free(spec);
   sl_plan_free(p);
   sl_trace_free(t);
 }
