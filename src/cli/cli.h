@@ -58,6 +58,11 @@ int cmd_prov(int argc, char **argv);
 int cmd_trace(int argc, char **argv);
 int cmd_analyze(int argc, char **argv);
 int cmd_optimize(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+
+/* Writes `text` to the file `path`, or to stdout when path is NULL or "-"; a failure is reported naming the file
+ * and returns CLI_FAIL. */
+int cli_write_text(const char *cmd, const char *path, const char *text);
 
 /* Planner options shared by analyze and optimize (cmd_analyze.c). cli_plan_option returns 1 when argv[*i] was a
  * planner option (consuming its value), 0 when it was not, -1 after printing a usage error. */
