@@ -266,17 +266,23 @@ static json_t *json_report(const sl_plan *P) {
   return r;
 }
 
+json_t *sl__plan_report_json(const sl_plan *P) {
+  sl__json_oom_take(); /* a failed allocation inside json_report would drop a member silently: check for one */
+  json_t *r = json_report(P);
+  if (r && sl__json_oom_take()) {
+    json_decref(r);
+    r = NULL;
+  }
+  if (!r) sl__oom("the report");
+  return r;
+}
+
 int sl_plan_report(const sl_plan *P, bool json, char **out) {
   *out = NULL;
   if (json) {
-    sl__json_oom_take(); /* a failed allocation inside json_report would drop a member silently: check for one */
-    json_t *r = json_report(P);
+    json_t *r = sl__plan_report_json(P);
     char *s = r ? json_dumps(r, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
     json_decref(r);
-    if (sl__json_oom_take()) {
-      free(s);
-      s = NULL;
-    }
     if (!s) return sl__oom("the report");
     *out = sl__strdup(s);
     free(s);

@@ -7,9 +7,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "plan/plan_int.h"
 #include "report/html.h"
 #include "sluice/report.h"
-#include "trace/trace_int.h"
 
 /* One op: the analyzer's figures (strings borrowed from the JSON report) and its place in the graph. */
 typedef struct rop {
@@ -545,26 +545,23 @@ int sl_report_trace_html(char **out, const sl_trace *t, const sl_report_trace_op
   if (opts->version != SL_REPORT_TRACE_OPTS_VERSION)
     return sl__err(SL_EINVAL, "sl_report_trace_opts version %d, expected %d", opts->version,
                    SL_REPORT_TRACE_OPTS_VERSION);
+  /* The planner's documents are taken as JSON values, not re-parsed from text: jansson's parser is not safe when an
+   * allocation fails. Only a tuned spec given as text is parsed. */
   tctx c = {0};
   sl_plan *pl = NULL;
-  char *js = NULL, *spec = NULL, *plan_spec = NULL, *tuned_text = NULL;
-  json_t *a = NULL, *b = NULL, *planned = NULL, *rows = json_array();
-  bool tuned = opts->tuned_trace || opts->tuned_spec;
+  json_t *parsed = NULL, *planned = NULL, *rows = json_array();
+  json_t *tuned = opts->tuned_trace ? opts->tuned_trace->spec : NULL;
   int rc = rows ? 0 : sl__oom("the report");
   if (!rc) rc = sl_plan_solve(&pl, t, &opts->plan);
-  if (!rc) rc = sl_plan_report(pl, true, &js);
-  if (!rc && !(c.rep = json_loads(js, 0, NULL))) rc = sl__oom("the planner's report");
+  if (!rc && !(c.rep = sl__plan_report_json(pl))) rc = SL_ENOMEM;
   if (!rc) rc = load_ops(&c, t);
-  if (!rc) rc = sl_trace_spec_json(t, &spec);
-  if (!rc) rc = sl_plan_spec_json(pl, &plan_spec);
-  if (!rc && opts->tuned_trace) rc = sl_trace_spec_json(opts->tuned_trace, &tuned_text);
-  if (!rc && !(a = parse(spec, "the traced spec"))) rc = sl_error_code();
-  if (!rc && !(planned = parse(plan_spec, "the planned spec"))) rc = sl_error_code();
-  if (!rc && tuned) {
-    b = parse(tuned_text ? tuned_text : opts->tuned_spec, "the tuned spec");
-    if (!b) rc = sl_error_code();
+  if (!rc && !(planned = sl__plan_spec(pl))) rc = SL_ENOMEM;
+  if (!rc && !tuned && opts->tuned_spec) {
+    if (!(parsed = parse(opts->tuned_spec, "the tuned spec"))) rc = sl_error_code();
+    tuned = parsed;
   }
-  if (!rc) rc = diff_chain(rows, json_object_get(a, "ops"), "ops", json_object_get(b ? b : planned, "ops"), "ops");
+  if (!rc)
+    rc = diff_chain(rows, json_object_get(t->spec, "ops"), "ops", json_object_get(tuned ? tuned : planned, "ops"), "ops");
   if (!rc) {
     c.traced = num(json_object_get(c.rep, "traced"), "throughput");
     c.bound = num(c.rep, "bound");
@@ -572,21 +569,17 @@ int sl_report_trace_html(char **out, const sl_trace *t, const sl_report_trace_op
     c.limit = str(c.rep, "limit");
     c.measured = opts->tuned_trace ? sl_trace_throughput(opts->tuned_trace) : 0;
     c.measured_other = opts->tuned_trace ? sl_trace_machine(opts->tuned_trace)->other_load : 0;
-    page(&c, t, opts, rows, tuned, b && json_equal(json_object_get(b, "ops"), json_object_get(planned, "ops")));
+    page(&c, t, opts, rows, tuned != NULL,
+         tuned && json_equal(json_object_get(tuned, "ops"), json_object_get(planned, "ops")));
     rc = sl__h_end(&c.h, out);
   } else {
     sl__str_dispose(&c.h.s);
   }
   json_decref(rows);
-  json_decref(a);
-  json_decref(b);
+  json_decref(parsed);
   json_decref(planned);
   json_decref(c.rep);
   sl__free(c.ops);
-  sl_free(js);
-  sl_free(spec);
-  sl_free(plan_spec);
-  sl_free(tuned_text);
   sl_plan_free(pl);
   return rc;
 }
