@@ -69,5 +69,8 @@ int cli_write_text(const char *cmd, const char *path, const char *text);
 bool cli_parse_bytes(const char *cmd, const char *opt, const char *val, int64_t *out);
 int cli_plan_option(const char *cmd, int argc, char **argv, int *i, sl_plan_opts *o);
 const char *cli_plan_options_help(void);
+/* Loads the trace at `path` (analyze, report) and, when `spec` is not NULL, checks that it is a trace of that spec;
+ * prints what was wrong and returns CLI_FAIL, else CLI_OK. *out is set when the trace loaded (free it either way). */
+int cli_load_trace(const char *path, const char *spec, sl_trace **out);
 
 #endif

@@ -622,6 +622,9 @@ int cmd_prov_report(int argc, char **argv) {
                  "-o --model --top");
   if (rc) return rc < 0 ? CLI_OK : rc;
   if (o.top <= 0) return cli_usage("prov report", "--top must be positive");
+  if (o.json)
+    return cli_usage("prov report", "--json: the report is HTML; 'sluice prov stats|waste|simulate --json' give its "
+                                    "figures as JSON");
   sl_report_prov_opts ro = SL_REPORT_PROV_OPTS_INIT;
   if (o.model && sl_prov_model_load(&ro.model, o.model)) return cli_fail(true, "prov report");
   sl_prov *p;

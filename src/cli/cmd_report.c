@@ -86,14 +86,7 @@ int cmd_report(int argc, char **argv) {
   if (!path) return cli_usage("report", "a TRACE file is required (make one with 'sluice trace SPEC -o TRACE')");
   sl_trace *t = NULL, *tt = NULL;
   char *tuned_spec = NULL, *html = NULL;
-  if (sl_trace_load(&t, path)) return cli_fail(false, "report: %s", sl_error_last());
-  int rc = CLI_OK;
-  if (spec) {
-    sl_pipeline *p = NULL;
-    if (sl_pipeline_from_file(&p, spec)) rc = cli_fail(false, "report: %s", sl_error_last());
-    else if (sl_trace_check_spec(t, p)) rc = cli_fail(false, "report: %s vs %s: %s", path, spec, sl_error_last());
-    sl_pipeline_free(p);
-  }
+  int rc = cli_load_trace(path, spec, &t);
   if (rc == CLI_OK && tuned) rc = load_tuned(tuned, &tt, &tuned_spec);
   if (rc == CLI_OK) {
     ro.source = path;

@@ -5,24 +5,6 @@
 
 #include "testutil.h"
 
-static long g_left = -1; /* calls until the failing one; -1: never fail */
-static void *f_malloc(size_t n, void *p) {
-  (void)p;
-  if (g_left == 0) return NULL;
-  if (g_left > 0) g_left--;
-  return malloc(n);
-}
-static void *f_realloc(void *q, size_t n, void *p) {
-  (void)p;
-  if (g_left == 0) return NULL;
-  if (g_left > 0) g_left--;
-  return realloc(q, n);
-}
-static void f_free(void *q, void *p) {
-  (void)p;
-  free(q);
-}
-
 /* One trace document, made by a real run with the default allocator. */
 static char *make_trace(void) {
   sl_pipeline *p = tu_pipeline("{\"name\": \"f\", \"ops\": [{\"op\": \"range\", \"stop\": 200}, {\"op\": \"map\", "
@@ -72,13 +54,12 @@ static int all_steps(const char *doc) {
 
 static void test_allocation_failures(void **st) {
   char *doc = make_trace();
-  sl_allocator a = {f_malloc, f_realloc, f_free, NULL};
-  sl_set_allocator(&a);
+  sl_set_allocator(tu_failing_allocator());
   int failures = 0;
   for (long n = 0; n < 100000; n++) {
-    g_left = n;
+    tu_fail_after(n);
     int rc = all_steps(doc);
-    g_left = -1;
+    tu_fail_after(-1);
     if (rc == 0) break;
     assert_true(rc < 0);
     failures++;

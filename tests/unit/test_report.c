@@ -461,24 +461,6 @@ static void test_prov_report(void **st) {
 }
 
 /* ---- allocation failures: every one surfaces as SL_ENOMEM, never a crash or a leak ---- */
-static long g_left = -1;
-static void *f_malloc(size_t n, void *p) {
-  (void)p;
-  if (g_left == 0) return NULL;
-  if (g_left > 0) g_left--;
-  return malloc(n);
-}
-static void *f_realloc(void *q, size_t n, void *p) {
-  (void)p;
-  if (g_left == 0) return NULL;
-  if (g_left > 0) g_left--;
-  return realloc(q, n);
-}
-static void f_free(void *q, void *p) {
-  (void)p;
-  free(q);
-}
-
 static void test_allocation_failures(void **st) {
   sl_pipeline *p = tu_pipeline(SPIN_SPEC("f"));
   sl_trace *t = trace_of(p, 40);
@@ -488,15 +470,14 @@ static void test_allocation_failures(void **st) {
   assert_int_equal(sl_prov_open(&db, g_db, 0), 0);
   assert_int_equal(sl_prov_graphlets_load(db, &g, NULL), 0);
   sl_report_trace_opts o = ropts();
-  sl_allocator a = {f_malloc, f_realloc, f_free, NULL};
-  sl_set_allocator(&a);
+  sl_set_allocator(tu_failing_allocator());
   for (int which = 0; which < 2; which++) {
     int failures = 0;
     for (long n = 0; n < 1000000; n++) {
-      g_left = n;
+      tu_fail_after(n);
       char *html = NULL;
       int rc = which ? sl_report_prov_html(&html, g, NULL) : sl_report_trace_html(&html, t, &o);
-      g_left = -1;
+      tu_fail_after(-1);
       if (rc == 0) {
         assert_non_null(html);
         sl_free(html);

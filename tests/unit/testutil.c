@@ -35,3 +35,26 @@ char *tu_write_file(const char *dir, const char *name, const void *data, size_t 
   return p;
 }
 
+
+static long g_fail_left = -1; /* allocations left before the failing one; -1: none fails */
+static void *fail_malloc(size_t n, void *p) {
+  (void)p;
+  if (g_fail_left == 0) return NULL;
+  if (g_fail_left > 0) g_fail_left--;
+  return malloc(n);
+}
+static void *fail_realloc(void *q, size_t n, void *p) {
+  (void)p;
+  if (g_fail_left == 0) return NULL;
+  if (g_fail_left > 0) g_fail_left--;
+  return realloc(q, n);
+}
+static void fail_free(void *q, void *p) {
+  (void)p;
+  free(q);
+}
+const sl_allocator *tu_failing_allocator(void) {
+  static const sl_allocator a = {fail_malloc, fail_realloc, fail_free, NULL};
+  return &a;
+}
+void tu_fail_after(long n) { g_fail_left = n; }
