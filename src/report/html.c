@@ -202,6 +202,24 @@ void sl__svg_line(sl__html *h, double x1, double y1, double x2, double y2, const
             y1, x2, y2, stroke, width, dashed ? " stroke-dasharray=\"5 4\"" : "");
 }
 
+const char *sl__fit(char *b, size_t n, const char *s, size_t max) {
+  size_t bytes = 0, chars = 0, len = strlen(s);
+  /* Count characters, not bytes: a byte that does not continue a UTF-8 sequence starts one. */
+  while (bytes < len && chars < max) {
+    bytes++;
+    while (bytes < len && ((unsigned char)s[bytes] & 0xc0) == 0x80) bytes++;
+    chars++;
+  }
+  if (bytes == len) snprintf(b, n, "%s", s);
+  else {
+    size_t keep = bytes;
+    for (int k = 0; k < 3 && keep > 0; k++) /* room for the "...": back off three characters */
+      do keep--; while (keep > 0 && ((unsigned char)s[keep] & 0xc0) == 0x80);
+    snprintf(b, n, "%.*s...", (int)keep, s);
+  }
+  return b;
+}
+
 double sl__nice_step(double max, int want) {
   if (!(max > 0) || !isfinite(max)) return 1;
   double raw = max / (want > 0 ? want : 5);
@@ -244,7 +262,9 @@ void sl__svg_hbars(sl__html *h, const sl__hbar_chart *c, const sl__hbar *bars, s
     double y = top + row * (double)i, bh = row * 0.7, by = y + (row - bh) / 2;
     double v = isfinite(r->value) ? fmin(r->value, hi) : hi;
     sl__h_raw(h, "<g class=\"%s\">\n", r->cls ? r->cls : "bar");
-    sl__svg_text(h, x0 - 8, y + row / 2 + 4, "end", NULL, r->label);
+    char fit[160];
+    sl__svg_text(h, x0 - 8, y + row / 2 + 4, "end", NULL,
+                 sl__fit(fit, sizeof fit, r->label ? r->label : "", (size_t)((c->label_width - 12) / 7)));
     char tip[256];
     snprintf(tip, sizeof tip, "%s: %s", r->label ? r->label : "", r->note ? r->note : "");
     sl__svg_rect(h, x0, by, plot_w * v / hi, bh, r->fill ? r->fill : "#6b8fc7", r->tip ? r->tip : tip);

@@ -42,6 +42,9 @@ void sl__svg_rect(sl__html *h, double x, double y, double w, double hgt, const c
 void sl__svg_line(sl__html *h, double x1, double y1, double x2, double y2, const char *stroke, double width,
                   bool dashed);
 
+/* `s` cut to at most `max` characters (UTF-8 aware; "..." ends a cut one) into b: for labels in a fixed width. */
+const char *sl__fit(char *b, size_t n, const char *s, size_t max);
+
 /* A linear axis from 0: a step giving about `want` ticks up to at least `max` (1, 2 or 5 x 10^k). */
 double sl__nice_step(double max, int want);
 /* A tick's label on a linear axis of that step: "0", whole numbers below 10k, else sl__fmt_si. */

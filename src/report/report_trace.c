@@ -275,8 +275,9 @@ static void graph(tctx *c) {
                 100 * o->share, sl__fmt_usec(r, sizeof r, o->cpu_out), o->visits, (long long)o->par);
     sl__h_raw(h, "</title></rect>\n");
     const char *tc = k >= 3 ? "on-dark" : NULL;
-    snprintf(t, sizeof t, "%s  %s", o->path, what);
-    sl__svg_text(h, x + 8, y + 14, "start", tc, t);
+    char full[256];
+    snprintf(full, sizeof full, "%s  %s", o->path, what);
+    sl__svg_text(h, x + 8, y + 14, "start", tc, sl__fit(t, sizeof t, full, (size_t)((w - 14) / 7)));
     snprintf(t, sizeof t, "%.0f%% of CPU, parallelism %lld", 100 * o->share, (long long)o->par);
     sl__svg_text(h, x + 8, y + 28, "start", k >= 3 ? "on-dark" : "small", t);
     if (bn) sl__h_raw(h, "<text x=\"%.1f\" y=\"%.1f\" class=\"title\" style=\"fill:#bd0026\">&#9664; bottleneck"

@@ -1,8 +1,8 @@
 /* test_report.c: the HTML reports (sl_report_trace_html, sl_report_prov_html) checked structurally: well-formed
  * markup (a small tag-balance and entity checker), nothing loaded from outside, every op present, the bottleneck
  * marked, numbers equal to the planner's and the analytics' figures formatted as the terminal reports format
- * them, names escaped; the spec's changes; bad input as errors; allocation failures as SL_ENOMEM.
- * SL_TEST_THREADED (traces are real runs with worker threads) */
+ * them, names escaped; the spec's changes; bad input as errors; allocation failures as SL_ENOMEM. The traced
+ * pipelines are synchronous (no worker threads), so the file is not run under TSan. */
 #include <jansson.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -355,6 +355,11 @@ static void test_escape(void **st) {
   assert_string_equal(h.s.s, "a&lt;b&gt;&amp;&quot;c&quot; &#39;d&#39;\xef\xbf\xbd x \xc3\xa9 \xef\xbf\xbd "
                              "\xef\xbf\xbd\xef\xbf\xbd \xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd \xef\xbf\xbd\xef\xbf\xbd");
   sl__str_dispose(&h.s);
+  char b[64];
+  assert_string_equal(sl__fit(b, sizeof b, "short", 10), "short");
+  assert_string_equal(sl__fit(b, sizeof b, "exactly-10", 10), "exactly-10");
+  assert_string_equal(sl__fit(b, sizeof b, "a-longer-name", 10), "a-longe...");
+  assert_string_equal(sl__fit(b, sizeof b, "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9", 4), "\xc3\xa9...");
 }
 
 /* ---- the provenance report on a small generated store ---- */
