@@ -7,11 +7,12 @@ ifeq ($(CI),true)
   CMAKE_FLAGS += -DSL_WERROR=ON
 endif
 
-# Packages needed to build and test. Benchmark peers (PyTorch) and report rendering (Chromium) are separate.
+# Packages needed to build and test (Chromium renders the HTML reports in tests/integration/report_render.sh).
+# Benchmark peers (PyTorch) are separate.
 DEB_PKGS := build-essential cmake pkg-config clang libclang-rt-14-dev \
   libjansson-dev libturbojpeg0-dev libjpeg62-turbo-dev libglpk-dev libxgboost-dev \
   protobuf-c-compiler libprotobuf-c-dev libcmocka-dev libzstd-dev zlib1g-dev libisal-dev \
-  libstb-dev libxxhash-dev libpq-dev libsqlite3-dev sqlite3 postgresql python3
+  libstb-dev libxxhash-dev libpq-dev libsqlite3-dev sqlite3 postgresql python3 chromium
 DEB_BENCH := python3-torch python3-torchvision python3-pil python3-numpy hyperfine
 
 FUZZ_SECONDS ?= 20

@@ -11,5 +11,6 @@
 #include "sluice/plan.h"
 
 #include "sluice/prov.h"
+#include "sluice/report.h"
 
 #endif

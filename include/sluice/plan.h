@@ -55,6 +55,10 @@ double sl_plan_cpu_per_element(const sl_plan *pl);
 /* Index (in the trace's op order) of the bottleneck op, and the chosen cache point (-1: none). */
 int sl_plan_bottleneck(const sl_plan *pl);
 int sl_plan_cache_point(const sl_plan *pl);
+/* The most output elements/s op i (trace order) can make at its traced parallelism: min(parallelism, cores) over
+ * its CPU (or, for an op that waits, wall) seconds per output element; INFINITY for an op that costs nothing
+ * measurable. The bottleneck is the op with the smallest. */
+double sl_plan_op_rate(const sl_plan *pl, int i);
 /* What binds the bound: "cpu", "sequential", "disk", "wait" (I/O waits in fixed threads) or "none". */
 const char *sl_plan_limit(const sl_plan *pl);
 /* The chosen parallelism / buffer of op i (trace order); 0 when the op has no such knob. */

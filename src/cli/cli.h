@@ -58,11 +58,19 @@ int cmd_prov(int argc, char **argv);
 int cmd_trace(int argc, char **argv);
 int cmd_analyze(int argc, char **argv);
 int cmd_optimize(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+
+/* Writes `text` to the file `path`, or to stdout when path is NULL or "-"; a failure is reported naming the file
+ * and returns CLI_FAIL. */
+int cli_write_text(const char *cmd, const char *path, const char *text);
 
 /* Planner options shared by analyze and optimize (cmd_analyze.c). cli_plan_option returns 1 when argv[*i] was a
  * planner option (consuming its value), 0 when it was not, -1 after printing a usage error. */
 bool cli_parse_bytes(const char *cmd, const char *opt, const char *val, int64_t *out);
 int cli_plan_option(const char *cmd, int argc, char **argv, int *i, sl_plan_opts *o);
 const char *cli_plan_options_help(void);
+/* Loads the trace at `path` (analyze, report) and, when `spec` is not NULL, checks that it is a trace of that spec;
+ * prints what was wrong and returns CLI_FAIL, else CLI_OK. *out is set when the trace loaded (free it either way). */
+int cli_load_trace(const char *path, const char *spec, sl_trace **out);
 
 #endif

@@ -73,6 +73,19 @@ const char *cli_plan_options_help(void) {
          "  --only-autotune     change only knobs the spec sets to \"autotune\"\n";
 }
 
+int cli_load_trace(const char *path, const char *spec, sl_trace **out) {
+  *out = NULL;
+  if (sl_trace_load(out, path)) return cli_fail(false, "%s", sl_error_last());
+  int rc = CLI_OK;
+  if (spec) {
+    sl_pipeline *p = NULL;
+    if (sl_pipeline_from_file(&p, spec)) rc = cli_fail(false, "%s", sl_error_last());
+    else if (sl_trace_check_spec(*out, p)) rc = cli_fail(false, "%s vs %s: %s", path, spec, sl_error_last());
+    sl_pipeline_free(p);
+  }
+  return rc;
+}
+
 static void analyze_help(FILE *f) {
   fprintf(f,
           "usage: sluice analyze TRACE [--spec SPEC] [--json] [planner options]\n\n"
@@ -113,14 +126,7 @@ int cmd_analyze(int argc, char **argv) {
   }
   if (!path) return cli_usage("analyze", "a TRACE file is required (make one with 'sluice trace SPEC -o TRACE')");
   sl_trace *t = NULL;
-  if (sl_trace_load(&t, path)) return cli_fail(false, "%s", sl_error_last());
-  int rc = CLI_OK;
-  if (spec) {
-    sl_pipeline *p = NULL;
-    if (sl_pipeline_from_file(&p, spec)) rc = cli_fail(false, "%s", sl_error_last());
-    else if (sl_trace_check_spec(t, p)) rc = cli_fail(false, "%s vs %s: %s", path, spec, sl_error_last());
-    sl_pipeline_free(p);
-  }
+  int rc = cli_load_trace(path, spec, &t);
   sl_plan *pl = NULL;
   if (rc == CLI_OK && sl_plan_solve(&pl, t, &po)) rc = cli_fail(false, "%s: %s", path, sl_error_last());
   if (rc == CLI_OK) {

@@ -17,6 +17,7 @@ int cmd_prov_waste(int argc, char **argv);
 int cmd_prov_train(int argc, char **argv);
 int cmd_prov_simulate(int argc, char **argv);
 int cmd_prov_should_train(int argc, char **argv);
+int cmd_prov_report(int argc, char **argv);
 
 static const char *short_type(const char *t) {
   if (!t) return "";
@@ -422,6 +423,7 @@ static const cli_cmd SUB[] = {
     {"train", "train the deployment predictor (XGBoost random forest)", cmd_prov_train},
     {"simulate", "replay the test window pruning below thresholds", cmd_prov_simulate},
     {"should-train", "decide whether a pipeline's next run should train (exit 0) or skip (10)", cmd_prov_should_train},
+    {"report", "the store's characterization as one HTML page (charts)", cmd_prov_report},
 };
 #define NSUB (sizeof SUB / sizeof SUB[0])
 

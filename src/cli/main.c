@@ -16,6 +16,7 @@ static const cli_cmd CMDS[] = {
     {"trace", "run a spec with per-op counters and write a trace", cmd_trace},
     {"analyze", "explain a trace: bottleneck, throughput bound, what-ifs", cmd_analyze},
     {"optimize", "trace, plan and rewrite a spec; run it and compare", cmd_optimize},
+    {"report", "a trace as one HTML page: op graph, rates, bound, what-ifs, changes", cmd_report},
     {"prov", "provenance store (ML Metadata) and production-pipeline analytics", cmd_prov},
 };
 #define NCMDS (sizeof CMDS / sizeof CMDS[0])

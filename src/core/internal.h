@@ -66,4 +66,11 @@ int sl__str_append(sl__str *b, const char *data, size_t n);
 int sl__str_printf(sl__str *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void sl__str_dispose(sl__str *b);
 
+/* The reports' number formats (numfmt.c), written into b (n bytes, 16 are enough) and returned: a rate or count
+ * with a k/M/G suffix ("823", "44.2k", "inf" from 1e11 up), seconds as "133ns" / "11.2us" / "102us" / "150ms",
+ * and bytes as "512 B" / "1.8 kB" / "12.39 GB". */
+const char *sl__fmt_si(char *b, size_t n, double v);
+const char *sl__fmt_usec(char *b, size_t n, double seconds);
+const char *sl__fmt_bytes(char *b, size_t n, double v);
+
 #endif

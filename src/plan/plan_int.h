@@ -93,5 +93,9 @@ int sl__plan_lp(const sl_plan *P, int cache_at, double cores, double *X, const c
 double sl__plan_eval(const sl_plan *P, const int64_t *par, int cache_at, double cores);
 /* True when op j is inside the subtree that feeds op k (k included). */
 bool sl__plan_upstream(const sl_plan *P, int j, int k);
+/* The analyzer's report as a JSON object (the document sl_plan_report writes with json) and the planned spec (the
+ * one sl_plan_spec_json writes), new references; NULL with SL_ENOMEM set when an allocation failed. */
+json_t *sl__plan_report_json(const sl_plan *P);
+json_t *sl__plan_spec(const sl_plan *P);
 
 #endif

@@ -8,33 +8,6 @@
 
 #include "plan/plan_int.h"
 
-static const char *si(char *b, size_t n, double v) {
-  if (!isfinite(v) || v >= 1e11) snprintf(b, n, "inf");
-  else if (v >= 1e9) snprintf(b, n, "%.1fG", v / 1e9);
-  else if (v >= 1e6) snprintf(b, n, "%.1fM", v / 1e6);
-  else if (v >= 1e4) snprintf(b, n, "%.1fk", v / 1e3);
-  else if (v >= 100) snprintf(b, n, "%.0f", v);
-  else snprintf(b, n, "%.1f", v);
-  return b;
-}
-
-static const char *usec(char *b, size_t n, double s) {
-  double us = s * 1e6;
-  if (us >= 1e5) snprintf(b, n, "%.0fms", us / 1e3);
-  else if (us >= 100) snprintf(b, n, "%.0fus", us);
-  else if (us >= 1) snprintf(b, n, "%.1fus", us);
-  else snprintf(b, n, "%.0fns", us * 1e3);
-  return b;
-}
-
-static const char *bytes_s(char *b, size_t n, double v) {
-  if (v >= 1e9) snprintf(b, n, "%.2f GB", v / 1e9);
-  else if (v >= 1e6) snprintf(b, n, "%.1f MB", v / 1e6);
-  else if (v >= 1e3) snprintf(b, n, "%.1f kB", v / 1e3);
-  else snprintf(b, n, "%.0f B", v);
-  return b;
-}
-
 static double total_c(const sl_plan *P) {
   double s = 0;
   for (int i = 0; i < P->nops; i++) s += P->ops[i].c;
@@ -88,6 +61,8 @@ static int wrap_prose(sl__str *out, const char *text, int width) {
   return rc;
 }
 
+static int prose_of(const sl_plan *P, sl__str *s);
+
 static int text_report(const sl_plan *P, sl__str *s, sl__str *out_table) {
   char a[32], b[32], c[32], d[32], nm[64];
   double sc = total_c(P);
@@ -95,10 +70,10 @@ static int text_report(const sl_plan *P, sl__str *s, sl__str *out_table) {
   json_t *name = json_object_get(P->spec, "name");
   sl__str hdr = {0};
   rc |= sl__str_printf(&hdr, "%s: %s elements in %.2f s (%s elem/s traced%s); %.3g cores, memory budget %s",
-                       json_is_string(name) ? json_string_value(name) : "pipeline", si(a, sizeof a, P->N), P->T,
-                       si(b, sizeof b, P->traced_rate), P->seq_trace ? ", sequential variant" : "", P->C,
-                       bytes_s(c, sizeof c, P->M >= 1e17 ? 0 : P->M));
-  if (P->B > 0) rc |= sl__str_printf(&hdr, ", disk %s/s", bytes_s(d, sizeof d, P->B));
+                       json_is_string(name) ? json_string_value(name) : "pipeline", sl__fmt_si(a, sizeof a, P->N), P->T,
+                       sl__fmt_si(b, sizeof b, P->traced_rate), P->seq_trace ? ", sequential variant" : "", P->C,
+                       sl__fmt_bytes(c, sizeof c, P->M >= 1e17 ? 0 : P->M));
+  if (P->B > 0) rc |= sl__str_printf(&hdr, ", disk %s/s", sl__fmt_bytes(d, sizeof d, P->B));
   if (P->machine.other_load >= 0.25)
     rc |= sl__str_printf(&hdr, "\nwarning: other processes kept %.2f cores busy during the trace; expect less than "
                                "predicted", P->machine.other_load);
@@ -112,13 +87,24 @@ static int text_report(const sl_plan *P, sl__str *s, sl__str *out_table) {
     char path[24];
     snprintf(path, sizeof path, "%s%s", o->nested ? " " : "", o->path);
     rc |= sl__str_printf(s, "%-17.17s %-18.18s %6.3g %8s %9s %4lld %4.0f%% %4.0f%%%s\n", path, nm, o->V,
-                         usec(a, sizeof a, o->c), o->c > 0 ? si(b, sizeof b, 1.0 / o->c) : "-", (long long)o->par0,
+                         sl__fmt_usec(a, sizeof a, o->c), o->c > 0 ? sl__fmt_si(b, sizeof b, 1.0 / o->c) : "-", (long long)o->par0,
                          sc > 0 ? 100.0 * o->c / sc : 0, 100.0 * util(P, o), i == P->bottleneck ? "  <- bottleneck" : "");
   }
   rc |= sl__str_printf(s, "\n");
-  sl__str table = *s; /* the prose below goes to its own buffer, then is re-flowed onto the table */
+  sl__str table = *s; /* the prose goes to its own buffer, then is re-flowed onto the table */
   sl__str prose = {0};
-  s = &prose;
+  rc |= prose_of(P, &prose);
+  if (!rc) rc |= wrap_prose(&table, prose.s, 100);
+  sl__str_dispose(&prose);
+  *out_table = table;
+  return rc ? sl__oom("the report") : 0;
+}
+
+/* The sentences after the table, one line each: the bottleneck, the bound, the plan, the what-ifs. */
+static int prose_of(const sl_plan *P, sl__str *s) {
+  char a[32], b[32], c[32], nm[64];
+  double sc = total_c(P);
+  int rc = 0;
   if (P->bottleneck >= 0) {
     const pm_op *o = &P->ops[P->bottleneck];
     name_of(o, nm, sizeof nm);
@@ -126,33 +112,33 @@ static int text_report(const sl_plan *P, sl__str *s, sl__str *out_table) {
     if (o->tt > 1.5 * o->c)
       rc |= sl__str_printf(s, "Bottleneck: %s (%s): waits %s per output element (I/O or sleep, %s of it CPU) at "
                               "parallelism %.0f, so at most %s elem/s as traced; it needs threads, not cores.\n",
-                           o->path, nm, usec(a, sizeof a, o->tt), usec(c, sizeof c, o->c), p,
-                           si(b, sizeof b, p / o->tt));
+                           o->path, nm, sl__fmt_usec(a, sizeof a, o->tt), sl__fmt_usec(c, sizeof c, o->c), p,
+                           sl__fmt_si(b, sizeof b, p / o->tt));
     else
       rc |= sl__str_printf(s, "Bottleneck: %s (%s): %.0f%% of CPU, %s elem/s per core at parallelism %.0f, so at "
                               "most %s elem/s as traced; +1 core would give %+.0f%% to the bound.\n",
-                           o->path, nm, sc > 0 ? 100.0 * o->c / sc : 0, si(a, sizeof a, 1.0 / o->c), p,
-                           si(b, sizeof b, fmin(p, P->C) / o->c), pct(P->bound_plus_core, P->bound));
+                           o->path, nm, sc > 0 ? 100.0 * o->c / sc : 0, sl__fmt_si(a, sizeof a, 1.0 / o->c), p,
+                           sl__fmt_si(b, sizeof b, fmin(p, P->C) / o->c), pct(P->bound_plus_core, P->bound));
   }
   const char *lim = sl_plan_limit(P);
   double disk_b = 0;
   for (int i = 0; i < P->nops; i++) disk_b += P->ops[i].b_disk;
   if (!strcmp(lim, "disk"))
     rc |= sl__str_printf(s, "Bound: %s elem/s, limited by disk bandwidth: %s/s over %s read per element.\n",
-                         si(a, sizeof a, P->bound), bytes_s(b, sizeof b, P->B), bytes_s(c, sizeof c, disk_b));
+                         sl__fmt_si(a, sizeof a, P->bound), sl__fmt_bytes(b, sizeof b, P->B), sl__fmt_bytes(c, sizeof c, disk_b));
   else if (!strcmp(lim, "cpu"))
     rc |= sl__str_printf(s, "Bound: %s elem/s, limited by CPU: %.3g cores / %s CPU per element%s.\n",
-                         si(a, sizeof a, P->bound), P->C, usec(b, sizeof b, sc), P->cache_at >= 0 ? " (before the cache)" : "");
+                         sl__fmt_si(a, sizeof a, P->bound), P->C, sl__fmt_usec(b, sizeof b, sc), P->cache_at >= 0 ? " (before the cache)" : "");
   else if (!strcmp(lim, "wait"))
     rc |= sl__str_printf(s, "Bound: %s elem/s, limited by waiting (I/O) in ops whose parallelism is fixed.\n",
-                         si(a, sizeof a, P->bound));
+                         sl__fmt_si(a, sizeof a, P->bound));
   else if (!strcmp(lim, "sequential"))
     rc |= sl__str_printf(s, "Bound: %s elem/s, limited by sequential work on one thread (ops that cannot run in "
-                            "parallel).\n", si(a, sizeof a, P->bound));
+                            "parallel).\n", sl__fmt_si(a, sizeof a, P->bound));
   else
     rc |= sl__str_printf(s, "Bound: none measurable (the traced ops cost no measurable CPU).\n");
   /* The plan. */
-  rc |= sl__str_printf(s, "Plan: %s elem/s predicted (%.2fx the traced rate):", si(a, sizeof a, P->predicted),
+  rc |= sl__str_printf(s, "Plan: %s elem/s predicted (%.2fx the traced rate):", sl__fmt_si(a, sizeof a, P->predicted),
                        P->traced_rate > 0 ? P->predicted / P->traced_rate : 0);
   int shown = 0;
   for (int i = 0; i < P->nops; i++) {
@@ -171,14 +157,14 @@ static int text_report(const sl_plan *P, sl__str *s, sl__str *out_table) {
     for (int k = 0; k < P->ncands; k++)
       if (P->cands[k].at == P->cache_at) est = P->cands[k].estimated;
     rc |= sl__str_printf(s, "%s cache after %s (%s%s)", shown++ ? "," : "", P->ops[P->cache_at].path,
-                         est ? "about " : "", bytes_s(a, sizeof a, P->cache_bytes));
+                         est ? "about " : "", sl__fmt_bytes(a, sizeof a, P->cache_bytes));
   }
   if (P->add_prefetch) rc |= sl__str_printf(s, "%s prefetch %lld at the root", shown++ ? "," : "", (long long)P->prefetch_buf);
   if (!shown) rc |= sl__str_printf(s, " no change");
-  rc |= sl__str_printf(s, "; holds at most %s; hand-off %s per new thread boundary.\n", bytes_s(a, sizeof a, P->mem),
-                       usec(b, sizeof b, P->handoff));
+  rc |= sl__str_printf(s, "; holds at most %s; hand-off %s per new thread boundary.\n", sl__fmt_bytes(a, sizeof a, P->mem),
+                       sl__fmt_usec(b, sizeof b, P->handoff));
   /* What-ifs. */
-  rc |= sl__str_printf(s, "What if: +1 core: %s elem/s (%+.0f%%).", si(a, sizeof a, P->bound_plus_core),
+  rc |= sl__str_printf(s, "What if: +1 core: %s elem/s (%+.0f%%).", sl__fmt_si(a, sizeof a, P->bound_plus_core),
                        pct(P->bound_plus_core, P->bound));
   int best = -1;
   for (int k = 0; k < P->ncands; k++)
@@ -207,10 +193,32 @@ static int text_report(const sl_plan *P, sl__str *s, sl__str *out_table) {
   else
     rc |= sl__str_printf(s, " More memory: no gain.");
   rc |= sl__str_printf(s, "\n");
-  if (!rc) rc |= wrap_prose(&table, prose.s, 100);
-  sl__str_dispose(&prose);
-  *out_table = table;
-  return rc ? sl__oom("the report") : 0;
+  return rc;
+}
+
+double sl_plan_op_rate(const sl_plan *P, int i) {
+  if (i < 0 || i >= P->nops) return 0;
+  /* The rate pick_bottleneck (plan_model.c) compares: min(p, cores) / max(c, tt), p 1 for an op without workers. */
+  const pm_op *o = &P->ops[i];
+  if (!(o->c > 0) && !(o->tt > 0)) return INFINITY;
+  double p = o->kind == PK_MAP || o->kind == PK_INTERLEAVE ? fmin((double)o->par0, P->C) : 1;
+  return p / fmax(o->c, o->tt);
+}
+
+/* The prose as a JSON array of lines. */
+static json_t *prose_lines(const sl_plan *P) {
+  sl__str s = {0};
+  json_t *a = json_array();
+  int rc = a ? prose_of(P, &s) : SL_ENOMEM;
+  for (const char *p = s.s; !rc && p && *p;) {
+    const char *eol = strchr(p, '\n');
+    size_t n = eol ? (size_t)(eol - p) : strlen(p);
+    rc = json_array_append_new(a, json_stringn(p, n));
+    p += n + (eol ? 1 : 0);
+  }
+  sl__str_dispose(&s);
+  if (rc) json_decref(a);
+  return rc ? NULL : a;
 }
 
 static json_t *json_report(const sl_plan *P) {
@@ -230,6 +238,8 @@ static json_t *json_report(const sl_plan *P) {
                                          "bytes_per_element", o->bytes, "planned_parallelism",
                                          (json_int_t)sl_plan_parallelism(P, i), "planned_buffer",
                                          (json_int_t)sl_plan_buffer(P, i)));
+    double rate = sl_plan_op_rate(P, i);
+    json_object_set_new(json_array_get(ops, (size_t)i), "rate", isfinite(rate) ? json_real(rate) : json_null());
   }
   for (int k = 0; k < P->ncands; k++) {
     const pm_cache *c = &P->cands[k];
@@ -256,6 +266,7 @@ static json_t *json_report(const sl_plan *P) {
   json_object_set_new(r, "cache_bytes", json_real(P->cache_bytes));
   json_object_set_new(r, "root_prefetch", json_integer(P->add_prefetch ? P->prefetch_buf : 0));
   json_object_set_new(r, "cache_candidates", cands);
+  json_object_set_new(r, "text", prose_lines(P));
   json_object_set_new(r, "whatif", json_pack("{s:f, s:f, s:f, s:o}", "plus_one_core", P->bound_plus_core,
                                              "no_cache", P->bound_nocache, "more_memory", P->bound_more_mem,
                                              "more_memory_cache_after",
@@ -264,10 +275,21 @@ static json_t *json_report(const sl_plan *P) {
   return r;
 }
 
+json_t *sl__plan_report_json(const sl_plan *P) {
+  sl__json_oom_take(); /* a failed allocation inside json_report would drop a member silently: check for one */
+  json_t *r = json_report(P);
+  if (r && sl__json_oom_take()) {
+    json_decref(r);
+    r = NULL;
+  }
+  if (!r) sl__oom("the report");
+  return r;
+}
+
 int sl_plan_report(const sl_plan *P, bool json, char **out) {
   *out = NULL;
   if (json) {
-    json_t *r = json_report(P);
+    json_t *r = sl__plan_report_json(P);
     char *s = r ? json_dumps(r, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
     json_decref(r);
     if (!s) return sl__oom("the report");

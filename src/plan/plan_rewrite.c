@@ -27,10 +27,12 @@ static void settle_chain(json_t *arr) {
   }
 }
 
-int sl_plan_spec_json(const sl_plan *P, char **out) {
-  *out = NULL;
+json_t *sl__plan_spec(const sl_plan *P) {
   json_t *spec = json_deep_copy(P->spec);
-  if (!spec) return sl__oom("the planned spec");
+  if (!spec) {
+    sl__oom("the planned spec");
+    return NULL;
+  }
   int rc = 0;
   for (int i = 0; i < P->nops && !rc; i++) {
     const pm_op *o = &P->ops[i];
@@ -58,8 +60,16 @@ int sl_plan_spec_json(const sl_plan *P, char **out) {
     rc = json_array_append_new(ops, json_pack("{s:s, s:I}", "op", "prefetch", "buffer", (json_int_t)P->prefetch_buf));
   if (rc) {
     json_decref(spec);
-    return sl__oom("the planned spec");
+    sl__oom("the planned spec");
+    return NULL;
   }
+  return spec;
+}
+
+int sl_plan_spec_json(const sl_plan *P, char **out) {
+  *out = NULL;
+  json_t *spec = sl__plan_spec(P);
+  if (!spec) return SL_ENOMEM;
   char *s = json_dumps(spec, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
   json_decref(spec);
   if (!s) return sl__oom("the planned spec");

@@ -6,24 +6,6 @@
 
 #include "testutil.h"
 
-static long g_left = -1; /* calls until the failing one; -1: never fail */
-static void *f_malloc(size_t n, void *p) {
-  (void)p;
-  if (g_left == 0) return NULL;
-  if (g_left > 0) g_left--;
-  return malloc(n);
-}
-static void *f_realloc(void *q, size_t n, void *p) {
-  (void)p;
-  if (g_left == 0) return NULL;
-  if (g_left > 0) g_left--;
-  return realloc(q, n);
-}
-static void f_free(void *q, void *p) {
-  (void)p;
-  free(q);
-}
-
 /* One trace document, made by a real run with the default allocator. */
 static char *make_trace(void) {
   sl_pipeline *p = tu_pipeline("{\"name\": \"f\", \"ops\": [{\"op\": \"range\", \"stop\": 200}, {\"op\": \"map\", "
@@ -73,13 +55,12 @@ static int all_steps(const char *doc) {
 
 static void test_allocation_failures(void **st) {
   char *doc = make_trace();
-  sl_allocator a = {f_malloc, f_realloc, f_free, NULL};
-  sl_set_allocator(&a);
+  sl_set_allocator(tu_failing_allocator());
   int failures = 0;
   for (long n = 0; n < 100000; n++) {
-    g_left = n;
+    tu_fail_after(n);
     int rc = all_steps(doc);
-    g_left = -1;
+    tu_fail_after(-1);
     if (rc == 0) break;
     assert_true(rc < 0);
     failures++;
@@ -97,11 +78,10 @@ static void test_optimize_allocation_failures(void **st) {
   sl_machine_probe(&m, NULL, 0);
   const char *js = "{\"name\": \"fo\", \"ops\": [{\"op\": \"range\", \"stop\": 64}, {\"op\": \"map\", \"fn\": "
                    "\"spin\", \"args\": {\"us\": 5}, \"parallelism\": 2}, {\"op\": \"batch\", \"size\": 8}]}";
-  sl_allocator a = {f_malloc, f_realloc, f_free, NULL};
-  sl_set_allocator(&a);
+  sl_set_allocator(tu_failing_allocator());
   int failures = 0, ok = 0;
   for (long n = 0; n < 100000 && !ok; n += 1 + n / 40) {
-    g_left = n;
+    tu_fail_after(n);
     sl_pipeline *p = NULL;
     sl_plan *pl = NULL;
     sl_optimize_opts oo = SL_OPTIMIZE_OPTS_INIT;
@@ -112,7 +92,7 @@ static void test_optimize_allocation_failures(void **st) {
     oo.machine = &m;
     int rc = sl_pipeline_from_json(&p, js, strlen(js), "fault");
     if (!rc) rc = sl_optimize(&pl, p, &oo);
-    g_left = -1;
+    tu_fail_after(-1);
     sl_plan_free(pl);
     sl_pipeline_free(p);
     if (rc == 0) ok = 1;

@@ -24,4 +24,8 @@ int64_t tu_count(sl_pipeline *p, int want_rc);
 int64_t tu_collect_i64(sl_pipeline *p, const char *name, int64_t *out, int64_t max);
 /* Asserts that building `json` fails with `code` and a message containing `needle`. */
 void tu_expect_spec_error(const char *json, int code, const char *needle);
+/* Fault injection: an allocator (install it with sl_set_allocator) whose calls succeed until the one tu_fail_after(n)
+ * names, the nth from then (0: the next one), which fails; n < 0: none fails. */
+const sl_allocator *tu_failing_allocator(void);
+void tu_fail_after(long n);
 #endif

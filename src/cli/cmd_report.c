@@ -1,0 +1,106 @@
+/* cli/cmd_report.c: `sluice report TRACE -o report.html`: the trace's HTML report (sl_report_trace_html), with
+ * the changes of a tuned spec (or of a trace of it) when --tuned names one. `sluice prov report` is in
+ * cmd_prov_an.c. */
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+int cli_write_text(const char *cmd, const char *path, const char *text) {
+  if (!path || !strcmp(path, "-")) {
+    fputs(text, stdout);
+    return fflush(stdout) == 0 ? CLI_OK : cli_fail(false, "%s: cannot write to stdout", cmd);
+  }
+  FILE *f = fopen(path, "wb");
+  if (!f || fputs(text, f) < 0 || fclose(f) != 0) {
+    if (f) fclose(f);
+    return cli_fail(false, "%s: cannot write %s", cmd, path);
+  }
+  return CLI_OK;
+}
+
+static void report_help(FILE *f) {
+  fprintf(f,
+          "usage: sluice report TRACE [-o REPORT.html] [--tuned TUNED] [--spec SPEC] [planner options]\n\n"
+          "Writes one self-contained HTML page (inline SVG and CSS; no script, nothing loaded from the network)\n"
+          "about a trace ('sluice trace'): the pipeline as a graph, each op coloured by its share of CPU and the\n"
+          "bottleneck marked; each op's rate at its parallelism against the traced throughput; traced, predicted\n"
+          "and measured throughput; the LP bound and the what-ifs; the analyzer's table and sentences; and the\n"
+          "spec's changes knob by knob. The figures are those of 'sluice analyze' with the same options.\n\n"
+          "  -o FILE        write the page here (default: stdout)\n"
+          "  --tuned TUNED  the tuned spec 'sluice optimize SPEC -o TUNED' wrote, or a trace of it ('sluice trace\n"
+          "                 TUNED -o T2'): the page shows its changes instead of the plan's and, for a trace, its\n"
+          "                 measured throughput against the prediction\n"
+          "  --spec SPEC    check that the trace was taken of this spec\n"
+          "%s",
+          cli_plan_options_help());
+}
+
+/* --tuned: a trace (its "format" says so) or a spec, normalised as the trace's spec is. */
+static int load_tuned(const char *path, sl_trace **trace, char **spec) {
+  json_error_t e;
+  json_t *j = json_load_file(path, 0, &e);
+  if (!j) return cli_fail(false, "report: --tuned %s: line %d: %s", path, e.line, e.text);
+  const char *fmt = json_string_value(json_object_get(j, "format"));
+  bool is_trace = fmt && !strcmp(fmt, "sluice-trace");
+  json_decref(j);
+  if (is_trace) return sl_trace_load(trace, path) ? cli_fail(false, "report: --tuned %s", sl_error_last()) : CLI_OK;
+  sl_pipeline *p = NULL;
+  if (sl_pipeline_from_file(&p, path) || sl_pipeline_to_json(p, spec)) {
+    sl_pipeline_free(p);
+    return cli_fail(false, "report: --tuned %s", sl_error_last());
+  }
+  sl_pipeline_free(p);
+  return CLI_OK;
+}
+
+int cmd_report(int argc, char **argv) {
+  const char *path = NULL, *out = NULL, *tuned = NULL, *spec = NULL;
+  sl_report_trace_opts ro = SL_REPORT_TRACE_OPTS_INIT;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    int r;
+    if (cli_is_help(a)) {
+      report_help(stdout);
+      return CLI_OK;
+    } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
+      if (i + 1 >= argc) return cli_usage("report", "%s needs a file name", a);
+      out = argv[++i];
+    } else if (!strcmp(a, "--tuned")) {
+      if (i + 1 >= argc) return cli_usage("report", "--tuned needs a file (a tuned spec or a trace of it)");
+      tuned = argv[++i];
+    } else if (!strcmp(a, "--spec")) {
+      if (i + 1 >= argc) return cli_usage("report", "--spec needs a file");
+      spec = argv[++i];
+    } else if ((r = cli_plan_option("report", argc, argv, &i, &ro.plan)) != 0) {
+      if (r < 0) return CLI_USAGE;
+    } else if (a[0] == '-' && a[1]) {
+      return cli_usage("report", "unknown option '%s'", a);
+    } else if (!path) {
+      path = a;
+    } else {
+      return cli_usage("report", "more than one trace given ('%s', '%s')", path, a);
+    }
+  }
+  if (!path) return cli_usage("report", "a TRACE file is required (make one with 'sluice trace SPEC -o TRACE')");
+  sl_trace *t = NULL, *tt = NULL;
+  char *tuned_spec = NULL, *html = NULL;
+  int rc = cli_load_trace(path, spec, &t);
+  if (rc == CLI_OK && tuned) rc = load_tuned(tuned, &tt, &tuned_spec);
+  if (rc == CLI_OK) {
+    ro.source = path;
+    ro.tuned_spec = tuned_spec;
+    ro.tuned_trace = tt;
+    if (sl_report_trace_html(&html, t, &ro))
+      rc = tuned ? cli_fail(false, "report: %s with --tuned %s: %s", path, tuned, sl_error_last())
+                 : cli_fail(false, "report: %s: %s", path, sl_error_last());
+    else rc = cli_write_text("report", out, html);
+  }
+  if (rc == CLI_OK && out) fprintf(stderr, "wrote %s\n", out);
+  sl_free(html);
+  sl_free(tuned_spec);
+  sl_trace_free(tt);
+  sl_trace_free(t);
+  return rc;
+}
