@@ -907,15 +907,12 @@ static int cache_candidates(const sl_plan *P, double budget, double base_bound, 
 }
 
 static int pick_bottleneck(const sl_plan *P) {
-  /* The op with the smallest min(p_i, cores) x R_i at the traced configuration. */
+  /* The op with the smallest min(p_i, cores) x R_i at the traced configuration (sl_plan_op_rate). */
   int b = -1;
   double worst = 0;
   for (int i = 0; i < P->nops; i++) {
-    const pm_op *o = &P->ops[i];
-    if (!(o->c > 0) && !(o->tt > 0)) continue;
-    double p = (double)o->par0 < P->C ? (double)o->par0 : P->C;
-    if (o->kind != PK_MAP && o->kind != PK_INTERLEAVE) p = 1;
-    double r = p / fmax(o->c, o->tt);
+    double r = sl_plan_op_rate(P, i);
+    if (!isfinite(r)) continue;
     if (b < 0 || r < worst) b = i, worst = r;
   }
   return b;

@@ -198,7 +198,7 @@ static int prose_of(const sl_plan *P, sl__str *s) {
 
 double sl_plan_op_rate(const sl_plan *P, int i) {
   if (i < 0 || i >= P->nops) return 0;
-  /* The rate pick_bottleneck (plan_model.c) compares: min(p, cores) / max(c, tt), p 1 for an op without workers. */
+  /* The rate the bottleneck is picked by: min(p, cores) / max(c, tt), p 1 for an op without workers. */
   const pm_op *o = &P->ops[i];
   if (!(o->c > 0) && !(o->tt > 0)) return INFINITY;
   double p = o->kind == PK_MAP || o->kind == PK_INTERLEAVE ? fmin((double)o->par0, P->C) : 1;
