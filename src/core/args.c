@@ -107,7 +107,7 @@ char *sl_args_json(const sl_args *a, const char *key) {
   char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
   if (!s) return NULL;
   char *r = sl__strdup(s);
-  free(s);
+  sl__free(s);
   return r;
 }
 

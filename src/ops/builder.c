@@ -117,6 +117,6 @@ int sl_builder_build(sl_builder *b, sl_pipeline **out) {
   char *s = json_dumps(b->spec, JSON_COMPACT | JSON_PRESERVE_ORDER);
   if (!s) return sl__oom("the spec");
   int rc = sl_pipeline_from_json(out, s, strlen(s), "<builder>");
-  free(s);
+  sl__free(s);
   return rc;
 }

@@ -37,7 +37,7 @@ static uint64_t upstream_fingerprint(const sl__op *op) {
     char *s = json_dumps(u->json, JSON_COMPACT | JSON_SORT_KEYS);
     if (s) {
       XXH64_update(st, s, strlen(s));
-      free(s);
+      sl__free(s);
     }
   }
   uint64_t seed = op->pl->seed;

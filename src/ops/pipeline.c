@@ -218,7 +218,7 @@ int sl_pipeline_to_json(const sl_pipeline *p, char **out) {
   char *s = json_dumps(p->spec, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
   if (!s) return sl__oom("the spec text");
   *out = sl__strdup(s);
-  free(s);
+  sl__free(s);
   return *out ? 0 : sl__oom("the spec text");
 }
 

@@ -294,7 +294,7 @@ int sl_plan_report(const sl_plan *P, bool json, char **out) {
     json_decref(r);
     if (!s) return sl__oom("the report");
     *out = sl__strdup(s);
-    free(s);
+    sl__free(s);
     return *out ? 0 : sl__oom("the report");
   }
   sl__str s = {0};

@@ -74,6 +74,6 @@ int sl_plan_spec_json(const sl_plan *P, char **out) {
   json_decref(spec);
   if (!s) return sl__oom("the planned spec");
   *out = sl__strdup(s);
-  free(s);
+  sl__free(s);
   return *out ? 0 : sl__oom("the planned spec");
 }

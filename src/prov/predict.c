@@ -339,7 +339,7 @@ int sl_prov_model_load(sl_prov_model **out, const char *path) {
   }
   if (XGBoosterCreate(NULL, 0, &m->booster) || XGBoosterLoadModelFromBuffer(m->booster, bj, strlen(bj)))
     rc = xgb_err("load model");
-  free(bj);
+  sl__free(bj);
 done:
   json_decref(root);
   if (rc) {

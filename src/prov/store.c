@@ -935,7 +935,7 @@ int sl_prov_list_to_json(const sl_prov_list *l, char **json) {
   json_decref(root);
   if (!s) return sl__oom("json");
   *json = sl__strdup(s);
-  free(s);
+  sl__free(s);
   return *json ? 0 : sl__oom("json");
 }
 
@@ -1042,6 +1042,6 @@ int sl_prov_export_json(sl_prov *p, char **json) {
   json_decref(root);
   if (!s) return sl__oom("export");
   *json = sl__strdup(s);
-  free(s);
+  sl__free(s);
   return *json ? 0 : sl__oom("export");
 }

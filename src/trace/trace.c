@@ -118,10 +118,10 @@ static int identity_chain(json_t *arr, json_t *out) {
     char *s = json_dumps(c, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(c);
     if (!s || json_array_append_new(out, json_string(s))) {
-      free(s);
+      sl__free(s);
       return SL_ENOMEM;
     }
-    free(s);
+    sl__free(s);
     json_t *src = json_object_get(o, "source");
     if (src) {
       if (json_array_append_new(out, json_string("{source:"))) return SL_ENOMEM;
@@ -431,7 +431,7 @@ int sl_trace_to_json(const sl_trace *t, char **out) {
   json_decref(root);
   if (!s) return sl__oom("the trace document");
   *out = sl__strdup(s);
-  free(s);
+  sl__free(s);
   return *out ? 0 : sl__oom("the trace document");
 }
 
@@ -658,6 +658,6 @@ int sl_trace_spec_json(const sl_trace *t, char **out) {
   char *s = json_dumps(t->spec, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
   if (!s) return sl__oom("the spec text");
   *out = sl__strdup(s);
-  free(s);
+  sl__free(s);
   return *out ? 0 : sl__oom("the spec text");
 }
