@@ -215,6 +215,47 @@ int sl__it_single(sl__op *op, sl__run *run, const sl_elem *e, sl__it **out);
 void sl__cond_wait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, int ms);
 static inline bool sl__canceled(const sl__run *run) { return atomic_load_explicit(&run->cancel, memory_order_relaxed); }
 
+/* Hand-off of cheap elements between threads (parallel map, parallel interleave, prefetch). A lock round-trip and a
+ * wake-up cost more than a cheap element's work, so both sides move runs of elements:
+ *  - the consumer, under one lock, takes the first ready element and claims the ready ones after it (up to half
+ *    the buffer, so producers keep the other half while it serves them); it serves claimed elements on later calls
+ *    without locking. Claimed elements stay in their buffer slots, still counting against the buffer, until the
+ *    consumer's next trip under the lock releases them: memory stays bounded by the op's `buffer`;
+ *  - a producer whose elements are cheap (running mean below SL_HANDOFF_CHEAP_NS) makes up to SL_HANDOFF_MAX of
+ *    them before publishing under one lock; an expensive element is published as soon as it is made.
+ * One consumer thread owns an sl__claims; producers never touch it. */
+#define SL_HANDOFF_MAX 16
+#define SL_HANDOFF_CHEAP_NS 10000
+typedef struct sl__claims {
+  sl_elem *e[SL_HANDOFF_MAX]; /* claimed slots, in hand-off order */
+  int head, n;                /* e[head..n) are not served yet */
+} sl__claims;
+/* Moves the next claimed element into `out` and returns the (now empty) slot it came from; NULL when none is left. */
+static inline sl_elem *sl__claims_next(sl__claims *q, sl_elem *out) {
+  if (q->head >= q->n) return NULL;
+  sl_elem *s = q->e[q->head++];
+  sl_elem_move(out, s);
+  return s;
+}
+/* How many elements one trip may take from a buffer of `cap` (the one returned at once included). */
+static inline int sl__claims_limit(int cap) {
+  int k = cap / 2;
+  return k < 1 ? 1 : k > SL_HANDOFF_MAX ? SL_HANDOFF_MAX : k;
+}
+/* Sum of the buffer occupancies seen by n elements taken together from a buffer holding `occ` (as if one by one). */
+static inline uint64_t sl__occ_run(uint64_t occ, uint64_t n) { return n * occ - n * (n - 1) / 2; }
+/* Folds a timed chunk (n elements in wall_ns) into a producer's running mean per element and returns the chunk
+ * size it implies: SL_HANDOFF_MAX for cheap elements, 1 for expensive ones. */
+static inline int sl__handoff_chunk(uint64_t *mean_ns, uint64_t wall_ns, uint64_t n) {
+  uint64_t per = wall_ns / (n ? n : 1);
+  *mean_ns = *mean_ns ? *mean_ns - *mean_ns / 4 + per / 4 : per;
+  return *mean_ns < SL_HANDOFF_CHEAP_NS ? SL_HANDOFF_MAX : 1;
+}
+
+/* Initialises the mutex of a hand-off buffer: one that spins briefly before sleeping where the C library offers it,
+ * since its critical sections are a few hundred nanoseconds and sleeping on contention costs microseconds. */
+void sl__handoff_mutex_init(pthread_mutex_t *mu);
+
 /* Carries an error (code + message) from a worker thread to the consumer. */
 typedef struct sl__errbox {
   int code;

@@ -15,7 +15,8 @@ typedef struct {
 typedef struct {
   sl__it *it;      /* nested iterator, NULL when the slot is empty */
   sl_elem *q;      /* parallel: buffered results */
-  int qhead, qn;
+  int qhead, qn;   /* qn counts the consumer's claimed elements too: the first `lent` from qhead */
+  int lent;
   bool busy;       /* a worker is inside it->next */
   bool exhausted;  /* the nested iterator returned SL_END */
   int err;         /* a nested error, delivered after the buffered elements */
@@ -42,8 +43,12 @@ struct il_it {
   bool stop, sync_init;
   pthread_t *threads;
   il_warg *args;
+  sl_elem *scratch; /* SL_HANDOFF_MAX per worker: a chunk made before it is published */
   int nthreads;
   int waiting_consumer, waiting_workers;
+  /* Consumer only: elements claimed on its last trip under mu, and the slot each came from (to release it). */
+  sl__claims cl;
+  il_slot *cl_slot[SL_HANDOFF_MAX];
 };
 
 static int il_parse(sl__op *op, json_t *o) {
@@ -139,20 +144,33 @@ static int il_next_seq(sl__it *it, sl_elem *out) {
 }
 
 /* ---- parallel ---- */
+/* Under mu: whether a worker should fill slot t now: it has room for `want` elements (hysteresis: a worker making
+ * cheap elements waits for room for a chunk), or nothing the consumer has not claimed yet. */
+static bool il_wants_work(const il_it *m, const il_slot *t, int want) {
+  return t->it && !t->busy && !t->exhausted && !t->err && t->qn < m->qcap &&
+         (m->qcap - t->qn >= want || t->qn <= t->lent);
+}
+
+/* Under mu: the slot a worker should fill next (the one the consumer needs soonest first), or NULL. */
+static il_slot *il_pick(il_it *m, int want) {
+  for (int k = 0; k < m->cycle; k++) {
+    il_slot *t = &m->slots[(m->cur + k) % m->cycle];
+    if (il_wants_work(m, t, want)) return t;
+  }
+  return NULL;
+}
+
 static void *il_worker(void *p) {
   il_warg *wa = p;
   il_it *m = wa->m;
   sl__op *op = m->it.op;
+  sl_elem *els = m->scratch + (size_t)wa->id * SL_HANDOFF_MAX;
+  int chunk = 1, half = m->qcap / 2 < 1 ? 1 : m->qcap / 2;
+  uint64_t mean_ns = 0; /* running mean of wall time per nested element, over this worker's chunks */
   pthread_mutex_lock(&m->mu);
   while (!m->stop) {
-    il_slot *s = NULL;
-    if (wa->id < atomic_load_explicit(&op->active_par, memory_order_relaxed)) {
-      /* Serve the slot the consumer needs soonest first. */
-      for (int k = 0; k < m->cycle && !s; k++) {
-        il_slot *t = &m->slots[(m->cur + k) % m->cycle];
-        if (t->it && !t->busy && !t->exhausted && !t->err && t->qn < m->qcap) s = t;
-      }
-    }
+    int want = chunk < half ? chunk : half;
+    il_slot *s = wa->id < atomic_load_explicit(&op->active_par, memory_order_relaxed) ? il_pick(m, want) : NULL;
     if (!s) {
       m->waiting_workers++;
       sl__cond_wait_ms(&m->cv_work, &m->mu, 50);
@@ -160,12 +178,24 @@ static void *il_worker(void *p) {
       if (sl__canceled(m->it.run)) m->stop = true;
       continue;
     }
+    /* Cheap nested elements are made a chunk at a time (as many as the slot has room for) and published under one
+     * lock; expensive ones one by one, so that the consumer gets each as soon as it is made. */
+    int k = m->qcap - s->qn;
+    if (k > chunk) k = chunk;
     s->busy = true;
     sl__it *nit = s->it;
+    /* Expensive elements: if another slot wants work too, let a sleeping worker take it. */
+    bool pass = chunk == 1 && m->waiting_workers && il_pick(m, 1);
     pthread_mutex_unlock(&m->mu);
-    sl_elem e;
-    sl_elem_init(&e);
-    int rc = sl__it_next(nit, &e);
+    if (pass) pthread_cond_signal(&m->cv_work);
+    uint64_t t0 = sl__now_ns();
+    int got = 0, rc = 0;
+    while (got < k) {
+      sl_elem_init(&els[got]);
+      if ((rc = sl__it_next(nit, &els[got]))) break;
+      got++;
+    }
+    if (got) chunk = sl__handoff_chunk(&mean_ns, sl__now_ns() - t0, (uint64_t)got);
     sl__errbox *box = NULL;
     if (rc < 0) {
       box = sl__malloc(sizeof *box);
@@ -173,16 +203,23 @@ static void *il_worker(void *p) {
     }
     pthread_mutex_lock(&m->mu);
     s->busy = false;
-    if (rc == 0) {
-      sl_elem_move(&s->q[(s->qhead + s->qn) % m->qcap], &e);
+    for (int j = 0; j < got; j++) { /* only this worker adds to the slot: the room seen above is still there */
+      sl_elem_move(&s->q[(s->qhead + s->qn) % m->qcap], &els[j]);
       s->qn++;
-    } else if (rc == SL_END) {
+    }
+    if (rc == SL_END) {
       s->exhausted = true;
-    } else {
+    } else if (rc) {
       s->err = rc;
       s->box = box;
     }
-    if (m->waiting_consumer) pthread_cond_broadcast(&m->cv_ready);
+    /* In deterministic order the consumer waits for its current slot only. */
+    if (m->waiting_consumer && (s == &m->slots[m->cur] || !((const il_cfg *)op->impl)->deterministic)) {
+      /* After the unlock, so that the consumer does not block at once on the mutex. */
+      pthread_mutex_unlock(&m->mu);
+      pthread_cond_signal(&m->cv_ready);
+      pthread_mutex_lock(&m->mu);
+    }
   }
   pthread_mutex_unlock(&m->mu);
   return NULL;
@@ -197,11 +234,41 @@ static void slot_close(il_it *m, il_slot *s) {
   pthread_mutex_lock(&m->mu);
 }
 
+/* Under mu: the slot the consumer takes its next element from, when that element is ready and may be claimed
+ * (at most half of a slot's buffer is claimed at once, so that its worker keeps room to fill); NULL when not. In
+ * deterministic order that is the current slot only; unordered, any slot with an element ready. */
+static il_slot *il_claimable(il_it *m, const il_cfg *c) {
+  int most = m->qcap / 2 < 1 ? 1 : m->qcap / 2;
+  for (int k = 0; k < m->cycle; k++) {
+    il_slot *t = &m->slots[(m->cur + k) % m->cycle];
+    if (t->it && t->qn > t->lent && t->lent < most) {
+      if (k) {
+        m->cur = (m->cur + k) % m->cycle;
+        m->block = 0;
+      }
+      return t;
+    }
+    if (c->deterministic) break;
+  }
+  return NULL;
+}
+
 static int il_next_par(sl__it *it, sl_elem *out) {
   il_it *m = (il_it *)it;
   const il_cfg *c = it->op->impl;
+  if (sl__claims_next(&m->cl, out)) return 0;
   uint64_t w0 = 0;
+  int half = m->qcap / 2 < 1 ? 1 : m->qcap / 2;
   pthread_mutex_lock(&m->mu);
+  bool wake = false; /* a slot that gave room this trip wants a worker */
+  for (int i = 0; i < m->cl.n; i++) { /* the claims of the last trip are all served: release them */
+    il_slot *s = m->cl_slot[i];
+    s->qhead = (s->qhead + 1) % m->qcap;
+    s->qn--;
+    s->lent--;
+  }
+  for (int i = 0; i < m->cl.n && m->waiting_workers && !wake; i++) wake = il_wants_work(m, m->cl_slot[i], half);
+  m->cl.head = m->cl.n = 0;
   for (;;) {
     il_slot *s = &m->slots[m->cur];
     if (!s->it) {
@@ -235,14 +302,26 @@ static int il_next_par(sl__it *it, sl_elem *out) {
       }
     }
     if (s->qn > 0) {
+      uint64_t occ = (uint64_t)s->qn, n = 1;
       sl_elem_move(out, &s->q[s->qhead]);
       s->qhead = (s->qhead + 1) % m->qcap;
       s->qn--;
-      sl__stat_add(&it->op->st.occ_sum, (uint64_t)s->qn + 1);
-      sl__stat_add(&it->op->st.occ_n, 1);
-      if (m->waiting_workers) pthread_cond_signal(&m->cv_work);
+      wake = wake || (m->waiting_workers && il_wants_work(m, s, half));
       if (++m->block >= c->block_length) il_advance(m);
+      /* Claim the elements that follow in hand-off order while they are ready. */
+      il_slot *t;
+      while (m->cl.n < SL_HANDOFF_MAX && (t = il_claimable(m, c))) {
+        occ += (uint64_t)(t->qn - t->lent);
+        m->cl.e[m->cl.n] = &t->q[(t->qhead + t->lent) % m->qcap];
+        m->cl_slot[m->cl.n++] = t;
+        t->lent++;
+        n++;
+        if (++m->block >= c->block_length) il_advance(m);
+      }
+      sl__stat_add(&it->op->st.occ_sum, occ);
+      sl__stat_add(&it->op->st.occ_n, n);
       pthread_mutex_unlock(&m->mu);
+      if (wake) pthread_cond_signal(&m->cv_work); /* after the unlock: the worker does not block on the mutex */
       if (w0) sl__stat_add(&it->op->st.wait_ns, sl__now_ns() - w0);
       return 0;
     }
@@ -269,6 +348,9 @@ static int il_next_par(sl__it *it, sl_elem *out) {
       return sl__err(SL_ECANCELED, "%s: cancelled", it->op->path);
     }
     if (!w0) w0 = sl__now_ns();
+    /* The slot waited on (or one that gave room) may have a sleeping worker's work. */
+    if (m->waiting_workers && (wake || il_wants_work(m, s, half))) pthread_cond_signal(&m->cv_work);
+    wake = false;
     m->waiting_consumer++;
     sl__cond_wait_ms(&m->cv_ready, &m->mu, 50);
     m->waiting_consumer--;
@@ -303,6 +385,7 @@ static void il_free(sl__it *it) {
   sl__free(m->slots);
   sl__free(m->threads);
   sl__free(m->args);
+  sl__free(m->scratch);
   sl__free(m);
 }
 static const sl__it_vt IL_IT = {il_next, il_free};
@@ -321,14 +404,15 @@ static int il_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out) 
     m->slots[i].q = sl__calloc((size_t)m->qcap, sizeof(sl_elem));
     if (!m->slots[i].q) goto oom;
   }
-  pthread_mutex_init(&m->mu, NULL);
+  sl__handoff_mutex_init(&m->mu);
   pthread_cond_init(&m->cv_work, NULL);
   pthread_cond_init(&m->cv_ready, NULL);
   m->sync_init = true;
   int64_t par = op->parallelism;
   m->threads = sl__calloc((size_t)par, sizeof *m->threads);
   m->args = sl__calloc((size_t)par, sizeof *m->args);
-  if (!m->threads || !m->args) goto oom;
+  m->scratch = sl__calloc((size_t)par * SL_HANDOFF_MAX, sizeof *m->scratch);
+  if (!m->threads || !m->args || !m->scratch) goto oom;
   for (int i = 0; i < par; i++) {
     m->args[i] = (il_warg){m, i};
     if (pthread_create(&m->threads[i], NULL, il_worker, &m->args[i])) {
