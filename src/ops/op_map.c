@@ -169,6 +169,7 @@ struct pmap_it {
   int chunk_max;    /* largest chunk a worker takes: a share of the buffer that leaves room for the others */
   int claim_max;    /* most results the consumer takes in one trip */
   int waiting_consumer, waiting_workers; /* waiting_workers: waiting for space (parked ones wait on cv_park) */
+  int parked;       /* workers the tuner has parked */
   /* Consumer only: results claimed on the last trip under mu, served without it. `lent` slots (claimed ones and
    * dropped results among them) keep their reservations until the next trip releases them, so that no worker
    * writes a slot before its element is served. */
@@ -187,6 +188,16 @@ static slot *pmap_ready(pmap_it *m) {
     return s->state == SLOT_DONE ? s : NULL;
   }
   return m->fifo_head < m->fifo_tail ? &m->ring[m->fifo_head % (uint64_t)m->cap] : NULL;
+}
+
+/* Under mu (unordered mode), or outside it into the worker's own reserved slots (deterministic mode: slot
+ * seq % cap, which the reservation guarantees is released and which the consumer reads only once it is DONE):
+ * stores the chunk's results. */
+static void pmap_store(slot *sl, sl_elem *e, int rc, sl__errbox *err) {
+  if (e) sl_elem_move(&sl->e, e);
+  else sl->e.n = 0;
+  sl->rc = rc;
+  sl->err = err;
 }
 
 static void *pmap_worker(void *p) {
@@ -212,43 +223,90 @@ static void *pmap_worker(void *p) {
     pthread_cond_signal(&m->cv_ready);
     return NULL;
   }
+  /* One trip under mu per chunk: publish the last chunk's results, then reserve slots for the next. */
+  uint64_t first = 0, nres = 0, c0 = 0, fw = 0;
+  int k = 0, got = 0, end_rc = 0;
+  bool timed = false;
+  sl__errbox *in_err = NULL;
+  pthread_mutex_lock(&m->mu);
   for (;;) {
+    bool wake = false; /* the consumer waits for what this chunk published */
+    if (k) {
+      for (uint64_t j = 0; j < nres; j++) {
+        slot *sl;
+        if (m->deterministic) {
+          sl = &m->ring[(first + j) % (uint64_t)m->cap];
+        } else { /* unordered: results sit in the ring by arrival; fifo lists their sequence numbers */
+          sl = &m->ring[m->fifo_tail % (uint64_t)m->cap];
+          m->fifo[m->fifo_tail % (uint64_t)m->cap] = first + j;
+          m->fifo_tail++;
+          if (j < (uint64_t)got) pmap_store(sl, &els[j], rcs[j], boxes[j]);
+          else pmap_store(sl, NULL, end_rc, in_err); /* the input's error: the last result */
+        }
+        sl->state = SLOT_DONE;
+      }
+      m->reserved -= k - (int)nres; /* reservations not used */
+      if (end_rc != 0 && !m->input_done) {
+        m->input_done = true;
+        m->end_seq = first + nres;
+      }
+      /* Wake the consumer only for what it waits for: the next result in order (or any, unordered), or the end. */
+      wake = m->waiting_consumer && (m->input_done || pmap_ready(m));
+      if (got) {
+        uint64_t w = sl__now_ns() - fw;
+        if (timed) sl__stats_work_n(op, &smp, sl__cpu_ns() - c0, w, (uint64_t)got);
+        chunk = sl__handoff_chunk(&mean_ns, w, (uint64_t)got);
+        if (chunk > m->chunk_max) chunk = m->chunk_max;
+      }
+      if (end_rc != 0) {
+        pthread_mutex_unlock(&m->mu);
+        pthread_cond_broadcast(&m->cv_space);
+        pthread_cond_broadcast(&m->cv_park);
+        if (wake) pthread_cond_signal(&m->cv_ready);
+        break;
+      }
+    }
     /* A timed iteration spans everything the worker does for its chunk: in CPU time from the top (waiting for
      * slots included), in wall time from the slots on (input pulls, functions, hand-off: the worker's service
      * time). The op's own time then subtracts the input's inclusive time, so hand-off costs count as its own. */
-    bool timed = sl__sampler_tick(&smp);
-    uint64_t c0 = timed ? sl__cpu_ns() : 0, fw = 0;
+    timed = sl__sampler_tick(&smp);
+    c0 = timed ? sl__cpu_ns() : 0;
     /* Hysteresis: with a full buffer, wait until a chunk's worth of slots is free (at most low_water), so a
      * fast consumer and the workers do not wake each other for every element. */
     int want = chunk < m->low_water ? chunk : m->low_water;
-    pthread_mutex_lock(&m->mu);
     while (!m->stop && !m->input_done) {
       /* A worker the tuner has parked waits apart, so that a wake-up for space always reaches a working one. */
       bool parked = wa->id >= atomic_load_explicit(&op->active_par, memory_order_relaxed);
       if (!parked && m->cap - m->reserved >= want) break;
-      if (!parked) m->waiting_workers++;
+      if (wake) pthread_cond_signal(&m->cv_ready); /* before sleeping: the consumer must not wait for it */
+      wake = false;
+      int *count = parked ? &m->parked : &m->waiting_workers;
+      (*count)++;
       sl__cond_wait_ms(parked ? &m->cv_park : &m->cv_space, &m->mu, 50);
-      if (!parked) m->waiting_workers--;
+      (*count)--;
       if (sl__canceled(m->it.run)) m->stop = true;
     }
     if (m->stop || m->input_done) {
       pthread_mutex_unlock(&m->mu);
+      if (wake) pthread_cond_signal(&m->cv_ready);
       break;
     }
-    int k = m->cap - m->reserved;
+    k = m->cap - m->reserved;
     if (k > chunk) k = chunk;
     m->reserved += k;
     /* Woken for space with more left than this chunk needs: pass the wake-up on to another worker. */
     bool pass = m->waiting_workers && m->cap - m->reserved >= m->low_water;
     pthread_mutex_unlock(&m->mu);
     /* Signals go out after the unlock, so that the woken thread does not block at once on the mutex. */
+    if (wake) pthread_cond_signal(&m->cv_ready);
     if (pass) pthread_cond_signal(&m->cv_space);
     fw = sl__now_ns();
 
     /* Pull up to k inputs; their sequence numbers are fixed under the input lock. */
     pthread_mutex_lock(&m->in_mu);
-    uint64_t first = m->next_seq;
-    int got = 0, end_rc = 0;
+    first = m->next_seq;
+    got = 0;
+    end_rc = 0;
     while (got < k && !m->in_eof) {
       sl_elem_init(&els[got]);
       int rc = sl__it_next(m->it.input, &els[got]);
@@ -259,9 +317,9 @@ static void *pmap_worker(void *p) {
       }
       got++;
     }
-    uint64_t nres = (uint64_t)got + (end_rc < 0 ? 1 : 0); /* an input error is one more result */
+    nres = (uint64_t)got + (end_rc < 0 ? 1 : 0); /* an input error is one more result */
     m->next_seq += nres;
-    sl__errbox *in_err = NULL;
+    in_err = NULL;
     if (end_rc < 0) {
       in_err = sl__malloc(sizeof *in_err);
       if (in_err) sl__errbox_capture(in_err, end_rc);
@@ -284,49 +342,13 @@ static void *pmap_worker(void *p) {
         rcs[j] = SLOT_DROPPED;
       }
     }
-
+    if (m->deterministic)
+      for (uint64_t j = 0; j < nres; j++) {
+        slot *sl = &m->ring[(first + j) % (uint64_t)m->cap];
+        if (j < (uint64_t)got) pmap_store(sl, &els[j], rcs[j], boxes[j]);
+        else pmap_store(sl, NULL, end_rc, in_err);
+      }
     pthread_mutex_lock(&m->mu);
-    for (uint64_t j = 0; j < nres; j++) {
-      uint64_t seq = first + j;
-      slot *sl;
-      if (m->deterministic) {
-        sl = &m->ring[seq % (uint64_t)m->cap];
-      } else { /* unordered: results sit in the ring by arrival; fifo lists their sequence numbers */
-        sl = &m->ring[m->fifo_tail % (uint64_t)m->cap];
-        m->fifo[m->fifo_tail % (uint64_t)m->cap] = seq;
-        m->fifo_tail++;
-      }
-      if (j < (uint64_t)got) {
-        sl_elem_move(&sl->e, &els[j]);
-        sl->rc = rcs[j];
-        sl->err = boxes[j];
-      } else { /* the input's error: the last result */
-        sl->e.n = 0;
-        sl->rc = end_rc;
-        sl->err = in_err;
-      }
-      sl->state = SLOT_DONE;
-    }
-    m->reserved -= k - (int)nres; /* reservations not used */
-    if (end_rc != 0 && !m->input_done) {
-      m->input_done = true;
-      m->end_seq = first + nres;
-    }
-    /* Wake the consumer only for what it waits for: the next result in order (or any, unordered), or the end. */
-    bool wake = m->waiting_consumer && (m->input_done || pmap_ready(m));
-    pthread_mutex_unlock(&m->mu);
-    if (end_rc != 0) {
-      pthread_cond_broadcast(&m->cv_space);
-      pthread_cond_broadcast(&m->cv_park);
-    }
-    if (wake) pthread_cond_signal(&m->cv_ready);
-    if (got) {
-      uint64_t w = sl__now_ns() - fw;
-      if (timed) sl__stats_work_n(op, &smp, sl__cpu_ns() - c0, w, (uint64_t)got);
-      chunk = sl__handoff_chunk(&mean_ns, w, (uint64_t)got);
-      if (chunk > m->chunk_max) chunk = m->chunk_max;
-    }
-    if (end_rc != 0) break;
   }
   sl__free(els);
   return NULL;
@@ -392,7 +414,10 @@ static int pmap_next(sl__it *it, sl_elem *out) {
   }
   sl__stat_add(&it->op->st.occ_sum, sl__occ_run(occ, n));
   sl__stat_add(&it->op->st.occ_n, n);
-  bool wake = m->waiting_workers && m->cap - m->reserved >= m->low_water;
+  /* A worker still running takes the room itself when it comes back (and wakes another if there is more): wake one
+   * only when none is, so that a consumer slower than its workers seldom pays for a wake-up. */
+  bool wake = m->waiting_workers && m->waiting_workers + m->parked >= m->nthreads_ok &&
+              m->cap - m->reserved >= m->low_water;
   pthread_mutex_unlock(&m->mu);
   if (wake) pthread_cond_signal(&m->cv_space);
   if (rc < 0) {
