@@ -23,6 +23,9 @@ typedef struct sl__stats {
   atomic_uint_fast64_t cpu_ns, wall_ns, samples;   /* inclusive time of next() calls on the consumer's side */
   atomic_uint_fast64_t work_cpu_ns, work_wall_ns;  /* own work done on worker threads (map functions) */
   atomic_uint_fast64_t wait_ns;
+  /* Elements of an async source (an interleave's nested chain) pulled on the consumer's thread after all: that
+   * share of the source's inclusive time is inside this op's next() time, and is subtracted from its own. */
+  atomic_uint_fast64_t stolen;
   atomic_uint_fast64_t occ_sum, occ_n, held, held_peak;
   /* Spread of per-call wall times (for buffer sizing): scaled sample counts and sums of squares in us^2. */
   atomic_uint_fast64_t next_n, next_sq_us, work_n, work_sq_us;

@@ -43,7 +43,10 @@ struct il_it {
   bool stop, sync_init;
   pthread_t *threads;
   il_warg *args;
-  sl_elem *scratch; /* SL_HANDOFF_MAX per worker: a chunk made before it is published */
+  sl_elem *scratch; /* SL_HANDOFF_MAX per worker, and SL_HANDOFF_MAX more for the consumer: a chunk made before
+                     * it is published */
+  int chunk;        /* under mu: elements made per trip, from the running mean of a nested element's wall time */
+  uint64_t mean_ns;
   int nthreads;
   int waiting_consumer, waiting_workers;
   /* Consumer only: elements claimed on its last trip under mu, and the slot each came from (to release it). */
@@ -151,13 +154,51 @@ static bool il_wants_work(const il_it *m, const il_slot *t, int want) {
          (m->qcap - t->qn >= want || t->qn <= t->lent);
 }
 
-/* Under mu: the slot a worker should fill next (the one the consumer needs soonest first), or NULL. */
-static il_slot *il_pick(il_it *m, int want) {
+/* Under mu: the slot a worker should fill next (the one the consumer needs soonest first; not `other`), or NULL. */
+static il_slot *il_pick(il_it *m, int want, const il_slot *other) {
   for (int k = 0; k < m->cycle; k++) {
     il_slot *t = &m->slots[(m->cur + k) % m->cycle];
-    if (il_wants_work(m, t, want)) return t;
+    if (t != other && il_wants_work(m, t, want)) return t;
   }
   return NULL;
+}
+
+/* Under mu, released while it works: makes up to `chunk` elements of slot s (as many as it has room for: cheap
+ * nested elements a chunk at a time, expensive ones one by one, so that the consumer gets each as soon as it is
+ * made) into `els`, then publishes them, the slot's end or its error. Returns the number made. */
+static int il_make(il_it *m, il_slot *s, sl_elem *els, int chunk) {
+  int k = m->qcap - s->qn;
+  if (k > chunk) k = chunk;
+  s->busy = true;
+  sl__it *nit = s->it;
+  pthread_mutex_unlock(&m->mu);
+  uint64_t t0 = sl__now_ns();
+  int got = 0, rc = 0;
+  while (got < k) {
+    sl_elem_init(&els[got]);
+    if ((rc = sl__it_next(nit, &els[got]))) break;
+    got++;
+  }
+  uint64_t wall = sl__now_ns() - t0;
+  sl__errbox *box = NULL;
+  if (rc < 0) {
+    box = sl__malloc(sizeof *box);
+    if (box) sl__errbox_capture(box, rc);
+  }
+  pthread_mutex_lock(&m->mu);
+  s->busy = false;
+  for (int j = 0; j < got; j++) { /* only the maker adds to a slot: the room seen above is still there */
+    sl_elem_move(&s->q[(s->qhead + s->qn) % m->qcap], &els[j]);
+    s->qn++;
+  }
+  if (rc == SL_END) {
+    s->exhausted = true;
+  } else if (rc) {
+    s->err = rc;
+    s->box = box;
+  }
+  if (got) m->chunk = sl__handoff_chunk(&m->mean_ns, wall, (uint64_t)got);
+  return got;
 }
 
 static void *il_worker(void *p) {
@@ -165,12 +206,11 @@ static void *il_worker(void *p) {
   il_it *m = wa->m;
   sl__op *op = m->it.op;
   sl_elem *els = m->scratch + (size_t)wa->id * SL_HANDOFF_MAX;
-  int chunk = 1, half = m->qcap / 2 < 1 ? 1 : m->qcap / 2;
-  uint64_t mean_ns = 0; /* running mean of wall time per nested element, over this worker's chunks */
+  int half = m->qcap / 2 < 1 ? 1 : m->qcap / 2;
   pthread_mutex_lock(&m->mu);
   while (!m->stop) {
-    int want = chunk < half ? chunk : half;
-    il_slot *s = wa->id < atomic_load_explicit(&op->active_par, memory_order_relaxed) ? il_pick(m, want) : NULL;
+    int chunk = m->chunk, want = chunk < half ? chunk : half;
+    il_slot *s = wa->id < atomic_load_explicit(&op->active_par, memory_order_relaxed) ? il_pick(m, want, NULL) : NULL;
     if (!s) {
       m->waiting_workers++;
       sl__cond_wait_ms(&m->cv_work, &m->mu, 50);
@@ -178,41 +218,9 @@ static void *il_worker(void *p) {
       if (sl__canceled(m->it.run)) m->stop = true;
       continue;
     }
-    /* Cheap nested elements are made a chunk at a time (as many as the slot has room for) and published under one
-     * lock; expensive ones one by one, so that the consumer gets each as soon as it is made. */
-    int k = m->qcap - s->qn;
-    if (k > chunk) k = chunk;
-    s->busy = true;
-    sl__it *nit = s->it;
     /* Expensive elements: if another slot wants work too, let a sleeping worker take it. */
-    bool pass = chunk == 1 && m->waiting_workers && il_pick(m, 1);
-    pthread_mutex_unlock(&m->mu);
-    if (pass) pthread_cond_signal(&m->cv_work);
-    uint64_t t0 = sl__now_ns();
-    int got = 0, rc = 0;
-    while (got < k) {
-      sl_elem_init(&els[got]);
-      if ((rc = sl__it_next(nit, &els[got]))) break;
-      got++;
-    }
-    if (got) chunk = sl__handoff_chunk(&mean_ns, sl__now_ns() - t0, (uint64_t)got);
-    sl__errbox *box = NULL;
-    if (rc < 0) {
-      box = sl__malloc(sizeof *box);
-      if (box) sl__errbox_capture(box, rc);
-    }
-    pthread_mutex_lock(&m->mu);
-    s->busy = false;
-    for (int j = 0; j < got; j++) { /* only this worker adds to the slot: the room seen above is still there */
-      sl_elem_move(&s->q[(s->qhead + s->qn) % m->qcap], &els[j]);
-      s->qn++;
-    }
-    if (rc == SL_END) {
-      s->exhausted = true;
-    } else if (rc) {
-      s->err = rc;
-      s->box = box;
-    }
+    if (chunk == 1 && m->waiting_workers && il_pick(m, 1, s)) pthread_cond_signal(&m->cv_work);
+    il_make(m, s, els, chunk);
     /* In deterministic order the consumer waits for its current slot only. */
     if (m->waiting_consumer && (s == &m->slots[m->cur] || !((const il_cfg *)op->impl)->deterministic)) {
       /* After the unlock, so that the consumer does not block at once on the mutex. */
@@ -232,6 +240,15 @@ static void slot_close(il_it *m, il_slot *s) {
   pthread_mutex_unlock(&m->mu);
   sl__it_free(nit);
   pthread_mutex_lock(&m->mu);
+}
+
+/* Under mu: whether slot t, which just gave room, is worth waking a worker for. A wake-up costs more than a few
+ * cheap elements: for those, only room for half a chunk is; smaller gaps the consumer fills itself when it gets to
+ * them (il_next_par). */
+static bool il_worth_waking(const il_it *m, const il_slot *t) {
+  int half = m->qcap / 2 < 1 ? 1 : m->qcap / 2;
+  if (m->chunk == 1) return il_wants_work(m, t, half);
+  return il_wants_work(m, t, SL_HANDOFF_MAX / 2) && m->qcap - t->qn >= SL_HANDOFF_MAX / 2;
 }
 
 /* Under mu: the slot the consumer takes its next element from, when that element is ready and may be claimed
@@ -258,7 +275,6 @@ static int il_next_par(sl__it *it, sl_elem *out) {
   const il_cfg *c = it->op->impl;
   if (sl__claims_next(&m->cl, out)) return 0;
   uint64_t w0 = 0;
-  int half = m->qcap / 2 < 1 ? 1 : m->qcap / 2;
   pthread_mutex_lock(&m->mu);
   bool wake = false; /* a slot that gave room this trip wants a worker */
   for (int i = 0; i < m->cl.n; i++) { /* the claims of the last trip are all served: release them */
@@ -267,7 +283,7 @@ static int il_next_par(sl__it *it, sl_elem *out) {
     s->qn--;
     s->lent--;
   }
-  for (int i = 0; i < m->cl.n && m->waiting_workers && !wake; i++) wake = il_wants_work(m, m->cl_slot[i], half);
+  for (int i = 0; i < m->cl.n && m->waiting_workers && !wake; i++) wake = il_worth_waking(m, m->cl_slot[i]);
   m->cl.head = m->cl.n = 0;
   for (;;) {
     il_slot *s = &m->slots[m->cur];
@@ -306,7 +322,7 @@ static int il_next_par(sl__it *it, sl_elem *out) {
       sl_elem_move(out, &s->q[s->qhead]);
       s->qhead = (s->qhead + 1) % m->qcap;
       s->qn--;
-      wake = wake || (m->waiting_workers && il_wants_work(m, s, half));
+      wake = wake || (m->waiting_workers && il_worth_waking(m, s));
       if (++m->block >= c->block_length) il_advance(m);
       /* Claim the elements that follow in hand-off order while they are ready. */
       il_slot *t;
@@ -347,9 +363,16 @@ static int il_next_par(sl__it *it, sl_elem *out) {
       pthread_mutex_unlock(&m->mu);
       return sl__err(SL_ECANCELED, "%s: cancelled", it->op->path);
     }
+    if (m->chunk > 1 && il_wants_work(m, s, 1)) {
+      /* Cheap nested elements and no worker on this slot: make them here, which costs less than waking a worker
+       * and sleeping until it has. Their share of the source's time is inside this op's next() (see stolen). */
+      sl__stat_add(&it->op->st.stolen, (uint64_t)il_make(m, s, m->scratch + (size_t)m->nthreads * SL_HANDOFF_MAX,
+                                                         m->chunk));
+      continue;
+    }
     if (!w0) w0 = sl__now_ns();
     /* The slot waited on (or one that gave room) may have a sleeping worker's work. */
-    if (m->waiting_workers && (wake || il_wants_work(m, s, half))) pthread_cond_signal(&m->cv_work);
+    if (m->waiting_workers && (wake || il_wants_work(m, s, 1))) pthread_cond_signal(&m->cv_work);
     wake = false;
     m->waiting_consumer++;
     sl__cond_wait_ms(&m->cv_ready, &m->mu, 50);
@@ -411,7 +434,8 @@ static int il_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out) 
   int64_t par = op->parallelism;
   m->threads = sl__calloc((size_t)par, sizeof *m->threads);
   m->args = sl__calloc((size_t)par, sizeof *m->args);
-  m->scratch = sl__calloc((size_t)par * SL_HANDOFF_MAX, sizeof *m->scratch);
+  m->scratch = sl__calloc((size_t)(par + 1) * SL_HANDOFF_MAX, sizeof *m->scratch);
+  m->chunk = 1;
   if (!m->threads || !m->args || !m->scratch) goto oom;
   for (int i = 0; i < par; i++) {
     m->args[i] = (il_warg){m, i};

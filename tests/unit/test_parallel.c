@@ -381,6 +381,26 @@ static void test_cheap_interleave_handoff(void **s) {
                             "\"count\": 300}]}]}", 3, false, 3000);
 }
 
+/* With cheap nested elements and little room per slot, the consumer makes elements itself rather than wake a
+ * worker and wait: the interleave's own time leaves out that share of its source's time. */
+static void test_interleave_own_time_excludes_its_source(void **s) {
+  sl_pipeline *p = tu_pipeline("{\"ops\": [{\"op\": \"range\", \"stop\": 4}, {\"op\": \"interleave\", \"cycle_length\": 2, "
+                               "\"parallelism\": 2, \"source\": [{\"op\": \"repeat\", \"count\": 1500}, {\"op\": \"map\", "
+                               "\"fn\": \"spin\", \"args\": {\"us\": 5}}]}]}");
+  assert_int_equal(tu_count(p, 0), 6000);
+  sl_op_stats il, fn;
+  assert_int_equal(sl_pipeline_op_stats(p, 1, &il), 0);
+  assert_int_equal(sl_pipeline_op_stats(p, 3, &fn), 0);
+  assert_string_equal(il.op, "interleave");
+  assert_string_equal(fn.label, "spin");
+  assert_int_equal(fn.elements_out, 6000);
+  /* 6000 x 5 us of spin = 30 ms of CPU in the source, none of it the interleave's */
+  assert_true(fn.cpu_seconds > 0.015);
+  if (il.cpu_seconds >= 0.5 * fn.cpu_seconds) fprintf(stderr, "interleave %.4f s, source %.4f s\n", il.cpu_seconds, fn.cpu_seconds);
+  assert_true(il.cpu_seconds < 0.5 * fn.cpu_seconds);
+  sl_pipeline_free(p);
+}
+
 /* Cancels from another thread while cheap elements stream through every async op; what came before is in order. */
 static void *cancel_soon(void *a) {
   usleep(5000);
@@ -507,6 +527,7 @@ int main(void) {
       cmocka_unit_test(test_cheap_map_handoff_order_drops_and_counts),
       cmocka_unit_test(test_cheap_errors_arrive_in_order),
       cmocka_unit_test(test_cheap_interleave_handoff),
+      cmocka_unit_test(test_interleave_own_time_excludes_its_source),
       cmocka_unit_test(test_cheap_cancel_mid_stream),
       cmocka_unit_test(test_cheap_handoff_under_live_knob_changes),
       cmocka_unit_test(test_expensive_elements_are_not_batched),
