@@ -220,12 +220,14 @@ static inline bool sl__canceled(const sl__run *run) { return atomic_load_explici
 
 /* Hand-off of cheap elements between threads (parallel map, parallel interleave, prefetch). A lock round-trip and a
  * wake-up cost more than a cheap element's work, so both sides move runs of elements:
- *  - the consumer, under one lock, takes the first ready element and claims the ready ones after it (up to half
- *    the buffer, so producers keep the other half while it serves them); it serves claimed elements on later calls
+ *  - the consumer, under one lock, takes the first ready element and claims the ready ones after it (up to a share
+ *    of the buffer, so producers keep room to fill while it serves them); it serves claimed elements on later calls
  *    without locking. Claimed elements stay in their buffer slots, still counting against the buffer, until the
  *    consumer's next trip under the lock releases them: memory stays bounded by the op's `buffer`;
  *  - a producer whose elements are cheap (running mean below SL_HANDOFF_CHEAP_NS) makes up to SL_HANDOFF_MAX of
- *    them before publishing under one lock; an expensive element is published as soon as it is made.
+ *    them before publishing under one lock; an expensive element is published as soon as it is made;
+ *  - a waiting side is woken only for a run's worth of room or elements (hysteresis), one waiter at a time, by a
+ *    signal sent after the unlock.
  * One consumer thread owns an sl__claims; producers never touch it. */
 #define SL_HANDOFF_MAX 16
 #define SL_HANDOFF_CHEAP_NS 10000

@@ -43,8 +43,8 @@ struct il_it {
   bool stop, sync_init;
   pthread_t *threads;
   il_warg *args;
-  sl_elem *scratch; /* SL_HANDOFF_MAX per worker, and SL_HANDOFF_MAX more for the consumer: a chunk made before
-                     * it is published */
+  sl_elem *scratch; /* SL_HANDOFF_MAX per worker: a chunk made before it is published */
+  sl_elem *cscratch; /* the same for the consumer (at the end of scratch) */
   int chunk;        /* under mu: elements made per trip, from the running mean of a nested element's wall time */
   uint64_t mean_ns;
   int nthreads;
@@ -366,8 +366,7 @@ static int il_next_par(sl__it *it, sl_elem *out) {
     if (m->chunk > 1 && il_wants_work(m, s, 1)) {
       /* Cheap nested elements and no worker on this slot: make them here, which costs less than waking a worker
        * and sleeping until it has. Their share of the source's time is inside this op's next() (see stolen). */
-      sl__stat_add(&it->op->st.stolen, (uint64_t)il_make(m, s, m->scratch + (size_t)m->nthreads * SL_HANDOFF_MAX,
-                                                         m->chunk));
+      sl__stat_add(&it->op->st.stolen, (uint64_t)il_make(m, s, m->cscratch, m->chunk));
       continue;
     }
     if (!w0) w0 = sl__now_ns();
@@ -435,8 +434,9 @@ static int il_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out) 
   m->threads = sl__calloc((size_t)par, sizeof *m->threads);
   m->args = sl__calloc((size_t)par, sizeof *m->args);
   m->scratch = sl__calloc((size_t)(par + 1) * SL_HANDOFF_MAX, sizeof *m->scratch);
-  m->chunk = 1;
   if (!m->threads || !m->args || !m->scratch) goto oom;
+  m->cscratch = m->scratch + (size_t)par * SL_HANDOFF_MAX;
+  m->chunk = 1;
   for (int i = 0; i < par; i++) {
     m->args[i] = (il_warg){m, i};
     if (pthread_create(&m->threads[i], NULL, il_worker, &m->args[i])) {
