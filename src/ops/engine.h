@@ -257,6 +257,13 @@ static inline int sl__handoff_chunk(uint64_t *mean_ns, uint64_t wall_ns, uint64_
   return *mean_ns < SL_HANDOFF_CHEAP_NS ? SL_HANDOFF_MAX : 1;
 }
 
+/* Called with `mu` held, before sleeping on a condition that a running peer makes true within microseconds when
+ * its elements are cheap (a sleep and a wake-up cost more than that, most on virtual machines): releases `mu`,
+ * polls *counter (the peer's publish or release count) for up to SL_HANDOFF_SPIN_NS until it changes, and takes
+ * `mu` again. The caller re-checks its condition, and polls at most once per wait. */
+void sl__handoff_poll(pthread_mutex_t *mu, const atomic_uint *counter);
+#define SL_HANDOFF_SPIN_NS 10000
+
 /* Initialises the mutex of a hand-off buffer: one that spins briefly before sleeping where the C library offers it,
  * since its critical sections are a few hundred nanoseconds and sleeping on contention costs microseconds. */
 void sl__handoff_mutex_init(pthread_mutex_t *mu);

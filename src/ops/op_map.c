@@ -170,6 +170,9 @@ struct pmap_it {
   int claim_max;    /* most results the consumer takes in one trip */
   int waiting_consumer, waiting_workers; /* waiting_workers: waiting for space (parked ones wait on cv_park) */
   int parked;       /* workers the tuner has parked */
+  atomic_uint published; /* chunks published so far: a consumer about to sleep polls it for a while first */
+  atomic_uint released;  /* consumer trips that gave room: likewise for a worker about to sleep */
+  bool cheap;             /* the last chunk measured was of cheap elements */
   /* Consumer only: results claimed on the last trip under mu, served without it. `lent` slots (claimed ones and
    * dropped results among them) keep their reservations until the next trip releases them, so that no worker
    * writes a slot before its element is served. */
@@ -252,10 +255,12 @@ static void *pmap_worker(void *p) {
       }
       /* Wake the consumer only for what it waits for: the next result in order (or any, unordered), or the end. */
       wake = m->waiting_consumer && (m->input_done || pmap_ready(m));
+      atomic_fetch_add_explicit(&m->published, 1, memory_order_relaxed);
       if (got) {
         uint64_t w = sl__now_ns() - fw;
         if (timed) sl__stats_work_n(op, &smp, sl__cpu_ns() - c0, w, (uint64_t)got);
         chunk = sl__handoff_chunk(&mean_ns, w, (uint64_t)got);
+        m->cheap = chunk > 1;
         if (chunk > m->chunk_max) chunk = m->chunk_max;
       }
       if (end_rc != 0) {
@@ -274,10 +279,21 @@ static void *pmap_worker(void *p) {
     /* Hysteresis: with a full buffer, wait until a chunk's worth of slots is free (at most low_water), so a
      * fast consumer and the workers do not wake each other for every element. */
     int want = chunk < m->low_water ? chunk : m->low_water;
+    bool spun = false;
     while (!m->stop && !m->input_done) {
       /* A worker the tuner has parked waits apart, so that a wake-up for space always reaches a working one. */
       bool parked = wa->id >= atomic_load_explicit(&op->active_par, memory_order_relaxed);
       if (!parked && m->cap - m->reserved >= want) break;
+      if (!parked && !spun && chunk > 1 && !m->waiting_consumer &&
+          m->waiting_workers + m->parked + 1 >= m->nthreads_ok) {
+        /* The last worker at work, making cheap elements, and the consumer is taking them: it gives room within
+         * microseconds. Poll for it a while, then sleep. */
+        if (wake) pthread_cond_signal(&m->cv_ready);
+        wake = false;
+        spun = true;
+        sl__handoff_poll(&m->mu, &m->released);
+        continue;
+      }
       if (wake) pthread_cond_signal(&m->cv_ready); /* before sleeping: the consumer must not wait for it */
       wake = false;
       int *count = parked ? &m->parked : &m->waiting_workers;
@@ -366,6 +382,7 @@ static int pmap_next(sl__it *it, sl_elem *out) {
   pmap_it *m = (pmap_it *)it;
   if (sl__claims_next(&m->cl, out)) return 0;
   pthread_mutex_lock(&m->mu);
+  if (m->lent) atomic_fetch_add_explicit(&m->released, 1, memory_order_relaxed);
   m->reserved -= m->lent; /* the claims of the last trip are all served */
   m->lent = 0;
   m->cl.head = m->cl.n = 0;
@@ -387,7 +404,15 @@ static int pmap_next(sl__it *it, sl_elem *out) {
       pthread_mutex_unlock(&m->mu);
       return sl__err(SL_ECANCELED, "%s: cancelled", it->op->path);
     }
-    if (!wait0) wait0 = sl__now_ns();
+    if (!wait0) {
+      wait0 = sl__now_ns();
+      if (m->cheap && m->waiting_workers + m->parked < m->nthreads_ok) {
+        /* A worker is making cheap elements: its chunk is due within microseconds, sooner than a sleep and a
+         * wake-up would take. Poll for it a while (once per call), then sleep. */
+        sl__handoff_poll(&m->mu, &m->published);
+        continue;
+      }
+    }
     /* Workers may wait for the space that dropped results just gave back. */
     if (m->waiting_workers && m->cap - m->reserved >= m->low_water) pthread_cond_signal(&m->cv_space);
     m->waiting_consumer++;

@@ -18,6 +18,9 @@ typedef struct {
   int end_rc;
   sl__errbox err;
   int waiting_consumer, waiting_producer;
+  bool cheap;             /* under mu: the producer's last chunk was of cheap elements */
+  atomic_uint published;  /* chunks published: a consumer about to sleep polls it for a while first */
+  atomic_uint released;   /* consumer trips: likewise for the producer */
   pthread_t thread;
   bool started;
 } pf_it;
@@ -55,11 +58,18 @@ static void *pf_producer(void *p) {
     uint64_t c0 = timed ? sl__cpu_ns() : 0;
     pthread_mutex_lock(&f->mu);
     int k;
+    bool spun = false;
     for (;;) {
       /* Hysteresis: with a full buffer, wait for a chunk's worth of room (at most half the depth). */
       int lim = pf_limit(f), half = lim / 2 < 1 ? 1 : lim / 2;
       k = lim - f->count;
       if (f->stop || k >= (chunk < half ? chunk : half)) break;
+      if (!spun && chunk > 1 && !f->waiting_consumer) {
+        /* Cheap elements and the consumer is taking them: it gives room within microseconds. Poll a while. */
+        spun = true;
+        sl__handoff_poll(&f->mu, &f->released);
+        continue;
+      }
       f->waiting_producer++;
       sl__cond_wait_ms(&f->cv_space, &f->mu, 50);
       f->waiting_producer--;
@@ -93,7 +103,9 @@ static void *pf_producer(void *p) {
       if (rc < 0) sl__errbox_capture(&f->err, rc);
     }
     bool wake = f->waiting_consumer > 0;
+    if (got) f->cheap = chunk > 1;
     pthread_mutex_unlock(&f->mu);
+    atomic_fetch_add_explicit(&f->published, 1, memory_order_relaxed);
     if (wake) pthread_cond_signal(&f->cv_ready); /* after the unlock: the consumer does not block on the mutex */
     if (got) {
       if (timed) sl__stats_work_n(op, &smp, sl__cpu_ns() - c0, pw, (uint64_t)got);
@@ -111,6 +123,7 @@ static int pf_next(sl__it *it, sl_elem *out) {
     return 0;
   }
   pthread_mutex_lock(&f->mu);
+  atomic_fetch_add_explicit(&f->released, 1, memory_order_relaxed);
   f->head = (f->head + f->lent) % f->cap; /* the claims of the last trip are all served */
   f->count -= f->lent;
   f->lent = 0;
@@ -121,7 +134,15 @@ static int pf_next(sl__it *it, sl_elem *out) {
       pthread_mutex_unlock(&f->mu);
       return sl__err(SL_ECANCELED, "%s: cancelled", it->op->path);
     }
-    if (!w0) w0 = sl__now_ns();
+    if (!w0) {
+      w0 = sl__now_ns();
+      if (f->cheap && !f->waiting_producer) {
+        /* The producer is making cheap elements: its chunk is due within microseconds, sooner than a sleep and a
+         * wake-up would take. Poll for it a while (once per call), then sleep. */
+        sl__handoff_poll(&f->mu, &f->published);
+        continue;
+      }
+    }
     if (f->waiting_producer) pthread_cond_signal(&f->cv_space); /* the released claims made room */
     f->waiting_consumer++;
     sl__cond_wait_ms(&f->cv_ready, &f->mu, 50);

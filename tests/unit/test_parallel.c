@@ -385,19 +385,20 @@ static void test_cheap_interleave_handoff(void **s) {
  * worker and wait: the interleave's own time leaves out that share of its source's time. */
 static void test_interleave_own_time_excludes_its_source(void **s) {
   sl_pipeline *p = tu_pipeline("{\"ops\": [{\"op\": \"range\", \"stop\": 4}, {\"op\": \"interleave\", \"cycle_length\": 2, "
-                               "\"parallelism\": 2, \"source\": [{\"op\": \"repeat\", \"count\": 1500}, {\"op\": \"map\", "
+                               "\"parallelism\": 2, \"source\": [{\"op\": \"repeat\", \"count\": 5000}, {\"op\": \"map\", "
                                "\"fn\": \"spin\", \"args\": {\"us\": 5}}]}]}");
-  assert_int_equal(tu_count(p, 0), 6000);
+  assert_int_equal(tu_count(p, 0), 20000);
   sl_op_stats il, fn;
   assert_int_equal(sl_pipeline_op_stats(p, 1, &il), 0);
   assert_int_equal(sl_pipeline_op_stats(p, 3, &fn), 0);
   assert_string_equal(il.op, "interleave");
   assert_string_equal(fn.label, "spin");
-  assert_int_equal(fn.elements_out, 6000);
-  /* 6000 x 5 us of spin = 30 ms of CPU in the source, none of it the interleave's */
-  assert_true(fn.cpu_seconds > 0.015);
-  if (il.cpu_seconds >= 0.5 * fn.cpu_seconds) fprintf(stderr, "interleave %.4f s, source %.4f s\n", il.cpu_seconds, fn.cpu_seconds);
-  assert_true(il.cpu_seconds < 0.5 * fn.cpu_seconds);
+  assert_int_equal(fn.elements_out, 20000);
+  /* 20000 x 5 us of spin = 100 ms of CPU in the source, none of it the interleave's (both are sampled estimates,
+   * the interleave's from calls of very uneven length: the bound is wide) */
+  assert_true(fn.cpu_seconds > 0.05);
+  if (il.cpu_seconds >= 0.6 * fn.cpu_seconds) fprintf(stderr, "interleave %.4f s, source %.4f s\n", il.cpu_seconds, fn.cpu_seconds);
+  assert_true(il.cpu_seconds < 0.6 * fn.cpu_seconds);
   sl_pipeline_free(p);
 }
 
