@@ -23,6 +23,9 @@ typedef struct sl__stats {
   atomic_uint_fast64_t cpu_ns, wall_ns, samples;   /* inclusive time of next() calls on the consumer's side */
   atomic_uint_fast64_t work_cpu_ns, work_wall_ns;  /* own work done on worker threads (map functions) */
   atomic_uint_fast64_t wait_ns;
+  /* Elements of an async source (an interleave's nested chain) pulled on the consumer's thread after all: that
+   * share of the source's inclusive time is inside this op's next() time, and is subtracted from its own. */
+  atomic_uint_fast64_t stolen;
   atomic_uint_fast64_t occ_sum, occ_n, held, held_peak;
   /* Spread of per-call wall times (for buffer sizing): scaled sample counts and sums of squares in us^2. */
   atomic_uint_fast64_t next_n, next_sq_us, work_n, work_sq_us;
@@ -215,6 +218,56 @@ int sl__it_single(sl__op *op, sl__run *run, const sl_elem *e, sl__it **out);
 /* Waits on `cv` for at most `ms` milliseconds (cancellation is polled between waits). */
 void sl__cond_wait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, int ms);
 static inline bool sl__canceled(const sl__run *run) { return atomic_load_explicit(&run->cancel, memory_order_relaxed); }
+
+/* Hand-off of cheap elements between threads (parallel map, parallel interleave, prefetch). A lock round-trip and a
+ * wake-up cost more than a cheap element's work, so both sides move runs of elements:
+ *  - the consumer, under one lock, takes the first ready element and claims the ready ones after it (up to a share
+ *    of the buffer, so producers keep room to fill while it serves them); it serves claimed elements on later calls
+ *    without locking. Claimed elements stay in their buffer slots, still counting against the buffer, until the
+ *    consumer's next trip under the lock releases them: memory stays bounded by the op's `buffer`;
+ *  - a producer whose elements are cheap (running mean below SL_HANDOFF_CHEAP_NS) makes up to SL_HANDOFF_MAX of
+ *    them before publishing under one lock; an expensive element is published as soon as it is made;
+ *  - a waiting side is woken only for a run's worth of room or elements (hysteresis), one waiter at a time, by a
+ *    signal sent after the unlock.
+ * One consumer thread owns an sl__claims; producers never touch it. */
+#define SL_HANDOFF_MAX 16
+#define SL_HANDOFF_CHEAP_NS 10000
+typedef struct sl__claims {
+  sl_elem *e[SL_HANDOFF_MAX]; /* claimed slots, in hand-off order */
+  int head, n;                /* e[head..n) are not served yet */
+} sl__claims;
+/* Moves the next claimed element into `out` and returns the (now empty) slot it came from; NULL when none is left. */
+static inline sl_elem *sl__claims_next(sl__claims *q, sl_elem *out) {
+  if (q->head >= q->n) return NULL;
+  sl_elem *s = q->e[q->head++];
+  sl_elem_move(out, s);
+  return s;
+}
+/* How many elements one trip may take from a buffer of `cap` (the one returned at once included). */
+static inline int sl__claims_limit(int cap) {
+  int k = cap / 2;
+  return k < 1 ? 1 : k > SL_HANDOFF_MAX ? SL_HANDOFF_MAX : k;
+}
+/* Sum of the buffer occupancies seen by n elements taken together from a buffer holding `occ` (as if one by one). */
+static inline uint64_t sl__occ_run(uint64_t occ, uint64_t n) { return n * occ - n * (n - 1) / 2; }
+/* Folds a timed chunk (n elements in wall_ns) into a producer's running mean per element and returns the chunk
+ * size it implies: SL_HANDOFF_MAX for cheap elements, 1 for expensive ones. */
+static inline int sl__handoff_chunk(uint64_t *mean_ns, uint64_t wall_ns, uint64_t n) {
+  uint64_t per = wall_ns / (n ? n : 1);
+  *mean_ns = *mean_ns ? *mean_ns - *mean_ns / 4 + per / 4 : per;
+  return *mean_ns < SL_HANDOFF_CHEAP_NS ? SL_HANDOFF_MAX : 1;
+}
+
+/* Called with `mu` held, before sleeping on a condition that a running peer makes true within microseconds when
+ * its elements are cheap (a sleep and a wake-up cost more than that, most on virtual machines): releases `mu`,
+ * polls *counter (the peer's publish or release count) for up to SL_HANDOFF_SPIN_NS until it changes, and takes
+ * `mu` again. The caller re-checks its condition, and polls at most once per wait. */
+void sl__handoff_poll(pthread_mutex_t *mu, const atomic_uint *counter);
+#define SL_HANDOFF_SPIN_NS 10000
+
+/* Initialises the mutex of a hand-off buffer: one that spins briefly before sleeping where the C library offers it,
+ * since its critical sections are a few hundred nanoseconds and sleeping on contention costs microseconds. */
+void sl__handoff_mutex_init(pthread_mutex_t *mu);
 
 /* Carries an error (code + message) from a worker thread to the consumer. */
 typedef struct sl__errbox {

@@ -15,7 +15,8 @@ typedef struct {
 typedef struct {
   sl__it *it;      /* nested iterator, NULL when the slot is empty */
   sl_elem *q;      /* parallel: buffered results */
-  int qhead, qn;
+  int qhead, qn;   /* qn counts the consumer's claimed elements too: the first `lent` from qhead */
+  int lent;
   bool busy;       /* a worker is inside it->next */
   bool exhausted;  /* the nested iterator returned SL_END */
   int err;         /* a nested error, delivered after the buffered elements */
@@ -42,8 +43,15 @@ struct il_it {
   bool stop, sync_init;
   pthread_t *threads;
   il_warg *args;
+  sl_elem *scratch; /* SL_HANDOFF_MAX per worker: a chunk made before it is published */
+  sl_elem *cscratch; /* the same for the consumer (at the end of scratch) */
+  int chunk;        /* under mu: elements made per trip, from the running mean of a nested element's wall time */
+  uint64_t mean_ns;
   int nthreads;
   int waiting_consumer, waiting_workers;
+  /* Consumer only: elements claimed on its last trip under mu, and the slot each came from (to release it). */
+  sl__claims cl;
+  il_slot *cl_slot[SL_HANDOFF_MAX];
 };
 
 static int il_parse(sl__op *op, json_t *o) {
@@ -139,20 +147,70 @@ static int il_next_seq(sl__it *it, sl_elem *out) {
 }
 
 /* ---- parallel ---- */
+/* Under mu: whether a worker should fill slot t now: it has room for `want` elements (hysteresis: a worker making
+ * cheap elements waits for room for a chunk), or nothing the consumer has not claimed yet. */
+static bool il_wants_work(const il_it *m, const il_slot *t, int want) {
+  return t->it && !t->busy && !t->exhausted && !t->err && t->qn < m->qcap &&
+         (m->qcap - t->qn >= want || t->qn <= t->lent);
+}
+
+/* Under mu: the slot a worker should fill next (the one the consumer needs soonest first; not `other`), or NULL. */
+static il_slot *il_pick(il_it *m, int want, const il_slot *other) {
+  for (int k = 0; k < m->cycle; k++) {
+    il_slot *t = &m->slots[(m->cur + k) % m->cycle];
+    if (t != other && il_wants_work(m, t, want)) return t;
+  }
+  return NULL;
+}
+
+/* Under mu, released while it works: makes up to `chunk` elements of slot s (as many as it has room for: cheap
+ * nested elements a chunk at a time, expensive ones one by one, so that the consumer gets each as soon as it is
+ * made) into `els`, then publishes them, the slot's end or its error. Returns the number made. */
+static int il_make(il_it *m, il_slot *s, sl_elem *els, int chunk) {
+  int k = m->qcap - s->qn;
+  if (k > chunk) k = chunk;
+  s->busy = true;
+  sl__it *nit = s->it;
+  pthread_mutex_unlock(&m->mu);
+  uint64_t t0 = sl__now_ns();
+  int got = 0, rc = 0;
+  while (got < k) {
+    sl_elem_init(&els[got]);
+    if ((rc = sl__it_next(nit, &els[got]))) break;
+    got++;
+  }
+  uint64_t wall = sl__now_ns() - t0;
+  sl__errbox *box = NULL;
+  if (rc < 0) {
+    box = sl__malloc(sizeof *box);
+    if (box) sl__errbox_capture(box, rc);
+  }
+  pthread_mutex_lock(&m->mu);
+  s->busy = false;
+  for (int j = 0; j < got; j++) { /* only the maker adds to a slot: the room seen above is still there */
+    sl_elem_move(&s->q[(s->qhead + s->qn) % m->qcap], &els[j]);
+    s->qn++;
+  }
+  if (rc == SL_END) {
+    s->exhausted = true;
+  } else if (rc) {
+    s->err = rc;
+    s->box = box;
+  }
+  if (got) m->chunk = sl__handoff_chunk(&m->mean_ns, wall, (uint64_t)got);
+  return got;
+}
+
 static void *il_worker(void *p) {
   il_warg *wa = p;
   il_it *m = wa->m;
   sl__op *op = m->it.op;
+  sl_elem *els = m->scratch + (size_t)wa->id * SL_HANDOFF_MAX;
+  int half = m->qcap / 2 < 1 ? 1 : m->qcap / 2;
   pthread_mutex_lock(&m->mu);
   while (!m->stop) {
-    il_slot *s = NULL;
-    if (wa->id < atomic_load_explicit(&op->active_par, memory_order_relaxed)) {
-      /* Serve the slot the consumer needs soonest first. */
-      for (int k = 0; k < m->cycle && !s; k++) {
-        il_slot *t = &m->slots[(m->cur + k) % m->cycle];
-        if (t->it && !t->busy && !t->exhausted && !t->err && t->qn < m->qcap) s = t;
-      }
-    }
+    int chunk = m->chunk, want = chunk < half ? chunk : half;
+    il_slot *s = wa->id < atomic_load_explicit(&op->active_par, memory_order_relaxed) ? il_pick(m, want, NULL) : NULL;
     if (!s) {
       m->waiting_workers++;
       sl__cond_wait_ms(&m->cv_work, &m->mu, 50);
@@ -160,29 +218,16 @@ static void *il_worker(void *p) {
       if (sl__canceled(m->it.run)) m->stop = true;
       continue;
     }
-    s->busy = true;
-    sl__it *nit = s->it;
-    pthread_mutex_unlock(&m->mu);
-    sl_elem e;
-    sl_elem_init(&e);
-    int rc = sl__it_next(nit, &e);
-    sl__errbox *box = NULL;
-    if (rc < 0) {
-      box = sl__malloc(sizeof *box);
-      if (box) sl__errbox_capture(box, rc);
+    /* Expensive elements: if another slot wants work too, let a sleeping worker take it. */
+    if (chunk == 1 && m->waiting_workers && il_pick(m, 1, s)) pthread_cond_signal(&m->cv_work);
+    il_make(m, s, els, chunk);
+    /* In deterministic order the consumer waits for its current slot only. */
+    if (m->waiting_consumer && (s == &m->slots[m->cur] || !((const il_cfg *)op->impl)->deterministic)) {
+      /* After the unlock, so that the consumer does not block at once on the mutex. */
+      pthread_mutex_unlock(&m->mu);
+      pthread_cond_signal(&m->cv_ready);
+      pthread_mutex_lock(&m->mu);
     }
-    pthread_mutex_lock(&m->mu);
-    s->busy = false;
-    if (rc == 0) {
-      sl_elem_move(&s->q[(s->qhead + s->qn) % m->qcap], &e);
-      s->qn++;
-    } else if (rc == SL_END) {
-      s->exhausted = true;
-    } else {
-      s->err = rc;
-      s->box = box;
-    }
-    if (m->waiting_consumer) pthread_cond_broadcast(&m->cv_ready);
   }
   pthread_mutex_unlock(&m->mu);
   return NULL;
@@ -197,11 +242,49 @@ static void slot_close(il_it *m, il_slot *s) {
   pthread_mutex_lock(&m->mu);
 }
 
+/* Under mu: whether slot t, which just gave room, is worth waking a worker for. A wake-up costs more than a few
+ * cheap elements: for those, only room for half a chunk is; smaller gaps the consumer fills itself when it gets to
+ * them (il_next_par). */
+static bool il_worth_waking(const il_it *m, const il_slot *t) {
+  int half = m->qcap / 2 < 1 ? 1 : m->qcap / 2;
+  if (m->chunk == 1) return il_wants_work(m, t, half);
+  return il_wants_work(m, t, SL_HANDOFF_MAX / 2) && m->qcap - t->qn >= SL_HANDOFF_MAX / 2;
+}
+
+/* Under mu: the slot the consumer takes its next element from, when that element is ready and may be claimed
+ * (at most half of a slot's buffer is claimed at once, so that its worker keeps room to fill); NULL when not. In
+ * deterministic order that is the current slot only; unordered, any slot with an element ready. */
+static il_slot *il_claimable(il_it *m, const il_cfg *c) {
+  int most = m->qcap / 2 < 1 ? 1 : m->qcap / 2;
+  for (int k = 0; k < m->cycle; k++) {
+    il_slot *t = &m->slots[(m->cur + k) % m->cycle];
+    if (t->it && t->qn > t->lent && t->lent < most) {
+      if (k) {
+        m->cur = (m->cur + k) % m->cycle;
+        m->block = 0;
+      }
+      return t;
+    }
+    if (c->deterministic) break;
+  }
+  return NULL;
+}
+
 static int il_next_par(sl__it *it, sl_elem *out) {
   il_it *m = (il_it *)it;
   const il_cfg *c = it->op->impl;
+  if (sl__claims_next(&m->cl, out)) return 0;
   uint64_t w0 = 0;
   pthread_mutex_lock(&m->mu);
+  bool wake = false; /* a slot that gave room this trip wants a worker */
+  for (int i = 0; i < m->cl.n; i++) { /* the claims of the last trip are all served: release them */
+    il_slot *s = m->cl_slot[i];
+    s->qhead = (s->qhead + 1) % m->qcap;
+    s->qn--;
+    s->lent--;
+  }
+  for (int i = 0; i < m->cl.n && m->waiting_workers && !wake; i++) wake = il_worth_waking(m, m->cl_slot[i]);
+  m->cl.head = m->cl.n = 0;
   for (;;) {
     il_slot *s = &m->slots[m->cur];
     if (!s->it) {
@@ -235,14 +318,26 @@ static int il_next_par(sl__it *it, sl_elem *out) {
       }
     }
     if (s->qn > 0) {
+      uint64_t occ = (uint64_t)s->qn, n = 1;
       sl_elem_move(out, &s->q[s->qhead]);
       s->qhead = (s->qhead + 1) % m->qcap;
       s->qn--;
-      sl__stat_add(&it->op->st.occ_sum, (uint64_t)s->qn + 1);
-      sl__stat_add(&it->op->st.occ_n, 1);
-      if (m->waiting_workers) pthread_cond_signal(&m->cv_work);
+      wake = wake || (m->waiting_workers && il_worth_waking(m, s));
       if (++m->block >= c->block_length) il_advance(m);
+      /* Claim the elements that follow in hand-off order while they are ready. */
+      il_slot *t;
+      while (m->cl.n < SL_HANDOFF_MAX && (t = il_claimable(m, c))) {
+        occ += (uint64_t)(t->qn - t->lent);
+        m->cl.e[m->cl.n] = &t->q[(t->qhead + t->lent) % m->qcap];
+        m->cl_slot[m->cl.n++] = t;
+        t->lent++;
+        n++;
+        if (++m->block >= c->block_length) il_advance(m);
+      }
+      sl__stat_add(&it->op->st.occ_sum, occ);
+      sl__stat_add(&it->op->st.occ_n, n);
       pthread_mutex_unlock(&m->mu);
+      if (wake) pthread_cond_signal(&m->cv_work); /* after the unlock: the worker does not block on the mutex */
       if (w0) sl__stat_add(&it->op->st.wait_ns, sl__now_ns() - w0);
       return 0;
     }
@@ -268,7 +363,16 @@ static int il_next_par(sl__it *it, sl_elem *out) {
       pthread_mutex_unlock(&m->mu);
       return sl__err(SL_ECANCELED, "%s: cancelled", it->op->path);
     }
+    if (m->chunk > 1 && il_wants_work(m, s, 1)) {
+      /* Cheap nested elements and no worker on this slot: make them here, which costs less than waking a worker
+       * and sleeping until it has. Their share of the source's time is inside this op's next() (see stolen). */
+      sl__stat_add(&it->op->st.stolen, (uint64_t)il_make(m, s, m->cscratch, m->chunk));
+      continue;
+    }
     if (!w0) w0 = sl__now_ns();
+    /* The slot waited on (or one that gave room) may have a sleeping worker's work. */
+    if (m->waiting_workers && (wake || il_wants_work(m, s, 1))) pthread_cond_signal(&m->cv_work);
+    wake = false;
     m->waiting_consumer++;
     sl__cond_wait_ms(&m->cv_ready, &m->mu, 50);
     m->waiting_consumer--;
@@ -303,6 +407,7 @@ static void il_free(sl__it *it) {
   sl__free(m->slots);
   sl__free(m->threads);
   sl__free(m->args);
+  sl__free(m->scratch);
   sl__free(m);
 }
 static const sl__it_vt IL_IT = {il_next, il_free};
@@ -321,14 +426,17 @@ static int il_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out) 
     m->slots[i].q = sl__calloc((size_t)m->qcap, sizeof(sl_elem));
     if (!m->slots[i].q) goto oom;
   }
-  pthread_mutex_init(&m->mu, NULL);
+  sl__handoff_mutex_init(&m->mu);
   pthread_cond_init(&m->cv_work, NULL);
   pthread_cond_init(&m->cv_ready, NULL);
   m->sync_init = true;
   int64_t par = op->parallelism;
   m->threads = sl__calloc((size_t)par, sizeof *m->threads);
   m->args = sl__calloc((size_t)par, sizeof *m->args);
-  if (!m->threads || !m->args) goto oom;
+  m->scratch = sl__calloc((size_t)(par + 1) * SL_HANDOFF_MAX, sizeof *m->scratch);
+  if (!m->threads || !m->args || !m->scratch) goto oom;
+  m->cscratch = m->scratch + (size_t)par * SL_HANDOFF_MAX;
+  m->chunk = 1;
   for (int i = 0; i < par; i++) {
     m->args[i] = (il_warg){m, i};
     if (pthread_create(&m->threads[i], NULL, il_worker, &m->args[i])) {

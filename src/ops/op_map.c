@@ -152,11 +152,11 @@ typedef struct {
 struct pmap_it {
   sl__it it;
   pthread_mutex_t mu, in_mu;
-  pthread_cond_t cv_space, cv_ready;
+  pthread_cond_t cv_space, cv_ready, cv_park;
   slot *ring;
   uint64_t *fifo; /* unordered mode: completed sequence numbers in completion order */
   int cap;
-  int reserved;   /* slots reserved or holding results not yet taken */
+  int reserved;   /* slots reserved, holding results not yet taken, or claimed and not yet released */
   uint64_t head;  /* next seq the consumer takes (ordered mode) */
   uint64_t next_seq;
   uint64_t fifo_head, fifo_tail;
@@ -165,17 +165,43 @@ struct pmap_it {
   uint64_t end_seq;
   bool stop, oom;
   int nthreads_ok;  /* workers that started (a worker that cannot allocate its scratch leaves) */
-  int low_water;    /* free slots at which waiting workers are woken */
-  int waiting_consumer, waiting_workers;
+  int low_water;    /* free slots at which a waiting worker is woken (hysteresis) */
+  int chunk_max;    /* largest chunk a worker takes: a share of the buffer that leaves room for the others */
+  int claim_max;    /* most results the consumer takes in one trip */
+  int waiting_consumer, waiting_workers; /* waiting_workers: waiting for space (parked ones wait on cv_park) */
+  int parked;       /* workers the tuner has parked */
+  atomic_uint published; /* chunks published so far: a consumer about to sleep polls it for a while first */
+  atomic_uint released;  /* consumer trips that gave room: likewise for a worker about to sleep */
+  bool cheap;             /* the last chunk measured was of cheap elements */
+  /* Consumer only: results claimed on the last trip under mu, served without it. `lent` slots (claimed ones and
+   * dropped results among them) keep their reservations until the next trip releases them, so that no worker
+   * writes a slot before its element is served. */
+  sl__claims cl;
+  int lent;
   pthread_t *threads;
   worker_arg *args;
   int nthreads;
   bool deterministic;
 };
 
-/* Elements a worker takes per trip to the input when the function is cheap: one lock round-trip and at most one
- * wake-up per chunk instead of per element. Expensive functions go one at a time, for balance and latency. */
-#define PMAP_MAX_CHUNK 16
+/* Under mu: the next result in hand-off order when it is ready, else NULL. */
+static slot *pmap_ready(pmap_it *m) {
+  if (m->deterministic) {
+    slot *s = &m->ring[m->head % (uint64_t)m->cap];
+    return s->state == SLOT_DONE ? s : NULL;
+  }
+  return m->fifo_head < m->fifo_tail ? &m->ring[m->fifo_head % (uint64_t)m->cap] : NULL;
+}
+
+/* Under mu (unordered mode), or outside it into the worker's own reserved slots (deterministic mode: slot
+ * seq % cap, which the reservation guarantees is released and which the consumer reads only once it is DONE):
+ * stores the chunk's results. */
+static void pmap_store(slot *sl, sl_elem *e, int rc, sl__errbox *err) {
+  if (e) sl_elem_move(&sl->e, e);
+  else sl->e.n = 0;
+  sl->rc = rc;
+  sl->err = err;
+}
 
 static void *pmap_worker(void *p) {
   worker_arg *wa = p;
@@ -185,48 +211,118 @@ static void *pmap_worker(void *p) {
   sl__sampler smp;
   sl__sampler_init(&smp, op);
   int chunk = 1;
-  uint64_t mean_ns = 0; /* running mean of wall time per element, from timed chunks */
-  sl_elem *els = sl__calloc(PMAP_MAX_CHUNK, sizeof *els);
-  int rcs[PMAP_MAX_CHUNK];
-  sl__errbox *boxes[PMAP_MAX_CHUNK];
-  pthread_mutex_lock(&m->mu);
+  uint64_t mean_ns = 0; /* running mean of wall time per element (every chunk is timed on the wall clock for it) */
+  sl_elem *els = sl__calloc(SL_HANDOFF_MAX, sizeof *els);
+  int rcs[SL_HANDOFF_MAX];
+  sl__errbox *boxes[SL_HANDOFF_MAX];
   if (!els) { /* cannot run: leave the work to the other workers, or report it when every one failed */
+    pthread_mutex_lock(&m->mu);
     if (--m->nthreads_ok == 0 && !m->input_done) {
       m->input_done = true;
       m->end_seq = m->head;
       m->oom = true;
     }
-    pthread_cond_broadcast(&m->cv_ready);
     pthread_mutex_unlock(&m->mu);
+    pthread_cond_signal(&m->cv_ready);
     return NULL;
   }
+  /* One trip under mu per chunk: publish the last chunk's results, then reserve slots for the next. */
+  uint64_t first = 0, nres = 0, c0 = 0, fw = 0;
+  int k = 0, got = 0, end_rc = 0;
+  bool timed = false;
+  sl__errbox *in_err = NULL;
+  pthread_mutex_lock(&m->mu);
   for (;;) {
+    bool wake = false; /* the consumer waits for what this chunk published */
+    if (k) {
+      for (uint64_t j = 0; j < nres; j++) {
+        slot *sl;
+        if (m->deterministic) {
+          sl = &m->ring[(first + j) % (uint64_t)m->cap];
+        } else { /* unordered: results sit in the ring by arrival; fifo lists their sequence numbers */
+          sl = &m->ring[m->fifo_tail % (uint64_t)m->cap];
+          m->fifo[m->fifo_tail % (uint64_t)m->cap] = first + j;
+          m->fifo_tail++;
+          if (j < (uint64_t)got) pmap_store(sl, &els[j], rcs[j], boxes[j]);
+          else pmap_store(sl, NULL, end_rc, in_err); /* the input's error: the last result */
+        }
+        sl->state = SLOT_DONE;
+      }
+      m->reserved -= k - (int)nres; /* reservations not used */
+      if (end_rc != 0 && !m->input_done) {
+        m->input_done = true;
+        m->end_seq = first + nres;
+      }
+      /* Wake the consumer only for what it waits for: the next result in order (or any, unordered), or the end. */
+      wake = m->waiting_consumer && (m->input_done || pmap_ready(m));
+      atomic_fetch_add_explicit(&m->published, 1, memory_order_relaxed);
+      if (got) {
+        uint64_t w = sl__now_ns() - fw;
+        if (timed) sl__stats_work_n(op, &smp, sl__cpu_ns() - c0, w, (uint64_t)got);
+        chunk = sl__handoff_chunk(&mean_ns, w, (uint64_t)got);
+        m->cheap = chunk > 1;
+        if (chunk > m->chunk_max) chunk = m->chunk_max;
+      }
+      if (end_rc != 0) {
+        pthread_mutex_unlock(&m->mu);
+        pthread_cond_broadcast(&m->cv_space);
+        pthread_cond_broadcast(&m->cv_park);
+        if (wake) pthread_cond_signal(&m->cv_ready);
+        break;
+      }
+    }
     /* A timed iteration spans everything the worker does for its chunk: in CPU time from the top (waiting for
      * slots included), in wall time from the slots on (input pulls, functions, hand-off: the worker's service
      * time). The op's own time then subtracts the input's inclusive time, so hand-off costs count as its own. */
-    bool timed = sl__sampler_tick(&smp);
-    uint64_t c0 = timed ? sl__cpu_ns() : 0, fw = 0;
-    /* Hysteresis: with a full buffer, wait until a chunk's worth of slots is free (at most half the buffer), so a
+    timed = sl__sampler_tick(&smp);
+    c0 = timed ? sl__cpu_ns() : 0;
+    /* Hysteresis: with a full buffer, wait until a chunk's worth of slots is free (at most low_water), so a
      * fast consumer and the workers do not wake each other for every element. */
     int want = chunk < m->low_water ? chunk : m->low_water;
-    while (!m->stop && !m->input_done &&
-           (m->cap - m->reserved < want || wa->id >= atomic_load_explicit(&op->active_par, memory_order_relaxed))) {
-      m->waiting_workers++;
-      sl__cond_wait_ms(&m->cv_space, &m->mu, 50);
-      m->waiting_workers--;
+    bool spun = false;
+    while (!m->stop && !m->input_done) {
+      /* A worker the tuner has parked waits apart, so that a wake-up for space always reaches a working one. */
+      bool parked = wa->id >= atomic_load_explicit(&op->active_par, memory_order_relaxed);
+      if (!parked && m->cap - m->reserved >= want) break;
+      if (!parked && !spun && chunk > 1 && !m->waiting_consumer &&
+          m->waiting_workers + m->parked + 1 >= m->nthreads_ok) {
+        /* The last worker at work, making cheap elements, and the consumer is taking them: it gives room within
+         * microseconds. Poll for it a while, then sleep. */
+        if (wake) pthread_cond_signal(&m->cv_ready);
+        wake = false;
+        spun = true;
+        sl__handoff_poll(&m->mu, &m->released);
+        continue;
+      }
+      if (wake) pthread_cond_signal(&m->cv_ready); /* before sleeping: the consumer must not wait for it */
+      wake = false;
+      int *count = parked ? &m->parked : &m->waiting_workers;
+      (*count)++;
+      sl__cond_wait_ms(parked ? &m->cv_park : &m->cv_space, &m->mu, 50);
+      (*count)--;
       if (sl__canceled(m->it.run)) m->stop = true;
     }
-    if (m->stop || m->input_done) break;
-    int k = m->cap - m->reserved;
+    if (m->stop || m->input_done) {
+      pthread_mutex_unlock(&m->mu);
+      if (wake) pthread_cond_signal(&m->cv_ready);
+      break;
+    }
+    k = m->cap - m->reserved;
     if (k > chunk) k = chunk;
     m->reserved += k;
+    /* Woken for space with more left than this chunk needs: pass the wake-up on to another worker. */
+    bool pass = m->waiting_workers && m->cap - m->reserved >= m->low_water;
     pthread_mutex_unlock(&m->mu);
-    if (timed) fw = sl__now_ns();
+    /* Signals go out after the unlock, so that the woken thread does not block at once on the mutex. */
+    if (wake) pthread_cond_signal(&m->cv_ready);
+    if (pass) pthread_cond_signal(&m->cv_space);
+    fw = sl__now_ns();
 
     /* Pull up to k inputs; their sequence numbers are fixed under the input lock. */
     pthread_mutex_lock(&m->in_mu);
-    uint64_t first = m->next_seq;
-    int got = 0, end_rc = 0;
+    first = m->next_seq;
+    got = 0;
+    end_rc = 0;
     while (got < k && !m->in_eof) {
       sl_elem_init(&els[got]);
       int rc = sl__it_next(m->it.input, &els[got]);
@@ -237,9 +333,9 @@ static void *pmap_worker(void *p) {
       }
       got++;
     }
-    uint64_t nres = (uint64_t)got + (end_rc < 0 ? 1 : 0); /* an input error is one more result */
+    nres = (uint64_t)got + (end_rc < 0 ? 1 : 0); /* an input error is one more result */
     m->next_seq += nres;
-    sl__errbox *in_err = NULL;
+    in_err = NULL;
     if (end_rc < 0) {
       in_err = sl__malloc(sizeof *in_err);
       if (in_err) sl__errbox_capture(in_err, end_rc);
@@ -262,103 +358,99 @@ static void *pmap_worker(void *p) {
         rcs[j] = SLOT_DROPPED;
       }
     }
-
+    if (m->deterministic)
+      for (uint64_t j = 0; j < nres; j++) {
+        slot *sl = &m->ring[(first + j) % (uint64_t)m->cap];
+        if (j < (uint64_t)got) pmap_store(sl, &els[j], rcs[j], boxes[j]);
+        else pmap_store(sl, NULL, end_rc, in_err);
+      }
     pthread_mutex_lock(&m->mu);
-    for (uint64_t j = 0; j < nres; j++) {
-      uint64_t seq = first + j;
-      slot *sl;
-      if (m->deterministic) {
-        sl = &m->ring[seq % (uint64_t)m->cap];
-      } else { /* unordered: results sit in the ring by arrival; fifo lists their sequence numbers */
-        sl = &m->ring[m->fifo_tail % (uint64_t)m->cap];
-        m->fifo[m->fifo_tail % (uint64_t)m->cap] = seq;
-        m->fifo_tail++;
-      }
-      if (j < (uint64_t)got) {
-        sl_elem_move(&sl->e, &els[j]);
-        sl->rc = rcs[j];
-        sl->err = boxes[j];
-      } else { /* the input's error: the last result */
-        sl->e.n = 0;
-        sl->rc = end_rc;
-        sl->err = in_err;
-      }
-      sl->state = SLOT_DONE;
-    }
-    m->reserved -= k - (int)nres; /* reservations not used */
-    if (end_rc != 0 && !m->input_done) {
-      m->input_done = true;
-      m->end_seq = first + nres;
-    }
-    if (end_rc != 0) pthread_cond_broadcast(&m->cv_space);
-    if (m->waiting_consumer || end_rc != 0) pthread_cond_broadcast(&m->cv_ready);
-    if (timed && got) {
-      uint64_t w = sl__now_ns() - fw;
-      sl__stats_work_n(op, &smp, sl__cpu_ns() - c0, w, (uint64_t)got);
-      uint64_t per = w / (uint64_t)got;
-      mean_ns = mean_ns ? mean_ns - mean_ns / 4 + per / 4 : per;
-      chunk = mean_ns < 10000 ? PMAP_MAX_CHUNK : 1;
-    }
-    if (end_rc != 0) break;
   }
-  pthread_mutex_unlock(&m->mu);
   sl__free(els);
   return NULL;
 }
 
+/* Under mu: moves the consumer past the result pmap_ready returned. Its slot is free for reuse once its
+ * reservation is given back (at once, or for a claimed one when the claims are released). */
+static void pmap_pass(pmap_it *m, slot *s) {
+  s->state = SLOT_FREE;
+  if (m->deterministic) m->head++;
+  else m->fifo_head++;
+}
+
 static int pmap_next(sl__it *it, sl_elem *out) {
   pmap_it *m = (pmap_it *)it;
-again:
+  if (sl__claims_next(&m->cl, out)) return 0;
   pthread_mutex_lock(&m->mu);
+  if (m->lent) atomic_fetch_add_explicit(&m->released, 1, memory_order_relaxed);
+  m->reserved -= m->lent; /* the claims of the last trip are all served */
+  m->lent = 0;
+  m->cl.head = m->cl.n = 0;
   slot *s;
   uint64_t wait0 = 0;
   for (;;) {
-    if (m->deterministic) {
-      s = &m->ring[m->head % (uint64_t)m->cap];
-      if (s->state == SLOT_DONE) break;
-      if (m->input_done && m->head >= m->end_seq && m->reserved == 0) {
-        pthread_mutex_unlock(&m->mu);
-        return m->oom ? sl__op_err(it->op, SL_ENOMEM, "out of memory in a worker") : SL_END;
-      }
-    } else {
-      if (m->fifo_head < m->fifo_tail) {
-        s = &m->ring[m->fifo_head % (uint64_t)m->cap];
-        break;
-      }
-      if (m->input_done && m->reserved == 0) {
-        pthread_mutex_unlock(&m->mu);
-        return m->oom ? sl__op_err(it->op, SL_ENOMEM, "out of memory in a worker") : SL_END;
-      }
+    s = pmap_ready(m);
+    if (s && s->rc != SLOT_DROPPED) break;
+    if (s) { /* a result the function dropped: nothing to hand out */
+      pmap_pass(m, s);
+      m->reserved--;
+      continue;
+    }
+    if (m->input_done && m->reserved == 0 && (!m->deterministic || m->head >= m->end_seq)) {
+      pthread_mutex_unlock(&m->mu);
+      return m->oom ? sl__op_err(it->op, SL_ENOMEM, "out of memory in a worker") : SL_END;
     }
     if (sl__canceled(it->run)) {
       pthread_mutex_unlock(&m->mu);
       return sl__err(SL_ECANCELED, "%s: cancelled", it->op->path);
     }
-    if (!wait0) wait0 = sl__now_ns();
+    if (!wait0) {
+      wait0 = sl__now_ns();
+      if (m->cheap && m->waiting_workers + m->parked < m->nthreads_ok) {
+        /* A worker is making cheap elements: its chunk is due within microseconds, sooner than a sleep and a
+         * wake-up would take. Poll for it a while (once per call), then sleep. */
+        sl__handoff_poll(&m->mu, &m->published);
+        continue;
+      }
+    }
+    /* Workers may wait for the space that dropped results just gave back. */
+    if (m->waiting_workers && m->cap - m->reserved >= m->low_water) pthread_cond_signal(&m->cv_space);
     m->waiting_consumer++;
     sl__cond_wait_ms(&m->cv_ready, &m->mu, 50);
     m->waiting_consumer--;
   }
   if (wait0) sl__stat_add(&it->op->st.wait_ns, sl__now_ns() - wait0);
-  sl__stat_add(&it->op->st.occ_sum, (uint64_t)(m->reserved));
-  sl__stat_add(&it->op->st.occ_n, 1);
+  uint64_t occ = (uint64_t)m->reserved, n = 1;
   int rc = s->rc;
   sl_elem_move(out, &s->e);
   sl__errbox *eb = s->err;
   s->err = NULL;
-  s->state = SLOT_FREE;
-  if (m->deterministic) m->head++;
-  else m->fifo_head++;
+  pmap_pass(m, s);
   m->reserved--;
-  if (m->waiting_workers && m->cap - m->reserved >= m->low_water) pthread_cond_broadcast(&m->cv_space);
+  /* Claim the run of ready results after it (an error stops the run: it is handed out on a trip of its own). */
+  int lim = rc == 0 ? m->claim_max - 1 : 0;
+  while (m->cl.n < lim && (s = pmap_ready(m)) && s->rc >= 0) {
+    if (s->rc != SLOT_DROPPED) {
+      m->cl.e[m->cl.n++] = &s->e;
+      n++;
+    }
+    pmap_pass(m, s);
+    m->lent++;
+  }
+  sl__stat_add(&it->op->st.occ_sum, sl__occ_run(occ, n));
+  sl__stat_add(&it->op->st.occ_n, n);
+  /* A worker still running takes the room itself when it comes back (and wakes another if there is more): wake one
+   * only when none is, so that a consumer slower than its workers seldom pays for a wake-up. */
+  bool wake = m->waiting_workers && m->waiting_workers + m->parked >= m->nthreads_ok &&
+              m->cap - m->reserved >= m->low_water;
   pthread_mutex_unlock(&m->mu);
+  if (wake) pthread_cond_signal(&m->cv_space);
   if (rc < 0) {
     if (eb) rc = sl__errbox_raise(eb);
     else sl__err(rc, "%s: error (message lost: out of memory)", it->op->path);
     sl__free(eb);
     return rc;
   }
-  if (rc == SLOT_DROPPED) goto again;
   return rc;
 }
 
@@ -367,7 +459,7 @@ static void pmap_free(sl__it *it) {
   pthread_mutex_lock(&m->mu);
   m->stop = true;
   pthread_cond_broadcast(&m->cv_space);
-  pthread_cond_broadcast(&m->cv_ready);
+  pthread_cond_broadcast(&m->cv_park);
   pthread_mutex_unlock(&m->mu);
   for (int i = 0; i < m->nthreads; i++) pthread_join(m->threads[i], NULL);
   if (m->ring)
@@ -379,6 +471,7 @@ static void pmap_free(sl__it *it) {
   pthread_mutex_destroy(&m->in_mu);
   pthread_cond_destroy(&m->cv_space);
   pthread_cond_destroy(&m->cv_ready);
+  pthread_cond_destroy(&m->cv_park);
   sl__free(m->ring);
   sl__free(m->fifo);
   sl__free(m->threads);
@@ -394,14 +487,18 @@ static int map_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out)
   if (rc) return rc;
   pmap_it *m = (pmap_it *)*out;
   m->deterministic = c->deterministic;
-  pthread_mutex_init(&m->mu, NULL);
-  pthread_mutex_init(&m->in_mu, NULL);
+  sl__handoff_mutex_init(&m->mu);
+  sl__handoff_mutex_init(&m->in_mu);
   pthread_cond_init(&m->cv_space, NULL);
   pthread_cond_init(&m->cv_ready, NULL);
+  pthread_cond_init(&m->cv_park, NULL);
   int64_t par = op->parallelism;
   if (op->par_autotune && par < sl__autotune_parallelism()) par = sl__autotune_parallelism();
   m->cap = (int)(op->buffer > 0 ? op->buffer : par);
-  m->low_water = m->cap / 2 < 1 ? 1 : m->cap / 2 > PMAP_MAX_CHUNK ? PMAP_MAX_CHUNK : m->cap / 2;
+  /* The ring is shared by the consumer's claims, the workers' chunks in flight and the results ready between
+   * them: each gets about a quarter of it, so that the consumer and two workers all work at once. */
+  m->low_water = m->cap / 4 < 1 ? 1 : m->cap / 4 > SL_HANDOFF_MAX ? SL_HANDOFF_MAX : m->cap / 4;
+  m->chunk_max = m->claim_max = m->low_water;
   m->ring = sl__calloc((size_t)m->cap, sizeof *m->ring);
   m->fifo = sl__calloc((size_t)m->cap, sizeof *m->fifo);
   m->threads = sl__calloc((size_t)par, sizeof *m->threads);

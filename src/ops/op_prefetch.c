@@ -10,11 +10,17 @@ typedef struct {
   pthread_cond_t cv_space, cv_ready;
   sl_elem *ring;
   size_t *ring_bytes;
-  int cap, count, head;
+  int cap, count, head; /* count: elements in the ring from head, claimed ones included */
+  int lent;             /* consumer only: the first `lent` from head are claimed (released on its next trip) */
+  sl__claims cl;
+  sl_elem *scratch;     /* producer only: a chunk made before it is published */
   bool done, stop;
   int end_rc;
   sl__errbox err;
   int waiting_consumer, waiting_producer;
+  bool cheap;             /* under mu: the producer's last chunk was of cheap elements */
+  atomic_uint published;  /* chunks published: a consumer about to sleep polls it for a while first */
+  atomic_uint released;   /* consumer trips: likewise for the producer */
   pthread_t thread;
   bool started;
 } pf_it;
@@ -32,19 +38,38 @@ static int pf_parse(sl__op *op, json_t *o) {
   return 0;
 }
 
+/* Under mu: the depth in force (a tuner may change it during the run). */
+static int pf_limit(const pf_it *f) {
+  int lim = atomic_load_explicit(&f->it.op->active_buf, memory_order_relaxed);
+  return lim < 1 ? 1 : lim > f->cap ? f->cap : lim;
+}
+
 static void *pf_producer(void *p) {
   pf_it *f = p;
   sl__op *op = f->it.op;
   sl__sampler smp;
   sl__sampler_init(&smp, op);
+  int chunk = 1;
+  uint64_t mean_ns = 0; /* running mean of the pulls' wall time per element (every chunk is timed for it) */
   for (;;) {
-    /* A timed iteration spans the producer's whole work for one element (input pull and hand-off) in CPU time,
-     * so that the hand-off counts as the prefetch's own; wall time is the pull's (the producer's spread). */
+    /* A timed iteration spans the producer's whole work for one chunk (input pulls and hand-off) in CPU time,
+     * so that the hand-off counts as the prefetch's own; wall time is the pulls' (the producer's spread). */
     bool timed = sl__sampler_tick(&smp);
-    uint64_t c0 = timed ? sl__cpu_ns() : 0, w0 = 0, pw = 0;
+    uint64_t c0 = timed ? sl__cpu_ns() : 0;
     pthread_mutex_lock(&f->mu);
-    while (!f->stop && (f->count >= f->cap ||
-                        f->count >= atomic_load_explicit(&op->active_buf, memory_order_relaxed))) {
+    int k;
+    bool spun = false;
+    for (;;) {
+      /* Hysteresis: with a full buffer, wait for a chunk's worth of room (at most half the depth). */
+      int lim = pf_limit(f), half = lim / 2 < 1 ? 1 : lim / 2;
+      k = lim - f->count;
+      if (f->stop || k >= (chunk < half ? chunk : half)) break;
+      if (!spun && chunk > 1 && !f->waiting_consumer) {
+        /* Cheap elements and the consumer is taking them: it gives room within microseconds. Poll a while. */
+        spun = true;
+        sl__handoff_poll(&f->mu, &f->released);
+        continue;
+      }
       f->waiting_producer++;
       sl__cond_wait_ms(&f->cv_space, &f->mu, 50);
       f->waiting_producer--;
@@ -53,62 +78,99 @@ static void *pf_producer(void *p) {
     bool stop = f->stop;
     pthread_mutex_unlock(&f->mu);
     if (stop) return NULL;
-    sl_elem e;
-    sl_elem_init(&e);
-    if (timed) w0 = sl__now_ns();
-    int rc = sl__it_next(f->it.input, &e);
-    if (timed) pw = sl__now_ns() - w0;
+    if (k > chunk) k = chunk;
+    uint64_t w0 = sl__now_ns();
+    int got = 0, rc = 0;
+    while (got < k) {
+      sl_elem_init(&f->scratch[got]);
+      if ((rc = sl__it_next(f->it.input, &f->scratch[got]))) break;
+      got++;
+    }
+    uint64_t pw = sl__now_ns() - w0;
+    if (got) sl__stat_add(&op->st.in, (uint64_t)got);
     pthread_mutex_lock(&f->mu);
+    for (int j = 0; j < got; j++) { /* only this thread adds: the room seen above is still there */
+      int pos = (f->head + f->count) % f->cap;
+      size_t b = sl_elem_bytes(&f->scratch[j]);
+      sl_elem_move(&f->ring[pos], &f->scratch[j]);
+      f->ring_bytes[pos] = b;
+      f->count++;
+      sl__stats_held(op, (int64_t)b);
+    }
     if (rc) {
       f->done = true;
       f->end_rc = rc;
       if (rc < 0) sl__errbox_capture(&f->err, rc);
-      pthread_cond_broadcast(&f->cv_ready);
-      pthread_mutex_unlock(&f->mu);
-          return NULL;
     }
-    sl__stat_add(&op->st.in, 1);
-    int pos = (f->head + f->count) % f->cap;
-    size_t b = sl_elem_bytes(&e);
-    sl_elem_move(&f->ring[pos], &e);
-    f->ring_bytes[pos] = b;
-    f->count++;
-    sl__stats_held(op, (int64_t)b);
-    if (f->waiting_consumer) pthread_cond_signal(&f->cv_ready);
+    bool wake = f->waiting_consumer > 0;
+    if (got) f->cheap = chunk > 1;
     pthread_mutex_unlock(&f->mu);
-    if (timed) sl__stats_work(op, &smp, sl__cpu_ns() - c0, pw);
+    atomic_fetch_add_explicit(&f->published, 1, memory_order_relaxed);
+    if (wake) pthread_cond_signal(&f->cv_ready); /* after the unlock: the consumer does not block on the mutex */
+    if (got) {
+      if (timed) sl__stats_work_n(op, &smp, sl__cpu_ns() - c0, pw, (uint64_t)got);
+      chunk = sl__handoff_chunk(&mean_ns, pw, (uint64_t)got);
+    }
+    if (rc) return NULL;
   }
 }
 
 static int pf_next(sl__it *it, sl_elem *out) {
   pf_it *f = (pf_it *)it;
+  sl_elem *from = sl__claims_next(&f->cl, out);
+  if (from) {
+    sl__stats_held(it->op, -(int64_t)f->ring_bytes[from - f->ring]);
+    return 0;
+  }
   pthread_mutex_lock(&f->mu);
+  atomic_fetch_add_explicit(&f->released, 1, memory_order_relaxed);
+  f->head = (f->head + f->lent) % f->cap; /* the claims of the last trip are all served */
+  f->count -= f->lent;
+  f->lent = 0;
+  f->cl.head = f->cl.n = 0;
   uint64_t w0 = 0;
   while (f->count == 0 && !f->done) {
     if (sl__canceled(it->run)) {
       pthread_mutex_unlock(&f->mu);
       return sl__err(SL_ECANCELED, "%s: cancelled", it->op->path);
     }
-    if (!w0) w0 = sl__now_ns();
+    if (!w0) {
+      w0 = sl__now_ns();
+      if (f->cheap && !f->waiting_producer) {
+        /* The producer is making cheap elements: its chunk is due within microseconds, sooner than a sleep and a
+         * wake-up would take. Poll for it a while (once per call), then sleep. */
+        sl__handoff_poll(&f->mu, &f->published);
+        continue;
+      }
+    }
+    if (f->waiting_producer) pthread_cond_signal(&f->cv_space); /* the released claims made room */
     f->waiting_consumer++;
     sl__cond_wait_ms(&f->cv_ready, &f->mu, 50);
     f->waiting_consumer--;
   }
   if (w0) sl__stat_add(&it->op->st.wait_ns, sl__now_ns() - w0);
-  sl__stat_add(&it->op->st.occ_sum, (uint64_t)f->count);
-  sl__stat_add(&it->op->st.occ_n, 1);
   if (f->count == 0) {
+    sl__stat_add(&it->op->st.occ_n, 1);
     int rc = f->end_rc;
     pthread_mutex_unlock(&f->mu);
     return rc < 0 ? sl__errbox_raise(&f->err) : SL_END;
   }
+  uint64_t occ = (uint64_t)f->count;
   sl_elem_move(out, &f->ring[f->head]);
   sl__stats_held(it->op, -(int64_t)f->ring_bytes[f->head]);
   f->head = (f->head + 1) % f->cap;
   f->count--;
-  /* Hysteresis: wake a waiting producer only once half the buffer is free, not for every element taken. */
-  if (f->waiting_producer && f->count <= f->cap / 2) pthread_cond_signal(&f->cv_space);
+  /* Claim the ready elements after it, up to half the depth: the producer keeps the other half. */
+  int lim = pf_limit(f), n = sl__claims_limit(lim) - 1;
+  if (n > f->count) n = f->count;
+  for (int i = 0; i < n; i++) f->cl.e[i] = &f->ring[(f->head + i) % f->cap];
+  f->cl.n = f->lent = n;
+  sl__stat_add(&it->op->st.occ_sum, sl__occ_run(occ, (uint64_t)n + 1));
+  sl__stat_add(&it->op->st.occ_n, (uint64_t)n + 1);
+  /* Hysteresis: wake a waiting producer only once half the depth is free, not for every element taken. */
+  bool wake = f->waiting_producer && f->count <= lim / 2;
   pthread_mutex_unlock(&f->mu);
+  if (wake) pthread_cond_signal(&f->cv_space);
   return 0;
 }
 
@@ -119,6 +181,8 @@ static void pf_free(sl__it *it) {
   pthread_cond_broadcast(&f->cv_space);
   pthread_mutex_unlock(&f->mu);
   if (f->started) pthread_join(f->thread, NULL);
+  f->head = (f->head + f->cl.head) % f->cap; /* claimed elements already served: their bytes are accounted */
+  f->count -= f->cl.head;
   for (int i = 0; i < f->count; i++) {
     int pos = (f->head + i) % f->cap;
     sl__stats_held(it->op, -(int64_t)f->ring_bytes[pos]);
@@ -129,6 +193,7 @@ static void pf_free(sl__it *it) {
   pthread_cond_destroy(&f->cv_ready);
   sl__free(f->ring);
   sl__free(f->ring_bytes);
+  sl__free(f->scratch);
   sl__free(f);
 }
 static const sl__it_vt PF_IT = {pf_next, pf_free};
@@ -137,14 +202,15 @@ static int pf_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out) 
   int rc = sl__it_new(out, sizeof(pf_it), &PF_IT, op, run, seed);
   if (rc) return rc;
   pf_it *f = (pf_it *)*out;
-  pthread_mutex_init(&f->mu, NULL);
+  sl__handoff_mutex_init(&f->mu);
   pthread_cond_init(&f->cv_space, NULL);
   pthread_cond_init(&f->cv_ready, NULL);
   /* An autotuned buffer may be deepened during the run: the ring has room for the largest depth. */
   f->cap = op->buf_autotune ? SL_AUTOTUNE_BUFFER_MAX : (int)op->buffer;
   f->ring = sl__calloc((size_t)f->cap, sizeof *f->ring);
   f->ring_bytes = sl__calloc((size_t)f->cap, sizeof *f->ring_bytes);
-  if (!f->ring || !f->ring_bytes) {
+  f->scratch = sl__calloc(SL_HANDOFF_MAX, sizeof *f->scratch);
+  if (!f->ring || !f->ring_bytes || !f->scratch) {
     int cap = f->cap;
     sl__it_free(*out);
     *out = NULL;

@@ -302,6 +302,15 @@ int sl_pipeline_op_stats(const sl_pipeline *p, int i, sl_op_stats *s) {
       cpu -= (double)LD(kids[k]->st.cpu_ns);
       wall -= (double)LD(kids[k]->st.wall_ns);
     }
+  uint64_t stolen = LD(op->st.stolen);
+  if (op->async_source && op->source && stolen) {
+    uint64_t src_out, src_in, src_bytes;
+    sl__op_counts(op->source, &src_out, &src_in, &src_bytes);
+    double share = src_out ? (double)stolen / (double)src_out : 0;
+    share = share > 1 ? 1 : share;
+    cpu -= share * (double)LD(op->source->st.cpu_ns);
+    wall -= share * (double)LD(op->source->st.wall_ns);
+  }
   s->cpu_seconds = (cpu > 0 ? cpu : 0) * 1e-9;
   s->wall_seconds = (wall > 0 ? wall : 0) * 1e-9;
   s->wait_seconds = ns_s(LD(op->st.wait_ns));

@@ -6,8 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "ops/engine.h" /* the knobs in force (active_par, active_buf), which a live tuner changes */
 #include "testutil.h"
 
 
@@ -28,6 +30,26 @@ static int jitter_call(void *st, sl_elem *e, sl_fn_call *call) {
   return 0;
 }
 
+/* Drops the elements whose value is 3 mod 7 (as parse_csv's on_error "skip" drops bad lines). */
+static int drop_call(void *st, sl_elem *e, sl_fn_call *call) {
+  int64_t v;
+  sl_comp_get_i64(sl_elem_get(e, "value"), &v);
+  if (v % 7 == 3) call->keep = false;
+  return 0;
+}
+/* Fails on the element at input position "at" (per nested chain inside an interleave). */
+static int failat_init(void **st, const sl_args *a, void *payload) {
+  int64_t *at = malloc(sizeof *at);
+  if (!at) return SL_ENOMEM;
+  sl_args_int(a, "at", 0, at);
+  *st = at;
+  return 0;
+}
+static int failat_call(void *st, sl_elem *e, sl_fn_call *call) {
+  if ((int64_t)call->index == *(int64_t *)st) return sl_error_set(SL_EINVAL, "bad element %llu", (unsigned long long)call->index);
+  return 0;
+}
+
 static int setup(void **s) {
   sl_fn_def r = {SL_FN_DEF_VERSION, SL_FN_RANDOM, NULL, rand_call, NULL};
   sl_fn_def f = {SL_FN_DEF_VERSION, 0, NULL, fail_at_call, NULL};
@@ -35,6 +57,10 @@ static int setup(void **s) {
   assert_int_equal(sl_fn_register("t_rand", &r, NULL), 0);
   assert_int_equal(sl_fn_register("t_fail37", &f, NULL), 0);
   assert_int_equal(sl_fn_register("t_jitter", &j, NULL), 0);
+  sl_fn_def d = {SL_FN_DEF_VERSION, 0, NULL, drop_call, NULL};
+  sl_fn_def fa = {SL_FN_DEF_VERSION, 0, failat_init, failat_call, free};
+  assert_int_equal(sl_fn_register("t_drop", &d, NULL), 0);
+  assert_int_equal(sl_fn_register("t_failat", &fa, NULL), 0);
   return 0;
 }
 
@@ -225,6 +251,271 @@ static void test_stats_count_elements(void **s) {
   sl_pipeline_free(p);
 }
 
+/* ---- hand-off of cheap elements: runs of elements move between threads together ---- */
+
+/* Runs p to its end or first error, collecting "value" (up to max); a slow consumer sleeps `pause_us` after every
+ * `every`-th element. Returns the count; *rc gets the final code. */
+static int64_t drain(sl_pipeline *p, int64_t *out, int64_t max, int every, int pause_us, int *rc) {
+  sl_iter *it = NULL;
+  assert_int_equal(sl_pipeline_iter(&it, p), 0);
+  sl_elem e;
+  sl_elem_init(&e);
+  int64_t n = 0;
+  while ((*rc = sl_iter_next(it, &e)) == 0) {
+    assert_true(n < max);
+    assert_int_equal(sl_comp_get_i64(sl_elem_get(&e, "value"), &out[n]), 0);
+    sl_elem_clear(&e);
+    if (++n % (every ? every : 1) == 0 && every) usleep((useconds_t)pause_us);
+  }
+  sl_iter_free(it);
+  return n;
+}
+
+/* Runs the spec (a format with one %d: the parallelism) sequentially and in parallel with several consumer
+ * speeds: the same elements in the same order, the same error after them; or, when `ordered` is false (and the
+ * spec has no error: unordered, an error may overtake the elements before it), the same elements in any order. */
+static void expect_same_as_sequential(const char *fmt, int par, bool ordered, int64_t max) {
+  int64_t *want = malloc((size_t)max * sizeof *want), *got = malloc((size_t)max * sizeof *got);
+  assert_true(want && got);
+  int rc1, rc2;
+  sl_pipeline *p = tu_pipelinef(fmt, 1);
+  int64_t n1 = drain(p, want, max, 0, 0, &rc1);
+  sl_pipeline_free(p);
+  assert_true(ordered || rc1 == SL_END);
+  static const int speeds[][2] = {{0, 0}, {97, 300}, {5, 50}}; /* fast, bursty, slow consumer */
+  for (int v = 0; v < 3; v++) {
+    p = tu_pipelinef(fmt, par);
+    int64_t n2 = drain(p, got, max, speeds[v][0], speeds[v][1], &rc2);
+    sl_pipeline_free(p);
+    if (n2 != n1 || rc2 != rc1)
+      fprintf(stderr, "consumer speed %d: %lld elements then %d, sequential %lld then %d: %s\n", v, (long long)n2,
+              rc2, (long long)n1, rc1, fmt);
+    assert_int_equal(n2, n1);
+    assert_int_equal(rc2, rc1);
+    if (!ordered) {
+      qsort(want, (size_t)n1, sizeof *want, cmp64);
+      qsort(got, (size_t)n2, sizeof *got, cmp64);
+    }
+    assert_memory_equal(want, got, (size_t)n1 * sizeof *want);
+  }
+  free(want);
+  free(got);
+}
+
+static void test_cheap_map_handoff_order_drops_and_counts(void **s) {
+  static const int bufs[] = {1, 2, 5, 16, 64};
+  for (int par = 2; par <= 3; par++)
+    for (int b = 0; b < 5; b++)
+      for (int det = 0; det <= 1; det++) {
+        const char *fmt = "{\"ops\": [{\"op\": \"range\", \"stop\": 4000}, {\"op\": \"map\", \"fn\": \"t_drop\", "
+                          "\"parallelism\": %d, \"buffer\": %d, \"deterministic\": %s}]}";
+        sl_pipeline *p = tu_pipelinef(fmt, par, bufs[b] < par ? par : bufs[b], det ? "true" : "false");
+        int64_t got[4000];
+        int rc;
+        int64_t n = drain(p, got, 4000, b == 2 ? 50 : 0, 200, &rc);
+        assert_int_equal(rc, SL_END);
+        assert_int_equal(n, 4000 - 4000 / 7); /* 571 values are 3 mod 7 below 4000 */
+        if (!det) qsort(got, (size_t)n, sizeof got[0], cmp64);
+        for (int64_t i = 0, v = 0; i < n; i++, v++) {
+          if (v % 7 == 3) v++;
+          assert_int_equal(got[i], v);
+        }
+        sl_op_stats st;
+        assert_int_equal(sl_pipeline_op_stats(p, 1, &st), 0);
+        assert_int_equal(st.elements_in, 4000);
+        assert_int_equal(st.elements_out, n);
+        assert_int_equal(st.skipped, 4000 / 7);
+        assert_true(st.buffer_occupancy >= 0 && st.buffer_occupancy <= (double)(bufs[b] < par ? par : bufs[b]));
+        sl_pipeline_free(p);
+      }
+}
+
+static void test_cheap_errors_arrive_in_order(void **s) {
+  /* parallel maps with drops before an error, then a prefetch: the error comes after exactly the elements before
+   * it, whatever the consumer's speed */
+  expect_same_as_sequential("{\"ops\": [{\"op\": \"range\", \"stop\": 6000}, {\"op\": \"map\", \"fn\": \"t_drop\", "
+                            "\"parallelism\": %1$d, \"buffer\": 64}, {\"op\": \"map\", \"fn\": \"t_failat\", \"args\": "
+                            "{\"at\": 2500}, \"parallelism\": %1$d}, {\"op\": \"prefetch\", \"buffer\": 64}]}", 2, true, 6000);
+  /* unordered: the error may overtake elements before it, but nothing is lost twice or made up */
+  sl_pipeline *p = tu_pipeline("{\"ops\": [{\"op\": \"range\", \"stop\": 6000}, {\"op\": \"map\", \"fn\": \"t_failat\", "
+                               "\"args\": {\"at\": 2500}, \"parallelism\": 3, \"buffer\": 32, \"deterministic\": false}]}");
+  static int64_t got[6000];
+  int rc;
+  int64_t n = drain(p, got, 6000, 0, 0, &rc);
+  assert_int_equal(rc, SL_EINVAL);
+  assert_non_null(strstr(sl_error_last(), "bad element 2500"));
+  qsort(got, (size_t)n, sizeof got[0], cmp64);
+  for (int64_t i = 0; i < n; i++) {
+    assert_true(got[i] != 2500 && got[i] >= 0 && got[i] < 6000);
+    if (i) assert_true(got[i] > got[i - 1]);
+  }
+  sl_pipeline_free(p);
+  /* an error in the input of a parallel map (pulled on the workers) */
+  expect_same_as_sequential("{\"ops\": [{\"op\": \"range\", \"stop\": 6000}, {\"op\": \"map\", \"fn\": \"t_failat\", "
+                            "\"args\": {\"at\": 3001}}, {\"op\": \"map\", \"fn\": \"t_drop\", \"parallelism\": %d, "
+                            "\"buffer\": 16}]}", 2, true, 6000);
+  /* prefetch alone: its producer makes cheap elements in chunks */
+  expect_same_as_sequential("{\"ops\": [{\"op\": \"range\", \"stop\": 6000}, {\"op\": \"map\", \"fn\": \"t_failat\", "
+                            "\"args\": {\"at\": 4321}}, {\"op\": \"prefetch\", "
+                            "\"buffer\": %d}]}", 40, true, 6000);
+}
+
+static void test_cheap_interleave_handoff(void **s) {
+  /* cheap nested elements, several block lengths and buffers, the order of the sequential interleave; one nested
+   * chain fails in the middle */
+  static const char *const fmts[] = {
+      "{\"ops\": [{\"op\": \"range\", \"stop\": 7}, {\"op\": \"interleave\", \"cycle_length\": 3, \"block_length\": 2, "
+      "\"parallelism\": %d, \"buffer\": 8, \"source\": [{\"op\": \"repeat\", \"count\": 300}, {\"op\": \"map\", \"fn\": "
+      "\"t_rand\"}]}]}",
+      "{\"ops\": [{\"op\": \"range\", \"stop\": 5}, {\"op\": \"interleave\", \"cycle_length\": 2, \"parallelism\": %d, "
+      "\"source\": [{\"op\": \"repeat\", \"count\": 500}]}]}",
+      "{\"ops\": [{\"op\": \"range\", \"stop\": 6}, {\"op\": \"interleave\", \"cycle_length\": 4, \"block_length\": 3, "
+      "\"parallelism\": %d, \"buffer\": 33, \"source\": [{\"op\": \"repeat\", \"count\": 400}, {\"op\": \"map\", "
+      "\"fn\": \"t_failat\", \"args\": {\"at\": 250}}]}]}",
+      "{\"ops\": [{\"op\": \"range\", \"stop\": 6}, {\"op\": \"interleave\", \"cycle_length\": 3, \"parallelism\": %d, "
+      "\"buffer\": 1, \"source\": [{\"op\": \"repeat\", \"count\": 200}, {\"op\": \"map\", \"fn\": \"t_drop\"}]}]}",
+  };
+  for (int f = 0; f < 4; f++) expect_same_as_sequential(fmts[f], 2 + f % 2, true, 3000);
+  expect_same_as_sequential("{\"ops\": [{\"op\": \"range\", \"stop\": 9}, {\"op\": \"interleave\", \"cycle_length\": 4, "
+                            "\"parallelism\": %d, \"buffer\": 6, \"deterministic\": false, \"source\": [{\"op\": \"repeat\", "
+                            "\"count\": 300}]}]}", 3, false, 3000);
+}
+
+/* With cheap nested elements and little room per slot, the consumer makes elements itself rather than wake a
+ * worker and wait: the interleave's own time leaves out that share of its source's time. */
+static void test_interleave_own_time_excludes_its_source(void **s) {
+  sl_pipeline *p = tu_pipeline("{\"ops\": [{\"op\": \"range\", \"stop\": 4}, {\"op\": \"interleave\", \"cycle_length\": 2, "
+                               "\"parallelism\": 2, \"source\": [{\"op\": \"repeat\", \"count\": 5000}, {\"op\": \"map\", "
+                               "\"fn\": \"spin\", \"args\": {\"us\": 5}}]}]}");
+  assert_int_equal(tu_count(p, 0), 20000);
+  sl_op_stats il, fn;
+  assert_int_equal(sl_pipeline_op_stats(p, 1, &il), 0);
+  assert_int_equal(sl_pipeline_op_stats(p, 3, &fn), 0);
+  assert_string_equal(il.op, "interleave");
+  assert_string_equal(fn.label, "spin");
+  assert_int_equal(fn.elements_out, 20000);
+  /* 20000 x 5 us of spin = 100 ms of CPU in the source, none of it the interleave's (both are sampled estimates,
+   * the interleave's from calls of very uneven length: the bound is wide) */
+  assert_true(fn.cpu_seconds > 0.05);
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+  /* (Sanitizers slow the hand-off itself to microseconds per element, and the nested elements past "cheap".) */
+  if (il.cpu_seconds >= 0.6 * fn.cpu_seconds) fprintf(stderr, "interleave %.4f s, source %.4f s\n", il.cpu_seconds, fn.cpu_seconds);
+  assert_true(il.cpu_seconds < 0.6 * fn.cpu_seconds);
+#endif
+  sl_pipeline_free(p);
+}
+
+/* Cancels from another thread while cheap elements stream through every async op; what came before is in order. */
+static void *cancel_soon(void *a) {
+  usleep(5000);
+  sl_iter_cancel(a);
+  return NULL;
+}
+static void test_cheap_cancel_mid_stream(void **s) {
+  sl_pipeline *p = tu_pipeline("{\"ops\": [{\"op\": \"range\"}, {\"op\": \"interleave\", \"cycle_length\": 2, \"parallelism\": "
+                               "2, \"buffer\": 16, \"source\": [{\"op\": \"repeat\", \"count\": 3}]}, {\"op\": \"map\", "
+                               "\"fn\": \"identity\", \"parallelism\": 2, \"buffer\": 64}, {\"op\": \"prefetch\", \"buffer\": 64}]}");
+  for (int slow = 0; slow <= 1; slow++) {
+    sl_iter *it;
+    assert_int_equal(sl_pipeline_iter(&it, p), 0);
+    pthread_t t;
+    pthread_create(&t, NULL, cancel_soon, it);
+    sl_elem e;
+    sl_elem_init(&e);
+    int rc;
+    int64_t n = 0, v;
+    while ((rc = sl_iter_next(it, &e)) == 0) {
+      sl_comp_get_i64(sl_elem_get(&e, "value"), &v);
+      assert_int_equal(v, n / 6 * 2 + (n % 2)); /* each pair of inputs gives 3 + 3 elements, alternating */
+      sl_elem_clear(&e);
+      n++;
+      if (slow && n % 100 == 0) usleep(1000);
+    }
+    pthread_join(t, NULL);
+    assert_int_equal(rc, SL_ECANCELED);
+    assert_true(n > 0);
+    assert_int_equal(sl_iter_next(it, &e), SL_ECANCELED);
+    sl_iter_free(it);
+  }
+  sl_pipeline_free(p);
+}
+
+/* A tuner changes the knobs in force during the run (workers parked and unparked, the prefetch depth changed):
+ * nothing is lost, reordered or stuck. */
+typedef struct {
+  sl_pipeline *p;
+  atomic_bool done;
+} toggle_arg;
+static void *toggler(void *a) {
+  toggle_arg *t = a;
+  for (int i = 0; !atomic_load(&t->done); i++) {
+    atomic_store(&t->p->ops[1]->active_par, i % 3 == 0 ? 1 : 3);
+    atomic_store(&t->p->ops[2]->active_buf, i % 2 ? 1 : 48);
+    usleep(300);
+  }
+  return NULL;
+}
+static void test_cheap_handoff_under_live_knob_changes(void **s) {
+  sl_pipeline *p = tu_pipeline("{\"ops\": [{\"op\": \"range\", \"stop\": 30000}, {\"op\": \"map\", \"fn\": \"t_drop\", "
+                               "\"parallelism\": \"autotune\", \"buffer\": 24}, {\"op\": \"prefetch\", \"buffer\": \"autotune\"}]}");
+  toggle_arg t = {p, false};
+  pthread_t th;
+  pthread_create(&th, NULL, toggler, &t);
+  static int64_t got[30000];
+  int rc;
+  int64_t n = drain(p, got, 30000, 1000, 500, &rc);
+  atomic_store(&t.done, true);
+  pthread_join(th, NULL);
+  assert_int_equal(rc, SL_END);
+  assert_int_equal(n, 30000 - 30000 / 7 - (30000 % 7 > 3));
+  for (int64_t i = 0, v = 0; i < n; i++, v++) {
+    if (v % 7 == 3) v++;
+    assert_int_equal(got[i], v);
+  }
+  sl_pipeline_free(p);
+}
+
+/* Expensive elements are handed over one by one as soon as each is made, not held back to fill a chunk. */
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+static void test_expensive_elements_are_not_batched(void **s) {
+  static const char *const specs[] = {
+      "{\"ops\": [{\"op\": \"range\", \"stop\": 8}, {\"op\": \"map\", \"fn\": \"sleep_io\", \"args\": {\"us\": 30000}}, "
+      "{\"op\": \"prefetch\", \"buffer\": 64}]}",
+      "{\"ops\": [{\"op\": \"range\", \"stop\": 8}, {\"op\": \"map\", \"fn\": \"sleep_io\", \"args\": {\"us\": 30000}, "
+      "\"parallelism\": 2, \"buffer\": 64}]}",
+      "{\"ops\": [{\"op\": \"range\", \"stop\": 1}, {\"op\": \"interleave\", \"cycle_length\": 2, \"parallelism\": 2, "
+      "\"buffer\": 16, \"source\": [{\"op\": \"repeat\", \"count\": 8}, {\"op\": \"map\", \"fn\": \"sleep_io\", \"args\": "
+      "{\"us\": 30000}}]}]}",
+      "{\"ops\": [{\"op\": \"range\", \"stop\": 2}, {\"op\": \"interleave\", \"cycle_length\": 2, \"parallelism\": 2, "
+      "\"buffer\": 16, \"source\": [{\"op\": \"repeat\", \"count\": 4}, {\"op\": \"map\", \"fn\": \"sleep_io\", \"args\": "
+      "{\"us\": 30000}}]}]}",
+  };
+  for (int k = 0; k < 4; k++) {
+    sl_pipeline *p = tu_pipeline(specs[k]);
+    sl_iter *it;
+    assert_int_equal(sl_pipeline_iter(&it, p), 0);
+    sl_elem e;
+    sl_elem_init(&e);
+    double last = now_s(), gap = 0;
+    for (int i = 0; i < 8; i++) {
+      assert_int_equal(sl_iter_next(it, &e), 0);
+      sl_elem_clear(&e);
+      double t = now_s();
+      if (i > 0 && t - last > gap) gap = t - last;
+      last = t;
+    }
+    /* one at a time: about 30 ms apart; chunks of several would leave a gap of 90 ms or more */
+    if (gap >= 0.085) fprintf(stderr, "spec %d: largest gap %.3f s\n", k, gap);
+    assert_true(gap < 0.085);
+    sl_iter_free(it);
+    sl_pipeline_free(p);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_parallel_map_keeps_order_and_seeds),
@@ -237,6 +528,13 @@ int main(void) {
       cmocka_unit_test(test_early_free_joins_everything),
       cmocka_unit_test(test_random_spec_stress),
       cmocka_unit_test(test_stats_count_elements),
+      cmocka_unit_test(test_cheap_map_handoff_order_drops_and_counts),
+      cmocka_unit_test(test_cheap_errors_arrive_in_order),
+      cmocka_unit_test(test_cheap_interleave_handoff),
+      cmocka_unit_test(test_interleave_own_time_excludes_its_source),
+      cmocka_unit_test(test_cheap_cancel_mid_stream),
+      cmocka_unit_test(test_cheap_handoff_under_live_knob_changes),
+      cmocka_unit_test(test_expensive_elements_are_not_batched),
   };
   return cmocka_run_group_tests(tests, setup, NULL);
 }
