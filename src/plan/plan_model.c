@@ -91,6 +91,9 @@ static void measure_handoff(void) {
 /* Elements that take less than this per element are handed between threads in chunks (op_map's threshold). */
 #define CHEAP_ELEMENT_S 10e-6
 
+/* Buffer depth that lets cheap elements cross a thread boundary in full chunks (the engine's chunks are 16). */
+#define CHEAP_BUFFER 32
+
 /* The hand-off cost per element for elements that cost `d` CPU seconds each to make. */
 static double handoff_for(const sl_plan *P, double d) {
   return P->hscale * (d < CHEAP_ELEMENT_S ? P->handoff_cheap : P->handoff);
@@ -733,6 +736,8 @@ static void size_buffers(sl_plan *P) {
         /* Room for the spread of call times, between p + 1 and 4p slots. */
         double b = ceil((double)P->par[i] * (1.0 + fmax(0.5, 2.0 * o->cv)));
         P->buf[i] = (int64_t)fmin(fmax(b, (double)P->par[i] + 1), 4.0 * (double)P->par[i]);
+        /* Cheap elements cross in chunks of up to half the buffer: room for chunks of 16. */
+        if (o->elem_cost < CHEAP_ELEMENT_S && P->buf[i] < CHEAP_BUFFER) P->buf[i] = CHEAP_BUFFER;
       }
       else P->buf[i] = 0;
     } else if (o->kind == PK_INTERLEAVE) {
@@ -741,6 +746,7 @@ static void size_buffers(sl_plan *P) {
         else P->par[i] = P->cyc[i];
       }
       P->buf[i] = o->buf_tunable ? (int64_t)fmin(ceil(1.0 + fmax(1.0, 2.0 * o->cv)), 8) : o->buf0;
+      if (o->buf_tunable && o->elem_cost < CHEAP_ELEMENT_S) P->buf[i] = CHEAP_BUFFER / 2;
     } else if (o->kind == PK_PREFETCH) {
       int in = o->input;
       double cv = in >= 0 ? P->ops[in].cv : 0;
@@ -755,6 +761,8 @@ static void size_buffers(sl_plan *P) {
     if (!(depth >= 1)) depth = 1;
     depth += fmin(ceil(2.0 * cv), 8);
     if (depth > 64) depth = 64;
+    /* Cheap output elements cross in chunks too. */
+    if (L < CHEAP_ELEMENT_S && depth < CHEAP_BUFFER) depth = CHEAP_BUFFER;
     P->prefetch_buf = (int64_t)depth;
   }
   /* The root prefetch that was already there gets the same depth. */
