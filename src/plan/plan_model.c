@@ -38,6 +38,9 @@ static int64_t knob_int(json_t *o, const char *key, int64_t def) {
 }
 
 /* ---- the cost of handing an element between two threads ---- */
+/* Buffer depth that lets cheap elements cross a thread boundary in full chunks (the engine's chunks are 16). */
+#define CHEAP_BUFFER 32
+
 static double g_h_exp = -1, g_h_cheap = -1;
 static pthread_once_t g_handoff_once = PTHREAD_ONCE_INIT;
 
@@ -69,12 +72,13 @@ static double cpu_per_element(const char *spec, int n) {
 /* Per-boundary hand-off cost of elements whose function spins `us` microseconds: the same work run sync, then
  * through a parallel map and a prefetch (two thread boundaries); the difference in process CPU per element,
  * halved. */
-static double probe_handoff(int us, int n) {
+static double probe_handoff(int us, int n, int buffer) {
   char sync[160], async[256];
   snprintf(sync, sizeof sync, "{\"ops\": [{\"op\": \"range\"}, {\"op\": \"map\", \"fn\": \"spin\", \"args\": "
            "{\"us\": %d}}]}", us);
   snprintf(async, sizeof async, "{\"ops\": [{\"op\": \"range\"}, {\"op\": \"map\", \"fn\": \"spin\", \"args\": "
-           "{\"us\": %d}, \"parallelism\": 2, \"buffer\": 16}, {\"op\": \"prefetch\", \"buffer\": 2}]}", us);
+           "{\"us\": %d}, \"parallelism\": 2, \"buffer\": %d}, {\"op\": \"prefetch\", \"buffer\": %d}]}", us, buffer,
+           buffer);
   double a = cpu_per_element(sync, n), b = cpu_per_element(async, n);
   return a >= 0 && b >= 0 && b > a ? (b - a) / 2 : 0;
 }
@@ -83,16 +87,13 @@ static double probe_handoff(int us, int n) {
  * cheap ones (handed over in chunks). About 0.1 s, once per process. Measured rather than assumed because they
  * move with the machine and its load (wake-ups and context switches cost several times more on a busy VM). */
 static void measure_handoff(void) {
-  g_h_exp = probe_handoff(30, 1000);
-  g_h_cheap = probe_handoff(1, 10000);
+  g_h_exp = probe_handoff(30, 1000, 4);
+  g_h_cheap = probe_handoff(1, 10000, CHEAP_BUFFER); /* the buffers the planner gives cheap elements */
   sl_error_clear();
 }
 
 /* Elements that take less than this per element are handed between threads in chunks (op_map's threshold). */
 #define CHEAP_ELEMENT_S 10e-6
-
-/* Buffer depth that lets cheap elements cross a thread boundary in full chunks (the engine's chunks are 16). */
-#define CHEAP_BUFFER 32
 
 /* The hand-off cost per element for elements that cost `d` CPU seconds each to make. */
 static double handoff_for(const sl_plan *P, double d) {

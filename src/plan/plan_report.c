@@ -161,8 +161,11 @@ static int prose_of(const sl_plan *P, sl__str *s) {
   }
   if (P->add_prefetch) rc |= sl__str_printf(s, "%s prefetch %lld at the root", shown++ ? "," : "", (long long)P->prefetch_buf);
   if (!shown) rc |= sl__str_printf(s, " no change");
-  rc |= sl__str_printf(s, "; holds at most %s; hand-off %s per new thread boundary.\n", sl__fmt_bytes(a, sizeof a, P->mem),
-                       sl__fmt_usec(b, sizeof b, P->handoff));
+  char ch[32];
+  rc |= sl__str_printf(s, "; holds at most %s; hand-off per element and new thread boundary %s (%s for cheap "
+                          "elements, in chunks).\n", sl__fmt_bytes(a, sizeof a, P->mem),
+                       sl__fmt_usec(b, sizeof b, P->hscale * P->handoff),
+                       sl__fmt_usec(ch, sizeof ch, P->hscale * P->handoff_cheap));
   /* What-ifs. */
   rc |= sl__str_printf(s, "What if: +1 core: %s elem/s (%+.0f%%).", sl__fmt_si(a, sizeof a, P->bound_plus_core),
                        pct(P->bound_plus_core, P->bound));
@@ -261,7 +264,8 @@ static json_t *json_report(const sl_plan *P) {
   json_object_set_new(r, "limit", json_string(sl_plan_limit(P)));
   json_object_set_new(r, "predicted", json_real(P->predicted));
   json_object_set_new(r, "memory", json_real(P->mem));
-  json_object_set_new(r, "handoff_seconds", json_real(P->handoff));
+  json_object_set_new(r, "handoff_seconds", json_real(P->hscale * P->handoff));
+  json_object_set_new(r, "handoff_cheap_seconds", json_real(P->hscale * P->handoff_cheap));
   json_object_set_new(r, "cache_after", P->cache_at >= 0 ? json_string(P->ops[P->cache_at].path) : json_null());
   json_object_set_new(r, "cache_bytes", json_real(P->cache_bytes));
   json_object_set_new(r, "root_prefetch", json_integer(P->add_prefetch ? P->prefetch_buf : 0));
