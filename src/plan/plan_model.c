@@ -16,6 +16,7 @@
 #define X_MAX 1e12   /* an op with no measurable cost does not make the LP unbounded */
 #define CACHE_READ_S 2e-7 /* seconds to hand out one element from an in-memory cache (a reference count) */
 #define MAX_COMBOS 20000
+#define SEQ_HEADROOM 0.75 /* of a core: what a sequential thread is planned to use when threads exceed cores */
 
 static int kind_of(const char *op) {
   static const struct { const char *n; int k; } t[] = {
@@ -446,8 +447,20 @@ double sl__plan_eval(const sl_plan *P, const int64_t *par, int cache_at, double 
   if (units_new(&U, P->nops)) return -1;
   build_units(P, par, cache_at, 1, &U);
   double X = U.total > 0 ? cores / U.total : X_MAX;
+  /* Time-sharing: when more threads are busy than there are cores, a sequential thread is preempted by the
+   * others, so it cannot be planned near a full core: it gets SEQ_HEADROOM of one. (The fluid model alone let one
+   * thread need 0.78 of a core beside two decode workers on 2 cores; measured, it got about 2/3.) Busy: at the
+   * CPU-bound rate, a thread that would need a tenth of a core or more. */
+  double busy = 0;
   for (int k = 0; k < U.n; k++)
-    if (U.tcost[k] > 0 && U.cap[k] / U.tcost[k] < X) X = U.cap[k] / U.tcost[k];
+    if (U.cap[k] > 0 && U.cost[k] > 0 && X * U.cost[k] / U.cap[k] >= 0.1) busy += U.cap[k];
+  for (int k = 0; k < U.n; k++) {
+    if (!(U.tcost[k] > 0)) continue;
+    /* A unit that waits (I/O) holds its threads without competing for cores while it waits. */
+    bool seq = U.owner[k] < 0 && U.cap[k] <= 1 && U.tcost[k] <= U.cost[k] * 1.001;
+    double cap = seq && busy > cores ? U.cap[k] * SEQ_HEADROOM : U.cap[k];
+    if (cap / U.tcost[k] < X) X = cap / U.tcost[k];
+  }
   if (P->B > 0 && U.b > 0 && P->B / U.b < X) X = P->B / U.b;
   units_free(&U);
   return X;
