@@ -83,6 +83,9 @@ struct sl_plan {
 
 /* sl_plan_solve with the hand-off costs multiplied by `hscale` (learned by the optimizer from a measured run). */
 int sl__plan_solve(sl_plan **out, const sl_trace *t, const sl_plan_opts *opts, double hscale);
+/* Sets every tunable parallelism (outside a cache) to `par`, then re-sizes buffers and re-evaluates the
+ * prediction. 1 when nothing changed, 0 when done, < 0 on error. */
+int sl__plan_force_parallelism(sl_plan *P, int64_t par);
 /* CPU seconds per output element the plan's model charges for its thread hand-offs. */
 double sl__plan_handoff_cpu(const sl_plan *P);
 /* Fills a plan's model from a trace (no solving). */

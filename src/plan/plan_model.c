@@ -950,6 +950,22 @@ static int solve_config(sl_plan *P) {
   return rc;
 }
 
+int sl__plan_force_parallelism(sl_plan *P, int64_t par) {
+  bool changed = false;
+  for (int i = 0; i < P->nops; i++) {
+    const pm_op *o = &P->ops[i];
+    if (!o->par_tunable || (P->cache_at >= 0 && sl__plan_upstream(P, i, P->cache_at)) || P->par[i] == par) continue;
+    P->par[i] = par;
+    changed = true;
+  }
+  if (!changed) return 1;
+  P->predicted = sl__plan_eval(P, P->par, P->cache_at, P->C);
+  if (P->predicted < 0) return SL_ENOMEM;
+  size_buffers(P);
+  int rc = fit_memory(P);
+  return rc < 0 ? rc : 0;
+}
+
 static int solve_fitting(sl_plan *P) {
   int rc = solve_config(P);
   if (rc == SL_EINVAL && P->cache_at >= 0) {
