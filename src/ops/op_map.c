@@ -169,6 +169,7 @@ struct pmap_it {
   int chunk_max;    /* largest chunk a worker takes: a share of the buffer that leaves room for the others */
   int claim_max;    /* most results the consumer takes in one trip */
   int waiting_consumer, waiting_workers; /* waiting_workers: waiting for space (parked ones wait on cv_park) */
+  int consumer_want; /* results in hand-off order a waiting consumer is woken for (hysteresis) */
   int parked;       /* workers the tuner has parked */
   atomic_uint published; /* chunks published so far: a consumer about to sleep polls it for a while first */
   atomic_uint released;  /* consumer trips that gave room: likewise for a worker about to sleep */
@@ -191,6 +192,14 @@ static slot *pmap_ready(pmap_it *m) {
     return s->state == SLOT_DONE ? s : NULL;
   }
   return m->fifo_head < m->fifo_tail ? &m->ring[m->fifo_head % (uint64_t)m->cap] : NULL;
+}
+
+/* Under mu: whether the results ready in hand-off order reach `want` (a run from the head in ordered mode). */
+static bool pmap_ready_run(pmap_it *m, int want) {
+  if (!m->deterministic) return m->fifo_tail - m->fifo_head >= (uint64_t)want;
+  for (int i = 0; i < want; i++)
+    if (m->ring[(m->head + (uint64_t)i) % (uint64_t)m->cap].state != SLOT_DONE) return false;
+  return true;
 }
 
 /* Under mu (unordered mode), or outside it into the worker's own reserved slots (deterministic mode: slot
@@ -254,7 +263,7 @@ static void *pmap_worker(void *p) {
         m->end_seq = first + nres;
       }
       /* Wake the consumer only for what it waits for: the next result in order (or any, unordered), or the end. */
-      wake = m->waiting_consumer && (m->input_done || pmap_ready(m));
+      wake = m->waiting_consumer && (m->input_done || pmap_ready_run(m, m->consumer_want));
       atomic_fetch_add_explicit(&m->published, 1, memory_order_relaxed);
       if (got) {
         uint64_t w = sl__now_ns() - fw;
@@ -415,6 +424,10 @@ static int pmap_next(sl__it *it, sl_elem *out) {
     }
     /* Workers may wait for the space that dropped results just gave back. */
     if (m->waiting_workers && m->cap - m->reserved >= m->low_water) pthread_cond_signal(&m->cv_space);
+    /* Expensive elements from workers slower than the consumer: sleep until a claim's worth is ready, not for
+     * every element (each wake-up is a context switch, and with more threads than cores it takes a core from a
+     * worker). Every reserved slot completes and the ring has room for a claim, so the run is always reached. */
+    m->consumer_want = m->cheap ? 1 : m->claim_max;
     m->waiting_consumer++;
     sl__cond_wait_ms(&m->cv_ready, &m->mu, 50);
     m->waiting_consumer--;

@@ -18,6 +18,7 @@ typedef struct {
   int end_rc;
   sl__errbox err;
   int waiting_consumer, waiting_producer;
+  int consumer_want;      /* under mu: elements a waiting consumer is woken for (hysteresis) */
   bool cheap;             /* under mu: the producer's last chunk was of cheap elements */
   atomic_uint published;  /* chunks published: a consumer about to sleep polls it for a while first */
   atomic_uint released;   /* consumer trips: likewise for the producer */
@@ -102,7 +103,7 @@ static void *pf_producer(void *p) {
       f->end_rc = rc;
       if (rc < 0) sl__errbox_capture(&f->err, rc);
     }
-    bool wake = f->waiting_consumer > 0;
+    bool wake = f->waiting_consumer > 0 && (f->done || f->count >= f->consumer_want || f->count >= pf_limit(f));
     if (got) f->cheap = chunk > 1;
     pthread_mutex_unlock(&f->mu);
     atomic_fetch_add_explicit(&f->published, 1, memory_order_relaxed);
@@ -144,6 +145,9 @@ static int pf_next(sl__it *it, sl_elem *out) {
       }
     }
     if (f->waiting_producer) pthread_cond_signal(&f->cv_space); /* the released claims made room */
+    /* Expensive elements from a producer slower than the consumer: sleep until a claim's worth is ready, not for
+     * every element (a wake-up is a context switch, and with more threads than cores it takes a core). */
+    f->consumer_want = f->cheap ? 1 : sl__claims_limit(pf_limit(f));
     f->waiting_consumer++;
     sl__cond_wait_ms(&f->cv_ready, &f->mu, 50);
     f->waiting_consumer--;

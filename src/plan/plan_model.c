@@ -41,6 +41,8 @@ static int64_t knob_int(json_t *o, const char *key, int64_t def) {
 /* ---- the cost of handing an element between two threads ---- */
 /* Buffer depth that lets cheap elements cross a thread boundary in full chunks (the engine's chunks are 16). */
 #define CHEAP_BUFFER 32
+/* A parallel map's smallest planned ring: its waiting consumer is woken for runs of a quarter of it. */
+#define RUN_BUFFER 16
 
 static double g_h_exp = -1, g_h_cheap = -1;
 static pthread_once_t g_handoff_once = PTHREAD_ONCE_INIT;
@@ -88,7 +90,7 @@ static double probe_handoff(int us, int n, int buffer) {
  * cheap ones (handed over in chunks). About 0.1 s, once per process. Measured rather than assumed because they
  * move with the machine and its load (wake-ups and context switches cost several times more on a busy VM). */
 static void measure_handoff(void) {
-  g_h_exp = probe_handoff(30, 1000, 4);
+  g_h_exp = probe_handoff(30, 1000, RUN_BUFFER); /* the ring the planner gives a parallel map */
   g_h_cheap = probe_handoff(1, 10000, CHEAP_BUFFER); /* the buffers the planner gives cheap elements */
   sl_error_clear();
 }
@@ -750,7 +752,10 @@ static void size_buffers(sl_plan *P) {
         /* Room for the spread of call times, between p + 1 and 4p slots. */
         double b = ceil((double)P->par[i] * (1.0 + fmax(0.5, 2.0 * o->cv)));
         P->buf[i] = (int64_t)fmin(fmax(b, (double)P->par[i] + 1), 4.0 * (double)P->par[i]);
-        /* Cheap elements cross in chunks of up to half the buffer: room for chunks of 16. */
+        /* A consumer faster than the workers is woken for runs of a quarter of the ring: room for runs of 4, so
+         * that it is not woken (a context switch) for every element. Cheap elements cross in chunks of up to
+         * half the buffer: room for chunks of 16. fit_memory shrinks these when memory is short. */
+        if (P->buf[i] < RUN_BUFFER) P->buf[i] = RUN_BUFFER;
         if (o->elem_cost < CHEAP_ELEMENT_S && P->buf[i] < CHEAP_BUFFER) P->buf[i] = CHEAP_BUFFER;
       }
       else P->buf[i] = 0;
