@@ -258,6 +258,19 @@ static inline int sl__handoff_chunk(uint64_t *mean_ns, uint64_t wall_ns, uint64_
   return *mean_ns < SL_HANDOFF_CHEAP_NS ? SL_HANDOFF_MAX : 1;
 }
 
+/* The longest a waiting consumer is held back so that it is woken for a run of expensive elements rather than
+ * for each one: a run is worth waiting for only when elements arrive that often. A wake-up costs microseconds
+ * (a context switch, and a core taken from a worker when threads exceed cores), which matters for elements of
+ * tens to hundreds of microseconds and not for slow ones, whose latency it would only add to. */
+#define SL_HANDOFF_RUN_NS 1000000
+/* How many elements a waiting consumer asks to be woken for: the elements its producers make within
+ * SL_HANDOFF_RUN_NS (`per_ns` wall per element per producer, `producers` of them), at least 1, at most `max`. */
+static inline int sl__handoff_want(uint64_t per_ns, int producers, int max) {
+  if (per_ns == 0 || producers < 1) return 1;
+  uint64_t k = (uint64_t)SL_HANDOFF_RUN_NS * (uint64_t)producers / per_ns;
+  return k < 1 ? 1 : k > (uint64_t)max ? max : (int)k;
+}
+
 /* Called with `mu` held, before sleeping on a condition that a running peer makes true within microseconds when
  * its elements are cheap (a sleep and a wake-up cost more than that, most on virtual machines): releases `mu`,
  * polls *counter (the peer's publish or release count) for up to SL_HANDOFF_SPIN_NS until it changes, and takes

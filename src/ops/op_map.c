@@ -170,6 +170,7 @@ struct pmap_it {
   int claim_max;    /* most results the consumer takes in one trip */
   int waiting_consumer, waiting_workers; /* waiting_workers: waiting for space (parked ones wait on cv_park) */
   int consumer_want; /* results in hand-off order a waiting consumer is woken for (hysteresis) */
+  uint64_t elem_ns;  /* the last publishing worker's running mean of wall time per element */
   int parked;       /* workers the tuner has parked */
   atomic_uint published; /* chunks published so far: a consumer about to sleep polls it for a while first */
   atomic_uint released;  /* consumer trips that gave room: likewise for a worker about to sleep */
@@ -270,6 +271,7 @@ static void *pmap_worker(void *p) {
         if (timed) sl__stats_work_n(op, &smp, sl__cpu_ns() - c0, w, (uint64_t)got);
         chunk = sl__handoff_chunk(&mean_ns, w, (uint64_t)got);
         m->cheap = chunk > 1;
+        m->elem_ns = mean_ns;
         if (chunk > m->chunk_max) chunk = m->chunk_max;
       }
       if (end_rc != 0) {
@@ -424,10 +426,11 @@ static int pmap_next(sl__it *it, sl_elem *out) {
     }
     /* Workers may wait for the space that dropped results just gave back. */
     if (m->waiting_workers && m->cap - m->reserved >= m->low_water) pthread_cond_signal(&m->cv_space);
-    /* Expensive elements from workers slower than the consumer: sleep until a claim's worth is ready, not for
-     * every element (each wake-up is a context switch, and with more threads than cores it takes a core from a
-     * worker). Every reserved slot completes and the ring has room for a claim, so the run is always reached. */
-    m->consumer_want = m->cheap ? 1 : m->claim_max;
+    /* Expensive elements from workers slower than the consumer: sleep until what they make within
+     * SL_HANDOFF_RUN_NS is ready (at most a claim), not for every element. Every reserved slot completes and
+     * the ring has room for a claim, so the run is always reached. */
+    int working = m->nthreads_ok - m->parked;
+    m->consumer_want = m->cheap ? 1 : sl__handoff_want(m->elem_ns, working, m->claim_max);
     m->waiting_consumer++;
     sl__cond_wait_ms(&m->cv_ready, &m->mu, 50);
     m->waiting_consumer--;

@@ -19,6 +19,7 @@ typedef struct {
   sl__errbox err;
   int waiting_consumer, waiting_producer;
   int consumer_want;      /* under mu: elements a waiting consumer is woken for (hysteresis) */
+  uint64_t elem_ns;       /* under mu: the producer's running mean of wall time per element */
   bool cheap;             /* under mu: the producer's last chunk was of cheap elements */
   atomic_uint published;  /* chunks published: a consumer about to sleep polls it for a while first */
   atomic_uint released;   /* consumer trips: likewise for the producer */
@@ -104,7 +105,10 @@ static void *pf_producer(void *p) {
       if (rc < 0) sl__errbox_capture(&f->err, rc);
     }
     bool wake = f->waiting_consumer > 0 && (f->done || f->count >= f->consumer_want || f->count >= pf_limit(f));
-    if (got) f->cheap = chunk > 1;
+    if (got) {
+      f->cheap = chunk > 1;
+      f->elem_ns = mean_ns; /* as of the chunks before this one */
+    }
     pthread_mutex_unlock(&f->mu);
     atomic_fetch_add_explicit(&f->published, 1, memory_order_relaxed);
     if (wake) pthread_cond_signal(&f->cv_ready); /* after the unlock: the consumer does not block on the mutex */
@@ -145,9 +149,9 @@ static int pf_next(sl__it *it, sl_elem *out) {
       }
     }
     if (f->waiting_producer) pthread_cond_signal(&f->cv_space); /* the released claims made room */
-    /* Expensive elements from a producer slower than the consumer: sleep until a claim's worth is ready, not for
-     * every element (a wake-up is a context switch, and with more threads than cores it takes a core). */
-    f->consumer_want = f->cheap ? 1 : sl__claims_limit(pf_limit(f));
+    /* Expensive elements from a producer slower than the consumer: sleep until what it makes within
+     * SL_HANDOFF_RUN_NS is ready (at most a claim), not for every element. */
+    f->consumer_want = f->cheap ? 1 : sl__handoff_want(f->elem_ns, 1, sl__claims_limit(pf_limit(f)));
     f->waiting_consumer++;
     sl__cond_wait_ms(&f->cv_ready, &f->mu, 50);
     f->waiting_consumer--;
