@@ -84,6 +84,8 @@ typedef struct sl_optimize_result {
   double measured_cpu; /* process CPU seconds per element in the measured run of the final plan (0: not run) */
   double measure_other_load; /* cores other processes kept busy during the measured run of the final plan */
   double predicted_free; /* the model's throughput for the final plan on the cores those processes left free */
+  bool kept_input;    /* every plan measured clearly slower (>10%) than the input while it was traced: the final
+                       * plan is the input's own configuration ("autotune" knobs at their resolved values) */
 } sl_optimize_result;
 
 typedef struct sl_optimize_opts {

@@ -86,6 +86,9 @@ int sl__plan_solve(sl_plan **out, const sl_trace *t, const sl_plan_opts *opts, d
 /* Sets every tunable parallelism (outside a cache) to `par`, then re-sizes buffers and re-evaluates the
  * prediction. 1 when nothing changed, 0 when done, < 0 on error. */
 int sl__plan_force_parallelism(sl_plan *P, int64_t par);
+/* Sets every knob to its traced value (no cache, no inserted prefetch) and re-evaluates the prediction: the plan
+ * that rewrites the traced spec as it ran, "autotune" knobs at the values they resolved to. < 0 on error. */
+int sl__plan_as_traced(sl_plan *P);
 /* CPU seconds per output element the plan's model charges for its thread hand-offs. */
 double sl__plan_handoff_cpu(const sl_plan *P);
 /* Fills a plan's model from a trace (no solving). */

@@ -971,6 +971,22 @@ int sl__plan_force_parallelism(sl_plan *P, int64_t par) {
   return rc < 0 ? rc : 0;
 }
 
+int sl__plan_as_traced(sl_plan *P) {
+  for (int i = 0; i < P->nops; i++) {
+    P->par[i] = P->ops[i].par0;
+    P->buf[i] = P->ops[i].buf0;
+    P->cyc[i] = P->ops[i].cyc0;
+  }
+  P->cache_at = -1;
+  P->cache_bytes = 0;
+  P->add_prefetch = false;
+  P->prefetch_buf = 0;
+  P->predicted = sl__plan_eval(P, P->par, -1, P->C);
+  if (P->predicted < 0) return SL_ENOMEM;
+  P->mem = plan_memory(P, P->par, P->buf, P->cyc, -1, 0, 0);
+  return 0;
+}
+
 static int solve_fitting(sl_plan *P) {
   int rc = solve_config(P);
   if (rc == SL_EINVAL && P->cache_at >= 0) {

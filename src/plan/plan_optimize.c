@@ -294,6 +294,25 @@ int sl_optimize(sl_plan **out, sl_pipeline *p, const sl_optimize_opts *opts) {
       plan = NULL;
       res.rounds++;
     }
+    /* Never slower than what the caller gave: when the input, as traced, ran clearly faster than every plan
+     * measured, the result is the input's own configuration, if it is within the budgets (the caller's --cores
+     * or --consumer-cores below the machine, or --memory below what it holds, rule it out). */
+    if (res.baseline > 1.10 * best_measured) {
+      if ((rc = sl__plan_solve(&plan, t0, &opts->plan, hscale)) || (rc = sl__plan_as_traced(plan))) goto done;
+      if (plan->C < t0->machine.cores - 1e-9 || plan->mem > plan->M) {
+        sl_plan_free(plan);
+        plan = NULL;
+      }
+    }
+    if (plan) {
+      sl_plan_free(best);
+      best = plan;
+      plan = NULL;
+      best_measured = res.baseline;
+      res.measured_cpu = t0->elements ? t0->process_cpu / (double)t0->elements : 0;
+      res.measure_other_load = t0->machine.other_load;
+      res.kept_input = true;
+    }
     plan = best;
     best = NULL;
     res.measured = best_measured;

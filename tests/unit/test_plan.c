@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "plan/plan_int.h"
 #include "testutil.h"
 
 /* SL_TEST_TIMEOUT(240) */
@@ -195,6 +196,35 @@ static void test_cache_chosen(void **st) {
   assert_int_equal(sl_plan_spec_json(p, &spec), 0);
   json_t *j = json_loads(spec, 0, NULL);
   assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(j, "ops"), 2), "op")), "cache");
+  json_decref(j);
+  sl_free(spec);
+  sl_plan_free(p);
+  sl_trace_free(t);
+}
+
+/* The plan optimize falls back to when the input ran faster than every plan: the input's own knobs, nothing
+ * inserted. */
+static void test_as_traced(void **st) {
+  syn_op ops[] = {{RANGE, 0.1, 1, 1000, 0, 10000, false, 0},
+                  {"{\"op\": \"map\", \"fn\": \"spin\", \"args\": {\"us\": 300}, \"parallelism\": 3}", 300, 1, 1000, 0,
+                   10000, false, 0},
+                  {REPEAT, 0.1, 1, 1000, 0, -2, false, 0}, {SPIN(10), 10, 1, 1000, 0, -2, false, 0}};
+  sl_trace *t = syn_trace(ops, 4, 0, 1ull << 32, SL_TRACE_VERSION);
+  sl_plan *p = solve(t, 2, 0);
+  assert_int_equal(sl_plan_cache_point(p), 1); /* the solved plan changes things: a cache, a root prefetch */
+  assert_int_equal(sl__plan_as_traced(p), 0);
+  assert_int_equal(sl_plan_cache_point(p), -1);
+  assert_int_equal(sl_plan_parallelism(p, 1), 3);
+  assert_int_equal(sl_plan_parallelism(p, 3), 1);
+  assert_true(sl_plan_predicted(p) > 0);
+  char *spec = NULL;
+  assert_int_equal(sl_plan_spec_json(p, &spec), 0);
+  json_t *j = json_loads(spec, 0, NULL);
+  json_t *jo = json_object_get(j, "ops");
+  assert_int_equal(json_array_size(jo), 4);
+  assert_null(strstr(spec, "\"cache\""));
+  assert_null(strstr(spec, "\"prefetch\""));
+  assert_int_equal(json_integer_value(json_object_get(json_array_get(jo, 1), "parallelism")), 3);
   json_decref(j);
   sl_free(spec);
   sl_plan_free(p);
@@ -588,6 +618,7 @@ int main(void) {
       cmocka_unit_test(test_lp_bound_and_allocation), cmocka_unit_test(test_sequential_cap),
       cmocka_unit_test(test_disk_bound),              cmocka_unit_test(test_wait_bound),
       cmocka_unit_test(test_cache_chosen),
+      cmocka_unit_test(test_as_traced),
       cmocka_unit_test(test_cache_refused_random),    cmocka_unit_test(test_cache_refused_size),
       cmocka_unit_test(test_cache_refused_infinite),  cmocka_unit_test(test_bad_version),
       cmocka_unit_test(test_different_spec),          cmocka_unit_test(test_infeasible_budgets),
