@@ -199,6 +199,8 @@ struct sl_pipeline {
   sl__op *root;     /* last op of the top chain */
   char *origin;
   char *base_dir;   /* directory of the spec file: relative paths in the spec resolve against it */
+  bool no_timing;   /* its samplers never time, like SL_NO_TIMING for one pipeline (bench/trace_cost.c's
+                     * untraced twin); set before any iterator is opened */
 };
 
 /* Resolves a path from the spec against the spec's directory. Returns a new string. */
