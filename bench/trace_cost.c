@@ -32,7 +32,6 @@ typedef struct {
 } twin;
 
 static int open_twin(twin *t, const char *path, bool timed) {
-  memset(t, 0, sizeof *t);
   if (sl_pipeline_from_file(&t->p, path)) return 1;
   t->p->no_timing = !timed;
   return sl_pipeline_iter(&t->it, t->p);
@@ -66,14 +65,18 @@ int main(int argc, char **argv) {
     fprintf(stderr, "trace_cost: SECONDS and SLICE_MS must be > 0\n");
     return 2;
   }
-  twin a, b;
-  if (open_twin(&a, argv[1], true) || open_twin(&b, argv[1], false)) {
-    fprintf(stderr, "trace_cost: %s: %s\n", argv[1], sl_error_last());
-    return 1;
-  }
+  twin a = {0}, b = {0};
+  int slices = 0, np = 0, cap = 1024;
+  double *ratio = malloc((size_t)cap * sizeof *ratio); /* per pair: traced CPU / untraced CPU, same elements */
   sl_elem e;
   sl_elem_init(&e);
   int rc = 0;
+  if (!ratio) {
+    fprintf(stderr, "trace_cost: out of memory\n");
+    rc = SL_ENOMEM;
+  } else if (open_twin(&a, argv[1], true) || open_twin(&b, argv[1], false)) {
+    rc = SL_EINVAL; /* reported below with the library's message */
+  }
   /* Warm-up: fill both instances' buffers (shuffle, caches of files) before anything is counted. */
   for (int i = 0; i < 2 && !rc; i++) {
     long long k = 0;
@@ -81,12 +84,6 @@ int main(int argc, char **argv) {
   }
   a.cpu = b.cpu = 0;
   a.n = b.n = 0;
-  int slices = 0, np = 0, cap = 1024;
-  double *ratio = malloc((size_t)cap * sizeof *ratio); /* per pair: traced CPU / untraced CPU, same elements */
-  if (!ratio) {
-    fprintf(stderr, "trace_cost: out of memory\n");
-    return 1;
-  }
   for (double t0 = clk(CLOCK_MONOTONIC); !rc && clk(CLOCK_MONOTONIC) - t0 < secs; slices += 2) {
     /* A B B A A B ...: the second of a pair takes as many elements as the first, so both twins make the same
      * elements (same spec, same seed) in step. */
@@ -98,14 +95,18 @@ int main(int argc, char **argv) {
     if (!rc && b.cpu > cb) {
       if (np == cap) {
         double *r = realloc(ratio, (size_t)(cap *= 2) * sizeof *ratio);
-        if (!r) break;
+        if (!r) {
+          fprintf(stderr, "trace_cost: out of memory\n");
+          rc = SL_ENOMEM;
+          break;
+        }
         ratio = r;
       }
       ratio[np++] = (a.cpu - ca) / (b.cpu - cb);
     }
   }
-  qsort(ratio, (size_t)np, sizeof *ratio, cmp_double);
-  if (rc && rc != SL_END) fprintf(stderr, "trace_cost: %s: %s\n", argv[1], sl_error_last());
+  if (np) qsort(ratio, (size_t)np, sizeof *ratio, cmp_double);
+  if (rc && rc != SL_END && rc != SL_ENOMEM) fprintf(stderr, "trace_cost: %s\n", sl_error_last()); /* names the spec */
   if (rc == 0 || rc == SL_END) {
     double ta = a.n ? a.cpu / (double)a.n : 0, tb = b.n ? b.cpu / (double)b.n : 0;
     /* The median pair is the figure (a pair a preemption or a neighbour's burst hit is an outlier); the quartiles
