@@ -11,7 +11,7 @@
 #include <string.h>
 #include <turbojpeg.h>
 
-#include "fns/image.h"
+#include "fns/image_int.h"
 
 typedef struct {
   sl_buf **jpeg;

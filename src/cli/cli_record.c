@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
+#include "cli_int.h"
 
 const char *cli_record_target(const char *opt) {
   if (opt && *opt) return opt;

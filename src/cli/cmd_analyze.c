@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
+#include "cli_int.h"
 
 bool cli_parse_bytes(const char *cmd, const char *opt, const char *val, int64_t *out) {
   char *end;

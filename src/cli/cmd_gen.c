@@ -4,7 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "cli_int.h"
 
 static void gen_help(FILE *f) {
   fprintf(f,

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli.h"
+#include "cli_int.h"
 
 static void optimize_help(FILE *f) {
   fprintf(f,

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "cli.h"
+#include "cli_int.h"
 
 int cmd_prov(int argc, char **argv);
 int cmd_prov_gen(int argc, char **argv);

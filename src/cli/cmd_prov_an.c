@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "cli.h"
+#include "cli_int.h"
 
 int cmd_prov_gen(int argc, char **argv);
 int cmd_prov_graphlets(int argc, char **argv);

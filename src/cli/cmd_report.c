@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli.h"
+#include "cli_int.h"
 
 int cli_write_text(const char *cmd, const char *path, const char *text) {
   if (!path || !strcmp(path, "-")) {

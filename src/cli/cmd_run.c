@@ -4,7 +4,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "cli.h"
+#include "cli_int.h"
 
 static void run_help(FILE *f) {
   fprintf(f,

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli.h"
+#include "cli_int.h"
 
 static void trace_help(FILE *f) {
   fprintf(f,

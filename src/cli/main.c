@@ -7,7 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "cli_int.h"
 
 static const cli_cmd CMDS[] = {
     {"run", "run a pipeline spec and report its throughput", cmd_run},

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/args.h"
+#include "core/args_int.h"
 
 const char *sl__json_type_name(const json_t *v) {
   switch (json_typeof(v)) {

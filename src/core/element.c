@@ -3,7 +3,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#include "core/internal.h"
+#include "core/core_int.h"
 
 struct sl_buf {
   atomic_long refs;

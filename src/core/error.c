@@ -5,7 +5,7 @@
 
 #include <jansson.h>
 
-#include "core/internal.h"
+#include "core/core_int.h"
 
 #define SL_ERRMSG_MAX 1024
 static _Thread_local int tl_code;

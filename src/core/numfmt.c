@@ -4,7 +4,7 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "core/internal.h"
+#include "core/core_int.h"
 
 const char *sl__fmt_si(char *b, size_t n, double v) {
   if (!isfinite(v) || v >= 1e11) snprintf(b, n, "inf");

@@ -3,7 +3,7 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "fns/fns.h"
+#include "fns/fns_int.h"
 
 static const sl__fn_entry *const TABLES[] = {sl__fns_basic, sl__fns_example, sl__fns_jpeg,
                                               sl__fns_image, sl__fns_text,    sl__fns_tabular};

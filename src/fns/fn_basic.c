@@ -3,7 +3,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "fns/fns.h"
+#include "fns/fns_int.h"
 
 int sl__fn_component(sl_elem *e, const sl_fn_call *call, const char *name, sl_comp **out) {
   *out = sl_elem_get(e, name);

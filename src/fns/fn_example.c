@@ -5,8 +5,8 @@
  *                                                "label": {"dtype": "int64", "default": -1}}}} */
 #include <string.h>
 
-#include "fns/fns.h"
-#include "io/example.h"
+#include "fns/fns_int.h"
+#include "io/example_int.h"
 
 typedef struct {
   const char *name;

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "fns/image.h"
+#include "fns/image_int.h"
 
 #define STBIR_MALLOC(size, ctx) ((void)(ctx), sl__malloc(size))
 #define STBIR_FREE(ptr, ctx) ((void)(ctx), sl__free(ptr))

@@ -12,7 +12,7 @@
 
 #include <jpeglib.h> /* after stdio.h: it uses FILE and size_t */
 
-#include "fns/image.h"
+#include "fns/image_int.h"
 
 typedef struct {
   struct jpeg_error_mgr pub;

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <xxhash.h>
 
-#include "fns/fns.h"
+#include "fns/fns_int.h"
 
 /* ---------------- parse_csv ---------------- */
 typedef struct {

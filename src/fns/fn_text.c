@@ -9,7 +9,7 @@
 #define XXH_STATIC_LINKING_ONLY /* XXH3_state_t on the stack */
 #include <xxhash.h>
 
-#include "fns/fns.h"
+#include "fns/fns_int.h"
 
 typedef struct {
   uint64_t hash;

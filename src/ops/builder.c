@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ops/engine.h"
+#include "ops/engine_int.h"
 
 #define MAX_DEPTH 8
 

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ops/engine.h"
+#include "ops/engine_int.h"
 
 /* Clock costs, measured once per process: the full cost of one timed call's clock reads (for the stride), and the
  * part of it that falls inside the measured windows (subtracted from every sample, so that a cheap op sampled

@@ -1,7 +1,7 @@
 /* ops/op_basic.c: the small synchronous operators: range, take, skip, repeat, shard. */
 #include <string.h>
 
-#include "ops/engine.h"
+#include "ops/engine_int.h"
 
 static int64_t in_card(const sl__op *op) { return op->input ? op->input->cardinality : -1; }
 

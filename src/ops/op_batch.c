@@ -3,7 +3,7 @@
  * (payload + offsets). padded_batch pads every dimension to the batch maximum (or a given shape). */
 #include <string.h>
 
-#include "ops/stack.h"
+#include "ops/stack_int.h"
 
 typedef struct {
   int64_t size;

@@ -6,7 +6,7 @@
  * unless drop_remainder. Synchronous: it runs on the consumer's thread. */
 #include <string.h>
 
-#include "ops/stack.h"
+#include "ops/stack_int.h"
 
 #define MAX_BUCKETS 64
 

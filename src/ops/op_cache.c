@@ -12,7 +12,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#include "ops/engine.h"
+#include "ops/engine_int.h"
 
 enum { C_EMPTY = 0, C_FILLING = 1, C_COMPLETE = 2 };
 #define MAGIC "SLCACHE1"

@@ -5,7 +5,7 @@
  * result like any other and reaches the consumer at its element's position. */
 #include <string.h>
 
-#include "ops/engine.h"
+#include "ops/engine_int.h"
 
 typedef struct {
   sl__fn fn;

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "ops/engine.h"
+#include "ops/engine_int.h"
 
 /* ---------------- files ---------------- */
 typedef struct {

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "ops/engine.h"
+#include "ops/engine_int.h"
 
 struct sl_iter {
   sl_pipeline *pl;

@@ -4,7 +4,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "ops/engine.h"
+#include "ops/engine_int.h"
 #include "plan/plan_int.h"
 
 static int trace_of(sl_trace **out, sl_pipeline *p, double seconds, double warmup, const sl_machine *m) {

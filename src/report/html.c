@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "report/html.h"
+#include "report/html_int.h"
 
 static void vraw(sl__html *h, bool escape, const char *fmt, va_list ap) {
   if (h->rc) return;

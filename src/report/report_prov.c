@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "report/html.h"
+#include "report/html_int.h"
 #include "sluice/report.h"
 
 typedef struct pctx {

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "plan/plan_int.h"
-#include "report/html.h"
+#include "report/html_int.h"
 #include "sluice/report.h"
 
 /* One op: the analyzer's figures (strings borrowed from the JSON report) and its place in the graph. */

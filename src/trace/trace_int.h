@@ -5,7 +5,7 @@
 
 #include <jansson.h>
 
-#include "core/internal.h"
+#include "core/core_int.h"
 #include "sluice/trace.h"
 
 typedef struct sl__trace_op {

@@ -4,7 +4,7 @@
 #define _GNU_SOURCE
 #include "test_fns_util.h"
 
-#include "fns/image.h"
+#include "fns/image_int.h"
 
 static void set_image(sl_elem *e, const char *name, const uint8_t *px, int64_t h, int64_t w, int64_t c) {
   int64_t shape[3] = {h, w, c};

@@ -3,7 +3,7 @@
  * fuzz loop (no crash, no leak), and cropped decoding against decode-then-crop. SL_TEST_TIMEOUT(300) */
 #include "test_fns_util.h"
 
-#include "fns/image.h"
+#include "fns/image_int.h"
 
 static void set_jpeg(sl_elem *e, const uint8_t *j, size_t n) {
   sl_elem_init(e);

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <turbojpeg.h>
 
-#include "core/args.h"
+#include "core/args_int.h"
 #include "testutil.h"
 
 /* A function instance made from args JSON text. */

@@ -9,7 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ops/engine.h" /* the knobs in force (active_par, active_buf), which a live tuner changes */
+#include "ops/engine_int.h" /* the knobs in force (active_par, active_buf), which a live tuner changes */
 #include "testutil.h"
 
 

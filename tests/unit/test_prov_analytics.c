@@ -4,8 +4,8 @@
  * SL_TEST_TIMEOUT(180) */
 #include <math.h>
 
-#include "prov/an_internal.h"
-#include "prov/db.h"
+#include "prov/analytics/analytics_int.h"
+#include "prov/store/db_int.h"
 #include "test_prov_common.h"
 
 #define assert_double_equal(a, b, eps) assert_true(fabs((double)(a) - (double)(b)) <= (eps))

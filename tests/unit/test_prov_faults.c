@@ -7,7 +7,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
-#include "prov/db.h"
+#include "prov/store/db_int.h"
 #include "test_prov_common.h"
 
 static tp_backend LITE = {"sqlite", "", NULL}, PG = {"postgresql", "", NULL};

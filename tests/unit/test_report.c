@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/internal.h"
-#include "report/html.h"
+#include "core/core_int.h"
+#include "report/html_int.h"
 #include "testutil.h"
 
 /* ---- a checker of the markup: XML-style well-formedness of the whole page ---- */

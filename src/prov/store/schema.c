@@ -1,9 +1,9 @@
-/* prov/schema.c: the MLMD v10 schema (tables, unique keys, secondary indexes) for SQLite and PostgreSQL, as
+/* prov/store/schema.c: the MLMD v10 schema (tables, unique keys, secondary indexes) for SQLite and PostgreSQL, as
  * ml_metadata/util/metadata_source_query_config.cc writes it, and the check an existing database must pass. */
 #include <stdio.h>
 #include <string.h>
 
-#include "prov/prov_internal.h"
+#include "prov/store/store_int.h"
 
 #define SL_MLMD_VERSION 10
 

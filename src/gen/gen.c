@@ -1,4 +1,4 @@
-/* fns/gen.c: sl_gen_run: checks options, creates the output folder, runs the record makers of gen_image.c and
+/* gen/gen.c: sl_gen_run: checks options, creates the output folder, runs the record makers of gen_image.c and
  * gen_text.c on `threads` threads in chunks (record i always comes from seed and i alone, so the files do not
  * depend on the thread count), writes records in order into `shards` files and measures what the issue asks the
  * report to say (mean JPEG size, decode cost). */
@@ -8,8 +8,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "fns/gen_internal.h"
-#include "fns/image.h"
+#include "gen/gen_int.h"
+#include "fns/image_int.h"
 
 static const char *const KIND_NAMES[] = {"imagenet", "ssd", "text", "tabular"};
 

@@ -1,4 +1,4 @@
-/* prov/predict.c: the deployment predictor (XGBoost's C API in random-forest mode: booster gbtree, many parallel
+/* prov/analytics/predict.c: the deployment predictor (XGBoost's C API in random-forest mode: booster gbtree, many parallel
  * trees, row and column subsampling, eta 1, exactly one boosting round) trained on a time-ordered split, its
  * model file, the pruning simulation over the test window, and the should-train decision for one pipeline. */
 #define _GNU_SOURCE /* qsort_r */
@@ -9,7 +9,7 @@
 #include <string.h>
 #include <xgboost/c_api.h>
 
-#include "prov/an_internal.h"
+#include "prov/analytics/analytics_int.h"
 
 #define MODEL_FORMAT "sluice.prov.model/1"
 

@@ -1,4 +1,4 @@
-/* fns/gen_text.c: the text and tabular generators. Text: a vocabulary of pronounceable pseudo-words (shorter
+/* gen/gen_text.c: the text and tabular generators. Text: a vocabulary of pronounceable pseudo-words (shorter
  * words for more frequent ranks, as in natural language), sentences of 5-300 tokens (log-normal lengths, median
  * about 22) drawing words from a Zipf law (s = 1.05), with commas and a final . ? or !. Tabular: Criteo-like rows
  * "label,I1..I13,C1..C26": heavy-tailed integers, 8-hex-digit categoricals with per-column cardinalities from 4 to
@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "fns/gen_internal.h"
+#include "gen/gen_int.h"
 
 typedef struct {
   uint64_t s;

@@ -1,10 +1,10 @@
-/* prov/report.c: wasted computation and the paper-style characterization, both computed from a loaded graphlet
+/* prov/analytics/waste.c: wasted computation and the paper-style characterization, both computed from a loaded graphlet
  * set (graphlets.c) without touching the store again. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "prov/an_internal.h"
+#include "prov/analytics/analytics_int.h"
 
 /* A small name -> (total, wasted) accumulator, names borrowed from the graphlet set. */
 typedef struct acc {

@@ -1,4 +1,4 @@
-/* fns/gen_image.c: photo-like synthetic images for the imagenet and ssd datasets. A picture is a smooth
+/* gen/gen_image.c: photo-like synthetic images for the imagenet and ssd datasets. A picture is a smooth
  * background (two octaves of value noise over a small random palette: sky, walls, out-of-focus regions), a few
  * to twenty objects (ellipses and rectangles with their own shading gradient and texture: hard edges), and fine
  * sensor-like grain. The grain amplitude sets the JPEG size: at quality 90 the images average about 110 KB at
@@ -9,7 +9,7 @@
 #include <string.h>
 #include <turbojpeg.h>
 
-#include "fns/gen_internal.h"
+#include "gen/gen_int.h"
 
 /* Texture amplitudes, tuned so that images average about 110 KB at quality 90 (4:4:4). */
 enum { CLUT_MIN = 250, CLUT_SPAN = 350 };

@@ -1,9 +1,9 @@
-/* fns/fns.h: what the built-in function files share: the registration table type and helpers. */
+/* fns/fns_int.h: what the built-in function files share: the registration table type and helpers. */
 #ifndef SL_FNS_H
 #define SL_FNS_H
 
-#include "core/args.h"
-#include "core/internal.h"
+#include "core/args_int.h"
+#include "core/core_int.h"
 
 typedef struct sl__fn_entry {
   const char *name;

@@ -1,10 +1,10 @@
-/* fns/image.h: what the image functions share: HWC uint8 image views, the random-resized-crop window sampler
+/* fns/image_int.h: what the image functions share: HWC uint8 image views, the random-resized-crop window sampler
  * (used by both `random_resized_crop` and `decode_and_crop_jpeg`, so the two agree on a window for a seed),
  * the resizer (stb_image_resize) and the JPEG decoder core. Not public. */
 #ifndef SL_FNS_IMAGE_H
 #define SL_FNS_IMAGE_H
 
-#include "fns/fns.h"
+#include "fns/fns_int.h"
 
 /* A crop window in pixels: rows [y, y+h), columns [x, x+w). */
 typedef struct sl__win {

@@ -1,10 +1,10 @@
-/* fns/gen_internal.h: the dataset generators' shared shape: a maker turns a record index into bytes (and a few
+/* gen/gen_int.h: the dataset generators' shared shape: a maker turns a record index into bytes (and a few
  * statistics), deterministically from (seed, index), on any thread; gen.c runs makers on threads in chunks and
  * writes the records in index order. Not public. */
 #ifndef SL_FNS_GEN_INTERNAL_H
 #define SL_FNS_GEN_INTERNAL_H
 
-#include "core/internal.h"
+#include "core/core_int.h"
 #include "sluice/gen.h"
 
 typedef struct sl__gen_rec {

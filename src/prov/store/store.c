@@ -1,4 +1,4 @@
-/* prov/store.c: the MLMD store API: open/verify, types, artifacts, executions, contexts, properties, events,
+/* prov/store/store.c: the MLMD store API: open/verify, types, artifacts, executions, contexts, properties, events,
  * attributions/associations, queries, lineage walks and the JSON export. Every statement is prepared and its
  * values bound; the few statements built here are assembled from fixed fragments chosen by which filters are
  * set, never from data. */
@@ -10,7 +10,7 @@
 #include <string.h>
 #include <sys/time.h>
 
-#include "prov/prov_internal.h"
+#include "prov/store/store_int.h"
 
 int64_t sl__prov_now_ms(void) {
   struct timeval tv;

@@ -1,4 +1,4 @@
-/* cli/cli.h: what the sluice subcommands share: the command table entry, option helpers, progress display.
+/* cli/cli_int.h: what the sluice subcommands share: the command table entry, option helpers, progress display.
  * The CLI uses only the public API (include/). */
 #ifndef SL_CLI_H
 #define SL_CLI_H

@@ -1,4 +1,4 @@
-/* core/internal.h: helpers shared by sluice's own files (sl__ prefix), not part of the public API:
+/* core/core_int.h: helpers shared by sluice's own files (sl__ prefix), not part of the public API:
  * allocation through the installed allocator, checked size arithmetic, error setting, small utilities. */
 #ifndef SL_CORE_INTERNAL_H
 #define SL_CORE_INTERNAL_H

@@ -1,4 +1,4 @@
-/* io/example.h: protobuf-level access to tf.Example for parse_example (internal). */
+/* io/example_int.h: protobuf-level access to tf.Example for parse_example (internal). */
 #ifndef SL_IO_EXAMPLE_H
 #define SL_IO_EXAMPLE_H
 #include "example.pb-c.h"

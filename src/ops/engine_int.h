@@ -1,4 +1,4 @@
-/* ops/engine.h: the engine's inside: ops (graph nodes built from the spec), iterators (one run of an op),
+/* ops/engine_int.h: the engine's inside: ops (graph nodes built from the spec), iterators (one run of an op),
  * sampled self-time accounting, and the shared pieces every operator file uses. Not public. */
 #ifndef SL_OPS_ENGINE_H
 #define SL_OPS_ENGINE_H
@@ -8,8 +8,8 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
-#include "core/args.h"
-#include "core/internal.h"
+#include "core/args_int.h"
+#include "core/core_int.h"
 
 typedef struct sl__op sl__op;
 typedef struct sl__it sl__it;

@@ -1,4 +1,4 @@
-/* prov/db.h: one small SQL interface over SQLite and libpq, so the store and the analytics are written once.
+/* prov/store/db_int.h: one small SQL interface over SQLite and libpq, so the store and the analytics are written once.
  * SQL uses `?` placeholders (rewritten to $n for PostgreSQL); values are bound, never spliced into the text.
  * A statement is stepped row by row (PostgreSQL in single-row mode, so large results stream). */
 #ifndef SL_PROV_DB_H

@@ -1,7 +1,7 @@
-/* prov/db.c: the SQLite and PostgreSQL backends behind prov/db.h. SQLite runs in WAL mode with a busy timeout
+/* prov/store/db.c: the SQLite and PostgreSQL backends behind prov/db.h. SQLite runs in WAL mode with a busy timeout
  * so several processes can write; PostgreSQL statements are prepared once per connection and their results
  * streamed in single-row mode. */
-#include "prov/db.h"
+#include "prov/store/db_int.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/internal.h"
+#include "core/core_int.h"
 
 #define SL_PDB_BUSY_MS 60000
 

@@ -1,11 +1,11 @@
-/* core/args.h: sl_args (the read-only view of an op's "args" object that functions see) and the function
+/* core/args_int.h: sl_args (the read-only view of an op's "args" object that functions see) and the function
  * registry. Both live in core so that ops and fns depend on core only. */
 #ifndef SL_CORE_ARGS_H
 #define SL_CORE_ARGS_H
 
 #include <jansson.h>
 
-#include "core/internal.h"
+#include "core/core_int.h"
 
 struct sl_args {
   json_t *obj;      /* the args object (borrowed; may be NULL for none) */

@@ -1,4 +1,4 @@
-/* prov/graphlets.c: loads a store into memory with a handful of set-based queries (one per table, never one per
+/* prov/analytics/graphlets.c: loads a store into memory with a handful of set-based queries (one per table, never one per
  * row) and builds the model graphlets, their outcomes, costs and features, as docs/provenance.md defines them.
  * Memory is a few flat arrays indexed by dense position; ids map to positions through direct tables. */
 #define _GNU_SOURCE /* qsort_r */
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "prov/an_internal.h"
+#include "prov/analytics/analytics_int.h"
 
 static const char *const FEAT[SL_NFEAT] = {
     "n_spans",        "new_spans",       "span_overlap", "anomalies",     "schema_changed", "hours_since_prev",

@@ -1,4 +1,4 @@
-/* prov/run.c: recording sluice's own runs (sluice run/trace/optimize --record DB) as MLMD executions in a
+/* prov/store/run.c: recording sluice's own runs (sluice run/trace/optimize --record DB) as MLMD executions in a
  * `pipeline` context named after the spec, with the data files as input artifacts and the trace or tuned spec
  * as outputs. One transaction per run, so concurrent recorders never see half a run. */
 #include <errno.h>
@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "prov/prov_internal.h"
+#include "prov/store/store_int.h"
 
 /* An existing artifact of `type_id` with this uri, size and mtime (the same file, unchanged) links runs into
  * one lineage; otherwise a new artifact. */

@@ -1,9 +1,9 @@
-/* prov/an_internal.h: the in-memory image of a store that the analytics work on (loaded once with set-based
+/* prov/analytics/analytics_int.h: the in-memory image of a store that the analytics work on (loaded once with set-based
  * queries by graphlets.c) and the graphlet set built from it, shared by graphlets.c, report.c and predict.c. */
 #ifndef SL_PROV_AN_INTERNAL_H
 #define SL_PROV_AN_INTERNAL_H
 
-#include "prov/prov_internal.h"
+#include "prov/store/store_int.h"
 
 /* Type flags, from the type's name or its base type (ParentType). */
 enum {

@@ -1,4 +1,4 @@
-/* prov/gen.c: the synthetic production corpus (`sluice prov gen`): TFX pipelines written into an MLMD store the
+/* gen/gen_prov.c: the synthetic production corpus (`sluice prov gen`): TFX pipelines written into an MLMD store the
  * way TFX writes them (contexts pipeline/pipeline_run/node, component execution types, Examples with
  * span/version/split_names, blessings, PushedModel with `pushed`, INPUT/OUTPUT events with [key, index] paths,
  * `cpu_seconds`). Every modelling assumption and its parameter is documented in docs/corpus.md; the constants
@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "prov/prov_internal.h"
+#include "prov/store/store_int.h"
 
 /* ---- parameters (docs/corpus.md explains each) ---- */
 #define T_START_MS 1736121600000LL /* 2025-01-06 00:00 UTC */

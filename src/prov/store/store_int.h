@@ -1,9 +1,9 @@
-/* prov/prov_internal.h: the store handle shared by the files of src/prov (store, analytics, generator). */
+/* prov/store/store_int.h: the store handle shared by the files of src/prov (store, analytics, generator). */
 #ifndef SL_PROV_INTERNAL_H
 #define SL_PROV_INTERNAL_H
 
-#include "core/internal.h"
-#include "prov/db.h"
+#include "core/core_int.h"
+#include "prov/store/db_int.h"
 #include "sluice/prov.h"
 
 /* Cached statements, prepared on first use. */

@@ -1,4 +1,4 @@
-/* report/html.h: a small writer of self-contained HTML pages with inline SVG charts, shared by the trace report
+/* report/html_int.h: a small writer of self-contained HTML pages with inline SVG charts, shared by the trace report
  * (report_trace.c) and the provenance report (report_prov.c). What it writes is also well-formed XML (every
  * element closed, attributes quoted, text escaped, invalid UTF-8 replaced), uses no script and loads nothing.
  * Errors are sticky: the first failed append is kept in h->rc and later calls do nothing. */
@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "core/internal.h"
+#include "core/core_int.h"
 
 typedef struct sl__html {
   sl__str s;
