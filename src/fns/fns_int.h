@@ -1,4 +1,5 @@
-/* fns/fns_int.h: what the built-in function files share: the registration table type and helpers. */
+/* fns/fns_int.h: the function registry's lookup (what map/filter call) and what the built-in function files
+ * share: the table type and helpers. */
 #ifndef SL_FNS_H
 #define SL_FNS_H
 
@@ -9,6 +10,18 @@ typedef struct sl__fn_entry {
   const char *name;
   sl_fn_def def;
 } sl__fn_entry;
+
+/* A function as the registry hands it out: a copy of the definition and the payload (name is NULL for a
+ * built-in). */
+typedef struct sl__fn {
+  char *name;
+  sl_fn_def def;
+  void *payload;
+} sl__fn;
+
+/* Looks a function up by name (run-time registrations first, then the built-ins) and copies it into out;
+ * SL_ENOTFOUND when there is none. */
+int sl__fn_lookup(const char *name, sl__fn *out);
 
 /* Each fn_*.c exports one NULL-name-terminated table. */
 extern const sl__fn_entry sl__fns_basic[];

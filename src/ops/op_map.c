@@ -5,6 +5,7 @@
  * result like any other and reaches the consumer at its element's position. */
 #include <string.h>
 
+#include "fns/fns_int.h"
 #include "ops/engine_int.h"
 
 typedef struct {

@@ -1,5 +1,6 @@
-/* plan/plan_int.h: the planner's model of a traced pipeline, shared by the solver (plan_model.c), the report
- * (plan_report.c) and the optimizer (plan_optimize.c). Op indices are the trace's (pre-order). */
+/* plan/plan_int.h: the planner's model of a traced pipeline, shared by the model (plan_model.c), the LP
+ * (plan_lp.c), the integer search (plan_search.c), the solver (plan_solve.c), the report (plan_report.c) and the
+ * optimizer (plan_optimize.c). Op indices are the trace's (pre-order). */
 #ifndef SL_PLAN_INT_H
 #define SL_PLAN_INT_H
 
@@ -8,9 +9,17 @@
 #include "sluice/plan.h"
 #include "trace/trace_int.h"
 
+/* The LP's largest throughput: an op with no measurable cost does not make the LP unbounded. */
+#define SL__PLAN_X_MAX 1e12
+/* Bytes an element costs beyond its payload (element slots, buffer headers, allocator overhead). */
+#define SL__PLAN_ELEM_OVERHEAD 128.0
+/* Elements that take less than this per element are handed between threads in chunks (the engine's
+ * SL_HANDOFF_CHEAP_NS). */
+#define SL__PLAN_CHEAP_ELEMENT_S 10e-6
+
 enum { PK_SEQ, PK_MAP, PK_FILTER, PK_INTERLEAVE, PK_PREFETCH, PK_CACHE, PK_BATCH, PK_SHUFFLE, PK_REPEAT };
 
-typedef struct pm_op {
+typedef struct sl__pm_op {
   int kind;
   const char *path, *label, *op; /* owned by the plan (strs) */
   int parent, input, source;     /* -1 when none */
@@ -36,23 +45,23 @@ typedef struct pm_op {
   int64_t card;   /* elements per epoch: >= 0, -1 unknown, -2 infinite */
   double disk;    /* disk bytes it read in the trace */
   double src_bytes; /* a `files` op: bytes of one epoch's files (0: unknown) */
-} pm_op;
+} sl__pm_op;
 
 /* One cache candidate and the verdict on it. */
-typedef struct pm_cache {
+typedef struct sl__pm_cache {
   int at;           /* op index: the cache would consume this op's output */
   bool legal;
   bool estimated;   /* the size is scaled from the part of the dataset the trace read */
   double bytes;     /* estimated size */
   double bound;     /* LP bound with it (legal ones) */
   char why[160];    /* reason when refused */
-} pm_cache;
+} sl__pm_cache;
 
 struct sl_plan {
   sl_plan_opts opts;
   json_t *spec;         /* the traced spec (owned copy) */
   int nops;
-  pm_op *ops;
+  sl__pm_op *ops;
   char **strs;          /* 3 per op */
   int root;
   double N, T;          /* output elements and seconds of the trace */
@@ -74,12 +83,24 @@ struct sl_plan {
   int64_t prefetch_buf; /* depth of the inserted root prefetch */
   int64_t *par, *buf, *cyc;
   double mem;
-  pm_cache *cands;
+  sl__pm_cache *cands;
   int ncands;
   double bound_plus_core, bound_more_mem;
   int more_mem_cache_at;
   double theta_total;   /* cores the plan keeps busy (model) */
 };
+
+/* The model's units: the threads the work runs on (a sequential thread, or a worker pool), with the CPU and
+ * thread time per output element of the work in each. */
+typedef struct sl__pm_units {
+  int n;
+  double *cap;   /* threads (tunable pools: 0 = decided by the LP) */
+  double *cost;  /* CPU seconds per output element of the work in it */
+  double *tcost; /* thread-seconds per output element (>= cost: waits hold a thread) */
+  int *owner;    /* the tunable op whose pool it is, else -1 */
+  double b;      /* disk bytes per output element */
+  double total;  /* CPU seconds per output element, all ops */
+} sl__pm_units;
 
 /* sl_plan_solve with the hand-off costs multiplied by `hscale` (learned by the optimizer from a measured run). */
 int sl__plan_solve(sl_plan **out, const sl_trace *t, const sl_plan_opts *opts, double hscale);
@@ -99,6 +120,29 @@ int sl__plan_lp(const sl_plan *P, int cache_at, double cores, double *X, const c
 double sl__plan_eval(const sl_plan *P, const int64_t *par, int cache_at, double cores);
 /* True when op j is inside the subtree that feeds op k (k included). */
 bool sl__plan_upstream(const sl_plan *P, int j, int k);
+/* Units for a plan of nops ops (sl__plan_units_free frees them); SL_ENOMEM on failure. */
+int sl__plan_units_new(sl__pm_units *u, int nops);
+void sl__plan_units_free(sl__pm_units *u);
+/* Fills U with the units of parallelism par[] (< 0: a pool the LP sizes) and cache point cache_at; h = 1 charges
+ * the thread boundaries the trace did not have their hand-off cost, h = 0 leaves hand-offs out. */
+void sl__plan_units_build(const sl_plan *P, const int64_t *par, int cache_at, double h, sl__pm_units *U);
+/* The op whose rate min(p, cores) / cost is the smallest at the traced configuration, or -1. */
+int sl__plan_pick_bottleneck(const sl_plan *P);
+/* Bytes op i's input elements cost (its own when it has no input), overhead included. */
+double sl__plan_in_bytes(const sl_plan *P, int i);
+/* Bytes a configuration may hold at most. */
+double sl__plan_memory(const sl_plan *P, const int64_t *par, const int64_t *buf, const int64_t *cyc, int cache_at,
+                       double cache_bytes, int64_t prefetch_buf);
+/* The smallest buffers a configuration can run with, into buf[]. */
+void sl__plan_min_buffers(const sl_plan *P, const int64_t *par, int64_t *buf);
+/* Bytes as "12.39 GB" / "1.8 MB" / "3.0 kB" / "512 B" into b (n bytes). */
+void sl__plan_fmt_bytes(char *b, size_t n, double v);
+/* Integer parallelism around the LP point for cache point cache_at: sets P->par and P->predicted. */
+int sl__plan_search_parallelism(sl_plan *P, int cache_at);
+/* Buffer depths (and interleave cycle lengths) for the plan's parallelism: sets P->buf, P->cyc, P->prefetch_buf. */
+void sl__plan_size_buffers(sl_plan *P);
+/* Shrinks buffers, then workers, until the plan fits P->M; SL_EINVAL naming the shortfall when it cannot. */
+int sl__plan_fit_memory(sl_plan *P);
 /* The analyzer's report as a JSON object (the document sl_plan_report writes with json) and the planned spec (the
  * one sl_plan_spec_json writes), new references; NULL with SL_ENOMEM set when an allocation failed. */
 json_t *sl__plan_report_json(const sl_plan *P);

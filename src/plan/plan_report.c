@@ -16,12 +16,12 @@ static double total_c(const sl_plan *P) {
 
 static double pct(double a, double b) { return b > 0 ? 100.0 * (a / b - 1.0) : 0; }
 
-static void name_of(const pm_op *o, char *b, size_t n) {
+static void name_of(const sl__pm_op *o, char *b, size_t n) {
   if (strcmp(o->label, o->op)) snprintf(b, n, "%s %s", o->op, o->label);
   else snprintf(b, n, "%s", o->op);
 }
 
-static double util(const sl_plan *P, const pm_op *o) {
+static double util(const sl_plan *P, const sl__pm_op *o) {
   double p = o->kind == PK_MAP || o->kind == PK_INTERLEAVE ? (double)o->par0 : 1;
   if (p > P->C) p = P->C;
   return P->T > 0 ? o->d * o->n / (P->T * p) : 0;
@@ -82,7 +82,7 @@ static int text_report(const sl_plan *P, sl__str *s, sl__str *out_table) {
   rc |= sl__str_printf(s, "\n%-17s %-18s %6s %8s %9s %4s %5s %5s\n", "op", "what", "visits", "cpu/out", "rate/core",
                        "par", "cpu%", "util");
   for (int i = 0; i < P->nops; i++) {
-    const pm_op *o = &P->ops[i];
+    const sl__pm_op *o = &P->ops[i];
     name_of(o, nm, sizeof nm);
     char path[24];
     snprintf(path, sizeof path, "%s%s", o->nested ? " " : "", o->path);
@@ -106,7 +106,7 @@ static int prose_of(const sl_plan *P, sl__str *s) {
   double sc = total_c(P);
   int rc = 0;
   if (P->bottleneck >= 0) {
-    const pm_op *o = &P->ops[P->bottleneck];
+    const sl__pm_op *o = &P->ops[P->bottleneck];
     name_of(o, nm, sizeof nm);
     double p = o->kind == PK_MAP || o->kind == PK_INTERLEAVE ? (double)o->par0 : 1;
     if (o->tt > 1.5 * o->c)
@@ -142,7 +142,7 @@ static int prose_of(const sl_plan *P, sl__str *s) {
                        P->traced_rate > 0 ? P->predicted / P->traced_rate : 0);
   int shown = 0;
   for (int i = 0; i < P->nops; i++) {
-    const pm_op *o = &P->ops[i];
+    const sl__pm_op *o = &P->ops[i];
     if (o->kind == PK_MAP && (o->par_tunable || o->buf_tunable) && (P->par[i] != o->par0 || P->par[i] > 1)) {
       rc |= sl__str_printf(s, "%s %s par %lld", shown++ ? "," : "", o->path, (long long)P->par[i]);
       if (P->par[i] > 1) rc |= sl__str_printf(s, " buf %lld", (long long)P->buf[i]);
@@ -180,7 +180,7 @@ static int prose_of(const sl_plan *P, sl__str *s) {
                          pct(P->cands[best].bound, P->bound_nocache));
   } else if (P->ncands > 0) {
     /* The refusal that matters most: where a cache would have saved the most CPU. */
-    const pm_cache *k = &P->cands[0];
+    const sl__pm_cache *k = &P->cands[0];
     double most = -1;
     for (int q = 0; q < P->ncands; q++) {
       double saved = 0;
@@ -197,15 +197,6 @@ static int prose_of(const sl_plan *P, sl__str *s) {
     rc |= sl__str_printf(s, " More memory: no gain.");
   rc |= sl__str_printf(s, "\n");
   return rc;
-}
-
-double sl_plan_op_rate(const sl_plan *P, int i) {
-  if (i < 0 || i >= P->nops) return 0;
-  /* The rate the bottleneck is picked by: min(p, cores) / max(c, tt), p 1 for an op without workers. */
-  const pm_op *o = &P->ops[i];
-  if (!(o->c > 0) && !(o->tt > 0)) return INFINITY;
-  double p = o->kind == PK_MAP || o->kind == PK_INTERLEAVE ? fmin((double)o->par0, P->C) : 1;
-  return p / fmax(o->c, o->tt);
 }
 
 /* The prose as a JSON array of lines. */
@@ -232,7 +223,7 @@ static json_t *json_report(const sl_plan *P) {
   }
   double sc = total_c(P);
   for (int i = 0; i < P->nops; i++) {
-    const pm_op *o = &P->ops[i];
+    const sl__pm_op *o = &P->ops[i];
     json_array_append_new(ops, json_pack("{s:s, s:s, s:s, s:f, s:f, s:f, s:f, s:I, s:f, s:f, s:f, s:I, s:I}", "path",
                                          o->path, "op", o->op, "label", o->label, "visit_ratio", o->V,
                                          "cpu_seconds_per_element", o->d, "cpu_seconds_per_output", o->c,
@@ -245,7 +236,7 @@ static json_t *json_report(const sl_plan *P) {
     json_object_set_new(json_array_get(ops, (size_t)i), "rate", isfinite(rate) ? json_real(rate) : json_null());
   }
   for (int k = 0; k < P->ncands; k++) {
-    const pm_cache *c = &P->cands[k];
+    const sl__pm_cache *c = &P->cands[k];
     json_t *j = json_pack("{s:s, s:b, s:f, s:b}", "after", P->ops[c->at].path, "legal", c->legal, "bytes", c->bytes,
                           "bytes_estimated", c->estimated);
     if (c->legal) json_object_set_new(j, "bound", json_real(c->bound));

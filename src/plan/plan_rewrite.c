@@ -35,7 +35,7 @@ json_t *sl__plan_spec(const sl_plan *P) {
   }
   int rc = 0;
   for (int i = 0; i < P->nops && !rc; i++) {
-    const pm_op *o = &P->ops[i];
+    const sl__pm_op *o = &P->ops[i];
     json_t *js = sl__spec_op_at(spec, o->path);
     if (!js) continue;
     if (o->kind == PK_MAP) {

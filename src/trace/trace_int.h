@@ -27,6 +27,16 @@ struct sl_trace {
   sl__trace_op *ops;
 };
 
+/* Buffer depths the hand-off probe measures with, and the planner gives: a parallel map's smallest ring (its waiting
+ * consumer is woken for runs of a quarter of it), and the depth that lets cheap elements cross a thread boundary
+ * in full chunks (the engine's chunks are SL_HANDOFF_MAX = 16). */
+#define SL__HANDOFF_RUN_BUFFER 16
+#define SL__HANDOFF_CHEAP_BUFFER 32
+/* The engine's hand-off cost on this machine now, in CPU seconds per element per thread boundary: for expensive
+ * elements (handed over one at a time) and cheap ones (in chunks). Measured once per process (about 0.1 s) and
+ * cached; thread-safe. Measured rather than assumed because it moves with the machine and its load. */
+void sl__trace_handoff_costs(double *expensive, double *cheap);
+
 /* The JSON object of the op at `path` ("ops[3]", "ops[1].source[0]") inside `spec`, or NULL. Borrowed. */
 json_t *sl__spec_op_at(json_t *spec, const char *path);
 /* Knob names the planner may change: their values are not part of a pipeline's identity. */

@@ -1,0 +1,118 @@
+/* plan/plan_lp.c: the throughput bound as a linear program (GLPK) over the model's units: cores, sequential
+ * threads, threads that wait, disk bandwidth. Plumber's LP, with no hand-off costs; plan_solve.c calls it for
+ * the plan, each cache candidate and one core more. */
+#include <glpk.h>
+#include <stdbool.h>
+
+#include "plan/plan_int.h"
+
+/* The LP: maximise X subject to X*cost_u <= theta_u (each unit), theta_u <= cap_u (sequential threads and fixed
+ * pools; tunable pools only by the total), sum theta_u <= C, X*b <= B. */
+int sl__plan_lp(const sl_plan *P, int cache_at, double cores, double *Xout, const char **limit) {
+  int64_t *par = sl__calloc((size_t)P->nops, sizeof *par);
+  sl__pm_units U;
+  if (!par || sl__plan_units_new(&U, P->nops)) {
+    sl__free(par);
+    return sl__oom("the LP");
+  }
+  for (int i = 0; i < P->nops; i++) {
+    const sl__pm_op *o = &P->ops[i];
+    par[i] = o->par_tunable ? -1 : o->par0;
+  }
+  sl__plan_units_build(P, par, cache_at, 0, &U); /* the bound: Plumber's LP, without hand-off costs */
+  /* Costs below a picosecond per element are noise; dropping them keeps the matrix well scaled. */
+  for (int k = 0; k < U.n; k++) {
+    if (!(U.cost[k] >= 1e-12)) U.cost[k] = 0;
+    if (!(U.tcost[k] >= 1e-12)) U.tcost[k] = 0;
+  }
+  if (!(U.b >= 1e-9)) U.b = 0;
+  glp_term_out(GLP_OFF);
+  glp_prob *lp = glp_create_prob();
+  glp_set_obj_dir(lp, GLP_MAX);
+  /* Units of fixed threads whose ops wait (I/O) get a row of their own: X * thread-time <= threads. */
+  int nw = 0;
+  for (int k = 0; k < U.n; k++)
+    if (U.owner[k] < 0 && U.cap[k] > 0 && U.tcost[k] > U.cost[k] * 1.001) nw++;
+  int nc = 1 + U.n, nr = U.n + 2 + nw;
+  glp_add_cols(lp, nc);
+  glp_add_rows(lp, nr);
+  glp_set_col_bnds(lp, 1, GLP_DB, 0, SL__PLAN_X_MAX);
+  glp_set_obj_coef(lp, 1, 1);
+  for (int k = 0; k < U.n; k++) {
+    double cap = U.owner[k] >= 0 ? cores : U.cap[k];
+    if (cap > 0) glp_set_col_bnds(lp, 2 + k, GLP_DB, 0, cap);
+    else glp_set_col_bnds(lp, 2 + k, GLP_FX, 0, 0);
+  }
+  int cap_ne = 3 * U.n + 4 + nw;
+  int *ia = sl__calloc((size_t)cap_ne + 1, sizeof *ia), *ja = sl__calloc((size_t)cap_ne + 1, sizeof *ja);
+  double *ar = sl__calloc((size_t)cap_ne + 1, sizeof *ar);
+  if (!ia || !ja || !ar) {
+    glp_delete_prob(lp);
+    sl__plan_units_free(&U);
+    sl__free(par);
+    sl__free(ia);
+    sl__free(ja);
+    sl__free(ar);
+    return sl__oom("the LP");
+  }
+  int ne = 0;
+  for (int k = 0; k < U.n; k++) { /* row k+1: X*cost_k - theta_k <= 0 */
+    glp_set_row_bnds(lp, k + 1, GLP_UP, 0, 0);
+    ne++, ia[ne] = k + 1, ja[ne] = 1, ar[ne] = U.cost[k];
+    ne++, ia[ne] = k + 1, ja[ne] = 2 + k, ar[ne] = -1;
+  }
+  glp_set_row_bnds(lp, U.n + 1, GLP_UP, 0, cores); /* sum theta <= C */
+  for (int k = 0; k < U.n; k++) ne++, ia[ne] = U.n + 1, ja[ne] = 2 + k, ar[ne] = 1;
+  bool disk = P->B > 0 && U.b > 0;
+  if (disk) {
+    glp_set_row_bnds(lp, U.n + 2, GLP_UP, 0, P->B);
+    ne++, ia[ne] = U.n + 2, ja[ne] = 1, ar[ne] = U.b;
+  } else {
+    glp_set_row_bnds(lp, U.n + 2, GLP_FR, 0, 0);
+  }
+  int row = U.n + 2;
+  for (int k = 0; k < U.n; k++)
+    if (U.owner[k] < 0 && U.cap[k] > 0 && U.tcost[k] > U.cost[k] * 1.001) {
+      row++;
+      glp_set_row_bnds(lp, row, GLP_UP, 0, U.cap[k]);
+      ne++, ia[ne] = row, ja[ne] = 1, ar[ne] = U.tcost[k];
+    }
+  glp_load_matrix(lp, ne, ia, ja, ar);
+  glp_smcp parm;
+  glp_init_smcp(&parm);
+  parm.msg_lev = GLP_MSG_OFF;
+  /* Bounded effort: this LP has a handful of rows; traces with extreme numbers must not make it spin. */
+  parm.it_lim = 20000;
+  parm.tm_lim = 2000;
+  glp_scale_prob(lp, GLP_SF_AUTO);
+  int rc = 0;
+  int sr = glp_simplex(lp, &parm);
+  if (sr != 0 || glp_get_status(lp) != GLP_OPT) {
+    rc = sl__err(SL_ERROR, "the LP solver failed (glp_simplex %d, status %d)", sr, glp_get_status(lp));
+  } else {
+    double X = glp_get_col_prim(lp, 1);
+    *Xout = X;
+    const char *lim = "none";
+    if (X < SL__PLAN_X_MAX * 0.999) {
+      double used = 0;
+      for (int k = 0; k < U.n; k++) used += glp_get_col_prim(lp, 2 + k);
+      bool waits = false;
+      for (int k = 0; k < U.n; k++)
+        if (U.owner[k] < 0 && U.cap[k] > 0 && U.tcost[k] > U.cost[k] * 1.001 && X * U.tcost[k] >= U.cap[k] * 0.999)
+          waits = true;
+      if (disk && X * U.b >= P->B * 0.999) lim = "disk";
+      else if (waits) lim = "wait";
+      else if (used >= cores * 0.999) lim = "cpu";
+      else lim = "sequential";
+    }
+    if (limit) *limit = lim;
+  }
+  glp_delete_prob(lp);
+  sl__free(ia);
+  sl__free(ja);
+  sl__free(ar);
+  sl__plan_units_free(&U);
+  sl__free(par);
+  return rc;
+}
+
