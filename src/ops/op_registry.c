@@ -1,4 +1,4 @@
-/* ops/registry.c: the table of operators a spec may name. One line per op; the implementations live in op_*.c. */
+/* ops/op_registry.c: the table of operators a spec may name. One line per op; the implementations live in op_*.c. */
 #include <string.h>
 
 #include "ops/engine_int.h"
