@@ -33,7 +33,7 @@ typedef struct {
 
 static int open_twin(twin *t, const char *path, bool timed) {
   if (sl_pipeline_from_file(&t->p, path)) return 1;
-  t->p->no_timing = !timed;
+  sl__pipeline_set_no_timing(t->p, !timed);
   return sl_pipeline_iter(&t->it, t->p);
 }
 

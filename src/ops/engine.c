@@ -182,13 +182,6 @@ void sl__errbox_capture(sl__errbox *b, int code) {
 
 int sl__errbox_raise(const sl__errbox *b) { return sl__err(b->code, "%s", b->msg); }
 
-char *sl__resolve_path(const sl_pipeline *pl, const char *path) {
-  if (path[0] == '/' || !pl->base_dir || !pl->base_dir[0]) return sl__strdup(path);
-  sl__str s = {0};
-  if (sl__str_printf(&s, "%s/%s", pl->base_dir, path)) return NULL;
-  return s.s;
-}
-
 /* Intern table per op: a small linked list of names (a handful per op at most). */
 typedef struct intern_node {
   struct intern_node *next;

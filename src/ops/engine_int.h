@@ -189,19 +189,21 @@ int64_t sl__autotune_parallelism(void);
 /* Ring slots a prefetch with an "autotune" buffer allocates, so that a tuner may deepen it during a run. */
 #define SL_AUTOTUNE_BUFFER_MAX 64
 
-/* Pipeline internals the ops need. */
-struct sl_pipeline {
-  json_t *spec;     /* the normalised spec (owned) */
-  char *name;
-  uint64_t seed;
-  sl__op **ops;     /* pre-order */
-  int nops;
-  sl__op *root;     /* last op of the top chain */
-  char *origin;
-  char *base_dir;   /* directory of the spec file: relative paths in the spec resolve against it */
-  bool no_timing;   /* its samplers never time, like SL_NO_TIMING for one pipeline (bench/trace_cost.c's
-                     * untraced twin); set before any iterator is opened */
-};
+/* A pipeline's insides are private to ops/pipeline.c; the ops, the tracer and the planner read them through
+ * these. sl__pipeline_op(pl, i) for i in [0, sl_pipeline_op_count(pl)) is the i-th op in pre-order. */
+sl__op *sl__pipeline_op(const sl_pipeline *pl, int i);
+/* The last op of the top chain (the one the pipeline's elements come out of). */
+sl__op *sl__pipeline_root(const sl_pipeline *pl);
+/* The normalised spec (borrowed) and where it came from (a file name, "<spec>" or NULL). */
+json_t *sl__pipeline_spec(const sl_pipeline *pl);
+const char *sl__pipeline_origin(const sl_pipeline *pl);
+/* True when the pipeline's samplers never time (like SL_NO_TIMING for one pipeline: bench/trace_cost.c's
+ * untraced twin); set it before any iterator is opened. */
+bool sl__pipeline_no_timing(const sl_pipeline *pl);
+void sl__pipeline_set_no_timing(sl_pipeline *pl, bool no_timing);
+/* Replaces p's insides with q's (the caller's handle now holds q's pipeline, its ops pointing back at p) and
+ * frees q with p's old insides. Neither may have an open iterator. */
+void sl__pipeline_replace(sl_pipeline *p, sl_pipeline *q);
 
 /* Resolves a path from the spec against the spec's directory. Returns a new string. */
 char *sl__resolve_path(const sl_pipeline *pl, const char *path);

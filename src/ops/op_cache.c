@@ -40,7 +40,7 @@ static uint64_t upstream_fingerprint(const sl__op *op) {
       sl__free(s);
     }
   }
-  uint64_t seed = op->pl->seed;
+  uint64_t seed = sl_pipeline_seed(op->pl);
   XXH64_update(st, &seed, sizeof seed);
   uint64_t h = XXH64_digest(st);
   XXH64_freeState(st);
@@ -420,8 +420,8 @@ static int cache_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **ou
 
 extern const sl__op_vt sl__op_cache;
 bool sl_pipeline_caches_complete(const sl_pipeline *p) {
-  for (int i = 0; i < p->nops; i++) {
-    sl__op *op = p->ops[i];
+  for (int i = 0; i < sl_pipeline_op_count(p); i++) {
+    sl__op *op = sl__pipeline_op(p, i);
     if (op->vt != &sl__op_cache) continue;
     cache_cfg *c = op->impl;
     pthread_mutex_lock(&c->mu);

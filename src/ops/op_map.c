@@ -93,7 +93,7 @@ static void map_free_op(sl__op *op) {
 
 /* Runs the function on one element; wraps errors with the op and element index. */
 static int call_fn(sl__op *op, map_cfg *c, sl_elem *e, uint64_t epoch, uint64_t index, bool *keep) {
-  sl_fn_call call = {index, sl__seed_of(op->pl->seed, (uint64_t)op->index, epoch, index), true, op->path};
+  sl_fn_call call = {index, sl__seed_of(sl_pipeline_seed(op->pl), (uint64_t)op->index, epoch, index), true, op->path};
   sl_error_clear();
   int rc = c->fn.def.call(c->state, e, &call);
   if (rc) {

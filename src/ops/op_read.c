@@ -139,7 +139,7 @@ static int files_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **ou
       return sl__oom("a file order");
     }
     sl_rng r;
-    uint64_t base = c->seed >= 0 ? (uint64_t)c->seed : op->pl->seed;
+    uint64_t base = c->seed >= 0 ? (uint64_t)c->seed : sl_pipeline_seed(op->pl);
     sl_rng_seed(&r, sl__seed_of(base, (uint64_t)op->index, c->reshuffle ? (*out)->epoch : 0, 0xf11e));
     for (int64_t i = 0; i < c->n; i++) f->order[i] = i;
     for (int64_t i = c->n - 1; i > 0; i--) { /* Fisher-Yates */
@@ -339,14 +339,14 @@ int sl_pipeline_input_files(const sl_pipeline *p, const char ***paths, size_t *n
   *paths = NULL;
   *n = 0;
   size_t total = 0;
-  for (int i = 0; i < p->nops; i++)
-    if (p->ops[i]->vt == &sl__op_files) total += (size_t)((files_cfg *)p->ops[i]->impl)->n;
+  for (int i = 0; i < sl_pipeline_op_count(p); i++)
+    if (sl__pipeline_op(p, i)->vt == &sl__op_files) total += (size_t)((files_cfg *)sl__pipeline_op(p, i)->impl)->n;
   const char **arr = sl__calloc(total + 1, sizeof *arr);
   if (!arr) return sl__oom("the input file list");
   size_t k = 0;
-  for (int i = 0; i < p->nops; i++)
-    if (p->ops[i]->vt == &sl__op_files) {
-      const files_cfg *c = p->ops[i]->impl;
+  for (int i = 0; i < sl_pipeline_op_count(p); i++)
+    if (sl__pipeline_op(p, i)->vt == &sl__op_files) {
+      const files_cfg *c = sl__pipeline_op(p, i)->impl;
       for (int64_t j = 0; j < c->n; j++) arr[k++] = c->paths[j];
     }
   *paths = arr;

@@ -10,6 +10,20 @@
 
 #include "ops/engine_int.h"
 
+/* A pipeline: its ops in pre-order, each chained to its input (engine_int.h reads it through sl__pipeline_*). */
+struct sl_pipeline {
+  json_t *spec;     /* the normalised spec (owned) */
+  char *name;
+  uint64_t seed;
+  sl__op **ops;     /* pre-order */
+  int nops;
+  sl__op *root;     /* last op of the top chain */
+  char *origin;
+  char *base_dir;   /* directory of the spec file: relative paths in the spec resolve against it */
+  bool no_timing;   /* its samplers never time, like SL_NO_TIMING for one pipeline (bench/trace_cost.c's
+                     * untraced twin); set before any iterator is opened */
+};
+
 struct sl_iter {
   sl_pipeline *pl;
   sl__run run;
@@ -224,6 +238,29 @@ int sl_pipeline_to_json(const sl_pipeline *p, char **out) {
 
 const char *sl_pipeline_name(const sl_pipeline *p) { return p->name; }
 uint64_t sl_pipeline_seed(const sl_pipeline *p) { return p->seed; }
+
+sl__op *sl__pipeline_op(const sl_pipeline *pl, int i) { return pl->ops[i]; }
+sl__op *sl__pipeline_root(const sl_pipeline *pl) { return pl->root; }
+json_t *sl__pipeline_spec(const sl_pipeline *pl) { return pl->spec; }
+const char *sl__pipeline_origin(const sl_pipeline *pl) { return pl->origin; }
+bool sl__pipeline_no_timing(const sl_pipeline *pl) { return pl->no_timing; }
+void sl__pipeline_set_no_timing(sl_pipeline *pl, bool no_timing) { pl->no_timing = no_timing; }
+
+void sl__pipeline_replace(sl_pipeline *p, sl_pipeline *q) {
+  sl_pipeline tmp = *p;
+  *p = *q;
+  *q = tmp;
+  for (int i = 0; i < p->nops; i++) p->ops[i]->pl = p;
+  for (int i = 0; i < q->nops; i++) q->ops[i]->pl = q;
+  sl_pipeline_free(q);
+}
+
+char *sl__resolve_path(const sl_pipeline *pl, const char *path) {
+  if (path[0] == '/' || !pl->base_dir || !pl->base_dir[0]) return sl__strdup(path);
+  sl__str s = {0};
+  if (sl__str_printf(&s, "%s/%s", pl->base_dir, path)) return NULL;
+  return s.s;
+}
 
 /* ---- runs ---- */
 int sl_pipeline_iter(sl_iter **out, sl_pipeline *p) {

@@ -133,8 +133,8 @@ int sl_autotune_solve(const sl_pipeline *p, const sl_op_stats *st, const sl_auto
   sl_autotune_opts def = SL_AUTOTUNE_OPTS_INIT;
   if (!opts) opts = &def;
   at_model m = {0};
-  m.n = p->nops;
-  m.root = p->root->index;
+  m.n = sl_pipeline_op_count(p);
+  m.root = sl__pipeline_root(p)->index;
   m.nodes = sl__calloc((size_t)m.n, sizeof *m.nodes);
   if (!m.nodes) return sl__oom("the tuner's model");
   m.par = par;
@@ -144,7 +144,7 @@ int sl_autotune_solve(const sl_pipeline *p, const sl_op_stats *st, const sl_auto
   m.max_par = (int)ceil(m.budget_cpu);
   m.max_buf = SL_AUTOTUNE_BUFFER_MAX;
   for (int i = 0; i < m.n; i++) {
-    const sl__op *op = p->ops[i];
+    const sl__op *op = sl__pipeline_op(p, i);
     at_node *d = &m.nodes[i];
     const char *k = op->vt->kind;
     d->kind = !strcmp(k, "map") ? PK_MAP : !strcmp(k, "interleave") ? PK_INTERLEAVE
@@ -182,8 +182,8 @@ struct sl_autotuner {
 static void *tuner_main(void *arg) {
   sl_autotuner *a = arg;
   sl_pipeline *p = a->p;
-  sl_op_stats *st = sl__calloc((size_t)p->nops, sizeof *st);
-  int64_t *par = sl__calloc((size_t)p->nops, sizeof *par), *buf = sl__calloc((size_t)p->nops, sizeof *buf);
+  sl_op_stats *st = sl__calloc((size_t)sl_pipeline_op_count(p), sizeof *st);
+  int64_t *par = sl__calloc((size_t)sl_pipeline_op_count(p), sizeof *par), *buf = sl__calloc((size_t)sl_pipeline_op_count(p), sizeof *buf);
   double period = a->opts.first_period > 0 ? a->opts.first_period : 0.01;
   double maxp = a->opts.max_period > 0 ? a->opts.max_period : 60;
   pthread_mutex_lock(&a->mu);
@@ -196,10 +196,10 @@ static void *tuner_main(void *arg) {
     }
     if (a->stop) break;
     pthread_mutex_unlock(&a->mu);
-    for (int i = 0; i < p->nops; i++) sl_pipeline_op_stats(p, i, &st[i]);
-    if (st[p->root->index].elements_out > 0 && sl_autotune_solve(p, st, &a->opts, par, buf) == 0) {
-      for (int i = 0; i < p->nops; i++) {
-        sl__op *op = p->ops[i];
+    for (int i = 0; i < sl_pipeline_op_count(p); i++) sl_pipeline_op_stats(p, i, &st[i]);
+    if (st[sl__pipeline_root(p)->index].elements_out > 0 && sl_autotune_solve(p, st, &a->opts, par, buf) == 0) {
+      for (int i = 0; i < sl_pipeline_op_count(p); i++) {
+        sl__op *op = sl__pipeline_op(p, i);
         if (op->par_autotune) atomic_store_explicit(&op->active_par, (int)par[i], memory_order_relaxed);
         if (op->buf_autotune && !strcmp(op->vt->kind, "prefetch"))
           atomic_store_explicit(&op->active_buf, (int)buf[i], memory_order_relaxed);

@@ -95,7 +95,7 @@ static int seq_variant(sl_pipeline **out, const sl_trace *t0, const sl_pipeline 
   int rc = 0;
   if (changed) {
     char *js = json_dumps(spec, JSON_COMPACT);
-    rc = js ? sl_pipeline_from_json(out, js, strlen(js), p->origin) : sl__oom("a spec");
+    rc = js ? sl_pipeline_from_json(out, js, strlen(js), sl__pipeline_origin(p)) : sl__oom("a spec");
     sl__free(js);
   }
   json_decref(spec);
@@ -123,7 +123,7 @@ static int measure_plan(sl_trace **tm, const sl_plan *plan, const sl_pipeline *p
   char *spec = NULL;
   sl_pipeline *q = NULL;
   int rc = sl_plan_spec_json(plan, &spec);
-  if (!rc) rc = sl_pipeline_from_json(&q, spec, strlen(spec), p->origin);
+  if (!rc) rc = sl_pipeline_from_json(&q, spec, strlen(spec), sl__pipeline_origin(p));
   sl__free(spec);
   if (!rc) rc = trace_of(tm, q, opts->measure_seconds, opts->measure_seconds * 0.25, m);
   sl_pipeline_free(q);
@@ -342,15 +342,10 @@ int sl_pipeline_optimize(sl_pipeline *p, const sl_optimize_opts *opts) {
   sl_pipeline *q = NULL;
   rc = sl_plan_spec_json(plan, &spec);
   sl_plan_free(plan);
-  if (!rc) rc = sl_pipeline_from_json(&q, spec, strlen(spec), p->origin);
+  if (!rc) rc = sl_pipeline_from_json(&q, spec, strlen(spec), sl__pipeline_origin(p));
   sl__free(spec);
   if (rc) return rc;
-  /* Swap the insides: the caller's handle now holds the planned pipeline; its ops point back at it. */
-  sl_pipeline tmp = *p;
-  *p = *q;
-  *q = tmp;
-  for (int i = 0; i < p->nops; i++) p->ops[i]->pl = p;
-  for (int i = 0; i < q->nops; i++) q->ops[i]->pl = q;
-  sl_pipeline_free(q);
+  /* The caller's handle now holds the planned pipeline. */
+  sl__pipeline_replace(p, q);
   return 0;
 }

@@ -166,7 +166,7 @@ static int check_identity(json_t *a, const char *a_name, json_t *b, const char *
 }
 
 int sl_trace_check_spec(const sl_trace *t, const sl_pipeline *p) {
-  return check_identity(t->spec, "trace", p->spec, "spec");
+  return check_identity(t->spec, "trace", sl__pipeline_spec(p), "spec");
 }
 
 /* ---- running ---- */
@@ -229,9 +229,9 @@ static void *watchdog_main(void *arg) {
 
 /* Finds the first data file a `files` op names, for the disk probe. */
 static char *first_data_file(const sl_pipeline *p) {
-  for (int i = 0; i < p->nops; i++) {
-    if (strcmp(p->ops[i]->vt->kind, "files")) continue;
-    json_t *o = p->ops[i]->json, *g = json_object_get(o, "glob"), *l = json_object_get(o, "list");
+  for (int i = 0; i < sl_pipeline_op_count(p); i++) {
+    if (strcmp(sl__pipeline_op(p, i)->vt->kind, "files")) continue;
+    json_t *o = sl__pipeline_op(p, i)->json, *g = json_object_get(o, "glob"), *l = json_object_get(o, "list");
     const char *pat = NULL;
     if (json_is_string(g)) pat = json_string_value(g);
     else if (json_is_array(g)) pat = json_string_value(json_array_get(g, 0));
@@ -262,11 +262,11 @@ int sl_trace_run(sl_trace **out, sl_pipeline *p, const sl_trace_opts *opts) {
   sl_trace *t = sl__calloc(1, sizeof *t);
   if (!t) return sl__oom("a trace");
   int rc = 0;
-  t->spec = json_deep_copy(p->spec);
-  t->origin = sl__strdup(p->origin ? p->origin : "<spec>");
-  t->nops = p->nops;
-  t->ops = sl__calloc((size_t)p->nops, sizeof *t->ops);
-  sl_op_stats *base = sl__calloc((size_t)p->nops, sizeof *base);
+  t->spec = json_deep_copy(sl__pipeline_spec(p));
+  t->origin = sl__strdup(sl__pipeline_origin(p) ? sl__pipeline_origin(p) : "<spec>");
+  t->nops = sl_pipeline_op_count(p);
+  t->ops = sl__calloc((size_t)sl_pipeline_op_count(p), sizeof *t->ops);
+  sl_op_stats *base = sl__calloc((size_t)sl_pipeline_op_count(p), sizeof *base);
   if (!t->spec || !t->origin || !t->ops || !base) {
     rc = sl__oom("a trace");
     goto done;
@@ -305,7 +305,7 @@ int sl_trace_run(sl_trace **out, sl_pipeline *p, const sl_trace_opts *opts) {
         (!opts->warmup_fills_caches || sl_pipeline_caches_complete(p) ||
          (double)(sl__now_ns() - t0) * 1e-9 >= opts->warmup + fill)) {
       /* Counters are cumulative; the traced interval is the difference from this snapshot. */
-      for (int i = 0; i < p->nops; i++) sl_pipeline_op_stats(p, i, &base[i]);
+      for (int i = 0; i < sl_pipeline_op_count(p); i++) sl_pipeline_op_stats(p, i, &base[i]);
       tw = sl__now_ns();
       c0 = proc_cpu();
       jif = sys_jiffies(&jb0, &jt0);
@@ -358,7 +358,7 @@ int sl_trace_run(sl_trace **out, sl_pipeline *p, const sl_trace_opts *opts) {
   if (!rc) {
     t->seconds = (double)(t1 - tw) * 1e-9;
     t->elements = n - nw;
-    for (int i = 0; i < p->nops && !rc; i++) {
+    for (int i = 0; i < sl_pipeline_op_count(p) && !rc; i++) {
       sl_op_stats s;
       sl_pipeline_op_stats(p, i, &s);
       if (warm && opts->warmup > 0) stats_delta(&s, &base[i]);

@@ -11,6 +11,7 @@
 #include <turbojpeg.h>
 
 #include "core/args_int.h"
+#include "fns/fns_int.h"
 #include "testutil.h"
 
 /* A function instance made from args JSON text. */

@@ -449,8 +449,8 @@ typedef struct {
 static void *toggler(void *a) {
   toggle_arg *t = a;
   for (int i = 0; !atomic_load(&t->done); i++) {
-    atomic_store(&t->p->ops[1]->active_par, i % 3 == 0 ? 1 : 3);
-    atomic_store(&t->p->ops[2]->active_buf, i % 2 ? 1 : 48);
+    atomic_store(&sl__pipeline_op(t->p, 1)->active_par, i % 3 == 0 ? 1 : 3);
+    atomic_store(&sl__pipeline_op(t->p, 2)->active_buf, i % 2 ? 1 : 48);
     usleep(300);
   }
   return NULL;
