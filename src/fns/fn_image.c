@@ -77,8 +77,8 @@ int sl__resize_method_parse(int *out, const char *name, const char *path) {
 
 static stbir_filter stb_filter(int method) {
   switch (method) {
-  case SL_RESIZE_AREA: return STBIR_FILTER_BOX;
-  case SL_RESIZE_BICUBIC: return STBIR_FILTER_CATMULLROM;
+  case SL__RESIZE_AREA: return STBIR_FILTER_BOX;
+  case SL__RESIZE_BICUBIC: return STBIR_FILTER_CATMULLROM;
   default: return STBIR_FILTER_TRIANGLE;
   }
 }
@@ -109,7 +109,7 @@ int sl__resize_u8(const uint8_t *src, int64_t sh, int64_t sw, size_t sstride, ui
                   int c, int method) {
   int rc = dims_ok(sh, sw, dh, dw, sstride, (size_t)c);
   if (rc) return rc;
-  if (method == SL_RESIZE_NEAREST) {
+  if (method == SL__RESIZE_NEAREST) {
     nearest(src, sh, sw, sstride, dst, dh, dw, (size_t)c);
     return 0;
   }
@@ -124,7 +124,7 @@ int sl__resize_f32(const float *src, int64_t sh, int64_t sw, size_t sstride, flo
                    int c, int method) {
   int rc = dims_ok(sh, sw, dh, dw, sstride, (size_t)c * sizeof(float));
   if (rc) return rc;
-  if (method == SL_RESIZE_NEAREST) {
+  if (method == SL__RESIZE_NEAREST) {
     nearest((const uint8_t *)src, sh, sw, sstride, (uint8_t *)dst, dh, dw, (size_t)c * sizeof(float));
     return 0;
   }

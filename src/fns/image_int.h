@@ -17,7 +17,7 @@ typedef struct sl__win {
  * whose ratio is within range. Always returns a window inside the image with h, w >= 1. */
 void sl__crop_sample(sl_rng *r, int64_t H, int64_t W, const double scale[2], const double ratio[2], sl__win *out);
 
-enum { SL_RESIZE_BILINEAR = 0, SL_RESIZE_AREA = 1, SL_RESIZE_BICUBIC = 2, SL_RESIZE_NEAREST = 3 };
+enum { SL__RESIZE_BILINEAR = 0, SL__RESIZE_AREA = 1, SL__RESIZE_BICUBIC = 2, SL__RESIZE_NEAREST = 3 };
 /* Parses "bilinear", "area", "bicubic", "nearest". */
 int sl__resize_method_parse(int *out, const char *name, const char *path);
 /* Resizes an interleaved uint8 image with `c` channels (rows `sstride` bytes apart) to dh x dw (tightly packed).

@@ -98,7 +98,7 @@ int sl__it_new_ex(sl__it **out, size_t size, const sl__it_vt *vt, sl__op *op, sl
 int sl__op_open_input(sl__op *op, sl__run *run, const sl_elem *seed_elem, sl__it **out) {
   *out = NULL;
   if (op->input) return sl__op_open(op->input, run, seed_elem, out);
-  if (!(op->vt->flags & SL_OPF_SOURCE) && seed_elem) return sl__it_single(op, run, seed_elem, out);
+  if (!(op->vt->flags & SL__OPF_SOURCE) && seed_elem) return sl__it_single(op, run, seed_elem, out);
   return 0;
 }
 

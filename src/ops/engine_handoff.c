@@ -18,7 +18,7 @@ void sl__handoff_poll(pthread_mutex_t *mu, const atomic_uint *counter) {
   unsigned seen = atomic_load_explicit(counter, memory_order_relaxed);
   pthread_mutex_unlock(mu);
   uint64_t t0 = sl__now_ns();
-  for (bool changed = false; !changed && sl__now_ns() - t0 < SL_HANDOFF_SPIN_NS;)
+  for (bool changed = false; !changed && sl__now_ns() - t0 < SL__HANDOFF_SPIN_NS;)
     for (int i = 0; i < 64 && !changed; i++) {
       changed = atomic_load_explicit(counter, memory_order_relaxed) != seen;
 #if defined(__x86_64__) || defined(__i386__)

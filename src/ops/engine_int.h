@@ -43,9 +43,9 @@ typedef struct sl__op_vt {
 } sl__op_vt;
 
 enum {
-  SL_OPF_SOURCE = 1u << 0,      /* makes elements from nothing (range, files): takes no input */
-  SL_OPF_NEEDS_INPUT = 1u << 1, /* must have an input op (or sit first in an interleave source) */
-  SL_OPF_TAKES_SOURCE = 1u << 2 /* has a nested "source" chain (interleave) */
+  SL__OPF_SOURCE = 1u << 0,      /* makes elements from nothing (range, files): takes no input */
+  SL__OPF_NEEDS_INPUT = 1u << 1, /* must have an input op (or sit first in an interleave source) */
+  SL__OPF_TAKES_SOURCE = 1u << 2 /* has a nested "source" chain (interleave) */
 };
 
 struct sl__op {
@@ -150,8 +150,8 @@ int sl__op_open_input(sl__op *op, sl__run *run, const sl_elem *seed_elem, sl__it
 /* Opens an op's iterator (recursively opens inputs). */
 int sl__op_open(sl__op *op, sl__run *run, const sl_elem *seed_elem, sl__it **out);
 
-/* Sampling of self time: the largest stride (a cheap op is timed once in SL_SAMPLE_STRIDE calls). */
-#define SL_SAMPLE_STRIDE 1024u
+/* Sampling of self time: the largest stride (a cheap op is timed once in SL__SAMPLE_STRIDE calls). */
+#define SL__SAMPLE_STRIDE 1024u
 /* Adds one sampled measurement (ns), scaled by the number of calls it stands for, and sets the next stride and
  * countdown: calls are timed often enough for good estimates but so that the clocks' cost (measured
  * once per process: a thread CPU clock read is a system call on some machines) stays near 0.25% of the op's time. */
@@ -185,9 +185,9 @@ int sl__knob_check_keys(const sl__op *op, json_t *obj, const char *const *allowe
 
 /* Documented defaults for "autotune" knobs until the planner has run (docs/spec.md). */
 int64_t sl__autotune_parallelism(void);
-#define SL_AUTOTUNE_BUFFER 2
+#define SL__AUTOTUNE_BUFFER 2
 /* Ring slots a prefetch with an "autotune" buffer allocates, so that a tuner may deepen it during a run. */
-#define SL_AUTOTUNE_BUFFER_MAX 64
+#define SL__AUTOTUNE_BUFFER_MAX 64
 
 /* A pipeline's insides are private to ops/pipeline.c; the ops, the tracer and the planner read them through
  * these. sl__pipeline_op(pl, i) for i in [0, sl_pipeline_op_count(pl)) is the i-th op in pre-order. */
@@ -229,15 +229,15 @@ static inline bool sl__canceled(const sl__run *run) { return atomic_load_explici
  *    of the buffer, so producers keep room to fill while it serves them); it serves claimed elements on later calls
  *    without locking. Claimed elements stay in their buffer slots, still counting against the buffer, until the
  *    consumer's next trip under the lock releases them: memory stays bounded by the op's `buffer`;
- *  - a producer whose elements are cheap (running mean below SL_HANDOFF_CHEAP_NS) makes up to SL_HANDOFF_MAX of
+ *  - a producer whose elements are cheap (running mean below SL__HANDOFF_CHEAP_NS) makes up to SL__HANDOFF_MAX of
  *    them before publishing under one lock; an expensive element is published as soon as it is made;
  *  - a waiting side is woken only for a run's worth of room or elements (hysteresis), one waiter at a time, by a
  *    signal sent after the unlock.
  * One consumer thread owns an sl__claims; producers never touch it. */
-#define SL_HANDOFF_MAX 16
-#define SL_HANDOFF_CHEAP_NS 10000
+#define SL__HANDOFF_MAX 16
+#define SL__HANDOFF_CHEAP_NS 10000
 typedef struct sl__claims {
-  sl_elem *e[SL_HANDOFF_MAX]; /* claimed slots, in hand-off order */
+  sl_elem *e[SL__HANDOFF_MAX]; /* claimed slots, in hand-off order */
   int head, n;                /* e[head..n) are not served yet */
 } sl__claims;
 /* Moves the next claimed element into `out` and returns the (now empty) slot it came from; NULL when none is left. */
@@ -250,37 +250,37 @@ static inline sl_elem *sl__claims_next(sl__claims *q, sl_elem *out) {
 /* How many elements one trip may take from a buffer of `cap` (the one returned at once included). */
 static inline int sl__claims_limit(int cap) {
   int k = cap / 2;
-  return k < 1 ? 1 : k > SL_HANDOFF_MAX ? SL_HANDOFF_MAX : k;
+  return k < 1 ? 1 : k > SL__HANDOFF_MAX ? SL__HANDOFF_MAX : k;
 }
 /* Sum of the buffer occupancies seen by n elements taken together from a buffer holding `occ` (as if one by one). */
 static inline uint64_t sl__occ_run(uint64_t occ, uint64_t n) { return n * occ - n * (n - 1) / 2; }
 /* Folds a timed chunk (n elements in wall_ns) into a producer's running mean per element and returns the chunk
- * size it implies: SL_HANDOFF_MAX for cheap elements, 1 for expensive ones. */
+ * size it implies: SL__HANDOFF_MAX for cheap elements, 1 for expensive ones. */
 static inline int sl__handoff_chunk(uint64_t *mean_ns, uint64_t wall_ns, uint64_t n) {
   uint64_t per = wall_ns / (n ? n : 1);
   *mean_ns = *mean_ns ? *mean_ns - *mean_ns / 4 + per / 4 : per;
-  return *mean_ns < SL_HANDOFF_CHEAP_NS ? SL_HANDOFF_MAX : 1;
+  return *mean_ns < SL__HANDOFF_CHEAP_NS ? SL__HANDOFF_MAX : 1;
 }
 
 /* The longest a waiting consumer is held back so that it is woken for a run of expensive elements rather than
  * for each one: a run is worth waiting for only when elements arrive that often. A wake-up costs microseconds
  * (a context switch, and a core taken from a worker when threads exceed cores), which matters for elements of
  * tens to hundreds of microseconds and not for slow ones, whose latency it would only add to. */
-#define SL_HANDOFF_RUN_NS 1000000
+#define SL__HANDOFF_RUN_NS 1000000
 /* How many elements a waiting consumer asks to be woken for: the elements its producers make within
- * SL_HANDOFF_RUN_NS (`per_ns` wall per element per producer, `producers` of them), at least 1, at most `max`. */
+ * SL__HANDOFF_RUN_NS (`per_ns` wall per element per producer, `producers` of them), at least 1, at most `max`. */
 static inline int sl__handoff_want(uint64_t per_ns, int producers, int max) {
   if (per_ns == 0 || producers < 1) return 1;
-  uint64_t k = (uint64_t)SL_HANDOFF_RUN_NS * (uint64_t)producers / per_ns;
+  uint64_t k = (uint64_t)SL__HANDOFF_RUN_NS * (uint64_t)producers / per_ns;
   return k < 1 ? 1 : k > (uint64_t)max ? max : (int)k;
 }
 
 /* Called with `mu` held, before sleeping on a condition that a running peer makes true within microseconds when
  * its elements are cheap (a sleep and a wake-up cost more than that, most on virtual machines): releases `mu`,
- * polls *counter (the peer's publish or release count) for up to SL_HANDOFF_SPIN_NS until it changes, and takes
+ * polls *counter (the peer's publish or release count) for up to SL__HANDOFF_SPIN_NS until it changes, and takes
  * `mu` again. The caller re-checks its condition, and polls at most once per wait. */
 void sl__handoff_poll(pthread_mutex_t *mu, const atomic_uint *counter);
-#define SL_HANDOFF_SPIN_NS 10000
+#define SL__HANDOFF_SPIN_NS 10000
 
 /* Initialises the mutex of a hand-off buffer: one that spins briefly before sleeping where the C library offers it,
  * since its critical sections are a few hundred nanoseconds and sleeping on contention costs microseconds. */

@@ -65,11 +65,11 @@ static void unbias(uint64_t *cpu_ns, uint64_t *wall_ns) {
   *wall_ns = *wall_ns > iw ? *wall_ns - iw : 0;
 }
 
-/* The next stride: clock cost <= ~0.25% of the calls' time, a power of two in 1..SL_SAMPLE_STRIDE. */
+/* The next stride: clock cost <= ~0.25% of the calls' time, a power of two in 1..SL__SAMPLE_STRIDE. */
 static uint32_t next_stride(uint64_t wall_ns) {
   uint64_t want = timer_cost_ns() * 400 / (wall_ns ? wall_ns : 1);
   uint32_t s = 1;
-  while (s < want && s < SL_SAMPLE_STRIDE) s <<= 1;
+  while (s < want && s < SL__SAMPLE_STRIDE) s <<= 1;
   return s;
 }
 

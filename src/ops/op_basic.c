@@ -51,7 +51,7 @@ static int range_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **ou
   return rc;
 }
 static void impl_free(sl__op *op) { sl__free(op->impl); }
-const sl__op_vt sl__op_range = {"range", range_parse, range_open, impl_free, SL_OPF_SOURCE};
+const sl__op_vt sl__op_range = {"range", range_parse, range_open, impl_free, SL__OPF_SOURCE};
 
 /* ---------------- take / skip ---------------- */
 typedef struct {
@@ -84,7 +84,7 @@ static const sl__it_vt TAKE_IT = {take_next, plain_free};
 static int take_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out) {
   return sl__it_new(out, sizeof(count_it), &TAKE_IT, op, run, seed);
 }
-const sl__op_vt sl__op_take = {"take", take_parse, take_open, impl_free, SL_OPF_NEEDS_INPUT};
+const sl__op_vt sl__op_take = {"take", take_parse, take_open, impl_free, SL__OPF_NEEDS_INPUT};
 
 static int skip_parse(sl__op *op, json_t *o) {
   int rc = take_parse(op, o);
@@ -108,7 +108,7 @@ static const sl__it_vt SKIP_IT = {skip_next, plain_free};
 static int skip_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out) {
   return sl__it_new(out, sizeof(count_it), &SKIP_IT, op, run, seed);
 }
-const sl__op_vt sl__op_skip = {"skip", skip_parse, skip_open, impl_free, SL_OPF_NEEDS_INPUT};
+const sl__op_vt sl__op_skip = {"skip", skip_parse, skip_open, impl_free, SL__OPF_NEEDS_INPUT};
 
 /* ---------------- repeat ---------------- */
 typedef struct {
@@ -173,7 +173,7 @@ static int repeat_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **o
   }
   return 0;
 }
-const sl__op_vt sl__op_repeat = {"repeat", repeat_parse, repeat_open, impl_free, SL_OPF_NEEDS_INPUT};
+const sl__op_vt sl__op_repeat = {"repeat", repeat_parse, repeat_open, impl_free, SL__OPF_NEEDS_INPUT};
 
 /* ---------------- shard ---------------- */
 typedef struct {
@@ -215,4 +215,4 @@ static const sl__it_vt SHARD_IT = {shard_next, plain_free};
 static int shard_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out) {
   return sl__it_new(out, sizeof(shard_it), &SHARD_IT, op, run, seed);
 }
-const sl__op_vt sl__op_shard = {"shard", shard_parse, shard_open, impl_free, SL_OPF_NEEDS_INPUT};
+const sl__op_vt sl__op_shard = {"shard", shard_parse, shard_open, impl_free, SL__OPF_NEEDS_INPUT};

@@ -256,5 +256,5 @@ static int batch_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **ou
 }
 static void batch_free_op(sl__op *op) { sl__free(op->impl); }
 
-const sl__op_vt sl__op_batch = {"batch", batch_parse, batch_open, batch_free_op, SL_OPF_NEEDS_INPUT};
-const sl__op_vt sl__op_padded_batch = {"padded_batch", pbatch_parse, batch_open, batch_free_op, SL_OPF_NEEDS_INPUT};
+const sl__op_vt sl__op_batch = {"batch", batch_parse, batch_open, batch_free_op, SL__OPF_NEEDS_INPUT};
+const sl__op_vt sl__op_padded_batch = {"padded_batch", pbatch_parse, batch_open, batch_free_op, SL__OPF_NEEDS_INPUT};

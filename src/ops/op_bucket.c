@@ -187,4 +187,4 @@ static int bucket_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **o
 static void bucket_free_op(sl__op *op) { sl__free(op->impl); }
 
 const sl__op_vt sl__op_bucket_by_sequence_length = {"bucket_by_sequence_length", bucket_parse, bucket_open,
-                                                    bucket_free_op, SL_OPF_NEEDS_INPUT};
+                                                    bucket_free_op, SL__OPF_NEEDS_INPUT};

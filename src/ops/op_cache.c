@@ -432,4 +432,4 @@ bool sl_pipeline_caches_complete(const sl_pipeline *p) {
   return true;
 }
 
-const sl__op_vt sl__op_cache = {"cache", cache_parse, cache_open, cache_free_op, SL_OPF_NEEDS_INPUT};
+const sl__op_vt sl__op_cache = {"cache", cache_parse, cache_open, cache_free_op, SL__OPF_NEEDS_INPUT};

@@ -43,7 +43,7 @@ struct il_it {
   bool stop, sync_init;
   pthread_t *threads;
   il_warg *args;
-  sl_elem *scratch; /* SL_HANDOFF_MAX per worker: a chunk made before it is published */
+  sl_elem *scratch; /* SL__HANDOFF_MAX per worker: a chunk made before it is published */
   sl_elem *cscratch; /* the same for the consumer (at the end of scratch) */
   int chunk;        /* under mu: elements made per trip, from the running mean of a nested element's wall time */
   uint64_t mean_ns;
@@ -51,7 +51,7 @@ struct il_it {
   int waiting_consumer, waiting_workers;
   /* Consumer only: elements claimed on its last trip under mu, and the slot each came from (to release it). */
   sl__claims cl;
-  il_slot *cl_slot[SL_HANDOFF_MAX];
+  il_slot *cl_slot[SL__HANDOFF_MAX];
 };
 
 static int il_parse(sl__op *op, json_t *o) {
@@ -205,7 +205,7 @@ static void *il_worker(void *p) {
   il_warg *wa = p;
   il_it *m = wa->m;
   sl__op *op = m->it.op;
-  sl_elem *els = m->scratch + (size_t)wa->id * SL_HANDOFF_MAX;
+  sl_elem *els = m->scratch + (size_t)wa->id * SL__HANDOFF_MAX;
   int half = m->qcap / 2 < 1 ? 1 : m->qcap / 2;
   pthread_mutex_lock(&m->mu);
   while (!m->stop) {
@@ -248,7 +248,7 @@ static void slot_close(il_it *m, il_slot *s) {
 static bool il_worth_waking(const il_it *m, const il_slot *t) {
   int half = m->qcap / 2 < 1 ? 1 : m->qcap / 2;
   if (m->chunk == 1) return il_wants_work(m, t, half);
-  return il_wants_work(m, t, SL_HANDOFF_MAX / 2) && m->qcap - t->qn >= SL_HANDOFF_MAX / 2;
+  return il_wants_work(m, t, SL__HANDOFF_MAX / 2) && m->qcap - t->qn >= SL__HANDOFF_MAX / 2;
 }
 
 /* Under mu: the slot the consumer takes its next element from, when that element is ready and may be claimed
@@ -326,7 +326,7 @@ static int il_next_par(sl__it *it, sl_elem *out) {
       if (++m->block >= c->block_length) il_advance(m);
       /* Claim the elements that follow in hand-off order while they are ready. */
       il_slot *t;
-      while (m->cl.n < SL_HANDOFF_MAX && (t = il_claimable(m, c))) {
+      while (m->cl.n < SL__HANDOFF_MAX && (t = il_claimable(m, c))) {
         occ += (uint64_t)(t->qn - t->lent);
         m->cl.e[m->cl.n] = &t->q[(t->qhead + t->lent) % m->qcap];
         m->cl_slot[m->cl.n++] = t;
@@ -433,9 +433,9 @@ static int il_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out) 
   int64_t par = op->parallelism;
   m->threads = sl__calloc((size_t)par, sizeof *m->threads);
   m->args = sl__calloc((size_t)par, sizeof *m->args);
-  m->scratch = sl__calloc((size_t)(par + 1) * SL_HANDOFF_MAX, sizeof *m->scratch);
+  m->scratch = sl__calloc((size_t)(par + 1) * SL__HANDOFF_MAX, sizeof *m->scratch);
   if (!m->threads || !m->args || !m->scratch) goto oom;
-  m->cscratch = m->scratch + (size_t)par * SL_HANDOFF_MAX;
+  m->cscratch = m->scratch + (size_t)par * SL__HANDOFF_MAX;
   m->chunk = 1;
   for (int i = 0; i < par; i++) {
     m->args[i] = (il_warg){m, i};
@@ -455,4 +455,4 @@ oom:
 static void il_free_op(sl__op *op) { sl__free(op->impl); }
 
 const sl__op_vt sl__op_interleave = {"interleave", il_parse, il_open, il_free_op,
-                                     SL_OPF_NEEDS_INPUT | SL_OPF_TAKES_SOURCE};
+                                     SL__OPF_NEEDS_INPUT | SL__OPF_TAKES_SOURCE};

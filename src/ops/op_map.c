@@ -223,9 +223,9 @@ static void *pmap_worker(void *p) {
   sl__sampler_init(&smp, op);
   int chunk = 1;
   uint64_t mean_ns = 0; /* running mean of wall time per element (every chunk is timed on the wall clock for it) */
-  sl_elem *els = sl__calloc(SL_HANDOFF_MAX, sizeof *els);
-  int rcs[SL_HANDOFF_MAX];
-  sl__errbox *boxes[SL_HANDOFF_MAX];
+  sl_elem *els = sl__calloc(SL__HANDOFF_MAX, sizeof *els);
+  int rcs[SL__HANDOFF_MAX];
+  sl__errbox *boxes[SL__HANDOFF_MAX];
   if (!els) { /* cannot run: leave the work to the other workers, or report it when every one failed */
     pthread_mutex_lock(&m->mu);
     if (--m->nthreads_ok == 0 && !m->input_done) {
@@ -428,7 +428,7 @@ static int pmap_next(sl__it *it, sl_elem *out) {
     /* Workers may wait for the space that dropped results just gave back. */
     if (m->waiting_workers && m->cap - m->reserved >= m->low_water) pthread_cond_signal(&m->cv_space);
     /* Expensive elements from workers slower than the consumer: sleep until what they make within
-     * SL_HANDOFF_RUN_NS is ready (at most a claim), not for every element. Every reserved slot completes and
+     * SL__HANDOFF_RUN_NS is ready (at most a claim), not for every element. Every reserved slot completes and
      * the ring has room for a claim, so the run is always reached. */
     int working = m->nthreads_ok - m->parked;
     m->consumer_want = m->cheap ? 1 : sl__handoff_want(m->elem_ns, working, m->claim_max);
@@ -514,7 +514,7 @@ static int map_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out)
   m->cap = (int)(op->buffer > 0 ? op->buffer : par);
   /* The ring is shared by the consumer's claims, the workers' chunks in flight and the results ready between
    * them: each gets about a quarter of it, so that the consumer and two workers all work at once. */
-  m->low_water = m->cap / 4 < 1 ? 1 : m->cap / 4 > SL_HANDOFF_MAX ? SL_HANDOFF_MAX : m->cap / 4;
+  m->low_water = m->cap / 4 < 1 ? 1 : m->cap / 4 > SL__HANDOFF_MAX ? SL__HANDOFF_MAX : m->cap / 4;
   m->chunk_max = m->claim_max = m->low_water;
   m->ring = sl__calloc((size_t)m->cap, sizeof *m->ring);
   m->fifo = sl__calloc((size_t)m->cap, sizeof *m->fifo);
@@ -539,5 +539,5 @@ static int map_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out)
   return 0;
 }
 
-const sl__op_vt sl__op_map = {"map", map_parse, map_open, map_free_op, SL_OPF_NEEDS_INPUT};
-const sl__op_vt sl__op_filter = {"filter", filter_parse, map_open, map_free_op, SL_OPF_NEEDS_INPUT};
+const sl__op_vt sl__op_map = {"map", map_parse, map_open, map_free_op, SL__OPF_NEEDS_INPUT};
+const sl__op_vt sl__op_filter = {"filter", filter_parse, map_open, map_free_op, SL__OPF_NEEDS_INPUT};

@@ -32,7 +32,7 @@ static int pf_parse(sl__op *op, json_t *o) {
   int rc = sl__knob_check_keys(op, o, keys);
   if (rc) return rc;
   if ((rc = sl__knob_tunable(op, o, "buffer", 1, 1, &op->buffer, &op->buf_autotune))) return rc;
-  if (op->buf_autotune) op->buffer = SL_AUTOTUNE_BUFFER;
+  if (op->buf_autotune) op->buffer = SL__AUTOTUNE_BUFFER;
   op->async = true;
   op->async_input = true;
   op->work_covers_input = true;
@@ -150,7 +150,7 @@ static int pf_next(sl__it *it, sl_elem *out) {
     }
     if (f->waiting_producer) pthread_cond_signal(&f->cv_space); /* the released claims made room */
     /* Expensive elements from a producer slower than the consumer: sleep until what it makes within
-     * SL_HANDOFF_RUN_NS is ready (at most a claim), not for every element. */
+     * SL__HANDOFF_RUN_NS is ready (at most a claim), not for every element. */
     f->consumer_want = f->cheap ? 1 : sl__handoff_want(f->elem_ns, 1, sl__claims_limit(pf_limit(f)));
     f->waiting_consumer++;
     sl__cond_wait_ms(&f->cv_ready, &f->mu, 50);
@@ -214,10 +214,10 @@ static int pf_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out) 
   pthread_cond_init(&f->cv_space, NULL);
   pthread_cond_init(&f->cv_ready, NULL);
   /* An autotuned buffer may be deepened during the run: the ring has room for the largest depth. */
-  f->cap = op->buf_autotune ? SL_AUTOTUNE_BUFFER_MAX : (int)op->buffer;
+  f->cap = op->buf_autotune ? SL__AUTOTUNE_BUFFER_MAX : (int)op->buffer;
   f->ring = sl__calloc((size_t)f->cap, sizeof *f->ring);
   f->ring_bytes = sl__calloc((size_t)f->cap, sizeof *f->ring_bytes);
-  f->scratch = sl__calloc(SL_HANDOFF_MAX, sizeof *f->scratch);
+  f->scratch = sl__calloc(SL__HANDOFF_MAX, sizeof *f->scratch);
   if (!f->ring || !f->ring_bytes || !f->scratch) {
     int cap = f->cap;
     sl__it_free(*out);
@@ -233,4 +233,4 @@ static int pf_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out) 
   return 0;
 }
 
-const sl__op_vt sl__op_prefetch = {"prefetch", pf_parse, pf_open, NULL, SL_OPF_NEEDS_INPUT};
+const sl__op_vt sl__op_prefetch = {"prefetch", pf_parse, pf_open, NULL, SL__OPF_NEEDS_INPUT};

@@ -158,7 +158,7 @@ static void files_free_op(sl__op *op) {
   sl__free(c->paths);
   sl__free(c);
 }
-const sl__op_vt sl__op_files = {"files", files_parse, files_open, files_free_op, SL_OPF_SOURCE};
+const sl__op_vt sl__op_files = {"files", files_parse, files_open, files_free_op, SL__OPF_SOURCE};
 
 /* ---------------- helpers for per-file readers ---------------- */
 /* Reads the filename out of an input element (component `comp`) into a NUL-terminated string. */
@@ -258,7 +258,7 @@ static int tfr_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out)
   return sl__it_new(out, sizeof(tfr_it), &TFR_IT, op, run, seed);
 }
 static void cfg_free(sl__op *op) { sl__free(op->impl); }
-const sl__op_vt sl__op_tfrecord = {"tfrecord", tfr_parse, tfr_open, cfg_free, SL_OPF_NEEDS_INPUT};
+const sl__op_vt sl__op_tfrecord = {"tfrecord", tfr_parse, tfr_open, cfg_free, SL__OPF_NEEDS_INPUT};
 
 /* ---------------- lines ---------------- */
 typedef struct {
@@ -333,7 +333,7 @@ static const sl__it_vt LINES_IT = {lines_next, lines_free};
 static int lines_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out) {
   return sl__it_new(out, sizeof(lines_it), &LINES_IT, op, run, seed);
 }
-const sl__op_vt sl__op_lines = {"lines", lines_parse, lines_open, cfg_free, SL_OPF_NEEDS_INPUT};
+const sl__op_vt sl__op_lines = {"lines", lines_parse, lines_open, cfg_free, SL__OPF_NEEDS_INPUT};
 
 int sl_pipeline_input_files(const sl_pipeline *p, const char ***paths, size_t *n) {
   *paths = NULL;

@@ -110,4 +110,4 @@ static int shuf_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out
 }
 static void shuf_free_op(sl__op *op) { sl__free(op->impl); }
 
-const sl__op_vt sl__op_shuffle = {"shuffle", shuf_parse, shuf_open, shuf_free_op, SL_OPF_NEEDS_INPUT};
+const sl__op_vt sl__op_shuffle = {"shuffle", shuf_parse, shuf_open, shuf_free_op, SL__OPF_NEEDS_INPUT};

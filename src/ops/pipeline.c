@@ -97,14 +97,14 @@ static int parse_chain(sl_pipeline *p, json_t *arr, const char *path, bool neste
       op_free(op);
       return sl__oom("an op");
     }
-    if ((vt->flags & SL_OPF_SOURCE) && prev)
+    if ((vt->flags & SL__OPF_SOURCE) && prev)
       return sl__err(SL_EINVAL, "%s: '%s' makes elements from nothing and must come first in its chain", opath,
                      vt->kind);
-    if ((vt->flags & SL_OPF_NEEDS_INPUT) && !prev && !nested)
+    if ((vt->flags & SL__OPF_NEEDS_INPUT) && !prev && !nested)
       return sl__err(SL_EINVAL, "%s: '%s' needs an input (put a 'files' op before it, or use it inside an "
                                 "interleave source)", opath, vt->kind);
     if (prev) prev->parent = op->index;
-    if (vt->flags & SL_OPF_TAKES_SOURCE) {
+    if (vt->flags & SL__OPF_TAKES_SOURCE) {
       json_t *src = json_object_get(obj, "source");
       if (!src) return sl__err(SL_EINVAL, "%s.source: '%s' needs a nested source chain", opath, vt->kind);
       char spath[600];

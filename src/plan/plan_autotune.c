@@ -45,8 +45,8 @@ static double wait_time(double x, double y, double n) {
 
 static bool is_async(const at_model *m, int i) {
   const at_node *d = &m->nodes[i];
-  if (d->kind == PK_PREFETCH) return true;
-  return (d->kind == PK_MAP || d->kind == PK_INTERLEAVE) && (m->par[i] > 1 || d->par_tunable);
+  if (d->kind == SL__PK_PREFETCH) return true;
+  return (d->kind == SL__PK_MAP || d->kind == SL__PK_INTERLEAVE) && (m->par[i] > 1 || d->par_tunable);
 }
 
 /* Output time of node i when its consumer asks every x seconds. A sync node adds its own time to its inputs'; an
@@ -54,7 +54,7 @@ static bool is_async(const at_model *m, int i) {
  * producer is the inputs' output time (tf.data's AsyncKnownRatio). */
 static double output_time(const at_model *m, int i, double x) {
   const at_node *d = &m->nodes[i];
-  double p = (d->kind == PK_MAP || d->kind == PK_INTERLEAVE) ? (double)m->par[i] : 1;
+  double p = (d->kind == SL__PK_MAP || d->kind == SL__PK_INTERLEAVE) ? (double)m->par[i] : 1;
   if (p < 1) p = 1;
   bool async = is_async(m, i);
   double xc = async ? d->self / p : x + d->self;
@@ -62,7 +62,7 @@ static double output_time(const at_model *m, int i, double x) {
   if (d->input >= 0) in += d->r_in * output_time(m, d->input, d->r_in > 0 ? xc / d->r_in : xc);
   if (d->source >= 0) in += d->r_src * output_time(m, d->source, d->r_src > 0 ? xc / d->r_src : xc);
   if (!async) return d->self + in;
-  double n = d->kind == PK_PREFETCH ? (double)m->buf[i] : p;
+  double n = d->kind == SL__PK_PREFETCH ? (double)m->buf[i] : p;
   return d->self / p + wait_time(x, in, n);
 }
 
@@ -79,7 +79,7 @@ static double buffered_bytes(const at_model *m) {
   double b = 0;
   for (int i = 0; i < m->n; i++) {
     const at_node *d = &m->nodes[i];
-    if (d->kind == PK_PREFETCH) b += (double)m->buf[i] * d->bytes;
+    if (d->kind == SL__PK_PREFETCH) b += (double)m->buf[i] * d->bytes;
     else if (is_async(m, i)) b += (double)m->par[i] * d->bytes;
   }
   return b;
@@ -142,16 +142,16 @@ int sl_autotune_solve(const sl_pipeline *p, const sl_op_stats *st, const sl_auto
   m.budget_cpu = opts->cpu_budget > 0 ? opts->cpu_budget : (double)sl__autotune_parallelism();
   m.budget_ram = opts->ram_budget > 0 ? (double)opts->ram_budget : default_ram();
   m.max_par = (int)ceil(m.budget_cpu);
-  m.max_buf = SL_AUTOTUNE_BUFFER_MAX;
+  m.max_buf = SL__AUTOTUNE_BUFFER_MAX;
   for (int i = 0; i < m.n; i++) {
     const sl__op *op = sl__pipeline_op(p, i);
     at_node *d = &m.nodes[i];
     const char *k = op->vt->kind;
-    d->kind = !strcmp(k, "map") ? PK_MAP : !strcmp(k, "interleave") ? PK_INTERLEAVE
-              : !strcmp(k, "prefetch")                              ? PK_PREFETCH
-                                                                    : PK_SEQ;
-    d->par_tunable = op->par_autotune && (d->kind == PK_MAP || d->kind == PK_INTERLEAVE);
-    d->buf_tunable = op->buf_autotune && d->kind == PK_PREFETCH;
+    d->kind = !strcmp(k, "map") ? SL__PK_MAP : !strcmp(k, "interleave") ? SL__PK_INTERLEAVE
+              : !strcmp(k, "prefetch")                              ? SL__PK_PREFETCH
+                                                                    : SL__PK_SEQ;
+    d->par_tunable = op->par_autotune && (d->kind == SL__PK_MAP || d->kind == SL__PK_INTERLEAVE);
+    d->buf_tunable = op->buf_autotune && d->kind == SL__PK_PREFETCH;
     double n = (double)st[i].elements_out;
     d->self = n > 0 ? st[i].cpu_seconds / n : 0;
     d->bytes = n > 0 ? (double)st[i].bytes_out / n : 0;

@@ -14,10 +14,10 @@
 /* Bytes an element costs beyond its payload (element slots, buffer headers, allocator overhead). */
 #define SL__PLAN_ELEM_OVERHEAD 128.0
 /* Elements that take less than this per element are handed between threads in chunks (the engine's
- * SL_HANDOFF_CHEAP_NS). */
+ * SL__HANDOFF_CHEAP_NS). */
 #define SL__PLAN_CHEAP_ELEMENT_S 10e-6
 
-enum { PK_SEQ, PK_MAP, PK_FILTER, PK_INTERLEAVE, PK_PREFETCH, PK_CACHE, PK_BATCH, PK_SHUFFLE, PK_REPEAT };
+enum { SL__PK_SEQ, SL__PK_MAP, SL__PK_FILTER, SL__PK_INTERLEAVE, SL__PK_PREFETCH, SL__PK_CACHE, SL__PK_BATCH, SL__PK_SHUFFLE, SL__PK_REPEAT };
 
 typedef struct sl__pm_op {
   int kind;

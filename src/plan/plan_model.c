@@ -16,12 +16,12 @@
 
 static int kind_of(const char *op) {
   static const struct { const char *n; int k; } t[] = {
-      {"map", PK_MAP}, {"filter", PK_FILTER}, {"interleave", PK_INTERLEAVE}, {"prefetch", PK_PREFETCH},
-      {"cache", PK_CACHE}, {"batch", PK_BATCH}, {"padded_batch", PK_BATCH}, {"shuffle", PK_SHUFFLE},
-      {"repeat", PK_REPEAT}};
+      {"map", SL__PK_MAP}, {"filter", SL__PK_FILTER}, {"interleave", SL__PK_INTERLEAVE}, {"prefetch", SL__PK_PREFETCH},
+      {"cache", SL__PK_CACHE}, {"batch", SL__PK_BATCH}, {"padded_batch", SL__PK_BATCH}, {"shuffle", SL__PK_SHUFFLE},
+      {"repeat", SL__PK_REPEAT}};
   for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
     if (!strcmp(op, t[i].n)) return t[i].k;
-  return PK_SEQ;
+  return SL__PK_SEQ;
 }
 
 static bool knob_auto(json_t *o, const char *key) {
@@ -52,7 +52,7 @@ bool sl__plan_upstream(const sl_plan *P, int j, int k) {
 static void visit_ratios(sl_plan *P, int i, double v) {
   sl__pm_op *o = &P->ops[i];
   o->V = v;
-  bool pass = o->kind == PK_SHUFFLE || o->kind == PK_PREFETCH;
+  bool pass = o->kind == SL__PK_SHUFFLE || o->kind == SL__PK_PREFETCH;
   int kids[2] = {o->input, o->source};
   for (int k = 0; k < 2; k++) {
     int c = kids[k];
@@ -68,9 +68,9 @@ static void visit_ratios(sl_plan *P, int i, double v) {
 static void thread_groups(const sl_plan *P, int i, int g, int *next, int *grp) {
   const sl__pm_op *o = &P->ops[i];
   grp[i] = g;
-  bool own_input = o->kind == PK_PREFETCH || (o->kind == PK_MAP && o->async0);
+  bool own_input = o->kind == SL__PK_PREFETCH || (o->kind == SL__PK_MAP && o->async0);
   if (o->input >= 0) thread_groups(P, o->input, own_input ? (*next)++ : g, next, grp);
-  if (o->source >= 0) thread_groups(P, o->source, o->kind == PK_INTERLEAVE && o->async0 ? (*next)++ : g, next, grp);
+  if (o->source >= 0) thread_groups(P, o->source, o->kind == SL__PK_INTERLEAVE && o->async0 ? (*next)++ : g, next, grp);
 }
 
 /* Per-op own times are differences of sampled inclusive times, so an op's own wall and CPU can each be off by a
@@ -131,13 +131,13 @@ int sl__plan_model(sl_plan *P, const sl_trace *t, const sl_plan_opts *opts) {
     o->card = s->cardinality;
     json_t *js = sl__spec_op_at(P->spec, s->path);
     if (!js) return sl__err(SL_EINVAL, "trace: %s is not an op of the traced spec", s->path);
-    o->par_tunable = (o->kind == PK_MAP || o->kind == PK_INTERLEAVE) && (!opts->only_autotune || t->ops[i].par_autotune);
-    o->buf_tunable = (o->kind == PK_MAP || o->kind == PK_INTERLEAVE || o->kind == PK_PREFETCH) &&
+    o->par_tunable = (o->kind == SL__PK_MAP || o->kind == SL__PK_INTERLEAVE) && (!opts->only_autotune || t->ops[i].par_autotune);
+    o->buf_tunable = (o->kind == SL__PK_MAP || o->kind == SL__PK_INTERLEAVE || o->kind == SL__PK_PREFETCH) &&
                      (!opts->only_autotune || t->ops[i].buf_autotune);
-    o->cyc_tunable = o->kind == PK_INTERLEAVE && knob_auto(js, "cycle_length");
+    o->cyc_tunable = o->kind == SL__PK_INTERLEAVE && knob_auto(js, "cycle_length");
     o->cyc0 = knob_int(js, "cycle_length", o->par0);
-    o->batch_size = o->kind == PK_BATCH ? knob_int(js, "size", 1) : 0;
-    o->shuffle_buf = o->kind == PK_SHUFFLE ? knob_int(js, "buffer", 1) : 0;
+    o->batch_size = o->kind == SL__PK_BATCH ? knob_int(js, "size", 1) : 0;
+    o->shuffle_buf = o->kind == SL__PK_SHUFFLE ? knob_int(js, "buffer", 1) : 0;
     o->n = (double)s->elements_out;
     o->d = o->n > 0 ? s->cpu_seconds / o->n : 0;
     o->bytes = o->n > 0 ? (double)s->bytes_out / o->n : 0;
@@ -188,7 +188,7 @@ int sl__plan_model(sl_plan *P, const sl_trace *t, const sl_plan_opts *opts) {
     if (o->card == -1 && t->ended) {
       bool rep = false;
       for (int j = 0; j < P->nops; j++)
-        if (P->ops[j].kind == PK_REPEAT && sl__plan_upstream(P, j, i)) rep = true;
+        if (P->ops[j].kind == SL__PK_REPEAT && sl__plan_upstream(P, j, i)) rep = true;
       if (!rep) o->card = (int64_t)o->n;
     }
   }
@@ -231,7 +231,7 @@ int sl__plan_model(sl_plan *P, const sl_trace *t, const sl_plan_opts *opts) {
   for (int i = 0; i < P->nops; i++) {
     sl__pm_op *o = &P->ops[i];
     o->elem_cost = o->d;
-    if (o->kind == PK_INTERLEAVE && o->V > 0) {
+    if (o->kind == SL__PK_INTERLEAVE && o->V > 0) {
       double sub = 0;
       for (int j = 0; j < P->nops; j++)
         if (j != i && sl__plan_upstream(P, j, i) && !(o->input >= 0 && sl__plan_upstream(P, j, o->input)))
@@ -290,7 +290,7 @@ static void assign(const sl_plan *P, const int64_t *par, int cache_at, int i, in
     U->total += cc;
   }
   int64_t p = par[i];
-  if (o->kind == PK_MAP && (p < 0 || p > 1)) {
+  if (o->kind == SL__PK_MAP && (p < 0 || p > 1)) {
     int pool = unit_add(U, p < 0 ? 0 : (double)p * mult, p < 0 ? i : -1);
     U->cost[pool] += c + hv;
     U->tcost[pool] += tt + hv;
@@ -300,13 +300,13 @@ static void assign(const sl_plan *P, const int64_t *par, int cache_at, int i, in
   }
   U->cost[u] += c;
   U->tcost[u] += tt;
-  if (o->kind == PK_PREFETCH) {
+  if (o->kind == SL__PK_PREFETCH) {
     if (o->input >= 0) assign(P, par, cache_at, o->input, unit_add(U, mult, -1), mult, h, U);
     return;
   }
   if (o->input >= 0) assign(P, par, cache_at, o->input, u, mult, h, U);
   if (o->source >= 0) {
-    if (o->kind == PK_INTERLEAVE && (p < 0 || p > 1)) {
+    if (o->kind == SL__PK_INTERLEAVE && (p < 0 || p > 1)) {
       double pm = p < 0 ? mult : (double)p * mult;
       int pool = unit_add(U, p < 0 ? 0 : pm, p < 0 ? i : -1);
       U->cost[pool] += hv;
@@ -397,7 +397,7 @@ double sl_plan_op_rate(const sl_plan *P, int i) {
   /* The rate the bottleneck is picked by: min(p, cores) / max(c, tt), p 1 for an op without workers. */
   const sl__pm_op *o = &P->ops[i];
   if (!(o->c > 0) && !(o->tt > 0)) return INFINITY;
-  double p = o->kind == PK_MAP || o->kind == PK_INTERLEAVE ? fmin((double)o->par0, P->C) : 1;
+  double p = o->kind == SL__PK_MAP || o->kind == SL__PK_INTERLEAVE ? fmin((double)o->par0, P->C) : 1;
   return p / fmax(o->c, o->tt);
 }
 
@@ -428,19 +428,19 @@ double sl__plan_memory(const sl_plan *P, const int64_t *par, const int64_t *buf,
     double ob = o->bytes + SL__PLAN_ELEM_OVERHEAD;
     double b = ob > sl__plan_in_bytes(P, i) ? ob : sl__plan_in_bytes(P, i);
     switch (o->kind) {
-    case PK_MAP:
+    case SL__PK_MAP:
       m += par[i] > 1 ? (double)(buf[i] > par[i] ? buf[i] : par[i]) * b : b;
       break;
-    case PK_PREFETCH:
+    case SL__PK_PREFETCH:
       m += (double)(buf[i] + 1) * ob;
       break;
-    case PK_INTERLEAVE:
+    case SL__PK_INTERLEAVE:
       m += par[i] > 1 ? (double)cyc[i] * (double)buf[i] * ob + ob : ob;
       break;
-    case PK_BATCH:
+    case SL__PK_BATCH:
       m += (double)o->batch_size * sl__plan_in_bytes(P, i) + ob;
       break;
-    case PK_SHUFFLE:
+    case SL__PK_SHUFFLE:
       m += (double)o->shuffle_buf * sl__plan_in_bytes(P, i);
       break;
     default:
@@ -463,9 +463,9 @@ void sl__plan_fmt_bytes(char *b, size_t n, double v) {
 void sl__plan_min_buffers(const sl_plan *P, const int64_t *par, int64_t *buf) {
   for (int i = 0; i < P->nops; i++) {
     const sl__pm_op *o = &P->ops[i];
-    if (o->kind == PK_MAP) buf[i] = o->buf_tunable ? (par[i] > 1 ? par[i] : 0) : o->buf0;
-    else if (o->kind == PK_PREFETCH) buf[i] = o->buf_tunable ? 1 : o->buf0;
-    else if (o->kind == PK_INTERLEAVE) buf[i] = o->buf_tunable ? 1 : o->buf0;
+    if (o->kind == SL__PK_MAP) buf[i] = o->buf_tunable ? (par[i] > 1 ? par[i] : 0) : o->buf0;
+    else if (o->kind == SL__PK_PREFETCH) buf[i] = o->buf_tunable ? 1 : o->buf0;
+    else if (o->kind == SL__PK_INTERLEAVE) buf[i] = o->buf_tunable ? 1 : o->buf0;
     else buf[i] = o->buf0;
   }
 }

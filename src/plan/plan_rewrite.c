@@ -38,14 +38,14 @@ json_t *sl__plan_spec(const sl_plan *P) {
     const sl__pm_op *o = &P->ops[i];
     json_t *js = sl__spec_op_at(spec, o->path);
     if (!js) continue;
-    if (o->kind == PK_MAP) {
+    if (o->kind == SL__PK_MAP) {
       if (o->par_tunable) rc |= json_object_set_new(js, "parallelism", json_integer(P->par[i]));
       if (o->buf_tunable) rc |= json_object_set_new(js, "buffer", json_integer(P->par[i] > 1 ? P->buf[i] : 0));
-    } else if (o->kind == PK_INTERLEAVE) {
+    } else if (o->kind == SL__PK_INTERLEAVE) {
       if (o->par_tunable) rc |= json_object_set_new(js, "parallelism", json_integer(P->par[i]));
       if (o->buf_tunable) rc |= json_object_set_new(js, "buffer", json_integer(P->buf[i]));
       if (o->cyc_tunable || P->cyc[i] != o->cyc0) rc |= json_object_set_new(js, "cycle_length", json_integer(P->cyc[i]));
-    } else if (o->kind == PK_PREFETCH) {
+    } else if (o->kind == SL__PK_PREFETCH) {
       if (o->buf_tunable) rc |= json_object_set_new(js, "buffer", json_integer(P->buf[i]));
     }
   }

@@ -29,7 +29,7 @@ struct sl_trace {
 
 /* Buffer depths the hand-off probe measures with, and the planner gives: a parallel map's smallest ring (its waiting
  * consumer is woken for runs of a quarter of it), and the depth that lets cheap elements cross a thread boundary
- * in full chunks (the engine's chunks are SL_HANDOFF_MAX = 16). */
+ * in full chunks (the engine's chunks are SL__HANDOFF_MAX = 16). */
 #define SL__HANDOFF_RUN_BUFFER 16
 #define SL__HANDOFF_CHEAP_BUFFER 32
 /* The engine's hand-off cost on this machine now, in CPU seconds per element per thread boundary: for expensive

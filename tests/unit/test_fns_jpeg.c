@@ -277,7 +277,7 @@ static void test_crop_scaled_close_to_reference(void **st) {
     assert_int_equal(w, sizes[k][1]);
     uint8_t *ref = malloc((size_t)h * w * 3);
     const uint8_t *src = full + ((size_t)wins[k][0] * W + wins[k][1]) * 3;
-    assert_int_equal(sl__resize_u8(src, wins[k][2], wins[k][3], (size_t)W * 3, ref, h, w, 3, SL_RESIZE_BILINEAR), 0);
+    assert_int_equal(sl__resize_u8(src, wins[k][2], wins[k][3], (size_t)W * 3, ref, h, w, 3, SL__RESIZE_BILINEAR), 0);
     int maxd;
     double mad = tf_mad(img, ref, (size_t)h * w * 3, &maxd);
     fprintf(stderr, "scaled window %zu: mean abs diff %.2f, max %d\n", k, mad, maxd);
