@@ -44,7 +44,7 @@ static double run_spec(const char *json, int64_t *n, long *rss_mid, int64_t mid_
   int64_t k = 0;
   double t0 = now();
   int rc;
-  while ((rc = sl_iter_next(it, &e)) == 0) {
+  while ((rc = sl_iter_next(&e, it)) == 0) {
     k += e.c[0].rank ? e.c[0].shape[0] : 1;
     sl_elem_clear(&e);
     if (rss_mid && k >= mid_at && *rss_mid < 0) *rss_mid = rss_kb();

@@ -34,7 +34,7 @@ static int load(corpus *c, const char *dir, int max) {
   c->jpeg = calloc((size_t)max, sizeof *c->jpeg);
   sl_elem e;
   sl_elem_init(&e);
-  while (c->n < max && sl_iter_next(it, &e) == 0) {
+  while (c->n < max && sl_iter_next(&e, it) == 0) {
     sl_comp *x = sl_elem_get(&e, "image/encoded");
     c->jpeg[c->n] = sl_buf_alloc(x->size);
     memcpy(sl_buf_data(c->jpeg[c->n]), sl_comp_data(x), x->size);

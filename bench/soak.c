@@ -53,7 +53,7 @@ int main(int argc, char **argv) {
   int samples = 0;
   double t0 = now();
   int rc;
-  while ((rc = sl_iter_next(it, &e)) == 0) {
+  while ((rc = sl_iter_next(&e, it)) == 0) {
     sl_elem_clear(&e);
     n++;
     if (n == warm) base = status_field("VmRSS:");
@@ -81,7 +81,7 @@ int main(int argc, char **argv) {
   for (int c = 0; c < C; c++) {
     if (sl_pipeline_iter(&it, p)) return 2;
     for (int k = 0; k < 1 + c % 50; k++) {
-      if (sl_iter_next(it, &e)) return 2;
+      if (sl_iter_next(&e, it)) return 2;
       sl_elem_clear(&e);
     }
     sl_iter_free(it);

@@ -43,7 +43,7 @@ static int slice(twin *t, double ms, long long *count, sl_elem *e) {
   double c0 = clk(CLOCK_THREAD_CPUTIME_ID), c = c0;
   long long k = 0;
   while (*count ? k < *count : c - c0 < ms * 1e-3) {
-    int rc = sl_iter_next(t->it, e);
+    int rc = sl_iter_next(e, t->it);
     if (rc) return rc;
     sl_elem_clear(e);
     k++;

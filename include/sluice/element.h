@@ -109,10 +109,10 @@ int sl_elem_set_f64(sl_elem *e, const char *name, double v);
 const void *sl_comp_data(const sl_comp *c);
 void *sl_comp_mutable_data(sl_comp *c); /* copies the payload first when the buffer is shared */
 int64_t sl_comp_count(const sl_comp *c);
-int sl_comp_string(const sl_comp *c, int64_t i, const void **data, size_t *len);
+int sl_comp_string(const void **data, size_t *len, const sl_comp *c, int64_t i);
 /* Reads a scalar (or the first value) of any numeric dtype as int64 / double. SL_EINVAL for SL_BYTES. */
-int sl_comp_get_i64(const sl_comp *c, int64_t *out);
-int sl_comp_get_f64(const sl_comp *c, double *out);
+int sl_comp_get_i64(int64_t *out, const sl_comp *c);
+int sl_comp_get_f64(double *out, const sl_comp *c);
 
 #ifdef __cplusplus
 }

@@ -20,13 +20,13 @@ extern "C" {
 typedef struct sl_args sl_args;
 /* Each getter returns 0 and the value (or `def` when the key is absent), or SL_EINVAL with a message naming
  * the JSON path when the value has the wrong type. */
-int sl_args_int(const sl_args *a, const char *key, int64_t def, int64_t *out);
-int sl_args_double(const sl_args *a, const char *key, double def, double *out);
-int sl_args_bool(const sl_args *a, const char *key, bool def, bool *out);
+int sl_args_int(int64_t *out, const sl_args *a, const char *key, int64_t def);
+int sl_args_double(double *out, const sl_args *a, const char *key, double def);
+int sl_args_bool(bool *out, const sl_args *a, const char *key, bool def);
 /* The returned string lives as long as the pipeline. */
-int sl_args_string(const sl_args *a, const char *key, const char *def, const char **out);
+int sl_args_string(const char **out, const sl_args *a, const char *key, const char *def);
 /* Reads a numeric array into out[0..max); *n gets its length. Absent: *n = 0. */
-int sl_args_doubles(const sl_args *a, const char *key, double *out, int max, int *n);
+int sl_args_doubles(double *out, int *n, const sl_args *a, const char *key, int max);
 bool sl_args_has(const sl_args *a, const char *key);
 /* JSON path of the args object ("ops[3].args"), for messages. */
 const char *sl_args_path(const sl_args *a);

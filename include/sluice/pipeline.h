@@ -31,13 +31,13 @@ int sl_pipeline_from_file(sl_pipeline **out, const char *path);
 /* Frees a pipeline; every iterator of it must have been freed. Accepts NULL. */
 void sl_pipeline_free(sl_pipeline *p);
 /* The spec as normalised JSON (every knob written, autotune kept as "autotune"). Free with sl_free(). */
-int sl_pipeline_to_json(const sl_pipeline *p, char **out);
+int sl_pipeline_to_json(char **out, const sl_pipeline *p);
 /* The pipeline's name and seed from its spec. */
 const char *sl_pipeline_name(const sl_pipeline *p);
 uint64_t sl_pipeline_seed(const sl_pipeline *p);
 /* The data files the pipeline's `files` ops list (after glob expansion), NULL-terminated. The array is freed with
  * sl_free(); the strings belong to the pipeline. */
-int sl_pipeline_input_files(const sl_pipeline *p, const char ***paths, size_t *n);
+int sl_pipeline_input_files(const char ***paths, size_t *n, const sl_pipeline *p);
 /* Frees memory that sluice returned to the caller (JSON strings). */
 void sl_free(void *ptr);
 
@@ -46,7 +46,7 @@ int sl_pipeline_iter(sl_iter **out, sl_pipeline *p);
 /* Next element: 0 with `out` filled (out must be empty; the caller owns it and clears it), SL_END when the
  * stream is exhausted, or a negative error whose message names the op (its JSON path) and the record. After an
  * error or cancellation every later call returns the same code. */
-int sl_iter_next(sl_iter *it, sl_elem *out);
+int sl_iter_next(sl_elem *out, sl_iter *it);
 /* Asks the run to stop: blocked calls return SL_ECANCELED promptly. Safe from any thread. */
 void sl_iter_cancel(sl_iter *it);
 /* Stops and joins every worker, frees every buffer. Accepts NULL. */
@@ -69,7 +69,7 @@ int sl_builder_prefetch(sl_builder *b, int buffer);
 int sl_builder_begin_source(sl_builder *b);
 int sl_builder_end_source(sl_builder *b);
 /* Builds the pipeline; the builder stays usable. */
-int sl_builder_build(sl_builder *b, sl_pipeline **out);
+int sl_builder_build(sl_pipeline **out, sl_builder *b);
 void sl_builder_free(sl_builder *b);
 
 /* ---- Per-op counters (always on; read them while a run goes on or after it) ---- */
@@ -104,7 +104,7 @@ typedef struct sl_op_stats {
 /* Number of ops, nested source ops included (pre-order: an interleave is followed by its source ops). */
 int sl_pipeline_op_count(const sl_pipeline *p);
 /* Counters of op i, summed over every run since creation or the last reset. Safe while runs go on. */
-int sl_pipeline_op_stats(const sl_pipeline *p, int i, sl_op_stats *out);
+int sl_pipeline_op_stats(sl_op_stats *out, const sl_pipeline *p, int i);
 /* True when every cache op of `p` holds a complete first pass (true when it has none): from then on the pipeline
  * runs in its steady state. Safe while runs go on. */
 bool sl_pipeline_caches_complete(const sl_pipeline *p);

@@ -67,10 +67,10 @@ int64_t sl_plan_buffer(const sl_plan *pl, int i);
 /* Bytes the planned pipeline may hold at most (buffers, batches, shuffle buffers, cache). */
 int64_t sl_plan_memory(const sl_plan *pl);
 /* The planned spec: the traced spec with every knob set and any cache/prefetch inserted. Free with sl_free(). */
-int sl_plan_spec_json(const sl_plan *pl, char **out);
+int sl_plan_spec_json(char **out, const sl_plan *pl);
 /* The analyzer's report: a table per op, the bottleneck in a sentence, the bound, what-ifs. Text for a terminal
  * or (json) a JSON document. Free with sl_free(). */
-int sl_plan_report(const sl_plan *pl, bool json, char **out);
+int sl_plan_report(char **out, const sl_plan *pl, bool json);
 
 /* ---- optimize: trace, solve, rewrite, run the result, compare ---- */
 typedef struct sl_optimize_result {
@@ -135,8 +135,8 @@ void sl_autotune_stop(sl_autotuner *a);
 /* One HILL_CLIMB solve on counters (exposed for tests): given per-op counters of `p` (as sl_pipeline_op_stats
  * gives), writes the chosen parallelism of every op into par[] and buffer into buf[] (nops entries each; ops
  * without autotune knobs keep their values). */
-int sl_autotune_solve(const sl_pipeline *p, const sl_op_stats *stats, const sl_autotune_opts *opts, int64_t *par,
-                      int64_t *buf);
+int sl_autotune_solve(int64_t *par, int64_t *buf, const sl_pipeline *p, const sl_op_stats *stats,
+                      const sl_autotune_opts *opts);
 
 #ifdef __cplusplus
 }

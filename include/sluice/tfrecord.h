@@ -31,7 +31,7 @@ int sl_tfrecord_reader_open(sl_tfrecord_reader **out, const char *path, sl_compr
  * of file; SL_ECORRUPT (bad CRC, truncated record, length beyond the file) with a message naming the file, the
  * record index and the byte offset. After a data-CRC error the reader can continue with the next record; after a
  * length error the framing is lost and every later call returns SL_END. */
-int sl_tfrecord_reader_next(sl_tfrecord_reader *r, sl_buf **rec, size_t *len);
+int sl_tfrecord_reader_next(sl_buf **rec, size_t *len, sl_tfrecord_reader *r);
 /* Index of the next record, and bytes read from the file so far. */
 uint64_t sl_tfrecord_reader_index(const sl_tfrecord_reader *r);
 uint64_t sl_tfrecord_reader_disk_bytes(const sl_tfrecord_reader *r);
@@ -51,7 +51,7 @@ int sl_example_add_bytes(sl_example *ex, const char *key, const void *const *val
 int sl_example_add_int64(sl_example *ex, const char *key, const int64_t *values, size_t n);
 int sl_example_add_float(sl_example *ex, const char *key, const float *values, size_t n);
 /* Serialises into a new buffer (*out, caller unrefs). */
-int sl_example_serialize(const sl_example *ex, sl_buf **out);
+int sl_example_serialize(sl_buf **out, const sl_example *ex);
 
 #ifdef __cplusplus
 }

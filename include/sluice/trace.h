@@ -56,7 +56,7 @@ typedef struct sl_trace_opts {
  * the machine and the run. The pipeline's counters are reset first. Errors: those of the run (naming the op). */
 int sl_trace_run(sl_trace **out, sl_pipeline *p, const sl_trace_opts *opts);
 /* The trace as JSON text (docs/trace-format.md). Free with sl_free(). */
-int sl_trace_to_json(const sl_trace *t, char **out);
+int sl_trace_to_json(char **out, const sl_trace *t);
 /* Reads a trace. SL_EVERSION for a trace of another format version, SL_EINVAL (naming the field) for a malformed
  * one. `origin` names the source in messages. */
 int sl_trace_from_json(sl_trace **out, const char *json, size_t len, const char *origin);
@@ -78,9 +78,9 @@ double sl_trace_process_cpu(const sl_trace *t);
 const sl_machine *sl_trace_machine(const sl_trace *t);
 int sl_trace_op_count(const sl_trace *t);
 /* Op i's counters (strings owned by the trace). */
-int sl_trace_op(const sl_trace *t, int i, sl_op_stats *out);
+int sl_trace_op(sl_op_stats *out, const sl_trace *t, int i);
 /* The traced spec as JSON text. Free with sl_free(). */
-int sl_trace_spec_json(const sl_trace *t, char **out);
+int sl_trace_spec_json(char **out, const sl_trace *t);
 
 #ifdef __cplusplus
 }

@@ -18,7 +18,7 @@ static void busiest_op(sl_pipeline *p, char *buf, size_t n) {
   double best = 0;
   for (int i = 0; i < sl_pipeline_op_count(p); i++) {
     sl_op_stats s;
-    if (sl_pipeline_op_stats(p, i, &s)) continue;
+    if (sl_pipeline_op_stats(&s, p, i)) continue;
     double par = s.parallelism > 0 ? (double)s.parallelism : 1;
     double load = s.cpu_seconds / par;
     if (load > best) {
@@ -33,7 +33,7 @@ void cli_record(const char *db, const char *kind, const char *spec_path, sl_pipe
   if (!db) return;
   const char **files = NULL;
   size_t nfiles = 0;
-  if (p && sl_pipeline_input_files(p, &files, &nfiles)) files = NULL;
+  if (p && sl_pipeline_input_files(&files, &nfiles, p)) files = NULL;
   char bottleneck[256] = "";
   if (p && !error) busiest_op(p, bottleneck, sizeof bottleneck);
   sl_prov_run r = SL_PROV_RUN_INIT;

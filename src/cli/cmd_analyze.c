@@ -131,7 +131,7 @@ int cmd_analyze(int argc, char **argv) {
   if (rc == CLI_OK && sl_plan_solve(&pl, t, &po)) rc = cli_fail(false, "%s: %s", path, sl_error_last());
   if (rc == CLI_OK) {
     char *s = NULL;
-    if (sl_plan_report(pl, json, &s)) rc = cli_fail(false, "%s", sl_error_last());
+    if (sl_plan_report(&s, pl, json)) rc = cli_fail(false, "%s", sl_error_last());
     else fputs(s, stdout);
     if (json && s) fputc('\n', stdout);
     sl_free(s);

@@ -100,7 +100,7 @@ int cmd_optimize(int argc, char **argv) {
   sl_trace_free(given);
   int rc = CLI_OK;
   char *tuned = NULL;
-  if (sl_plan_spec_json(pl, &tuned)) rc = cli_fail(false, "%s", sl_error_last());
+  if (sl_plan_spec_json(&tuned, pl)) rc = cli_fail(false, "%s", sl_error_last());
   FILE *sum = stdout;
   if (rc == CLI_OK) {
     if (out) {
@@ -149,7 +149,7 @@ int cmd_optimize(int argc, char **argv) {
     }
     if (report) {
       char *s = NULL;
-      if (!sl_plan_report(pl, false, &s)) fprintf(sum, "\n%s", s);
+      if (!sl_plan_report(&s, pl, false)) fprintf(sum, "\n%s", s);
       sl_free(s);
     }
   }

@@ -47,7 +47,7 @@ static int load_tuned(const char *path, sl_trace **trace, char **spec) {
   json_decref(j);
   if (is_trace) return sl_trace_load(trace, path) ? cli_fail(false, "report: --tuned %s", sl_error_last()) : CLI_OK;
   sl_pipeline *p = NULL;
-  if (sl_pipeline_from_file(&p, path) || sl_pipeline_to_json(p, spec)) {
+  if (sl_pipeline_from_file(&p, path) || sl_pipeline_to_json(spec, p)) {
     sl_pipeline_free(p);
     return cli_fail(false, "report: --tuned %s", sl_error_last());
   }

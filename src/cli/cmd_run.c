@@ -108,7 +108,7 @@ int cmd_run(int argc, char **argv) {
   int rc = 0;
   bool interrupted = false, warm = warmup <= 0 && (!warm_caches || sl_pipeline_caches_complete(p));
   while (take < 0 || n < take) {
-    rc = sl_iter_next(it, &e);
+    rc = sl_iter_next(&e, it);
     if (rc) break;
     if (!warm && cli_now() - t0 >= warmup &&
         (!warm_caches || sl_pipeline_caches_complete(p) || cli_now() - t0 >= warmup + SL_TRACE_MAX_FILL)) {
@@ -159,7 +159,7 @@ int cmd_run(int argc, char **argv) {
       printf("  tuner autotune: %d re-optimisations; final knobs:", rounds);
       for (int i = 0; i < sl_pipeline_op_count(p); i++) {
         sl_op_stats s;
-        if (sl_pipeline_op_stats(p, i, &s) == 0 && s.async)
+        if (sl_pipeline_op_stats(&s, p, i) == 0 && s.async)
           printf(" %s parallelism %lld buffer %lld;", s.path, (long long)s.parallelism, (long long)s.buffer);
       }
       printf("\n");
@@ -187,7 +187,7 @@ int cmd_validate(int argc, char **argv) {
   if (sl_pipeline_from_file(&p, argv[1])) return cli_fail(false, "%s", sl_error_last());
   if (print) {
     char *s = NULL;
-    if (sl_pipeline_to_json(p, &s) == 0) {
+    if (sl_pipeline_to_json(&s, p) == 0) {
       printf("%s\n", s);
       sl_free(s);
     }

@@ -79,7 +79,7 @@ int cmd_trace(int argc, char **argv) {
     if (sl_trace_save(t, out)) rc = cli_fail(false, "%s", sl_error_last());
   } else {
     char *s = NULL;
-    if (sl_trace_to_json(t, &s)) rc = cli_fail(false, "%s", sl_error_last());
+    if (sl_trace_to_json(&s, t)) rc = cli_fail(false, "%s", sl_error_last());
     else printf("%s\n", s);
     sl_free(s);
   }

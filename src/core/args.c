@@ -25,7 +25,7 @@ static int bad(const sl_args *a, const char *key, const char *want, json_t *v) {
   return sl__err(SL_EINVAL, "%s.%s: expected %s, found %s", a ? a->path : "args", key, want, sl__json_type_name(v));
 }
 
-int sl_args_int(const sl_args *a, const char *key, int64_t def, int64_t *out) {
+int sl_args_int(int64_t *out, const sl_args *a, const char *key, int64_t def) {
   json_t *v = arg(a, key);
   if (!v) {
     *out = def;
@@ -42,7 +42,7 @@ int sl_args_int(const sl_args *a, const char *key, int64_t def, int64_t *out) {
   return bad(a, key, "an integer", v);
 }
 
-int sl_args_double(const sl_args *a, const char *key, double def, double *out) {
+int sl_args_double(double *out, const sl_args *a, const char *key, double def) {
   json_t *v = arg(a, key);
   if (!v) {
     *out = def;
@@ -55,7 +55,7 @@ int sl_args_double(const sl_args *a, const char *key, double def, double *out) {
   return bad(a, key, "a number", v);
 }
 
-int sl_args_bool(const sl_args *a, const char *key, bool def, bool *out) {
+int sl_args_bool(bool *out, const sl_args *a, const char *key, bool def) {
   json_t *v = arg(a, key);
   if (!v) {
     *out = def;
@@ -68,7 +68,7 @@ int sl_args_bool(const sl_args *a, const char *key, bool def, bool *out) {
   return bad(a, key, "true or false", v);
 }
 
-int sl_args_string(const sl_args *a, const char *key, const char *def, const char **out) {
+int sl_args_string(const char **out, const sl_args *a, const char *key, const char *def) {
   json_t *v = arg(a, key);
   if (!v) {
     *out = def;
@@ -81,7 +81,7 @@ int sl_args_string(const sl_args *a, const char *key, const char *def, const cha
   return bad(a, key, "a string", v);
 }
 
-int sl_args_doubles(const sl_args *a, const char *key, double *out, int max, int *n) {
+int sl_args_doubles(double *out, int *n, const sl_args *a, const char *key, int max) {
   json_t *v = arg(a, key);
   *n = 0;
   if (!v) return 0;

@@ -288,7 +288,7 @@ int64_t sl_comp_count(const sl_comp *c) {
   return n;
 }
 
-int sl_comp_string(const sl_comp *c, int64_t i, const void **data, size_t *len) {
+int sl_comp_string(const void **data, size_t *len, const sl_comp *c, int64_t i) {
   if (c->dtype != SL_BYTES) return sl__err(SL_EINVAL, "component '%s' is not bytes", c->name);
   if (c->rank == 0) {
     if (i != 0) return sl__err(SL_EINVAL, "component '%s' holds one string; index %lld", c->name, (long long)i);
@@ -304,7 +304,7 @@ int sl_comp_string(const sl_comp *c, int64_t i, const void **data, size_t *len) 
   return 0;
 }
 
-int sl_comp_get_i64(const sl_comp *c, int64_t *out) {
+int sl_comp_get_i64(int64_t *out, const sl_comp *c) {
   const void *d = sl_comp_data(c);
   if (sl_comp_count(c) < 1) return sl__err(SL_EINVAL, "component '%s' is empty", c->name);
   switch (c->dtype) {
@@ -317,7 +317,7 @@ int sl_comp_get_i64(const sl_comp *c, int64_t *out) {
   }
 }
 
-int sl_comp_get_f64(const sl_comp *c, double *out) {
+int sl_comp_get_f64(double *out, const sl_comp *c) {
   const void *d = sl_comp_data(c);
   if (sl_comp_count(c) < 1) return sl__err(SL_EINVAL, "component '%s' is empty", c->name);
   switch (c->dtype) {

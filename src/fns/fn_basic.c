@@ -22,7 +22,7 @@ typedef struct {
 static int spin_init(void **state, const sl_args *a, void *payload) {
   spin_state *s = sl__calloc(1, sizeof *s);
   if (!s) return sl__oom("spin");
-  int rc = sl_args_int(a, "us", 100, &s->us);
+  int rc = sl_args_int(&s->us, a, "us", 100);
   if (!rc && s->us < 0) rc = sl__err(SL_EINVAL, "%s.us: must be >= 0", sl_args_path(a));
   if (rc) {
     sl__free(s);
@@ -61,8 +61,8 @@ static int len_init(void **state, const sl_args *a, void *payload) {
   len_state *s = sl__calloc(1, sizeof *s);
   if (!s) return sl__oom("length");
   int rc;
-  if ((rc = sl_args_string(a, "component", NULL, &s->comp)) || (rc = sl_args_int(a, "min", 0, &s->min)) ||
-      (rc = sl_args_int(a, "max", INT64_MAX, &s->max))) {
+  if ((rc = sl_args_string(&s->comp, a, "component", NULL)) || (rc = sl_args_int(&s->min, a, "min", 0)) ||
+      (rc = sl_args_int(&s->max, a, "max", INT64_MAX))) {
     sl__free(s);
     return rc;
   }

@@ -37,7 +37,7 @@ static int pe_init(void **state, const sl_args *a, void *payload) {
   pe_state *s = sl__calloc(1, sizeof *s);
   if (!s) return sl__oom("parse_example");
   int rc;
-  if ((rc = sl_args_string(a, "component", "record", &s->component)) || (rc = sl_args_bool(a, "keep", false, &s->keep)))
+  if ((rc = sl_args_string(&s->component, a, "component", "record")) || (rc = sl_args_bool(&s->keep, a, "keep", false)))
     goto fail;
   json_t *feats = a->obj ? json_object_get(a->obj, "features") : NULL;
   if (!json_is_object(feats) || json_object_size(feats) == 0) {

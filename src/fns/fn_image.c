@@ -214,9 +214,9 @@ static int img_state_new(img_state **out, const sl_args *a, const char *defcomp,
   if (!s) return sl__oom(what);
   int rc;
   const char *method;
-  if ((rc = sl_args_string(a, "component", defcomp, &s->comp)) ||
-      (rc = sl_args_string(a, "output", s->comp, &s->output)) ||
-      (rc = sl_args_string(a, "method", "bilinear", &method)) ||
+  if ((rc = sl_args_string(&s->comp, a, "component", defcomp)) ||
+      (rc = sl_args_string(&s->output, a, "output", s->comp)) ||
+      (rc = sl_args_string(&method, a, "method", "bilinear")) ||
       (rc = sl__resize_method_parse(&s->method, method, sl_args_path(a)))) {
     sl__free(s);
     return rc;
@@ -228,7 +228,7 @@ static int img_state_new(img_state **out, const sl_args *a, const char *defcomp,
 static int read_size(const sl_args *a, img_state *s, bool required) {
   double v[2];
   int n = 0;
-  int rc = sl_args_doubles(a, "size", v, 2, &n);
+  int rc = sl_args_doubles(v, &n, a, "size", 2);
   if (rc) return rc;
   if (!sl_args_has(a, "size")) {
     if (required) return sl__err(SL_EINVAL, "%s.size: required ([height, width])", sl_args_path(a));
@@ -254,8 +254,8 @@ static int rrc_init(void **state, const sl_args *a, void *payload) {
   if (rc) return rc;
   s->scale[0] = 0.08, s->scale[1] = 1.0, s->ratio[0] = 3.0 / 4.0, s->ratio[1] = 4.0 / 3.0;
   int ns = 0, nr = 0;
-  if ((rc = read_size(a, s, true)) || (rc = sl_args_doubles(a, "scale", s->scale, 2, &ns)) ||
-      (rc = sl_args_doubles(a, "ratio", s->ratio, 2, &nr)))
+  if ((rc = read_size(a, s, true)) || (rc = sl_args_doubles(s->scale, &ns, a, "scale", 2)) ||
+      (rc = sl_args_doubles(s->ratio, &nr, a, "ratio", 2)))
     goto fail;
   if ((sl_args_has(a, "scale") && ns != 2) || (sl_args_has(a, "ratio") && nr != 2) ||
       !(s->scale[0] > 0 && s->scale[0] <= s->scale[1] && s->scale[1] <= 1) ||
@@ -289,7 +289,7 @@ static int resize_init(void **state, const sl_args *a, void *payload) {
   img_state *s;
   int rc = img_state_new(&s, a, "image", "resize");
   if (rc) return rc;
-  if ((rc = read_size(a, s, false)) || (rc = sl_args_int(a, "shorter_side", 0, &s->shorter))) goto fail;
+  if ((rc = read_size(a, s, false)) || (rc = sl_args_int(&s->shorter, a, "shorter_side", 0))) goto fail;
   if ((s->h > 0) == (s->shorter > 0)) {
     rc = sl__err(SL_EINVAL, "%s: give exactly one of \"size\" ([height, width]) and \"shorter_side\" (> 0)",
                  sl_args_path(a));
@@ -328,7 +328,7 @@ static int cc_init(void **state, const sl_args *a, void *payload) {
   img_state *s;
   int rc = img_state_new(&s, a, "image", "center_crop");
   if (rc) return rc;
-  if ((rc = read_size(a, s, false)) || (rc = sl_args_double(a, "fraction", 0, &s->fraction))) goto fail;
+  if ((rc = read_size(a, s, false)) || (rc = sl_args_double(&s->fraction, a, "fraction", 0))) goto fail;
   if ((s->h > 0) == (s->fraction > 0) || s->fraction > 1) {
     rc = sl__err(SL_EINVAL, "%s: give exactly one of \"size\" ([height, width]) and \"fraction\" (0 < f <= 1)",
                  sl_args_path(a));
@@ -366,9 +366,9 @@ static int flip_init(void **state, const sl_args *a, void *payload) {
   int rc = img_state_new(&s, a, "image", "random_flip");
   if (rc) return rc;
   const char *inv;
-  if ((rc = sl_args_double(a, "prob", 0.5, &s->prob)) || (rc = sl_args_string(a, "boxes", NULL, &s->boxes)) ||
-      (rc = sl_args_string(a, "num_boxes", NULL, &s->num_boxes)) ||
-      (rc = sl_args_string(a, "on_invalid_box", "error", &inv)))
+  if ((rc = sl_args_double(&s->prob, a, "prob", 0.5)) || (rc = sl_args_string(&s->boxes, a, "boxes", NULL)) ||
+      (rc = sl_args_string(&s->num_boxes, a, "num_boxes", NULL)) ||
+      (rc = sl_args_string(&inv, a, "on_invalid_box", "error")))
     goto fail;
   if (!(s->prob >= 0 && s->prob <= 1)) {
     rc = sl__err(SL_EINVAL, "%s.prob: must be in [0, 1]", sl_args_path(a));
@@ -421,7 +421,7 @@ static int flip_call(void *st, sl_elem *e, sl_fn_call *call) {
     if (s->num_boxes) {
       sl_comp *nc;
       int64_t v;
-      if ((rc = sl__fn_component(e, call, s->num_boxes, &nc)) || (rc = sl_comp_get_i64(nc, &v))) return rc;
+      if ((rc = sl__fn_component(e, call, s->num_boxes, &nc)) || (rc = sl_comp_get_i64(&v, nc))) return rc;
       if (v < 0 || v > nb) return elem_err(call, SL_EINVAL, "'%s' = %lld outside 0..%lld", s->num_boxes, (long long)v, (long long)nb);
       nb = v;
     }
@@ -478,10 +478,10 @@ static int norm_init(void **state, const sl_args *a, void *payload) {
   norm_state *s = sl__calloc(1, sizeof *s);
   if (!s) return sl__oom("normalize");
   int rc;
-  if ((rc = sl_args_string(a, "component", "image", &s->comp)) ||
-      (rc = sl_args_string(a, "output", s->comp, &s->output)) || (rc = sl_args_double(a, "scale", 1.0, &s->scale)) ||
-      (rc = sl_args_doubles(a, "mean", s->mean, 64, &s->nmean)) ||
-      (rc = sl_args_doubles(a, "std", s->std, 64, &s->nstd)))
+  if ((rc = sl_args_string(&s->comp, a, "component", "image")) ||
+      (rc = sl_args_string(&s->output, a, "output", s->comp)) || (rc = sl_args_double(&s->scale, a, "scale", 1.0)) ||
+      (rc = sl_args_doubles(s->mean, &s->nmean, a, "mean", 64)) ||
+      (rc = sl_args_doubles(s->std, &s->nstd, a, "std", 64)))
     goto fail;
   if (!sl_args_has(a, "mean")) {
     /* ImageNet's RGB mean and std, in 0..255 units. */
@@ -574,9 +574,9 @@ static int cast_init(void **state, const sl_args *a, void *payload) {
   if (!s) return sl__oom("cast");
   const char *dt;
   int rc;
-  if ((rc = sl_args_string(a, "component", "image", &s->comp)) ||
-      (rc = sl_args_string(a, "output", s->comp, &s->output)) || (rc = sl_args_string(a, "dtype", NULL, &dt)) ||
-      (rc = sl_args_double(a, "scale", 1.0, &s->scale)))
+  if ((rc = sl_args_string(&s->comp, a, "component", "image")) ||
+      (rc = sl_args_string(&s->output, a, "output", s->comp)) || (rc = sl_args_string(&dt, a, "dtype", NULL)) ||
+      (rc = sl_args_double(&s->scale, a, "scale", 1.0)))
     goto fail;
   if (!dt) {
     rc = sl__err(SL_EINVAL, "%s.dtype: required (uint8, int32, int64, float32, float64)", sl_args_path(a));
@@ -666,15 +666,15 @@ static int pad_init(void **state, const sl_args *a, void *payload) {
                                       "image/object/bbox/xmax"};
   const char *inv;
   int rc;
-  if ((rc = sl_args_string(a, "boxes", NULL, &s->boxes)) ||
-      (rc = sl_args_string(a, "labels", "image/object/class/label", &s->labels)) ||
-      (rc = sl_args_string(a, "output", "boxes", &s->output)) ||
-      (rc = sl_args_string(a, "labels_output", "labels", &s->labels_output)) ||
-      (rc = sl_args_string(a, "num_output", "num_boxes", &s->num_output)) || (rc = sl_args_int(a, "max", 100, &s->max)) ||
-      (rc = sl_args_double(a, "pad_value", 0, &s->pad)) || (rc = sl_args_double(a, "label_pad_value", -1, &s->label_pad)) ||
-      (rc = sl_args_string(a, "on_invalid_box", "error", &inv)) || (rc = sl_args_bool(a, "keep", false, &s->keep)))
+  if ((rc = sl_args_string(&s->boxes, a, "boxes", NULL)) ||
+      (rc = sl_args_string(&s->labels, a, "labels", "image/object/class/label")) ||
+      (rc = sl_args_string(&s->output, a, "output", "boxes")) ||
+      (rc = sl_args_string(&s->labels_output, a, "labels_output", "labels")) ||
+      (rc = sl_args_string(&s->num_output, a, "num_output", "num_boxes")) || (rc = sl_args_int(&s->max, a, "max", 100)) ||
+      (rc = sl_args_double(&s->pad, a, "pad_value", 0)) || (rc = sl_args_double(&s->label_pad, a, "label_pad_value", -1)) ||
+      (rc = sl_args_string(&inv, a, "on_invalid_box", "error")) || (rc = sl_args_bool(&s->keep, a, "keep", false)))
     goto fail;
-  for (int k = 0; k < 4 && !rc; k++) rc = sl_args_string(a, keys[k], defs[k], &s->coord[k]);
+  for (int k = 0; k < 4 && !rc; k++) rc = sl_args_string(&s->coord[k], a, keys[k], defs[k]);
   if (rc) goto fail;
   if (s->max < 1 || s->max > 1000000) {
     rc = sl__err(SL_EINVAL, "%s.max: must be in 1..1000000", sl_args_path(a));

@@ -213,7 +213,7 @@ static void jpeg_free(void *st) { sl__free(st); }
 
 static int read_pair(const sl_args *a, const char *key, double *v, bool *given) {
   int n = 0;
-  int rc = sl_args_doubles(a, key, v, 2, &n);
+  int rc = sl_args_doubles(v, &n, a, key, 2);
   if (rc) return rc;
   if (sl_args_has(a, key) && n != 2) return sl__err(SL_EINVAL, "%s.%s: expected two numbers", sl_args_path(a), key);
   if (given) *given = n == 2;
@@ -226,11 +226,11 @@ static int jpeg_init_common(void **state, const sl_args *a, bool crop) {
   int64_t ch, maxpx;
   const char *method;
   int rc;
-  if ((rc = sl_args_string(a, "component", "image/encoded", &s->comp)) ||
-      (rc = sl_args_string(a, "output", "image", &s->output)) || (rc = sl_args_bool(a, "keep", false, &s->keep)) ||
-      (rc = sl_args_int(a, "channels", 3, &ch)) || (rc = sl_args_bool(a, "strict", true, &s->jo.strict)) ||
-      (rc = sl_args_int(a, "max_pixels", 100000000, &maxpx)) ||
-      (rc = sl_args_string(a, "method", "bilinear", &method)))
+  if ((rc = sl_args_string(&s->comp, a, "component", "image/encoded")) ||
+      (rc = sl_args_string(&s->output, a, "output", "image")) || (rc = sl_args_bool(&s->keep, a, "keep", false)) ||
+      (rc = sl_args_int(&ch, a, "channels", 3)) || (rc = sl_args_bool(&s->jo.strict, a, "strict", true)) ||
+      (rc = sl_args_int(&maxpx, a, "max_pixels", 100000000)) ||
+      (rc = sl_args_string(&method, a, "method", "bilinear")))
     goto fail;
   if (ch != 0 && ch != 1 && ch != 3) {
     rc = sl__err(SL_EINVAL, "%s.channels: expected 0 (as stored), 1 or 3, found %lld", sl_args_path(a), (long long)ch);
@@ -246,11 +246,11 @@ static int jpeg_init_common(void **state, const sl_args *a, bool crop) {
     if ((rc = sl__resize_method_parse(&s->method, method, sl_args_path(a)))) goto fail;
     double win[4], size[2];
     int nw = 0, ns = 0;
-    if ((rc = sl_args_doubles(a, "crop", win, 4, &nw)) || (rc = sl_args_doubles(a, "size", size, 2, &ns))) goto fail;
+    if ((rc = sl_args_doubles(win, &nw, a, "crop", 4)) || (rc = sl_args_doubles(size, &ns, a, "size", 2))) goto fail;
     bool has_scale, has_ratio;
     s->scale[0] = 0.08, s->scale[1] = 1.0, s->ratio[0] = 3.0 / 4.0, s->ratio[1] = 4.0 / 3.0;
     if ((rc = read_pair(a, "scale", s->scale, &has_scale)) || (rc = read_pair(a, "ratio", s->ratio, &has_ratio)) ||
-        (rc = sl_args_bool(a, "random", !nw, &s->random)))
+        (rc = sl_args_bool(&s->random, a, "random", !nw)))
       goto fail;
     if (nw && nw != 4) {
       rc = sl__err(SL_EINVAL, "%s.crop: expected [y, x, height, width]", sl_args_path(a));

@@ -40,8 +40,8 @@ static int csv_init(void **state, const sl_args *a, void *payload) {
   if (!s) return sl__oom("parse_csv");
   const char *delim, *on_error;
   int rc;
-  if ((rc = sl_args_string(a, "component", "line", &s->comp)) || (rc = sl_args_string(a, "delimiter", ",", &delim)) ||
-      (rc = sl_args_string(a, "on_error", "error", &on_error)) || (rc = sl_args_bool(a, "keep", false, &s->keep)))
+  if ((rc = sl_args_string(&s->comp, a, "component", "line")) || (rc = sl_args_string(&delim, a, "delimiter", ",")) ||
+      (rc = sl_args_string(&on_error, a, "on_error", "error")) || (rc = sl_args_bool(&s->keep, a, "keep", false)))
     goto fail;
   if (strlen(delim) != 1 || delim[0] == '"' || delim[0] == '\n') {
     rc = sl__err(SL_EINVAL, "%s.delimiter: expected one character (not a quote or newline)", sl_args_path(a));
@@ -340,14 +340,14 @@ static int hb_init(void **state, const sl_args *a, void *payload) {
   hb_state *s = sl__calloc(1, sizeof *s);
   if (!s) return sl__oom("hash_bucket");
   int rc;
-  if ((rc = sl_args_string(a, "component", NULL, &s->comp)) || (rc = sl_args_int(a, "buckets", 0, &s->buckets)) ||
-      (rc = sl_args_int(a, "seed", 0, &s->seed)))
+  if ((rc = sl_args_string(&s->comp, a, "component", NULL)) || (rc = sl_args_int(&s->buckets, a, "buckets", 0)) ||
+      (rc = sl_args_int(&s->seed, a, "seed", 0)))
     goto fail;
   if (!s->comp) {
     rc = sl__err(SL_EINVAL, "%s.component: required", sl_args_path(a));
     goto fail;
   }
-  if ((rc = sl_args_string(a, "output", s->comp, &s->output))) goto fail;
+  if ((rc = sl_args_string(&s->output, a, "output", s->comp))) goto fail;
   if (s->buckets < 1) {
     rc = sl__err(SL_EINVAL, "%s.buckets: required, >= 1", sl_args_path(a));
     goto fail;
@@ -375,7 +375,7 @@ static int hb_call(void *st, sl_elem *e, sl_fn_call *call) {
   for (int64_t i = 0; i < n && !rc; i++) {
     const void *p;
     size_t len;
-    if ((rc = sl_comp_string(&src, i, &p, &len))) break;
+    if ((rc = sl_comp_string(&p, &len, &src, i))) break;
     out[i] = (int64_t)(XXH64(p, len, (XXH64_hash_t)s->seed) % (uint64_t)s->buckets);
   }
   sl_buf_unref(src.buf);
@@ -392,8 +392,8 @@ static int l1p_init(void **state, const sl_args *a, void *payload) {
   l1p_state *s = sl__calloc(1, sizeof *s);
   if (!s) return sl__oom("log1p");
   int rc;
-  if ((rc = sl_args_string(a, "component", NULL, &s->comp)) ||
-      (rc = sl_args_bool(a, "clip_negative", true, &s->clip))) {
+  if ((rc = sl_args_string(&s->comp, a, "component", NULL)) ||
+      (rc = sl_args_bool(&s->clip, a, "clip_negative", true))) {
     sl__free(s);
     return rc;
   }
@@ -401,7 +401,7 @@ static int l1p_init(void **state, const sl_args *a, void *payload) {
     sl__free(s);
     return sl__err(SL_EINVAL, "%s.component: required", sl_args_path(a));
   }
-  if ((rc = sl_args_string(a, "output", s->comp, &s->output))) {
+  if ((rc = sl_args_string(&s->output, a, "output", s->comp))) {
     sl__free(s);
     return rc;
   }

@@ -143,12 +143,12 @@ static int tok_init(void **state, const sl_args *a, void *payload) {
   const char *vocab;
   int64_t unk, bos, eos;
   int rc;
-  if ((rc = sl_args_string(a, "component", "line", &s->comp)) ||
-      (rc = sl_args_string(a, "output", "tokens", &s->output)) || (rc = sl_args_string(a, "vocab", NULL, &vocab)) ||
-      (rc = sl_args_bool(a, "lowercase", false, &s->lowercase)) || (rc = sl_args_bool(a, "keep", false, &s->keep)) ||
-      (rc = sl_args_bool(a, "split_punctuation", true, &s->split_punct)) ||
-      (rc = sl_args_int(a, "unknown_id", -2, &unk)) || (rc = sl_args_int(a, "bos_id", -1, &bos)) ||
-      (rc = sl_args_int(a, "eos_id", -1, &eos)))
+  if ((rc = sl_args_string(&s->comp, a, "component", "line")) ||
+      (rc = sl_args_string(&s->output, a, "output", "tokens")) || (rc = sl_args_string(&vocab, a, "vocab", NULL)) ||
+      (rc = sl_args_bool(&s->lowercase, a, "lowercase", false)) || (rc = sl_args_bool(&s->keep, a, "keep", false)) ||
+      (rc = sl_args_bool(&s->split_punct, a, "split_punctuation", true)) ||
+      (rc = sl_args_int(&unk, a, "unknown_id", -2)) || (rc = sl_args_int(&bos, a, "bos_id", -1)) ||
+      (rc = sl_args_int(&eos, a, "eos_id", -1)))
     goto fail;
   if (!vocab) {
     rc = sl__err(SL_EINVAL, "%s.vocab: required (a file of one token per line)", sl_args_path(a));

@@ -204,7 +204,7 @@ int sl__gen_image(const sl_gen_opts *o, int64_t i, sl__gen_rec *rec) {
     rec->boxes = nobj;
   }
   sl_buf *ser = NULL;
-  if (!rc) rc = sl_example_serialize(ex, &ser);
+  if (!rc) rc = sl_example_serialize(&ser, ex);
   sl_example_free(ex);
   if (!rc) rc = sl__str_append(&rec->data, sl_buf_data(ser), sl_buf_size(ser));
   sl_buf_unref(ser);

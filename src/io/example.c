@@ -128,7 +128,7 @@ int sl_example_add_float(sl_example *ex, const char *key, const float *values, s
   return 0;
 }
 
-int sl_example_serialize(const sl_example *ex, sl_buf **out) {
+int sl_example_serialize(sl_buf **out, const sl_example *ex) {
   *out = NULL;
   Sluice__Tf__Features__FeatureEntry **entries = sl__calloc(ex->n ? ex->n : 1, sizeof *entries);
   if (!entries) return sl__oom("an example");

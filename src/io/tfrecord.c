@@ -156,7 +156,7 @@ static int corrupt(sl_tfrecord_reader *r, bool fatal, const char *what) {
                  (unsigned long long)r->offset, what);
 }
 
-int sl_tfrecord_reader_next(sl_tfrecord_reader *r, sl_buf **rec, size_t *len) {
+int sl_tfrecord_reader_next(sl_buf **rec, size_t *len, sl_tfrecord_reader *r) {
   *rec = NULL;
   *len = 0;
   if (r->broken) return SL_END;

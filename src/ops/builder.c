@@ -111,7 +111,7 @@ int sl_builder_end_source(sl_builder *b) {
   return 0;
 }
 
-int sl_builder_build(sl_builder *b, sl_pipeline **out) {
+int sl_builder_build(sl_pipeline **out, sl_builder *b) {
   *out = NULL;
   if (b->depth) return sl__err(SL_EINVAL, "builder: %d source chain(s) left open", b->depth);
   char *s = json_dumps(b->spec, JSON_COMPACT | JSON_PRESERVE_ORDER);

@@ -229,7 +229,7 @@ static int tfr_next(sl__it *it, sl_elem *out) {
     }
     sl_buf *rec;
     size_t len;
-    int rc = sl_tfrecord_reader_next(t->r, &rec, &len);
+    int rc = sl_tfrecord_reader_next(&rec, &len, t->r);
     tfr_account(t);
     if (rc == 0) {
       rc = sl_elem_set_bytes(out, "record", rec, 0, NULL, len);
@@ -335,7 +335,7 @@ static int lines_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **ou
 }
 const sl__op_vt sl__op_lines = {"lines", lines_parse, lines_open, cfg_free, SL__OPF_NEEDS_INPUT};
 
-int sl_pipeline_input_files(const sl_pipeline *p, const char ***paths, size_t *n) {
+int sl_pipeline_input_files(const char ***paths, size_t *n, const sl_pipeline *p) {
   *paths = NULL;
   *n = 0;
   size_t total = 0;

@@ -228,7 +228,7 @@ int sl_pipeline_from_file(sl_pipeline **out, const char *path) {
   return build(out, spec, path, NULL);
 }
 
-int sl_pipeline_to_json(const sl_pipeline *p, char **out) {
+int sl_pipeline_to_json(char **out, const sl_pipeline *p) {
   char *s = json_dumps(p->spec, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
   if (!s) return sl__oom("the spec text");
   *out = sl__strdup(s);
@@ -279,7 +279,7 @@ int sl_pipeline_iter(sl_iter **out, sl_pipeline *p) {
   return 0;
 }
 
-int sl_iter_next(sl_iter *it, sl_elem *out) {
+int sl_iter_next(sl_elem *out, sl_iter *it) {
   if (it->sticky) return sl__errbox_raise(&it->box);
   if (sl__canceled(&it->run)) {
     it->sticky = SL_ECANCELED;
@@ -313,7 +313,7 @@ int sl_pipeline_op_count(const sl_pipeline *p) { return p->nops; }
 static double ns_s(uint64_t ns) { return (double)ns * 1e-9; }
 #define LD(x) atomic_load_explicit(&(x), memory_order_relaxed)
 
-int sl_pipeline_op_stats(const sl_pipeline *p, int i, sl_op_stats *s) {
+int sl_pipeline_op_stats(sl_op_stats *s, const sl_pipeline *p, int i) {
   if (i < 0 || i >= p->nops) return sl__err(SL_EINVAL, "op index %d outside 0..%d", i, p->nops - 1);
   const sl__op *op = p->ops[i];
   memset(s, 0, sizeof *s);

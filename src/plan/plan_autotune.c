@@ -128,8 +128,8 @@ static double default_ram(void) {
   return mc.mem_available > 0 ? 0.5 * (double)mc.mem_available : 1e18;
 }
 
-int sl_autotune_solve(const sl_pipeline *p, const sl_op_stats *st, const sl_autotune_opts *opts, int64_t *par,
-                      int64_t *buf) {
+int sl_autotune_solve(int64_t *par, int64_t *buf, const sl_pipeline *p, const sl_op_stats *st,
+                      const sl_autotune_opts *opts) {
   sl_autotune_opts def = SL_AUTOTUNE_OPTS_INIT;
   if (!opts) opts = &def;
   at_model m = {0};
@@ -196,8 +196,8 @@ static void *tuner_main(void *arg) {
     }
     if (a->stop) break;
     pthread_mutex_unlock(&a->mu);
-    for (int i = 0; i < sl_pipeline_op_count(p); i++) sl_pipeline_op_stats(p, i, &st[i]);
-    if (st[sl__pipeline_root(p)->index].elements_out > 0 && sl_autotune_solve(p, st, &a->opts, par, buf) == 0) {
+    for (int i = 0; i < sl_pipeline_op_count(p); i++) sl_pipeline_op_stats(&st[i], p, i);
+    if (st[sl__pipeline_root(p)->index].elements_out > 0 && sl_autotune_solve(par, buf, p, st, &a->opts) == 0) {
       for (int i = 0; i < sl_pipeline_op_count(p); i++) {
         sl__op *op = sl__pipeline_op(p, i);
         if (op->par_autotune) atomic_store_explicit(&op->active_par, (int)par[i], memory_order_relaxed);

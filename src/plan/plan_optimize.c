@@ -29,7 +29,7 @@ static int core_ops(const sl_trace *t, int *idx) {
  * tuned run produced elements at that op (ops behind a cache keep their first-trace costs). */
 static int copy_trace(sl_trace **out, const sl_trace *t) {
   char *js = NULL;
-  int rc = sl_trace_to_json(t, &js);
+  int rc = sl_trace_to_json(&js, t);
   if (rc) return rc;
   rc = sl_trace_from_json(out, js, strlen(js), "<trace>");
   sl__free(js);
@@ -122,7 +122,7 @@ static int measure_plan(sl_trace **tm, const sl_plan *plan, const sl_pipeline *p
                         const sl_machine *m) {
   char *spec = NULL;
   sl_pipeline *q = NULL;
-  int rc = sl_plan_spec_json(plan, &spec);
+  int rc = sl_plan_spec_json(&spec, plan);
   if (!rc) rc = sl_pipeline_from_json(&q, spec, strlen(spec), sl__pipeline_origin(p));
   sl__free(spec);
   if (!rc) rc = trace_of(tm, q, opts->measure_seconds, opts->measure_seconds * 0.25, m);
@@ -166,7 +166,7 @@ int sl_optimize(sl_plan **out, sl_pipeline *p, const sl_optimize_opts *opts) {
   if (opts->trace) {
     /* Start from the caller's trace: a copy, checked against the pipeline. */
     char *js = NULL;
-    if ((rc = sl_trace_check_spec(opts->trace, p)) || (rc = sl_trace_to_json(opts->trace, &js))) goto done;
+    if ((rc = sl_trace_check_spec(opts->trace, p)) || (rc = sl_trace_to_json(&js, opts->trace))) goto done;
     rc = sl_trace_from_json(&t0, js, strlen(js), opts->trace->origin);
     sl__free(js);
   } else {
@@ -340,7 +340,7 @@ int sl_pipeline_optimize(sl_pipeline *p, const sl_optimize_opts *opts) {
   if (rc) return rc;
   char *spec = NULL;
   sl_pipeline *q = NULL;
-  rc = sl_plan_spec_json(plan, &spec);
+  rc = sl_plan_spec_json(&spec, plan);
   sl_plan_free(plan);
   if (!rc) rc = sl_pipeline_from_json(&q, spec, strlen(spec), sl__pipeline_origin(p));
   sl__free(spec);

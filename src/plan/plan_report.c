@@ -281,7 +281,7 @@ json_t *sl__plan_report_json(const sl_plan *P) {
   return r;
 }
 
-int sl_plan_report(const sl_plan *P, bool json, char **out) {
+int sl_plan_report(char **out, const sl_plan *P, bool json) {
   *out = NULL;
   if (json) {
     json_t *r = sl__plan_report_json(P);

@@ -66,7 +66,7 @@ json_t *sl__plan_spec(const sl_plan *P) {
   return spec;
 }
 
-int sl_plan_spec_json(const sl_plan *P, char **out) {
+int sl_plan_spec_json(char **out, const sl_plan *P) {
   *out = NULL;
   json_t *spec = sl__plan_spec(P);
   if (!spec) return SL_ENOMEM;

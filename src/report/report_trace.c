@@ -504,7 +504,7 @@ static int load_ops(tctx *c, const sl_trace *t) {
     json_t *j = json_array_get(ops, (size_t)i);
     rop *o = &c->ops[i];
     sl_op_stats s;
-    int rc = sl_trace_op(t, i, &s);
+    int rc = sl_trace_op(&s, t, i);
     if (rc) return rc;
     o->path = str(j, "path");
     o->op = str(j, "op");

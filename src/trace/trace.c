@@ -305,7 +305,7 @@ int sl_trace_run(sl_trace **out, sl_pipeline *p, const sl_trace_opts *opts) {
         (!opts->warmup_fills_caches || sl_pipeline_caches_complete(p) ||
          (double)(sl__now_ns() - t0) * 1e-9 >= opts->warmup + fill)) {
       /* Counters are cumulative; the traced interval is the difference from this snapshot. */
-      for (int i = 0; i < sl_pipeline_op_count(p); i++) sl_pipeline_op_stats(p, i, &base[i]);
+      for (int i = 0; i < sl_pipeline_op_count(p); i++) sl_pipeline_op_stats(&base[i], p, i);
       tw = sl__now_ns();
       c0 = proc_cpu();
       jif = sys_jiffies(&jb0, &jt0);
@@ -313,7 +313,7 @@ int sl_trace_run(sl_trace **out, sl_pipeline *p, const sl_trace_opts *opts) {
       nw = n;
       warm = true;
     }
-    rc = sl_iter_next(it, &e);
+    rc = sl_iter_next(&e, it);
     if (rc) break;
     sl_elem_clear(&e);
     n++;
@@ -360,7 +360,7 @@ int sl_trace_run(sl_trace **out, sl_pipeline *p, const sl_trace_opts *opts) {
     t->elements = n - nw;
     for (int i = 0; i < sl_pipeline_op_count(p) && !rc; i++) {
       sl_op_stats s;
-      sl_pipeline_op_stats(p, i, &s);
+      sl_pipeline_op_stats(&s, p, i);
       if (warm && opts->warmup > 0) stats_delta(&s, &base[i]);
       rc = fill_op(&t->ops[i], &s, t->spec);
     }
@@ -410,7 +410,7 @@ static json_t *op_json(const sl__trace_op *o) {
   return j;
 }
 
-int sl_trace_to_json(const sl_trace *t, char **out) {
+int sl_trace_to_json(char **out, const sl_trace *t) {
   *out = NULL;
   json_t *ops = json_array();
   json_t *root = json_pack("{s:s, s:i, s:s, s:s, s:O, s:o, s:{s:f, s:I, s:b, s:f, s:f, s:f}, s:o}", "format",
@@ -437,7 +437,7 @@ int sl_trace_to_json(const sl_trace *t, char **out) {
 
 int sl_trace_save(const sl_trace *t, const char *path) {
   char *s = NULL;
-  int rc = sl_trace_to_json(t, &s);
+  int rc = sl_trace_to_json(&s, t);
   if (rc) return rc;
   FILE *f = fopen(path, "wb");
   if (!f) {
@@ -649,12 +649,12 @@ double sl_trace_throughput(const sl_trace *t) { return t->seconds > 0 ? (double)
 double sl_trace_process_cpu(const sl_trace *t) { return t->process_cpu; }
 const sl_machine *sl_trace_machine(const sl_trace *t) { return &t->machine; }
 int sl_trace_op_count(const sl_trace *t) { return t->nops; }
-int sl_trace_op(const sl_trace *t, int i, sl_op_stats *out) {
+int sl_trace_op(sl_op_stats *out, const sl_trace *t, int i) {
   if (i < 0 || i >= t->nops) return sl__err(SL_EINVAL, "op index %d outside 0..%d", i, t->nops - 1);
   *out = t->ops[i].s;
   return 0;
 }
-int sl_trace_spec_json(const sl_trace *t, char **out) {
+int sl_trace_spec_json(char **out, const sl_trace *t) {
   char *s = json_dumps(t->spec, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
   if (!s) return sl__oom("the spec text");
   *out = sl__strdup(s);

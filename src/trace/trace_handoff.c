@@ -26,7 +26,7 @@ static double cpu_per_element(const char *spec, int n) {
   sl_elem_init(&e);
   double c0 = proc_cpu_s(), r = -1;
   int k = 0;
-  for (; k < n && sl_iter_next(it, &e) == 0; k++) sl_elem_clear(&e);
+  for (; k < n && sl_iter_next(&e, it) == 0; k++) sl_elem_clear(&e);
   if (k == n) r = (proc_cpu_s() - c0) / n;
   sl_iter_free(it);
   sl_pipeline_free(p);

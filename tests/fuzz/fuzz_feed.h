@@ -37,7 +37,7 @@ static void fuzz_feed_run(sl_pipeline *p, const uint8_t *data, size_t size) {
   sl_elem e;
   sl_elem_init(&e);
   int rc;
-  while ((rc = sl_iter_next(it, &e)) == 0) sl_elem_clear(&e);
+  while ((rc = sl_iter_next(&e, it)) == 0) sl_elem_clear(&e);
   if (rc != SL_END && !sl_error_last()[0]) __builtin_trap(); /* every error has a message */
   sl_iter_free(it);
 }

@@ -14,7 +14,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   }
   char *js = NULL;
-  if (sl_pipeline_to_json(p, &js) == 0) {
+  if (sl_pipeline_to_json(&js, p) == 0) {
     sl_pipeline *q = NULL;
     if (sl_pipeline_from_json(&q, js, strlen(js), "fuzz-roundtrip") != 0) __builtin_trap();
     sl_pipeline_free(q);

@@ -24,7 +24,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     for (int i = 0; i < 10000; i++) {
       sl_buf *b;
       size_t len;
-      int rc = sl_tfrecord_reader_next(r, &b, &len);
+      int rc = sl_tfrecord_reader_next(&b, &len, r);
       if (rc == 0) {
         if (len != sl_buf_size(b)) __builtin_trap();
         sl_buf_unref(b);

@@ -13,7 +13,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   }
   char *js = NULL;
-  if (sl_trace_to_json(t, &js) == 0) sl_free(js);
+  if (sl_trace_to_json(&js, t) == 0) sl_free(js);
   sl_trace_free(t);
   return 0;
 }

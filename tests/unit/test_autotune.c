@@ -13,7 +13,7 @@
 static void fake_stats(sl_pipeline *p, sl_op_stats *st, double bytes) {
   const double us[] = {0.1, 40, 400, 0.1};
   for (int i = 0; i < 4; i++) {
-    assert_int_equal(sl_pipeline_op_stats(p, i, &st[i]), 0);
+    assert_int_equal(sl_pipeline_op_stats(&st[i], p, i), 0);
     st[i].elements_out = 10000;
     st[i].cpu_seconds = 10000 * us[i] * 1e-6;
     st[i].bytes_out = (uint64_t)(10000 * bytes);
@@ -30,7 +30,7 @@ static void test_hill_climb(void **st) {
   o.cpu_budget = 4;
   o.ram_budget = 1 << 30;
   int64_t par[4], buf[4];
-  assert_int_equal(sl_autotune_solve(p, s, &o, par, buf), 0);
+  assert_int_equal(sl_autotune_solve(par, buf, p, s, &o), 0);
   assert_int_equal(par[2], 4);
   assert_true(par[1] >= 2);
   assert_int_equal(par[0], 1);
@@ -48,7 +48,7 @@ static void test_ram_budget(void **st) {
   o.cpu_budget = 8;
   o.ram_budget = 2500000 + 2000000; /* the light map and the prefetch hold one each */
   int64_t par[4], buf[4];
-  assert_int_equal(sl_autotune_solve(p, s, &o, par, buf), 0);
+  assert_int_equal(sl_autotune_solve(par, buf, p, s, &o), 0);
   assert_true(par[2] <= 2);
   double held = (double)(par[1] + par[2] + buf[3]) * 1e6;
   assert_true(held <= (double)o.ram_budget);
@@ -69,18 +69,18 @@ static void test_online(void **st) {
   sl_elem e;
   sl_elem_init(&e);
   for (int i = 0; i < 400 && sl_autotune_rounds(a) < 3; i++) {
-    assert_int_equal(sl_iter_next(it, &e), 0);
+    assert_int_equal(sl_iter_next(&e, it), 0);
     sl_elem_clear(&e);
   }
   for (int i = 0; i < 50; i++) {
-    assert_int_equal(sl_iter_next(it, &e), 0);
+    assert_int_equal(sl_iter_next(&e, it), 0);
     sl_elem_clear(&e);
   }
   assert_true(sl_autotune_rounds(a) >= 1);
   sl_autotune_stop(a);
   sl_iter_free(it);
   sl_op_stats s;
-  assert_int_equal(sl_pipeline_op_stats(p, 2, &s), 0);
+  assert_int_equal(sl_pipeline_op_stats(&s, p, 2), 0);
   assert_true(s.parallelism >= 2);
   sl_pipeline_free(p);
   sl_autotune_stop(NULL);

@@ -12,7 +12,7 @@ static void test_inline_scalars_need_no_buffer(void **s) {
   assert_non_null(c);
   assert_null(c->buf);
   int64_t v;
-  assert_int_equal(sl_comp_get_i64(c, &v), 0);
+  assert_int_equal(sl_comp_get_i64(&v, c), 0);
   assert_int_equal(v, 42);
   sl_elem_clear(&e);
 }

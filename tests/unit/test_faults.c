@@ -37,7 +37,7 @@ static int run_with_failure(const char *spec, long n, int64_t *count) {
   if (!rc) {
     sl_elem e;
     sl_elem_init(&e);
-    while ((rc = sl_iter_next(it, &e)) == 0) {
+    while ((rc = sl_iter_next(&e, it)) == 0) {
       (*count)++;
       sl_elem_clear(&e);
     }

@@ -296,14 +296,14 @@ static void test_pad_boxes(void **st) {
   const int64_t *li = sl_comp_data(l);
   assert_true(li[2] == 7 && li[3] == -1);
   int64_t nb;
-  sl_comp_get_i64(n, &nb);
+  sl_comp_get_i64(&nb, n);
   assert_int_equal(nb, 3);
   assert_null(sl_elem_get(&e, "image/object/bbox/ymin"));
   /* Truncation when there are more boxes than max. */
   assert_int_equal(tf_run("pad_boxes", "{\"max\": 2, \"boxes\": \"boxes\", \"output\": \"b2\", \"labels\": \"\", "
                           "\"num_output\": \"n2\"}", &e, 0), 0);
   assert_int_equal(sl_elem_get(&e, "b2")->shape[0], 2);
-  sl_comp_get_i64(sl_elem_get(&e, "n2"), &nb);
+  sl_comp_get_i64(&nb, sl_elem_get(&e, "n2"));
   assert_int_equal(nb, 2);
   sl_elem_clear(&e);
   /* Boxes outside [0, 1]; lists of different lengths. */
@@ -342,7 +342,7 @@ static char *write_images(const char *dir, int n) {
     assert_int_equal(sl_example_add_bytes(ex, "image/encoded", v, &len, 1), 0);
     assert_int_equal(sl_example_add_int64(ex, "label", &label, 1), 0);
     sl_buf *b;
-    assert_int_equal(sl_example_serialize(ex, &b), 0);
+    assert_int_equal(sl_example_serialize(&b, ex), 0);
     assert_int_equal(sl_tfrecord_write(w, sl_buf_data(b), sl_buf_size(b)), 0);
     sl_buf_unref(b);
     sl_example_free(ex);
@@ -372,9 +372,9 @@ static uint64_t run_hash(const char *path, int par, const char *det, int64_t *co
   uint64_t h = 0;
   int64_t n = 0;
   int rc;
-  while ((rc = sl_iter_next(it, &e)) == 0) {
+  while ((rc = sl_iter_next(&e, it)) == 0) {
     int64_t label;
-    sl_comp_get_i64(sl_elem_get(&e, "label"), &label);
+    sl_comp_get_i64(&label, sl_elem_get(&e, "label"));
     sl_comp *img = sl_elem_get(&e, "image");
     assert_non_null(img);
     /* Order-independent: sum of per-element hashes keyed by label. */

@@ -27,7 +27,7 @@ static void test_parse_csv_values(void **st) {
   assert_int_equal(parse_line(NULL, "1,0.5,,3e2,abc,\"x,\"\"y\"\"\"", 0, &e, &keep), 0);
   assert_true(keep);
   int64_t label;
-  sl_comp_get_i64(sl_elem_get(&e, "label"), &label);
+  sl_comp_get_i64(&label, sl_elem_get(&e, "label"));
   assert_int_equal(label, 1);
   assert_int_equal(sl_elem_get(&e, "label")->rank, 0);
   sl_comp *d = sl_elem_get(&e, "dense");
@@ -38,10 +38,10 @@ static void test_parse_csv_values(void **st) {
   sl_comp *c = sl_elem_get(&e, "cat");
   const void *p;
   size_t n;
-  assert_int_equal(sl_comp_string(c, 0, &p, &n), 0);
+  assert_int_equal(sl_comp_string(&p, &n, c, 0), 0);
   assert_int_equal(n, 3);
   assert_memory_equal(p, "abc", 3);
-  assert_int_equal(sl_comp_string(c, 1, &p, &n), 0);
+  assert_int_equal(sl_comp_string(&p, &n, c, 1), 0);
   assert_int_equal(n, 5);
   assert_memory_equal(p, "x,\"y\"", 5);
   assert_null(sl_elem_get(&e, "line"));
@@ -49,14 +49,14 @@ static void test_parse_csv_values(void **st) {
   /* Empty categoricals take the default; an empty quoted string stays empty. */
   assert_int_equal(parse_line(NULL, "0,1,2,3,,\"\"", 0, &e, &keep), 0);
   c = sl_elem_get(&e, "cat");
-  sl_comp_string(c, 0, &p, &n);
+  sl_comp_string(&p, &n, c, 0);
   assert_int_equal(n, 4);
-  sl_comp_string(c, 1, &p, &n);
+  sl_comp_string(&p, &n, c, 1);
   assert_int_equal(n, 0);
   sl_elem_clear(&e);
   /* Tab delimiter. */
   assert_int_equal(parse_line(", \"delimiter\": \"\\t\"", "7\t1\t2\t3\ta\tb", 0, &e, &keep), 0);
-  sl_comp_get_i64(sl_elem_get(&e, "label"), &label);
+  sl_comp_get_i64(&label, sl_elem_get(&e, "label"));
   assert_int_equal(label, 7);
   sl_elem_clear(&e);
 }
@@ -118,7 +118,7 @@ static void test_parse_csv_pipeline(void **st) {
     assert_int_equal(tu_collect_i64(p, "a", got, 8), 3);
     assert_true(got[0] == 1 && got[1] == 3 && got[2] == 7);
     sl_op_stats ost;
-    assert_int_equal(sl_pipeline_op_stats(p, 3, &ost), 0);
+    assert_int_equal(sl_pipeline_op_stats(&ost, p, 3), 0);
     assert_string_equal(ost.op, "map");
     assert_int_equal(ost.skipped, 2);
     sl_pipeline_free(p);
@@ -141,7 +141,7 @@ static void test_hash_bucket(void **st) {
   assert_int_equal(sl_elem_set_bytes(&e, "s", NULL, 0, "68fd1e64", 8), 0);
   assert_int_equal(tf_run("hash_bucket", "{\"component\": \"s\", \"buckets\": 1000}", &e, 0), 0);
   int64_t v;
-  sl_comp_get_i64(sl_elem_get(&e, "s"), &v);
+  sl_comp_get_i64(&v, sl_elem_get(&e, "s"));
   assert_int_equal(v, (int64_t)(XXH64("68fd1e64", 8, 0) % 1000));
   sl_elem_clear(&e);
   /* Known value: stable across versions (XXH64 of "abc", seed 0, is 0x44bc2cf5ad770999). */

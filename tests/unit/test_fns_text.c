@@ -159,7 +159,7 @@ static void test_bucket(void **st) {
       sl_elem e;
       sl_elem_init(&e);
       int rc, total = 0;
-      while ((rc = sl_iter_next(it, &e)) == 0) {
+      while ((rc = sl_iter_next(&e, it)) == 0) {
         sl_comp *c = sl_elem_get(&e, "tokens");
         assert_int_equal(c->rank, 2);
         int64_t bs = c->shape[0], L = c->shape[1];

@@ -70,11 +70,11 @@ static void test_imagenet_and_threads(void **st) {
   sl_elem e;
   sl_elem_init(&e);
   int n = 0, rc;
-  while ((rc = sl_iter_next(it, &e)) == 0) {
+  while ((rc = sl_iter_next(&e, it)) == 0) {
     int64_t h, w, label;
-    sl_comp_get_i64(sl_elem_get(&e, "image/height"), &h);
-    sl_comp_get_i64(sl_elem_get(&e, "image/width"), &w);
-    sl_comp_get_i64(sl_elem_get(&e, "image/class/label"), &label);
+    sl_comp_get_i64(&h, sl_elem_get(&e, "image/height"));
+    sl_comp_get_i64(&w, sl_elem_get(&e, "image/width"));
+    sl_comp_get_i64(&label, sl_elem_get(&e, "image/class/label"));
     sl_comp *img = sl_elem_get(&e, "image");
     assert_int_equal(img->shape[0], h);
     assert_int_equal(img->shape[1], w);

@@ -16,20 +16,20 @@ static int even_call(void *st, sl_elem *e, sl_fn_call *call) {
   int64_t v;
   sl_comp *c = sl_elem_get(e, "value");
   if (!c) return sl_error_set(SL_EINVAL, "%s: no value", call->op_path);
-  sl_comp_get_i64(c, &v);
+  sl_comp_get_i64(&v, c);
   call->keep = v % 2 == 0;
   return 0;
 }
 /* Fails at the element whose value equals args.at. */
 static int fail_init(void **st, const sl_args *a, void *payload) {
   int64_t *at = malloc(sizeof *at);
-  sl_args_int(a, "at", 5, at);
+  sl_args_int(at, a, "at", 5);
   *st = at;
   return 0;
 }
 static int fail_call(void *st, sl_elem *e, sl_fn_call *call) {
   int64_t v;
-  sl_comp_get_i64(sl_elem_get(e, "value"), &v);
+  sl_comp_get_i64(&v, sl_elem_get(e, "value"));
   if (v == *(int64_t *)st) return sl_error_set(SL_EINVAL, "boom at value %lld", (long long)v);
   return 0;
 }
@@ -64,7 +64,7 @@ static void test_repeat_counts_and_forever(void **s) {
   p = tu_pipelinef("{\"ops\": [{\"op\": \"range\", \"stop\": 3}, {\"op\": \"repeat\"}, {\"op\": \"take\", \"count\": 1000}]}");
   assert_int_equal(tu_count(p, 0), 1000);
   sl_op_stats st;
-  assert_int_equal(sl_pipeline_op_stats(p, 1, &st), 0);
+  assert_int_equal(sl_pipeline_op_stats(&st, p, 1), 0);
   assert_int_equal(st.cardinality, -2);
   sl_pipeline_free(p);
   p = tu_pipelinef("{\"ops\": [{\"op\": \"range\", \"stop\": 0}, {\"op\": \"repeat\"}]}");
@@ -83,7 +83,7 @@ static void test_shard_sizes(void **s) {
     int64_t n = tu_count(p, 0);
     assert_int_equal(n, i == 0 ? 4 : 3);
     sl_op_stats st;
-    sl_pipeline_op_stats(p, 1, &st);
+    sl_pipeline_op_stats(&st, p, 1);
     assert_int_equal(st.cardinality, n);
     total += n;
     sl_pipeline_free(p);
@@ -101,14 +101,14 @@ static void test_batch_remainder_and_shapes(void **s) {
   sl_elem_init(&e);
   int64_t sizes[3];
   for (int i = 0; i < 3; i++) {
-    assert_int_equal(sl_iter_next(it, &e), 0);
+    assert_int_equal(sl_iter_next(&e, it), 0);
     sl_comp *c = sl_elem_get(&e, "value");
     assert_int_equal(c->rank, 1);
     sizes[i] = c->shape[0];
     assert_int_equal(((const int64_t *)sl_comp_data(c))[0], i * 4);
     sl_elem_clear(&e);
   }
-  assert_int_equal(sl_iter_next(it, &e), SL_END);
+  assert_int_equal(sl_iter_next(&e, it), SL_END);
   assert_int_equal(sizes[2], 2);
   sl_iter_free(it);
   sl_pipeline_free(p);
@@ -125,16 +125,16 @@ static void test_batch_of_strings_and_ragged_errors(void **s) {
   assert_int_equal(sl_pipeline_iter(&it, p), 0);
   sl_elem e;
   sl_elem_init(&e);
-  assert_int_equal(sl_iter_next(it, &e), 0);
+  assert_int_equal(sl_iter_next(&e, it), 0);
   sl_comp *c = sl_elem_get(&e, "line");
   assert_int_equal(c->dtype, SL_BYTES);
   assert_int_equal(c->shape[0], 4);
   const void *d;
   size_t len;
-  assert_int_equal(sl_comp_string(c, 3, &d, &len), 0);
+  assert_int_equal(sl_comp_string(&d, &len, c, 3), 0);
   assert_int_equal(len, 24);
   assert_memory_equal(d, "gamma-delta-epsilon-zeta", 24);
-  assert_int_equal(sl_comp_string(c, 2, &d, &len), 0);
+  assert_int_equal(sl_comp_string(&d, &len, c, 2), 0);
   assert_int_equal(len, 0);
   sl_elem_clear(&e);
   sl_iter_free(it);
@@ -150,7 +150,7 @@ static void test_padded_batch_pads_to_the_longest(void **s) {
   assert_int_equal(sl_pipeline_iter(&it, p), 0);
   sl_elem e;
   sl_elem_init(&e);
-  assert_int_equal(sl_iter_next(it, &e), 0);
+  assert_int_equal(sl_iter_next(&e, it), 0);
   sl_comp *c = sl_elem_get(&e, "value");
   assert_int_equal(c->rank, 2);
   assert_int_equal(c->shape[0], 3);
@@ -232,15 +232,15 @@ static void test_cache_serves_later_epochs(void **s) {
                      "{\"op\": \"cache\"}, {\"op\": \"repeat\", \"count\": 3}]}");
   assert_int_equal(tu_count(p, 0), 150);
   sl_op_stats st;
-  assert_int_equal(sl_pipeline_op_stats(p, 1, &st), 0);
+  assert_int_equal(sl_pipeline_op_stats(&st, p, 1), 0);
   assert_int_equal(st.elements_out, 50); /* the map ran once per element, not three times */
-  assert_int_equal(sl_pipeline_op_stats(p, 2, &st), 0);
+  assert_int_equal(sl_pipeline_op_stats(&st, p, 2), 0);
   assert_true(st.bytes_held > 0);
   sl_pipeline_free(p);
   /* an abandoned first pass leaves no partial cache */
   p = tu_pipelinef("{\"ops\": [{\"op\": \"range\", \"stop\": 50}, {\"op\": \"cache\"}, {\"op\": \"take\", \"count\": 10}]}");
   assert_int_equal(tu_count(p, 0), 10);
-  assert_int_equal(sl_pipeline_op_stats(p, 1, &st), 0);
+  assert_int_equal(sl_pipeline_op_stats(&st, p, 1), 0);
   assert_int_equal(st.bytes_held, 0);
   sl_pipeline_free(p);
 }
@@ -259,7 +259,7 @@ static void test_file_cache_rebuilds_when_corrupt_or_stale(void **s) {
   assert_int_equal(tu_collect_i64(p, "r", b, 100), 40);
   assert_memory_equal(a, b, 40 * sizeof(int64_t));
   sl_op_stats st;
-  sl_pipeline_op_stats(p, 1, &st);
+  sl_pipeline_op_stats(&st, p, 1);
   assert_int_equal(st.elements_out, 0);
   sl_pipeline_free(p);
   /* corrupt one byte in the middle: rebuilt, same answers */
@@ -272,7 +272,7 @@ static void test_file_cache_rebuilds_when_corrupt_or_stale(void **s) {
   p = tu_pipelinef(spec, 1, 40, path);
   assert_int_equal(tu_collect_i64(p, "r", b, 100), 40);
   assert_memory_equal(a, b, 40 * sizeof(int64_t));
-  sl_pipeline_op_stats(p, 1, &st);
+  sl_pipeline_op_stats(&st, p, 1);
   assert_int_equal(st.elements_out, 40);
   sl_pipeline_free(p);
   /* a different upstream spec (stale cache): rebuilt with the new contents */
@@ -283,7 +283,7 @@ static void test_file_cache_rebuilds_when_corrupt_or_stale(void **s) {
   assert_int_equal(truncate(path, 50), 0);
   p = tu_pipelinef(spec, 1, 30, path);
   assert_int_equal(tu_collect_i64(p, "r", b, 100), 30);
-  sl_pipeline_op_stats(p, 1, &st);
+  sl_pipeline_op_stats(&st, p, 1);
   assert_int_equal(st.elements_out, 30);
   sl_pipeline_free(p);
 }
@@ -301,11 +301,11 @@ static void test_tfrecord_and_parse_example_on_independent_file(void **s) {
   sl_elem e;
   sl_elem_init(&e);
   for (int i = 0; i < 5; i++) {
-    assert_int_equal(sl_iter_next(it, &e), 0);
+    assert_int_equal(sl_iter_next(&e, it), 0);
     int64_t label, miss;
-    sl_comp_get_i64(sl_elem_get(&e, "label"), &label);
+    sl_comp_get_i64(&label, sl_elem_get(&e, "label"));
     assert_int_equal(label, i * 10 - 3);
-    sl_comp_get_i64(sl_elem_get(&e, "missing"), &miss);
+    sl_comp_get_i64(&miss, sl_elem_get(&e, "missing"));
     assert_int_equal(miss, 9);
     sl_comp *n = sl_elem_get(&e, "name");
     char want[16];
@@ -318,10 +318,10 @@ static void test_tfrecord_and_parse_example_on_independent_file(void **s) {
     assert_null(sl_elem_get(&e, "record"));
     sl_elem_clear(&e);
   }
-  assert_int_equal(sl_iter_next(it, &e), SL_END);
+  assert_int_equal(sl_iter_next(&e, it), SL_END);
   sl_iter_free(it);
   sl_op_stats st;
-  sl_pipeline_op_stats(p, 1, &st);
+  sl_pipeline_op_stats(&st, p, 1);
   assert_int_equal(st.disk_bytes, 477);
   sl_pipeline_free(p);
   /* a required feature that is absent */
@@ -344,7 +344,7 @@ static void test_invalid_protobuf_and_corrupt_skip(void **s) {
   int64_t one = 1;
   sl_example_add_int64(ex, "x", &one, 1);
   sl_buf *b;
-  assert_int_equal(sl_example_serialize(ex, &b), 0);
+  assert_int_equal(sl_example_serialize(&b, ex), 0);
   for (int i = 0; i < 3; i++) assert_int_equal(sl_tfrecord_write(w, sl_buf_data(b), sl_buf_size(b)), 0);
   sl_buf_unref(b);
   sl_example_free(ex);
@@ -370,7 +370,7 @@ static void test_invalid_protobuf_and_corrupt_skip(void **s) {
   p = tu_pipelinef("{\"ops\": [{\"op\": \"files\", \"list\": [\"%s\"]}, {\"op\": \"tfrecord\", \"on_corrupt\": \"skip\"}]}", path);
   assert_int_equal(tu_count(p, 0), 3);
   sl_op_stats st;
-  sl_pipeline_op_stats(p, 1, &st);
+  sl_pipeline_op_stats(&st, p, 1);
   assert_int_equal(st.skipped, 1);
   sl_pipeline_free(p);
 }
@@ -394,11 +394,11 @@ static void test_files_glob_sorted_and_shuffled(void **s) {
   sl_elem_init(&e);
   char order[7] = {0};
   for (int i = 0; i < 6; i++) {
-    assert_int_equal(sl_iter_next(it, &e), 0);
+    assert_int_equal(sl_iter_next(&e, it), 0);
     order[i] = *(const char *)sl_comp_data(sl_elem_get(&e, "line"));
     sl_elem_clear(&e);
   }
-  assert_int_equal(sl_iter_next(it, &e), SL_END);
+  assert_int_equal(sl_iter_next(&e, it), SL_END);
   sl_iter_free(it);
   assert_string_not_equal(order, "012345");
   sl_pipeline_free(p);

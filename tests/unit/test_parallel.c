@@ -20,7 +20,7 @@ static int rand_call(void *st, sl_elem *e, sl_fn_call *call) {
 }
 static int fail_at_call(void *st, sl_elem *e, sl_fn_call *call) {
   int64_t v;
-  sl_comp_get_i64(sl_elem_get(e, "value"), &v);
+  sl_comp_get_i64(&v, sl_elem_get(e, "value"));
   if (v == 37) return sl_error_set(SL_EINVAL, "bad value %lld", (long long)v);
   return 0;
 }
@@ -33,7 +33,7 @@ static int jitter_call(void *st, sl_elem *e, sl_fn_call *call) {
 /* Drops the elements whose value is 3 mod 7 (as parse_csv's on_error "skip" drops bad lines). */
 static int drop_call(void *st, sl_elem *e, sl_fn_call *call) {
   int64_t v;
-  sl_comp_get_i64(sl_elem_get(e, "value"), &v);
+  sl_comp_get_i64(&v, sl_elem_get(e, "value"));
   if (v % 7 == 3) call->keep = false;
   return 0;
 }
@@ -41,7 +41,7 @@ static int drop_call(void *st, sl_elem *e, sl_fn_call *call) {
 static int failat_init(void **st, const sl_args *a, void *payload) {
   int64_t *at = malloc(sizeof *at);
   if (!at) return SL_ENOMEM;
-  sl_args_int(a, "at", 0, at);
+  sl_args_int(at, a, "at", 0);
   *st = at;
   return 0;
 }
@@ -115,9 +115,9 @@ static void test_errors_are_sticky(void **s) {
   sl_elem e;
   sl_elem_init(&e);
   int rc;
-  while ((rc = sl_iter_next(it, &e)) == 0) sl_elem_clear(&e);
+  while ((rc = sl_iter_next(&e, it)) == 0) sl_elem_clear(&e);
   assert_int_equal(rc, SL_EINVAL);
-  assert_int_equal(sl_iter_next(it, &e), SL_EINVAL);
+  assert_int_equal(sl_iter_next(&e, it), SL_EINVAL);
   assert_non_null(strstr(sl_error_last(), "element 37"));
   sl_iter_free(it);
   sl_pipeline_free(p);
@@ -175,7 +175,7 @@ static void test_cancel_from_another_thread(void **s) {
   sl_elem_init(&e);
   int rc;
   int64_t n = 0;
-  while ((rc = sl_iter_next(it, &e)) == 0) {
+  while ((rc = sl_iter_next(&e, it)) == 0) {
     sl_elem_clear(&e);
     n++;
   }
@@ -197,7 +197,7 @@ static void test_early_free_joins_everything(void **s) {
     sl_elem e;
     sl_elem_init(&e);
     for (int k = 0; k < i % 7; k++) {
-      assert_int_equal(sl_iter_next(it, &e), 0);
+      assert_int_equal(sl_iter_next(&e, it), 0);
       sl_elem_clear(&e);
     }
     sl_iter_free(it);
@@ -236,18 +236,18 @@ static void test_stats_count_elements(void **s) {
                      "{\"us\": 20}, \"parallelism\": 2}, {\"op\": \"batch\", \"size\": 10}, {\"op\": \"prefetch\"}]}");
   assert_int_equal(tu_count(p, 0), 100);
   sl_op_stats st;
-  assert_int_equal(sl_pipeline_op_stats(p, 1, &st), 0);
+  assert_int_equal(sl_pipeline_op_stats(&st, p, 1), 0);
   assert_int_equal(st.elements_out, 1000);
   assert_int_equal(st.elements_in, 1000);
   assert_true(st.async);
   /* 1000 x 20 us of spin = 0.02 s of CPU; sampling makes it an estimate, but not a wild one */
   assert_true(st.cpu_seconds > 0.01 && st.cpu_seconds < 0.2);
-  assert_int_equal(sl_pipeline_op_stats(p, 3, &st), 0);
+  assert_int_equal(sl_pipeline_op_stats(&st, p, 3), 0);
   assert_int_equal(st.elements_out, 100);
   sl_pipeline_reset_stats(p);
-  assert_int_equal(sl_pipeline_op_stats(p, 1, &st), 0);
+  assert_int_equal(sl_pipeline_op_stats(&st, p, 1), 0);
   assert_int_equal(st.elements_out, 0);
-  assert_int_equal(sl_pipeline_op_stats(p, 9, &st), SL_EINVAL);
+  assert_int_equal(sl_pipeline_op_stats(&st, p, 9), SL_EINVAL);
   sl_pipeline_free(p);
 }
 
@@ -261,9 +261,9 @@ static int64_t drain(sl_pipeline *p, int64_t *out, int64_t max, int every, int p
   sl_elem e;
   sl_elem_init(&e);
   int64_t n = 0;
-  while ((*rc = sl_iter_next(it, &e)) == 0) {
+  while ((*rc = sl_iter_next(&e, it)) == 0) {
     assert_true(n < max);
-    assert_int_equal(sl_comp_get_i64(sl_elem_get(&e, "value"), &out[n]), 0);
+    assert_int_equal(sl_comp_get_i64(&out[n], sl_elem_get(&e, "value")), 0);
     sl_elem_clear(&e);
     if (++n % (every ? every : 1) == 0 && every) usleep((useconds_t)pause_us);
   }
@@ -321,7 +321,7 @@ static void test_cheap_map_handoff_order_drops_and_counts(void **s) {
           assert_int_equal(got[i], v);
         }
         sl_op_stats st;
-        assert_int_equal(sl_pipeline_op_stats(p, 1, &st), 0);
+        assert_int_equal(sl_pipeline_op_stats(&st, p, 1), 0);
         assert_int_equal(st.elements_in, 4000);
         assert_int_equal(st.elements_out, n);
         assert_int_equal(st.skipped, 4000 / 7);
@@ -389,8 +389,8 @@ static void test_interleave_own_time_excludes_its_source(void **s) {
                                "\"fn\": \"spin\", \"args\": {\"us\": 5}}]}]}");
   assert_int_equal(tu_count(p, 0), 20000);
   sl_op_stats il, fn;
-  assert_int_equal(sl_pipeline_op_stats(p, 1, &il), 0);
-  assert_int_equal(sl_pipeline_op_stats(p, 3, &fn), 0);
+  assert_int_equal(sl_pipeline_op_stats(&il, p, 1), 0);
+  assert_int_equal(sl_pipeline_op_stats(&fn, p, 3), 0);
   assert_string_equal(il.op, "interleave");
   assert_string_equal(fn.label, "spin");
   assert_int_equal(fn.elements_out, 20000);
@@ -424,8 +424,8 @@ static void test_cheap_cancel_mid_stream(void **s) {
     sl_elem_init(&e);
     int rc;
     int64_t n = 0, v;
-    while ((rc = sl_iter_next(it, &e)) == 0) {
-      sl_comp_get_i64(sl_elem_get(&e, "value"), &v);
+    while ((rc = sl_iter_next(&e, it)) == 0) {
+      sl_comp_get_i64(&v, sl_elem_get(&e, "value"));
       assert_int_equal(v, n / 6 * 2 + (n % 2)); /* each pair of inputs gives 3 + 3 elements, alternating */
       sl_elem_clear(&e);
       n++;
@@ -434,7 +434,7 @@ static void test_cheap_cancel_mid_stream(void **s) {
     pthread_join(t, NULL);
     assert_int_equal(rc, SL_ECANCELED);
     assert_true(n > 0);
-    assert_int_equal(sl_iter_next(it, &e), SL_ECANCELED);
+    assert_int_equal(sl_iter_next(&e, it), SL_ECANCELED);
     sl_iter_free(it);
   }
   sl_pipeline_free(p);
@@ -502,7 +502,7 @@ static void test_expensive_elements_are_not_batched(void **s) {
     sl_elem_init(&e);
     double last = now_s(), gap = 0;
     for (int i = 0; i < 8; i++) {
-      assert_int_equal(sl_iter_next(it, &e), 0);
+      assert_int_equal(sl_iter_next(&e, it), 0);
       sl_elem_clear(&e);
       double t = now_s();
       if (t - last > gap) gap = t - last;

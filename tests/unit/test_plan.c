@@ -120,7 +120,7 @@ static void test_lp_bound_and_allocation(void **st) {
     /* The integer plan reaches the bound here. */
     assert_true(sl_plan_predicted(p) >= 0.99 * sl_plan_bound(p));
     char *spec = NULL;
-    assert_int_equal(sl_plan_spec_json(p, &spec), 0);
+    assert_int_equal(sl_plan_spec_json(&spec, p), 0);
     assert_null(strstr(spec, "autotune"));
     assert_non_null(strstr(spec, "\"prefetch\""));
     sl_pipeline *q = NULL;
@@ -154,10 +154,10 @@ static void test_disk_bound(void **st) {
   assert_true(fabs(sl_plan_bound(p) / 50.0 - 1) < 0.01);
   assert_string_equal(sl_plan_limit(p), "disk");
   char *r = NULL;
-  assert_int_equal(sl_plan_report(p, false, &r), 0);
+  assert_int_equal(sl_plan_report(&r, p, false), 0);
   assert_non_null(strstr(r, "limited by disk bandwidth"));
   sl_free(r);
-  assert_int_equal(sl_plan_report(p, true, &r), 0);
+  assert_int_equal(sl_plan_report(&r, p, true), 0);
   assert_non_null(strstr(r, "\"limit\": \"disk\""));
   sl_free(r);
   sl_plan_free(p);
@@ -177,7 +177,7 @@ static void test_disk_bound(void **st) {
 static const char *cache_report(sl_plan *p) {
   static char buf[8192];
   char *r = NULL;
-  assert_int_equal(sl_plan_report(p, true, &r), 0);
+  assert_int_equal(sl_plan_report(&r, p, true), 0);
   snprintf(buf, sizeof buf, "%s", r);
   sl_free(r);
   return buf;
@@ -193,7 +193,7 @@ static void test_cache_chosen(void **st) {
   /* With the cache the upstream costs vanish: 2 cores / (10 us + the cache read) */
   assert_true(sl_plan_bound(p) > 2 / 11e-6 * 0.9);
   char *spec = NULL;
-  assert_int_equal(sl_plan_spec_json(p, &spec), 0);
+  assert_int_equal(sl_plan_spec_json(&spec, p), 0);
   json_t *j = json_loads(spec, 0, NULL);
   assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(j, "ops"), 2), "op")), "cache");
   json_decref(j);
@@ -218,7 +218,7 @@ static void test_as_traced(void **st) {
   assert_int_equal(sl_plan_parallelism(p, 3), 1);
   assert_true(sl_plan_predicted(p) > 0);
   char *spec = NULL;
-  assert_int_equal(sl_plan_spec_json(p, &spec), 0);
+  assert_int_equal(sl_plan_spec_json(&spec, p), 0);
   json_t *j = json_loads(spec, 0, NULL);
   json_t *jo = json_object_get(j, "ops");
   assert_int_equal(json_array_size(jo), 4);
@@ -287,7 +287,7 @@ static void test_wait_bound(void **st) {
   assert_true(sl_plan_parallelism(p, 1) >= (int64_t)(0.9 * sl_plan_predicted(p) * 2010e-6));
   assert_int_equal(sl_plan_bottleneck(p), 1);
   char *r = NULL;
-  assert_int_equal(sl_plan_report(p, false, &r), 0);
+  assert_int_equal(sl_plan_report(&r, p, false), 0);
   assert_non_null(strstr(r, "it needs threads, not cores"));
   sl_free(r);
   sl_plan_free(p);
@@ -378,12 +378,12 @@ static void test_planted_bottleneck(void **st) {
   sl_op_stats s;
   double sum = 0;
   for (int i = 0; i < sl_trace_op_count(t); i++) {
-    assert_int_equal(sl_trace_op(t, i, &s), 0);
+    assert_int_equal(sl_trace_op(&s, t, i), 0);
     sum += s.cpu_seconds / (double)sl_trace_elements(t);
   }
   /* 1100 us of spin per element; the engine's own work is small beside it. Loose: CPU clocks on a shared VM. */
   assert_true(sum > 1100e-6 * 0.85 && sum < 1100e-6 * 1.3);
-  assert_int_equal(sl_trace_op(t, 2, &s), 0);
+  assert_int_equal(sl_trace_op(&s, t, 2), 0);
   assert_true(fabs(s.cpu_seconds / 1000 / 800e-6 - 1) < 0.2);
   sl_plan *pl = solve(t, 2, 0);
   assert_int_equal(sl_plan_bottleneck(pl), 2);
@@ -393,7 +393,7 @@ static void test_planted_bottleneck(void **st) {
   assert_true(sl_plan_parallelism(pl, 2) >= 2);
   for (int i = 1; i <= 4; i++) assert_true(sl_plan_parallelism(pl, i) <= sl_plan_parallelism(pl, 2));
   char *r = NULL;
-  assert_int_equal(sl_plan_report(pl, false, &r), 0);
+  assert_int_equal(sl_plan_report(&r, pl, false), 0);
   assert_non_null(strstr(r, "Bottleneck: ops[2] (map spin)"));
   /* The report fits a terminal: 100 columns, and 24 lines would hold 5 more ops. */
   int lines = 0, col = 0, widest = 0;
@@ -420,13 +420,13 @@ static void test_trace_round_trip(void **st) {
   assert_true(sl_trace_ended(t));
   assert_int_equal(sl_trace_elements(t), 50);
   char *a = NULL, *b = NULL;
-  assert_int_equal(sl_trace_to_json(t, &a), 0);
+  assert_int_equal(sl_trace_to_json(&a, t), 0);
   assert_int_equal(sl_trace_from_json(&u, a, strlen(a), "rt"), 0);
-  assert_int_equal(sl_trace_to_json(u, &b), 0);
+  assert_int_equal(sl_trace_to_json(&b, u), 0);
   assert_string_equal(a, b);
   assert_int_equal(sl_trace_check_spec(u, p), 0);
   sl_op_stats s;
-  assert_int_equal(sl_trace_op(u, 0, &s), 0);
+  assert_int_equal(sl_trace_op(&s, u, 0), 0);
   assert_int_equal(s.elements_out, 500);
   assert_int_equal(s.cardinality, 500);
   sl_free(a);
@@ -449,7 +449,7 @@ static void test_pipeline_optimize(void **st) {
   assert_int_equal(sl_pipeline_optimize(p, &oo), 0);
   assert_true(res.predicted > 0 && res.bound >= res.predicted * 0.999);
   char *s = NULL;
-  assert_int_equal(sl_pipeline_to_json(p, &s), 0);
+  assert_int_equal(sl_pipeline_to_json(&s, p), 0);
   assert_null(strstr(s, "autotune"));
   json_t *j = json_loads(s, 0, NULL);
   json_t *ops = json_object_get(j, "ops");
@@ -463,7 +463,7 @@ static void test_pipeline_optimize(void **st) {
   sl_elem e;
   sl_elem_init(&e);
   for (int i = 0; i < 20; i++) {
-    assert_int_equal(sl_iter_next(it, &e), 0);
+    assert_int_equal(sl_iter_next(&e, it), 0);
     sl_elem_clear(&e);
   }
   sl_iter_free(it);
@@ -486,7 +486,7 @@ static void test_shuffle_fill_visits(void **st) {
 
 static bool report_has(sl_plan *p, const char *what) {
   char *r = NULL;
-  assert_int_equal(sl_plan_report(p, false, &r), 0);
+  assert_int_equal(sl_plan_report(&r, p, false), 0);
   bool has = strstr(r, what) != NULL;
   sl_free(r);
   return has;
@@ -575,7 +575,7 @@ static void test_handoff_decides(void **st) {
   for (int i = 1; i <= 3; i++) assert_int_equal(sl_plan_parallelism(p, i), 1);
   /* Nor does a root prefetch pay for its hand-off here. */
   char *spec = NULL;
-  assert_int_equal(sl_plan_spec_json(p, &spec), 0);
+  assert_int_equal(sl_plan_spec_json(&spec, p), 0);
   assert_null(strstr(spec, "prefetch"));
   sl_free(spec);
   sl_plan_free(p);
@@ -604,7 +604,7 @@ static void test_warmup_fills_caches(void **st) {
   assert_int_equal(sl_trace_run(&t, p, &to), 0);
   assert_true(sl_pipeline_caches_complete(p));
   sl_op_stats s;
-  assert_int_equal(sl_trace_op(t, 1, &s), 0);
+  assert_int_equal(sl_trace_op(&s, t, 1), 0);
   assert_int_equal(s.elements_out, 0); /* every counted element came from the cache */
   sl_trace_free(t);
   sl_pipeline_free(p);

@@ -19,7 +19,7 @@ static char *make_trace(void) {
   sl_trace *t = NULL;
   assert_int_equal(sl_trace_run(&t, p, &to), 0);
   char *s = NULL;
-  assert_int_equal(sl_trace_to_json(t, &s), 0);
+  assert_int_equal(sl_trace_to_json(&s, t), 0);
   char *copy = strdup(s);
   sl_free(s);
   sl_trace_free(t);
@@ -37,13 +37,13 @@ static int all_steps(const char *doc) {
   o.handoff = 0;
   int rc = sl_trace_from_json(&t, doc, strlen(doc), "fault");
   if (!rc) rc = sl_plan_solve(&pl, t, &o);
-  if (!rc) rc = sl_plan_spec_json(pl, &spec);
-  if (!rc) rc = sl_plan_report(pl, false, &rep);
-  if (!rc) rc = sl_plan_report(pl, true, &js);
+  if (!rc) rc = sl_plan_spec_json(&spec, pl);
+  if (!rc) rc = sl_plan_report(&rep, pl, false);
+  if (!rc) rc = sl_plan_report(&js, pl, true);
   if (!rc) {
     sl_free(rep);
     rep = NULL;
-    rc = sl_trace_to_json(t, &rep);
+    rc = sl_trace_to_json(&rep, t);
   }
   sl_free(spec);
   sl_free(rep);

@@ -13,7 +13,7 @@
 static int blob_init(void **state, const sl_args *a, void *payload) {
   int64_t *n = malloc(sizeof *n);
   if (!n) return SL_ENOMEM;
-  int rc = sl_args_int(a, "bytes", 1 << 20, n);
+  int rc = sl_args_int(n, a, "bytes", 1 << 20);
   if (rc) {
     free(n);
     return rc;
@@ -75,7 +75,7 @@ static void test_memory_budget(void **st) {
   assert_true(sl_plan_memory(tight) <= budget);
   assert_true(sl_plan_parallelism(tight, 2) >= 1);
   char *spec = NULL;
-  assert_int_equal(sl_plan_spec_json(tight, &spec), 0);
+  assert_int_equal(sl_plan_spec_json(&spec, tight), 0);
   sl_plan_free(free_plan);
   sl_plan_free(tight);
   sl_trace_free(t);
@@ -96,7 +96,7 @@ static void test_memory_budget(void **st) {
     sl_elem e;
     sl_elem_init(&e);
     for (int i = 0; i < 60; i++) {
-      if (sl_iter_next(it, &e)) _exit(5);
+      if (sl_iter_next(&e, it)) _exit(5);
       long r = rss_bytes();
       if (r > peak) peak = r;
       sl_elem_clear(&e);

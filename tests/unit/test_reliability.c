@@ -39,12 +39,12 @@ static void test_file_truncated_while_read(void **s) {
   sl_elem e;
   sl_elem_init(&e);
   for (int i = 0; i < 10; i++) {
-    assert_int_equal(sl_iter_next(it, &e), 0);
+    assert_int_equal(sl_iter_next(&e, it), 0);
     sl_elem_clear(&e);
   }
   assert_int_equal(truncate(path, 1500000), 0); /* cut in the middle of record ~1477 */
   int rc, n = 10;
-  while ((rc = sl_iter_next(it, &e)) == 0) {
+  while ((rc = sl_iter_next(&e, it)) == 0) {
     sl_elem_clear(&e);
     n++;
   }
@@ -65,11 +65,11 @@ static void test_file_deleted_while_read_is_read_to_its_end(void **s) {
   assert_int_equal(sl_pipeline_iter(&it, p), 0);
   sl_elem e;
   sl_elem_init(&e);
-  assert_int_equal(sl_iter_next(it, &e), 0);
+  assert_int_equal(sl_iter_next(&e, it), 0);
   sl_elem_clear(&e);
   assert_int_equal(unlink(path), 0);
   int rc, n = 1;
-  while ((rc = sl_iter_next(it, &e)) == 0) {
+  while ((rc = sl_iter_next(&e, it)) == 0) {
     sl_elem_clear(&e);
     n++;
   }
@@ -105,7 +105,7 @@ static void test_cache_disk_full_is_an_error_and_never_used(void **s) {
     sl_elem e;
     sl_elem_init(&e);
     int rc;
-    while ((rc = sl_iter_next(it, &e)) == 0) sl_elem_clear(&e);
+    while ((rc = sl_iter_next(&e, it)) == 0) sl_elem_clear(&e);
     sl_iter_free(it);
     sl_pipeline_free(p);
     if (rc != SL_EIO) _exit(13);
@@ -135,7 +135,7 @@ static void test_killed_cache_writer_leaves_nothing_usable(void **s) {
     sl_elem e;
     sl_elem_init(&e);
     for (;;) { /* infinite: killed mid-write */
-      if (sl_iter_next(it, &e)) _exit(3);
+      if (sl_iter_next(&e, it)) _exit(3);
       sl_elem_clear(&e);
     }
   }

@@ -178,7 +178,7 @@ static void test_trace_report(void **st) {
   int n = sl_trace_op_count(t);
   for (int i = 0; i < n; i++) {
     sl_op_stats s;
-    assert_int_equal(sl_trace_op(t, i, &s), 0);
+    assert_int_equal(sl_trace_op(&s, t, i), 0);
     char key[64];
     snprintf(key, sizeof key, "data-path=\"%s\"", s.path);
     assert_int_equal(count(html, key), 1);
@@ -204,7 +204,7 @@ static void test_trace_report(void **st) {
   assert_non_null(strstr(html, want));
   /* The analyzer's sentences, as sluice analyze prints them (before wrapping). */
   char *js = NULL;
-  assert_int_equal(sl_plan_report(pl, true, &js), 0);
+  assert_int_equal(sl_plan_report(&js, pl, true), 0);
   json_t *rep = json_loads(js, 0, NULL);
   assert_non_null(rep);
   json_t *text = json_object_get(rep, "text");
@@ -268,7 +268,7 @@ static void test_trace_report_tuned(void **st) {
   sl_plan *pl = NULL;
   assert_int_equal(sl_plan_solve(&pl, t, &o.plan), 0);
   char *planned = NULL, *html = NULL;
-  assert_int_equal(sl_plan_spec_json(pl, &planned), 0);
+  assert_int_equal(sl_plan_spec_json(&planned, pl), 0);
   /* The plan's own spec: the same changes, said to be the plan's. */
   o.tuned_spec = planned;
   assert_int_equal(sl_report_trace_html(&html, t, &o), 0);

@@ -70,7 +70,7 @@ static void test_autotune_and_normalised_output(void **s) {
   sl_pipeline *p = tu_pipeline("{\"name\": \"n\", \"ops\": [{\"op\": \"range\", \"stop\": 10}, {\"op\": \"map\", "
                                "\"fn\": \"identity\", \"parallelism\": \"autotune\"}, {\"op\": \"prefetch\"}]}");
   char *js = NULL;
-  assert_int_equal(sl_pipeline_to_json(p, &js), 0);
+  assert_int_equal(sl_pipeline_to_json(&js, p), 0);
   assert_non_null(strstr(js, "\"autotune\""));
   assert_non_null(strstr(js, "\"buffer\": 1")); /* defaults are written back */
   sl_pipeline *q = tu_pipeline(js);           /* and the output reads back */
@@ -102,7 +102,7 @@ static void test_builder_makes_the_same_pipeline(void **s) {
   assert_int_equal(sl_builder_prefetch(b, 2), 0);
   assert_int_equal(sl_builder_begin_source(b), SL_EINVAL); /* no interleave before */
   sl_pipeline *p = NULL;
-  assert_int_equal(sl_builder_build(b, &p), 0);
+  assert_int_equal(sl_builder_build(&p, b), 0);
   assert_int_equal(tu_count(p, 0), 10);
   assert_string_equal(sl_pipeline_name(p), "built");
   assert_int_equal(sl_pipeline_seed(p), 7);
@@ -116,7 +116,7 @@ static void test_builder_makes_the_same_pipeline(void **s) {
   assert_int_equal(sl_builder_begin_source(b), 0);
   assert_int_equal(sl_builder_op(b, "repeat", "{\"count\": 3}"), 0);
   assert_int_equal(sl_builder_end_source(b), 0);
-  assert_int_equal(sl_builder_build(b, &p), 0);
+  assert_int_equal(sl_builder_build(&p, b), 0);
   assert_int_equal(tu_count(p, 0), 12);
   sl_pipeline_free(p);
   sl_builder_free(b);

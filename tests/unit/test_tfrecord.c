@@ -34,7 +34,7 @@ static int read_all(const char *path, sl_compression comp, int *ncorrupt, size_t
   for (;;) {
     sl_buf *b;
     size_t len;
-    rc = sl_tfrecord_reader_next(r, &b, &len);
+    rc = sl_tfrecord_reader_next(&b, &len, r);
     if (rc == SL_END) break;
     if (rc == SL_ECORRUPT && ncorrupt) {
       (*ncorrupt)++;
@@ -77,14 +77,14 @@ static void test_round_trip_all_compressions(void **s) {
     for (int i = 0; i < 200; i++) {
       sl_buf *b;
       size_t len;
-      assert_int_equal(sl_tfrecord_reader_next(r, &b, &len), 0);
+      assert_int_equal(sl_tfrecord_reader_next(&b, &len, r), 0);
       assert_int_equal(len, (size_t)(i * 25));
       if (len) assert_int_equal(((char *)sl_buf_data(b))[len - 1], 'a' + i % 26);
       sl_buf_unref(b);
     }
     sl_buf *b;
     size_t len;
-    assert_int_equal(sl_tfrecord_reader_next(r, &b, &len), SL_END);
+    assert_int_equal(sl_tfrecord_reader_next(&b, &len, r), SL_END);
     sl_tfrecord_reader_free(r);
   }
 }

@@ -61,7 +61,7 @@ static void test_disk_bound_reader(void **st) {
   uint64_t disk = 0;
   for (int i = 0; i < sl_trace_op_count(t); i++) {
     sl_op_stats s;
-    assert_int_equal(sl_trace_op(t, i, &s), 0);
+    assert_int_equal(sl_trace_op(&s, t, i), 0);
     disk += s.disk_bytes;
   }
   assert_int_equal(disk, 200 * 10016);
@@ -73,7 +73,7 @@ static void test_disk_bound_reader(void **st) {
   assert_string_equal(sl_plan_limit(pl), "disk");
   assert_true(fabs(sl_plan_bound(pl) * 10016 / 1e6 - 1) < 0.01);
   char *r = NULL;
-  assert_int_equal(sl_plan_report(pl, false, &r), 0);
+  assert_int_equal(sl_plan_report(&r, pl, false), 0);
   assert_non_null(strstr(r, "limited by disk bandwidth"));
   sl_free(r);
   sl_plan_free(pl);
@@ -110,7 +110,7 @@ static void test_short_lived_iterators(void **st) {
   assert_int_equal(sl_trace_run(&t, p, &to), 0);
   assert_int_equal(sl_trace_elements(t), 8000);
   sl_op_stats s;
-  assert_int_equal(sl_trace_op(t, 2, &s), 0);
+  assert_int_equal(sl_trace_op(&s, t, 2), 0);
   assert_string_equal(s.path, "ops[1].source[0]");
   assert_int_equal(s.elements_out, 8000);
   /* Sampled (about 1 call in 64 here): an estimate with a few percent of spread; the bounds are wide. */
@@ -133,7 +133,7 @@ static void test_parallel_interleave(void **st) {
   assert_true(sl_trace_ended(t));
   assert_int_equal(sl_trace_elements(t), 600);
   sl_op_stats s;
-  assert_int_equal(sl_trace_op(t, 2, &s), 0);
+  assert_int_equal(sl_trace_op(&s, t, 2), 0);
   assert_int_equal(s.elements_out, 600);
   sl_plan *pl = NULL;
   sl_plan_opts po = SL_PLAN_OPTS_INIT;
@@ -155,7 +155,7 @@ static void test_trace_mutations(void **st) {
   sl_trace *t = NULL;
   assert_int_equal(sl_trace_run(&t, p, &to), 0);
   char *doc = NULL;
-  assert_int_equal(sl_trace_to_json(t, &doc), 0);
+  assert_int_equal(sl_trace_to_json(&doc, t), 0);
   sl_trace_free(t);
   sl_pipeline_free(p);
   size_t n = strlen(doc);
@@ -195,8 +195,8 @@ static void test_trace_mutations(void **st) {
       sl_plan *pl = NULL;
       if (sl_plan_solve(&pl, u, &po) == 0) {
         char *x = NULL;
-        if (sl_plan_spec_json(pl, &x) == 0) sl_free(x);
-        if (sl_plan_report(pl, false, &x) == 0) sl_free(x);
+        if (sl_plan_spec_json(&x, pl) == 0) sl_free(x);
+        if (sl_plan_report(&x, pl, false) == 0) sl_free(x);
         sl_plan_free(pl);
       }
       sl_trace_free(u);

@@ -32,7 +32,7 @@ int64_t tu_count(sl_pipeline *p, int want_rc) {
   sl_elem e;
   sl_elem_init(&e);
   int rc;
-  while ((rc = sl_iter_next(it, &e)) == 0) {
+  while ((rc = sl_iter_next(&e, it)) == 0) {
     n++;
     sl_elem_clear(&e);
   }
@@ -53,10 +53,10 @@ int64_t tu_collect_i64(sl_pipeline *p, const char *name, int64_t *out, int64_t m
   sl_elem e;
   sl_elem_init(&e);
   int rc;
-  while (n < max && (rc = sl_iter_next(it, &e)) == 0) {
+  while (n < max && (rc = sl_iter_next(&e, it)) == 0) {
     sl_comp *c = sl_elem_get(&e, name);
     assert_non_null(c);
-    assert_int_equal(sl_comp_get_i64(c, &out[n]), 0);
+    assert_int_equal(sl_comp_get_i64(&out[n], c), 0);
     n++;
     sl_elem_clear(&e);
   }
