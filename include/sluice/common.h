@@ -1,4 +1,4 @@
-/* sluice/common.h: error codes, the per-thread error message, version, allocator hooks.
+/* sluice/common.h: error codes, the per-thread error message, version, sl_free, allocator hooks.
  * Every sluice function returns 0 on success or a negative SL_E... code; the message that names what was wrong
  * is kept per thread and read with sl_error_last() on the thread that saw the error. */
 #ifndef SLUICE_COMMON_H
@@ -37,6 +37,10 @@ const char *sl_strerror(int code);
 
 /* The library's version string, e.g. "0.1.0". */
 const char *sl_version(void);
+
+/* Frees anything the library allocated and handed to the caller (JSON and HTML strings, name arrays, feature
+ * vectors), through the installed allocator. Accepts NULL. Safe from any thread. */
+void sl_free(void *ptr);
 
 /* Allocator hooks. All of libsluice's heap use goes through these; tests install a failing allocator to check
  * that every allocation failure surfaces as SL_ENOMEM. Not thread-safe: set before any other sluice call. */

@@ -38,8 +38,6 @@ uint64_t sl_pipeline_seed(const sl_pipeline *p);
 /* The data files the pipeline's `files` ops list (after glob expansion), NULL-terminated. The array is freed with
  * sl_free(); the strings belong to the pipeline. */
 int sl_pipeline_input_files(const char ***paths, size_t *n, const sl_pipeline *p);
-/* Frees memory that sluice returned to the caller (JSON strings). */
-void sl_free(void *ptr);
 
 /* Starts a run. The iterator owns its worker threads; sl_iter_free joins them all. */
 int sl_pipeline_iter(sl_iter **out, sl_pipeline *p);

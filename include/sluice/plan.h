@@ -19,21 +19,33 @@ extern "C" {
 /* The default memory budget: this fraction of the memory available when the trace was taken. */
 #define SL_PLAN_MEMORY_FRACTION 0.5
 
+/* Which knobs the planner may change. */
+typedef enum sl_plan_knobs {
+  SL_PLAN_KNOBS_DEFAULT = 0, /* every knob for sl_plan_solve; only "autotune" knobs for sl_optimize */
+  SL_PLAN_KNOBS_ALL = 1,     /* every knob */
+  SL_PLAN_KNOBS_AUTOTUNE = 2 /* only knobs the spec sets to "autotune"; other knobs stay as they are */
+} sl_plan_knobs;
+
+/* handoff value for "no hand-off cost" (0 is the default: measured). */
+#define SL_PLAN_HANDOFF_NONE (-1.0)
+
+/* The planner's budget and choices. Every field left 0 takes its default. Embedded in sl_optimize_opts and
+ * sl_report_trace_opts, where version may stay 0 (the enclosing struct's version covers it). */
 typedef struct sl_plan_opts {
   int version;            /* SL_PLAN_OPTS_VERSION */
   double cores;           /* cores for the pipeline; 0: the traced machine's usable cores */
-  double consumer_cores;  /* cores the consumer of the pipeline needs, taken off `cores` (default 0) */
+  double consumer_cores;  /* cores the consumer of the pipeline needs, taken off `cores`; 0: none */
   int64_t memory;         /* memory budget in bytes; 0: SL_PLAN_MEMORY_FRACTION x available memory */
   double disk_bandwidth;  /* bytes/s; 0: the traced machine's measured bandwidth (none: not constrained) */
-  bool only_autotune;     /* plan only knobs the spec sets to "autotune"; other knobs stay as they are */
-  bool insert_cache;      /* may insert a cache op */
-  bool insert_prefetch;   /* may insert a prefetch op at the root */
+  sl_plan_knobs knobs;    /* which knobs to plan; 0: SL_PLAN_KNOBS_DEFAULT */
+  bool no_cache;          /* may not insert a cache op; false (default): may */
+  bool no_prefetch;       /* may not insert a prefetch op at the root; false (default): may */
   double handoff;         /* CPU seconds per element that handing elements between two threads costs, charged to
-                           * each thread boundary the plan adds (predictions only, not the LP bound); < 0:
-                           * measured once per process (a condition-variable ping-pong), 0: none */
+                           * each thread boundary the plan adds (predictions only, not the LP bound); 0 (default):
+                           * measured once per process; SL_PLAN_HANDOFF_NONE (any value < 0): none */
 } sl_plan_opts;
 #define SL_PLAN_OPTS_VERSION 1
-#define SL_PLAN_OPTS_INIT {SL_PLAN_OPTS_VERSION, 0, 0, 0, 0, false, true, true, -1}
+#define SL_PLAN_OPTS_INIT {SL_PLAN_OPTS_VERSION}
 
 typedef struct sl_plan sl_plan;
 
@@ -88,23 +100,24 @@ typedef struct sl_optimize_result {
                        * plan is the input's own configuration ("autotune" knobs at their resolved values) */
 } sl_optimize_result;
 
+/* Options of sl_optimize / sl_pipeline_optimize. Every field left 0 takes its default. */
 typedef struct sl_optimize_opts {
   int version;             /* SL_OPTIMIZE_OPTS_VERSION */
-  sl_plan_opts plan;
-  double trace_seconds;    /* how long to trace the input pipeline (default 2) */
-  double measure_seconds;  /* how long to run the tuned pipeline to measure it (0: do not measure) */
-  int max_retraces;        /* re-trace and re-solve while measured < 90% of predicted, at most this often (2) */
-  const sl_machine *machine; /* machine description to use instead of probing (NULL: probe) */
+  sl_plan_opts plan;       /* the planner's options (its version may stay 0); plan.knobs 0: only "autotune" knobs */
+  double trace_seconds;    /* how long to trace the input pipeline; 0: 2 s */
+  double measure_seconds;  /* how long to run the tuned pipeline to measure it; 0 (default): do not measure */
+  int max_retraces;        /* re-trace and re-solve while measured < 90% of predicted, at most this often; 0: 2,
+                            * < 0: never */
+  const sl_machine *machine; /* machine description to use instead of probing; NULL (default): probe */
   sl_optimize_result *result; /* filled when not NULL */
   const sl_trace *trace;   /* a trace of the pipeline to start from instead of tracing it (checked: SL_EINVAL when
-                            * it is of another pipeline); NULL: trace */
+                            * it is of another pipeline); NULL (default): trace */
 } sl_optimize_opts;
 #define SL_OPTIMIZE_OPTS_VERSION 1
-#define SL_OPTIMIZE_OPTS_INIT \
-  {SL_OPTIMIZE_OPTS_VERSION, {SL_PLAN_OPTS_VERSION, 0, 0, 0, 0, true, true, true, -1}, 2.0, 0, 2, NULL, NULL, NULL}
+#define SL_OPTIMIZE_OPTS_INIT {SL_OPTIMIZE_OPTS_VERSION}
 
 /* Traces `p`, plans its knobs and rebuilds `p` in place from the planned spec (sl_pipeline_to_json then shows
- * every knob set). With opts->plan.only_autotune (the default here), only knobs set to "autotune" change. No
+ * every knob set). By default (opts->plan.knobs 0) only knobs set to "autotune" change. No
  * iterator of `p` may be live. On error `p` is unchanged. opts may be NULL for the defaults. */
 int sl_pipeline_optimize(sl_pipeline *p, const sl_optimize_opts *opts);
 /* The same without changing `p`: *out gets the final plan (its spec via sl_plan_spec_json). */
@@ -112,15 +125,16 @@ int sl_optimize(sl_plan **out, sl_pipeline *p, const sl_optimize_opts *opts);
 
 /* ---- the baseline: a tf.data AUTOTUNE equivalent ---- */
 typedef struct sl_autotuner sl_autotuner;
+/* Options of the baseline tuner. Every field left 0 takes its default. */
 typedef struct sl_autotune_opts {
   int version;           /* SL_AUTOTUNE_OPTS_VERSION */
-  double cpu_budget;     /* 0: schedulable CPUs */
-  int64_t ram_budget;    /* 0: half of available memory */
-  double first_period;   /* seconds before the first re-optimisation (0.01), doubling up to max_period */
-  double max_period;     /* 60 */
+  double cpu_budget;     /* cores; 0: schedulable CPUs */
+  int64_t ram_budget;    /* bytes; 0: half of available memory */
+  double first_period;   /* seconds before the first re-optimisation, doubling up to max_period; 0: 0.01 */
+  double max_period;     /* 0: 60 */
 } sl_autotune_opts;
 #define SL_AUTOTUNE_OPTS_VERSION 1
-#define SL_AUTOTUNE_OPTS_INIT {SL_AUTOTUNE_OPTS_VERSION, 0, 0, 0.01, 60.0}
+#define SL_AUTOTUNE_OPTS_INIT {SL_AUTOTUNE_OPTS_VERSION}
 
 /* Starts the online tuner on pipeline `p`: a thread that re-optimises the "autotune" parallelism knobs (map,
  * interleave) and prefetch buffers of `p` with HILL_CLIMB over tf.data's model, from the counters of the runs of

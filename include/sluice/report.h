@@ -16,9 +16,11 @@
 extern "C" {
 #endif
 
+/* Options of sl_report_trace_html. Every field left 0 takes its default. */
 typedef struct sl_report_trace_opts {
   int version;                 /* SL_REPORT_TRACE_OPTS_VERSION */
-  sl_plan_opts plan;           /* the planner's budget and choices, as for sluice analyze */
+  sl_plan_opts plan;           /* the planner's budget and choices, as for sluice analyze (its version may stay 0;
+                                * every field 0: the defaults) */
   const char *source;          /* where the trace came from, shown under the title (NULL: not shown) */
   const char *tuned_spec;      /* a tuned spec of the traced pipeline (what sluice optimize -o wrote), normalised
                                 * as sl_pipeline_to_json writes it: the page shows its changes knob by knob.
@@ -27,8 +29,7 @@ typedef struct sl_report_trace_opts {
                                 * measured throughput against the plan's prediction. NULL: none */
 } sl_report_trace_opts;
 #define SL_REPORT_TRACE_OPTS_VERSION 1
-#define SL_REPORT_TRACE_OPTS_INIT \
-  {SL_REPORT_TRACE_OPTS_VERSION, {SL_PLAN_OPTS_VERSION, 0, 0, 0, 0, false, true, true, -1}, NULL, NULL, NULL}
+#define SL_REPORT_TRACE_OPTS_INIT {SL_REPORT_TRACE_OPTS_VERSION}
 
 /* The report of trace `t` as an HTML page in *out (free with sl_free): the pipeline as a graph, each op coloured
  * by its share of CPU and the bottleneck marked; each op's rate at its parallelism against the traced throughput;

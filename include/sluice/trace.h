@@ -37,19 +37,24 @@ int sl_machine_probe(sl_machine *out, const char *data_path, uint64_t max_bytes)
 
 typedef struct sl_trace sl_trace;
 
+/* Options of sl_trace_run. Every field left 0 takes its default. */
 typedef struct sl_trace_opts {
   int version;        /* SL_TRACE_OPTS_VERSION */
-  double seconds;     /* stop after this long (0: until the end of the stream, at most 3600 s) */
-  int64_t take;       /* stop after this many output elements (0: no limit) */
-  double warmup;      /* seconds run before counting starts (counters are reset after it); 0 for none */
-  bool probe_disk;    /* measure the disk holding the pipeline's files (the first file a `files` op lists) */
-  const sl_machine *machine; /* use this machine description instead of probing (NULL: probe) */
+  double seconds;     /* stop after this long; 0: 5 s; SL_TRACE_UNTIL_END (any value < 0): at the end of the stream,
+                       * at most 3600 s */
+  int64_t take;       /* stop after this many output elements; 0: no limit */
+  double warmup;      /* seconds run before counting starts (counters are reset after it); 0: none */
+  bool no_disk_probe; /* do not measure the disk holding the pipeline's files; false (default): measure it (the
+                       * first file a `files` op lists) */
+  const sl_machine *machine; /* use this machine description instead of probing; NULL (default): probe */
   bool warmup_fills_caches; /* the warm-up also lasts until every in-memory or file cache of the pipeline is
                              * complete (its first pass done), at most SL_TRACE_MAX_FILL seconds: a steady-state
-                             * measurement of a pipeline with a cache */
+                             * measurement of a pipeline with a cache; false (default): no */
 } sl_trace_opts;
 #define SL_TRACE_OPTS_VERSION 1
-#define SL_TRACE_OPTS_INIT {SL_TRACE_OPTS_VERSION, 5.0, 0, 0.0, true, NULL, false}
+#define SL_TRACE_OPTS_INIT {SL_TRACE_OPTS_VERSION}
+/* sl_trace_opts.seconds for "until the end of the stream". */
+#define SL_TRACE_UNTIL_END (-1.0)
 #define SL_TRACE_MAX_FILL 300.0
 
 /* Runs pipeline `p` (from its counters' reset) under `opts` and records a trace: the spec, every op's counters,

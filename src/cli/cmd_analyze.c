@@ -48,13 +48,13 @@ int cli_plan_option(const char *cmd, int argc, char **argv, int *i, sl_plan_opts
     if (!cli_parse_bytes(cmd, a, v, &b)) return -1;
     o->disk_bandwidth = (double)b;
   } else if (!strcmp(a, "--no-cache")) {
-    o->insert_cache = false;
+    o->no_cache = true;
     return 1;
   } else if (!strcmp(a, "--no-prefetch")) {
-    o->insert_prefetch = false;
+    o->no_prefetch = true;
     return 1;
   } else if (!strcmp(a, "--only-autotune")) {
-    o->only_autotune = true;
+    o->knobs = SL_PLAN_KNOBS_AUTOTUNE;
     return 1;
   } else {
     return 0;

@@ -31,7 +31,7 @@ int cmd_optimize(int argc, char **argv) {
   bool json = false, report = false;
   sl_optimize_opts oo = SL_OPTIMIZE_OPTS_INIT;
   sl_optimize_result res;
-  oo.plan.only_autotune = false;
+  oo.plan.knobs = SL_PLAN_KNOBS_ALL;
   oo.measure_seconds = 3;
   oo.result = &res;
   for (int i = 1; i < argc; i++) {

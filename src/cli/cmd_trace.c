@@ -45,7 +45,7 @@ int cmd_trace(int argc, char **argv) {
       if (i + 1 >= argc) return cli_usage("trace", "--record needs a store (a path, sqlite:PATH or postgresql://...)");
       record = argv[++i];
     } else if (!strcmp(a, "--no-disk")) {
-      o.probe_disk = false;
+      o.no_disk_probe = true;
     } else if (!strcmp(a, "--quiet")) {
       quiet = true;
     } else if (a[0] == '-') {

@@ -102,6 +102,13 @@ typedef struct sl__pm_units {
   double total;  /* CPU seconds per output element, all ops */
 } sl__pm_units;
 
+/* Copies `in` (NULL: the defaults) into out with every default applied: knobs 0 becomes knobs_default. A version
+ * of 0 is accepted when `embedded` (inside another options struct whose version covers it). SL_EINVAL for a
+ * version this library does not speak. */
+int sl__plan_opts_resolve(sl_plan_opts *out, const sl_plan_opts *in, bool embedded, sl_plan_knobs knobs_default);
+/* True when opts (resolved) plans only "autotune" knobs. */
+static inline bool sl__plan_only_autotune(const sl_plan_opts *o) { return o->knobs == SL_PLAN_KNOBS_AUTOTUNE; }
+
 /* sl_plan_solve with the hand-off costs multiplied by `hscale` (learned by the optimizer from a measured run). */
 int sl__plan_solve(sl_plan **out, const sl_trace *t, const sl_plan_opts *opts, double hscale);
 /* Sets every tunable parallelism (outside a cache) to `par`, then re-sizes buffers and re-evaluates the

@@ -131,9 +131,9 @@ int sl__plan_model(sl_plan *P, const sl_trace *t, const sl_plan_opts *opts) {
     o->card = s->cardinality;
     json_t *js = sl__spec_op_at(P->spec, s->path);
     if (!js) return sl__err(SL_EINVAL, "trace: %s is not an op of the traced spec", s->path);
-    o->par_tunable = (o->kind == SL__PK_MAP || o->kind == SL__PK_INTERLEAVE) && (!opts->only_autotune || t->ops[i].par_autotune);
+    o->par_tunable = (o->kind == SL__PK_MAP || o->kind == SL__PK_INTERLEAVE) && (!sl__plan_only_autotune(opts) || t->ops[i].par_autotune);
     o->buf_tunable = (o->kind == SL__PK_MAP || o->kind == SL__PK_INTERLEAVE || o->kind == SL__PK_PREFETCH) &&
-                     (!opts->only_autotune || t->ops[i].buf_autotune);
+                     (!sl__plan_only_autotune(opts) || t->ops[i].buf_autotune);
     o->cyc_tunable = o->kind == SL__PK_INTERLEAVE && knob_auto(js, "cycle_length");
     o->cyc0 = knob_int(js, "cycle_length", o->par0);
     o->batch_size = o->kind == SL__PK_BATCH ? knob_int(js, "size", 1) : 0;
@@ -214,10 +214,10 @@ int sl__plan_model(sl_plan *P, const sl_trace *t, const sl_plan_opts *opts) {
   P->M = opts->memory > 0 ? (double)opts->memory : SL_PLAN_MEMORY_FRACTION * (double)t->machine.mem_available;
   if (!(P->M > 0)) P->M = 1e18; /* the trace knows no memory figure: unconstrained */
   P->B = opts->disk_bandwidth > 0 ? opts->disk_bandwidth : t->machine.disk_bandwidth;
-  if (opts->handoff < 0) {
+  if (opts->handoff == 0) {
     sl__trace_handoff_costs(&P->handoff, &P->handoff_cheap);
   } else {
-    P->handoff = P->handoff_cheap = opts->handoff;
+    P->handoff = P->handoff_cheap = opts->handoff > 0 ? opts->handoff : 0; /* < 0: none */
   }
   if (!(P->hscale >= 0) || !isfinite(P->hscale)) P->hscale = 1;
   /* CPU the process spent beyond the ops' own: the consumer's loop and freeing what it consumed. It stays on the

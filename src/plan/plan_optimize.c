@@ -13,7 +13,7 @@ static int trace_of(sl_trace **out, sl_pipeline *p, double seconds, double warmu
   to.seconds = seconds;
   to.warmup = warmup;
   to.machine = m;
-  to.probe_disk = m == NULL;
+  to.no_disk_probe = m != NULL;
   return sl_trace_run(out, p, &to);
 }
 
@@ -75,7 +75,7 @@ static int seq_variant(sl_pipeline **out, const sl_trace *t0, const sl_pipeline 
   for (int i = 0; i < t0->nops; i++) {
     const sl__trace_op *o = &t0->ops[i];
     if (o->s.parent == -1) root = i;
-    bool tunable = !po->only_autotune || o->par_autotune;
+    bool tunable = !sl__plan_only_autotune(po) || o->par_autotune;
     if ((strcmp(o->s.op, "map") && strcmp(o->s.op, "interleave")) || !tunable || o->s.parallelism <= 1) continue;
     json_t *js = sl__spec_op_at(spec, o->s.path);
     if (!js) continue;
@@ -83,8 +83,8 @@ static int seq_variant(sl_pipeline **out, const sl_trace *t0, const sl_pipeline 
     json_object_del(js, "buffer");
     changed = true;
   }
-  if (root >= 0 && po->insert_prefetch && !strcmp(t0->ops[root].s.op, "prefetch") &&
-      (!po->only_autotune || t0->ops[root].buf_autotune)) {
+  if (root >= 0 && !po->no_prefetch && !strcmp(t0->ops[root].s.op, "prefetch") &&
+      (!sl__plan_only_autotune(po) || t0->ops[root].buf_autotune)) {
     json_t *ops = json_object_get(spec, "ops");
     size_t n = json_array_size(ops);
     if (n > 1) {
@@ -144,8 +144,8 @@ static int sequential_plan(sl_plan **out, const sl_trace *t, const sl_plan_opts 
   if (rc) return rc;
   for (int i = 0; i < tq->nops; i++) tq->ops[i].par_autotune = false;
   sl_plan_opts so = *po;
-  so.only_autotune = true;
-  if (!po->only_autotune)
+  so.knobs = SL_PLAN_KNOBS_AUTOTUNE;
+  if (!sl__plan_only_autotune(po))
     for (int i = 0; i < tq->nops; i++) tq->ops[i].buf_autotune = true;
   rc = sl__plan_solve(out, tq, &so, hscale);
   sl_trace_free(tq);
@@ -154,15 +154,21 @@ static int sequential_plan(sl_plan **out, const sl_trace *t, const sl_plan_opts 
 
 int sl_optimize(sl_plan **out, sl_pipeline *p, const sl_optimize_opts *opts) {
   *out = NULL;
-  sl_optimize_opts def = SL_OPTIMIZE_OPTS_INIT;
-  if (!opts) opts = &def;
-  if (opts->version != SL_OPTIMIZE_OPTS_VERSION)
-    return sl__err(SL_EINVAL, "sl_optimize_opts version %d, expected %d", opts->version, SL_OPTIMIZE_OPTS_VERSION);
+  sl_optimize_opts o = SL_OPTIMIZE_OPTS_INIT;
+  if (opts) o = *opts;
+  if (o.version != SL_OPTIMIZE_OPTS_VERSION)
+    return sl__err(SL_EINVAL, "sl_optimize_opts version %d, expected %d", o.version, SL_OPTIMIZE_OPTS_VERSION);
+  /* The defaults: only "autotune" knobs, 2 s traces, at most 2 re-traces. */
+  int rc = sl__plan_opts_resolve(&o.plan, &o.plan, true, SL_PLAN_KNOBS_AUTOTUNE);
+  if (rc) return rc;
+  if (!(o.trace_seconds > 0)) o.trace_seconds = 2.0;
+  if (o.max_retraces == 0) o.max_retraces = 2;
+  else if (o.max_retraces < 0) o.max_retraces = 0;
+  opts = &o;
   sl_optimize_result res = {0};
   sl_trace *t0 = NULL, *ts = NULL, *tc = NULL;
   sl_plan *plan = NULL, *best = NULL;
   double best_measured = -1, hscale = 1;
-  int rc;
   if (opts->trace) {
     /* Start from the caller's trace: a copy, checked against the pipeline. */
     char *js = NULL;
@@ -170,7 +176,7 @@ int sl_optimize(sl_plan **out, sl_pipeline *p, const sl_optimize_opts *opts) {
     rc = sl_trace_from_json(&t0, js, strlen(js), opts->trace->origin);
     sl__free(js);
   } else {
-    rc = trace_of(&t0, p, opts->trace_seconds > 0 ? opts->trace_seconds : 2.0, 0, opts->machine);
+    rc = trace_of(&t0, p, opts->trace_seconds, 0, opts->machine);
   }
   if (rc) goto done;
   res.baseline = sl_trace_throughput(t0);
@@ -180,7 +186,7 @@ int sl_optimize(sl_plan **out, sl_pipeline *p, const sl_optimize_opts *opts) {
     sl_pipeline *q = NULL;
     if ((rc = seq_variant(&q, t0, p, &opts->plan))) goto done;
     if (q) {
-      rc = trace_of(&ts, q, opts->trace_seconds > 0 ? opts->trace_seconds : 2.0, 0, &t0->machine);
+      rc = trace_of(&ts, q, opts->trace_seconds, 0, &t0->machine);
       sl_pipeline_free(q);
       if (rc) goto done;
       keep_autotune_marks(ts, t0);
@@ -204,7 +210,7 @@ int sl_optimize(sl_plan **out, sl_pipeline *p, const sl_optimize_opts *opts) {
       double expect = other >= 0.25 ? sl_plan_predict_on(plan, fmax(plan->C - other, 0.05)) : sl_plan_predicted(plan);
       /* The hand-offs cost more CPU than the model charged: its choice between thread boundaries and none may be
        * wrong even when the throughput looked right (a noisy run can flatter a plan; CPU per element is steadier). */
-      bool cpu_off = hcpu > 0 && cpu > 1.1 * mcpu && opts->plan.handoff < 0;
+      bool cpu_off = hcpu > 0 && cpu > 1.1 * mcpu && opts->plan.handoff == 0;
       /* A later plan is solved on better-calibrated costs: it is kept unless an earlier one measured clearly
        * faster (runs on a shared machine differ by several per cent). */
       if (!best || measured > 0.9 * best_measured) {
@@ -225,7 +231,7 @@ int sl_optimize(sl_plan **out, sl_pipeline *p, const sl_optimize_opts *opts) {
        * boundaries, the process CPU the run spent beyond the ops' own costs is what its hand-offs cost here
        * (locks, wake-ups, cache misses, contention): learn that and solve again. Without boundaries, refresh the
        * ops' costs from the run. */
-      if (hcpu > 0 && cpu > 0 && opts->plan.handoff < 0) {
+      if (hcpu > 0 && cpu > 0 && opts->plan.handoff == 0) {
         double excess = cpu - (mcpu - hcpu);
         hscale *= fmin(fmax(excess / hcpu, 0.05), 100.0);
       } else {

@@ -174,16 +174,28 @@ static int maybe_drop_prefetch(sl_plan *P) {
   return rc;
 }
 
-int sl_plan_solve(sl_plan **out, const sl_trace *t, const sl_plan_opts *opts) {
-  return sl__plan_solve(out, t, opts, 1);
+int sl__plan_opts_resolve(sl_plan_opts *out, const sl_plan_opts *in, bool embedded, sl_plan_knobs knobs_default) {
+  sl_plan_opts def = SL_PLAN_OPTS_INIT;
+  *out = in ? *in : def;
+  if (out->version == 0 && embedded) out->version = SL_PLAN_OPTS_VERSION;
+  if (out->version != SL_PLAN_OPTS_VERSION)
+    return sl__err(SL_EINVAL, "sl_plan_opts version %d, expected %d", out->version, SL_PLAN_OPTS_VERSION);
+  if (out->knobs == SL_PLAN_KNOBS_DEFAULT) out->knobs = knobs_default;
+  if (out->knobs != SL_PLAN_KNOBS_ALL && out->knobs != SL_PLAN_KNOBS_AUTOTUNE)
+    return sl__err(SL_EINVAL, "sl_plan_opts.knobs %d is not an sl_plan_knobs value", (int)out->knobs);
+  return 0;
 }
 
+int sl_plan_solve(sl_plan **out, const sl_trace *t, const sl_plan_opts *opts) {
+  *out = NULL;
+  sl_plan_opts o;
+  int rc = sl__plan_opts_resolve(&o, opts, false, SL_PLAN_KNOBS_ALL);
+  return rc ? rc : sl__plan_solve(out, t, &o, 1);
+}
+
+/* opts: resolved (sl__plan_opts_resolve). */
 int sl__plan_solve(sl_plan **out, const sl_trace *t, const sl_plan_opts *opts, double hscale) {
   *out = NULL;
-  sl_plan_opts def = SL_PLAN_OPTS_INIT;
-  if (!opts) opts = &def;
-  if (opts->version != SL_PLAN_OPTS_VERSION)
-    return sl__err(SL_EINVAL, "sl_plan_opts version %d, expected %d", opts->version, SL_PLAN_OPTS_VERSION);
   sl_plan *P = sl__calloc(1, sizeof *P);
   if (!P) return sl__oom("a plan");
   P->hscale = hscale;
@@ -193,7 +205,7 @@ int sl__plan_solve(sl_plan **out, const sl_trace *t, const sl_plan_opts *opts, d
   if (rc) goto fail;
   P->cache_at = -1;
   P->more_mem_cache_at = -1;
-  P->add_prefetch = opts->insert_prefetch && P->ops[P->root].kind != SL__PK_PREFETCH;
+  P->add_prefetch = !opts->no_prefetch && P->ops[P->root].kind != SL__PK_PREFETCH;
   /* The least the pipeline can hold: tunable ops at parallelism 1, smallest buffers. */
   p1 = sl__calloc((size_t)P->nops, sizeof *p1);
   b1 = sl__calloc((size_t)P->nops, sizeof *b1);
@@ -215,7 +227,7 @@ int sl__plan_solve(sl_plan **out, const sl_trace *t, const sl_plan_opts *opts, d
     goto fail;
   }
   if ((rc = sl__plan_lp(P, -1, P->C, &P->bound_nocache, &P->limit))) goto fail;
-  if (opts->insert_cache) {
+  if (!opts->no_cache) {
     int at, ntmp;
     double bb;
     if ((rc = cache_candidates(P, 1e18, P->bound_nocache, tmp, &ntmp, &at, &bb))) goto fail;

@@ -553,7 +553,9 @@ int sl_report_trace_html(char **out, const sl_trace *t, const sl_report_trace_op
   json_t *parsed = NULL, *planned = NULL, *rows = json_array();
   json_t *tuned = opts->tuned_trace ? opts->tuned_trace->spec : NULL;
   int rc = rows ? 0 : sl__oom("the report");
-  if (!rc) rc = sl_plan_solve(&pl, t, &opts->plan);
+  sl_plan_opts po = opts->plan;
+  if (!rc && po.version == 0) po.version = SL_PLAN_OPTS_VERSION; /* embedded: this struct's version covers it */
+  if (!rc) rc = sl_plan_solve(&pl, t, &po);
   if (!rc && !(c.rep = sl__plan_report_json(pl))) rc = SL_ENOMEM;
   if (!rc) rc = load_ops(&c, t);
   if (!rc && !(planned = sl__plan_spec(pl))) rc = SL_ENOMEM;

@@ -257,8 +257,8 @@ int sl_trace_run(sl_trace **out, sl_pipeline *p, const sl_trace_opts *opts) {
   if (!opts) opts = &def;
   if (opts->version != SL_TRACE_OPTS_VERSION)
     return sl__err(SL_EINVAL, "sl_trace_opts version %d, expected %d", opts->version, SL_TRACE_OPTS_VERSION);
-  if (opts->seconds < 0 || opts->take < 0 || opts->warmup < 0)
-    return sl__err(SL_EINVAL, "trace options: seconds, take and warmup must not be negative");
+  if (opts->take < 0 || opts->warmup < 0 || isnan(opts->seconds))
+    return sl__err(SL_EINVAL, "trace options: take and warmup must not be negative, seconds must be a number");
   sl_trace *t = sl__calloc(1, sizeof *t);
   if (!t) return sl__oom("a trace");
   int rc = 0;
@@ -274,7 +274,7 @@ int sl_trace_run(sl_trace **out, sl_pipeline *p, const sl_trace_opts *opts) {
   if (opts->machine) {
     t->machine = *opts->machine;
   } else {
-    char *df = opts->probe_disk ? first_data_file(p) : NULL;
+    char *df = opts->no_disk_probe ? NULL : first_data_file(p);
     rc = sl_machine_probe(&t->machine, df, 0);
     sl__free(df);
     if (rc) goto done;
@@ -283,7 +283,8 @@ int sl_trace_run(sl_trace **out, sl_pipeline *p, const sl_trace_opts *opts) {
   sl_pipeline_reset_stats(p);
   sl_iter *it = NULL;
   if ((rc = sl_pipeline_iter(&it, p))) goto done;
-  double limit = opts->seconds > 0 ? opts->seconds : 3600.0;
+  /* seconds 0: the default 5 s; < 0 (SL_TRACE_UNTIL_END): to the end of the stream, at most an hour. */
+  double limit = opts->seconds > 0 ? opts->seconds : opts->seconds == 0 ? 5.0 : 3600.0;
   uint64_t t0 = sl__now_ns(), tw = t0, n = 0, nw = 0;
   double c0 = proc_cpu(), jb0 = 0, jt0 = 0, jb1 = 0, jt1 = 0, sc0 = 0, sd0 = 0, sc1 = 0, sd1 = 0;
   bool jif = sys_jiffies(&jb0, &jt0);

@@ -88,7 +88,7 @@ static sl_plan *solve(const sl_trace *t, double cores, int64_t memory) {
   sl_plan_opts o = SL_PLAN_OPTS_INIT;
   o.cores = cores;
   o.memory = memory;
-  o.handoff = 0; /* known costs only: no measured thread hand-off */
+  o.handoff = SL_PLAN_HANDOFF_NONE; /* known costs only: no measured thread hand-off */
   sl_plan *p = NULL;
   int rc = sl_plan_solve(&p, t, &o);
   if (rc) fprintf(stderr, "%s\n", sl_error_last());
@@ -164,7 +164,7 @@ static void test_disk_bound(void **st) {
   /* A faster disk given as an option lifts the bound to the CPU's. */
   sl_plan_opts o = SL_PLAN_OPTS_INIT;
   o.cores = 2;
-  o.handoff = 0;
+  o.handoff = SL_PLAN_HANDOFF_NONE;
   o.disk_bandwidth = 1e12;
   assert_int_equal(sl_plan_solve(&p, t, &o), 0);
   assert_string_equal(sl_plan_limit(p), "cpu");
@@ -293,8 +293,8 @@ static void test_wait_bound(void **st) {
   sl_plan_free(p);
   sl_plan_opts o = SL_PLAN_OPTS_INIT;
   o.cores = 2;
-  o.handoff = 0;
-  o.only_autotune = true;
+  o.handoff = SL_PLAN_HANDOFF_NONE;
+  o.knobs = SL_PLAN_KNOBS_AUTOTUNE;
   sl_trace_free(t);
   ops[1].obj = "{\"op\": \"map\", \"fn\": \"sleep_io\", \"args\": {\"us\": 2000}, \"parallelism\": 1}";
   t = syn_trace(ops, 3, 0, 1ull << 32, SL_TRACE_VERSION);

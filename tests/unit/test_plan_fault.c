@@ -34,7 +34,7 @@ static int all_steps(const char *doc) {
   char *spec = NULL, *rep = NULL, *js = NULL;
   sl_plan_opts o = SL_PLAN_OPTS_INIT;
   o.cores = 2;
-  o.handoff = 0;
+  o.handoff = SL_PLAN_HANDOFF_NONE;
   int rc = sl_trace_from_json(&t, doc, strlen(doc), "fault");
   if (!rc) rc = sl_plan_solve(&pl, t, &o);
   if (!rc) rc = sl_plan_spec_json(&spec, pl);
@@ -85,7 +85,7 @@ static void test_optimize_allocation_failures(void **st) {
     sl_pipeline *p = NULL;
     sl_plan *pl = NULL;
     sl_optimize_opts oo = SL_OPTIMIZE_OPTS_INIT;
-    oo.plan.only_autotune = false;
+    oo.plan.knobs = SL_PLAN_KNOBS_ALL;
     oo.plan.handoff = 1e-6;
     oo.trace_seconds = 0.05;
     oo.measure_seconds = 0.05;

@@ -156,8 +156,9 @@ static sl_trace *trace_of(sl_pipeline *p, int64_t take) {
 
 static sl_report_trace_opts ropts(void) {
   sl_report_trace_opts o = SL_REPORT_TRACE_OPTS_INIT;
+  o.plan = (sl_plan_opts)SL_PLAN_OPTS_INIT; /* versioned: the test hands it to sl_plan_solve too */
   o.plan.cores = 2;
-  o.plan.handoff = 0; /* the same plan in the report and in the test */
+  o.plan.handoff = SL_PLAN_HANDOFF_NONE; /* the same plan in the report and in the test */
   return o;
 }
 

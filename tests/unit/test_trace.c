@@ -52,7 +52,6 @@ static void test_disk_bound_reader(void **st) {
            path);
   sl_pipeline *p = tu_pipeline(spec);
   sl_trace_opts to = SL_TRACE_OPTS_INIT;
-  to.probe_disk = true;
   sl_trace *t = NULL;
   assert_int_equal(sl_trace_run(&t, p, &to), 0);
   assert_true(sl_trace_ended(t));
@@ -89,7 +88,7 @@ static void test_trace_deadline(void **st) {
                                "\"fn\": \"sleep_io\", \"args\": {\"us\": 300000}, \"parallelism\": 2}]}");
   sl_trace_opts to = SL_TRACE_OPTS_INIT;
   to.seconds = 0.1;
-  to.probe_disk = false;
+  to.no_disk_probe = true;
   sl_trace *t = NULL;
   assert_int_equal(sl_trace_run(&t, p, &to), 0);
   assert_false(sl_trace_ended(t));
@@ -105,7 +104,7 @@ static void test_short_lived_iterators(void **st) {
                                "\"interleave\", \"cycle_length\": 1, \"source\": [{\"op\": \"map\", \"fn\": \"spin\", "
                                "\"args\": {\"us\": 40}}, {\"op\": \"repeat\", \"count\": 4}]}]}");
   sl_trace_opts to = SL_TRACE_OPTS_INIT;
-  to.probe_disk = false;
+  to.no_disk_probe = true;
   sl_trace *t = NULL;
   assert_int_equal(sl_trace_run(&t, p, &to), 0);
   assert_int_equal(sl_trace_elements(t), 8000);
@@ -127,7 +126,7 @@ static void test_parallel_interleave(void **st) {
                                "\"interleave\", \"cycle_length\": 4, \"parallelism\": 2, \"source\": [{\"op\": \"map\", "
                                "\"fn\": \"spin\", \"args\": {\"us\": 5}}, {\"op\": \"repeat\", \"count\": 3}]}]}");
   sl_trace_opts to = SL_TRACE_OPTS_INIT;
-  to.probe_disk = false;
+  to.no_disk_probe = true;
   sl_trace *t = NULL;
   assert_int_equal(sl_trace_run(&t, p, &to), 0);
   assert_true(sl_trace_ended(t));
@@ -151,7 +150,7 @@ static void test_trace_mutations(void **st) {
                                "\"fn\": \"spin\", \"args\": {\"us\": 5}}, {\"op\": \"batch\", \"size\": 3}, "
                                "{\"op\": \"repeat\", \"count\": 2}]}");
   sl_trace_opts to = SL_TRACE_OPTS_INIT;
-  to.probe_disk = false;
+  to.no_disk_probe = true;
   sl_trace *t = NULL;
   assert_int_equal(sl_trace_run(&t, p, &to), 0);
   char *doc = NULL;
@@ -191,7 +190,7 @@ static void test_trace_mutations(void **st) {
       read++;
       sl_plan_opts po = SL_PLAN_OPTS_INIT;
       po.cores = 2;
-      po.handoff = 0;
+      po.handoff = SL_PLAN_HANDOFF_NONE;
       sl_plan *pl = NULL;
       if (sl_plan_solve(&pl, u, &po) == 0) {
         char *x = NULL;
