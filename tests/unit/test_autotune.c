@@ -68,7 +68,9 @@ static void test_online(void **st) {
   assert_int_equal(sl_pipeline_iter(&it, p), 0);
   sl_elem e;
   sl_elem_init(&e);
-  for (int i = 0; i < 400 && sl_autotune_rounds(a) < 3; i++) {
+  /* Pull until the tuner has made 3 rounds: how many elements that takes depends on how the machine schedules the
+   * tuner's thread, so it is not bounded here (ctest's timeout is); then a few more under the tuned knobs. */
+  while (sl_autotune_rounds(a) < 3) {
     assert_int_equal(sl_iter_next(&e, it), 0);
     sl_elem_clear(&e);
   }
@@ -76,7 +78,6 @@ static void test_online(void **st) {
     assert_int_equal(sl_iter_next(&e, it), 0);
     sl_elem_clear(&e);
   }
-  assert_true(sl_autotune_rounds(a) >= 1);
   sl_autotune_stop(a);
   sl_iter_free(it);
   sl_op_stats s;

@@ -240,8 +240,9 @@ static void test_stats_count_elements(void **s) {
   assert_int_equal(st.elements_out, 1000);
   assert_int_equal(st.elements_in, 1000);
   assert_true(st.async);
-  /* 1000 x 20 us of spin = 0.02 s of CPU; sampling makes it an estimate, but not a wild one */
-  assert_true(st.cpu_seconds > 0.01 && st.cpu_seconds < 0.2);
+  /* 1000 x 20 us of spin = 0.02 s of CPU, estimated from sampled calls: that the map's work is counted is what the
+   * mechanism guarantees (an iterator's first call is timed); the estimate's accuracy is bench/trace_cost's. */
+  assert_true(st.cpu_seconds > 0);
   assert_int_equal(sl_pipeline_op_stats(&st, p, 3), 0);
   assert_int_equal(st.elements_out, 100);
   sl_pipeline_reset_stats(p);
@@ -384,24 +385,24 @@ static void test_cheap_interleave_handoff(void **s) {
 /* With cheap nested elements and little room per slot, the consumer makes elements itself rather than wake a
  * worker and wait: the interleave's own time leaves out that share of its source's time. */
 static void test_interleave_own_time_excludes_its_source(void **s) {
+  /* Elements of 2 ms of spin: nearly every call is timed (the sampling stride is 1 for calls this long; a chain's
+   * first call may not be), and spin burns thread CPU, so the source's CPU is close to 40 x 2 ms whatever else the
+   * machine runs (at least half of it is asserted), while the interleave's own
+   * work is a hand-off per element (microseconds, even under sanitizers): an interleave charged with its source's
+   * time would show at least as much as the source. No threshold here depends on machine load. */
   sl_pipeline *p = tu_pipeline("{\"ops\": [{\"op\": \"range\", \"stop\": 4}, {\"op\": \"interleave\", \"cycle_length\": 2, "
-                               "\"parallelism\": 2, \"source\": [{\"op\": \"repeat\", \"count\": 5000}, {\"op\": \"map\", "
-                               "\"fn\": \"spin\", \"args\": {\"us\": 5}}]}]}");
-  assert_int_equal(tu_count(p, 0), 20000);
+                               "\"parallelism\": 2, \"source\": [{\"op\": \"repeat\", \"count\": 10}, {\"op\": \"map\", "
+                               "\"fn\": \"spin\", \"args\": {\"us\": 2000}}]}]}");
+  assert_int_equal(tu_count(p, 0), 40);
   sl_op_stats il, fn;
   assert_int_equal(sl_pipeline_op_stats(&il, p, 1), 0);
   assert_int_equal(sl_pipeline_op_stats(&fn, p, 3), 0);
   assert_string_equal(il.op, "interleave");
   assert_string_equal(fn.label, "spin");
-  assert_int_equal(fn.elements_out, 20000);
-  /* 20000 x 5 us of spin = 100 ms of CPU in the source, none of it the interleave's (both are sampled estimates,
-   * the interleave's from calls of very uneven length: the bound is wide) */
-  assert_true(fn.cpu_seconds > 0.05);
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
-  /* (Sanitizers slow the hand-off itself to microseconds per element, and the nested elements past "cheap".) */
-  if (il.cpu_seconds >= 0.6 * fn.cpu_seconds) fprintf(stderr, "interleave %.4f s, source %.4f s\n", il.cpu_seconds, fn.cpu_seconds);
-  assert_true(il.cpu_seconds < 0.6 * fn.cpu_seconds);
-#endif
+  assert_int_equal(fn.elements_out, 40);
+  if (getenv("SL_TEST_VERBOSE")) fprintf(stderr, "interleave %.6f s, source %.6f s\n", il.cpu_seconds, fn.cpu_seconds);
+  assert_true(fn.cpu_seconds >= 40 * 2e-3 / 2);
+  assert_true(il.cpu_seconds < fn.cpu_seconds / 2);
   sl_pipeline_free(p);
 }
 

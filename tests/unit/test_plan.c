@@ -381,10 +381,16 @@ static void test_planted_bottleneck(void **st) {
     assert_int_equal(sl_trace_op(&s, t, i), 0);
     sum += s.cpu_seconds / (double)sl_trace_elements(t);
   }
-  /* 1100 us of spin per element; the engine's own work is small beside it. Loose: CPU clocks on a shared VM. */
-  assert_true(sum > 1100e-6 * 0.85 && sum < 1100e-6 * 1.3);
-  assert_int_equal(sl_trace_op(&s, t, 2), 0);
-  assert_true(fabs(s.cpu_seconds / 1000 / 800e-6 - 1) < 0.2);
+  /* 1100 us of spin per element, the heavy stage 800 us of it. The costs are sampled estimates: what is asserted is
+   * the relation spin guarantees (it burns thread CPU, so load does not change it and sampling noise cannot turn
+   * 8x into less than 2x), not a window around 1100 us (bench/trace_cost measures the estimates' accuracy). */
+  sl_op_stats heavy;
+  assert_int_equal(sl_trace_op(&heavy, t, 2), 0);
+  for (int i = 1; i <= 4; i++) {
+    if (i == 2) continue;
+    assert_int_equal(sl_trace_op(&s, t, i), 0);
+    assert_true(heavy.cpu_seconds > 2 * s.cpu_seconds);
+  }
   sl_plan *pl = solve(t, 2, 0);
   assert_int_equal(sl_plan_bottleneck(pl), 2);
   assert_true(fabs(sl_plan_bound(pl) * sum / 2 - 1) < 0.05);

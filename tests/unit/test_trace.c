@@ -92,7 +92,9 @@ static void test_trace_deadline(void **st) {
   sl_trace *t = NULL;
   assert_int_equal(sl_trace_run(&t, p, &to), 0);
   assert_false(sl_trace_ended(t));
-  assert_true(sl_trace_seconds(t) < 5);
+  /* Stopped at the deadline, not after the stream (1000 x 300 ms on 2 workers); how soon after is wall time, which
+   * a loaded machine stretches: not asserted (ctest's timeout bounds the test). */
+  assert_true(sl_trace_elements(t) < 1000);
   sl_trace_free(t);
   sl_pipeline_free(p);
 }
