@@ -34,8 +34,13 @@ echo "$err" | grep -q "ops\[1\].size" || fail "negative size message: $err"
 echo '{"name": "slow", "ops": [{"op": "range"}, {"op": "map", "fn": "sleep_io", "args": {"us": 2000}, "parallelism": 2}]}' > "$T/slow.json"
 "$S" run "$T/slow.json" --quiet > "$T/int.out" 2> "$T/int.err" &
 pid=$!
-sleep 0.5
-kill -INT $pid
+# A background job starts with SIGINT ignored until the CLI installs its handler, which a loaded machine may delay:
+# send it until the run stops (not once after a fixed sleep).
+for _ in $(seq 1 300); do
+  sleep 0.2
+  kill -INT $pid 2>/dev/null || break
+  grep -q "interrupted after" "$T/int.err" 2>/dev/null && break
+done
 wait $pid; rc=$?
 [ $rc -eq 130 ] || fail "SIGINT exit code $rc"
 grep -q "elements" "$T/int.out" || fail "no summary after SIGINT"
