@@ -29,5 +29,9 @@ int sl__prov_indexes(sl_prov *p, bool create_them);
 /* Runs fn inside a transaction unless one is open. */
 int sl__prov_txn_begin(sl_prov *p, bool *own);
 int sl__prov_txn_end(sl_prov *p, bool own, int rc);
+/* Grows *v (of *cap elements of `elem` bytes, new ones zeroed) to hold `need`; SL_ENOMEM naming the list. */
+int sl__prov_grow(void **v, size_t *cap, size_t need, size_t elem);
+/* Appends to l->events the events touching one artifact or execution (kind), with their paths (store_query.c). */
+int sl__prov_load_events(sl_prov *p, sl_prov_list *l, size_t *cap, sl_prov_kind kind, int64_t id);
 
 #endif
