@@ -54,6 +54,16 @@ int sl_prov_begin(sl_prov *p);
 int sl_prov_commit(sl_prov *p);
 int sl_prov_rollback(sl_prov *p);
 
+/* Bulk loading (the corpus generator, imports): between sl_prov_bulk_begin and sl_prov_bulk_end, writes favour
+ * speed over durability. On SQLite, synchronous=OFF and a large page cache (a crash may lose the last
+ * transactions); into a store without executions, MLMD's secondary indexes are dropped and re-created by
+ * bulk_end; on PostgreSQL, writes whose results are not needed are pipelined, so their errors surface at the next
+ * round trip (a later write, a commit, or bulk_end). Group the writes with begin/commit inside as usual. Begin
+ * outside a transaction (SL_EINVAL otherwise). bulk_end restores the settings and returns the first error; it
+ * does nothing outside a bulk load. */
+int sl_prov_bulk_begin(sl_prov *p);
+int sl_prov_bulk_end(sl_prov *p);
+
 /* A property value. `s` is used for STRING/STRUCT (JSON text), `bytes`/`len` for PROTO. */
 typedef struct sl_prov_value {
   sl_prov_ptype type;

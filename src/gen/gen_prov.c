@@ -7,7 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "prov/store/store_int.h"
+#include "core/core_int.h"
+#include "sluice/prov.h"
 
 /* ---- parameters (docs/corpus.md explains each) ---- */
 #define T_START_MS 1736121600000LL /* 2025-01-06 00:00 UTC */
@@ -498,37 +499,13 @@ int sl_prov_gen(sl_prov *p, const sl_prov_gen_opts *o, sl_prov_gen_report *rep) 
   gen G = {0};
   G.p = p;
   G.rep = rep;
-  /* Bulk load: on SQLite durability per transaction is not needed while generating. */
-  if (!sl__pdb_is_pg(p->db)) {
-    sl__pdb_exec(p->db, "PRAGMA synchronous=OFF");
-    /* A big page cache keeps a pipeline's transaction from spilling pages to the WAL over and over. */
-    sl__pdb_exec(p->db, "PRAGMA cache_size=-524288");
-  }
   int rc = setup_types(&G);
-  /* Into a store without executions, load without the secondary indexes and build them once at the end. */
-  bool bulk = false;
-  if (!rc) {
-    sl__pstmt *st;
-    if (!(rc = sl__pdb_prepare(p->db, &st, "SELECT count(*) FROM Execution"))) {
-      rc = sl__pstmt_step(st);
-      bulk = rc == 1 && sl__pstmt_i64(st, 0) == 0;
-      rc = rc < 0 ? rc : 0;
-      sl__pstmt_free(st);
-    }
-  }
-  if (!rc && bulk) rc = sl__prov_indexes(p, false);
-  /* On PostgreSQL, queue the writes whose results are not needed: one round trip per id instead of per row. */
-  if (!rc) rc = sl__pdb_pipeline(p->db, true);
+  if (!rc) rc = sl_prov_bulk_begin(p);
   for (int i = 0; !rc && i < o->pipelines; i++) {
     rc = gen_pipeline(&G, o, i);
     if (o->progress) o->progress(i + 1, o->pipelines, o->payload);
   }
-  int rc3 = sl__pdb_pipeline(p->db, false);
-  if (!rc) rc = rc3;
-  if (bulk) {
-    int rc2 = sl__prov_indexes(p, true);
-    if (!rc) rc = rc2;
-  }
-  if (!sl__pdb_is_pg(p->db)) sl__pdb_exec(p->db, "PRAGMA synchronous=NORMAL");
+  int rc2 = sl_prov_bulk_end(p);
+  if (!rc) rc = rc2;
   return rc;
 }

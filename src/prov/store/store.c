@@ -155,3 +155,47 @@ int sl__prov_txn_end(sl_prov *p, bool own, int rc) {
   }
   return sl_prov_commit(p);
 }
+
+int sl_prov_bulk_begin(sl_prov *p) {
+  if (p->bulk) return sl__err(SL_EINVAL, "%s: a bulk load is already under way", p->uri);
+  if (p->in_txn) return sl__err(SL_EINVAL, "%s: begin a bulk load outside a transaction", p->uri);
+  p->bulk = true;
+  if (!sl__pdb_is_pg(p->db)) {
+    /* Durability per transaction is not needed while loading; a big page cache keeps a large transaction from
+     * spilling pages to the WAL over and over. Both are hints: a failure only costs speed. */
+    sl__pdb_exec(p->db, "PRAGMA synchronous=OFF");
+    sl__pdb_exec(p->db, "PRAGMA cache_size=-524288");
+  }
+  /* Into a store without executions, load without the secondary indexes and build them once at the end. */
+  sl__pstmt *st;
+  int rc = sl__pdb_prepare(p->db, &st, "SELECT count(*) FROM Execution");
+  if (!rc) {
+    rc = sl__pstmt_step(st);
+    p->bulk_indexes = rc == 1 && sl__pstmt_i64(st, 0) == 0;
+    rc = rc < 0 ? rc : 0;
+    sl__pstmt_free(st);
+  }
+  if (!rc && p->bulk_indexes) rc = sl__prov_indexes(p, false);
+  /* On PostgreSQL, queue the writes whose results are not needed: one round trip per id instead of per row. */
+  if (!rc) rc = sl__pdb_pipeline(p->db, true);
+  if (rc) {
+    char keep[1024];
+    snprintf(keep, sizeof keep, "%s", sl_error_last());
+    sl_prov_bulk_end(p);
+    return sl__err(rc, "%s", keep);
+  }
+  return 0;
+}
+
+int sl_prov_bulk_end(sl_prov *p) {
+  if (!p->bulk) return 0;
+  p->bulk = false;
+  int rc = sl__pdb_pipeline(p->db, false);
+  if (p->bulk_indexes) {
+    p->bulk_indexes = false;
+    int rc2 = sl__prov_indexes(p, true);
+    if (!rc) rc = rc2;
+  }
+  if (!sl__pdb_is_pg(p->db)) sl__pdb_exec(p->db, "PRAGMA synchronous=NORMAL");
+  return rc;
+}

@@ -18,6 +18,8 @@ struct sl_prov {
   sl__pstmt *q[Q_NQ];
   int in_txn;
   char *uri;
+  bool bulk;         /* between sl_prov_bulk_begin and _end */
+  bool bulk_indexes; /* the bulk load dropped MLMD's secondary indexes: re-create them at the end */
 };
 
 int sl__prov_stmt(sl_prov *p, int which, sl__pstmt **out);
