@@ -38,6 +38,10 @@ const char *sl_strerror(int code);
 /* The library's version string, e.g. "0.1.0". */
 const char *sl_version(void);
 
+/* Frees memory the library allocated and handed to the caller (JSON text, reports, feature rows...). NULL is a
+ * no-op. */
+void sl_free(void *ptr);
+
 /* Allocator hooks. All of libsluice's heap use goes through these; tests install a failing allocator to check
  * that every allocation failure surfaces as SL_ENOMEM. Not thread-safe: set before any other sluice call. */
 typedef struct sl_allocator {

@@ -29,44 +29,44 @@ const char *sl_prov_event_name(int t) {
   return t >= 0 && t <= 7 ? N[t] : "?";
 }
 
-static const char *const SQL[Q_NQ] = {
-    [Q_TYPE_FIND] = "SELECT id, type_kind FROM Type WHERE name = ? ORDER BY id LIMIT 1",
-    [Q_TYPE_INS] = "INSERT INTO Type(name, type_kind) VALUES(?, ?) RETURNING id",
-    [Q_TYPE_PROP_INS] = "INSERT INTO TypeProperty(type_id, name, data_type) VALUES(?, ?, ?) ON CONFLICT DO NOTHING",
-    [Q_PARENT_TYPE_INS] = "INSERT INTO ParentType(type_id, parent_type_id) VALUES(?, ?) ON CONFLICT DO NOTHING",
-    [Q_ART_INS] = "INSERT INTO Artifact(type_id, uri, state, name, create_time_since_epoch, "
+static const char *const SQL[SL__Q_NQ] = {
+    [SL__Q_TYPE_FIND] = "SELECT id, type_kind FROM Type WHERE name = ? ORDER BY id LIMIT 1",
+    [SL__Q_TYPE_INS] = "INSERT INTO Type(name, type_kind) VALUES(?, ?) RETURNING id",
+    [SL__Q_TYPE_PROP_INS] = "INSERT INTO TypeProperty(type_id, name, data_type) VALUES(?, ?, ?) ON CONFLICT DO NOTHING",
+    [SL__Q_PARENT_TYPE_INS] = "INSERT INTO ParentType(type_id, parent_type_id) VALUES(?, ?) ON CONFLICT DO NOTHING",
+    [SL__Q_ART_INS] = "INSERT INTO Artifact(type_id, uri, state, name, create_time_since_epoch, "
                   "last_update_time_since_epoch) VALUES(?, ?, ?, ?, ?, ?) RETURNING id",
-    [Q_EXEC_INS] = "INSERT INTO Execution(type_id, last_known_state, name, create_time_since_epoch, "
+    [SL__Q_EXEC_INS] = "INSERT INTO Execution(type_id, last_known_state, name, create_time_since_epoch, "
                    "last_update_time_since_epoch) VALUES(?, ?, ?, ?, ?) RETURNING id",
-    [Q_CTX_FIND] = "SELECT id FROM Context WHERE type_id = ? AND name = ?",
-    [Q_CTX_INS] = "INSERT INTO Context(type_id, name, create_time_since_epoch, last_update_time_since_epoch) "
+    [SL__Q_CTX_FIND] = "SELECT id FROM Context WHERE type_id = ? AND name = ?",
+    [SL__Q_CTX_INS] = "INSERT INTO Context(type_id, name, create_time_since_epoch, last_update_time_since_epoch) "
                   "VALUES(?, ?, ?, ?) RETURNING id",
-    [Q_EXEC_STATE] = "UPDATE Execution SET last_known_state = ?, last_update_time_since_epoch = ? WHERE id = ?",
-    [Q_APROP] = "INSERT INTO ArtifactProperty(artifact_id, name, is_custom_property, int_value, double_value, "
+    [SL__Q_EXEC_STATE] = "UPDATE Execution SET last_known_state = ?, last_update_time_since_epoch = ? WHERE id = ?",
+    [SL__Q_APROP] = "INSERT INTO ArtifactProperty(artifact_id, name, is_custom_property, int_value, double_value, "
                 "string_value, proto_value, bool_value) VALUES(?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(artifact_id, "
                 "name, is_custom_property) DO UPDATE SET int_value = excluded.int_value, double_value = "
                 "excluded.double_value, string_value = excluded.string_value, proto_value = excluded.proto_value, "
                 "bool_value = excluded.bool_value",
-    [Q_EPROP] = "INSERT INTO ExecutionProperty(execution_id, name, is_custom_property, int_value, double_value, "
+    [SL__Q_EPROP] = "INSERT INTO ExecutionProperty(execution_id, name, is_custom_property, int_value, double_value, "
                 "string_value, proto_value, bool_value) VALUES(?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(execution_id, "
                 "name, is_custom_property) DO UPDATE SET int_value = excluded.int_value, double_value = "
                 "excluded.double_value, string_value = excluded.string_value, proto_value = excluded.proto_value, "
                 "bool_value = excluded.bool_value",
-    [Q_CPROP] = "INSERT INTO ContextProperty(context_id, name, is_custom_property, int_value, double_value, "
+    [SL__Q_CPROP] = "INSERT INTO ContextProperty(context_id, name, is_custom_property, int_value, double_value, "
                 "string_value, proto_value, bool_value) VALUES(?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(context_id, "
                 "name, is_custom_property) DO UPDATE SET int_value = excluded.int_value, double_value = "
                 "excluded.double_value, string_value = excluded.string_value, proto_value = excluded.proto_value, "
                 "bool_value = excluded.bool_value",
-    [Q_EVENT_INS] = "INSERT INTO Event(artifact_id, execution_id, type, milliseconds_since_epoch) "
+    [SL__Q_EVENT_INS] = "INSERT INTO Event(artifact_id, execution_id, type, milliseconds_since_epoch) "
                     "VALUES(?, ?, ?, ?) RETURNING id",
-    [Q_PATH_INS] = "INSERT INTO EventPath(event_id, is_index_step, step_index, step_key) VALUES(?, ?, ?, ?)",
-    [Q_ATTR] = "INSERT INTO Attribution(context_id, artifact_id) VALUES(?, ?) ON CONFLICT DO NOTHING",
-    [Q_ASSOC] = "INSERT INTO Association(context_id, execution_id) VALUES(?, ?) ON CONFLICT DO NOTHING",
-    [Q_PARENT_CTX] = "INSERT INTO ParentContext(context_id, parent_context_id) VALUES(?, ?) ON CONFLICT DO NOTHING",
+    [SL__Q_PATH_INS] = "INSERT INTO EventPath(event_id, is_index_step, step_index, step_key) VALUES(?, ?, ?, ?)",
+    [SL__Q_ATTR] = "INSERT INTO Attribution(context_id, artifact_id) VALUES(?, ?) ON CONFLICT DO NOTHING",
+    [SL__Q_ASSOC] = "INSERT INTO Association(context_id, execution_id) VALUES(?, ?) ON CONFLICT DO NOTHING",
+    [SL__Q_PARENT_CTX] = "INSERT INTO ParentContext(context_id, parent_context_id) VALUES(?, ?) ON CONFLICT DO NOTHING",
     /* PostgreSQL only. */
-    [Q_NAME_LOCK] = "SELECT pg_advisory_xact_lock(hashtext(?))",
+    [SL__Q_NAME_LOCK] = "SELECT pg_advisory_xact_lock(hashtext(?))",
     /* PostgreSQL only: an event and its [key, index] path in one statement (one round trip instead of three). */
-    [Q_EVENT_PG2] = "WITH e AS (INSERT INTO Event(artifact_id, execution_id, type, milliseconds_since_epoch) "
+    [SL__Q_EVENT_PG2] = "WITH e AS (INSERT INTO Event(artifact_id, execution_id, type, milliseconds_since_epoch) "
                     "VALUES(?, ?, ?, ?) RETURNING id) INSERT INTO EventPath(event_id, is_index_step, step_index, "
                     "step_key) SELECT id, false, CAST(NULL AS INTEGER), CAST(? AS TEXT) FROM e UNION ALL SELECT id, "
                     "true, CAST(? AS INTEGER), CAST(NULL AS TEXT) FROM e",
@@ -111,7 +111,7 @@ int sl_prov_open(sl_prov **out, const char *uri, unsigned flags) {
 void sl_prov_close(sl_prov *p) {
   if (!p) return;
   if (p->in_txn && p->db) sl__pdb_exec(p->db, "ROLLBACK");
-  for (int i = 0; i < Q_NQ; i++) sl__pstmt_free(p->q[i]);
+  for (int i = 0; i < SL__Q_NQ; i++) sl__pstmt_free(p->q[i]);
   sl__pdb_close(p->db);
   sl__free(p->uri);
   sl__free(p);

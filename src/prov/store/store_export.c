@@ -46,7 +46,7 @@ static json_t *nodes_json(const sl_prov_list *l, sl_prov_kind kind) {
   return a;
 }
 
-int sl_prov_list_to_json(const sl_prov_list *l, char **json) {
+int sl_prov_list_to_json(char **json, const sl_prov_list *l) {
   *json = NULL;
   json_t *root = json_object(), *nodes = json_array(), *evs = json_array();
   if (!root || !nodes || !evs) {
@@ -102,14 +102,14 @@ static int pairs_json(sl_prov *p, json_t *root, const char *key, const char *sql
   return rc < 0 ? rc : 0;
 }
 
-int sl_prov_export_json(sl_prov *p, char **json) {
+int sl_prov_export_json(char **json, sl_prov *p) {
   *json = NULL;
   json_t *root = json_object();
   if (!root) return sl__oom("export");
   json_object_set_new(root, "schema_version", json_integer(10));
   int rc = 0;
   sl_prov_list *types = NULL;
-  if (!(rc = sl_prov_types(p, &types))) {
+  if (!(rc = sl_prov_types(&types, p))) {
     json_t *a = json_array();
     static const char *K[] = {"execution", "artifact", "context"};
     for (size_t i = 0; i < types->n; i++) {
@@ -132,7 +132,7 @@ int sl_prov_export_json(sl_prov *p, char **json) {
   static const char *NAMES[3] = {"executions", "artifacts", "contexts"};
   for (int k = 0; !rc && k < 3; k++) {
     sl_prov_list *l;
-    if ((rc = sl_prov_find(p, &l, (sl_prov_kind)k, NULL))) break;
+    if ((rc = sl_prov_find(&l, p, (sl_prov_kind)k, NULL))) break;
     json_object_set_new(root, NAMES[k], nodes_json(l, (sl_prov_kind)k));
     sl_prov_list_free(l);
   }

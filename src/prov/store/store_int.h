@@ -8,14 +8,14 @@
 
 /* Cached statements, prepared on first use. */
 enum {
-  Q_TYPE_FIND, Q_TYPE_INS, Q_TYPE_PROP_INS, Q_PARENT_TYPE_INS, Q_ART_INS, Q_EXEC_INS, Q_CTX_FIND, Q_CTX_INS,
-  Q_EXEC_STATE, Q_APROP, Q_EPROP, Q_CPROP, Q_EVENT_INS, Q_PATH_INS, Q_ATTR, Q_ASSOC, Q_PARENT_CTX, Q_NAME_LOCK,
-  Q_EVENT_PG2, Q_NQ
+  SL__Q_TYPE_FIND, SL__Q_TYPE_INS, SL__Q_TYPE_PROP_INS, SL__Q_PARENT_TYPE_INS, SL__Q_ART_INS, SL__Q_EXEC_INS,
+  SL__Q_CTX_FIND, SL__Q_CTX_INS, SL__Q_EXEC_STATE, SL__Q_APROP, SL__Q_EPROP, SL__Q_CPROP, SL__Q_EVENT_INS,
+  SL__Q_PATH_INS, SL__Q_ATTR, SL__Q_ASSOC, SL__Q_PARENT_CTX, SL__Q_NAME_LOCK, SL__Q_EVENT_PG2, SL__Q_NQ
 };
 
 struct sl_prov {
   sl__pdb *db;
-  sl__pstmt *q[Q_NQ];
+  sl__pstmt *q[SL__Q_NQ];
   int in_txn;
   char *uri;
   bool bulk;         /* between sl_prov_bulk_begin and _end */

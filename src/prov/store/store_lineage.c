@@ -79,14 +79,14 @@ static int walk(sl_prov *p, seen *s, sl_prov_list *l, size_t *ecap, int dir, int
   return rc;
 }
 
-int sl_prov_lineage(sl_prov *p, sl_prov_list **out, sl_prov_kind kind, int64_t id, int direction, int max_depth) {
+int sl_prov_lineage(sl_prov_list **out, sl_prov *p, sl_prov_kind kind, int64_t id, int direction, int max_depth) {
   *out = NULL;
   if (kind != SL_PROV_ARTIFACT && kind != SL_PROV_EXECUTION)
     return sl__err(SL_EINVAL, "lineage starts at an artifact or an execution");
   sl_prov_query q0 = {0};
   q0.id = id;
   sl_prov_list *start;
-  int rc = sl_prov_find(p, &start, kind, &q0);
+  int rc = sl_prov_find(&start, p, kind, &q0);
   if (rc) return rc;
   if (!start->n) {
     sl_prov_list_free(start);
@@ -112,7 +112,7 @@ int sl_prov_lineage(sl_prov *p, sl_prov_list **out, sl_prov_kind kind, int64_t i
     sl_prov_query q = {0};
     q.id = all.ids[i] >> 1;
     sl_prov_list *one;
-    rc = sl_prov_find(p, &one, (all.ids[i] & 1) ? SL_PROV_ARTIFACT : SL_PROV_EXECUTION, &q);
+    rc = sl_prov_find(&one, p, (all.ids[i] & 1) ? SL_PROV_ARTIFACT : SL_PROV_EXECUTION, &q);
     if (rc) break;
     if (one->n && !(rc = sl__prov_grow((void **)&l->nodes, &ncap, l->n + 1, sizeof *l->nodes))) {
       l->nodes[l->n] = one->nodes[0];

@@ -7,8 +7,6 @@
 
 #include "prov/store/store_int.h"
 
-void sl_prov_free(void *ptr) { sl__free(ptr); }
-
 static void node_dispose(sl_prov_node *n) {
   sl__free(n->type_name);
   sl__free(n->name);
@@ -112,7 +110,7 @@ static int read_prop(sl__pstmt *st, int c0, sl_prov_prop *pr) {
   return 0;
 }
 
-int sl_prov_find(sl_prov *p, sl_prov_list **out, sl_prov_kind kind, const sl_prov_query *q) {
+int sl_prov_find(sl_prov_list **out, sl_prov *p, sl_prov_kind kind, const sl_prov_query *q) {
   *out = NULL;
   if (kind < SL_PROV_EXECUTION || kind > SL_PROV_CONTEXT) return sl__err(SL_EINVAL, "bad kind %d", kind);
   sl_prov_list *l = sl__calloc(1, sizeof *l);
@@ -185,7 +183,7 @@ fail:
   return rc;
 }
 
-int sl_prov_types(sl_prov *p, sl_prov_list **out) {
+int sl_prov_types(sl_prov_list **out, sl_prov *p) {
   *out = NULL;
   sl_prov_list *l = sl__calloc(1, sizeof *l);
   if (!l) return sl__oom("list");
@@ -291,14 +289,14 @@ int sl__prov_load_events(sl_prov *p, sl_prov_list *l, size_t *cap, sl_prov_kind 
   return rc < 0 ? rc : 0;
 }
 
-int sl_prov_neighbours(sl_prov *p, sl_prov_list **out, sl_prov_kind kind, int64_t id) {
+int sl_prov_neighbours(sl_prov_list **out, sl_prov *p, sl_prov_kind kind, int64_t id) {
   *out = NULL;
   sl_prov_list *l = NULL;
   int rc;
   if (kind == SL_PROV_CONTEXT) {
     sl_prov_query q = {0};
     q.context_id = id;
-    return sl_prov_find(p, out, SL_PROV_CONTEXT, &q);
+    return sl_prov_find(out, p, SL_PROV_CONTEXT, &q);
   }
   /* The contexts of the node. */
   sl__pstmt *st;
@@ -327,7 +325,7 @@ int sl_prov_neighbours(sl_prov *p, sl_prov_list **out, sl_prov_kind kind, int64_
     sl_prov_query q = {0};
     q.id = l->nodes[i].id;
     sl_prov_list *c;
-    rc = sl_prov_find(p, &c, SL_PROV_CONTEXT, &q);
+    rc = sl_prov_find(&c, p, SL_PROV_CONTEXT, &q);
     if (rc) break;
     if (c->n) {
       l->nodes[i] = c->nodes[0];

@@ -10,7 +10,7 @@
 static int pg_name_lock(sl_prov *p, const char *name) {
   if (!sl__pdb_is_pg(p->db)) return 0;
   sl__pstmt *st;
-  int rc = sl__prov_stmt(p, Q_NAME_LOCK, &st);
+  int rc = sl__prov_stmt(p, SL__Q_NAME_LOCK, &st);
   if (rc) return rc;
   rc = sl__pstmt_bind_text(st, 1, name);
   if (!rc) rc = sl__pstmt_step(st);
@@ -28,7 +28,7 @@ static int exec_done(sl__pstmt *st) {
 
 static int type_find(sl_prov *p, const char *name, int64_t *id, int *kind) {
   sl__pstmt *st;
-  int rc = sl__prov_stmt(p, Q_TYPE_FIND, &st);
+  int rc = sl__prov_stmt(p, SL__Q_TYPE_FIND, &st);
   if (rc) return rc;
   if ((rc = sl__pstmt_bind_text(st, 1, name))) return rc;
   rc = sl__pstmt_step(st);
@@ -53,12 +53,12 @@ static int type_put1(sl_prov *p, int64_t *id, sl_prov_kind kind, const char *nam
   }
   if (rc != SL_ENOTFOUND) return rc;
   sl__pstmt *st;
-  if ((rc = sl__prov_stmt(p, Q_TYPE_INS, &st))) return rc;
+  if ((rc = sl__prov_stmt(p, SL__Q_TYPE_INS, &st))) return rc;
   if ((rc = sl__pstmt_bind_text(st, 1, name)) || (rc = sl__pstmt_bind_i64(st, 2, kind))) return rc;
   return insert_id(st, id);
 }
 
-int sl_prov_put_type(sl_prov *p, int64_t *id, sl_prov_kind kind, const char *name, const sl_prov_type_prop *props,
+int sl_prov_put_type(int64_t *id, sl_prov *p, sl_prov_kind kind, const char *name, const sl_prov_type_prop *props,
                      size_t nprops, const char *base) {
   if (!name || !*name) return sl__err(SL_EINVAL, "type name is empty");
   if (kind < SL_PROV_EXECUTION || kind > SL_PROV_CONTEXT) return sl__err(SL_EINVAL, "bad type kind %d", kind);
@@ -70,7 +70,7 @@ int sl_prov_put_type(sl_prov *p, int64_t *id, sl_prov_kind kind, const char *nam
   if (!rc) rc = type_put1(p, &tid, kind, name);
   for (size_t i = 0; !rc && i < nprops; i++) {
     sl__pstmt *st;
-    if ((rc = sl__prov_stmt(p, Q_TYPE_PROP_INS, &st))) break;
+    if ((rc = sl__prov_stmt(p, SL__Q_TYPE_PROP_INS, &st))) break;
     if ((rc = sl__pstmt_bind_i64(st, 1, tid)) || (rc = sl__pstmt_bind_text(st, 2, props[i].name)) ||
         (rc = sl__pstmt_bind_i64(st, 3, props[i].type)))
       break;
@@ -81,7 +81,7 @@ int sl_prov_put_type(sl_prov *p, int64_t *id, sl_prov_kind kind, const char *nam
     rc = pg_name_lock(p, base);
     if (!rc) rc = type_put1(p, &bid, kind, base);
     sl__pstmt *st;
-    if (!rc && !(rc = sl__prov_stmt(p, Q_PARENT_TYPE_INS, &st))) {
+    if (!rc && !(rc = sl__prov_stmt(p, SL__Q_PARENT_TYPE_INS, &st))) {
       if (!(rc = sl__pstmt_bind_i64(st, 1, tid)) && !(rc = sl__pstmt_bind_i64(st, 2, bid))) rc = exec_done(st);
     }
   }
@@ -90,7 +90,7 @@ int sl_prov_put_type(sl_prov *p, int64_t *id, sl_prov_kind kind, const char *nam
   return rc;
 }
 
-int sl_prov_type_id(sl_prov *p, int64_t *id, sl_prov_kind kind, const char *name) {
+int sl_prov_type_id(int64_t *id, sl_prov *p, sl_prov_kind kind, const char *name) {
   int k, rc = type_find(p, name, id, &k);
   if (rc == SL_ENOTFOUND || (!rc && k != (int)kind))
     return sl__err(SL_ENOTFOUND, "no %s type named '%s'",
@@ -98,10 +98,10 @@ int sl_prov_type_id(sl_prov *p, int64_t *id, sl_prov_kind kind, const char *name
   return rc;
 }
 
-int sl_prov_put_artifact(sl_prov *p, int64_t *id, int64_t type_id, const char *uri, const char *name, int state,
+int sl_prov_put_artifact(int64_t *id, sl_prov *p, int64_t type_id, const char *uri, const char *name, int state,
                          int64_t create_ms) {
   sl__pstmt *st;
-  int rc = sl__prov_stmt(p, Q_ART_INS, &st);
+  int rc = sl__prov_stmt(p, SL__Q_ART_INS, &st);
   if (rc) return rc;
   if (!create_ms) create_ms = sl__prov_now_ms();
   if ((rc = sl__pstmt_bind_i64(st, 1, type_id)) || (rc = sl__pstmt_bind_text(st, 2, uri)) ||
@@ -111,10 +111,10 @@ int sl_prov_put_artifact(sl_prov *p, int64_t *id, int64_t type_id, const char *u
   return insert_id(st, id);
 }
 
-int sl_prov_put_execution(sl_prov *p, int64_t *id, int64_t type_id, const char *name, int state, int64_t create_ms,
+int sl_prov_put_execution(int64_t *id, sl_prov *p, int64_t type_id, const char *name, int state, int64_t create_ms,
                           int64_t update_ms) {
   sl__pstmt *st;
-  int rc = sl__prov_stmt(p, Q_EXEC_INS, &st);
+  int rc = sl__prov_stmt(p, SL__Q_EXEC_INS, &st);
   if (rc) return rc;
   if (!create_ms) create_ms = sl__prov_now_ms();
   if (!update_ms) update_ms = create_ms;
@@ -125,14 +125,14 @@ int sl_prov_put_execution(sl_prov *p, int64_t *id, int64_t type_id, const char *
   return insert_id(st, id);
 }
 
-int sl_prov_put_context(sl_prov *p, int64_t *id, int64_t type_id, const char *name, int64_t create_ms) {
+int sl_prov_put_context(int64_t *id, sl_prov *p, int64_t type_id, const char *name, int64_t create_ms) {
   if (!name) return sl__err(SL_EINVAL, "context name is NULL");
   bool own;
   int rc = sl__prov_txn_begin(p, &own);
   if (rc) return rc;
   rc = pg_name_lock(p, name);
   sl__pstmt *st;
-  if (!rc && !(rc = sl__prov_stmt(p, Q_CTX_FIND, &st))) {
+  if (!rc && !(rc = sl__prov_stmt(p, SL__Q_CTX_FIND, &st))) {
     if (!(rc = sl__pstmt_bind_i64(st, 1, type_id)) && !(rc = sl__pstmt_bind_text(st, 2, name))) {
       rc = sl__pstmt_step(st);
       if (rc == 1) {
@@ -143,7 +143,7 @@ int sl_prov_put_context(sl_prov *p, int64_t *id, int64_t type_id, const char *na
     }
     sl__pstmt_reset(st);
   }
-  if (!rc && !(rc = sl__prov_stmt(p, Q_CTX_INS, &st))) {
+  if (!rc && !(rc = sl__prov_stmt(p, SL__Q_CTX_INS, &st))) {
     if (!create_ms) create_ms = sl__prov_now_ms();
     if (!(rc = sl__pstmt_bind_i64(st, 1, type_id)) && !(rc = sl__pstmt_bind_text(st, 2, name)) &&
         !(rc = sl__pstmt_bind_i64(st, 3, create_ms)) && !(rc = sl__pstmt_bind_i64(st, 4, create_ms)))
@@ -154,7 +154,7 @@ int sl_prov_put_context(sl_prov *p, int64_t *id, int64_t type_id, const char *na
 
 int sl_prov_set_execution_state(sl_prov *p, int64_t execution_id, int state, int64_t update_ms) {
   sl__pstmt *st;
-  int rc = sl__prov_stmt(p, Q_EXEC_STATE, &st);
+  int rc = sl__prov_stmt(p, SL__Q_EXEC_STATE, &st);
   if (rc) return rc;
   if (!update_ms) update_ms = sl__prov_now_ms();
   if ((rc = sl__pstmt_bind_i64(st, 1, state)) || (rc = sl__pstmt_bind_i64(st, 2, update_ms)) ||
@@ -166,7 +166,7 @@ int sl_prov_set_execution_state(sl_prov *p, int64_t execution_id, int state, int
 int sl_prov_set_property(sl_prov *p, sl_prov_kind kind, int64_t id, const char *name, bool custom,
                          const sl_prov_value *v) {
   if (!name || !v) return sl__err(SL_EINVAL, "property name or value is NULL");
-  int which = kind == SL_PROV_ARTIFACT ? Q_APROP : kind == SL_PROV_EXECUTION ? Q_EPROP : Q_CPROP;
+  int which = kind == SL_PROV_ARTIFACT ? SL__Q_APROP : kind == SL_PROV_EXECUTION ? SL__Q_EPROP : SL__Q_CPROP;
   sl__pstmt *st;
   int rc = sl__prov_stmt(p, which, &st);
   if (rc) return rc;
@@ -189,13 +189,13 @@ int sl_prov_set_property(sl_prov *p, sl_prov_kind kind, int64_t id, const char *
   return exec_done(st);
 }
 
-int sl_prov_put_event(sl_prov *p, int64_t *id, int64_t artifact_id, int64_t execution_id, int type, int64_t ms,
+int sl_prov_put_event(int64_t *id, sl_prov *p, int64_t artifact_id, int64_t execution_id, int type, int64_t ms,
                       const sl_prov_step *path, size_t npath) {
   if (!ms) ms = sl__prov_now_ms();
   if (!id && npath == 2 && path[0].key && !path[1].key && sl__pdb_is_pg(p->db)) {
     /* TFX's [key, index] path, id not wanted: one statement. */
     sl__pstmt *st;
-    int rc = sl__prov_stmt(p, Q_EVENT_PG2, &st);
+    int rc = sl__prov_stmt(p, SL__Q_EVENT_PG2, &st);
     if (rc) return rc;
     if ((rc = sl__pstmt_bind_i64(st, 1, artifact_id)) || (rc = sl__pstmt_bind_i64(st, 2, execution_id)) ||
         (rc = sl__pstmt_bind_i64(st, 3, type)) || (rc = sl__pstmt_bind_i64(st, 4, ms)) ||
@@ -208,14 +208,14 @@ int sl_prov_put_event(sl_prov *p, int64_t *id, int64_t artifact_id, int64_t exec
   if (rc) return rc;
   sl__pstmt *st;
   int64_t eid = 0;
-  if (!(rc = sl__prov_stmt(p, Q_EVENT_INS, &st))) {
+  if (!(rc = sl__prov_stmt(p, SL__Q_EVENT_INS, &st))) {
     if (!ms) ms = sl__prov_now_ms();
     if (!(rc = sl__pstmt_bind_i64(st, 1, artifact_id)) && !(rc = sl__pstmt_bind_i64(st, 2, execution_id)) &&
         !(rc = sl__pstmt_bind_i64(st, 3, type)) && !(rc = sl__pstmt_bind_i64(st, 4, ms)))
       rc = insert_id(st, &eid);
   }
   for (size_t i = 0; !rc && i < npath; i++) {
-    if ((rc = sl__prov_stmt(p, Q_PATH_INS, &st))) break;
+    if ((rc = sl__prov_stmt(p, SL__Q_PATH_INS, &st))) break;
     bool idx = path[i].key == NULL;
     if ((rc = sl__pstmt_bind_i64(st, 1, eid)) || (rc = sl__pstmt_bind_i64(st, 2, idx ? 1 : 0))) break;
     rc = idx ? sl__pstmt_bind_i64(st, 3, path[i].index) : sl__pstmt_bind_text(st, 4, path[i].key);
@@ -233,6 +233,6 @@ static int pair(sl_prov *p, int which, int64_t a, int64_t b) {
   if ((rc = sl__pstmt_bind_i64(st, 1, a)) || (rc = sl__pstmt_bind_i64(st, 2, b))) return rc;
   return exec_done(st);
 }
-int sl_prov_attribute(sl_prov *p, int64_t c, int64_t a) { return pair(p, Q_ATTR, c, a); }
-int sl_prov_associate(sl_prov *p, int64_t c, int64_t e) { return pair(p, Q_ASSOC, c, e); }
-int sl_prov_set_parent_context(sl_prov *p, int64_t c, int64_t parent) { return pair(p, Q_PARENT_CTX, c, parent); }
+int sl_prov_attribute(sl_prov *p, int64_t c, int64_t a) { return pair(p, SL__Q_ATTR, c, a); }
+int sl_prov_associate(sl_prov *p, int64_t c, int64_t e) { return pair(p, SL__Q_ASSOC, c, e); }
+int sl_prov_set_parent_context(sl_prov *p, int64_t c, int64_t parent) { return pair(p, SL__Q_PARENT_CTX, c, parent); }
