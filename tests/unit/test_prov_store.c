@@ -286,6 +286,43 @@ static void rolled_back_writes_are_absent(void **state) {
   tp_done(B);
 }
 
+static void bulk_load_writes_and_refuses_nesting(void **state) {
+  TP_BEGIN(state, "bulk");
+  sl_prov *p = tp_open(B);
+  int64_t te, e, c;
+  assert_int_equal(sl_prov_put_type(&te, p, SL_PROV_EXECUTION, "Step", NULL, 0, NULL), 0);
+  assert_int_equal(sl_prov_bulk_end(p), 0); /* outside a bulk load: nothing to do */
+  assert_int_equal(sl_prov_begin(p), 0);
+  assert_int_equal(sl_prov_bulk_begin(p), SL_EINVAL); /* not inside a transaction */
+  assert_int_equal(sl_prov_rollback(p), 0);
+  /* An empty store: the indexes go and come back; the writes, deferred on PostgreSQL, all land. */
+  assert_int_equal(sl_prov_bulk_begin(p), 0);
+  assert_int_equal(sl_prov_bulk_begin(p), SL_EINVAL);
+  for (int round = 0; round < 2; round++) {
+    assert_int_equal(sl_prov_begin(p), 0);
+    int64_t tc;
+    assert_int_equal(sl_prov_put_type(&tc, p, SL_PROV_CONTEXT, "pipeline", NULL, 0, NULL), 0);
+    assert_int_equal(sl_prov_put_context(&c, p, tc, round ? "b" : "a", 1), 0);
+    for (int i = 0; i < 5; i++) {
+      assert_int_equal(sl_prov_put_execution(&e, p, te, NULL, SL_PROV_E_COMPLETE, 1, 2), 0);
+      assert_int_equal(sl_prov_associate(p, c, e), 0);
+    }
+    assert_int_equal(sl_prov_commit(p), 0);
+  }
+  assert_int_equal(sl_prov_bulk_end(p), 0);
+  assert_int_equal(count_rows(p, SL_PROV_EXECUTION, NULL), 10);
+  sl_prov_query q = {0};
+  q.context_id = c;
+  assert_int_equal(count_rows(p, SL_PROV_EXECUTION, &q), 5);
+  /* A store with executions keeps its indexes through a second bulk load. */
+  assert_int_equal(sl_prov_bulk_begin(p), 0);
+  assert_int_equal(sl_prov_put_execution(&e, p, te, NULL, SL_PROV_E_COMPLETE, 1, 2), 0);
+  assert_int_equal(sl_prov_bulk_end(p), 0);
+  assert_int_equal(count_rows(p, SL_PROV_EXECUTION, NULL), 11);
+  sl_prov_close(p);
+  tp_done(B);
+}
+
 static void names_with_quotes_and_sql_metacharacters(void **state) {
   TP_BEGIN(state, "quotes");
   sl_prov *p = tp_open(B);
@@ -508,6 +545,7 @@ int main(void) {
       BOTH(properties_of_every_type_round_trip),
       BOTH(events_paths_and_lineage),
       BOTH(rolled_back_writes_are_absent),
+      BOTH(bulk_load_writes_and_refuses_nesting),
       BOTH(names_with_quotes_and_sql_metacharacters),
       BOTH(records_sluice_runs),
       BOTH(export_holds_every_table),
