@@ -228,6 +228,81 @@ static int build_one(build *b, size_t k, int32_t t) {
 /* ---- the set ---- */
 
 
+/* Executions grouped by run (or by pipeline when there are no run contexts), each group in creation order. */
+static int group_executions(build *b) {
+  sl_prov_graphlets *g = b->g;
+  /* Runs bound graphlets only where executions are associated with them. */
+  b->by_run = false;
+  for (size_t i = 0; i < g->nex && !b->by_run; i++) b->by_run = g->ex[i].run >= 0;
+  size_t ngrp = b->by_run ? g->nruns : g->npipes;
+  b->grp_off = sl__calloc(ngrp + 2, sizeof *b->grp_off);
+  b->grp = sl__mallocarray(g->nex ? g->nex : 1, sizeof *b->grp);
+  if (!b->grp_off || !b->grp) return sl__oom("run index");
+  for (size_t i = 0; i < g->nex; i++) {
+    int32_t r = b->by_run ? g->ex[i].run : g->ex[i].pipe;
+    if (r >= 0) b->grp_off[r + 1]++;
+  }
+  for (size_t i = 0; i < ngrp; i++) b->grp_off[i + 1] += b->grp_off[i];
+  size_t *fill = sl__mallocarray(ngrp + 1, sizeof *fill);
+  if (!fill) return sl__oom("run index");
+  memcpy(fill, b->grp_off, (ngrp + 1) * sizeof *fill);
+  for (size_t i = 0; i < g->nex; i++) {
+    int32_t r = b->by_run ? g->ex[i].run : g->ex[i].pipe;
+    if (r >= 0) b->grp[fill[r]++] = (int32_t)i;
+  }
+  sl__free(fill);
+  for (size_t r = 0; r < ngrp; r++)
+    qsort_r(b->grp + b->grp_off[r], b->grp_off[r + 1] - b->grp_off[r], sizeof *b->grp, cmp_exec_time, g);
+  return 0;
+}
+
+/* Marks each execution that belongs to a graphlet, and useful when one of its graphlets pushed. */
+static int mark_membership(sl_prov_graphlets *g) {
+  sl__an_idmap emap = {0};
+  int rc = sl__an_idmap_build(&emap, &g->ex[0].id, g->nex, sizeof *g->ex);
+  if (rc) return rc;
+  for (size_t i = 0; i < g->ng; i++) {
+    const sl_prov_graphlet *o = &g->g[i];
+    sl__an_exec *tr = &g->ex[g->gi[i].trainer];
+    tr->in_graphlet = true;
+    tr->useful |= o->pushed;
+    for (size_t j = 0; j < o->nupstream; j++) {
+      sl__an_exec *e = &g->ex[sl__an_idmap_get(&emap, o->upstream[j])];
+      e->in_graphlet = true;
+      e->useful |= o->pushed;
+    }
+    for (size_t j = 0; j < o->ndownstream; j++) {
+      sl__an_exec *e = &g->ex[sl__an_idmap_get(&emap, o->downstream[j])];
+      e->in_graphlet = true;
+      e->useful |= o->pushed;
+    }
+  }
+  sl__free(emap.ix);
+  return 0;
+}
+
+/* Features: per pipeline, graphlets in start order (the trainers were sorted that way, graphlet i = trainers[i]). */
+static int compute_features(sl_prov_graphlets *g) {
+  size_t *prior = sl__mallocarray(g->ng, sizeof *prior);
+  if (!prior) return sl__oom("features");
+  size_t s = 0;
+  while (s < g->ng) {
+    size_t e = s;
+    while (e < g->ng && g->gi[e].pipe == g->gi[s].pipe) e++;
+    for (size_t i = s; i < e; i++) prior[i - s] = i;
+    for (size_t i = s; i < e; i++) {
+      const sl__an_graphlet *gi = &g->gi[i];
+      sl__an_facts f = {g->g[i].start_ms, g->pool + gi->span_off, gi->nspan, gi->schema, gi->anomalies,
+                        gi->comp_hash, gi->ncomp, g->ex[gi->trainer].code_fp};
+      /* Prior graphlets are those before i in start order; equal starts are not "before". */
+      sl__an_features(g, prior, i - s, &f, g->feat + i * SL__AN_NFEAT);
+    }
+    s = e;
+  }
+  sl__free(prior);
+  return 0;
+}
+
 int sl__an_load(sl_prov_graphlets **out, sl_prov *p, const char *pipeline) {
   *out = NULL;
   int64_t ctx = 0;
@@ -249,14 +324,14 @@ int sl__an_load(sl_prov_graphlets **out, sl_prov *p, const char *pipeline) {
   if (!g) return sl__oom("graphlets");
   build b = {0};
   b.g = g;
-  if ((rc = sl__an_load_store(g, p, ctx))) goto fail;
+  if ((rc = sl__an_load_store(g, p, ctx))) goto done;
   /* Trainers, ordered by (pipeline, start). */
   for (size_t i = 0; i < g->nex; i++)
     if (tflags(g, g->ex[i].type) & SL__AN_TRAINER) b.ntr++;
   if (!b.ntr) {
     rc = sl__err(SL_ENOTFOUND, "no trainer executions in the store: no execution type is named *Trainer or based on "
                                "mlmd.Train, so there are no model graphlets");
-    goto fail;
+    goto done;
   }
   b.trainers = sl__mallocarray(b.ntr, sizeof *b.trainers);
   g->g = sl__calloc(b.ntr, sizeof *g->g);
@@ -266,46 +341,16 @@ int sl__an_load(sl_prov_graphlets **out, sl_prov *p, const char *pipeline) {
   b.astamp = sl__calloc(g->nart ? g->nart : 1, sizeof *b.astamp);
   if (!b.trainers || !g->g || !g->gi || !g->feat || !b.xstamp || !b.astamp) {
     rc = sl__oom("graphlets");
-    goto fail;
+    goto done;
   }
   size_t k = 0;
   for (size_t i = 0; i < g->nex; i++)
     if (tflags(g, g->ex[i].type) & SL__AN_TRAINER) b.trainers[k++] = (int32_t)i;
   qsort_r(b.trainers, b.ntr, sizeof *b.trainers, cmp_exec_time, g);
-  /* Executions grouped by run (or by pipeline when no run contexts), each group in creation order. */
-  /* Runs bound graphlets only where executions are associated with them. */
-  b.by_run = false;
-  for (size_t i = 0; i < g->nex && !b.by_run; i++) b.by_run = g->ex[i].run >= 0;
-  size_t ngrp = b.by_run ? g->nruns : g->npipes;
-  b.grp_off = sl__calloc(ngrp + 2, sizeof *b.grp_off);
-  b.grp = sl__mallocarray(g->nex ? g->nex : 1, sizeof *b.grp);
-  if (!b.grp_off || !b.grp) {
-    rc = sl__oom("run index");
-    goto fail;
-  }
-  for (size_t i = 0; i < g->nex; i++) {
-    int32_t r = b.by_run ? g->ex[i].run : g->ex[i].pipe;
-    if (r >= 0) b.grp_off[r + 1]++;
-  }
-  for (size_t i = 0; i < ngrp; i++) b.grp_off[i + 1] += b.grp_off[i];
-  {
-    size_t *fill = sl__mallocarray(ngrp + 1, sizeof *fill);
-    if (!fill) {
-      rc = sl__oom("run index");
-      goto fail;
-    }
-    memcpy(fill, b.grp_off, (ngrp + 1) * sizeof *fill);
-    for (size_t i = 0; i < g->nex; i++) {
-      int32_t r = b.by_run ? g->ex[i].run : g->ex[i].pipe;
-      if (r >= 0) b.grp[fill[r]++] = (int32_t)i;
-    }
-    sl__free(fill);
-    for (size_t r = 0; r < ngrp; r++)
-      qsort_r(b.grp + b.grp_off[r], b.grp_off[r + 1] - b.grp_off[r], sizeof *b.grp, cmp_exec_time, g);
-  }
+  if ((rc = group_executions(&b))) goto done;
   g->ng = b.ntr;
   for (size_t i = 0; i < b.ntr; i++)
-    if ((rc = build_one(&b, i, b.trainers[i]))) goto fail;
+    if ((rc = build_one(&b, i, b.trainers[i]))) goto done;
   /* Pool pointers, membership flags, cost basis. */
   for (size_t i = 0; i < g->ng; i++) {
     sl_prov_graphlet *o = &g->g[i];
@@ -317,60 +362,12 @@ int sl__an_load(sl_prov_graphlets **out, sl_prov *p, const char *pipeline) {
     o->spans = g->pool + gi->span_off;
     o->nspans = gi->nspan;
   }
-  {
-    sl__an_idmap emap = {0};
-    if ((rc = sl__an_idmap_build(&emap, &g->ex[0].id, g->nex, sizeof *g->ex))) goto fail;
-    for (size_t i = 0; i < g->ng; i++) {
-      const sl_prov_graphlet *o = &g->g[i];
-      sl__an_exec *tr = &g->ex[g->gi[i].trainer];
-      tr->in_graphlet = true;
-      tr->useful |= o->pushed;
-      for (size_t j = 0; j < o->nupstream; j++) {
-        sl__an_exec *e = &g->ex[sl__an_idmap_get(&emap, o->upstream[j])];
-        e->in_graphlet = true;
-        e->useful |= o->pushed;
-      }
-      for (size_t j = 0; j < o->ndownstream; j++) {
-        sl__an_exec *e = &g->ex[sl__an_idmap_get(&emap, o->downstream[j])];
-        e->in_graphlet = true;
-        e->useful |= o->pushed;
-      }
-    }
-    sl__free(emap.ix);
-  }
+  if ((rc = mark_membership(g))) goto done;
   for (size_t i = 0; i < g->nex; i++) g->cost_basis |= g->ex[i].cpu_known ? 1 : 2;
-  /* Features: per pipeline, graphlets in start order (b.trainers is sorted that way, graphlet i = trainers[i]). */
-  {
-    size_t *prior = sl__mallocarray(g->ng, sizeof *prior);
-    if (!prior) {
-      rc = sl__oom("features");
-      goto fail;
-    }
-    size_t s = 0;
-    while (s < g->ng) {
-      size_t e = s;
-      while (e < g->ng && g->gi[e].pipe == g->gi[s].pipe) e++;
-      for (size_t i = s; i < e; i++) prior[i - s] = i;
-      for (size_t i = s; i < e; i++) {
-        const sl__an_graphlet *gi = &g->gi[i];
-        sl__an_facts f = {g->g[i].start_ms, g->pool + gi->span_off, gi->nspan, gi->schema, gi->anomalies,
-                      gi->comp_hash, gi->ncomp, g->ex[gi->trainer].code_fp};
-        /* Prior graphlets are those before i in start order; equal starts are not "before". */
-        sl__an_features(g, prior, i - s, &f, g->feat + i * SL__AN_NFEAT);
-      }
-      s = e;
-    }
-    sl__free(prior);
-  }
-  sl__free(b.trainers);
-  sl__free(b.grp_off);
-  sl__free(b.grp);
-  sl__free(b.xstamp);
-  sl__free(b.astamp);
-  sl__free(b.stack);
+  if ((rc = compute_features(g))) goto done;
   *out = g;
-  return 0;
-fail:
+  g = NULL;
+done: /* on success g is NULL here, kept in *out */
   sl__free(b.trainers);
   sl__free(b.grp_off);
   sl__free(b.grp);
