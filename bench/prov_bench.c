@@ -42,11 +42,11 @@ static int record(sl_prov *p, const ids *t, int w, int n) {
   for (int i = 0; i < n; i++) {
     int64_t a1, a2, e, ms = 1700000000000 + i;
     int rc = sl_prov_begin(p);
-    if (!rc) rc = sl_prov_put_execution(p, &e, t->execution_type, NULL, SL_PROV_E_COMPLETE, ms, ms + 1000);
-    if (!rc) rc = sl_prov_put_artifact(p, &a1, t->artifact_type, "bench://in", NULL, SL_PROV_A_LIVE, ms);
-    if (!rc) rc = sl_prov_put_artifact(p, &a2, t->artifact_type, "bench://out", NULL, SL_PROV_A_LIVE, ms + 1000);
-    if (!rc) rc = sl_prov_put_event(p, NULL, a1, e, SL_PROV_EV_INPUT, ms, path, 2);
-    if (!rc) rc = sl_prov_put_event(p, NULL, a2, e, SL_PROV_EV_OUTPUT, ms + 1000, path, 2);
+    if (!rc) rc = sl_prov_put_execution(&e, p, t->execution_type, NULL, SL_PROV_E_COMPLETE, ms, ms + 1000);
+    if (!rc) rc = sl_prov_put_artifact(&a1, p, t->artifact_type, "bench://in", NULL, SL_PROV_A_LIVE, ms);
+    if (!rc) rc = sl_prov_put_artifact(&a2, p, t->artifact_type, "bench://out", NULL, SL_PROV_A_LIVE, ms + 1000);
+    if (!rc) rc = sl_prov_put_event(NULL, p, a1, e, SL_PROV_EV_INPUT, ms, path, 2);
+    if (!rc) rc = sl_prov_put_event(NULL, p, a2, e, SL_PROV_EV_OUTPUT, ms + 1000, path, 2);
     sl_prov_value v1 = sl_prov_double(1.5 * i), v2 = sl_prov_int(w), v3 = sl_prov_string("prov_bench");
     if (!rc) rc = sl_prov_set_property(p, SL_PROV_EXECUTION, e, "cpu_seconds", true, &v1);
     if (!rc) rc = sl_prov_set_property(p, SL_PROV_EXECUTION, e, "worker", true, &v2);
@@ -176,14 +176,14 @@ int main(int argc, char **argv) {
   int64_t ctx_type;
   if (sl_prov_open(&p, uri, SL_PROV_CREATE)) die(uri);
   const char *backend = sl_prov_backend(p);
-  if (sl_prov_put_type(p, &t.artifact_type, SL_PROV_ARTIFACT, "ProvBenchData", NULL, 0, NULL) ||
-      sl_prov_put_type(p, &t.execution_type, SL_PROV_EXECUTION, STEP_TYPE, NULL, 0, NULL) ||
-      sl_prov_put_type(p, &ctx_type, SL_PROV_CONTEXT, "pipeline", NULL, 0, NULL) ||
-      sl_prov_put_context(p, &t.context, ctx_type, "prov_bench", 0))
+  if (sl_prov_put_type(&t.artifact_type, p, SL_PROV_ARTIFACT, "ProvBenchData", NULL, 0, NULL) ||
+      sl_prov_put_type(&t.execution_type, p, SL_PROV_EXECUTION, STEP_TYPE, NULL, 0, NULL) ||
+      sl_prov_put_type(&ctx_type, p, SL_PROV_CONTEXT, "pipeline", NULL, 0, NULL) ||
+      sl_prov_put_context(&t.context, p, ctx_type, "prov_bench", 0))
     die("creating the types");
   sl_prov_query q = {STEP_TYPE, 0, 0, NULL, 0};
   sl_prov_list *l;
-  if (sl_prov_find(p, &l, SL_PROV_EXECUTION, &q)) die("counting executions");
+  if (sl_prov_find(&l, p, SL_PROV_EXECUTION, &q)) die("counting executions");
   size_t before = l->n;
   sl_prov_list_free(l);
   char backend_name[32];
@@ -207,7 +207,7 @@ int main(int argc, char **argv) {
 
   /* A rate is only worth reporting if every execution, with its three properties, is in the store. */
   if (sl_prov_open(&p, uri, 0)) die(uri);
-  if (sl_prov_find(p, &l, SL_PROV_EXECUTION, &q)) die("counting executions");
+  if (sl_prov_find(&l, p, SL_PROV_EXECUTION, &q)) die("counting executions");
   size_t bad = 0;
   for (size_t i = 0; i < l->n; i++) bad += l->nodes[i].nprops != 3;
   size_t found = l->n;

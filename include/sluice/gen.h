@@ -22,23 +22,24 @@ typedef enum sl_gen_kind { SL_GEN_IMAGENET = 0, SL_GEN_SSD = 1, SL_GEN_TEXT = 2,
 int sl_gen_kind_parse(sl_gen_kind *out, const char *name);
 const char *sl_gen_kind_name(sl_gen_kind kind);
 
+/* A field left 0 takes the default written beside it. */
 #define SL_GEN_OPTS_VERSION 1
 typedef struct sl_gen_opts {
   unsigned version;   /* SL_GEN_OPTS_VERSION */
-  sl_gen_kind kind;
-  const char *out_dir; /* created when missing; existing shard files of the same names are overwritten */
-  int64_t n;          /* records: images, sentences or rows (>= 1) */
-  int shards;         /* output files (1..n) */
-  uint64_t seed;
-  int quality;        /* JPEG quality, 1..100 (images) */
-  int threads;        /* generator threads (>= 1) */
-  int64_t vocab_size; /* words in the text vocabulary (>= 10) */
-  int chroma;         /* JPEG chroma subsampling: 444 (default) or 420 */
+  sl_gen_kind kind;   /* 0: SL_GEN_IMAGENET */
+  const char *out_dir; /* required; created when missing; existing shard files of the same names are overwritten */
+  int64_t n;          /* records: images, sentences or rows (>= 1); 0: 1000 */
+  int shards;         /* output files (1..n); 0: 4, or n when n < 4 */
+  uint64_t seed;      /* 0 is a seed like any other (the default) */
+  int quality;        /* JPEG quality, 1..100 (images); 0: 90 */
+  int threads;        /* generator threads (1..256); 0: 1 */
+  int64_t vocab_size; /* words in the text vocabulary (>= 10); 0: 30000 */
+  int chroma;         /* JPEG chroma subsampling: 444 or 420; 0: 444 */
   /* Called after each record with (done, total). Optional. */
   void (*progress)(int64_t done, int64_t total, void *payload);
   void *payload;
 } sl_gen_opts;
-#define SL_GEN_OPTS_INIT {SL_GEN_OPTS_VERSION, SL_GEN_IMAGENET, NULL, 1000, 4, 0, 90, 1, 30000, 444, NULL, NULL}
+#define SL_GEN_OPTS_INIT {SL_GEN_OPTS_VERSION}
 
 /* What a run wrote. Image fields are 0 for text and tabular; text fields 0 for the others. */
 typedef struct sl_gen_report {
@@ -47,6 +48,7 @@ typedef struct sl_gen_report {
   uint64_t bytes;          /* total bytes written (shards and vocabulary) */
   double mean_image_bytes; /* mean encoded JPEG size */
   double mean_width, mean_height;
+  int quality, chroma;     /* the JPEG quality and chroma subsampling used */
   double decode_us;        /* measured libjpeg-turbo decode time per image (CPU microseconds, a sample) */
   int64_t boxes;           /* ssd: boxes written */
   int64_t vocab_size;      /* text: vocabulary entries (with the special tokens) */
@@ -55,7 +57,7 @@ typedef struct sl_gen_report {
 
 /* Generates a dataset. Errors: SL_EINVAL for bad options (message names the option), SL_EIO naming the file that
  * could not be written, SL_ENOMEM. `report` may be NULL. */
-int sl_gen_run(const sl_gen_opts *opts, sl_gen_report *report);
+int sl_gen_run(sl_gen_report *report, const sl_gen_opts *opts);
 
 #ifdef __cplusplus
 }

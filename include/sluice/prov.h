@@ -5,7 +5,7 @@
  * Thread rules: an sl_prov handle is used by one thread at a time (it owns one database connection); open one
  * handle per thread. Several processes and threads may write one store at once (SQLite in WAL mode with a busy
  * timeout; PostgreSQL's own concurrency). Results returned by the sl_prov_* query functions are owned by the
- * caller and freed with their _free function; all _free functions accept NULL. */
+ * caller and freed with their _free function (strings and arrays with sl_free); all _free functions accept NULL. */
 #ifndef SLUICE_PROV_H
 #define SLUICE_PROV_H
 
@@ -54,6 +54,16 @@ int sl_prov_begin(sl_prov *p);
 int sl_prov_commit(sl_prov *p);
 int sl_prov_rollback(sl_prov *p);
 
+/* Bulk loading (the corpus generator, imports): between sl_prov_bulk_begin and sl_prov_bulk_end, writes favour
+ * speed over durability. On SQLite, synchronous=OFF and a large page cache (a crash may lose the last
+ * transactions); into a store without executions, MLMD's secondary indexes are dropped and re-created by
+ * bulk_end; on PostgreSQL, writes whose results are not needed are pipelined, so their errors surface at the next
+ * round trip (a later write, a commit, or bulk_end). Group the writes with begin/commit inside as usual. Begin
+ * outside a transaction (SL_EINVAL otherwise). bulk_end restores the settings and returns the first error; it
+ * does nothing outside a bulk load. */
+int sl_prov_bulk_begin(sl_prov *p);
+int sl_prov_bulk_end(sl_prov *p);
+
 /* A property value. `s` is used for STRING/STRUCT (JSON text), `bytes`/`len` for PROTO. */
 typedef struct sl_prov_value {
   sl_prov_ptype type;
@@ -77,19 +87,19 @@ typedef struct sl_prov_type_prop {
 /* Finds or creates the type `name` of `kind`, with its declared properties (added when missing) and, when
  * `base` is not NULL, a parent link to the system type `base` ("mlmd.Train", "mlmd.Model"...). *id receives
  * the type's id. SL_EINVAL when a type of that name exists with another kind. */
-int sl_prov_put_type(sl_prov *p, int64_t *id, sl_prov_kind kind, const char *name, const sl_prov_type_prop *props,
+int sl_prov_put_type(int64_t *id, sl_prov *p, sl_prov_kind kind, const char *name, const sl_prov_type_prop *props,
                      size_t nprops, const char *base);
 /* The id of type `name` of `kind`; SL_ENOTFOUND when absent. */
-int sl_prov_type_id(sl_prov *p, int64_t *id, sl_prov_kind kind, const char *name);
+int sl_prov_type_id(int64_t *id, sl_prov *p, sl_prov_kind kind, const char *name);
 
 /* Inserts nodes. `name` may be NULL for artifacts and executions (MLMD's names are unique per type).
  * Times are milliseconds since the epoch; 0 means now. */
-int sl_prov_put_artifact(sl_prov *p, int64_t *id, int64_t type_id, const char *uri, const char *name, int state,
+int sl_prov_put_artifact(int64_t *id, sl_prov *p, int64_t type_id, const char *uri, const char *name, int state,
                          int64_t create_ms);
-int sl_prov_put_execution(sl_prov *p, int64_t *id, int64_t type_id, const char *name, int state, int64_t create_ms,
+int sl_prov_put_execution(int64_t *id, sl_prov *p, int64_t type_id, const char *name, int state, int64_t create_ms,
                           int64_t update_ms);
 /* Finds or creates the context (type_id, name). */
-int sl_prov_put_context(sl_prov *p, int64_t *id, int64_t type_id, const char *name, int64_t create_ms);
+int sl_prov_put_context(int64_t *id, sl_prov *p, int64_t type_id, const char *name, int64_t create_ms);
 int sl_prov_set_execution_state(sl_prov *p, int64_t execution_id, int state, int64_t update_ms);
 /* Sets (inserts or replaces) a declared (`custom` false) or custom property of an artifact, execution or
  * context. */
@@ -102,7 +112,7 @@ typedef struct sl_prov_step {
   int64_t index;
 } sl_prov_step;
 /* Records an event of `type` (SL_PROV_EV_*) between an artifact and an execution, with its path. */
-int sl_prov_put_event(sl_prov *p, int64_t *id, int64_t artifact_id, int64_t execution_id, int type, int64_t ms,
+int sl_prov_put_event(int64_t *id, sl_prov *p, int64_t artifact_id, int64_t execution_id, int type, int64_t ms,
                       const sl_prov_step *path, size_t npath);
 /* Attribution (artifact in context), Association (execution in context), ParentContext. Idempotent. */
 int sl_prov_attribute(sl_prov *p, int64_t context_id, int64_t artifact_id);
@@ -164,25 +174,24 @@ typedef struct sl_prov_query {
 } sl_prov_query;
 
 /* Nodes of `kind` matching `q` (NULL: all), ordered by id, with their properties. */
-int sl_prov_find(sl_prov *p, sl_prov_list **out, sl_prov_kind kind, const sl_prov_query *q);
+int sl_prov_find(sl_prov_list **out, sl_prov *p, sl_prov_kind kind, const sl_prov_query *q);
 /* Types of every kind (node.kind is the type's kind; name in type_name; declared properties with type only). */
-int sl_prov_types(sl_prov *p, sl_prov_list **out);
+int sl_prov_types(sl_prov_list **out, sl_prov *p);
 /* The events of an artifact (kind ARTIFACT) or execution, and the contexts of it, in a list whose nodes are
  * the contexts. */
-int sl_prov_neighbours(sl_prov *p, sl_prov_list **out, sl_prov_kind kind, int64_t id);
+int sl_prov_neighbours(sl_prov_list **out, sl_prov *p, sl_prov_kind kind, int64_t id);
 
 enum { SL_PROV_UP = 1, SL_PROV_DOWN = 2, SL_PROV_BOTH = 3 };
 /* Lineage walk from an artifact or execution: upstream (what it was made from), downstream (what was made
  * from it) or both, up to `max_depth` hops (0: unlimited). The list holds the start node (depth 0), every
  * artifact and execution reached with its depth, and the events crossed. SL_ENOTFOUND for an unknown id. */
-int sl_prov_lineage(sl_prov *p, sl_prov_list **out, sl_prov_kind kind, int64_t id, int direction, int max_depth);
+int sl_prov_lineage(sl_prov_list **out, sl_prov *p, sl_prov_kind kind, int64_t id, int direction, int max_depth);
 
 /* The whole store as one JSON document (types, artifacts, executions, contexts, events with paths,
- * attributions, associations, parent contexts, properties). *json is freed with sl_prov_free. */
-int sl_prov_export_json(sl_prov *p, char **json);
-void sl_prov_free(void *ptr);
-/* A list (nodes with kind and depth, events) as JSON; *json freed with sl_prov_free. */
-int sl_prov_list_to_json(const sl_prov_list *l, char **json);
+ * attributions, associations, parent contexts, properties). *json is freed with sl_free. */
+int sl_prov_export_json(char **json, sl_prov *p);
+/* A list (nodes with kind and depth, events) as JSON; *json freed with sl_free. */
+int sl_prov_list_to_json(char **json, const sl_prov_list *l);
 
 /* ---- sluice's own runs ---- */
 typedef struct sl_prov_output {
@@ -193,7 +202,7 @@ typedef struct sl_prov_output {
 /* One run of sluice run/trace/optimize. Strings are borrowed for the call. */
 typedef struct sl_prov_run {
   int version;          /* SL_PROV_RUN_VERSION */
-  const char *kind;     /* execution type: "sluice.Run" or "sluice.Optimize" */
+  const char *kind;     /* execution type: "sluice.Run" or "sluice.Optimize" (NULL: "sluice.Run") */
   const char *pipeline; /* the spec's name: the `pipeline` context */
   const char *spec_path; /* optional: the spec file, recorded as an input artifact of type sluice.Spec */
   const char *const *inputs; /* data files read: artifacts of type sluice.Data with size and mtime */
@@ -209,7 +218,7 @@ typedef struct sl_prov_run {
   int64_t start_ms;  /* 0: now minus elapsed */
 } sl_prov_run;
 #define SL_PROV_RUN_VERSION 1
-#define SL_PROV_RUN_INIT {SL_PROV_RUN_VERSION, "sluice.Run", NULL, NULL, NULL, 0, NULL, 0, 0, NULL, 0, 0, false, NULL, 0}
+#define SL_PROV_RUN_INIT {SL_PROV_RUN_VERSION}
 
 /* Records a run into the store at `uri` (created when missing) in one transaction: an execution of type
  * run->kind (state COMPLETE or FAILED, custom properties throughput, bottleneck, cpu_seconds, elapsed, error)
@@ -217,7 +226,7 @@ typedef struct sl_prov_run {
  * input files (each stat'ed: uri, custom properties size and mtime; SL_EIO naming a file that cannot be
  * stat'ed) and OUTPUT events to the outputs. *execution_id (may be NULL) receives the execution's id. Safe to
  * call from several processes at once on one store. */
-int sl_prov_record_run(const char *uri, const sl_prov_run *run, int64_t *execution_id);
+int sl_prov_record_run(int64_t *execution_id, const char *uri, const sl_prov_run *run);
 
 /* ---- analytics (docs/provenance.md defines every term) ---- */
 
@@ -243,7 +252,7 @@ typedef struct sl_prov_graphlets sl_prov_graphlets;
 /* Loads the store (or the one pipeline context named `pipeline` when not NULL) with set-based queries and
  * computes every graphlet, outcome, cost, waste and feature. SL_ENOTFOUND when the store holds no trainer
  * execution (neither a type named *Trainer nor one based on mlmd.Train) or the pipeline is unknown. */
-int sl_prov_graphlets_load(sl_prov *p, sl_prov_graphlets **out, const char *pipeline);
+int sl_prov_graphlets_load(sl_prov_graphlets **out, sl_prov *p, const char *pipeline);
 void sl_prov_graphlets_free(sl_prov_graphlets *g);
 size_t sl_prov_graphlets_count(const sl_prov_graphlets *g);
 /* The i-th graphlet, in (pipeline, start time) order. Valid while the set lives. */
@@ -268,7 +277,7 @@ typedef struct sl_prov_waste {
   sl_prov_waste_row *pipelines; size_t npipelines;   /* by wasted, descending */
   sl_prov_waste_row *components; size_t ncomponents; /* by wasted, descending */
 } sl_prov_waste;
-int sl_prov_waste_compute(const sl_prov_graphlets *g, sl_prov_waste **out);
+int sl_prov_waste_compute(sl_prov_waste **out, const sl_prov_graphlets *g);
 void sl_prov_waste_free(sl_prov_waste *w);
 
 /* The characterization (`sluice prov stats`). */
@@ -289,23 +298,24 @@ typedef struct sl_prov_stats {
   double total_compute;
   sl_prov_topology *topologies; size_t ntopologies; /* by count, descending */
 } sl_prov_stats;
-int sl_prov_stats_compute(const sl_prov_graphlets *g, sl_prov_stats **out);
+int sl_prov_stats_compute(sl_prov_stats **out, const sl_prov_graphlets *g);
 void sl_prov_stats_free(sl_prov_stats *s);
 
 /* The predictor: an XGBoost random forest (booster gbtree, many parallel trees, row and column subsampling,
  * eta 1, one boosting round) over the features, trained on the earliest `train_share` of graphlets by decision
- * time and tested on the rest. */
+ * time and tested on the rest. A field left 0 takes the default written beside it. */
 typedef struct sl_prov_train_opts {
-  int version;
-  double train_share;  /* 0.7 */
-  int trees;           /* 100 */
-  int max_depth;       /* 8 */
-  double subsample;    /* 0.63 */
-  double colsample;    /* 0.6 (colsample_bynode) */
-  int threads;         /* 2 */
-  uint64_t seed;
+  int version;         /* SL_PROV_TRAIN_OPTS_VERSION */
+  double train_share;  /* share of graphlets (earliest first) that train, in (0, 1); 0: 0.7 */
+  int trees;           /* parallel trees of the forest; 0: 100 */
+  int max_depth;       /* 0: 8 */
+  double subsample;    /* row subsampling per tree, in (0, 1]; 0: 0.63 */
+  double colsample;    /* colsample_bynode, in (0, 1]; 0: 0.6 */
+  int threads;         /* XGBoost threads; 0: 2 */
+  uint64_t seed;       /* 0: 42 (so seed 0 cannot be asked for; it would train as 42) */
 } sl_prov_train_opts;
-#define SL_PROV_TRAIN_OPTS_INIT {1, 0.7, 100, 8, 0.63, 0.6, 2, 42}
+#define SL_PROV_TRAIN_OPTS_VERSION 1
+#define SL_PROV_TRAIN_OPTS_INIT {SL_PROV_TRAIN_OPTS_VERSION}
 
 typedef struct sl_prov_model sl_prov_model;
 typedef struct sl_prov_train_report {
@@ -315,8 +325,8 @@ typedef struct sl_prov_train_report {
   double roc_auc, pr_auc;
   double *importance; /* per feature (sl_prov_feature_count()), total gain normalised to sum 1 */
 } sl_prov_train_report;
-int sl_prov_train(const sl_prov_graphlets *g, const sl_prov_train_opts *o, sl_prov_model **model,
-                  sl_prov_train_report *rep);
+int sl_prov_train(sl_prov_model **model, sl_prov_train_report *rep, const sl_prov_graphlets *g,
+                  const sl_prov_train_opts *o);
 void sl_prov_train_report_dispose(sl_prov_train_report *r);
 /* Saves/loads the model as one JSON file: format, feature list, training and test windows, metrics, the chosen
  * threshold and the XGBoost model (its JSON). Loading checks the feature list matches this build's. */
@@ -324,7 +334,7 @@ int sl_prov_model_save(const sl_prov_model *m, const char *path);
 int sl_prov_model_load(sl_prov_model **out, const char *path);
 void sl_prov_model_free(sl_prov_model *m);
 /* P(push) for one feature row. */
-int sl_prov_model_predict(sl_prov_model *m, const double *features, double *p);
+int sl_prov_model_predict(double *p, sl_prov_model *m, const double *features);
 /* The test window start (ms) the model recorded, and its chosen threshold (set by sl_prov_simulate). */
 int64_t sl_prov_model_test_from(const sl_prov_model *m);
 double sl_prov_model_threshold(const sl_prov_model *m);
@@ -353,7 +363,7 @@ typedef struct sl_prov_sim {
 } sl_prov_sim;
 /* Sweeps thresholds 0, 0.01, ... 0.99 (the model's predictions, and the true probabilities where recorded), and
  * sets the model's threshold to the largest saving that keeps freshness and 99% push recall. */
-int sl_prov_simulate(const sl_prov_graphlets *g, sl_prov_model *m, sl_prov_sim **out);
+int sl_prov_simulate(sl_prov_sim **out, const sl_prov_graphlets *g, sl_prov_model *m);
 void sl_prov_sim_free(sl_prov_sim *s);
 
 /* The decision for the next run of `pipeline` (a `pipeline` context name): features as if its trainer started at
@@ -365,27 +375,32 @@ typedef struct sl_prov_decision {
   double p_push;
   double threshold;
   bool train;
-  double *features; /* sl_prov_feature_count() values, owned by the caller: free with sl_prov_free */
+  double *features; /* sl_prov_feature_count() values, owned by the caller: free with sl_free */
 } sl_prov_decision;
-int sl_prov_should_train(sl_prov *p, const char *pipeline, sl_prov_model *m, double threshold, int64_t now_ms,
-                         sl_prov_decision *out);
+int sl_prov_should_train(sl_prov_decision *out, sl_prov *p, const char *pipeline, sl_prov_model *m, double threshold,
+                         int64_t now_ms);
 
 /* ---- the synthetic corpus (docs/corpus.md) ---- */
+/* A field left 0 takes the default written beside it. */
 typedef struct sl_prov_gen_opts {
-  int version;
-  int pipelines; /* 3000 at paper scale */
-  int days;      /* 120 */
-  uint64_t seed;
-  void (*progress)(int done, int total, void *payload);
+  int version;   /* SL_PROV_GEN_OPTS_VERSION */
+  int pipelines; /* 1..1000000; 0: 50 (3000 at paper scale) */
+  int days;      /* 1..3650; 0: 120 */
+  uint64_t seed; /* 0: 1 (seeds 0 and 1 make the same corpus) */
+  void (*progress)(int done, int total, void *payload); /* after each pipeline; NULL: none */
   void *payload;
 } sl_prov_gen_opts;
-#define SL_PROV_GEN_OPTS_INIT {1, 50, 120, 1, NULL, NULL}
+#define SL_PROV_GEN_OPTS_VERSION 1
+#define SL_PROV_GEN_OPTS_INIT {SL_PROV_GEN_OPTS_VERSION}
 typedef struct sl_prov_gen_report {
   int64_t pipelines, runs, executions, artifacts, events, pushed;
   int64_t cause[6]; /* non-pushes by cause: trainer failure, no new data, drift, structure change, code change,
                        other */
 } sl_prov_gen_report;
-int sl_prov_gen(sl_prov *p, const sl_prov_gen_opts *o, sl_prov_gen_report *rep);
+/* Writes the corpus into store p (types found or created; one transaction per pipeline, inside a bulk load, so
+ * call it outside a transaction). `rep` may be NULL. Errors: SL_EVERSION for options of another version, SL_EINVAL
+ * naming an option out of range, the store's errors. */
+int sl_prov_gen(sl_prov_gen_report *rep, sl_prov *p, const sl_prov_gen_opts *o);
 
 #ifdef __cplusplus
 }

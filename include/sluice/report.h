@@ -47,7 +47,7 @@ typedef struct sl_report_prov_opts {
   size_t top;          /* pipelines in the wasted-compute chart (0: 20) */
 } sl_report_prov_opts;
 #define SL_REPORT_PROV_OPTS_VERSION 1
-#define SL_REPORT_PROV_OPTS_INIT {SL_REPORT_PROV_OPTS_VERSION, NULL, NULL, 0}
+#define SL_REPORT_PROV_OPTS_INIT {SL_REPORT_PROV_OPTS_VERSION}
 
 /* The characterization of the store whose graphlets `g` holds (sl_prov_graphlets_load) as an HTML page in *out
  * (free with sl_free): graphlets per pipeline, push rate, compute by component type, wasted compute by pipeline,

@@ -51,7 +51,7 @@ void cli_record(const char *db, const char *kind, const char *spec_path, sl_pipe
   r.failed = error != NULL;
   r.error = error;
   int64_t id = 0;
-  if (sl_prov_record_run(db, &r, &id))
+  if (sl_prov_record_run(&id, db, &r))
     fprintf(stderr, "sluice: warning: the run was not recorded in %s: %s\n", db, sl_error_last());
   else
     fprintf(stderr, "recorded as execution %lld in %s\n", (long long)id, db);

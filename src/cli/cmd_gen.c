@@ -26,7 +26,11 @@ static void gen_help(FILE *f) {
           "  --quiet         no progress bar\n");
 }
 
-static void on_progress(int64_t done, int64_t total, void *payload) { cli_progress_update(payload, done, NULL); }
+static void on_progress(int64_t done, int64_t total, void *payload) {
+  cli_progress *bar = payload;
+  bar->total = total; /* the library's count: --n may have been left to its default */
+  cli_progress_update(bar, done, NULL);
+}
 
 int cmd_gen(int argc, char **argv) {
   sl_gen_opts o = SL_GEN_OPTS_INIT;
@@ -72,7 +76,7 @@ int cmd_gen(int argc, char **argv) {
   if (!kind) return cli_usage("gen", "a dataset is required (imagenet, ssd, text, tabular)");
   if (sl_gen_kind_parse(&o.kind, kind)) return cli_usage("gen", "%s", sl_error_last());
   if (!o.out_dir) return cli_usage("gen", "--out DIR is required");
-  if (o.shards > o.n) o.shards = (int)o.n;
+  if (o.n && o.shards > o.n) o.shards = (int)o.n;
   cli_progress bar;
   cli_progress_start(&bar, kind, o.n);
   if (quiet) bar.tty = false;
@@ -80,7 +84,7 @@ int cmd_gen(int argc, char **argv) {
   o.payload = &bar;
   double t0 = cli_now();
   sl_gen_report r;
-  int rc = sl_gen_run(&o, &r);
+  int rc = sl_gen_run(&r, &o);
   cli_progress_end(&bar);
   if (rc) return cli_fail(false, "gen %s: %s", kind, sl_error_last());
   double el = cli_now() - t0;
@@ -88,7 +92,7 @@ int cmd_gen(int argc, char **argv) {
          (double)r.bytes / 1e6, el);
   if (o.kind == SL_GEN_IMAGENET || o.kind == SL_GEN_SSD) {
     printf("mean image: %.0fx%.0f, %.1f KB JPEG (quality %d, %d chroma)\n", r.mean_width, r.mean_height,
-           r.mean_image_bytes / 1e3, o.quality, o.chroma);
+           r.mean_image_bytes / 1e3, r.quality, r.chroma);
     printf("decode cost: %.0f us/image (libjpeg-turbo, one core, sample of up to 48 images)\n", r.decode_us);
     if (o.kind == SL_GEN_SSD) printf("boxes: %lld (%.1f per image)\n", (long long)r.boxes, (double)r.boxes / (double)r.records);
   } else if (o.kind == SL_GEN_TEXT) {

@@ -136,7 +136,7 @@ static int prov_ls(int argc, char **argv) {
   sl_prov *p;
   if (open_store(&p, "ls", db, 0)) return CLI_FAIL;
   sl_prov_list *l;
-  int rc = types ? sl_prov_types(p, &l) : sl_prov_find(p, &l, kind, &q);
+  int rc = types ? sl_prov_types(&l, p) : sl_prov_find(&l, p, kind, &q);
   sl_prov_close(p);
   if (rc) return cli_fail(true, "prov ls");
   if (types) {
@@ -167,12 +167,12 @@ static int prov_ls(int argc, char **argv) {
     }
   } else if (json) {
     char *s;
-    if (sl_prov_list_to_json(l, &s)) {
+    if (sl_prov_list_to_json(&s, l)) {
       sl_prov_list_free(l);
       return cli_fail(true, "prov ls");
     }
     print_json_string(s);
-    sl_prov_free(s);
+    sl_free(s);
   } else {
     print_nodes(l, kind, false);
     printf("(%zu %s%s)\n", l->n, what, !limit_set && l->n == q.limit ? "; the first 1000, --limit 0 for all" : "");
@@ -245,8 +245,8 @@ static int prov_show(int argc, char **argv) {
   sl_prov_query q = {0};
   q.id = id;
   sl_prov_list *l = NULL, *nb = NULL;
-  int rc = sl_prov_find(p, &l, kind, &q);
-  if (!rc && l->n) rc = sl_prov_neighbours(p, &nb, kind, id);
+  int rc = sl_prov_find(&l, p, kind, &q);
+  if (!rc && l->n) rc = sl_prov_neighbours(&nb, p, kind, id);
   sl_prov_close(p);
   if (rc) {
     sl_prov_list_free(l);
@@ -276,11 +276,11 @@ static int prov_show(int argc, char **argv) {
     all.events = nb ? nb->events : NULL;
     all.nevents = nb ? nb->nevents : 0;
     char *s;
-    rc = sl_prov_list_to_json(&all, &s);
+    rc = sl_prov_list_to_json(&s, &all);
     free(all.nodes);
     if (!rc) {
       print_json_string(s);
-      sl_prov_free(s);
+      sl_free(s);
     }
   } else {
     const sl_prov_node *x = &l->nodes[0];
@@ -354,17 +354,17 @@ static int prov_lineage(int argc, char **argv) {
   sl_prov *p;
   if (open_store(&p, "lineage", db, 0)) return CLI_FAIL;
   sl_prov_list *l;
-  int rc = sl_prov_lineage(p, &l, kind, id, dir, (int)depth);
+  int rc = sl_prov_lineage(&l, p, kind, id, dir, (int)depth);
   sl_prov_close(p);
   if (rc) return cli_fail(true, "prov lineage");
   if (json) {
     char *s;
-    if (sl_prov_list_to_json(l, &s)) {
+    if (sl_prov_list_to_json(&s, l)) {
       sl_prov_list_free(l);
       return cli_fail(true, "prov lineage");
     }
     print_json_string(s);
-    sl_prov_free(s);
+    sl_free(s);
   } else {
     print_nodes(l, SL_PROV_ARTIFACT, true);
     printf("(%zu nodes, %zu events)\n", l->n, l->nevents);
@@ -392,21 +392,21 @@ static int prov_export(int argc, char **argv) {
   sl_prov *p;
   if (open_store(&p, "export", db, 0)) return CLI_FAIL;
   char *s;
-  int rc = sl_prov_export_json(p, &s);
+  int rc = sl_prov_export_json(&s, p);
   sl_prov_close(p);
   if (rc) return cli_fail(true, "prov export");
   FILE *f = out ? fopen(out, "w") : stdout;
   if (!f) {
-    sl_prov_free(s);
+    sl_free(s);
     return cli_fail(false, "prov export: cannot write %s", out);
   }
   fputs(s, f);
   fputc('\n', f);
   if (out && fclose(f) != 0) {
-    sl_prov_free(s);
+    sl_free(s);
     return cli_fail(false, "prov export: cannot write %s", out);
   }
-  sl_prov_free(s);
+  sl_free(s);
   return CLI_OK;
 }
 

@@ -82,7 +82,7 @@ static void fmt_day(int64_t ms, char *b, size_t n) {
 static int load(const char *cmd, const char *db, const char *pipeline, sl_prov **p, sl_prov_graphlets **g) {
   if (sl_prov_open(p, db, 0)) return cli_fail(true, "%s: cannot open %s", cmd, db);
   double t0 = cli_now();
-  if (sl_prov_graphlets_load(*p, g, pipeline)) {
+  if (sl_prov_graphlets_load(g, *p, pipeline)) {
     sl_prov_close(*p);
     return cli_fail(true, "%s", cmd);
   }
@@ -122,7 +122,7 @@ int cmd_prov_gen(int argc, char **argv) {
   go.payload = &pr;
   sl_prov_gen_report rep;
   double t0 = cli_now();
-  rc = sl_prov_gen(p, &go, &rep);
+  rc = sl_prov_gen(&rep, p, &go);
   cli_progress_end(&pr);
   sl_prov_close(p);
   if (rc) return cli_fail(true, "prov gen");
@@ -238,7 +238,7 @@ int cmd_prov_stats(int argc, char **argv) {
   sl_prov_graphlets *g;
   if (load("prov stats", o.db, NULL, &p, &g)) return CLI_FAIL;
   sl_prov_stats *s;
-  if (sl_prov_stats_compute(g, &s)) {
+  if (sl_prov_stats_compute(&s, g)) {
     sl_prov_graphlets_free(g);
     sl_prov_close(p);
     return cli_fail(true, "prov stats");
@@ -322,7 +322,7 @@ int cmd_prov_waste(int argc, char **argv) {
   sl_prov_graphlets *g;
   if (load("prov waste", o.db, NULL, &p, &g)) return CLI_FAIL;
   sl_prov_waste *w;
-  if (sl_prov_waste_compute(g, &w)) {
+  if (sl_prov_waste_compute(&w, g)) {
     sl_prov_graphlets_free(g);
     sl_prov_close(p);
     return cli_fail(true, "prov waste");
@@ -398,7 +398,7 @@ int cmd_prov_train(int argc, char **argv) {
   sl_prov_model *m;
   sl_prov_train_report r;
   double t0 = cli_now();
-  if (sl_prov_train(g, &to, &m, &r)) {
+  if (sl_prov_train(&m, &r, g, &to)) {
     sl_prov_graphlets_free(g);
     sl_prov_close(p);
     return cli_fail(true, "prov train");
@@ -406,7 +406,7 @@ int cmd_prov_train(int argc, char **argv) {
   double el = cli_now() - t0;
   /* The model's default threshold: the simulation's best on the test window. */
   sl_prov_sim *sim = NULL;
-  if (sl_prov_simulate(g, m, &sim) == 0) sl_prov_sim_free(sim);
+  if (sl_prov_simulate(&sim, g, m) == 0) sl_prov_sim_free(sim);
   rc = sl_prov_model_save(m, o.out);
   if (rc) {
     cli_fail(true, "prov train");
@@ -501,7 +501,7 @@ int cmd_prov_simulate(int argc, char **argv) {
     return CLI_FAIL;
   }
   sl_prov_sim *s;
-  if (sl_prov_simulate(g, m, &s)) {
+  if (sl_prov_simulate(&s, g, m)) {
     sl_prov_model_free(m);
     sl_prov_graphlets_free(g);
     sl_prov_close(p);
@@ -587,7 +587,7 @@ int cmd_prov_should_train(int argc, char **argv) {
     return cli_fail(true, "prov should-train: cannot open %s", o.db);
   }
   sl_prov_decision d;
-  rc = sl_prov_should_train(p, o.pipeline, m, o.threshold, o.at, &d);
+  rc = sl_prov_should_train(&d, p, o.pipeline, m, o.threshold, o.at);
   sl_prov_close(p);
   sl_prov_model_free(m);
   if (rc) return cli_fail(true, "prov should-train");
@@ -605,7 +605,7 @@ int cmd_prov_should_train(int argc, char **argv) {
     printf("%s: P(push) = %.3f, threshold %.3f => %s\n", o.pipeline, d.p_push, d.threshold, d.train ? "TRAIN" : "SKIP");
   }
   bool train = d.train;
-  sl_prov_free(d.features);
+  sl_free(d.features);
   return train ? CLI_OK : 10;
 }
 

@@ -95,8 +95,18 @@ static double measure_decode(sl_buf **jpegs, int n) {
   return best;
 }
 
-int sl_gen_run(const sl_gen_opts *o, sl_gen_report *report) {
-  if (!o || o->version != SL_GEN_OPTS_VERSION) return sl__err(SL_EINVAL, "sl_gen_run: options of another version");
+int sl_gen_run(sl_gen_report *report, const sl_gen_opts *opts) {
+  if (!opts || opts->version != SL_GEN_OPTS_VERSION)
+    return sl__err(SL_EINVAL, "sl_gen_run: options of another version");
+  /* Fields left 0 take their defaults (gen.h). */
+  sl_gen_opts oo = *opts;
+  if (!oo.n) oo.n = 1000;
+  if (!oo.shards) oo.shards = oo.n > 0 && oo.n < 4 ? (int)oo.n : 4;
+  if (!oo.quality) oo.quality = 90;
+  if (!oo.threads) oo.threads = 1;
+  if (!oo.vocab_size) oo.vocab_size = 30000;
+  if (!oo.chroma) oo.chroma = 444;
+  const sl_gen_opts *o = &oo;
   if ((unsigned)o->kind > SL_GEN_TABULAR) return sl__err(SL_EINVAL, "sl_gen_run: unknown kind %d", (int)o->kind);
   if (!o->out_dir || !o->out_dir[0]) return sl__err(SL_EINVAL, "out_dir: required");
   if (o->n < 1) return sl__err(SL_EINVAL, "n: must be >= 1 (got %lld)", (long long)o->n);
@@ -207,6 +217,8 @@ int sl_gen_run(const sl_gen_opts *o, sl_gen_report *report) {
     rep.mean_width = sum_w / (double)rep.records;
     rep.mean_height = sum_h / (double)rep.records;
     rep.decode_us = measure_decode(sample, nsample);
+    rep.quality = o->quality;
+    rep.chroma = o->chroma;
   }
   if (!rc && o->kind == SL_GEN_TEXT) rep.mean_tokens = tokens / (double)rep.records;
 done:

@@ -7,7 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "prov/store/store_int.h"
+#include "core/core_int.h"
+#include "sluice/prov.h"
 
 /* ---- parameters (docs/corpus.md explains each) ---- */
 #define T_START_MS 1736121600000LL /* 2025-01-06 00:00 UTC */
@@ -128,7 +129,7 @@ static int put_exec(gen *G, pipe_state *P, int64_t *id, int comp, int state, int
                     double cpu) {
   int64_t start = *t;
   int64_t dur = (int64_t)((cpu / P->cores + 20.0) * 1000.0);
-  int rc = sl_prov_put_execution(G->p, id, G->tex[comp], NULL, state, start, start + dur);
+  int rc = sl_prov_put_execution(id, G->p, G->tex[comp], NULL, state, start, start + dur);
   if (rc) return rc;
   *t = start + dur + 1000;
   sl_prov_value v = sl_prov_double(cpu);
@@ -143,14 +144,14 @@ static int put_exec(gen *G, pipe_state *P, int64_t *id, int comp, int state, int
 static int ev(gen *G, int64_t art, int64_t exec, int type, int64_t ms, const char *key, int64_t index) {
   sl_prov_step path[2] = {{key, 0}, {NULL, index}};
   G->rep->events++;
-  return sl_prov_put_event(G->p, NULL, art, exec, type, ms, path, 2);
+  return sl_prov_put_event(NULL, G->p, art, exec, type, ms, path, 2);
 }
 
 static int put_art(gen *G, pipe_state *P, int64_t *id, int type, int64_t run_ctx, int64_t exec_id, int64_t ms,
                    const char *key) {
   char uri[160];
   snprintf(uri, sizeof uri, "gs://tfx/%s/%s/%s/%lld", P->name, ART_TYPE[type], key, (long long)exec_id);
-  int rc = sl_prov_put_artifact(G->p, id, G->tart[type], uri, NULL, SL_PROV_A_LIVE, ms);
+  int rc = sl_prov_put_artifact(id, G->p, G->tart[type], uri, NULL, SL_PROV_A_LIVE, ms);
   if (rc || (rc = sl_prov_attribute(G->p, P->ctx, *id)) || (rc = sl_prov_attribute(G->p, run_ctx, *id))) return rc;
   G->rep->artifacts++;
   return ev(G, *id, exec_id, SL_PROV_EV_OUTPUT, ms, key, 0);
@@ -184,7 +185,7 @@ static int run_once(gen *G, pipe_state *P, int64_t runno, int64_t t) {
   char rname[96];
   snprintf(rname, sizeof rname, "%s.run-%06lld", P->name, (long long)runno);
   int64_t run;
-  TRY(sl_prov_put_context(G->p, &run, G->t_run, rname, t));
+  TRY(sl_prov_put_context(&run, G->p, G->t_run, rname, t));
   TRY(sl_prov_set_parent_context(G->p, run, P->ctx));
   rep->runs++;
   /* What happens this run (drawn first so the stream does not depend on the store). */
@@ -416,15 +417,15 @@ static int setup_types(gen *G) {
   sl_prov_type_prop ex[] = {{"span", SL_PROV_T_INT}, {"version", SL_PROV_T_INT}, {"split_names", SL_PROV_T_STRING}};
   sl_prov_type_prop st[] = {{"span", SL_PROV_T_INT}, {"split_names", SL_PROV_T_STRING}};
   for (int i = 0; i < C_N; i++)
-    TRY(sl_prov_put_type(G->p, &G->tex[i], SL_PROV_EXECUTION, COMP_TYPE[i], NULL, 0, COMP_BASE[i]));
+    TRY(sl_prov_put_type(&G->tex[i], G->p, SL_PROV_EXECUTION, COMP_TYPE[i], NULL, 0, COMP_BASE[i]));
   for (int i = 0; i < A_N; i++) {
     const sl_prov_type_prop *pp = i == A_EXAMPLES ? ex : (i == A_STATS || i == A_ANOMALIES) ? st : NULL;
     size_t np = i == A_EXAMPLES ? 3 : (i == A_STATS || i == A_ANOMALIES) ? 2 : 0;
-    TRY(sl_prov_put_type(G->p, &G->tart[i], SL_PROV_ARTIFACT, ART_TYPE[i], pp, np, ART_BASE[i]));
+    TRY(sl_prov_put_type(&G->tart[i], G->p, SL_PROV_ARTIFACT, ART_TYPE[i], pp, np, ART_BASE[i]));
   }
-  TRY(sl_prov_put_type(G->p, &G->t_pipe, SL_PROV_CONTEXT, "pipeline", NULL, 0, NULL));
-  TRY(sl_prov_put_type(G->p, &G->t_run, SL_PROV_CONTEXT, "pipeline_run", NULL, 0, NULL));
-  TRY(sl_prov_put_type(G->p, &G->t_node, SL_PROV_CONTEXT, "node", NULL, 0, NULL));
+  TRY(sl_prov_put_type(&G->t_pipe, G->p, SL_PROV_CONTEXT, "pipeline", NULL, 0, NULL));
+  TRY(sl_prov_put_type(&G->t_run, G->p, SL_PROV_CONTEXT, "pipeline_run", NULL, 0, NULL));
+  TRY(sl_prov_put_type(&G->t_node, G->p, SL_PROV_CONTEXT, "node", NULL, 0, NULL));
   return 0;
 }
 
@@ -461,14 +462,14 @@ static int gen_pipeline(gen *G, const sl_prov_gen_opts *o, int i) {
   int rc = sl_prov_begin(G->p);
   if (rc) return rc;
   int64_t t0 = T_START_MS + (int64_t)(start * 86400000.0);
-  if (!(rc = sl_prov_put_context(G->p, &P.ctx, G->t_pipe, P.name, t0))) {
+  if (!(rc = sl_prov_put_context(&P.ctx, G->p, G->t_pipe, P.name, t0))) {
     sl_prov_value v = sl_prov_string(P.name);
     rc = sl_prov_set_property(G->p, SL_PROV_CONTEXT, P.ctx, "pipeline_name", true, &v);
   }
   for (int c = 0; !rc && c < C_N; c++) {
     char nn[128];
     snprintf(nn, sizeof nn, "%s.%s", P.name, COMP_NODE[c]);
-    if (!(rc = sl_prov_put_context(G->p, &P.node[c], G->t_node, nn, t0)))
+    if (!(rc = sl_prov_put_context(&P.node[c], G->p, G->t_node, nn, t0)))
       rc = sl_prov_set_parent_context(G->p, P.node[c], P.ctx);
   }
   /* Runs: scheduled every 1/rate days with 5% jitter, from start to end of life. */
@@ -488,47 +489,29 @@ static int gen_pipeline(gen *G, const sl_prov_gen_opts *o, int i) {
   return sl_prov_commit(G->p);
 }
 
-int sl_prov_gen(sl_prov *p, const sl_prov_gen_opts *o, sl_prov_gen_report *rep) {
+int sl_prov_gen(sl_prov_gen_report *rep, sl_prov *p, const sl_prov_gen_opts *o) {
   sl_prov_gen_report local;
   if (!rep) rep = &local;
   memset(rep, 0, sizeof *rep);
-  if (!o || o->version != 1) return sl__err(SL_EVERSION, "gen: options version");
+  if (!o || o->version != SL_PROV_GEN_OPTS_VERSION) return sl__err(SL_EVERSION, "gen: options version");
+  /* Fields left 0 take their defaults (prov.h). */
+  sl_prov_gen_opts oo = *o;
+  if (!oo.pipelines) oo.pipelines = 50;
+  if (!oo.days) oo.days = 120;
+  if (!oo.seed) oo.seed = 1;
+  o = &oo;
   if (o->pipelines < 1 || o->pipelines > 1000000) return sl__err(SL_EINVAL, "gen: pipelines must be 1..1000000");
   if (o->days < 1 || o->days > 3650) return sl__err(SL_EINVAL, "gen: days must be 1..3650");
   gen G = {0};
   G.p = p;
   G.rep = rep;
-  /* Bulk load: on SQLite durability per transaction is not needed while generating. */
-  if (!sl__pdb_is_pg(p->db)) {
-    sl__pdb_exec(p->db, "PRAGMA synchronous=OFF");
-    /* A big page cache keeps a pipeline's transaction from spilling pages to the WAL over and over. */
-    sl__pdb_exec(p->db, "PRAGMA cache_size=-524288");
-  }
   int rc = setup_types(&G);
-  /* Into a store without executions, load without the secondary indexes and build them once at the end. */
-  bool bulk = false;
-  if (!rc) {
-    sl__pstmt *st;
-    if (!(rc = sl__pdb_prepare(p->db, &st, "SELECT count(*) FROM Execution"))) {
-      rc = sl__pstmt_step(st);
-      bulk = rc == 1 && sl__pstmt_i64(st, 0) == 0;
-      rc = rc < 0 ? rc : 0;
-      sl__pstmt_free(st);
-    }
-  }
-  if (!rc && bulk) rc = sl__prov_indexes(p, false);
-  /* On PostgreSQL, queue the writes whose results are not needed: one round trip per id instead of per row. */
-  if (!rc) rc = sl__pdb_pipeline(p->db, true);
+  if (!rc) rc = sl_prov_bulk_begin(p);
   for (int i = 0; !rc && i < o->pipelines; i++) {
     rc = gen_pipeline(&G, o, i);
     if (o->progress) o->progress(i + 1, o->pipelines, o->payload);
   }
-  int rc3 = sl__pdb_pipeline(p->db, false);
-  if (!rc) rc = rc3;
-  if (bulk) {
-    int rc2 = sl__prov_indexes(p, true);
-    if (!rc) rc = rc2;
-  }
-  if (!sl__pdb_is_pg(p->db)) sl__pdb_exec(p->db, "PRAGMA synchronous=NORMAL");
+  int rc2 = sl_prov_bulk_end(p);
+  if (!rc) rc = rc2;
   return rc;
 }

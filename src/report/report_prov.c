@@ -336,9 +336,9 @@ int sl_report_prov_html(char **out, const sl_prov_graphlets *g, const sl_report_
     return sl__err(SL_EINVAL, "sl_report_prov_opts version %d, expected %d", opts->version,
                    SL_REPORT_PROV_OPTS_VERSION);
   pctx c = {.g = g, .basis = sl_prov_graphlets_cost_basis(g)};
-  int rc = sl_prov_stats_compute(g, &c.st);
-  if (!rc) rc = sl_prov_waste_compute(g, &c.w);
-  if (!rc && opts->model) rc = sl_prov_simulate(g, opts->model, &c.sim);
+  int rc = sl_prov_stats_compute(&c.st, g);
+  if (!rc) rc = sl_prov_waste_compute(&c.w, g);
+  if (!rc && opts->model) rc = sl_prov_simulate(&c.sim, g, opts->model);
   if (!rc) rc = per_pipeline(&c);
   if (!rc) rc = page(&c, opts);
   if (!rc) rc = sl__h_end(&c.h, out);

@@ -22,7 +22,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   sl_prov *p = NULL;
   if (sl_prov_open(&p, path, 0) == 0) {
     char *js = NULL;
-    if (sl_prov_export_json(p, &js) == 0) sl_free(js);
+    if (sl_prov_export_json(&js, p) == 0) sl_free(js);
     sl_prov_close(p);
   } else if (!sl_error_last()[0]) {
     __builtin_trap();

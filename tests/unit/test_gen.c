@@ -31,7 +31,7 @@ static void gen(sl_gen_kind kind, const char *dir, int64_t n, int shards, int th
   o.seed = 5;
   o.threads = threads;
   o.vocab_size = 500;
-  int rc = sl_gen_run(&o, r);
+  int rc = sl_gen_run(r, &o);
   if (rc) fprintf(stderr, "%s\n", sl_error_last());
   assert_int_equal(rc, 0);
 }
@@ -163,19 +163,19 @@ static void test_text_and_tabular(void **st) {
 static void test_bad_options(void **st) {
   sl_gen_opts o = SL_GEN_OPTS_INIT;
   o.out_dir = "/tmp";
-  o.n = 0;
-  assert_int_equal(sl_gen_run(&o, NULL), SL_EINVAL);
+  o.n = -1; /* 0 would be the default, 1000 */
+  assert_int_equal(sl_gen_run(NULL, &o), SL_EINVAL);
   o.n = 3;
   o.shards = 4;
-  assert_int_equal(sl_gen_run(&o, NULL), SL_EINVAL);
+  assert_int_equal(sl_gen_run(NULL, &o), SL_EINVAL);
   o.shards = 1;
-  o.quality = 0;
-  assert_int_equal(sl_gen_run(&o, NULL), SL_EINVAL);
+  o.quality = 101;
+  assert_int_equal(sl_gen_run(NULL, &o), SL_EINVAL);
   o.quality = 90;
   o.out_dir = NULL;
-  assert_int_equal(sl_gen_run(&o, NULL), SL_EINVAL);
+  assert_int_equal(sl_gen_run(NULL, &o), SL_EINVAL);
   o.out_dir = "/proc/sluice-cannot-write-here";
-  assert_true(sl_gen_run(&o, NULL) < 0);
+  assert_true(sl_gen_run(NULL, &o) < 0);
   sl_gen_kind k;
   assert_int_equal(sl_gen_kind_parse(&k, "mnist"), SL_EINVAL);
   assert_int_equal(sl_gen_kind_parse(&k, "ssd"), 0);

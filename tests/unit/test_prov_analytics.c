@@ -21,40 +21,41 @@ typedef struct hb {
 
 static void hb_init(hb *b, sl_prov *p) {
   b->p = p;
-  assert_int_equal(sl_prov_put_type(p, &b->exgen, SL_PROV_EXECUTION,
-                                    "tfx.components.example_gen.csv_example_gen.component.CsvExampleGen", NULL, 0, NULL),
+  assert_int_equal(sl_prov_put_type(&b->exgen, p, SL_PROV_EXECUTION,
+                                    "tfx.components.example_gen.csv_example_gen.component.CsvExampleGen", NULL, 0,
+                                    NULL),
                    0);
-  assert_int_equal(sl_prov_put_type(p, &b->trainer, SL_PROV_EXECUTION, "tfx.components.trainer.component.Trainer",
+  assert_int_equal(sl_prov_put_type(&b->trainer, p, SL_PROV_EXECUTION, "tfx.components.trainer.component.Trainer",
                                     NULL, 0, NULL),
                    0);
-  assert_int_equal(sl_prov_put_type(p, &b->evaluator, SL_PROV_EXECUTION,
+  assert_int_equal(sl_prov_put_type(&b->evaluator, p, SL_PROV_EXECUTION,
                                     "tfx.components.evaluator.component.Evaluator", NULL, 0, NULL),
                    0);
-  assert_int_equal(sl_prov_put_type(p, &b->pusher, SL_PROV_EXECUTION, "tfx.components.pusher.component.Pusher", NULL,
+  assert_int_equal(sl_prov_put_type(&b->pusher, p, SL_PROV_EXECUTION, "tfx.components.pusher.component.Pusher", NULL,
                                     0, NULL),
                    0);
-  assert_int_equal(sl_prov_put_type(p, &b->resolver, SL_PROV_EXECUTION, "tfx.dsl.components.common.resolver.Resolver",
+  assert_int_equal(sl_prov_put_type(&b->resolver, p, SL_PROV_EXECUTION, "tfx.dsl.components.common.resolver.Resolver",
                                     NULL, 0, NULL),
                    0);
   sl_prov_type_prop ex[] = {{"span", SL_PROV_T_INT}};
-  assert_int_equal(sl_prov_put_type(p, &b->examples, SL_PROV_ARTIFACT, "Examples", ex, 1, NULL), 0);
-  assert_int_equal(sl_prov_put_type(p, &b->model, SL_PROV_ARTIFACT, "Model", NULL, 0, NULL), 0);
-  assert_int_equal(sl_prov_put_type(p, &b->blessing, SL_PROV_ARTIFACT, "ModelBlessing", NULL, 0, NULL), 0);
-  assert_int_equal(sl_prov_put_type(p, &b->pushedmodel, SL_PROV_ARTIFACT, "PushedModel", NULL, 0, NULL), 0);
-  assert_int_equal(sl_prov_put_type(p, &b->tpipe, SL_PROV_CONTEXT, "pipeline", NULL, 0, NULL), 0);
-  assert_int_equal(sl_prov_put_type(p, &b->trun, SL_PROV_CONTEXT, "pipeline_run", NULL, 0, NULL), 0);
+  assert_int_equal(sl_prov_put_type(&b->examples, p, SL_PROV_ARTIFACT, "Examples", ex, 1, NULL), 0);
+  assert_int_equal(sl_prov_put_type(&b->model, p, SL_PROV_ARTIFACT, "Model", NULL, 0, NULL), 0);
+  assert_int_equal(sl_prov_put_type(&b->blessing, p, SL_PROV_ARTIFACT, "ModelBlessing", NULL, 0, NULL), 0);
+  assert_int_equal(sl_prov_put_type(&b->pushedmodel, p, SL_PROV_ARTIFACT, "PushedModel", NULL, 0, NULL), 0);
+  assert_int_equal(sl_prov_put_type(&b->tpipe, p, SL_PROV_CONTEXT, "pipeline", NULL, 0, NULL), 0);
+  assert_int_equal(sl_prov_put_type(&b->trun, p, SL_PROV_CONTEXT, "pipeline_run", NULL, 0, NULL), 0);
 }
 
 static int64_t ctx(hb *b, int64_t type, const char *name) {
   int64_t c;
-  assert_int_equal(sl_prov_put_context(b->p, &c, type, name, BASE), 0);
+  assert_int_equal(sl_prov_put_context(&c, b->p, type, name, BASE), 0);
   return c;
 }
 
 /* An execution from hour t to t + dur with cpu_seconds `cpu` (cpu < 0: none), in a pipeline and run. */
 static int64_t ex(hb *b, int64_t type, int state, double t, double dur, double cpu, int64_t pipe, int64_t run) {
   int64_t id;
-  assert_int_equal(sl_prov_put_execution(b->p, &id, type, NULL, state, BASE + (int64_t)(t * H),
+  assert_int_equal(sl_prov_put_execution(&id, b->p, type, NULL, state, BASE + (int64_t)(t * H),
                                          BASE + (int64_t)((t + dur) * H)),
                    0);
   if (cpu >= 0) {
@@ -68,13 +69,13 @@ static int64_t ex(hb *b, int64_t type, int state, double t, double dur, double c
 
 static int64_t art(hb *b, int64_t type, double t) {
   int64_t id;
-  assert_int_equal(sl_prov_put_artifact(b->p, &id, type, "uri", NULL, SL_PROV_A_LIVE, BASE + (int64_t)(t * H)), 0);
+  assert_int_equal(sl_prov_put_artifact(&id, b->p, type, "uri", NULL, SL_PROV_A_LIVE, BASE + (int64_t)(t * H)), 0);
   return id;
 }
 
 static void ln(hb *b, int64_t a, int64_t e, int type, double t, const char *key) {
   sl_prov_step path[2] = {{key, 0}, {NULL, 0}};
-  assert_int_equal(sl_prov_put_event(b->p, NULL, a, e, type, BASE + (int64_t)(t * H), path, 2), 0);
+  assert_int_equal(sl_prov_put_event(NULL, b->p, a, e, type, BASE + (int64_t)(t * H), path, 2), 0);
 }
 
 static void set_int(hb *b, int64_t a, const char *name, int64_t v) {
@@ -173,7 +174,7 @@ static void shared_upstream_waste_outcomes_and_states(void **state) {
   ln(&b, MQ, EQ, SL_PROV_EV_INPUT, 3, "model");
 
   sl_prov_graphlets *g;
-  assert_int_equal(sl_prov_graphlets_load(p, &g, NULL), 0);
+  assert_int_equal(sl_prov_graphlets_load(&g, p, NULL), 0);
   assert_int_equal(sl_prov_graphlets_count(g), 8);
   assert_string_equal(sl_prov_graphlets_cost_basis(g), "cpu_seconds");
   const sl_prov_graphlet *g1 = by_trainer(g, T1), *g2 = by_trainer(g, T2), *g3 = by_trainer(g, T3),
@@ -213,7 +214,7 @@ static void shared_upstream_waste_outcomes_and_states(void **state) {
   /* Waste, by hand: V is shared by T3, T4, T5, T6, T7 and T6 pushed, so V is useful. Wasted: T2 + its Pusher
    * (11), T3 (11), T4 (11), T5 (7), T7 (11) + the Evaluator (3); in Q everything (50 + 20 + 4). */
   sl_prov_waste *w;
-  assert_int_equal(sl_prov_waste_compute(g, &w), 0);
+  assert_int_equal(sl_prov_waste_compute(&w, g), 0);
   double total = 100 + 200 + 5 + 7 + 3 + 6 * 11 + 50 + 20 + 4;
   assert_double_equal(w->total, total, 1e-6);
   assert_double_equal(w->wasted, 11 + 11 + 11 + 7 + 11 + 3 + 74, 1e-6);
@@ -231,7 +232,7 @@ static void shared_upstream_waste_outcomes_and_states(void **state) {
   sl_prov_waste_free(w);
 
   sl_prov_stats *s;
-  assert_int_equal(sl_prov_stats_compute(g, &s), 0);
+  assert_int_equal(sl_prov_stats_compute(&s, g), 0);
   assert_int_equal(s->pipelines, 2);
   assert_int_equal(s->graphlets, 8);
   assert_double_equal(s->push_rate, 2.0 / 8.0, 1e-9);
@@ -241,10 +242,10 @@ static void shared_upstream_waste_outcomes_and_states(void **state) {
   sl_prov_graphlets_free(g);
 
   /* One pipeline only. */
-  assert_int_equal(sl_prov_graphlets_load(p, &g, "Q"), 0);
+  assert_int_equal(sl_prov_graphlets_load(&g, p, "Q"), 0);
   assert_int_equal(sl_prov_graphlets_count(g), 1);
   sl_prov_graphlets_free(g);
-  assert_int_equal(sl_prov_graphlets_load(p, &g, "nope"), SL_ENOTFOUND);
+  assert_int_equal(sl_prov_graphlets_load(&g, p, "nope"), SL_ENOTFOUND);
   sl_prov_close(p);
   tp_done(B);
 }
@@ -252,12 +253,12 @@ static void shared_upstream_waste_outcomes_and_states(void **state) {
 static void other_tool_base_types_without_runs(void **state) {
   FRESH(p, "othertool");
   int64_t ttrain, tdeploy, tprep, tdata, tblob, tpipe;
-  assert_int_equal(sl_prov_put_type(p, &ttrain, SL_PROV_EXECUTION, "acme.FitModel", NULL, 0, "mlmd.Train"), 0);
-  assert_int_equal(sl_prov_put_type(p, &tdeploy, SL_PROV_EXECUTION, "acme.Rollout", NULL, 0, "mlmd.Deploy"), 0);
-  assert_int_equal(sl_prov_put_type(p, &tprep, SL_PROV_EXECUTION, "acme.Prepare", NULL, 0, NULL), 0);
-  assert_int_equal(sl_prov_put_type(p, &tdata, SL_PROV_ARTIFACT, "acme.Table", NULL, 0, "mlmd.Dataset"), 0);
-  assert_int_equal(sl_prov_put_type(p, &tblob, SL_PROV_ARTIFACT, "acme.Blob", NULL, 0, "mlmd.Model"), 0);
-  assert_int_equal(sl_prov_put_type(p, &tpipe, SL_PROV_CONTEXT, "pipeline", NULL, 0, NULL), 0);
+  assert_int_equal(sl_prov_put_type(&ttrain, p, SL_PROV_EXECUTION, "acme.FitModel", NULL, 0, "mlmd.Train"), 0);
+  assert_int_equal(sl_prov_put_type(&tdeploy, p, SL_PROV_EXECUTION, "acme.Rollout", NULL, 0, "mlmd.Deploy"), 0);
+  assert_int_equal(sl_prov_put_type(&tprep, p, SL_PROV_EXECUTION, "acme.Prepare", NULL, 0, NULL), 0);
+  assert_int_equal(sl_prov_put_type(&tdata, p, SL_PROV_ARTIFACT, "acme.Table", NULL, 0, "mlmd.Dataset"), 0);
+  assert_int_equal(sl_prov_put_type(&tblob, p, SL_PROV_ARTIFACT, "acme.Blob", NULL, 0, "mlmd.Model"), 0);
+  assert_int_equal(sl_prov_put_type(&tpipe, p, SL_PROV_CONTEXT, "pipeline", NULL, 0, NULL), 0);
   hb b = {0};
   b.p = p;
   int64_t P = ctx(&b, tpipe, "acme");
@@ -282,11 +283,11 @@ static void other_tool_base_types_without_runs(void **state) {
   sl_prov_list *ml;
   sl_prov_query mq = {0};
   mq.type_name = "acme.Blob";
-  assert_int_equal(sl_prov_find(p, &ml, SL_PROV_ARTIFACT, &mq), 0);
+  assert_int_equal(sl_prov_find(&ml, p, SL_PROV_ARTIFACT, &mq), 0);
   ln(&b, ml->nodes[0].id, cmp, SL_PROV_EV_INPUT, 5, "baseline_model");
   sl_prov_list_free(ml);
   sl_prov_graphlets *g;
-  assert_int_equal(sl_prov_graphlets_load(p, &g, NULL), 0);
+  assert_int_equal(sl_prov_graphlets_load(&g, p, NULL), 0);
   assert_int_equal(sl_prov_graphlets_count(g), 2);
   assert_string_equal(sl_prov_graphlets_cost_basis(g), "wall");
   assert_false(has_id(by_trainer(g, trs[0])->downstream, by_trainer(g, trs[0])->ndownstream, cmp));
@@ -303,10 +304,10 @@ static void other_tool_base_types_without_runs(void **state) {
   /* Neither a *Trainer name nor mlmd.Train: a clear message. */
   assert_true(tp_fresh(B, "notrainer"));
   p = tp_open(B);
-  assert_int_equal(sl_prov_put_type(p, &tprep, SL_PROV_EXECUTION, "acme.Prepare", NULL, 0, NULL), 0);
+  assert_int_equal(sl_prov_put_type(&tprep, p, SL_PROV_EXECUTION, "acme.Prepare", NULL, 0, NULL), 0);
   b.p = p;
   ex(&b, tprep, SL_PROV_E_COMPLETE, 0, 1, -1, 0, 0);
-  assert_int_equal(sl_prov_graphlets_load(p, &g, NULL), SL_ENOTFOUND);
+  assert_int_equal(sl_prov_graphlets_load(&g, p, NULL), SL_ENOTFOUND);
   assert_non_null(strstr(sl_error_last(), "mlmd.Train"));
   assert_non_null(strstr(sl_error_last(), "Trainer"));
   sl_prov_close(p);
@@ -332,11 +333,11 @@ static void simulation_arithmetic_by_hand(void **state) {
     train_push(&b, P, r, 10.0 * i, e, push[i], NULL);
   }
   sl_prov_graphlets *g;
-  assert_int_equal(sl_prov_graphlets_load(p, &g, NULL), 0);
+  assert_int_equal(sl_prov_graphlets_load(&g, p, NULL), 0);
   assert_int_equal(sl_prov_graphlets_count(g), 4);
   double pred[3] = {0.1, 0.6, 0.3};
   sl_prov_sim *s;
-  assert_int_equal(sl__prov_simulate_p(g, BASE + 10 * H, pred, &s), 0);
+  assert_int_equal(sl__prov_simulate_p(&s, g, BASE + 10 * H, pred), 0);
   assert_int_equal(s->ngraphlets, 3);
   assert_int_equal(s->npushes, 1);
   assert_double_equal(s->window_waste, 22, 1e-9); /* B and D: trainer + pusher; ExampleGens cost 0 */
@@ -382,9 +383,9 @@ static void features_never_see_the_future(void **state) {
   o.pipelines = 3;
   o.days = 20;
   o.seed = 7;
-  assert_int_equal(sl_prov_gen(p, &o, NULL), 0);
+  assert_int_equal(sl_prov_gen(NULL, p, &o), 0);
   sl_prov_graphlets *g;
-  assert_int_equal(sl_prov_graphlets_load(p, &g, NULL), 0);
+  assert_int_equal(sl_prov_graphlets_load(&g, p, NULL), 0);
   size_t n = sl_prov_graphlets_count(g), nf = sl_prov_feature_count();
   assert_true(n > 20);
   /* The decision point: the middle graphlet's trainer start. */
@@ -423,7 +424,7 @@ static void features_never_see_the_future(void **state) {
   assert_int_equal(sl__pdb_exec(db, sql), 0);
   sl__pdb_close(db);
   p = tp_open(B);
-  assert_int_equal(sl_prov_graphlets_load(p, &g, NULL), 0);
+  assert_int_equal(sl_prov_graphlets_load(&g, p, NULL), 0);
   assert_int_equal(sl_prov_graphlets_count(g), n);
   size_t checked = 0;
   for (size_t i = 0; i < n; i++) {
@@ -453,11 +454,11 @@ static void predictor_trains_saves_loads_and_decides(void **state) {
   o.days = 60;
   o.seed = 3;
   sl_prov_gen_report rep;
-  assert_int_equal(sl_prov_gen(p, &o, &rep), 0);
+  assert_int_equal(sl_prov_gen(&rep, p, &o), 0);
   assert_int_equal(rep.pipelines, 8);
   assert_true(rep.runs > 100);
   sl_prov_graphlets *g;
-  assert_int_equal(sl_prov_graphlets_load(p, &g, NULL), 0);
+  assert_int_equal(sl_prov_graphlets_load(&g, p, NULL), 0);
   assert_int_equal(sl_prov_graphlets_count(g), (size_t)rep.runs);
   size_t pushed = 0;
   for (size_t i = 0; i < sl_prov_graphlets_count(g); i++) pushed += sl_prov_graphlets_at(g, i)->pushed;
@@ -466,7 +467,7 @@ static void predictor_trains_saves_loads_and_decides(void **state) {
   to.trees = 40;
   sl_prov_model *m;
   sl_prov_train_report r;
-  assert_int_equal(sl_prov_train(g, &to, &m, &r), 0);
+  assert_int_equal(sl_prov_train(&m, &r, g, &to), 0);
   assert_true(r.ntrain > r.ntest);
   assert_true(r.train_to_ms <= r.test_from_ms); /* time-ordered */
   assert_true(r.roc_auc > 0.65 && r.roc_auc <= 1);
@@ -475,7 +476,7 @@ static void predictor_trains_saves_loads_and_decides(void **state) {
   for (size_t j = 0; j < sl_prov_feature_count(); j++) sum += r.importance[j];
   assert_double_equal(sum, 1, 1e-6);
   sl_prov_sim *s;
-  assert_int_equal(sl_prov_simulate(g, m, &s), 0);
+  assert_int_equal(sl_prov_simulate(&s, g, m), 0);
   assert_true(s->has_truth);
   assert_int_equal(s->nrows, 100);
   assert_true(s->rows[0].pruned == 0 && s->rows[0].fresh);
@@ -490,8 +491,8 @@ static void predictor_trains_saves_loads_and_decides(void **state) {
   assert_int_equal(sl_prov_model_load(&m2, path), 0);
   for (size_t i = 0; i < 20; i++) {
     double a, b2;
-    assert_int_equal(sl_prov_model_predict(m, sl_prov_graphlets_features(g, i), &a), 0);
-    assert_int_equal(sl_prov_model_predict(m2, sl_prov_graphlets_features(g, i), &b2), 0);
+    assert_int_equal(sl_prov_model_predict(&a, m, sl_prov_graphlets_features(g, i)), 0);
+    assert_int_equal(sl_prov_model_predict(&b2, m2, sl_prov_graphlets_features(g, i)), 0);
     assert_double_equal(a, b2, 1e-6);
   }
   assert_int_equal(sl_prov_model_test_from(m2), r.test_from_ms);
@@ -500,14 +501,14 @@ static void predictor_trains_saves_loads_and_decides(void **state) {
   char pipename[64];
   snprintf(pipename, sizeof pipename, "%s", pipe);
   sl_prov_decision d;
-  assert_int_equal(sl_prov_should_train(p, pipename, m2, -1, 0, &d), 0);
+  assert_int_equal(sl_prov_should_train(&d, p, pipename, m2, -1, 0), 0);
   assert_true(d.p_push >= 0 && d.p_push <= 1);
   assert_int_equal(d.train, d.p_push >= d.threshold);
-  sl_prov_free(d.features);
-  assert_int_equal(sl_prov_should_train(p, pipename, NULL, 2.0, 0, &d), 0);
+  sl_free(d.features);
+  assert_int_equal(sl_prov_should_train(&d, p, pipename, NULL, 2.0, 0), 0);
   assert_false(d.train); /* threshold above any probability */
-  sl_prov_free(d.features);
-  assert_int_equal(sl_prov_should_train(p, "no-such-pipeline", NULL, -1, 0, &d), SL_ENOTFOUND);
+  sl_free(d.features);
+  assert_int_equal(sl_prov_should_train(&d, p, "no-such-pipeline", NULL, -1, 0), SL_ENOTFOUND);
   /* A model file from another feature set is refused. */
   const char *badjson = "{\"format\": \"sluice.prov.model/1\", \"features\": [\"x\"]}";
   char *bad = tu_write_file(mdir, "bad.json", badjson, strlen(badjson));
@@ -532,15 +533,15 @@ static void generator_is_deterministic(void **state) {
     o.pipelines = 2;
     o.days = 10;
     o.seed = 11;
-    assert_int_equal(sl_prov_gen(p, &o, NULL), 0);
-    assert_int_equal(sl_prov_export_json(p, &exports[k]), 0);
+    assert_int_equal(sl_prov_gen(NULL, p, &o), 0);
+    assert_int_equal(sl_prov_export_json(&exports[k], p), 0);
     sl_prov_close(p);
     tp_done(B);
   }
   assert_true(strlen(exports[0]) > 1000);
   assert_string_equal(exports[0], exports[1]);
-  sl_prov_free(exports[0]);
-  sl_prov_free(exports[1]);
+  sl_free(exports[0]);
+  sl_free(exports[1]);
 }
 
 #define BOTH(f) {#f "/sqlite", f, NULL, NULL, &LITE}, {#f "/postgresql", f, NULL, NULL, &PG}

@@ -43,12 +43,12 @@ static int writer(const char *uri, int w, int64_t ta, int64_t te, int64_t ctx) {
   for (int i = 0; i < NEXEC; i++) {
     int64_t a1, a2, e;
     int rc = sl_prov_begin(p);
-    if (!rc) rc = sl_prov_put_execution(p, &e, te, NULL, SL_PROV_E_COMPLETE, 1000 + i, 2000 + i);
-    if (!rc) rc = sl_prov_put_artifact(p, &a1, ta, "in", NULL, SL_PROV_A_LIVE, 1000 + i);
-    if (!rc) rc = sl_prov_put_artifact(p, &a2, ta, "out", NULL, SL_PROV_A_LIVE, 2000 + i);
+    if (!rc) rc = sl_prov_put_execution(&e, p, te, NULL, SL_PROV_E_COMPLETE, 1000 + i, 2000 + i);
+    if (!rc) rc = sl_prov_put_artifact(&a1, p, ta, "in", NULL, SL_PROV_A_LIVE, 1000 + i);
+    if (!rc) rc = sl_prov_put_artifact(&a2, p, ta, "out", NULL, SL_PROV_A_LIVE, 2000 + i);
     sl_prov_step path[2] = {{"examples", 0}, {NULL, 0}};
-    if (!rc) rc = sl_prov_put_event(p, NULL, a1, e, SL_PROV_EV_INPUT, 1000 + i, path, 2);
-    if (!rc) rc = sl_prov_put_event(p, NULL, a2, e, SL_PROV_EV_OUTPUT, 2000 + i, path, 2);
+    if (!rc) rc = sl_prov_put_event(NULL, p, a1, e, SL_PROV_EV_INPUT, 1000 + i, path, 2);
+    if (!rc) rc = sl_prov_put_event(NULL, p, a2, e, SL_PROV_EV_OUTPUT, 2000 + i, path, 2);
     sl_prov_value v1 = sl_prov_double(1.5 * i), v2 = sl_prov_int(w), v3 = sl_prov_string("writer");
     if (!rc) rc = sl_prov_set_property(p, SL_PROV_EXECUTION, e, "cpu_seconds", true, &v1);
     if (!rc) rc = sl_prov_set_property(p, SL_PROV_EXECUTION, e, "worker", true, &v2);
@@ -71,10 +71,10 @@ static void eight_processes_record_8000_executions(void **state) {
   if (!tp_fresh(B, "conc")) skip();
   sl_prov *p = tp_open(B);
   int64_t ta, te, tc, ctx;
-  assert_int_equal(sl_prov_put_type(p, &ta, SL_PROV_ARTIFACT, "Examples", NULL, 0, NULL), 0);
-  assert_int_equal(sl_prov_put_type(p, &te, SL_PROV_EXECUTION, "Step", NULL, 0, NULL), 0);
-  assert_int_equal(sl_prov_put_type(p, &tc, SL_PROV_CONTEXT, "pipeline", NULL, 0, NULL), 0);
-  assert_int_equal(sl_prov_put_context(p, &ctx, tc, "concurrent", 1), 0);
+  assert_int_equal(sl_prov_put_type(&ta, p, SL_PROV_ARTIFACT, "Examples", NULL, 0, NULL), 0);
+  assert_int_equal(sl_prov_put_type(&te, p, SL_PROV_EXECUTION, "Step", NULL, 0, NULL), 0);
+  assert_int_equal(sl_prov_put_type(&tc, p, SL_PROV_CONTEXT, "pipeline", NULL, 0, NULL), 0);
+  assert_int_equal(sl_prov_put_context(&ctx, p, tc, "concurrent", 1), 0);
   sl_prov_close(p);
   double t0 = now_s();
   pid_t kids[NPROC];
@@ -115,8 +115,8 @@ static void writer_killed_mid_transaction_leaves_it_absent(void **state) {
   if (!tp_fresh(B, "kill")) skip();
   sl_prov *p = tp_open(B);
   int64_t te, e;
-  assert_int_equal(sl_prov_put_type(p, &te, SL_PROV_EXECUTION, "Step", NULL, 0, NULL), 0);
-  for (int i = 0; i < 5; i++) assert_int_equal(sl_prov_put_execution(p, &e, te, NULL, 3, 1, 1), 0);
+  assert_int_equal(sl_prov_put_type(&te, p, SL_PROV_EXECUTION, "Step", NULL, 0, NULL), 0);
+  for (int i = 0; i < 5; i++) assert_int_equal(sl_prov_put_execution(&e, p, te, NULL, 3, 1, 1), 0);
   sl_prov_close(p);
   int pipefd[2];
   assert_int_equal(pipe(pipefd), 0);
@@ -130,7 +130,7 @@ static void writer_killed_mid_transaction_leaves_it_absent(void **state) {
     if (sl_prov_begin(q)) _exit(1);
     for (int i = 0; i < 2000; i++) {
       int64_t id;
-      if (sl_prov_put_execution(q, &id, te, NULL, 2, 1, 1)) _exit(1);
+      if (sl_prov_put_execution(&id, q, te, NULL, 2, 1, 1)) _exit(1);
       sl_prov_value v = sl_prov_int(i);
       if (sl_prov_set_property(q, SL_PROV_EXECUTION, id, "i", true, &v)) _exit(1);
     }
@@ -138,7 +138,7 @@ static void writer_killed_mid_transaction_leaves_it_absent(void **state) {
     if (write(pipefd[1], "x", 1) != 1) _exit(1);
     for (;;) {
       int64_t id;
-      if (sl_prov_put_execution(q, &id, te, NULL, 2, 1, 1)) _exit(1);
+      if (sl_prov_put_execution(&id, q, te, NULL, 2, 1, 1)) _exit(1);
     }
   }
   close(pipefd[1]);
@@ -154,11 +154,11 @@ static void writer_killed_mid_transaction_leaves_it_absent(void **state) {
    * the WAL frames (a reader ignores them and the next writer recovers). */
   assert_int_equal(sl_prov_open(&p, B->uri, 0), 0);
   sl_prov_list *l;
-  assert_int_equal(sl_prov_find(p, &l, SL_PROV_EXECUTION, NULL), 0);
+  assert_int_equal(sl_prov_find(&l, p, SL_PROV_EXECUTION, NULL), 0);
   int64_t n = (int64_t)l->n;
   sl_prov_list_free(l);
   /* The store stays writable. */
-  assert_int_equal(sl_prov_put_execution(p, &e, te, NULL, 3, 1, 1), 0);
+  assert_int_equal(sl_prov_put_execution(&e, p, te, NULL, 3, 1, 1), 0);
   sl_prov_close(p);
   assert_int_equal(n, 5);
   assert_int_equal(scalar(B->uri, "SELECT count(*) FROM Execution"), 6);

@@ -17,7 +17,7 @@ static tp_backend LITE = {"sqlite", "", NULL}, PG = {"postgresql", "", NULL};
 
 static int64_t count_rows(sl_prov *p, sl_prov_kind k, const sl_prov_query *q) {
   sl_prov_list *l;
-  assert_int_equal(sl_prov_find(p, &l, k, q), 0);
+  assert_int_equal(sl_prov_find(&l, p, k, q), 0);
   int64_t n = (int64_t)l->n;
   sl_prov_list_free(l);
   return n;
@@ -97,21 +97,21 @@ static void properties_of_every_type_round_trip(void **state) {
   sl_prov *p = tp_open(B);
   sl_prov_type_prop tp[] = {{"span", SL_PROV_T_INT}, {"version", SL_PROV_T_INT}, {"split_names", SL_PROV_T_STRING}};
   int64_t t_ex, t_tr, t_ctx, t_again;
-  assert_int_equal(sl_prov_put_type(p, &t_ex, SL_PROV_ARTIFACT, "Examples", tp, 3, "mlmd.Dataset"), 0);
-  assert_int_equal(sl_prov_put_type(p, &t_again, SL_PROV_ARTIFACT, "Examples", tp, 3, "mlmd.Dataset"), 0);
+  assert_int_equal(sl_prov_put_type(&t_ex, p, SL_PROV_ARTIFACT, "Examples", tp, 3, "mlmd.Dataset"), 0);
+  assert_int_equal(sl_prov_put_type(&t_again, p, SL_PROV_ARTIFACT, "Examples", tp, 3, "mlmd.Dataset"), 0);
   assert_int_equal(t_ex, t_again);
-  assert_int_equal(sl_prov_put_type(p, &t_tr, SL_PROV_EXECUTION, "tfx.components.trainer.component.Trainer", NULL, 0,
+  assert_int_equal(sl_prov_put_type(&t_tr, p, SL_PROV_EXECUTION, "tfx.components.trainer.component.Trainer", NULL, 0,
                                     "mlmd.Train"),
                    0);
-  assert_int_equal(sl_prov_put_type(p, &t_ctx, SL_PROV_CONTEXT, "pipeline", NULL, 0, NULL), 0);
+  assert_int_equal(sl_prov_put_type(&t_ctx, p, SL_PROV_CONTEXT, "pipeline", NULL, 0, NULL), 0);
   /* A name reused with another kind is refused. */
-  assert_int_equal(sl_prov_put_type(p, NULL, SL_PROV_CONTEXT, "Examples", NULL, 0, NULL), SL_EINVAL);
+  assert_int_equal(sl_prov_put_type(NULL, p, SL_PROV_CONTEXT, "Examples", NULL, 0, NULL), SL_EINVAL);
 
   int64_t a, e, c, c2;
-  assert_int_equal(sl_prov_put_artifact(p, &a, t_ex, "/data/span-1", "examples-1", SL_PROV_A_LIVE, 1000), 0);
-  assert_int_equal(sl_prov_put_execution(p, &e, t_tr, NULL, SL_PROV_E_RUNNING, 2000, 0), 0);
-  assert_int_equal(sl_prov_put_context(p, &c, t_ctx, "taxi", 500), 0);
-  assert_int_equal(sl_prov_put_context(p, &c2, t_ctx, "taxi", 500), 0);
+  assert_int_equal(sl_prov_put_artifact(&a, p, t_ex, "/data/span-1", "examples-1", SL_PROV_A_LIVE, 1000), 0);
+  assert_int_equal(sl_prov_put_execution(&e, p, t_tr, NULL, SL_PROV_E_RUNNING, 2000, 0), 0);
+  assert_int_equal(sl_prov_put_context(&c, p, t_ctx, "taxi", 500), 0);
+  assert_int_equal(sl_prov_put_context(&c2, p, t_ctx, "taxi", 500), 0);
   assert_int_equal(c, c2);
   assert_int_equal(sl_prov_set_execution_state(p, e, SL_PROV_E_COMPLETE, 3000), 0);
   sl_prov_value v;
@@ -140,7 +140,7 @@ static void properties_of_every_type_round_trip(void **state) {
   sl_prov_query q = {0};
   q.type_name = "Examples";
   sl_prov_list *l;
-  assert_int_equal(sl_prov_find(p, &l, SL_PROV_ARTIFACT, &q), 0);
+  assert_int_equal(sl_prov_find(&l, p, SL_PROV_ARTIFACT, &q), 0);
   assert_int_equal(l->n, 1);
   sl_prov_node *n = &l->nodes[0];
   assert_int_equal(n->id, a);
@@ -188,7 +188,7 @@ static void properties_of_every_type_round_trip(void **state) {
   assert_int_equal(count_rows(p, SL_PROV_EXECUTION, &qc), 1);
   sl_prov_query qi = {0};
   qi.id = e;
-  assert_int_equal(sl_prov_find(p, &l, SL_PROV_EXECUTION, &qi), 0);
+  assert_int_equal(sl_prov_find(&l, p, SL_PROV_EXECUTION, &qi), 0);
   assert_int_equal(l->n, 1);
   assert_int_equal(l->nodes[0].state, SL_PROV_E_COMPLETE);
   assert_int_equal(l->nodes[0].update_ms, 3000);
@@ -201,7 +201,7 @@ static void properties_of_every_type_round_trip(void **state) {
   assert_int_equal(count_rows(p, SL_PROV_CONTEXT, &qn), 0);
 
   /* Types: with declared properties and base types. */
-  assert_int_equal(sl_prov_types(p, &l), 0);
+  assert_int_equal(sl_prov_types(&l, p), 0);
   bool found = false;
   for (size_t i = 0; i < l->n; i++)
     if (!strcmp(l->nodes[i].type_name, "Examples")) {
@@ -219,26 +219,26 @@ static void events_paths_and_lineage(void **state) {
   TP_BEGIN(state, "lineage");
   sl_prov *p = tp_open(B);
   int64_t ta, te, a, b, c, e1, e2, x;
-  assert_int_equal(sl_prov_put_type(p, &ta, SL_PROV_ARTIFACT, "Data", NULL, 0, NULL), 0);
-  assert_int_equal(sl_prov_put_type(p, &te, SL_PROV_EXECUTION, "Step", NULL, 0, NULL), 0);
+  assert_int_equal(sl_prov_put_type(&ta, p, SL_PROV_ARTIFACT, "Data", NULL, 0, NULL), 0);
+  assert_int_equal(sl_prov_put_type(&te, p, SL_PROV_EXECUTION, "Step", NULL, 0, NULL), 0);
   assert_int_equal(sl_prov_begin(p), 0);
-  assert_int_equal(sl_prov_put_artifact(p, &a, ta, "a", NULL, 0, 1), 0);
-  assert_int_equal(sl_prov_put_artifact(p, &b, ta, "b", NULL, 0, 2), 0);
-  assert_int_equal(sl_prov_put_artifact(p, &c, ta, "c", NULL, 0, 3), 0);
-  assert_int_equal(sl_prov_put_artifact(p, &x, ta, "unrelated", NULL, 0, 3), 0);
-  assert_int_equal(sl_prov_put_execution(p, &e1, te, NULL, SL_PROV_E_COMPLETE, 1, 2), 0);
-  assert_int_equal(sl_prov_put_execution(p, &e2, te, NULL, SL_PROV_E_COMPLETE, 2, 3), 0);
+  assert_int_equal(sl_prov_put_artifact(&a, p, ta, "a", NULL, 0, 1), 0);
+  assert_int_equal(sl_prov_put_artifact(&b, p, ta, "b", NULL, 0, 2), 0);
+  assert_int_equal(sl_prov_put_artifact(&c, p, ta, "c", NULL, 0, 3), 0);
+  assert_int_equal(sl_prov_put_artifact(&x, p, ta, "unrelated", NULL, 0, 3), 0);
+  assert_int_equal(sl_prov_put_execution(&e1, p, te, NULL, SL_PROV_E_COMPLETE, 1, 2), 0);
+  assert_int_equal(sl_prov_put_execution(&e2, p, te, NULL, SL_PROV_E_COMPLETE, 2, 3), 0);
   sl_prov_step path[2] = {{"examples", 0}, {NULL, 0}};
-  assert_int_equal(sl_prov_put_event(p, NULL, a, e1, SL_PROV_EV_INPUT, 1, path, 2), 0);
-  assert_int_equal(sl_prov_put_event(p, NULL, b, e1, SL_PROV_EV_OUTPUT, 2, path, 2), 0);
-  assert_int_equal(sl_prov_put_event(p, NULL, b, e2, SL_PROV_EV_INPUT, 2, path, 2), 0);
-  assert_int_equal(sl_prov_put_event(p, NULL, c, e2, SL_PROV_EV_OUTPUT, 3, path, 2), 0);
+  assert_int_equal(sl_prov_put_event(NULL, p, a, e1, SL_PROV_EV_INPUT, 1, path, 2), 0);
+  assert_int_equal(sl_prov_put_event(NULL, p, b, e1, SL_PROV_EV_OUTPUT, 2, path, 2), 0);
+  assert_int_equal(sl_prov_put_event(NULL, p, b, e2, SL_PROV_EV_INPUT, 2, path, 2), 0);
+  assert_int_equal(sl_prov_put_event(NULL, p, c, e2, SL_PROV_EV_OUTPUT, 3, path, 2), 0);
   assert_int_equal(sl_prov_commit(p), 0);
   /* The same event twice violates MLMD's unique key. */
-  assert_int_equal(sl_prov_put_event(p, NULL, a, e1, SL_PROV_EV_INPUT, 1, NULL, 0), SL_EINVAL);
+  assert_int_equal(sl_prov_put_event(NULL, p, a, e1, SL_PROV_EV_INPUT, 1, NULL, 0), SL_EINVAL);
 
   sl_prov_list *l;
-  assert_int_equal(sl_prov_lineage(p, &l, SL_PROV_ARTIFACT, c, SL_PROV_UP, 0), 0);
+  assert_int_equal(sl_prov_lineage(&l, p, SL_PROV_ARTIFACT, c, SL_PROV_UP, 0), 0);
   assert_int_equal(l->n, 5); /* c, e2, b, e1, a */
   assert_int_equal(l->nevents, 4);
   bool has_a = false;
@@ -250,18 +250,18 @@ static void events_paths_and_lineage(void **state) {
   assert_true(has_a);
   assert_string_equal(l->events[0].path, "examples:0");
   char *js;
-  assert_int_equal(sl_prov_list_to_json(l, &js), 0);
+  assert_int_equal(sl_prov_list_to_json(&js, l), 0);
   assert_non_null(strstr(js, "\"examples:0\""));
-  sl_prov_free(js);
+  sl_free(js);
   sl_prov_list_free(l);
-  assert_int_equal(sl_prov_lineage(p, &l, SL_PROV_ARTIFACT, a, SL_PROV_DOWN, 2), 0);
+  assert_int_equal(sl_prov_lineage(&l, p, SL_PROV_ARTIFACT, a, SL_PROV_DOWN, 2), 0);
   assert_int_equal(l->n, 3); /* a, e1, b */
   sl_prov_list_free(l);
-  assert_int_equal(sl_prov_lineage(p, &l, SL_PROV_EXECUTION, e1, SL_PROV_BOTH, 0), 0);
+  assert_int_equal(sl_prov_lineage(&l, p, SL_PROV_EXECUTION, e1, SL_PROV_BOTH, 0), 0);
   assert_int_equal(l->n, 5); /* e1, a, b, e2, c */
   sl_prov_list_free(l);
-  assert_int_equal(sl_prov_lineage(p, &l, SL_PROV_ARTIFACT, 999999, SL_PROV_UP, 0), SL_ENOTFOUND);
-  assert_int_equal(sl_prov_neighbours(p, &l, SL_PROV_ARTIFACT, b), 0);
+  assert_int_equal(sl_prov_lineage(&l, p, SL_PROV_ARTIFACT, 999999, SL_PROV_UP, 0), SL_ENOTFOUND);
+  assert_int_equal(sl_prov_neighbours(&l, p, SL_PROV_ARTIFACT, b), 0);
   assert_int_equal(l->nevents, 2);
   sl_prov_list_free(l);
   sl_prov_close(p);
@@ -272,16 +272,53 @@ static void rolled_back_writes_are_absent(void **state) {
   TP_BEGIN(state, "txn");
   sl_prov *p = tp_open(B);
   int64_t te, e;
-  assert_int_equal(sl_prov_put_type(p, &te, SL_PROV_EXECUTION, "Step", NULL, 0, NULL), 0);
+  assert_int_equal(sl_prov_put_type(&te, p, SL_PROV_EXECUTION, "Step", NULL, 0, NULL), 0);
   assert_int_equal(sl_prov_begin(p), 0);
   assert_int_equal(sl_prov_begin(p), SL_EINVAL);
-  for (int i = 0; i < 10; i++) assert_int_equal(sl_prov_put_execution(p, &e, te, NULL, 3, 1, 1), 0);
+  for (int i = 0; i < 10; i++) assert_int_equal(sl_prov_put_execution(&e, p, te, NULL, 3, 1, 1), 0);
   assert_int_equal(sl_prov_rollback(p), 0);
   assert_int_equal(count_rows(p, SL_PROV_EXECUTION, NULL), 0);
   assert_int_equal(sl_prov_begin(p), 0);
-  assert_int_equal(sl_prov_put_execution(p, &e, te, NULL, 3, 1, 1), 0);
+  assert_int_equal(sl_prov_put_execution(&e, p, te, NULL, 3, 1, 1), 0);
   assert_int_equal(sl_prov_commit(p), 0);
   assert_int_equal(count_rows(p, SL_PROV_EXECUTION, NULL), 1);
+  sl_prov_close(p);
+  tp_done(B);
+}
+
+static void bulk_load_writes_and_refuses_nesting(void **state) {
+  TP_BEGIN(state, "bulk");
+  sl_prov *p = tp_open(B);
+  int64_t te, e, c;
+  assert_int_equal(sl_prov_put_type(&te, p, SL_PROV_EXECUTION, "Step", NULL, 0, NULL), 0);
+  assert_int_equal(sl_prov_bulk_end(p), 0); /* outside a bulk load: nothing to do */
+  assert_int_equal(sl_prov_begin(p), 0);
+  assert_int_equal(sl_prov_bulk_begin(p), SL_EINVAL); /* not inside a transaction */
+  assert_int_equal(sl_prov_rollback(p), 0);
+  /* An empty store: the indexes go and come back; the writes, deferred on PostgreSQL, all land. */
+  assert_int_equal(sl_prov_bulk_begin(p), 0);
+  assert_int_equal(sl_prov_bulk_begin(p), SL_EINVAL);
+  for (int round = 0; round < 2; round++) {
+    assert_int_equal(sl_prov_begin(p), 0);
+    int64_t tc;
+    assert_int_equal(sl_prov_put_type(&tc, p, SL_PROV_CONTEXT, "pipeline", NULL, 0, NULL), 0);
+    assert_int_equal(sl_prov_put_context(&c, p, tc, round ? "b" : "a", 1), 0);
+    for (int i = 0; i < 5; i++) {
+      assert_int_equal(sl_prov_put_execution(&e, p, te, NULL, SL_PROV_E_COMPLETE, 1, 2), 0);
+      assert_int_equal(sl_prov_associate(p, c, e), 0);
+    }
+    assert_int_equal(sl_prov_commit(p), 0);
+  }
+  assert_int_equal(sl_prov_bulk_end(p), 0);
+  assert_int_equal(count_rows(p, SL_PROV_EXECUTION, NULL), 10);
+  sl_prov_query q = {0};
+  q.context_id = c;
+  assert_int_equal(count_rows(p, SL_PROV_EXECUTION, &q), 5);
+  /* A store with executions keeps its indexes through a second bulk load. */
+  assert_int_equal(sl_prov_bulk_begin(p), 0);
+  assert_int_equal(sl_prov_put_execution(&e, p, te, NULL, SL_PROV_E_COMPLETE, 1, 2), 0);
+  assert_int_equal(sl_prov_bulk_end(p), 0);
+  assert_int_equal(count_rows(p, SL_PROV_EXECUTION, NULL), 11);
   sl_prov_close(p);
   tp_done(B);
 }
@@ -294,19 +331,19 @@ static void names_with_quotes_and_sql_metacharacters(void **state) {
   size_t nn = sizeof names / sizeof *names;
   for (size_t i = 0; i < nn; i++) {
     int64_t t, a, c, tc;
-    assert_int_equal(sl_prov_put_type(p, &t, SL_PROV_ARTIFACT, names[i], NULL, 0, NULL), 0);
-    assert_int_equal(sl_prov_put_artifact(p, &a, t, names[i], names[i], 0, 5), 0);
+    assert_int_equal(sl_prov_put_type(&t, p, SL_PROV_ARTIFACT, names[i], NULL, 0, NULL), 0);
+    assert_int_equal(sl_prov_put_artifact(&a, p, t, names[i], names[i], 0, 5), 0);
     sl_prov_value v = sl_prov_string(names[i]);
     assert_int_equal(sl_prov_set_property(p, SL_PROV_ARTIFACT, a, names[i], true, &v), 0);
-    assert_int_equal(sl_prov_put_type(p, &tc, SL_PROV_CONTEXT, "ctx", NULL, 0, NULL), 0);
-    assert_int_equal(sl_prov_put_context(p, &c, tc, names[i], 5), 0);
+    assert_int_equal(sl_prov_put_type(&tc, p, SL_PROV_CONTEXT, "ctx", NULL, 0, NULL), 0);
+    assert_int_equal(sl_prov_put_context(&c, p, tc, names[i], 5), 0);
   }
   for (size_t i = 0; i < nn; i++) {
     sl_prov_query q = {0};
     q.type_name = names[i];
     q.name = names[i];
     sl_prov_list *l;
-    assert_int_equal(sl_prov_find(p, &l, SL_PROV_ARTIFACT, &q), 0);
+    assert_int_equal(sl_prov_find(&l, p, SL_PROV_ARTIFACT, &q), 0);
     assert_int_equal(l->n, 1);
     assert_string_equal(l->nodes[0].uri, names[i]);
     assert_int_equal(l->nodes[0].nprops, 1);
@@ -339,16 +376,16 @@ static void records_sluice_runs(void **state) {
   r.cpu_seconds = 9.5;
   r.elapsed = 2.0;
   int64_t e1, e2;
-  assert_int_equal(sl_prov_record_run(B->uri, &r, &e1), 0);
+  assert_int_equal(sl_prov_record_run(&e1, B->uri, &r), 0);
   r.kind = "sluice.Optimize";
   r.failed = true;
   r.error = "ops[1]: no such file";
-  assert_int_equal(sl_prov_record_run(B->uri, &r, &e2), 0);
+  assert_int_equal(sl_prov_record_run(&e2, B->uri, &r), 0);
   sl_prov *p = tp_open(B);
   sl_prov_query q = {0};
   q.id = e2;
   sl_prov_list *l;
-  assert_int_equal(sl_prov_find(p, &l, SL_PROV_EXECUTION, &q), 0);
+  assert_int_equal(sl_prov_find(&l, p, SL_PROV_EXECUTION, &q), 0);
   assert_int_equal(l->n, 1);
   assert_string_equal(l->nodes[0].type_name, "sluice.Optimize");
   assert_int_equal(l->nodes[0].state, SL_PROV_E_FAILED);
@@ -366,7 +403,7 @@ static void records_sluice_runs(void **state) {
   sl_prov_query qd = {0};
   qd.type_name = "sluice.Data";
   assert_int_equal(count_rows(p, SL_PROV_ARTIFACT, &qd), 2);
-  assert_int_equal(sl_prov_find(p, &l, SL_PROV_ARTIFACT, &qd), 0);
+  assert_int_equal(sl_prov_find(&l, p, SL_PROV_ARTIFACT, &qd), 0);
   bool size_ok = false;
   for (size_t i = 0; i < l->nodes[0].nprops; i++)
     if (!strcmp(l->nodes[0].props[i].name, "size")) size_ok = l->nodes[0].props[i].i == 6;
@@ -375,14 +412,14 @@ static void records_sluice_runs(void **state) {
   sl_prov_query qp = {0};
   qp.type_name = "pipeline";
   qp.name = "imagenet";
-  assert_int_equal(sl_prov_find(p, &l, SL_PROV_CONTEXT, &qp), 0);
+  assert_int_equal(sl_prov_find(&l, p, SL_PROV_CONTEXT, &qp), 0);
   assert_int_equal(l->n, 1);
   sl_prov_query qc = {0};
   qc.context_id = l->nodes[0].id;
   assert_int_equal(count_rows(p, SL_PROV_EXECUTION, &qc), 2);
   sl_prov_list_free(l);
   /* Lineage: the trace comes from the run, which read both files. */
-  assert_int_equal(sl_prov_lineage(p, &l, SL_PROV_EXECUTION, e1, SL_PROV_BOTH, 0), 0);
+  assert_int_equal(sl_prov_lineage(&l, p, SL_PROV_EXECUTION, e1, SL_PROV_BOTH, 0), 0);
   assert_int_equal(l->n, 4);
   sl_prov_list_free(l);
   sl_prov_close(p);
@@ -390,7 +427,7 @@ static void records_sluice_runs(void **state) {
   const char *bad[] = {"/nonexistent/file.tfrecord"};
   r.inputs = bad;
   r.ninputs = 1;
-  assert_int_equal(sl_prov_record_run(B->uri, &r, NULL), SL_EIO);
+  assert_int_equal(sl_prov_record_run(NULL, B->uri, &r), SL_EIO);
   assert_non_null(strstr(sl_error_last(), "/nonexistent/file.tfrecord"));
   p = tp_open(B);
   assert_int_equal(count_rows(p, SL_PROV_EXECUTION, NULL), 2);
@@ -407,18 +444,18 @@ static void export_holds_every_table(void **state) {
   TP_BEGIN(state, "export");
   sl_prov *p = tp_open(B);
   int64_t ta, te, tc, a, e, c;
-  assert_int_equal(sl_prov_put_type(p, &ta, SL_PROV_ARTIFACT, "Model", NULL, 0, "mlmd.Model"), 0);
-  assert_int_equal(sl_prov_put_type(p, &te, SL_PROV_EXECUTION, "Trainer", NULL, 0, "mlmd.Train"), 0);
-  assert_int_equal(sl_prov_put_type(p, &tc, SL_PROV_CONTEXT, "pipeline", NULL, 0, NULL), 0);
-  assert_int_equal(sl_prov_put_artifact(p, &a, ta, "m", NULL, 2, 1), 0);
-  assert_int_equal(sl_prov_put_execution(p, &e, te, NULL, 3, 1, 2), 0);
-  assert_int_equal(sl_prov_put_context(p, &c, tc, "p", 1), 0);
+  assert_int_equal(sl_prov_put_type(&ta, p, SL_PROV_ARTIFACT, "Model", NULL, 0, "mlmd.Model"), 0);
+  assert_int_equal(sl_prov_put_type(&te, p, SL_PROV_EXECUTION, "Trainer", NULL, 0, "mlmd.Train"), 0);
+  assert_int_equal(sl_prov_put_type(&tc, p, SL_PROV_CONTEXT, "pipeline", NULL, 0, NULL), 0);
+  assert_int_equal(sl_prov_put_artifact(&a, p, ta, "m", NULL, 2, 1), 0);
+  assert_int_equal(sl_prov_put_execution(&e, p, te, NULL, 3, 1, 2), 0);
+  assert_int_equal(sl_prov_put_context(&c, p, tc, "p", 1), 0);
   sl_prov_step path[2] = {{"model", 0}, {NULL, 0}};
-  assert_int_equal(sl_prov_put_event(p, NULL, a, e, SL_PROV_EV_OUTPUT, 2, path, 2), 0);
+  assert_int_equal(sl_prov_put_event(NULL, p, a, e, SL_PROV_EV_OUTPUT, 2, path, 2), 0);
   assert_int_equal(sl_prov_attribute(p, c, a), 0);
   assert_int_equal(sl_prov_associate(p, c, e), 0);
   char *js;
-  assert_int_equal(sl_prov_export_json(p, &js), 0);
+  assert_int_equal(sl_prov_export_json(&js, p), 0);
   json_error_t err;
   json_t *root = json_loads(js, 0, &err);
   assert_non_null(root);
@@ -433,7 +470,7 @@ static void export_holds_every_table(void **state) {
   assert_int_equal(json_array_size(json_object_get(root, "associations")), 1);
   assert_true(json_array_size(json_object_get(root, "types")) >= 5);
   json_decref(root);
-  sl_prov_free(js);
+  sl_free(js);
   sl_prov_close(p);
   tp_done(B);
 }
@@ -508,6 +545,7 @@ int main(void) {
       BOTH(properties_of_every_type_round_trip),
       BOTH(events_paths_and_lineage),
       BOTH(rolled_back_writes_are_absent),
+      BOTH(bulk_load_writes_and_refuses_nesting),
       BOTH(names_with_quotes_and_sql_metacharacters),
       BOTH(records_sluice_runs),
       BOTH(export_holds_every_table),

@@ -377,7 +377,7 @@ static void make_store(void) {
   go.pipelines = 5;
   go.days = 40;
   go.seed = 3;
-  assert_int_equal(sl_prov_gen(p, &go, NULL), 0);
+  assert_int_equal(sl_prov_gen(NULL, p, &go), 0);
   sl_prov_close(p);
   /* A pipeline whose name needs escaping. */
   sqlite3 *db = NULL;
@@ -394,11 +394,11 @@ static void test_prov_report(void **st) {
   sl_prov *p = NULL;
   sl_prov_graphlets *g = NULL;
   assert_int_equal(sl_prov_open(&p, g_db, 0), 0);
-  assert_int_equal(sl_prov_graphlets_load(p, &g, NULL), 0);
+  assert_int_equal(sl_prov_graphlets_load(&g, p, NULL), 0);
   sl_prov_stats *s = NULL;
   sl_prov_waste *w = NULL;
-  assert_int_equal(sl_prov_stats_compute(g, &s), 0);
-  assert_int_equal(sl_prov_waste_compute(g, &w), 0);
+  assert_int_equal(sl_prov_stats_compute(&s, g), 0);
+  assert_int_equal(sl_prov_waste_compute(&w, g), 0);
   /* Without a model. */
   sl_report_prov_opts o = SL_REPORT_PROV_OPTS_INIT;
   o.source = "a<b>.db";
@@ -441,10 +441,10 @@ static void test_prov_report(void **st) {
   to.trees = 10;
   sl_prov_model *m = NULL;
   sl_prov_train_report tr;
-  assert_int_equal(sl_prov_train(g, &to, &m, &tr), 0);
+  assert_int_equal(sl_prov_train(&m, &tr, g, &to), 0);
   sl_prov_train_report_dispose(&tr);
   sl_prov_sim *sim = NULL;
-  assert_int_equal(sl_prov_simulate(g, m, &sim), 0);
+  assert_int_equal(sl_prov_simulate(&sim, g, m), 0);
   o.model = m;
   o.top = 2;
   assert_int_equal(sl_report_prov_html(&html, g, &o), 0);
@@ -474,7 +474,7 @@ static void test_allocation_failures(void **st) {
   sl_prov *db = NULL;
   sl_prov_graphlets *g = NULL;
   assert_int_equal(sl_prov_open(&db, g_db, 0), 0);
-  assert_int_equal(sl_prov_graphlets_load(db, &g, NULL), 0);
+  assert_int_equal(sl_prov_graphlets_load(&g, db, NULL), 0);
   sl_report_trace_opts o = ropts();
   sl_set_allocator(tu_failing_allocator());
   for (int which = 0; which < 2; which++) {

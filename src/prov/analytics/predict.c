@@ -18,7 +18,7 @@ struct sl_prov_model {
   int64_t train_from, train_to, test_from, test_to;
   double threshold;
   double roc_auc, pr_auc;
-  double importance[SL_NFEAT];
+  double importance[SL__AN_NFEAT];
   size_t ntrain, ntest;
 };
 
@@ -83,17 +83,17 @@ static int set_params(BoosterHandle b, const sl_prov_train_opts *o) {
 }
 
 static int to_matrix(const sl_prov_graphlets *g, const size_t *idx, size_t n, float **out) {
-  float *m = sl__mallocarray(n ? n : 1, SL_NFEAT * sizeof *m);
+  float *m = sl__mallocarray(n ? n : 1, SL__AN_NFEAT * sizeof *m);
   if (!m) return sl__oom("feature matrix");
   for (size_t i = 0; i < n; i++)
-    for (int j = 0; j < SL_NFEAT; j++) m[i * SL_NFEAT + j] = (float)g->feat[idx[i] * SL_NFEAT + j];
+    for (int j = 0; j < SL__AN_NFEAT; j++) m[i * SL__AN_NFEAT + j] = (float)g->feat[idx[i] * SL__AN_NFEAT + j];
   *out = m;
   return 0;
 }
 
 static int predict_rows(BoosterHandle b, const float *m, size_t n, double *p) {
   DMatrixHandle d;
-  if (XGDMatrixCreateFromMat(m, n, SL_NFEAT, NAN, &d)) return xgb_err("test matrix");
+  if (XGDMatrixCreateFromMat(m, n, SL__AN_NFEAT, NAN, &d)) return xgb_err("test matrix");
   bst_ulong len;
   const float *res;
   int rc = 0;
@@ -114,12 +114,23 @@ static int cmp_start(const void *a, const void *b, void *ctx) {
   return *(const size_t *)a < *(const size_t *)b ? -1 : *(const size_t *)a > *(const size_t *)b;
 }
 
-int sl_prov_train(const sl_prov_graphlets *g, const sl_prov_train_opts *o, sl_prov_model **model,
-                  sl_prov_train_report *rep) {
+int sl_prov_train(sl_prov_model **model, sl_prov_train_report *rep, const sl_prov_graphlets *g,
+                  const sl_prov_train_opts *o) {
   *model = NULL;
   memset(rep, 0, sizeof *rep);
   sl_prov_train_opts def = SL_PROV_TRAIN_OPTS_INIT;
-  if (!o) o = &def;
+  if (o && o->version != SL_PROV_TRAIN_OPTS_VERSION)
+    return sl__err(SL_EVERSION, "sl_prov_train_opts version %d, expected %d", o->version, SL_PROV_TRAIN_OPTS_VERSION);
+  if (o) def = *o;
+  /* Fields left 0 take their defaults (prov.h). */
+  if (!def.train_share) def.train_share = 0.7;
+  if (!def.trees) def.trees = 100;
+  if (!def.max_depth) def.max_depth = 8;
+  if (!def.subsample) def.subsample = 0.63;
+  if (!def.colsample) def.colsample = 0.6;
+  if (!def.threads) def.threads = 2;
+  if (!def.seed) def.seed = 42;
+  o = &def;
   if (o->train_share <= 0 || o->train_share >= 1) return sl__err(SL_EINVAL, "train share must be in (0, 1)");
   if (o->trees < 1 || o->max_depth < 1 || o->subsample <= 0 || o->subsample > 1 || o->colsample <= 0 ||
       o->colsample > 1)
@@ -149,7 +160,7 @@ int sl_prov_train(const sl_prov_graphlets *g, const sl_prov_train_opts *o, sl_pr
   pte = sl__mallocarray(nte, sizeof *pte);
   sc = sl__mallocarray(nte, sizeof *sc);
   m = sl__calloc(1, sizeof *m);
-  rep->importance = sl__calloc(SL_NFEAT, sizeof *rep->importance);
+  rep->importance = sl__calloc(SL__AN_NFEAT, sizeof *rep->importance);
   if (!rc && (!lab || !pte || !sc || !m || !rep->importance)) rc = sl__oom("training");
   if (rc) goto done;
   size_t pos = 0;
@@ -161,7 +172,7 @@ int sl_prov_train(const sl_prov_graphlets *g, const sl_prov_train_opts *o, sl_pr
   rep->test_from_ms = g->g[ord[cut]].start_ms;
   rep->test_to_ms = g->g[ord[g->ng - 1]].start_ms;
   rep->train_push_rate = (double)pos / (double)ntr;
-  if (XGDMatrixCreateFromMat(mtr, ntr, SL_NFEAT, NAN, &dtr)) {
+  if (XGDMatrixCreateFromMat(mtr, ntr, SL__AN_NFEAT, NAN, &dtr)) {
     rc = xgb_err("training matrix");
     goto done;
   }
@@ -202,9 +213,9 @@ int sl_prov_train(const sl_prov_graphlets *g, const sl_prov_train_opts *o, sl_pr
     double sum = 0;
     for (bst_ulong i = 0; i < nf; i++) {
       int j = names[i][0] == 'f' ? atoi(names[i] + 1) : -1;
-      if (j >= 0 && j < SL_NFEAT) rep->importance[j] = scores[i], sum += scores[i];
+      if (j >= 0 && j < SL__AN_NFEAT) rep->importance[j] = scores[i], sum += scores[i];
     }
-    for (int j = 0; j < SL_NFEAT; j++) rep->importance[j] = sum > 0 ? rep->importance[j] / sum : 0;
+    for (int j = 0; j < SL__AN_NFEAT; j++) rep->importance[j] = sum > 0 ? rep->importance[j] / sum : 0;
   }
   m->train_from = rep->train_from_ms;
   m->train_to = rep->train_to_ms;
@@ -249,9 +260,9 @@ int64_t sl_prov_model_test_from(const sl_prov_model *m) { return m->test_from; }
 double sl_prov_model_threshold(const sl_prov_model *m) { return m->threshold; }
 void sl_prov_model_set_threshold(sl_prov_model *m, double t) { m->threshold = t; }
 
-int sl_prov_model_predict(sl_prov_model *m, const double *features, double *p) {
-  float row[SL_NFEAT];
-  for (int j = 0; j < SL_NFEAT; j++) row[j] = (float)features[j];
+int sl_prov_model_predict(double *p, sl_prov_model *m, const double *features) {
+  float row[SL__AN_NFEAT];
+  for (int j = 0; j < SL__AN_NFEAT; j++) row[j] = (float)features[j];
   return predict_rows(m->booster, row, 1, p);
 }
 
@@ -263,7 +274,7 @@ int sl_prov_model_save(const sl_prov_model *m, const char *path) {
   json_t *booster = json_loadb(buf, len, 0, &err);
   if (!booster) return sl__err(SL_ERROR, "XGBoost wrote a model that is not JSON: %s", err.text);
   json_t *root = json_object(), *feats = json_array(), *imp = json_object();
-  for (int j = 0; j < SL_NFEAT; j++) {
+  for (int j = 0; j < SL__AN_NFEAT; j++) {
     json_array_append_new(feats, json_string(sl_prov_feature_name((size_t)j)));
     json_object_set_new(imp, sl_prov_feature_name((size_t)j), json_real(m->importance[j]));
   }
@@ -303,12 +314,12 @@ int sl_prov_model_load(sl_prov_model **out, const char *path) {
                  MODEL_FORMAT);
     goto done;
   }
-  if (!json_is_array(feats) || json_array_size(feats) != SL_NFEAT) {
+  if (!json_is_array(feats) || json_array_size(feats) != SL__AN_NFEAT) {
     rc = sl__err(SL_EVERSION, "%s: the model has %zu features, this sluice computes %d", path,
-                 json_array_size(feats), SL_NFEAT);
+                 json_array_size(feats), SL__AN_NFEAT);
     goto done;
   }
-  for (size_t j = 0; j < SL_NFEAT; j++) {
+  for (size_t j = 0; j < SL__AN_NFEAT; j++) {
     const char *f = json_string_value(json_array_get(feats, j));
     if (!f || strcmp(f, sl_prov_feature_name(j))) {
       rc = sl__err(SL_EVERSION, "%s: features[%zu] is '%s', this sluice computes '%s'", path, j, f ? f : "?",
@@ -485,7 +496,7 @@ static int sweep(const simctx *c, const double *p, sl_prov_sim_row **rows, size_
   return 0;
 }
 
-int sl_prov_simulate(const sl_prov_graphlets *g, sl_prov_model *m, sl_prov_sim **out) {
+int sl_prov_simulate(sl_prov_sim **out, const sl_prov_graphlets *g, sl_prov_model *m) {
   *out = NULL;
   int64_t from = sl_prov_model_test_from(m);
   size_t n = 0;
@@ -499,7 +510,7 @@ int sl_prov_simulate(const sl_prov_graphlets *g, sl_prov_model *m, sl_prov_sim *
   for (size_t i = 0, k = 0; !rc && i < g->ng; i++)
     if (g->g[i].start_ms >= from) win[k++] = i;
   if (!rc && !(rc = to_matrix(g, win, n, &mat))) rc = predict_rows(m->booster, mat, n, p);
-  if (!rc) rc = sl__prov_simulate_p(g, from, p, out);
+  if (!rc) rc = sl__prov_simulate_p(out, g, from, p);
   /* The model's default threshold: the largest saving that keeps freshness and 99% of pushes. */
   if (!rc && (*out)->best_recall99 >= 0) sl_prov_model_set_threshold(m, (*out)->rows[(*out)->best_recall99].threshold);
   sl__free(win);
@@ -508,7 +519,7 @@ int sl_prov_simulate(const sl_prov_graphlets *g, sl_prov_model *m, sl_prov_sim *
   return rc;
 }
 
-int sl__prov_simulate_p(const sl_prov_graphlets *g, int64_t from, const double *pred, sl_prov_sim **out) {
+int sl__prov_simulate_p(sl_prov_sim **out, const sl_prov_graphlets *g, int64_t from, const double *pred) {
   *out = NULL;
   simctx c = {0};
   c.g = g;
@@ -611,14 +622,14 @@ void sl_prov_sim_free(sl_prov_sim *s) {
 
 /* ---- should-train ---- */
 
-int sl_prov_should_train(sl_prov *p, const char *pipeline, sl_prov_model *m, double threshold, int64_t now_ms,
-                         sl_prov_decision *out) {
+int sl_prov_should_train(sl_prov_decision *out, sl_prov *p, const char *pipeline, sl_prov_model *m, double threshold,
+                         int64_t now_ms) {
   memset(out, 0, sizeof *out);
   if (!pipeline) return sl__err(SL_EINVAL, "should-train: a pipeline name is required");
   sl_prov_graphlets *g;
-  int rc = sl__an_load(p, &g, pipeline);
+  int rc = sl__an_load(&g, p, pipeline);
   if (rc) return rc;
-  double *f = sl__mallocarray(SL_NFEAT, sizeof *f);
+  double *f = sl__mallocarray(SL__AN_NFEAT, sizeof *f);
   size_t *prior = sl__mallocarray(g->ng, sizeof *prior);
   int64_t *spans = NULL;
   if (!f || !prior) {
@@ -627,7 +638,7 @@ int sl_prov_should_train(sl_prov *p, const char *pipeline, sl_prov_model *m, dou
   }
   for (size_t i = 0; i < g->ng; i++) prior[i] = i;
   const sl_prov_graphlet *last = &g->g[g->ng - 1];
-  const an_g *lgi = &g->gi[g->ng - 1];
+  const sl__an_graphlet *lgi = &g->gi[g->ng - 1];
   int64_t t = now_ms;
   if (!t) {
     /* Just after the last record of the pipeline. */
@@ -645,12 +656,12 @@ int sl_prov_should_train(sl_prov *p, const char *pipeline, sl_prov_model *m, dou
   int64_t schema = lgi->schema, schema_t = INT64_MIN;
   double anomalies = NAN;
   for (size_t i = 0; i < g->nart; i++) {
-    const an_art *a = &g->art[i];
+    const sl__an_art *a = &g->art[i];
     unsigned fl = a->type >= 0 ? g->types[a->type].flags : 0;
     if (a->create >= t) continue;
-    if ((fl & TF_EXAMPLES) && a->span != INT64_MIN) spans[ns++] = a->span;
-    if ((fl & TF_SCHEMA) && a->create > schema_t) schema_t = a->create, schema = a->id;
-    if ((fl & TF_ANOMALIES) && a->anomalies >= 0 && a->create > last->start_ms)
+    if ((fl & SL__AN_EXAMPLES) && a->span != INT64_MIN) spans[ns++] = a->span;
+    if ((fl & SL__AN_SCHEMA) && a->create > schema_t) schema_t = a->create, schema = a->id;
+    if ((fl & SL__AN_ANOMALIES) && a->anomalies >= 0 && a->create > last->start_ms)
       anomalies = (isnan(anomalies) ? 0 : anomalies) + a->anomalies;
   }
   qsort(spans, ns, sizeof *spans, cmp_i64);
@@ -660,10 +671,10 @@ int sl_prov_should_train(sl_prov *p, const char *pipeline, sl_prov_model *m, dou
   ns = u;
   const int64_t *win = ns > w ? spans + (ns - w) : spans;
   size_t nw = ns > w ? w : ns;
-  an_facts facts = {t, win, nw, schema, anomalies, lgi->comp_hash, lgi->ncomp, 0};
+  sl__an_facts facts = {t, win, nw, schema, anomalies, lgi->comp_hash, lgi->ncomp, 0};
   sl__an_features(g, prior, g->ng, &facts, f);
   if (m) {
-    if ((rc = sl_prov_model_predict(m, f, &out->p_push))) goto done;
+    if ((rc = sl_prov_model_predict(&out->p_push, m, f))) goto done;
     out->threshold = threshold >= 0 ? threshold : sl_prov_model_threshold(m);
   } else {
     /* No model: the pipeline's Laplace-smoothed push rate among earlier graphlets alike in whether they had new
@@ -671,7 +682,7 @@ int sl_prov_should_train(sl_prov *p, const char *pipeline, sl_prov_model *m, dou
     bool fresh = f[1] > 0;
     double k = 0, n = 0;
     for (size_t i = 0; i < g->ng; i++) {
-      const double *gf = g->feat + i * SL_NFEAT;
+      const double *gf = g->feat + i * SL__AN_NFEAT;
       if ((gf[1] > 0) != fresh || g->g[i].outcome_ms >= t) continue;
       n += 1;
       k += g->g[i].pushed;

@@ -5,7 +5,6 @@
 
 #include <ctype.h>
 #include <errno.h>
-#include <libpq-fe.h>
 #include <math.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -15,6 +14,15 @@
 #include <unistd.h>
 
 #include "core/core_int.h"
+
+/* libpq is optional (SL_WITH_POSTGRES): without SL_HAVE_POSTGRES every handle is SQLite, the PostgreSQL fields
+ * stay NULL and opening a postgres:// URI says the build lacks it. */
+#ifdef SL_HAVE_POSTGRES
+#include <libpq-fe.h>
+#else
+typedef void PGconn;
+typedef void PGresult;
+#endif
 
 #define SL_PDB_BUSY_MS 60000
 
@@ -122,6 +130,7 @@ static int open_sqlite(sl__pdb *db, const char *path, bool create) {
   return 0;
 }
 
+#ifdef SL_HAVE_POSTGRES
 static int open_pg(sl__pdb *db, const char *uri) {
   /* connect_timeout first: a value in the URI (expanded after it) wins. */
   const char *kw[] = {"connect_timeout", "dbname", NULL};
@@ -141,6 +150,11 @@ static int open_pg(sl__pdb *db, const char *uri) {
   PQclear(r);
   return 0;
 }
+#else
+static int open_pg(sl__pdb *db, const char *uri) {
+  return sl__err(SL_EINVAL, "%s: built without PostgreSQL support (SL_WITH_POSTGRES=OFF)", db->where);
+}
+#endif
 
 int sl__pdb_open(sl__pdb **out, const char *uri, bool create) {
   *out = NULL;
@@ -168,11 +182,14 @@ int sl__pdb_open(sl__pdb **out, const char *uri, bool create) {
 void sl__pdb_close(sl__pdb *db) {
   if (!db) return;
   if (db->lite) sqlite3_close_v2(db->lite);
+#ifdef SL_HAVE_POSTGRES
   if (db->pg) PQfinish(db->pg);
+#endif
   sl__free(db->where);
   sl__free(db);
 }
 
+#ifdef SL_HAVE_POSTGRES
 static int pg_err(sl__pdb *db, PGresult *r, const char *what) {
   const char *m = r ? PQresultErrorMessage(r) : PQerrorMessage(db->pg);
   char msg[512];
@@ -235,6 +252,9 @@ int sl__pdb_pipeline(sl__pdb *db, bool on) {
   db->pipe = false;
   return rc;
 }
+#else
+int sl__pdb_pipeline(sl__pdb *db, bool on) { return 0; }
+#endif
 
 static int lite_err(sl__pdb *db, const char *what) {
   int e = sqlite3_errcode(db->lite);
@@ -243,6 +263,7 @@ static int lite_err(sl__pdb *db, const char *what) {
 }
 
 int sl__pdb_exec(sl__pdb *db, const char *sql) {
+#ifdef SL_HAVE_POSTGRES
   if (db->pg && db->pipe) {
     if (!PQsendQueryParams(db->pg, sql, 0, NULL, NULL, NULL, NULL, 0)) return pg_err(db, NULL, "send");
     int want = db->pending;
@@ -258,6 +279,7 @@ int sl__pdb_exec(sl__pdb *db, const char *sql) {
     PQclear(r);
     return rc;
   }
+#endif
   char *em = NULL;
   if (sqlite3_exec(db->lite, sql, NULL, NULL, &em) != SQLITE_OK) {
     int rc = lite_err(db, "SQL");
@@ -312,6 +334,7 @@ int sl__pdb_tables(sl__pdb *db, char ***names, size_t *n) {
   return 0;
 }
 
+#ifdef SL_HAVE_POSTGRES
 /* `?` -> `$n` outside quotes. */
 static char *pg_sql(const char *sql, int *np) {
   size_t n = strlen(sql);
@@ -336,12 +359,14 @@ static char *pg_sql(const char *sql, int *np) {
   *np = k;
   return o;
 }
+#endif
 
 int sl__pdb_prepare(sl__pdb *db, sl__pstmt **out, const char *sql) {
   *out = NULL;
   sl__pstmt *st = sl__calloc(1, sizeof *st);
   if (!st) return sl__oom("statement");
   st->db = db;
+#ifdef SL_HAVE_POSTGRES
   if (db->pg) {
     char *q = pg_sql(sql, &st->nparams);
     if (!q) {
@@ -380,7 +405,11 @@ int sl__pdb_prepare(sl__pdb *db, sl__pstmt **out, const char *sql) {
       return rc;
     }
     PQclear(r);
-  } else {
+    *out = st;
+    return 0;
+  }
+#endif
+  {
     if (sqlite3_prepare_v2(db->lite, sql, -1, &st->ls, NULL) != SQLITE_OK) {
       int rc = lite_err(db, "prepare");
       sl__free(st);
@@ -426,6 +455,7 @@ static void pg_clear_params(sl__pstmt *st) {
 }
 
 static void pg_drain(sl__pstmt *st) {
+#ifdef SL_HAVE_POSTGRES
   if (st->res) PQclear(st->res);
   st->res = NULL;
   st->row = st->nrows = 0;
@@ -435,6 +465,7 @@ static void pg_drain(sl__pstmt *st) {
     PGresult *r;
     while ((r = PQgetResult(st->db->pg)) != NULL) PQclear(r);
   }
+#endif
   st->running = false;
 }
 
@@ -456,12 +487,14 @@ void sl__pstmt_free(sl__pstmt *st) {
   } else {
     pg_drain(st);
     pg_clear_params(st);
+#ifdef SL_HAVE_POSTGRES
     /* Deallocate so long-lived connections do not accumulate statements. */
     if (st->db && st->db->pg && !st->db->pipe && PQstatus(st->db->pg) == CONNECTION_OK) {
       char q[64];
       snprintf(q, sizeof q, "DEALLOCATE %s", st->name);
       PQclear(PQexec(st->db->pg, q));
     }
+#endif
   }
   sl__free(st);
 }
@@ -534,6 +567,9 @@ int sl__pstmt_step(sl__pstmt *st) {
     sqlite3_reset(st->ls);
     return e;
   }
+#ifndef SL_HAVE_POSTGRES
+  return sl__err(SL_ERROR, "statement without a database");
+#else
   PGconn *c = st->db->pg;
   if (st->unesc) {
     PQfreemem(st->unesc);
@@ -591,32 +627,49 @@ int sl__pstmt_step(sl__pstmt *st) {
     pg_drain(st);
     return e;
   }
+#endif
 }
 
 bool sl__pstmt_null(sl__pstmt *st, int c) {
   if (st->ls) return sqlite3_column_type(st->ls, c) == SQLITE_NULL;
+#ifdef SL_HAVE_POSTGRES
   return !st->res || PQgetisnull(st->res, st->row, c);
+#else
+  return true;
+#endif
 }
 
 int64_t sl__pstmt_i64(sl__pstmt *st, int c) {
   if (st->ls) return sqlite3_column_int64(st->ls, c);
+#ifdef SL_HAVE_POSTGRES
   if (sl__pstmt_null(st, c)) return 0;
   const char *v = PQgetvalue(st->res, st->row, c);
   if (v[0] == 't') return 1;
   if (v[0] == 'f') return 0;
   return strtoll(v, NULL, 10);
+#else
+  return 0;
+#endif
 }
 
 double sl__pstmt_f64(sl__pstmt *st, int c) {
   if (st->ls) return sqlite3_column_double(st->ls, c);
+#ifdef SL_HAVE_POSTGRES
   if (sl__pstmt_null(st, c)) return 0;
   return strtod(PQgetvalue(st->res, st->row, c), NULL);
+#else
+  return 0;
+#endif
 }
 
 const char *sl__pstmt_text(sl__pstmt *st, int c) {
   if (st->ls) return (const char *)sqlite3_column_text(st->ls, c);
+#ifdef SL_HAVE_POSTGRES
   if (sl__pstmt_null(st, c)) return NULL;
   return PQgetvalue(st->res, st->row, c);
+#else
+  return NULL;
+#endif
 }
 
 const void *sl__pstmt_blob(sl__pstmt *st, int c, size_t *n) {
@@ -625,10 +678,14 @@ const void *sl__pstmt_blob(sl__pstmt *st, int c, size_t *n) {
     return sqlite3_column_blob(st->ls, c);
   }
   *n = 0;
+#ifdef SL_HAVE_POSTGRES
   if (sl__pstmt_null(st, c)) return NULL;
   if (st->unesc) PQfreemem(st->unesc);
   st->unesc = PQunescapeBytea((const unsigned char *)PQgetvalue(st->res, st->row, c), n);
   return st->unesc;
+#else
+  return NULL;
+#endif
 }
 
 int sl__pstmt_defer(sl__pstmt *st) {
@@ -638,9 +695,11 @@ int sl__pstmt_defer(sl__pstmt *st) {
     sl__pstmt_reset(st);
     return rc;
   }
+#ifdef SL_HAVE_POSTGRES
   if (!PQsendQueryPrepared(st->db->pg, st->name, st->nparams, (const char *const *)st->pv, st->plen, st->pfmt, 0))
     return pg_err(st->db, NULL, "send");
   st->db->pending++;
   pg_clear_params(st);
+#endif
   return 0;
 }

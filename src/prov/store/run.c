@@ -35,7 +35,7 @@ static int file_artifact(sl_prov *p, int64_t *id, int64_t type_id, const char *p
   }
   sl__pstmt_free(st);
   if (rc < 0) return rc;
-  if ((rc = sl_prov_put_artifact(p, id, type_id, uri, NULL, SL_PROV_A_LIVE, now_ms))) return rc;
+  if ((rc = sl_prov_put_artifact(id, p, type_id, uri, NULL, SL_PROV_A_LIVE, now_ms))) return rc;
   sl_prov_value vs = sl_prov_int(size), vm = sl_prov_int(mtime);
   if ((rc = sl_prov_set_property(p, SL_PROV_ARTIFACT, *id, "size", true, &vs))) return rc;
   return sl_prov_set_property(p, SL_PROV_ARTIFACT, *id, "mtime", true, &vm);
@@ -47,19 +47,19 @@ static int record(sl_prov *p, const sl_prov_run *r, int64_t *exec_id) {
   int64_t end = start + (int64_t)(r->elapsed * 1000.0);
   int64_t t_exec, t_data, t_spec, t_pipe, t_run, c_pipe, c_run, eid;
   int rc;
-  if ((rc = sl_prov_put_type(p, &t_exec, SL_PROV_EXECUTION, r->kind, NULL, 0, "mlmd.Process")) ||
-      (rc = sl_prov_put_type(p, &t_data, SL_PROV_ARTIFACT, "sluice.Data", NULL, 0, "mlmd.Dataset")) ||
-      (rc = sl_prov_put_type(p, &t_spec, SL_PROV_ARTIFACT, "sluice.Spec", NULL, 0, NULL)) ||
-      (rc = sl_prov_put_type(p, &t_pipe, SL_PROV_CONTEXT, "pipeline", NULL, 0, NULL)) ||
-      (rc = sl_prov_put_type(p, &t_run, SL_PROV_CONTEXT, "pipeline_run", NULL, 0, NULL)))
+  if ((rc = sl_prov_put_type(&t_exec, p, SL_PROV_EXECUTION, r->kind, NULL, 0, "mlmd.Process")) ||
+      (rc = sl_prov_put_type(&t_data, p, SL_PROV_ARTIFACT, "sluice.Data", NULL, 0, "mlmd.Dataset")) ||
+      (rc = sl_prov_put_type(&t_spec, p, SL_PROV_ARTIFACT, "sluice.Spec", NULL, 0, NULL)) ||
+      (rc = sl_prov_put_type(&t_pipe, p, SL_PROV_CONTEXT, "pipeline", NULL, 0, NULL)) ||
+      (rc = sl_prov_put_type(&t_run, p, SL_PROV_CONTEXT, "pipeline_run", NULL, 0, NULL)))
     return rc;
-  if ((rc = sl_prov_put_context(p, &c_pipe, t_pipe, r->pipeline, start))) return rc;
-  if ((rc = sl_prov_put_execution(p, &eid, t_exec, NULL, r->failed ? SL_PROV_E_FAILED : SL_PROV_E_COMPLETE, start,
+  if ((rc = sl_prov_put_context(&c_pipe, p, t_pipe, r->pipeline, start))) return rc;
+  if ((rc = sl_prov_put_execution(&eid, p, t_exec, NULL, r->failed ? SL_PROV_E_FAILED : SL_PROV_E_COMPLETE, start,
                                   end)))
     return rc;
   char runname[600];
   snprintf(runname, sizeof runname, "%s.%lld.%lld", r->pipeline, (long long)start, (long long)eid);
-  if ((rc = sl_prov_put_context(p, &c_run, t_run, runname, start))) return rc;
+  if ((rc = sl_prov_put_context(&c_run, p, t_run, runname, start))) return rc;
   if ((rc = sl_prov_set_parent_context(p, c_run, c_pipe)) || (rc = sl_prov_associate(p, c_pipe, eid)) ||
       (rc = sl_prov_associate(p, c_run, eid)))
     return rc;
@@ -84,7 +84,7 @@ static int record(sl_prov *p, const sl_prov_run *r, int64_t *exec_id) {
     int64_t aid;
     sl_prov_step path[2] = {{"spec", 0}, {NULL, 0}};
     if ((rc = file_artifact(p, &aid, t_spec, r->spec_path, start)) ||
-        (rc = sl_prov_put_event(p, NULL, aid, eid, SL_PROV_EV_INPUT, start, path, 2)) ||
+        (rc = sl_prov_put_event(NULL, p, aid, eid, SL_PROV_EV_INPUT, start, path, 2)) ||
         (rc = sl_prov_attribute(p, c_pipe, aid)))
       return rc;
   }
@@ -92,7 +92,7 @@ static int record(sl_prov *p, const sl_prov_run *r, int64_t *exec_id) {
     int64_t aid;
     sl_prov_step path[2] = {{"data", 0}, {NULL, (int64_t)i}};
     if ((rc = file_artifact(p, &aid, t_data, r->inputs[i], start)) ||
-        (rc = sl_prov_put_event(p, NULL, aid, eid, SL_PROV_EV_INPUT, start, path, 2)) ||
+        (rc = sl_prov_put_event(NULL, p, aid, eid, SL_PROV_EV_INPUT, start, path, 2)) ||
         (rc = sl_prov_attribute(p, c_pipe, aid)))
       return rc;
   }
@@ -102,15 +102,15 @@ static int record(sl_prov *p, const sl_prov_run *r, int64_t *exec_id) {
     int64_t tid, aid;
     const char *key = !strcmp(o->type, "sluice.Trace") ? "trace" : !strcmp(o->type, "sluice.Spec") ? "spec" : "output";
     sl_prov_step path[2] = {{key, 0}, {NULL, (int64_t)i}};
-    if ((rc = sl_prov_put_type(p, &tid, SL_PROV_ARTIFACT, o->type, NULL, 0, NULL))) return rc;
+    if ((rc = sl_prov_put_type(&tid, p, SL_PROV_ARTIFACT, o->type, NULL, 0, NULL))) return rc;
     /* An output that exists is stat'ed like an input; one that does not (a failed run) is recorded PENDING. */
     struct stat sb;
     if (stat(o->path, &sb) == 0) {
       rc = file_artifact(p, &aid, tid, o->path, end);
     } else {
-      rc = sl_prov_put_artifact(p, &aid, tid, o->path, NULL, SL_PROV_A_PENDING, end);
+      rc = sl_prov_put_artifact(&aid, p, tid, o->path, NULL, SL_PROV_A_PENDING, end);
     }
-    if (rc || (rc = sl_prov_put_event(p, NULL, aid, eid, SL_PROV_EV_OUTPUT, end, path, 2)) ||
+    if (rc || (rc = sl_prov_put_event(NULL, p, aid, eid, SL_PROV_EV_OUTPUT, end, path, 2)) ||
         (rc = sl_prov_attribute(p, c_pipe, aid)) || (rc = sl_prov_attribute(p, c_run, aid)))
       return rc;
   }
@@ -118,10 +118,13 @@ static int record(sl_prov *p, const sl_prov_run *r, int64_t *exec_id) {
   return 0;
 }
 
-int sl_prov_record_run(const char *uri, const sl_prov_run *r, int64_t *execution_id) {
+int sl_prov_record_run(int64_t *execution_id, const char *uri, const sl_prov_run *r) {
   if (!uri || !r) return sl__err(SL_EINVAL, "record: store uri and run are required");
   if (r->version != SL_PROV_RUN_VERSION) return sl__err(SL_EVERSION, "record: sl_prov_run version %d", r->version);
-  if (!r->kind || !*r->kind || !r->pipeline || !*r->pipeline)
+  sl_prov_run rr = *r;
+  if (!rr.kind) rr.kind = "sluice.Run"; /* the default (prov.h) */
+  r = &rr;
+  if (!*r->kind || !r->pipeline || !*r->pipeline)
     return sl__err(SL_EINVAL, "record: the run's kind and pipeline name are required");
   if (r->ninputs && !r->inputs) return sl__err(SL_EINVAL, "record: inputs is NULL");
   if (r->noutputs && !r->outputs) return sl__err(SL_EINVAL, "record: outputs is NULL");

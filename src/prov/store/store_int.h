@@ -8,16 +8,18 @@
 
 /* Cached statements, prepared on first use. */
 enum {
-  Q_TYPE_FIND, Q_TYPE_INS, Q_TYPE_PROP_INS, Q_PARENT_TYPE_INS, Q_ART_INS, Q_EXEC_INS, Q_CTX_FIND, Q_CTX_INS,
-  Q_EXEC_STATE, Q_APROP, Q_EPROP, Q_CPROP, Q_EVENT_INS, Q_PATH_INS, Q_ATTR, Q_ASSOC, Q_PARENT_CTX, Q_NAME_LOCK,
-  Q_EVENT_PG2, Q_NQ
+  SL__Q_TYPE_FIND, SL__Q_TYPE_INS, SL__Q_TYPE_PROP_INS, SL__Q_PARENT_TYPE_INS, SL__Q_ART_INS, SL__Q_EXEC_INS,
+  SL__Q_CTX_FIND, SL__Q_CTX_INS, SL__Q_EXEC_STATE, SL__Q_APROP, SL__Q_EPROP, SL__Q_CPROP, SL__Q_EVENT_INS,
+  SL__Q_PATH_INS, SL__Q_ATTR, SL__Q_ASSOC, SL__Q_PARENT_CTX, SL__Q_NAME_LOCK, SL__Q_EVENT_PG2, SL__Q_NQ
 };
 
 struct sl_prov {
   sl__pdb *db;
-  sl__pstmt *q[Q_NQ];
+  sl__pstmt *q[SL__Q_NQ];
   int in_txn;
   char *uri;
+  bool bulk;         /* between sl_prov_bulk_begin and _end */
+  bool bulk_indexes; /* the bulk load dropped MLMD's secondary indexes: re-create them at the end */
 };
 
 int sl__prov_stmt(sl_prov *p, int which, sl__pstmt **out);
@@ -29,5 +31,9 @@ int sl__prov_indexes(sl_prov *p, bool create_them);
 /* Runs fn inside a transaction unless one is open. */
 int sl__prov_txn_begin(sl_prov *p, bool *own);
 int sl__prov_txn_end(sl_prov *p, bool own, int rc);
+/* Grows *v (of *cap elements of `elem` bytes, new ones zeroed) to hold `need`; SL_ENOMEM naming the list. */
+int sl__prov_grow(void **v, size_t *cap, size_t need, size_t elem);
+/* Appends to l->events the events touching one artifact or execution (kind), with their paths (store_query.c). */
+int sl__prov_load_events(sl_prov *p, sl_prov_list *l, size_t *cap, sl_prov_kind kind, int64_t id);
 
 #endif

@@ -1,0 +1,238 @@
+/* prov/store/store_write.c: writes to the MLMD store: types, artifacts, executions, contexts, properties, events
+ * and the attribution/association/parent-context pairs. Find-or-create is serialised across PostgreSQL sessions
+ * by an advisory lock on the name; SQLite's write lock already serialises it. */
+#include <stdio.h>
+#include <string.h>
+
+#include "prov/store/store_int.h"
+
+/* Serialises find-or-create of a name across PostgreSQL sessions (SQLite's write lock already does). */
+static int pg_name_lock(sl_prov *p, const char *name) {
+  if (!sl__pdb_is_pg(p->db)) return 0;
+  sl__pstmt *st;
+  int rc = sl__prov_stmt(p, SL__Q_NAME_LOCK, &st);
+  if (rc) return rc;
+  rc = sl__pstmt_bind_text(st, 1, name);
+  if (!rc) rc = sl__pstmt_step(st);
+  sl__pstmt_reset(st);
+  return rc < 0 ? rc : 0;
+}
+
+static int insert_id(sl__pstmt *st, int64_t *id) { return sl__pstmt_insert(st, id); }
+
+/* A write whose result is not needed: queued in PostgreSQL pipeline mode (bulk loads), else run now. */
+static int exec_done(sl__pstmt *st) {
+  int rc = sl__pstmt_defer(st);
+  return rc < 0 ? rc : 0;
+}
+
+static int type_find(sl_prov *p, const char *name, int64_t *id, int *kind) {
+  sl__pstmt *st;
+  int rc = sl__prov_stmt(p, SL__Q_TYPE_FIND, &st);
+  if (rc) return rc;
+  if ((rc = sl__pstmt_bind_text(st, 1, name))) return rc;
+  rc = sl__pstmt_step(st);
+  if (rc == 1) {
+    *id = sl__pstmt_i64(st, 0);
+    *kind = (int)sl__pstmt_i64(st, 1);
+    rc = 0;
+  } else if (rc == 0) {
+    rc = SL_ENOTFOUND;
+  }
+  sl__pstmt_reset(st);
+  return rc;
+}
+
+static int type_put1(sl_prov *p, int64_t *id, sl_prov_kind kind, const char *name) {
+  int k, rc = type_find(p, name, id, &k);
+  if (rc == 0) {
+    if (k != (int)kind)
+      return sl__err(SL_EINVAL, "type '%s' exists as a%s type", name,
+                     k == 0 ? "n execution" : k == 1 ? "n artifact" : " context");
+    return 0;
+  }
+  if (rc != SL_ENOTFOUND) return rc;
+  sl__pstmt *st;
+  if ((rc = sl__prov_stmt(p, SL__Q_TYPE_INS, &st))) return rc;
+  if ((rc = sl__pstmt_bind_text(st, 1, name)) || (rc = sl__pstmt_bind_i64(st, 2, kind))) return rc;
+  return insert_id(st, id);
+}
+
+int sl_prov_put_type(int64_t *id, sl_prov *p, sl_prov_kind kind, const char *name, const sl_prov_type_prop *props,
+                     size_t nprops, const char *base) {
+  if (!name || !*name) return sl__err(SL_EINVAL, "type name is empty");
+  if (kind < SL_PROV_EXECUTION || kind > SL_PROV_CONTEXT) return sl__err(SL_EINVAL, "bad type kind %d", kind);
+  bool own;
+  int rc = sl__prov_txn_begin(p, &own);
+  if (rc) return rc;
+  int64_t tid = 0;
+  rc = pg_name_lock(p, name);
+  if (!rc) rc = type_put1(p, &tid, kind, name);
+  for (size_t i = 0; !rc && i < nprops; i++) {
+    sl__pstmt *st;
+    if ((rc = sl__prov_stmt(p, SL__Q_TYPE_PROP_INS, &st))) break;
+    if ((rc = sl__pstmt_bind_i64(st, 1, tid)) || (rc = sl__pstmt_bind_text(st, 2, props[i].name)) ||
+        (rc = sl__pstmt_bind_i64(st, 3, props[i].type)))
+      break;
+    rc = exec_done(st);
+  }
+  if (!rc && base) {
+    int64_t bid = 0;
+    rc = pg_name_lock(p, base);
+    if (!rc) rc = type_put1(p, &bid, kind, base);
+    sl__pstmt *st;
+    if (!rc && !(rc = sl__prov_stmt(p, SL__Q_PARENT_TYPE_INS, &st))) {
+      if (!(rc = sl__pstmt_bind_i64(st, 1, tid)) && !(rc = sl__pstmt_bind_i64(st, 2, bid))) rc = exec_done(st);
+    }
+  }
+  rc = sl__prov_txn_end(p, own, rc);
+  if (!rc && id) *id = tid;
+  return rc;
+}
+
+int sl_prov_type_id(int64_t *id, sl_prov *p, sl_prov_kind kind, const char *name) {
+  int k, rc = type_find(p, name, id, &k);
+  if (rc == SL_ENOTFOUND || (!rc && k != (int)kind))
+    return sl__err(SL_ENOTFOUND, "no %s type named '%s'",
+                   kind == SL_PROV_ARTIFACT ? "artifact" : kind == SL_PROV_EXECUTION ? "execution" : "context", name);
+  return rc;
+}
+
+int sl_prov_put_artifact(int64_t *id, sl_prov *p, int64_t type_id, const char *uri, const char *name, int state,
+                         int64_t create_ms) {
+  sl__pstmt *st;
+  int rc = sl__prov_stmt(p, SL__Q_ART_INS, &st);
+  if (rc) return rc;
+  if (!create_ms) create_ms = sl__prov_now_ms();
+  if ((rc = sl__pstmt_bind_i64(st, 1, type_id)) || (rc = sl__pstmt_bind_text(st, 2, uri)) ||
+      (rc = sl__pstmt_bind_i64(st, 3, state)) || (rc = sl__pstmt_bind_text(st, 4, name)) ||
+      (rc = sl__pstmt_bind_i64(st, 5, create_ms)) || (rc = sl__pstmt_bind_i64(st, 6, create_ms)))
+    return rc;
+  return insert_id(st, id);
+}
+
+int sl_prov_put_execution(int64_t *id, sl_prov *p, int64_t type_id, const char *name, int state, int64_t create_ms,
+                          int64_t update_ms) {
+  sl__pstmt *st;
+  int rc = sl__prov_stmt(p, SL__Q_EXEC_INS, &st);
+  if (rc) return rc;
+  if (!create_ms) create_ms = sl__prov_now_ms();
+  if (!update_ms) update_ms = create_ms;
+  if ((rc = sl__pstmt_bind_i64(st, 1, type_id)) || (rc = sl__pstmt_bind_i64(st, 2, state)) ||
+      (rc = sl__pstmt_bind_text(st, 3, name)) || (rc = sl__pstmt_bind_i64(st, 4, create_ms)) ||
+      (rc = sl__pstmt_bind_i64(st, 5, update_ms)))
+    return rc;
+  return insert_id(st, id);
+}
+
+int sl_prov_put_context(int64_t *id, sl_prov *p, int64_t type_id, const char *name, int64_t create_ms) {
+  if (!name) return sl__err(SL_EINVAL, "context name is NULL");
+  bool own;
+  int rc = sl__prov_txn_begin(p, &own);
+  if (rc) return rc;
+  rc = pg_name_lock(p, name);
+  sl__pstmt *st;
+  if (!rc && !(rc = sl__prov_stmt(p, SL__Q_CTX_FIND, &st))) {
+    if (!(rc = sl__pstmt_bind_i64(st, 1, type_id)) && !(rc = sl__pstmt_bind_text(st, 2, name))) {
+      rc = sl__pstmt_step(st);
+      if (rc == 1) {
+        *id = sl__pstmt_i64(st, 0);
+        sl__pstmt_reset(st);
+        return sl__prov_txn_end(p, own, 0);
+      }
+    }
+    sl__pstmt_reset(st);
+  }
+  if (!rc && !(rc = sl__prov_stmt(p, SL__Q_CTX_INS, &st))) {
+    if (!create_ms) create_ms = sl__prov_now_ms();
+    if (!(rc = sl__pstmt_bind_i64(st, 1, type_id)) && !(rc = sl__pstmt_bind_text(st, 2, name)) &&
+        !(rc = sl__pstmt_bind_i64(st, 3, create_ms)) && !(rc = sl__pstmt_bind_i64(st, 4, create_ms)))
+      rc = insert_id(st, id);
+  }
+  return sl__prov_txn_end(p, own, rc);
+}
+
+int sl_prov_set_execution_state(sl_prov *p, int64_t execution_id, int state, int64_t update_ms) {
+  sl__pstmt *st;
+  int rc = sl__prov_stmt(p, SL__Q_EXEC_STATE, &st);
+  if (rc) return rc;
+  if (!update_ms) update_ms = sl__prov_now_ms();
+  if ((rc = sl__pstmt_bind_i64(st, 1, state)) || (rc = sl__pstmt_bind_i64(st, 2, update_ms)) ||
+      (rc = sl__pstmt_bind_i64(st, 3, execution_id)))
+    return rc;
+  return exec_done(st);
+}
+
+int sl_prov_set_property(sl_prov *p, sl_prov_kind kind, int64_t id, const char *name, bool custom,
+                         const sl_prov_value *v) {
+  if (!name || !v) return sl__err(SL_EINVAL, "property name or value is NULL");
+  int which = kind == SL_PROV_ARTIFACT ? SL__Q_APROP : kind == SL_PROV_EXECUTION ? SL__Q_EPROP : SL__Q_CPROP;
+  sl__pstmt *st;
+  int rc = sl__prov_stmt(p, which, &st);
+  if (rc) return rc;
+  if ((rc = sl__pstmt_bind_i64(st, 1, id)) || (rc = sl__pstmt_bind_text(st, 2, name)) ||
+      (rc = sl__pstmt_bind_i64(st, 3, custom ? 1 : 0)))
+    return rc;
+  switch (v->type) {
+  case SL_PROV_T_INT: rc = sl__pstmt_bind_i64(st, 4, v->i); break;
+  case SL_PROV_T_DOUBLE: rc = sl__pstmt_bind_f64(st, 5, v->d); break;
+  case SL_PROV_T_STRING:
+  case SL_PROV_T_STRUCT:
+    if (!v->s) return sl__err(SL_EINVAL, "property '%s': string value is NULL", name);
+    rc = sl__pstmt_bind_text(st, 6, v->s);
+    break;
+  case SL_PROV_T_PROTO: rc = sl__pstmt_bind_blob(st, 7, v->bytes, v->len); break;
+  case SL_PROV_T_BOOL: rc = sl__pstmt_bind_i64(st, 8, v->i ? 1 : 0); break;
+  default: return sl__err(SL_EINVAL, "property '%s': unknown value type %d", name, (int)v->type);
+  }
+  if (rc) return rc;
+  return exec_done(st);
+}
+
+int sl_prov_put_event(int64_t *id, sl_prov *p, int64_t artifact_id, int64_t execution_id, int type, int64_t ms,
+                      const sl_prov_step *path, size_t npath) {
+  if (!ms) ms = sl__prov_now_ms();
+  if (!id && npath == 2 && path[0].key && !path[1].key && sl__pdb_is_pg(p->db)) {
+    /* TFX's [key, index] path, id not wanted: one statement. */
+    sl__pstmt *st;
+    int rc = sl__prov_stmt(p, SL__Q_EVENT_PG2, &st);
+    if (rc) return rc;
+    if ((rc = sl__pstmt_bind_i64(st, 1, artifact_id)) || (rc = sl__pstmt_bind_i64(st, 2, execution_id)) ||
+        (rc = sl__pstmt_bind_i64(st, 3, type)) || (rc = sl__pstmt_bind_i64(st, 4, ms)) ||
+        (rc = sl__pstmt_bind_text(st, 5, path[0].key)) || (rc = sl__pstmt_bind_i64(st, 6, path[1].index)))
+      return rc;
+    return exec_done(st);
+  }
+  bool own = false;
+  int rc = npath ? sl__prov_txn_begin(p, &own) : 0;
+  if (rc) return rc;
+  sl__pstmt *st;
+  int64_t eid = 0;
+  if (!(rc = sl__prov_stmt(p, SL__Q_EVENT_INS, &st))) {
+    if (!ms) ms = sl__prov_now_ms();
+    if (!(rc = sl__pstmt_bind_i64(st, 1, artifact_id)) && !(rc = sl__pstmt_bind_i64(st, 2, execution_id)) &&
+        !(rc = sl__pstmt_bind_i64(st, 3, type)) && !(rc = sl__pstmt_bind_i64(st, 4, ms)))
+      rc = insert_id(st, &eid);
+  }
+  for (size_t i = 0; !rc && i < npath; i++) {
+    if ((rc = sl__prov_stmt(p, SL__Q_PATH_INS, &st))) break;
+    bool idx = path[i].key == NULL;
+    if ((rc = sl__pstmt_bind_i64(st, 1, eid)) || (rc = sl__pstmt_bind_i64(st, 2, idx ? 1 : 0))) break;
+    rc = idx ? sl__pstmt_bind_i64(st, 3, path[i].index) : sl__pstmt_bind_text(st, 4, path[i].key);
+    if (!rc) rc = exec_done(st);
+  }
+  rc = sl__prov_txn_end(p, own, rc);
+  if (!rc && id) *id = eid;
+  return rc;
+}
+
+static int pair(sl_prov *p, int which, int64_t a, int64_t b) {
+  sl__pstmt *st;
+  int rc = sl__prov_stmt(p, which, &st);
+  if (rc) return rc;
+  if ((rc = sl__pstmt_bind_i64(st, 1, a)) || (rc = sl__pstmt_bind_i64(st, 2, b))) return rc;
+  return exec_done(st);
+}
+int sl_prov_attribute(sl_prov *p, int64_t c, int64_t a) { return pair(p, SL__Q_ATTR, c, a); }
+int sl_prov_associate(sl_prov *p, int64_t c, int64_t e) { return pair(p, SL__Q_ASSOC, c, e); }
+int sl_prov_set_parent_context(sl_prov *p, int64_t c, int64_t parent) { return pair(p, SL__Q_PARENT_CTX, c, parent); }
