@@ -14,8 +14,12 @@ trap 'rm -rf "$T"' EXIT
 # Defined, dynamic, functions (T/W/i); data symbols (D/B/R) are listed too: a public header declares none.
 nm -D --defined-only "$lib" | awk '$2 ~ /^[TtWwiDdBbRrVv]$/ {print $3}' | sed 's/@.*//' | sort -u > "$T/exported"
 # Declared: the identifier before the first '(' of each file-level declaration that is not a typedef/static/macro.
-cat "$SRC"/include/sluice/*.h | sed 's|/\*.*\*/||g' | grep -E '^(SL_EXTERN )?[A-Za-z_][A-Za-z_0-9 \*]* \**sl_[a-z0-9_]+\(' \
-  | grep -vE '^(static|typedef|#)' | sed -E 's/^[^(]*[ \*](sl_[a-z0-9_]+)\(.*/\1/' | sort -u > "$T/declared"
+# Without provenance (SL_WITH_PROV=OFF) the provenance declarations have no definitions: leave them out.
+headers=("$SRC"/include/sluice/*.h)
+[ "${SL_WITH_PROV:-1}" = 0 ] && headers=($(ls "$SRC"/include/sluice/*.h | grep -v '/prov\.h$'))
+cat "${headers[@]}" | sed 's|/\*.*\*/||g' | grep -E '^(SL_EXTERN )?[A-Za-z_][A-Za-z_0-9 \*]* \**sl_[a-z0-9_]+\(' \
+  | grep -vE '^(static|typedef|#)' | sed -E 's/^[^(]*[ \*](sl_[a-z0-9_]+)\(.*/\1/' | sort -u \
+  | { if [ "${SL_WITH_PROV:-1}" = 0 ]; then grep -v '^sl_report_prov'; else cat; fi; } > "$T/declared"
 
 status=0
 bad=$(grep -vE '^sl_[a-z0-9]' "$T/exported" || true)
