@@ -8,14 +8,9 @@ set -uo pipefail
 SRC=${SL_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
 cd "$SRC/src" || exit 1
 
-# The rank of a folder (path under src/ without the file name); -1: not a layer.
-rank() {
-  case "$1" in
-    core) echo 0 ;; io) echo 1 ;; fns) echo 2 ;; ops) echo 3 ;; gen) echo 4 ;; trace) echo 5 ;; plan) echo 6 ;;
-    prov/store | prov) echo 7 ;; prov/analytics) echo 8 ;; dist) echo 9 ;; report) echo 10 ;; cli) echo 11 ;;
-    *) echo -1 ;;
-  esac
-}
+# The rank of each folder (path under src/ without the file name); a folder not listed is not a layer.
+declare -A RANK=([core]=0 [io]=1 [fns]=2 [ops]=3 [gen]=4 [trace]=5 [plan]=6 [prov]=7 [prov/store]=7
+  [prov/analytics]=8 [dist]=9 [report]=10 [cli]=11)
 
 broken=0
 report() { # file line include rule
@@ -24,15 +19,16 @@ report() { # file line include rule
 }
 
 while IFS= read -r f; do
-  dir=$(dirname "$f")
-  r=$(rank "$dir")
+  dir=${f%/*}
+  r=${RANK[$dir]:--1}
   if [ "$r" -lt 0 ]; then
     echo "$f: in folder src/$dir, which is not a layer of docs/conventions.md"
     broken=$((broken + 1))
     continue
   fi
   while IFS=: read -r line inc; do
-    inc=$(sed -E 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"([^"]*)".*/\1/' <<<"$inc")
+    inc=${inc#*\"}
+    inc=${inc%%\"*}
     case "$inc" in
       sluice.h | sluice/*.h) continue ;; # the public API: everyone
       ../* | */../* | ./*)
@@ -46,13 +42,13 @@ while IFS= read -r f; do
       [ -e "$dir/$inc" ] || report "src/$f" "$line" "$inc" "a bare name must be a header of the file's own folder (src/$dir/)"
       continue
     fi
-    idir=$(dirname "$inc")
+    idir=${inc%/*}
     [ -e "$inc" ] || report "src/$f" "$line" "$inc" "no such header under src/"
     if [ "$dir" = cli ] && [ "$idir" != cli ]; then
       report "src/$f" "$line" "$inc" "src/cli/ uses the public API only (\"sluice.h\")"
       continue
     fi
-    ir=$(rank "$idir")
+    ir=${RANK[$idir]:--1}
     if [ "$ir" -lt 0 ]; then
       report "src/$f" "$line" "$inc" "src/$idir/ is not a layer"
     elif [ "$idir" != "$dir" ] && [[ "$inc" != *_int.h ]]; then
