@@ -20,7 +20,7 @@ FUZZ_SECONDS ?= 20
 
 PREFIX ?= /usr/local
 
-.PHONY: soak fuzz build-fuzz test-fuzz all deps deps-bench build build-asan build-tsan demo test test-plain test-asan test-tsan bench bench-quick install clean
+.PHONY: soak fuzz build-fuzz test-fuzz all deps deps-bench build build-asan build-tsan demo test test-plain test-asan test-tsan test-engine-only bench bench-quick install clean
 
 all: build
 
@@ -66,6 +66,12 @@ test-asan: build-asan
 test-tsan: build-tsan
 	cd build-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest --output-on-failure -j $(JOBS) -L threaded
 
+# The engine alone (-DSL_WITH_PROV=OFF: no SQLite, libpq or XGBoost) builds and passes its tests; .ci/run runs it.
+test-engine-only:
+	cmake -S . -B build-engine -DSL_WITH_PROV=OFF -DSL_BUILD_BENCH=OFF $(CMAKE_FLAGS) >/dev/null
+	cmake --build build-engine -j $(JOBS)
+	cd build-engine && ctest --output-on-failure -j $(JOBS)
+
 build-fuzz:
 	CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DSL_FUZZ=ON -DSL_BUILD_TESTS=OFF -DSL_BUILD_BENCH=OFF $(CMAKE_FLAGS) >/dev/null
 	cmake --build build-fuzz -j $(JOBS)
@@ -91,4 +97,4 @@ install: build
 	DESTDIR=$(DESTDIR) cmake --install $(BUILD) --prefix $(PREFIX)
 
 clean:
-	rm -rf build build-asan build-tsan build-fuzz
+	rm -rf build build-asan build-tsan build-fuzz build-engine
