@@ -1,4 +1,5 @@
-# sluice: the entry points. `make demo` and `make test` do all set-up themselves on a fresh Debian machine.
+# sluice: the entry points. `make demo` and `make test` do all set-up themselves on a fresh Debian machine (they call
+# `make deps`, the only target that installs packages); `make build` only configures and compiles, into $(BUILD)/.
 SHELL := /bin/bash
 JOBS ?= $(shell nproc)
 BUILD ?= build
@@ -17,10 +18,13 @@ DEB_BENCH := python3-torch python3-torchvision python3-pil python3-numpy hyperfi
 
 FUZZ_SECONDS ?= 20
 
-.PHONY: soak fuzz build-fuzz test-fuzz all deps deps-bench build build-asan build-tsan demo test test-plain test-asan test-tsan bench bench-quick install clean
+PREFIX ?= /usr/local
+
+.PHONY: soak fuzz build-fuzz test-fuzz all deps deps-bench build build-asan build-tsan demo test test-plain test-asan test-tsan test-engine-only bench bench-quick install clean
 
 all: build
 
+# Installs the Debian packages the build and the suite need (as root), or prints the apt-get line to run.
 deps:
 	@bash tools/deps.sh $(DEB_PKGS)
 
@@ -30,22 +34,26 @@ deps-bench: deps
 $(BUILD)/Makefile: CMakeLists.txt
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
 
-build: deps
-	cmake -S . -B $(BUILD) $(CMAKE_FLAGS) >/dev/null
+# The CLI is $(BUILD)/sluice; the libraries $(BUILD)/libsluice.{a,so}. A configure error about a missing package:
+# run `make deps`.
+build:
+	cmake -S . -B $(BUILD) $(CMAKE_FLAGS) >/dev/null || { echo "build: cmake failed; missing packages? run: make deps" >&2; exit 1; }
 	cmake --build $(BUILD) -j $(JOBS)
 
-build-asan: deps
+build-asan:
 	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DSL_SANITIZE=address,undefined $(CMAKE_FLAGS) >/dev/null
 	cmake --build build-asan -j $(JOBS)
 
-build-tsan: deps
+build-tsan:
 	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSL_SANITIZE=thread $(CMAKE_FLAGS) >/dev/null
 	cmake --build build-tsan -j $(JOBS)
 
-demo: build
+demo: deps
+	$(MAKE) build
 	bash tools/demo.sh $(BUILD)/sluice
 
-test: test-plain test-asan test-tsan test-fuzz
+test: deps
+	$(MAKE) test-plain test-asan test-tsan test-fuzz
 	@echo "make test: plain, ASan+UBSan, TSan suites and $(FUZZ_SECONDS) s of each fuzz target passed"
 
 test-plain: build
@@ -58,8 +66,14 @@ test-asan: build-asan
 test-tsan: build-tsan
 	cd build-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest --output-on-failure -j $(JOBS) -L threaded
 
-build-fuzz: deps
-	CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DSL_FUZZ=ON -DSL_TESTS=OFF $(CMAKE_FLAGS) >/dev/null
+# The engine alone (-DSL_WITH_PROV=OFF: no SQLite, libpq or XGBoost) builds and passes its tests; .ci/run runs it.
+test-engine-only:
+	cmake -S . -B build-engine -DSL_WITH_PROV=OFF -DSL_BUILD_BENCH=OFF $(CMAKE_FLAGS) >/dev/null
+	cmake --build build-engine -j $(JOBS)
+	cd build-engine && ctest --output-on-failure -j $(JOBS)
+
+build-fuzz:
+	CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DSL_FUZZ=ON -DSL_BUILD_TESTS=OFF -DSL_BUILD_BENCH=OFF $(CMAKE_FLAGS) >/dev/null
 	cmake --build build-fuzz -j $(JOBS)
 
 # Runs every fuzz target for FUZZ_SECONDS on a copy of its seed corpus (tests/fuzz/corpus/<name>).
@@ -70,14 +84,17 @@ fuzz test-fuzz: build-fuzz
 soak: build
 	$(BUILD)/soak 50000000 1000
 
-bench: build deps-bench
+bench: deps-bench
+	$(MAKE) build
 	python3 bench/run $(BUILD)/sluice
 
 bench-quick: build
 	python3 bench/run --quick $(BUILD)/sluice
 
+# make install PREFIX=DIR [DESTDIR=STAGE]: DIR/bin/sluice, DIR/lib/libsluice.{a,so*}, DIR/include/sluice{.h,/},
+# DIR/lib/pkgconfig/sluice.pc (relocatable: it finds the prefix from its own place).
 install: build
-	cmake --install $(BUILD)
+	DESTDIR=$(DESTDIR) cmake --install $(BUILD) --prefix $(PREFIX)
 
 clean:
-	rm -rf build build-asan build-tsan build-fuzz
+	rm -rf build build-asan build-tsan build-fuzz build-engine

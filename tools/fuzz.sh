@@ -9,6 +9,7 @@ mkdir -p "$build/fuzz-artifacts"
 status=0
 for bin in "$build"/fuzz_*; do
   [ -x "$bin" ] || continue
+  case "$bin" in *_replay) continue ;; esac # the standalone replays of a test build
   name=$(basename "$bin")
   corpus="$build/fuzz-corpus/${name#fuzz_}"
   mkdir -p "$corpus"

@@ -7,6 +7,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* SL_EXTERN marks a declaration of the public API. libsluice is built with -fvisibility=hidden, so a function
+ * leaves libsluice.so only with this mark (the static library is not affected). */
+#if defined(__GNUC__) || defined(__clang__)
+#define SL_EXTERN __attribute__((visibility("default")))
+#else
+#define SL_EXTERN
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif

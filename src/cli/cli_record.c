@@ -12,6 +12,7 @@ const char *cli_record_target(const char *opt) {
   return env && *env ? env : NULL;
 }
 
+#if SL_HAVE_PROV
 /* The op with the largest CPU per core available to it: what a reader of the record wants named first. */
 static void busiest_op(sl_pipeline *p, char *buf, size_t n) {
   buf[0] = 0;
@@ -57,3 +58,11 @@ void cli_record(const char *db, const char *kind, const char *spec_path, sl_pipe
     fprintf(stderr, "recorded as execution %lld in %s\n", (long long)id, db);
   sl_free(files);
 }
+#else
+/* Built with -DSL_WITH_PROV=OFF: the library has no store to record into. */
+void cli_record(const char *db, const char *kind, const char *spec_path, sl_pipeline *p, const sl_prov_output *outs,
+                size_t nout, double throughput, double cpu, double elapsed, const char *error) {
+  if (db) fprintf(stderr, "sluice: warning: the run was not recorded in %s: this sluice was built without provenance "
+                          "(SL_WITH_PROV=OFF)\n", db);
+}
+#endif

@@ -17,7 +17,9 @@ static const cli_cmd CMDS[] = {
     {"analyze", "explain a trace: bottleneck, throughput bound, what-ifs", cmd_analyze},
     {"optimize", "trace, plan and rewrite a spec; run it and compare", cmd_optimize},
     {"report", "a trace as one HTML page: op graph, rates, bound, what-ifs, changes", cmd_report},
+#if SL_HAVE_PROV /* built with -DSL_WITH_PROV=ON (the default) */
     {"prov", "provenance store (ML Metadata) and production-pipeline analytics", cmd_prov},
+#endif
 };
 #define NCMDS (sizeof CMDS / sizeof CMDS[0])
 

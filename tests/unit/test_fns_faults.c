@@ -4,42 +4,28 @@
 #define _GNU_SOURCE
 #include "test_fns_util.h"
 
-static int g_countdown = -1; /* allocations left before failing; -1: never fail */
-static void *f_malloc(size_t n, void *p) {
-  if (g_countdown == 0) return NULL;
-  if (g_countdown > 0) g_countdown--;
-  return malloc(n);
-}
-static void *f_realloc(void *ptr, size_t n, void *p) {
-  if (g_countdown == 0) return NULL;
-  if (g_countdown > 0) g_countdown--;
-  return realloc(ptr, n);
-}
-static void f_free(void *ptr, void *p) { free(ptr); }
-static const sl_allocator FAILING = {f_malloc, f_realloc, f_free, NULL};
-
 typedef void (*make_elem)(sl_elem *e, void *ctx);
 
 /* Runs fn (opened with args) on elements made by make, failing the 0th, 1st, ... allocation inside the call. */
 static void sweep(const char *fn, const char *args, make_elem make, void *ctx) {
   tf_fn f;
   assert_int_equal(tf_open(&f, fn, args), 0);
-  sl_set_allocator(&FAILING);
+  tu_faultsim_install();
   int n;
   for (n = 0; n < 200; n++) {
     sl_elem e;
     sl_elem_init(&e);
     make(&e, ctx);
-    g_countdown = n;
+    tu_faultsim_fail(n, true);
     int rc = tf_call(&f, &e, 3, 0, NULL);
-    g_countdown = -1;
+    tu_faultsim_reset();
     if (rc != 0 && rc != SL_ENOMEM) fprintf(stderr, "%s: allocation %d failing gave %d: %s\n", fn, n, rc, sl_error_last());
     assert_true(rc == 0 || rc == SL_ENOMEM);
     sl_elem_clear(&e);
     if (rc == 0) break;
   }
   assert_true(n < 200); /* it succeeds once allocations do (n = 0: it allocates nothing, e.g. an in-place flip) */
-  sl_set_allocator(NULL);
+  tu_faultsim_uninstall();
   tf_close(&f);
 }
 
@@ -91,11 +77,10 @@ static void test_text_tabular_oom(void **st) {
   sl_args a = {obj, "ops[1].args"};
   for (int k = 0; k < 20; k++) {
     void *state = NULL;
-    sl_set_allocator(&FAILING);
-    g_countdown = k;
+    tu_faultsim_install();
+    tu_faultsim_fail(k, true);
     int rc = fn.def.init(&state, &a, NULL);
-    g_countdown = -1;
-    sl_set_allocator(NULL);
+    tu_faultsim_uninstall();
     assert_true(rc == 0 || rc == SL_ENOMEM);
     if (rc == 0) {
       fn.def.free(state);

@@ -55,17 +55,17 @@ static int all_steps(const char *doc) {
 
 static void test_allocation_failures(void **st) {
   char *doc = make_trace();
-  sl_set_allocator(tu_failing_allocator());
+  tu_faultsim_install();
   int failures = 0;
   for (long n = 0; n < 100000; n++) {
-    tu_fail_after(n);
+    tu_faultsim_fail(n, true);
     int rc = all_steps(doc);
-    tu_fail_after(-1);
+    tu_faultsim_reset();
     if (rc == 0) break;
     assert_true(rc < 0);
     failures++;
   }
-  sl_set_allocator(NULL);
+  tu_faultsim_uninstall();
   assert_true(failures > 10); /* the path allocates; every failure point was visited */
   free(doc);
 }
@@ -78,10 +78,10 @@ static void test_optimize_allocation_failures(void **st) {
   sl_machine_probe(&m, NULL, 0);
   const char *js = "{\"name\": \"fo\", \"ops\": [{\"op\": \"range\", \"stop\": 64}, {\"op\": \"map\", \"fn\": "
                    "\"spin\", \"args\": {\"us\": 5}, \"parallelism\": 2}, {\"op\": \"batch\", \"size\": 8}]}";
-  sl_set_allocator(tu_failing_allocator());
+  tu_faultsim_install();
   int failures = 0, ok = 0;
   for (long n = 0; n < 100000 && !ok; n += 1 + n / 40) {
-    tu_fail_after(n);
+    tu_faultsim_fail(n, true);
     sl_pipeline *p = NULL;
     sl_plan *pl = NULL;
     sl_optimize_opts oo = SL_OPTIMIZE_OPTS_INIT;
@@ -92,14 +92,14 @@ static void test_optimize_allocation_failures(void **st) {
     oo.machine = &m;
     int rc = sl_pipeline_from_json(&p, js, strlen(js), "fault");
     if (!rc) rc = sl_optimize(&pl, p, &oo);
-    tu_fail_after(-1);
+    tu_faultsim_reset();
     sl_plan_free(pl);
     sl_pipeline_free(p);
     if (rc == 0) ok = 1;
     else failures++;
     if (rc) assert_true(rc < 0);
   }
-  sl_set_allocator(NULL);
+  tu_faultsim_uninstall();
   assert_true(ok);
   assert_true(failures > 10);
 }

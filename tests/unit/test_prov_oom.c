@@ -5,28 +5,6 @@
  * SL_TEST_TIMEOUT(300) */
 #include "test_prov_common.h"
 
-static long g_left = -1; /* allocations left before failing; -1: never fail */
-static long g_calls;
-
-static void *f_malloc(size_t n, void *p) {
-  (void)p;
-  g_calls++;
-  if (g_left == 0) return NULL;
-  if (g_left > 0) g_left--;
-  return malloc(n);
-}
-static void *f_realloc(void *q, size_t n, void *p) {
-  (void)p;
-  g_calls++;
-  if (g_left == 0) return NULL;
-  if (g_left > 0) g_left--;
-  return realloc(q, n);
-}
-static void f_free(void *q, void *p) {
-  (void)p;
-  free(q);
-}
-
 #define CK(x)                                                                                                         \
   do {                                                                                                                \
     int rc_ = (x);                                                                                                    \
@@ -123,25 +101,22 @@ static void every_allocation_failure_is_enomem(void **state) {
   char *dir = tu_tmpdir("provoom");
   char *data = tu_write_file(dir, "data.bin", "abc", 3);
   char uri[1024];
-  sl_allocator fa = {f_malloc, f_realloc, f_free, NULL};
   /* Count the allocations of a clean run. */
   snprintf(uri, sizeof uri, "%s/clean.sqlite", dir);
-  sl_set_allocator(&fa);
-  g_left = -1;
-  g_calls = 0;
+  tu_faultsim_install();
   int rc = scenario(uri, data);
-  sl_set_allocator(NULL);
+  long total = tu_faultsim_count();
+  tu_faultsim_uninstall();
   if (rc) fprintf(stderr, "clean run: %s\n", sl_error_last());
   assert_int_equal(rc, 0);
-  long total = g_calls;
   assert_true(total > 20);
   long failures = 0;
   for (long n = 0; n < total; n++) {
     snprintf(uri, sizeof uri, "%s/oom-%ld.sqlite", dir, n);
-    sl_set_allocator(&fa);
-    g_left = n;
+    tu_faultsim_install();
+    tu_faultsim_fail(n, true);
     rc = scenario(uri, data);
-    sl_set_allocator(NULL);
+    tu_faultsim_uninstall();
     if (rc != 0 && rc != SL_ENOMEM) fail_msg("allocation %ld failed: got %s (%s)", n, sl_strerror(rc), sl_error_last());
     failures += rc == SL_ENOMEM;
     char side[1100];

@@ -476,14 +476,14 @@ static void test_allocation_failures(void **st) {
   assert_int_equal(sl_prov_open(&db, g_db, 0), 0);
   assert_int_equal(sl_prov_graphlets_load(&g, db, NULL), 0);
   sl_report_trace_opts o = ropts();
-  sl_set_allocator(tu_failing_allocator());
+  tu_faultsim_install();
   for (int which = 0; which < 2; which++) {
     int failures = 0;
     for (long n = 0; n < 1000000; n++) {
-      tu_fail_after(n);
+      tu_faultsim_fail(n, true);
       char *html = NULL;
       int rc = which ? sl_report_prov_html(&html, g, NULL) : sl_report_trace_html(&html, t, &o);
-      tu_fail_after(-1);
+      tu_faultsim_reset();
       if (rc == 0) {
         assert_non_null(html);
         sl_free(html);
@@ -496,7 +496,7 @@ static void test_allocation_failures(void **st) {
     }
     assert_true(failures > 10);
   }
-  sl_set_allocator(NULL);
+  tu_faultsim_uninstall();
   sl_prov_graphlets_free(g);
   sl_prov_close(db);
   sl_trace_free(t);

@@ -4,7 +4,6 @@
 
 #include <ftw.h>
 #include <stdio.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,28 +37,3 @@ char *tu_write_file(const char *dir, const char *name, const void *data, size_t 
 }
 
 
-/* Allocations left before the failing one; -1: none fails. Atomic: pipelines allocate on worker threads too. */
-static atomic_long g_fail_left = -1;
-static bool fail_now(void) {
-  long v = atomic_load(&g_fail_left);
-  while (v > 0 && !atomic_compare_exchange_weak(&g_fail_left, &v, v - 1)) {
-  }
-  return v == 0;
-}
-static void *fail_malloc(size_t n, void *p) {
-  (void)p;
-  return fail_now() ? NULL : malloc(n);
-}
-static void *fail_realloc(void *q, size_t n, void *p) {
-  (void)p;
-  return fail_now() ? NULL : realloc(q, n);
-}
-static void fail_free(void *q, void *p) {
-  (void)p;
-  free(q);
-}
-const sl_allocator *tu_failing_allocator(void) {
-  static const sl_allocator a = {fail_malloc, fail_realloc, fail_free, NULL};
-  return &a;
-}
-void tu_fail_after(long n) { g_fail_left = n; }

@@ -3,6 +3,7 @@
 #define SL_TESTUTIL_H
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
@@ -24,8 +25,16 @@ int64_t tu_count(sl_pipeline *p, int want_rc);
 int64_t tu_collect_i64(sl_pipeline *p, const char *name, int64_t *out, int64_t max);
 /* Asserts that building `json` fails with `code` and a message containing `needle`. */
 void tu_expect_spec_error(const char *json, int code, const char *needle);
-/* Fault injection: an allocator (install it with sl_set_allocator) whose calls succeed until the one tu_fail_after(n)
- * names, the nth from then (0: the next one), which fails; n < 0: none fails. */
-const sl_allocator *tu_failing_allocator(void);
-void tu_fail_after(long n);
+/* Fault simulation (testutil_faultsim.c), the one allocation-failure harness of the suite. tu_faultsim_install()
+ * puts its allocator in place (sl_set_allocator) with nothing armed; tu_faultsim_uninstall() restores the C library's.
+ * tu_faultsim_fail(n, persist) zeroes the count and makes the allocation with index n from now fail (0: the next
+ * one), and with `persist` every one after it too; n < 0: none fails. tu_faultsim_count() is the number of
+ * allocations (malloc and realloc calls) since then, tu_faultsim_failures() how many were failed;
+ * tu_faultsim_reset() is tu_faultsim_fail(-1, false). Safe from the library's worker threads. */
+void tu_faultsim_install(void);
+void tu_faultsim_uninstall(void);
+void tu_faultsim_fail(long n, bool persist);
+void tu_faultsim_reset(void);
+long tu_faultsim_count(void);
+long tu_faultsim_failures(void);
 #endif
