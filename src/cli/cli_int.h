@@ -20,6 +20,8 @@ enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2, CLI_INTERRUPTED = 130, CLI_TERMI
 
 /* Prints "sluice: <msg>" to stderr, with the library's last error appended when `lib` is true. Returns CLI_FAIL. */
 int cli_fail(bool lib, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The message of the last cli_fail (without "sluice: "), for the --json error document. */
+const char *cli_last_error(void);
 /* Usage error: prints the message and a hint to use --help. Returns CLI_USAGE. */
 int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* True when argv[i] is -h or --help. */
@@ -45,7 +47,7 @@ double cli_now(void);
 void cli_signals_install(void);
 int cli_signal_seen(void);
 /* For commands inside one long library call: SIGINT or SIGTERM prints "sluice CMD: interrupted; WHAT" and exits
- * with 128 + the signal's number at once. */
+ * with 128 + the signal's number at once. cmd NULL restores the default handlers. */
 void cli_stop_on_signal(const char *cmd, const char *what);
 
 /* JSON output: `s` as a JSON string (escaped); the error document {"status": "error", "error": MSG} on stdout. */

@@ -61,16 +61,20 @@ int main(int argc, char **argv) {
   return CLI_USAGE;
 }
 
+static char g_last_error[2048];
+
 int cli_fail(bool lib, const char *fmt, ...) {
   va_list ap;
-  fprintf(stderr, "sluice: ");
   va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
+  int n = vsnprintf(g_last_error, sizeof g_last_error, fmt, ap);
   va_end(ap);
-  if (lib && sl_error_last()[0]) fprintf(stderr, ": %s", sl_error_last());
-  fputc('\n', stderr);
+  if (lib && sl_error_last()[0] && n >= 0 && (size_t)n < sizeof g_last_error)
+    snprintf(g_last_error + n, sizeof g_last_error - (size_t)n, ": %s", sl_error_last());
+  fprintf(stderr, "sluice: %s\n", g_last_error);
   return CLI_FAIL;
 }
+
+const char *cli_last_error(void) { return g_last_error; }
 
 int cli_usage(const char *cmd, const char *fmt, ...) {
   va_list ap;
@@ -162,16 +166,25 @@ int cli_signal_seen(void) { return g_signal; }
 
 /* For commands whose work is one library call that cannot be cancelled (trace, optimize): the handler says so in
  * one line and ends the process. Nothing the command writes exists yet at that point. */
-static char g_stop_msg[256];
-static size_t g_stop_len;
+static char g_stop_msg[2][256]; /* [0] after SIGINT, [1] after SIGTERM, formatted before the handler runs */
+static size_t g_stop_len[2];
 static void on_stop_signal(int s) {
-  ssize_t w = write(STDERR_FILENO, g_stop_msg, g_stop_len);
+  int k = s == SIGTERM;
+  ssize_t w = write(STDERR_FILENO, g_stop_msg[k], g_stop_len[k]);
   (void)w;
   _exit(128 + s);
 }
 void cli_stop_on_signal(const char *cmd, const char *what) {
-  int n = snprintf(g_stop_msg, sizeof g_stop_msg, "sluice %s: interrupted; %s\n", cmd, what);
-  g_stop_len = n < 0 ? 0 : (size_t)n < sizeof g_stop_msg ? (size_t)n : sizeof g_stop_msg - 1;
+  if (!cmd) {
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    return;
+  }
+  for (int k = 0; k < 2; k++) {
+    int n = snprintf(g_stop_msg[k], sizeof g_stop_msg[k], "sluice %s: %s; %s\n", cmd, k ? "terminated" : "interrupted",
+                     what);
+    g_stop_len[k] = n < 0 ? 0 : (size_t)n < sizeof g_stop_msg[k] ? (size_t)n : sizeof g_stop_msg[k] - 1;
+  }
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_stop_signal;
