@@ -41,6 +41,12 @@ spec b1 "$R" "$MAP, \"parallelism\": 1}" '{"op": "batch", "size": 7}'
 spec b4 "$R" "$MAP, \"parallelism\": 4}" '{"op": "batch", "size": 7}' '{"op": "prefetch", "buffer": 2}'
 [ "$(digest "$T/b1.json")" = "$(digest "$T/b4.json")" ] || fail "batched pipelines differ"
 
+# The optimizer's rewrite of a seeded pipeline (knobs only: no cache inserted) keeps its data.
+spec opt '{"op": "range", "stop": 2000}' "$MAP, \"parallelism\": \"autotune\"}" '{"op": "shuffle", "buffer": 100}' \
+  '{"op": "batch", "size": 8}' '{"op": "prefetch", "buffer": "autotune"}'
+"$S" optimize "$T/opt.json" -o "$T/opt.tuned.json" --seconds 0.3 --measure 0 --no-cache > /dev/null 2>&1 || fail "optimize"
+[ "$(digest "$T/opt.json")" = "$(digest "$T/opt.tuned.json")" ] || fail "the optimizer's rewrite changed the data"
+
 # The text summary carries it too, and --take limits what it covers.
 "$S" run "$T/p1.json" --digest --quiet | grep -q "digest $d1" || fail "text summary without the digest"
 dt=$("$S" run "$T/p1.json" --digest --json --take 10 | sed -n 's/.*"digest": "\([0-9a-f]*\)".*/\1/p')
