@@ -114,6 +114,12 @@ int sl_comp_string(const void **data, size_t *len, const sl_comp *c, int64_t i);
 int sl_comp_get_i64(int64_t *out, const sl_comp *c);
 int sl_comp_get_f64(double *out, const sl_comp *c);
 
+/* The element's 64-bit digest: XXH3_64bits of its canonical bytes (each component in order: name, dtype name,
+ * rank and dims, then the values little-endian, or each string's length and bytes). Summing the digests of a
+ * stream's elements modulo 2^64 gives a digest of the stream's multiset of elements: independent of order, and
+ * additive over disjoint parts (what `sluice run --digest` prints). SL_EINVAL for a malformed component. */
+int sl_elem_digest(uint64_t *out, const sl_elem *e);
+
 #ifdef __cplusplus
 }
 #endif

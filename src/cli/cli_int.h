@@ -15,11 +15,13 @@ typedef struct cli_cmd {
   int (*run)(int argc, char **argv); /* argv[0] is the subcommand name */
 } cli_cmd;
 
-/* Exit codes. */
-enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2, CLI_INTERRUPTED = 130 };
+/* Exit codes. 128 + a signal's number after SIGINT (130) or SIGTERM (143). */
+enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2, CLI_INTERRUPTED = 130, CLI_TERMINATED = 143 };
 
 /* Prints "sluice: <msg>" to stderr, with the library's last error appended when `lib` is true. Returns CLI_FAIL. */
 int cli_fail(bool lib, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The message of the last cli_fail (without "sluice: "), for the --json error document. */
+const char *cli_last_error(void);
 /* Usage error: prints the message and a hint to use --help. Returns CLI_USAGE. */
 int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* True when argv[i] is -h or --help. */
@@ -40,9 +42,22 @@ void cli_progress_update(cli_progress *p, int64_t done, const char *extra);
 void cli_progress_end(cli_progress *p);
 double cli_now(void);
 
-/* SIGINT handling for long runs: sets a flag the loop polls. */
-void cli_sigint_install(void);
-bool cli_sigint_seen(void);
+/* SIGINT and SIGTERM for loops the CLI drives: the handler sets a flag; cli_signal_seen() returns the signal's
+ * number (0: none) for the loop to stop cleanly and exit with 128 + it. */
+void cli_signals_install(void);
+int cli_signal_seen(void);
+/* For commands inside one long library call: SIGINT or SIGTERM prints "sluice CMD: interrupted; WHAT" and exits
+ * with 128 + the signal's number at once. cmd NULL restores the default handlers. */
+void cli_stop_on_signal(const char *cmd, const char *what);
+
+/* JSON output: `s` as a JSON string (escaped); the error document {"status": "error", "error": MSG} on stdout. */
+void cli_json_string(FILE *f, const char *s);
+void cli_json_error(const char *msg);
+/* Loads the spec at `path`: 0, or -1 with the message in msg (a directory and a YAML file named as such). */
+int cli_open_spec(sl_pipeline **out, const char *path, char *msg, size_t cap);
+/* Checks before a long run that `path` can be written (creating and removing it when absent): 0, or -1 with the
+ * message in msg. */
+int cli_check_writable(const char *path, char *msg, size_t cap);
 
 /* --record DB / SLUICE_PROV: the store to record into (NULL: none), and the recording (warns on failure; the
  * command's own result stands). `error` non-NULL records a FAILED execution. */
@@ -53,6 +68,7 @@ void cli_record(const char *db, const char *kind, const char *spec_path, sl_pipe
 /* The subcommands (one file each). */
 int cmd_run(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
+int cmd_head(int argc, char **argv);
 int cmd_gen(int argc, char **argv);
 int cmd_prov(int argc, char **argv);
 int cmd_trace(int argc, char **argv);

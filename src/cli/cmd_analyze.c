@@ -79,7 +79,8 @@ int cli_load_trace(const char *path, const char *spec, sl_trace **out) {
   int rc = CLI_OK;
   if (spec) {
     sl_pipeline *p = NULL;
-    if (sl_pipeline_from_file(&p, spec)) rc = cli_fail(false, "%s", sl_error_last());
+    char msg[1024];
+    if (cli_open_spec(&p, spec, msg, sizeof msg)) rc = cli_fail(false, "%s", msg);
     else if (sl_trace_check_spec(*out, p)) rc = cli_fail(false, "%s vs %s: %s", path, spec, sl_error_last());
     sl_pipeline_free(p);
   }
@@ -94,7 +95,7 @@ static void analyze_help(FILE *f) {
           "this machine and what limits it; the plan 'sluice optimize' would apply; and what-ifs (one more core,\n"
           "a cache, more memory).\n\n"
           "  --spec SPEC   check that the trace was taken of this spec\n"
-          "  --json        the report as JSON\n"
+          "  --json        the report as JSON (on failure {\"status\": \"error\", \"error\": ...})\n"
           "%s",
           cli_plan_options_help());
 }
@@ -136,6 +137,7 @@ int cmd_analyze(int argc, char **argv) {
     if (json && s) fputc('\n', stdout);
     sl_free(s);
   }
+  if (rc != CLI_OK && json) cli_json_error(cli_last_error());
   sl_plan_free(pl);
   sl_trace_free(t);
   return rc;

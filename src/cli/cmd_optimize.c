@@ -1,5 +1,7 @@
 /* cli/cmd_optimize.c: `sluice optimize SPEC -o TUNED`: traces the spec, solves the model, writes the planned spec,
  * runs it, and prints predicted vs measured throughput and the speed-up over the input spec. */
+#include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -15,15 +17,28 @@ static void optimize_help(FILE *f) {
           "the tuned pipeline and solves again, at most twice. The plan with a worker per core and the all-sequential\n"
           "plan are measured too and kept when clearly (10%%) faster; when SPEC itself ran clearly faster than every\n"
           "plan, SPEC's own configuration is written (\"kept:\" in the summary).\n\n"
-          "  -o TUNED       write the planned spec here (default: stdout, the summary then goes to stderr)\n"
+          "  -o TUNED       write the planned spec here (default: stdout, the summary then goes to stderr; with\n"
+          "                 --json the spec is written only with -o); checked before tracing starts\n"
           "  --trace TRACE  start from this trace of SPEC instead of tracing it (refused if it is of another spec)\n"
           "  --seconds S    trace SPEC for S seconds (default 2)\n"
           "  --measure S    run the planned spec S seconds to measure it (default 3; 0: do not run it)\n"
-          "  --json         print the summary as JSON\n"
+          "  --json         print the summary as JSON on stdout (on failure {\"status\": \"error\", \"error\": ...})\n"
           "  --record DB    record the run in an ML Metadata store (or set SLUICE_PROV)\n"
           "  --report       also print the analyzer's report of the final plan\n"
-          "%s",
+          "%s\nCtrl-C (SIGTERM) stops at once, writes nothing and exits with 130 (143).\n",
           cli_plan_options_help());
+}
+
+/* cli_fail, and with --json the same message as the error document on stdout. */
+static int fail_json(bool json, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail_json(bool json, const char *fmt, ...) {
+  char m[2048];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(m, sizeof m, fmt, ap);
+  va_end(ap);
+  if (json) cli_json_error(m);
+  return cli_fail(false, "%s", m);
 }
 
 int cmd_optimize(int argc, char **argv) {
@@ -47,11 +62,12 @@ int cmd_optimize(int argc, char **argv) {
       if (i + 1 >= argc) return cli_usage("optimize", "--trace needs a file name");
       trace_path = argv[++i];
     } else if (!strcmp(a, "--seconds")) {
-      if (i + 1 >= argc || !cli_parse_f64("optimize", a, argv[++i], &oo.trace_seconds)) return CLI_USAGE;
-      if (oo.trace_seconds <= 0) return cli_usage("optimize", "--seconds must be positive");
+      if (!cli_parse_f64("optimize", a, i + 1 < argc ? argv[++i] : NULL, &oo.trace_seconds)) return CLI_USAGE;
+      if (!(oo.trace_seconds > 0))
+        return cli_usage("optimize", "--seconds must be a positive number of seconds, not %s", argv[i]);
     } else if (!strcmp(a, "--measure")) {
-      if (i + 1 >= argc || !cli_parse_f64("optimize", a, argv[++i], &oo.measure_seconds)) return CLI_USAGE;
-      if (oo.measure_seconds < 0) return cli_usage("optimize", "--measure must not be negative");
+      if (!cli_parse_f64("optimize", a, i + 1 < argc ? argv[++i] : NULL, &oo.measure_seconds)) return CLI_USAGE;
+      if (!(oo.measure_seconds >= 0)) return cli_usage("optimize", "--measure must not be negative (got %s)", argv[i]);
     } else if (!strcmp(a, "--record")) {
       if (i + 1 >= argc) return cli_usage("optimize", "--record needs a store (a path, sqlite:PATH or postgresql://...)");
       record = argv[++i];
@@ -72,26 +88,31 @@ int cmd_optimize(int argc, char **argv) {
   if (!spec) return cli_usage("optimize", "a SPEC file is required");
   record = cli_record_target(record);
   double t_start = cli_now();
+  if (out && !strcmp(out, "-")) out = NULL;
   sl_pipeline *p = NULL;
-  if (sl_pipeline_from_file(&p, spec)) {
-    int r = cli_fail(false, "%s", sl_error_last());
-    char msg[1024];
-    snprintf(msg, sizeof msg, "%s", sl_error_last());
+  char msg[1024];
+  if (cli_open_spec(&p, spec, msg, sizeof msg)) {
     cli_record(record, "sluice.Optimize", spec, NULL, NULL, 0, 0, 0, 0, msg);
-    return r;
+    return fail_json(json, "%s", msg);
+  }
+  /* an output that cannot be written fails now, not after seconds of tracing */
+  if (out && cli_check_writable(out, msg, sizeof msg)) {
+    sl_pipeline_free(p);
+    return fail_json(json, "optimize: %s", msg);
   }
   sl_trace *given = NULL;
   if (trace_path && sl_trace_load(&given, trace_path)) {
-    int r = cli_fail(false, "%s", sl_error_last());
     sl_pipeline_free(p);
-    return r;
+    return fail_json(json, "%s", sl_error_last());
   }
   oo.trace = given;
   sl_plan *pl = NULL;
-  if (sl_optimize(&pl, p, &oo)) {
-    char msg[1024];
+  cli_stop_on_signal("optimize", "no spec written");
+  int opt_rc = sl_optimize(&pl, p, &oo);
+  cli_stop_on_signal(NULL, NULL);
+  if (opt_rc) {
     snprintf(msg, sizeof msg, "%s", sl_error_last());
-    int r = trace_path ? cli_fail(false, "%s vs %s: %s", trace_path, spec, msg) : cli_fail(false, "%s", msg);
+    int r = trace_path ? fail_json(json, "%s vs %s: %s", trace_path, spec, msg) : fail_json(json, "%s", msg);
     cli_record(record, "sluice.Optimize", spec, p, NULL, 0, 0, 0, cli_now() - t_start, msg);
     sl_trace_free(given);
     sl_pipeline_free(p);
@@ -100,13 +121,16 @@ int cmd_optimize(int argc, char **argv) {
   sl_trace_free(given);
   int rc = CLI_OK;
   char *tuned = NULL;
-  if (sl_plan_spec_json(&tuned, pl)) rc = cli_fail(false, "%s", sl_error_last());
+  if (sl_plan_spec_json(&tuned, pl)) rc = fail_json(json, "%s", sl_error_last());
   FILE *sum = stdout;
   if (rc == CLI_OK) {
     if (out) {
       FILE *f = fopen(out, "wb");
-      if (!f || fprintf(f, "%s\n", tuned) < 0 || fclose(f) != 0) rc = cli_fail(false, "%s: cannot write the spec", out);
-    } else {
+      bool ok = f && fprintf(f, "%s\n", tuned) >= 0;
+      int err = errno;
+      if (f && fclose(f) != 0 && ok) ok = false, err = errno;
+      if (!ok) rc = fail_json(json, "optimize: %s: cannot write the spec: %s", out, strerror(err));
+    } else if (!json) { /* --json: the JSON owns stdout; the spec is written only with -o */
       printf("%s\n", tuned);
       sum = stderr;
     }
@@ -114,11 +138,16 @@ int cmd_optimize(int argc, char **argv) {
   if (rc == CLI_OK) {
     double speedup = res.baseline > 0 ? (res.measured > 0 ? res.measured : res.predicted) / res.baseline : 0;
     if (json) {
-      fprintf(sum, "{\"spec\": \"%s\", \"tuned\": \"%s\", \"baseline\": %.3f, \"bound\": %.3f, \"predicted\": %.3f, "
-                   "\"measured\": %.3f, \"error\": %.4f, \"speedup\": %.4f, \"rounds\": %d, \"limit\": \"%s\", "
+      fprintf(sum, "{\"status\": \"ok\", \"spec\": ");
+      cli_json_string(sum, spec);
+      fprintf(sum, ", \"tuned\": ");
+      if (out) cli_json_string(sum, out);
+      else fprintf(sum, "null");
+      fprintf(sum, ", \"baseline\": %.3f, \"bound\": %.3f, \"predicted\": %.3f, "
+                   "\"measured\": %.3f, \"prediction_error\": %.4f, \"speedup\": %.4f, \"rounds\": %d, \"limit\": \"%s\", "
                    "\"other_load\": %.3f, \"model_cpu_per_element\": %.9f, \"measured_cpu_per_element\": %.9f, "
                    "\"measure_other_load\": %.3f, \"predicted_on_free_cores\": %.3f, \"kept_input\": %s}\n",
-              spec, out ? out : "-", res.baseline, res.bound, res.predicted, res.measured,
+              res.baseline, res.bound, res.predicted, res.measured,
               res.measured > 0 && res.predicted > 0 ? res.measured / res.predicted - 1 : 0, speedup, res.rounds,
               sl_plan_limit(pl), res.other_load, res.model_cpu, res.measured_cpu, res.measure_other_load,
               res.predicted_free, res.kept_input ? "true" : "false");

@@ -1,6 +1,7 @@
 /* cli/cmd_report.c: `sluice report TRACE -o report.html`: the trace's HTML report (sl_report_trace_html), with
  * the changes of a tuned spec (or of a trace of it) when --tuned names one. `sluice prov report` is in
  * cmd_prov_an.c. */
+#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
@@ -13,10 +14,10 @@ int cli_write_text(const char *cmd, const char *path, const char *text) {
     return fflush(stdout) == 0 ? CLI_OK : cli_fail(false, "%s: cannot write to stdout", cmd);
   }
   FILE *f = fopen(path, "wb");
-  if (!f || fputs(text, f) < 0 || fclose(f) != 0) {
-    if (f) fclose(f);
-    return cli_fail(false, "%s: cannot write %s", cmd, path);
-  }
+  bool ok = f && fputs(text, f) >= 0;
+  int err = errno;
+  if (f && fclose(f) != 0 && ok) ok = false, err = errno; /* one fclose, even after a failed write */
+  if (!ok) return cli_fail(false, "%s: cannot write %s: %s", cmd, path, strerror(err));
   return CLI_OK;
 }
 
@@ -41,13 +42,16 @@ static void report_help(FILE *f) {
 static int load_tuned(const char *path, sl_trace **trace, char **spec) {
   json_error_t e;
   json_t *j = json_load_file(path, 0, &e);
+  if (!j && e.line < 1) return cli_fail(false, "report: --tuned: %s", e.text); /* jansson's text names the file */
   if (!j) return cli_fail(false, "report: --tuned %s: line %d: %s", path, e.line, e.text);
   const char *fmt = json_string_value(json_object_get(j, "format"));
   bool is_trace = fmt && !strcmp(fmt, "sluice-trace");
   json_decref(j);
   if (is_trace) return sl_trace_load(trace, path) ? cli_fail(false, "report: --tuned %s", sl_error_last()) : CLI_OK;
   sl_pipeline *p = NULL;
-  if (sl_pipeline_from_file(&p, path) || sl_pipeline_to_json(spec, p)) {
+  char msg[1024];
+  if (cli_open_spec(&p, path, msg, sizeof msg)) return cli_fail(false, "report: --tuned %s", msg);
+  if (sl_pipeline_to_json(spec, p)) {
     sl_pipeline_free(p);
     return cli_fail(false, "report: --tuned %s", sl_error_last());
   }

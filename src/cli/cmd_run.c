@@ -1,4 +1,5 @@
 /* cli/cmd_run.c: `sluice run` (run a spec, report throughput) and `sluice validate` (build it without running). */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,7 +9,8 @@
 
 static void run_help(FILE *f) {
   fprintf(f,
-          "usage: sluice run SPEC [--take N] [--seconds S] [--warmup S] [--warmup-caches] [--tuner autotune] [--record DB] [--json] [--quiet]\n\n"
+          "usage: sluice run SPEC [--take N] [--seconds S] [--warmup S] [--warmup-caches] [--tuner autotune] [--record DB]\n"
+          "                  [--digest] [--json] [--quiet]\n\n"
           "Runs the pipeline in SPEC (a JSON file) and reports what it produced and how fast.\n\n"
           "  --take N      stop after N output elements\n"
           "  --seconds S   stop after S seconds (of measurement, after the warm-up)\n"
@@ -18,10 +20,15 @@ static void run_help(FILE *f) {
           "                SLUICE_PROV in the environment does the same\n"
           "  --tuner T     'autotune': tune the spec's \"autotune\" knobs online with the tf.data-AUTOTUNE\n"
           "                equivalent (HILL_CLIMB, re-optimised on a 10 ms -> 60 s doubling schedule)\n"
-          "  --json        print the summary as JSON on stdout\n"
+          "  --digest      print a digest of the output: the sum modulo 2^64 of each element's 64-bit hash\n"
+          "                (XXH3 of its component names, dtypes, shapes and values), 16 hex digits. Runs that\n"
+          "                yield the same elements in any order have the same digest; digests of disjoint parts\n"
+          "                (shards) add up to the whole's. Warm-up elements are included\n"
+          "  --json        print the summary as JSON on stdout (on failure {\"status\": \"error\", \"error\": ...})\n"
           "  --quiet       no progress line\n\n"
           "Output elements are what the last op yields (batches, when the pipeline batches); 'examples' counts the\n"
-          "leading dimension of batched elements. Ctrl-C stops cleanly, prints the summary and exits with 130.\n");
+          "leading dimension of batched elements. Ctrl-C (SIGTERM) stops cleanly, prints the summary and exits with\n"
+          "130 (143).\n");
 }
 
 static double cpu_seconds(void) {
@@ -36,20 +43,23 @@ int cmd_run(int argc, char **argv) {
   double seconds = -1, warmup = 0;
   bool warm_caches = false;
   const char *record = NULL;
-  bool json = false, quiet = false, autotune = false;
+  bool json = false, quiet = false, autotune = false, digest = false;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (cli_is_help(a)) {
       run_help(stdout);
       return CLI_OK;
     } else if (!strcmp(a, "--take")) {
-      if (i + 1 >= argc || !cli_parse_i64("run", a, argv[++i], &take)) return CLI_USAGE;
+      if (!cli_parse_i64("run", a, i + 1 < argc ? argv[++i] : NULL, &take)) return CLI_USAGE;
+      if (take <= 0) return cli_usage("run", "--take must be a positive number of elements, not %s", argv[i]);
     } else if (!strcmp(a, "--seconds")) {
-      if (i + 1 >= argc || !cli_parse_f64("run", a, argv[++i], &seconds)) return CLI_USAGE;
+      if (!cli_parse_f64("run", a, i + 1 < argc ? argv[++i] : NULL, &seconds)) return CLI_USAGE;
+      if (!(seconds > 0)) return cli_usage("run", "--seconds must be a positive number of seconds, not %s", argv[i]);
     } else if (!strcmp(a, "--warmup-caches")) {
       warm_caches = true;
     } else if (!strcmp(a, "--warmup")) {
-      if (i + 1 >= argc || !cli_parse_f64("run", a, argv[++i], &warmup)) return CLI_USAGE;
+      if (!cli_parse_f64("run", a, i + 1 < argc ? argv[++i] : NULL, &warmup)) return CLI_USAGE;
+      if (!(warmup >= 0)) return cli_usage("run", "--warmup must not be negative (got %s)", argv[i]);
     } else if (!strcmp(a, "--record")) {
       if (i + 1 >= argc) return cli_usage("run", "--record needs a store (a path, sqlite:PATH or postgresql://...)");
       record = argv[++i];
@@ -60,6 +70,8 @@ int cmd_run(int argc, char **argv) {
       else if (strcmp(t, "none")) return cli_usage("run", "--tuner: unknown tuner '%s' (known: autotune, none)", t);
     } else if (!strcmp(a, "--json")) {
       json = true;
+    } else if (!strcmp(a, "--digest")) {
+      digest = true;
     } else if (!strcmp(a, "--quiet")) {
       quiet = true;
     } else if (a[0] == '-') {
@@ -73,30 +85,29 @@ int cmd_run(int argc, char **argv) {
   if (!spec) return cli_usage("run", "a SPEC file is required");
   record = cli_record_target(record);
   sl_pipeline *p = NULL;
-  if (sl_pipeline_from_file(&p, spec)) {
-    int r = cli_fail(false, "%s", sl_error_last());
-    char msg[1024];
-    snprintf(msg, sizeof msg, "%s", sl_error_last());
+  char msg[1024];
+  if (cli_open_spec(&p, spec, msg, sizeof msg)) {
+    if (json) cli_json_error(msg);
     cli_record(record, "sluice.Run", spec, NULL, NULL, 0, 0, 0, 0, msg);
-    return r;
+    return cli_fail(false, "%s", msg);
   }
   sl_iter *it = NULL;
   if (sl_pipeline_iter(&it, p)) {
-    int r = cli_fail(false, "%s", sl_error_last());
-    char msg[1024];
     snprintf(msg, sizeof msg, "%s", sl_error_last());
+    if (json) cli_json_error(msg);
     cli_record(record, "sluice.Run", spec, p, NULL, 0, 0, 0, 0, msg);
     sl_pipeline_free(p);
-    return r;
+    return cli_fail(false, "%s", msg);
   }
   sl_autotuner *tuner = NULL;
   if (autotune && sl_autotune_start(&tuner, p, NULL)) {
-    int r = cli_fail(false, "%s", sl_error_last());
+    snprintf(msg, sizeof msg, "%s", sl_error_last());
+    if (json) cli_json_error(msg);
     sl_iter_free(it);
     sl_pipeline_free(p);
-    return r;
+    return cli_fail(false, "%s", msg);
   }
-  cli_sigint_install();
+  cli_signals_install();
   cli_progress p_bar;
   cli_progress_start(&p_bar, "run", take);
   if (quiet) p_bar.tty = false;
@@ -105,8 +116,9 @@ int cmd_run(int argc, char **argv) {
   double bytes = 0;
   sl_elem e;
   sl_elem_init(&e);
-  int rc = 0;
-  bool interrupted = false, warm = warmup <= 0 && (!warm_caches || sl_pipeline_caches_complete(p));
+  int rc = 0, sig = 0;
+  uint64_t sum = 0; /* --digest: element digests add modulo 2^64 (unsigned wrap-around) */
+  bool warm = warmup <= 0 && (!warm_caches || sl_pipeline_caches_complete(p));
   while (take < 0 || n < take) {
     rc = sl_iter_next(&e, it);
     if (rc) break;
@@ -117,7 +129,15 @@ int cmd_run(int argc, char **argv) {
       t0 = cli_now();
       c0 = cpu_seconds();
       n = examples = 0;
-      bytes = 0;
+      bytes = 0; /* the digest goes on: it covers every element the pipeline yields */
+    }
+    if (digest) {
+      uint64_t d;
+      if ((rc = sl_elem_digest(&d, &e)) != 0) {
+        sl_elem_clear(&e);
+        break;
+      }
+      sum += d;
     }
     n++;
     examples += e.n > 0 && e.c[0].rank > 0 ? e.c[0].shape[0] : 1;
@@ -130,31 +150,38 @@ int cmd_run(int argc, char **argv) {
       snprintf(extra, sizeof extra, "%.1f elem/s", el > 0 ? (double)n / el : 0.0);
       cli_progress_update(&p_bar, n, extra);
     }
-    if (cli_sigint_seen()) {
-      interrupted = true;
-      break;
-    }
+    if ((sig = cli_signal_seen()) != 0) break;
   }
   double wall = cli_now() - t0, cpu = cpu_seconds() - c0;
   cli_progress_end(&p_bar);
+  if (!sig) sig = cli_signal_seen(); /* a signal that ended a blocked next() as a failure is still a stop */
   char errmsg[1024] = "";
   if (rc < 0) snprintf(errmsg, sizeof errmsg, "%s", sl_error_last());
   int rounds = tuner ? sl_autotune_rounds(tuner) : 0;
   sl_autotune_stop(tuner);
   sl_iter_free(it);
   double rate = wall > 0 ? (double)n / wall : 0;
+  const char *status = rc < 0 ? "error" : sig == SIGTERM ? "terminated" : sig ? "interrupted" : "ok";
   if (json) {
-    printf("{\"spec\": \"%s\", \"elements\": %lld, \"examples\": %lld, \"bytes\": %.0f, \"wall_seconds\": %.6f, "
+    printf("{\"spec\": ");
+    cli_json_string(stdout, spec);
+    printf(", \"elements\": %lld, \"examples\": %lld, \"bytes\": %.0f, \"wall_seconds\": %.6f, "
            "\"cpu_seconds\": %.6f, \"elements_per_second\": %.3f, \"examples_per_second\": %.3f, "
-           "\"mb_per_second\": %.3f, \"status\": \"%s\", \"tuner\": \"%s\", \"tuner_rounds\": %d}\n",
-           spec, (long long)n, (long long)examples, bytes, wall, cpu, rate, wall > 0 ? (double)examples / wall : 0,
-           wall > 0 ? bytes / wall / 1e6 : 0, rc < 0 ? "error" : interrupted ? "interrupted" : "ok",
-           autotune ? "autotune" : "none", rounds);
+           "\"mb_per_second\": %.3f, \"status\": \"%s\", \"tuner\": \"%s\", \"tuner_rounds\": %d",
+           (long long)n, (long long)examples, bytes, wall, cpu, rate, wall > 0 ? (double)examples / wall : 0,
+           wall > 0 ? bytes / wall / 1e6 : 0, status, autotune ? "autotune" : "none", rounds);
+    if (digest) printf(", \"digest\": \"%016llx\"", (unsigned long long)sum);
+    if (rc < 0) {
+      printf(", \"error\": ");
+      cli_json_string(stdout, errmsg);
+    }
+    printf("}\n");
   } else if (!quiet || rc >= 0) {
     printf("%s: %lld elements (%lld examples) in %.3f s\n", sl_pipeline_name(p), (long long)n, (long long)examples, wall);
     printf("  %.1f elements/s, %.1f examples/s, %.2f MB/s\n", rate, wall > 0 ? (double)examples / wall : 0,
            wall > 0 ? bytes / wall / 1e6 : 0);
     printf("  wall %.3f s, CPU %.3f s (%.2f cores)\n", wall, cpu, wall > 0 ? cpu / wall : 0);
+    if (digest) printf("  digest %016llx%s\n", (unsigned long long)sum, rc < 0 || sig ? " (of the elements so far)" : "");
     if (autotune) {
       printf("  tuner autotune: %d re-optimisations; final knobs:", rounds);
       for (int i = 0; i < sl_pipeline_op_count(p); i++) {
@@ -168,32 +195,49 @@ int cmd_run(int argc, char **argv) {
   cli_record(record, "sluice.Run", spec, p, NULL, 0, rate, cpu, wall, rc < 0 ? errmsg : NULL);
   sl_pipeline_free(p);
   if (rc < 0) return cli_fail(false, "%s", errmsg);
-  if (interrupted) {
-    fprintf(stderr, "sluice: interrupted after %lld elements\n", (long long)n);
-    return CLI_INTERRUPTED;
+  if (sig) {
+    fprintf(stderr, "sluice: %s after %lld elements\n", sig == SIGTERM ? "terminated" : "interrupted", (long long)n);
+    return 128 + sig;
   }
   return CLI_OK;
 }
 
+static void validate_help(FILE *f) {
+  fprintf(f, "usage: sluice validate SPEC [--print]\n\nBuilds the pipeline in SPEC without running it: checks the "
+             "JSON, every op, knob and function, and that input files exist.\n  --print   print the normalised spec\n");
+}
+
 int cmd_validate(int argc, char **argv) {
-  if (argc < 2 || cli_is_help(argv[1])) {
-    FILE *f = argc < 2 ? stderr : stdout;
-    fprintf(f, "usage: sluice validate SPEC [--print]\n\nBuilds the pipeline in SPEC without running it: checks the "
-               "JSON, every op, knob and function, and that input files exist.\n  --print   print the normalised spec\n");
-    return argc < 2 ? CLI_USAGE : CLI_OK;
+  const char *spec = NULL;
+  bool print = false;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (cli_is_help(a)) {
+      validate_help(stdout);
+      return CLI_OK;
+    } else if (!strcmp(a, "--print")) {
+      print = true;
+    } else if (a[0] == '-') {
+      return cli_usage("validate", "unknown option '%s'", a);
+    } else if (!spec) {
+      spec = a;
+    } else {
+      return cli_usage("validate", "more than one spec given ('%s', '%s')", spec, a);
+    }
   }
-  bool print = argc > 2 && !strcmp(argv[2], "--print");
+  if (!spec) return cli_usage("validate", "a SPEC file is required");
   sl_pipeline *p = NULL;
-  if (sl_pipeline_from_file(&p, argv[1])) return cli_fail(false, "%s", sl_error_last());
+  char msg[1024];
+  if (cli_open_spec(&p, spec, msg, sizeof msg)) return cli_fail(false, "%s", msg);
+  int rc = CLI_OK;
   if (print) {
     char *s = NULL;
-    if (sl_pipeline_to_json(&s, p) == 0) {
-      printf("%s\n", s);
-      sl_free(s);
-    }
+    if (sl_pipeline_to_json(&s, p) == 0) printf("%s\n", s);
+    else rc = cli_fail(false, "%s", sl_error_last());
+    sl_free(s);
   } else {
-    printf("%s: ok (%d ops)\n", argv[1], sl_pipeline_op_count(p));
+    printf("%s: ok (%d ops)\n", spec, sl_pipeline_op_count(p));
   }
   sl_pipeline_free(p);
-  return CLI_OK;
+  return rc;
 }

@@ -11,13 +11,14 @@ static void trace_help(FILE *f) {
           "Runs the pipeline in SPEC with its per-op counters, probes the machine (usable cores, memory, and the\n"
           "read bandwidth of the disk holding the data, page cache kept out) and writes a trace for\n"
           "'sluice analyze' and 'sluice optimize'. The format is versioned: docs/trace-format.md.\n\n"
-          "  -o TRACE      write the trace here (default: stdout)\n"
+          "  -o TRACE      write the trace here (default: stdout); checked before the run starts\n"
           "  --seconds S   trace for S seconds (default 5; the trace also ends with the stream)\n"
           "  --take N      stop after N output elements\n"
           "  --warmup S    run S seconds before counting (default 0)\n"
           "  --no-disk     do not measure disk bandwidth\n"
           "  --record DB   record the run in an ML Metadata store (or set SLUICE_PROV)\n"
-          "  --quiet       no summary line on stderr\n");
+          "  --quiet       no summary line on stderr\n\n"
+          "Ctrl-C (SIGTERM) stops the run at once, writes nothing and exits with 130 (143).\n");
 }
 
 int cmd_trace(int argc, char **argv) {
@@ -33,14 +34,14 @@ int cmd_trace(int argc, char **argv) {
       if (i + 1 >= argc) return cli_usage("trace", "%s needs a file name", a);
       out = argv[++i];
     } else if (!strcmp(a, "--seconds")) {
-      if (i + 1 >= argc || !cli_parse_f64("trace", a, argv[++i], &o.seconds)) return CLI_USAGE;
-      if (o.seconds <= 0) return cli_usage("trace", "--seconds must be positive");
+      if (!cli_parse_f64("trace", a, i + 1 < argc ? argv[++i] : NULL, &o.seconds)) return CLI_USAGE;
+      if (!(o.seconds > 0)) return cli_usage("trace", "--seconds must be a positive number of seconds, not %s", argv[i]);
     } else if (!strcmp(a, "--take")) {
-      if (i + 1 >= argc || !cli_parse_i64("trace", a, argv[++i], &o.take)) return CLI_USAGE;
-      if (o.take <= 0) return cli_usage("trace", "--take must be positive");
+      if (!cli_parse_i64("trace", a, i + 1 < argc ? argv[++i] : NULL, &o.take)) return CLI_USAGE;
+      if (o.take <= 0) return cli_usage("trace", "--take must be a positive number of elements, not %s", argv[i]);
     } else if (!strcmp(a, "--warmup")) {
-      if (i + 1 >= argc || !cli_parse_f64("trace", a, argv[++i], &o.warmup)) return CLI_USAGE;
-      if (o.warmup < 0) return cli_usage("trace", "--warmup must not be negative");
+      if (!cli_parse_f64("trace", a, i + 1 < argc ? argv[++i] : NULL, &o.warmup)) return CLI_USAGE;
+      if (!(o.warmup >= 0)) return cli_usage("trace", "--warmup must not be negative (got %s)", argv[i]);
     } else if (!strcmp(a, "--record")) {
       if (i + 1 >= argc) return cli_usage("trace", "--record needs a store (a path, sqlite:PATH or postgresql://...)");
       record = argv[++i];
@@ -60,14 +61,20 @@ int cmd_trace(int argc, char **argv) {
   record = cli_record_target(record);
   sl_pipeline *p = NULL;
   char msg[1024];
-  if (sl_pipeline_from_file(&p, spec)) {
-    int r = cli_fail(false, "%s", sl_error_last());
-    snprintf(msg, sizeof msg, "%s", sl_error_last());
+  if (cli_open_spec(&p, spec, msg, sizeof msg)) {
     cli_record(record, "sluice.Run", spec, NULL, NULL, 0, 0, 0, 0, msg);
-    return r;
+    return cli_fail(false, "%s", msg);
+  }
+  /* an output that cannot be written fails now, not after the run */
+  if (out && strcmp(out, "-") && cli_check_writable(out, msg, sizeof msg)) {
+    sl_pipeline_free(p);
+    return cli_fail(false, "trace: %s", msg);
   }
   sl_trace *t = NULL;
-  if (sl_trace_run(&t, p, &o)) {
+  cli_stop_on_signal("trace", "no trace written");
+  int run_rc = sl_trace_run(&t, p, &o);
+  cli_stop_on_signal(NULL, NULL);
+  if (run_rc) {
     int r = cli_fail(false, "%s", sl_error_last());
     snprintf(msg, sizeof msg, "%s", sl_error_last());
     cli_record(record, "sluice.Run", spec, p, NULL, 0, 0, 0, 0, msg);
@@ -75,6 +82,7 @@ int cmd_trace(int argc, char **argv) {
     return r;
   }
   int rc = CLI_OK;
+  if (out && !strcmp(out, "-")) out = NULL;
   if (out) {
     if (sl_trace_save(t, out)) rc = cli_fail(false, "%s", sl_error_last());
   } else {

@@ -1,9 +1,13 @@
 /* cli/main.c: `sluice`, the command-line tool: dispatches to one subcommand per file in src/cli/. */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -12,6 +16,7 @@
 static const cli_cmd CMDS[] = {
     {"run", "run a pipeline spec and report its throughput", cmd_run},
     {"validate", "check a pipeline spec without running it", cmd_validate},
+    {"head", "print the first elements a pipeline spec yields", cmd_head},
     {"gen", "generate a synthetic dataset (imagenet, ssd, text, tabular)", cmd_gen},
     {"trace", "run a spec with per-op counters and write a trace", cmd_trace},
     {"analyze", "explain a trace: bottleneck, throughput bound, what-ifs", cmd_analyze},
@@ -43,23 +48,35 @@ int main(int argc, char **argv) {
     printf("sluice %s\n", sl_version());
     return CLI_OK;
   }
-  for (size_t i = 0; i < NCMDS; i++)
-    if (!strcmp(argv[1], CMDS[i].name)) return CMDS[i].run(argc - 1, argv + 1);
+  for (size_t i = 0; i < NCMDS; i++) {
+    if (strcmp(argv[1], CMDS[i].name)) continue;
+    /* `sluice SUBCOMMAND --version` answers as `sluice --version` does, before any option parsing */
+    for (int a = 2; a < argc && strcmp(argv[a], "--"); a++)
+      if (!strcmp(argv[a], "--version")) {
+        printf("sluice %s\n", sl_version());
+        return CLI_OK;
+      }
+    return CMDS[i].run(argc - 1, argv + 1);
+  }
   fprintf(stderr, "sluice: unknown command '%s'\n", argv[1]);
   usage(stderr);
   return CLI_USAGE;
 }
 
+static char g_last_error[2048];
+
 int cli_fail(bool lib, const char *fmt, ...) {
   va_list ap;
-  fprintf(stderr, "sluice: ");
   va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
+  int n = vsnprintf(g_last_error, sizeof g_last_error, fmt, ap);
   va_end(ap);
-  if (lib && sl_error_last()[0]) fprintf(stderr, ": %s", sl_error_last());
-  fputc('\n', stderr);
+  if (lib && sl_error_last()[0] && n >= 0 && (size_t)n < sizeof g_last_error)
+    snprintf(g_last_error + n, sizeof g_last_error - (size_t)n, ": %s", sl_error_last());
+  fprintf(stderr, "sluice: %s\n", g_last_error);
   return CLI_FAIL;
 }
+
+const char *cli_last_error(void) { return g_last_error; }
 
 int cli_usage(const char *cmd, const char *fmt, ...) {
   va_list ap;
@@ -137,15 +154,112 @@ void cli_progress_end(cli_progress *p) {
   if (p->tty) fprintf(stderr, "\r\033[K");
 }
 
-static volatile sig_atomic_t g_sigint;
-static void on_sigint(int s) {
-  (void)s;
-  g_sigint = 1;
-}
-void cli_sigint_install(void) {
+static volatile sig_atomic_t g_signal;
+static void on_signal(int s) { g_signal = s; }
+void cli_signals_install(void) {
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_sigint;
+  sa.sa_handler = on_signal;
+  sa.sa_flags = SA_RESTART; /* a read in a worker resumes; the loop polls the flag */
   sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
 }
-bool cli_sigint_seen(void) { return g_sigint != 0; }
+int cli_signal_seen(void) { return g_signal; }
+
+/* For commands whose work is one library call that cannot be cancelled (trace, optimize): the handler says so in
+ * one line and ends the process. Nothing the command writes exists yet at that point. */
+static char g_stop_msg[2][256]; /* [0] after SIGINT, [1] after SIGTERM, formatted before the handler runs */
+static size_t g_stop_len[2];
+static void on_stop_signal(int s) {
+  int k = s == SIGTERM;
+  ssize_t w = write(STDERR_FILENO, g_stop_msg[k], g_stop_len[k]);
+  (void)w;
+  _exit(128 + s);
+}
+void cli_stop_on_signal(const char *cmd, const char *what) {
+  if (!cmd) {
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    return;
+  }
+  for (int k = 0; k < 2; k++) {
+    int n = snprintf(g_stop_msg[k], sizeof g_stop_msg[k], "sluice %s: %s; %s\n", cmd, k ? "terminated" : "interrupted",
+                     what);
+    g_stop_len[k] = n < 0 ? 0 : (size_t)n < sizeof g_stop_msg[k] ? (size_t)n : sizeof g_stop_msg[k] - 1;
+  }
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_stop_signal;
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+}
+
+void cli_json_string(FILE *f, const char *s) {
+  json_t *j = json_string(s ? s : "");
+  char *t = j ? json_dumps(j, JSON_ENCODE_ANY) : NULL;
+  if (t) fputs(t, f);
+  else fputs("\"\"", f); /* not valid UTF-8 (or out of memory): an empty string keeps the document valid */
+  free(t);
+  json_decref(j);
+}
+
+void cli_json_error(const char *msg) {
+  fputs("{\"status\": \"error\", \"error\": ", stdout);
+  cli_json_string(stdout, msg);
+  fputs("}\n", stdout);
+  fflush(stdout);
+}
+
+/* A spec that is a directory or YAML gets a message saying so, instead of the JSON parser's "malformed JSON at
+ * 1:0". The suffix decides before reading; after a parse error, a first character that cannot start JSON does. */
+int cli_open_spec(sl_pipeline **out, const char *path, char *msg, size_t cap) {
+  *out = NULL;
+  struct stat st;
+  if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+    snprintf(msg, cap, "%s: is a directory (a SPEC is a JSON file)", path);
+    return -1;
+  }
+  const char *dot = strrchr(path, '.');
+  if (dot && (!strcmp(dot, ".yaml") || !strcmp(dot, ".yml"))) {
+    snprintf(msg, cap, "%s: specs are JSON, not YAML (see docs/spec.md)", path);
+    return -1;
+  }
+  if (sl_pipeline_from_file(out, path) == 0) return 0;
+  snprintf(msg, cap, "%s", sl_error_last());
+  FILE *f = fopen(path, "rb");
+  if (f) {
+    int c;
+    while ((c = fgetc(f)) != EOF && (c == ' ' || c == '\t' || c == '\r' || c == '\n')) {
+    }
+    fclose(f);
+    if (c != EOF && c != '{' && c != '[')
+      snprintf(msg, cap, "%s: specs are JSON (an object starting with '{'); this file starts with '%c'", path,
+               c >= 32 && c < 127 ? c : '?');
+  }
+  return -1;
+}
+
+int cli_check_writable(const char *path, char *msg, size_t cap) {
+  struct stat st;
+  if (stat(path, &st) == 0) {
+    if (S_ISDIR(st.st_mode)) {
+      snprintf(msg, cap, "%s: is a directory", path);
+      return -1;
+    }
+    int fd = open(path, O_WRONLY | O_CLOEXEC); /* no O_TRUNC: the file stays as it is until written */
+    if (fd < 0) {
+      snprintf(msg, cap, "%s: cannot write: %s", path, strerror(errno));
+      return -1;
+    }
+    close(fd);
+    return 0;
+  }
+  int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  if (fd < 0) {
+    snprintf(msg, cap, "%s: cannot write: %s", path, strerror(errno));
+    return -1;
+  }
+  close(fd);
+  unlink(path); /* only a probe: nothing is left behind if the command fails later */
+  return 0;
+}

@@ -64,7 +64,7 @@ if grep -q autotune "$D/tuned.json"; then fail "knob left on autotune"; fi
 "$CLI" optimize "$D/spin.json" --trace "$D/t.json" -o "$D/model.json" --measure 0 --cores 2 > /dev/null
 python3 -c "import json,sys; s=json.load(open(sys.argv[1])); assert s['ops'][2]['parallelism']>=2, s" "$D/model.json" \
   || fail "heavy stage parallelism"
-"$CLI" optimize "$D/spin.json" --seconds 0.4 --measure 0 --json 2>&1 >/dev/null | grep -q '"predicted"' || fail "optimize --json"
+"$CLI" optimize "$D/spin.json" --seconds 0.4 --measure 0 --json 2>/dev/null | grep -q '"predicted"' || fail "optimize --json"
 
 # The baseline tuner.
 sed 's/"us": \([0-9]*\)}/"us": \1}, "parallelism": "autotune"/' "$D/spin.json" > "$D/auto.json"
