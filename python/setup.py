@@ -60,6 +60,7 @@ class BuildExt(build_ext):
         import numpy
 
         d = cmake_build()
+        self.force = True  # the module must be relinked when libsluice.a changed, which setuptools cannot see
         for ext in self.extensions:
             ext.include_dirs += [os.path.join(ROOT, "include"), numpy.get_include()]
             # libsluice.a whole, its symbols kept out of the module's exports.
