@@ -78,7 +78,10 @@ class Pipeline(_sluice.Pipeline):
         return _json.loads(self.to_json())
 
     def __repr__(self):
-        return f"sluice.Pipeline({self.name!r})"
+        try:
+            return f"sluice.Pipeline({self.name!r})"
+        except Error:
+            return "sluice.Pipeline(<not built>)"
 
 
 def register_fn(name, fn, random=False, filter=False):

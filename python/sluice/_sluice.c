@@ -210,9 +210,14 @@ static void on_sigint(int sig, siginfo_t *info, void *ctx) {
   errno = saved;
 }
 
+/* A forked child (a DataLoader worker, say) has no watcher thread: it starts its own at its first run. */
+static void watcher_after_fork(void) { watcher_started = false; }
+
 /* Puts on_sigint in front of the handler in force when that is a function (Python's, or one the user set with
  * signal.signal since: that replaced ours, so we chain again). Leaves SIG_DFL/SIG_IGN alone. */
 static void watch_sigint(void) {
+  static bool atfork;
+  if (!atfork) atfork = pthread_atfork(NULL, NULL, watcher_after_fork) == 0;
   if (!watcher_started) {
     if (sem_init(&sig_sem, 0, 0)) return;
     pthread_t t;

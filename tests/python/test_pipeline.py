@@ -172,6 +172,14 @@ def test_arrays_outlive_the_pipeline(data):
     assert refs == 2
 
 
+def test_a_cache_op_makes_read_only_arrays():
+    # A cache op's buffers serve every later epoch: writing to them would change the data.
+    cached = list(sluice.Pipeline({"ops": [{"op": "range", "stop": 64}, {"op": "batch", "size": 32}, {"op": "cache"}]}))
+    assert not cached[0]["value"].flags.writeable
+    plain = list(sluice.Pipeline({"ops": [{"op": "range", "stop": 64}, {"op": "batch", "size": 32}]}))
+    assert plain[0]["value"].flags.writeable
+
+
 def rss_bytes():
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
