@@ -9,11 +9,13 @@ ifeq ($(CI),true)
 endif
 
 # Packages needed to build and test (Chromium renders the HTML reports in tests/integration/report_render.sh).
-# Benchmark peers (PyTorch) are separate.
+# The Python package's build and tests need Debian's python3-* (sluice.torch is tested, so python3-torch too).
+# Benchmark peers (torchvision, PIL) are separate.
 DEB_PKGS := build-essential cmake pkg-config clang libclang-rt-14-dev \
   libjansson-dev libturbojpeg0-dev libjpeg62-turbo-dev libglpk-dev libxgboost-dev \
   protobuf-c-compiler libprotobuf-c-dev libcmocka-dev libzstd-dev zlib1g-dev libisal-dev \
-  libstb-dev libxxhash-dev libpq-dev libsqlite3-dev sqlite3 postgresql python3 chromium
+  libstb-dev libxxhash-dev libpq-dev libsqlite3-dev sqlite3 postgresql python3 chromium \
+  python3-dev python3-numpy python3-setuptools python3-pip python3-venv python3-pytest python3-torch
 DEB_BENCH := python3-torch python3-torchvision python3-pil python3-numpy hyperfine
 
 FUZZ_SECONDS ?= 20
@@ -53,8 +55,8 @@ demo: deps
 	bash tools/demo.sh $(BUILD)/sluice
 
 test: deps
-	$(MAKE) test-plain test-asan test-tsan test-fuzz
-	@echo "make test: plain, ASan+UBSan, TSan suites and $(FUZZ_SECONDS) s of each fuzz target passed"
+	$(MAKE) test-plain test-asan test-tsan test-fuzz test-python
+	@echo "make test: plain, ASan+UBSan, TSan suites, $(FUZZ_SECONDS) s of each fuzz target and the Python package passed"
 
 test-plain: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
@@ -98,3 +100,20 @@ install: build
 
 clean:
 	rm -rf build build-asan build-tsan build-fuzz build-engine
+
+# ---- Python package (python/, docs/python.md): Debian's interpreter, offline, libsluice linked in statically.
+.PHONY: python test-python
+PYTHON := /usr/bin/python3
+# Into the active virtual environment, else (Debian marks its own site-packages as externally managed) for the
+# user (~/.local).
+PIP_USER := $(if $(VIRTUAL_ENV),,--user --break-system-packages)
+PYVENV := $(BUILD)/pyvenv
+
+python: build
+	SLUICE_BUILD_DIR=$(abspath $(BUILD)) $(if $(VIRTUAL_ENV),$(VIRTUAL_ENV)/bin/python,$(PYTHON)) -m pip install --no-build-isolation --no-deps $(PIP_USER) ./python
+
+# The install path a user takes, in a throw-away venv that sees Debian's numpy/torch/pytest; then the pytest suite.
+test-python: build
+	rm -rf $(PYVENV) && $(PYTHON) -m venv --system-site-packages $(PYVENV)
+	SLUICE_BUILD_DIR=$(abspath $(BUILD)) $(PYVENV)/bin/python -m pip install -q --no-build-isolation --no-deps ./python
+	cd tests/python && SLUICE_CLI=$(abspath $(BUILD))/sluice $(abspath $(PYVENV))/bin/python -m pytest -q -p no:cacheprovider .

@@ -75,7 +75,7 @@ static void print_comp(const sl_comp *c, int width) {
       const void *s;
       size_t len;
       char buf[HEAD_CHARS * 4 + 8];
-      if (sl_comp_string(c, i, &s, &len)) break;
+      if (sl_comp_string(&s, &len, c, i)) break;
       abbrev(s, len, buf, sizeof buf);
       printf("%s\"%s\"", i ? " " : " ", buf);
       total = len;
@@ -110,7 +110,7 @@ static json_t *comp_json(const sl_comp *c) {
       const void *s;
       size_t len;
       char buf[HEAD_CHARS * 4 + 8];
-      if (sl_comp_string(c, i, &s, &len)) break;
+      if (sl_comp_string(&s, &len, c, i)) break;
       abbrev(s, len, buf, sizeof buf);
       json_array_append_new(vals, json_string(buf));
     }
@@ -176,7 +176,7 @@ int cmd_head(int argc, char **argv) {
   sl_elem_init(&e);
   int rc = 0;
   int64_t n = 0;
-  for (; n < take && (rc = sl_iter_next(it, &e)) == 0; n++) {
+  for (; n < take && (rc = sl_iter_next(&e, it)) == 0; n++) {
     if (json) {
       json_t *comps = json_array(), *o = json_object();
       for (int k = 0; k < e.n; k++) json_array_append_new(comps, comp_json(&e.c[k]));

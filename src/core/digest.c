@@ -72,7 +72,7 @@ int sl_elem_digest(uint64_t *out, const sl_elem *e) {
     for (int64_t k = 0; k < n; k++) {
       const void *s;
       size_t len;
-      int rc = sl_comp_string(c, k, &s, &len);
+      int rc = sl_comp_string(&s, &len, c, k);
       if (rc) return rc;
       put_u64(&st, (uint64_t)len);
       XXH3_64bits_update(&st, s, len);

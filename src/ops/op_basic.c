@@ -1,4 +1,6 @@
 /* ops/op_basic.c: the small synchronous operators: range, take, skip, repeat, shard. */
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ops/engine_int.h"
@@ -183,6 +185,26 @@ typedef struct {
   sl__it it;
   int64_t pos;
 } shard_it;
+/* "auto" takes the value from the launcher's environment (torchrun sets WORLD_SIZE and RANK); the spec keeps
+ * "auto", so one spec serves every rank. */
+static int shard_knob(const sl__op *op, json_t *o, const char *key, const char *env, int64_t def, int64_t min,
+                      int64_t *out) {
+  json_t *v = json_object_get(o, key);
+  if (!v || !json_is_string(v) || strcmp(json_string_value(v), "auto")) return sl__knob_int(op, o, key, def, min, out);
+  const char *s = getenv(env);
+  if (!s || !*s)
+    return sl__err(SL_EINVAL, "%s.%s: \"auto\" takes it from the launcher's environment, but %s is not set "
+                   "(torchrun sets WORLD_SIZE and RANK; or give a number)", op->path, key, env);
+  char *end;
+  errno = 0;
+  long long x = strtoll(s, &end, 10);
+  if (errno || *end || x < min)
+    return sl__err(SL_EINVAL, "%s.%s: \"auto\": %s=\"%s\" is not an integer >= %lld", op->path, key, env, s,
+                   (long long)min);
+  *out = x;
+  return 0;
+}
+
 static int shard_parse(sl__op *op, json_t *o) {
   static const char *const keys[] = {"num_shards", "index", NULL};
   shard_cfg *c = sl__calloc(1, sizeof *c);
@@ -191,7 +213,8 @@ static int shard_parse(sl__op *op, json_t *o) {
   int rc;
   if ((rc = sl__knob_check_keys(op, o, keys))) return rc;
   if (!json_object_get(o, "num_shards")) return sl__err(SL_EINVAL, "%s.num_shards: required", op->path);
-  if ((rc = sl__knob_int(op, o, "num_shards", 1, 1, &c->num)) || (rc = sl__knob_int(op, o, "index", 0, 0, &c->index)))
+  if ((rc = shard_knob(op, o, "num_shards", "WORLD_SIZE", 1, 1, &c->num)) ||
+      (rc = shard_knob(op, o, "index", "RANK", 0, 0, &c->index)))
     return rc;
   if (c->index >= c->num)
     return sl__err(SL_EINVAL, "%s.index: %lld must be below num_shards %lld", op->path, (long long)c->index,

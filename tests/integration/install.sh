@@ -36,7 +36,7 @@ int main(void) {
   sl_elem e;
   sl_elem_init(&e);
   int n = 0;
-  while (sl_iter_next(it, &e) == 0) {
+  while (sl_iter_next(&e, it) == 0) {
     n++;
     sl_elem_clear(&e);
   }

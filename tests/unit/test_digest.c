@@ -77,7 +77,7 @@ static uint64_t stream_digest(const char *json) {
   sl_elem_init(&e);
   uint64_t sum = 0;
   int rc;
-  while ((rc = sl_iter_next(it, &e)) == 0) {
+  while ((rc = sl_iter_next(&e, it)) == 0) {
     sum += digest_of(&e);
     sl_elem_clear(&e);
   }

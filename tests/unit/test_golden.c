@@ -61,7 +61,7 @@ static void test_trace_v1_loads(void **st) {
   assert_int_equal(s.parent, -1);
   /* It writes itself back as the same format. */
   char *js = NULL;
-  assert_int_equal(sl_trace_to_json(t, &js), 0);
+  assert_int_equal(sl_trace_to_json(&js, t), 0);
   assert_non_null(strstr(js, "\"format\": \"sluice-trace\""));
   assert_non_null(strstr(js, "\"version\": 1"));
   sl_free(js);

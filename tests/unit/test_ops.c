@@ -93,6 +93,34 @@ static void test_shard_sizes(void **s) {
                        SL_EINVAL, "must be below num_shards");
 }
 
+/* "auto" reads WORLD_SIZE and RANK; the ranks' shards are disjoint and cover the input. */
+static void test_shard_auto(void **s) {
+  const char *spec = "{\"ops\": [{\"op\": \"range\", \"stop\": 10}, {\"op\": \"shard\", \"num_shards\": \"auto\", "
+                     "\"index\": \"auto\"}]}";
+  unsetenv("WORLD_SIZE");
+  unsetenv("RANK");
+  tu_expect_spec_error(spec, SL_EINVAL, "ops[1].num_shards: \"auto\" takes it from the launcher's environment, but "
+                       "WORLD_SIZE is not set");
+  setenv("WORLD_SIZE", "2", 1);
+  tu_expect_spec_error(spec, SL_EINVAL, "ops[1].index: \"auto\" takes it from the launcher's environment, but RANK");
+  setenv("RANK", "x", 1);
+  tu_expect_spec_error(spec, SL_EINVAL, "RANK=\"x\" is not an integer");
+  int64_t total = 0;
+  for (int r = 0; r < 2; r++) {
+    char v[8];
+    snprintf(v, sizeof v, "%d", r);
+    setenv("RANK", v, 1);
+    sl_pipeline *p = tu_pipelinef("%s", spec);
+    total += tu_count(p, 0);
+    sl_pipeline_free(p);
+  }
+  assert_int_equal(total, 10);
+  setenv("RANK", "2", 1);
+  tu_expect_spec_error(spec, SL_EINVAL, "must be below num_shards");
+  unsetenv("WORLD_SIZE");
+  unsetenv("RANK");
+}
+
 static void test_batch_remainder_and_shapes(void **s) {
   sl_pipeline *p = tu_pipelinef("{\"ops\": [{\"op\": \"range\", \"stop\": 10}, {\"op\": \"batch\", \"size\": 4}]}");
   sl_iter *it;
@@ -419,6 +447,7 @@ int main(void) {
       cmocka_unit_test(test_range_take_skip),
       cmocka_unit_test(test_repeat_counts_and_forever),
       cmocka_unit_test(test_shard_sizes),
+      cmocka_unit_test(test_shard_auto),
       cmocka_unit_test(test_batch_remainder_and_shapes),
       cmocka_unit_test(test_batch_of_strings_and_ragged_errors),
       cmocka_unit_test(test_padded_batch_pads_to_the_longest),

@@ -1,0 +1,105 @@
+"""sluice: fast ML input pipelines that find and remove their own bottlenecks, from Python.
+
+    import sluice
+    for batch in sluice.Pipeline("examples/imagenet.json"):
+        images, labels = batch["image/encoded"], batch["image/class/label"]   # numpy arrays, no copy
+
+A pipeline is built from a JSON spec (docs/spec.md): a path, a JSON string or a dict. Iterating yields one dict
+per element: numeric components as numpy arrays that borrow the engine's buffers (``arr.base`` is a
+``sluice._sluice.Buf``; the array stays valid after the pipeline is gone), byte strings as ``bytes`` (rank 0) or
+lists of ``bytes``. The engine runs on its own threads with the GIL released; Ctrl-C cancels the run.
+See docs/python.md.
+"""
+
+import atexit as _atexit
+import json as _json
+import os as _os
+
+from . import _sluice
+from ._sluice import DataError, Error, SpecError, StoreError
+
+__all__ = ["Pipeline", "Error", "SpecError", "DataError", "StoreError", "register_fn", "functions", "__version__"]
+
+__version__ = _sluice.version()
+
+
+def _spec_text(spec):
+    """(text, origin, is_path) for a spec given as a dict, a JSON string or a path."""
+    if isinstance(spec, dict):
+        return _json.dumps(spec), "<dict>", False
+    if isinstance(spec, (bytes, bytearray)):
+        spec = spec.decode()
+    if isinstance(spec, _os.PathLike):
+        return _os.fspath(spec), None, True
+    if not isinstance(spec, str):
+        raise TypeError(f"Pipeline: spec must be a path, a JSON string or a dict, not {type(spec).__name__}")
+    if spec.lstrip().startswith("{"):
+        return spec, "<spec>", False
+    return spec, None, True
+
+
+class Pipeline(_sluice.Pipeline):
+    """A pipeline built from a spec: a path, a JSON string or a dict. Iterate it for one run (each ``iter()``
+    starts an independent run; runs of one pipeline may go on at once). Raises SpecError with the library's
+    message (naming the JSON path) for a bad spec."""
+
+    def __init__(self, spec):
+        text, origin, is_path = _spec_text(spec)
+        self._path = text if is_path else None
+        super().__init__(text, origin, is_path)
+
+    def validate(self):
+        """Builds the spec again from its normalised JSON (every op, knob and function checked, input files
+        listed again); raises SpecError when it no longer builds. Returns the number of ops."""
+        _sluice.Pipeline(self.to_json(), "<validate>", False)
+        return len(self.stats())
+
+    def optimize(self, seconds=2.0, cores=0, consumer_cores=0, memory=0, measure=0):
+        """Traces the pipeline for ``seconds``, plans its ``"autotune"`` knobs for ``cores`` (0: the machine's)
+        minus ``consumer_cores`` (what the training loop needs) within ``memory`` bytes (0: half of what is
+        available), and rebuilds the pipeline in place with the plan. ``measure`` > 0 runs the tuned pipeline
+        that long to measure it. Returns the plan's summary: baseline, predicted, measured and bound
+        throughput (elements/s), rounds, and the tuned spec (``spec``)."""
+        summary = self._optimize(seconds=seconds, cores=cores, consumer_cores=consumer_cores, memory=memory,
+                                 measure=measure)
+        summary["spec"] = _json.loads(self.to_json())
+        return summary
+
+    def report(self, path, seconds=2.0):
+        """Traces the pipeline for ``seconds`` and writes the HTML report of the trace (what ``sluice report``
+        writes: op graph, rates, bottleneck, bound, what-ifs) to ``path``. Returns ``path``."""
+        html = self._report_html(seconds=seconds)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(html)
+        return path
+
+    def spec(self):
+        """The normalised spec as a dict."""
+        return _json.loads(self.to_json())
+
+    def __repr__(self):
+        try:
+            return f"sluice.Pipeline({self.name!r})"
+        except Error:
+            return "sluice.Pipeline(<not built>)"
+
+
+def register_fn(name, fn, random=False, filter=False):
+    """Registers the Python function ``fn(element_dict) -> element_dict`` as map function ``name``, usable in
+    specs like any function (``{"op": "map", "fn": name}``). With ``filter=True`` it is a predicate for
+    ``filter`` (returns true to keep). ``random=True`` says its output depends on randomness (then it takes no
+    cache above it). The input arrays are read-only views of the engine's buffers; return new arrays (or the
+    same ones, passed on without a copy), ``bytes``, ``int`` or ``float``. Python functions run under the GIL:
+    together they get at most one core, whatever the op's parallelism. An exception inside ``fn`` fails the run
+    at that element: iteration raises sluice.Error whose message carries the traceback, with the original
+    exception as ``__cause__``."""
+    _sluice.register_fn(name, fn, random=random, filter=filter)
+
+
+def functions():
+    """Names of the registered functions (built-in and registered from Python)."""
+    return _sluice.fn_names()
+
+
+# No engine thread may wait for the GIL while the interpreter finalises: stop every run first.
+_atexit.register(_sluice.close_all)

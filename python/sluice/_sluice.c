@@ -1,0 +1,1030 @@
+/* sluice/_sluice.c: the CPython extension behind `import sluice`, written against the public C API only
+ * (include/sluice.h). Elements become dicts of numpy arrays that borrow the engine's buffers (the array's base is
+ * a Buf holding one sl_buf reference); sl_iter_next runs with the GIL released; SIGINT cancels the iterators
+ * that are blocked in it. The pure-Python layer (__init__.py, torch.py, prov.py) wraps what is here. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+
+#define PY_ARRAY_UNIQUE_SYMBOL sluice_ARRAY_API
+#include <numpy/arrayobject.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include <sluice.h>
+
+static PyObject *Error, *SpecError, *DataError, *StoreError;
+
+/* ------------------------------------------------------------------ errors */
+
+/* The exception stored by the last Python map function that raised (chained as the cause of the error the
+ * iteration raises). Guarded by the GIL. */
+static PyObject *last_fn_exc;
+
+/* Raises `cls` with the library's message (the same text the CLI prints) and the code as `.code`. */
+static PyObject *raise_msg(PyObject *cls, int code, const char *msg) {
+  PyObject *exc = PyObject_CallFunction(cls, "s", msg && *msg ? msg : sl_strerror(code));
+  if (!exc) return NULL;
+  PyObject *c = PyLong_FromLong(code);
+  if (c) {
+    PyObject_SetAttrString(exc, "code", c);
+    Py_DECREF(c);
+  }
+  PyErr_SetObject(cls, exc);
+  Py_DECREF(exc);
+  return NULL;
+}
+static PyObject *raise_sl(PyObject *cls, int code) { return raise_msg(cls, code, sl_error_last()); }
+
+/* Which class an error of the running pipeline is: DataError for bad input data (a file, a record, a value),
+ * MemoryError for allocation failures, Error otherwise. */
+static PyObject *data_class(int code) {
+  switch (code) {
+  case SL_EINVAL:
+  case SL_EIO:
+  case SL_ECORRUPT:
+  case SL_ENOTFOUND:
+    return DataError;
+  default:
+    return Error;
+  }
+}
+
+/* ------------------------------------------------------------------ Buf: one sl_buf reference */
+
+typedef struct {
+  PyObject_HEAD sl_buf *buf;
+} BufObject;
+
+static void Buf_dealloc(BufObject *self) {
+  sl_buf_unref(self->buf);
+  Py_TYPE(self)->tp_free((PyObject *)self);
+}
+static PyObject *Buf_address(BufObject *self, void *closure) {
+  return PyLong_FromVoidPtr(sl_buf_data(self->buf));
+}
+static PyObject *Buf_size(BufObject *self, void *closure) { return PyLong_FromSize_t(sl_buf_size(self->buf)); }
+static PyGetSetDef Buf_getset[] = {
+    {"address", (getter)Buf_address, NULL, "address of the engine buffer's first byte", NULL},
+    {"size", (getter)Buf_size, NULL, "bytes in the engine buffer", NULL},
+    {NULL}};
+static PyTypeObject BufType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "sluice._sluice.Buf",
+    .tp_basicsize = sizeof(BufObject),
+    .tp_dealloc = (destructor)Buf_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A reference to a buffer of the engine: the base of the numpy arrays sluice yields.",
+    .tp_getset = Buf_getset,
+};
+
+/* ------------------------------------------------------------------ element -> dict */
+
+static int npy_type(sl_dtype dt) {
+  switch (dt) {
+  case SL_UINT8: return NPY_UINT8;
+  case SL_INT32: return NPY_INT32;
+  case SL_INT64: return NPY_INT64;
+  case SL_FLOAT32: return NPY_FLOAT32;
+  case SL_FLOAT64: return NPY_FLOAT64;
+  default: return -1;
+  }
+}
+
+/* Strings of a rank >= 1 byte-string component as nested lists following its shape. */
+static PyObject *strings_to_list(const sl_comp *c, int dim, int64_t *i) {
+  PyObject *l = PyList_New((Py_ssize_t)c->shape[dim]);
+  if (!l) return NULL;
+  for (int64_t k = 0; k < c->shape[dim]; k++) {
+    PyObject *v;
+    if (dim + 1 < c->rank) {
+      v = strings_to_list(c, dim + 1, i);
+    } else {
+      const void *d;
+      size_t n;
+      int rc = sl_comp_string(&d, &n, c, (*i)++);
+      v = rc ? raise_sl(Error, rc) : PyBytes_FromStringAndSize(d, (Py_ssize_t)n);
+    }
+    if (!v) {
+      Py_DECREF(l);
+      return NULL;
+    }
+    PyList_SET_ITEM(l, (Py_ssize_t)k, v);
+  }
+  return l;
+}
+
+/* One component as a Python value: numeric tensors as numpy arrays over the engine's buffer (payloads small
+ * enough to live inline in the component are copied: there is no buffer to borrow). */
+static PyObject *comp_to_py(const sl_comp *c, bool readonly) {
+  if (c->dtype == SL_BYTES) {
+    if (c->rank == 0) return PyBytes_FromStringAndSize(sl_comp_data(c), (Py_ssize_t)c->size);
+    int64_t i = 0;
+    return strings_to_list(c, 0, &i);
+  }
+  int t = npy_type(c->dtype);
+  if (t < 0) return raise_msg(Error, SL_EINVAL, "component of an unknown dtype");
+  npy_intp dims[SL_MAX_RANK];
+  for (int d = 0; d < c->rank; d++) dims[d] = (npy_intp)c->shape[d];
+  if (!c->buf) {
+    PyObject *a = PyArray_SimpleNew(c->rank, dims, t);
+    if (a && c->size) memcpy(PyArray_DATA((PyArrayObject *)a), sl_comp_data(c), c->size);
+    return a;
+  }
+  BufObject *base = PyObject_New(BufObject, &BufType);
+  if (!base) return NULL;
+  base->buf = sl_buf_ref(c->buf);
+  int flags = readonly ? NPY_ARRAY_CARRAY_RO : NPY_ARRAY_CARRAY;
+  PyObject *a = PyArray_New(&PyArray_Type, c->rank, dims, t, NULL, (void *)sl_comp_data(c), 0, flags, NULL);
+  if (!a) {
+    Py_DECREF(base);
+    return NULL;
+  }
+  if (PyArray_SetBaseObject((PyArrayObject *)a, (PyObject *)base) < 0) { /* steals base */
+    Py_DECREF(a);
+    return NULL;
+  }
+  return a;
+}
+
+static PyObject *elem_to_dict(const sl_elem *e, bool readonly) {
+  PyObject *d = PyDict_New();
+  if (!d) return NULL;
+  for (int i = 0; i < e->n; i++) {
+    PyObject *v = comp_to_py(&e->c[i], readonly);
+    if (!v || PyDict_SetItemString(d, e->c[i].name, v) < 0) {
+      Py_XDECREF(v);
+      Py_DECREF(d);
+      return NULL;
+    }
+    Py_DECREF(v);
+  }
+  return d;
+}
+
+/* ------------------------------------------------------------------ SIGINT -> sl_iter_cancel */
+/* Python's own SIGINT handler only sets a flag that the main thread reads between bytecodes; a thread blocked in
+ * sl_iter_next would not see it until the next element arrives. So a handler of ours, chained in front of
+ * Python's, posts a semaphore (async-signal-safe), and a watcher thread cancels every iterator blocked in next.
+ * sl_iter_next then returns SL_ECANCELED and the consumer raises KeyboardInterrupt through PyErr_CheckSignals. */
+
+typedef struct IterObject IterObject;
+struct IterObject {
+  PyObject_HEAD sl_iter *it;
+  PyObject *pipe; /* the Pipeline: it outlives its iterators */
+  bool readonly;
+  bool in_next;   /* blocked in sl_iter_next (guarded by watch_mu) */
+  IterObject *prev, *next; /* every live iterator (guarded by watch_mu) */
+};
+
+static pthread_mutex_t watch_mu = PTHREAD_MUTEX_INITIALIZER;
+static IterObject *live_iters;
+static sem_t sig_sem;
+static bool watcher_started;
+static struct sigaction prev_sigint;
+
+static void *watcher_main(void *arg) {
+  for (;;) {
+    while (sem_wait(&sig_sem) && errno == EINTR) {
+    }
+    pthread_mutex_lock(&watch_mu);
+    for (IterObject *o = live_iters; o; o = o->next)
+      if (o->in_next && o->it) sl_iter_cancel(o->it);
+    pthread_mutex_unlock(&watch_mu);
+  }
+  return NULL;
+}
+
+static void on_sigint(int sig, siginfo_t *info, void *ctx) {
+  int saved = errno;
+  sem_post(&sig_sem);
+  if (prev_sigint.sa_flags & SA_SIGINFO) {
+    if (prev_sigint.sa_sigaction) prev_sigint.sa_sigaction(sig, info, ctx);
+  } else if (prev_sigint.sa_handler != SIG_DFL && prev_sigint.sa_handler != SIG_IGN && prev_sigint.sa_handler) {
+    prev_sigint.sa_handler(sig);
+  }
+  errno = saved;
+}
+
+/* A forked child (a DataLoader worker, say) has no watcher thread: it starts its own at its first run. */
+static void watcher_after_fork(void) { watcher_started = false; }
+
+/* Puts on_sigint in front of the handler in force when that is a function (Python's, or one the user set with
+ * signal.signal since: that replaced ours, so we chain again). Leaves SIG_DFL/SIG_IGN alone. */
+static void watch_sigint(void) {
+  static bool atfork;
+  if (!atfork) atfork = pthread_atfork(NULL, NULL, watcher_after_fork) == 0;
+  if (!watcher_started) {
+    if (sem_init(&sig_sem, 0, 0)) return;
+    pthread_t t;
+    if (pthread_create(&t, NULL, watcher_main, NULL)) return;
+    pthread_detach(t);
+    watcher_started = true;
+  }
+  struct sigaction cur;
+  if (sigaction(SIGINT, NULL, &cur)) return;
+  if ((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == on_sigint) return;
+  if (!(cur.sa_flags & SA_SIGINFO) && (cur.sa_handler == SIG_DFL || cur.sa_handler == SIG_IGN)) return;
+  struct sigaction sa = cur;
+  sa.sa_sigaction = on_sigint;
+  sa.sa_flags = cur.sa_flags | SA_SIGINFO;
+  prev_sigint = cur;
+  sigaction(SIGINT, &sa, NULL);
+}
+
+/* ------------------------------------------------------------------ Pipeline */
+
+typedef struct {
+  PyObject_HEAD sl_pipeline *p;
+  bool readonly; /* a cache op shares its buffers between epochs: yield read-only arrays */
+  int live;      /* iterators not yet freed */
+} PipelineObject;
+
+static PyTypeObject PipelineType, IterType;
+
+static bool has_cache(const sl_pipeline *p) {
+  int n = sl_pipeline_op_count(p);
+  for (int i = 0; i < n; i++) {
+    sl_op_stats st;
+    if (!sl_pipeline_op_stats(&st, p, i) && st.op && !strcmp(st.op, "cache")) return true;
+  }
+  return false;
+}
+
+static int Pipeline_init(PipelineObject *self, PyObject *args, PyObject *kw) {
+  static char *kwlist[] = {"spec", "origin", "is_path", NULL};
+  const char *spec, *origin = NULL;
+  Py_ssize_t len;
+  int is_path = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "s#|zp", kwlist, &spec, &len, &origin, &is_path)) return -1;
+  if (self->live) {
+    PyErr_SetString(Error, "Pipeline: cannot rebuild a pipeline while an iterator of it is live");
+    return -1;
+  }
+  sl_pipeline *p = NULL;
+  int rc = is_path ? sl_pipeline_from_file(&p, spec) : sl_pipeline_from_json(&p, spec, (size_t)len, origin);
+  if (rc) {
+    raise_sl(SpecError, rc);
+    return -1;
+  }
+  sl_pipeline_free(self->p);
+  self->p = p;
+  self->readonly = has_cache(p);
+  return 0;
+}
+
+static void Pipeline_dealloc(PipelineObject *self) {
+  sl_pipeline_free(self->p);
+  Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static bool need_pipeline(PipelineObject *self) {
+  if (self->p) return true;
+  PyErr_SetString(Error, "Pipeline: not built");
+  return false;
+}
+
+static PyObject *Pipeline_iter(PipelineObject *self) {
+  if (!need_pipeline(self)) return NULL;
+  IterObject *o = PyObject_New(IterObject, &IterType);
+  if (!o) return NULL;
+  o->it = NULL;
+  o->in_next = false;
+  o->readonly = self->readonly;
+  Py_INCREF(self);
+  o->pipe = (PyObject *)self;
+  o->prev = NULL;
+  pthread_mutex_lock(&watch_mu);
+  o->next = live_iters;
+  if (live_iters) live_iters->prev = o;
+  live_iters = o;
+  pthread_mutex_unlock(&watch_mu);
+  int rc = sl_pipeline_iter(&o->it, self->p);
+  if (rc) {
+    o->it = NULL;
+    Py_DECREF(o);
+    return raise_sl(Error, rc);
+  }
+  self->live++;
+  watch_sigint();
+  return (PyObject *)o;
+}
+
+static PyObject *Pipeline_to_json(PipelineObject *self, PyObject *unused) {
+  if (!need_pipeline(self)) return NULL;
+  char *s = NULL;
+  int rc = sl_pipeline_to_json(&s, self->p);
+  if (rc) return raise_sl(Error, rc);
+  PyObject *r = PyUnicode_FromString(s);
+  sl_free(s);
+  return r;
+}
+
+/* Builds the dict; Py_BuildValue keeps the field list in one place. */
+static PyObject *stats_to_dict(const sl_op_stats *s) {
+  return Py_BuildValue(
+      "{s:s,s:s,s:s,s:i,s:O,s:L,s:L,s:O,s:O,s:K,s:K,s:K,s:d,s:d,s:d,s:K,s:K,s:K,s:d,s:K,s:K,s:L,s:d,s:d}", "op",
+      s->op, "path", s->path, "label", s->label, "parent", s->parent, "nested", s->nested ? Py_True : Py_False,
+      "parallelism", (long long)s->parallelism, "buffer", (long long)s->buffer, "async", s->async ? Py_True : Py_False,
+      "random", s->random ? Py_True : Py_False, "elements_out", (unsigned long long)s->elements_out, "elements_in",
+      (unsigned long long)s->elements_in, "bytes_out", (unsigned long long)s->bytes_out, "cpu_seconds",
+      s->cpu_seconds, "wall_seconds", s->wall_seconds, "wait_seconds", s->wait_seconds, "disk_bytes",
+      (unsigned long long)s->disk_bytes, "source_bytes", (unsigned long long)s->source_bytes, "skipped",
+      (unsigned long long)s->skipped, "buffer_occupancy", s->buffer_occupancy, "bytes_held",
+      (unsigned long long)s->bytes_held, "bytes_held_peak", (unsigned long long)s->bytes_held_peak, "cardinality",
+      (long long)s->cardinality, "call_mean", s->call_mean, "call_sd", s->call_sd);
+}
+
+static PyObject *Pipeline_stats(PipelineObject *self, PyObject *unused) {
+  if (!need_pipeline(self)) return NULL;
+  int n = sl_pipeline_op_count(self->p);
+  PyObject *l = PyList_New(n);
+  if (!l) return NULL;
+  for (int i = 0; i < n; i++) {
+    sl_op_stats st;
+    int rc = sl_pipeline_op_stats(&st, self->p, i);
+    PyObject *d = rc ? raise_sl(Error, rc) : stats_to_dict(&st);
+    if (!d) {
+      Py_DECREF(l);
+      return NULL;
+    }
+    PyList_SET_ITEM(l, i, d);
+  }
+  return l;
+}
+
+static PyObject *Pipeline_reset_stats(PipelineObject *self, PyObject *unused) {
+  if (!need_pipeline(self)) return NULL;
+  sl_pipeline_reset_stats(self->p);
+  Py_RETURN_NONE;
+}
+
+static PyObject *Pipeline_input_files(PipelineObject *self, PyObject *unused) {
+  if (!need_pipeline(self)) return NULL;
+  const char **paths = NULL;
+  size_t n = 0;
+  int rc = sl_pipeline_input_files(&paths, &n, self->p);
+  if (rc) return raise_sl(Error, rc);
+  PyObject *l = PyList_New((Py_ssize_t)n);
+  for (size_t i = 0; l && i < n; i++) {
+    PyObject *s = PyUnicode_DecodeFSDefault(paths[i]);
+    if (!s) {
+      Py_CLEAR(l);
+      break;
+    }
+    PyList_SET_ITEM(l, (Py_ssize_t)i, s);
+  }
+  sl_free(paths);
+  return l;
+}
+
+/* optimize: the library's planner over the "autotune" knobs, in place. Numbers <= 0 mean the default. */
+static PyObject *Pipeline_optimize(PipelineObject *self, PyObject *args, PyObject *kw) {
+  static char *kwlist[] = {"seconds", "cores", "consumer_cores", "memory", "measure", NULL};
+  double seconds = 0, cores = 0, consumer = 0, measure = 0;
+  long long memory = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "|dddLd", kwlist, &seconds, &cores, &consumer, &memory, &measure))
+    return NULL;
+  if (!need_pipeline(self)) return NULL;
+  if (self->live) return raise_msg(Error, SL_EINVAL, "optimize: an iterator of this pipeline is still live");
+  sl_optimize_opts oo = SL_OPTIMIZE_OPTS_INIT;
+  sl_optimize_result res;
+  memset(&res, 0, sizeof res);
+  if (seconds > 0) oo.trace_seconds = seconds;
+  if (cores > 0) oo.plan.cores = cores;
+  if (consumer > 0) oo.plan.consumer_cores = consumer;
+  if (memory > 0) oo.plan.memory = memory;
+  if (measure > 0) oo.measure_seconds = measure;
+  oo.result = &res;
+  int rc;
+  char msg[2048] = "";
+  Py_BEGIN_ALLOW_THREADS
+  rc = sl_pipeline_optimize(self->p, &oo);
+  if (rc) snprintf(msg, sizeof msg, "%s", sl_error_last());
+  Py_END_ALLOW_THREADS
+  if (rc) return raise_msg(rc == SL_EINVAL ? SpecError : Error, rc, msg);
+  self->readonly = has_cache(self->p);
+  return Py_BuildValue("{s:d,s:d,s:d,s:d,s:i,s:d,s:d,s:d,s:O}", "baseline", res.baseline, "predicted",
+                       res.predicted, "measured", res.measured, "bound", res.bound, "rounds", res.rounds,
+                       "other_load", res.other_load, "model_cpu", res.model_cpu, "measured_cpu", res.measured_cpu,
+                       "kept_input", res.kept_input ? Py_True : Py_False);
+}
+
+/* A trace of `seconds` and the HTML report of it (sluice trace + sluice report in one). */
+static PyObject *Pipeline_report_html(PipelineObject *self, PyObject *args, PyObject *kw) {
+  static char *kwlist[] = {"seconds", NULL};
+  double seconds = 2;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "|d", kwlist, &seconds)) return NULL;
+  if (!need_pipeline(self)) return NULL;
+  sl_trace_opts to = SL_TRACE_OPTS_INIT;
+  to.seconds = seconds;
+  sl_report_trace_opts ro = SL_REPORT_TRACE_OPTS_INIT;
+  sl_trace *t = NULL;
+  char *html = NULL, msg[2048] = "";
+  int rc;
+  Py_BEGIN_ALLOW_THREADS
+  rc = sl_trace_run(&t, self->p, &to);
+  if (!rc) rc = sl_report_trace_html(&html, t, &ro);
+  if (rc) snprintf(msg, sizeof msg, "%s", sl_error_last());
+  sl_trace_free(t);
+  Py_END_ALLOW_THREADS
+  if (rc) return raise_msg(data_class(rc), rc, msg);
+  PyObject *r = PyUnicode_FromString(html);
+  sl_free(html);
+  return r;
+}
+
+static PyObject *Pipeline_name(PipelineObject *self, void *c) {
+  if (!need_pipeline(self)) return NULL;
+  const char *n = sl_pipeline_name(self->p);
+  return PyUnicode_FromString(n ? n : "");
+}
+static PyObject *Pipeline_seed(PipelineObject *self, void *c) {
+  if (!need_pipeline(self)) return NULL;
+  return PyLong_FromUnsignedLongLong(sl_pipeline_seed(self->p));
+}
+
+static PyMethodDef Pipeline_methods[] = {
+    {"to_json", (PyCFunction)Pipeline_to_json, METH_NOARGS, "The spec as normalised JSON text."},
+    {"stats", (PyCFunction)Pipeline_stats, METH_NOARGS, "Per-op counters, one dict per op (pre-order)."},
+    {"reset_stats", (PyCFunction)Pipeline_reset_stats, METH_NOARGS, "Zeroes every op's counters."},
+    {"input_files", (PyCFunction)Pipeline_input_files, METH_NOARGS, "The data files the `files` ops list."},
+    {"_optimize", (PyCFunction)(void (*)(void))Pipeline_optimize, METH_VARARGS | METH_KEYWORDS, NULL},
+    {"_report_html", (PyCFunction)(void (*)(void))Pipeline_report_html, METH_VARARGS | METH_KEYWORDS, NULL},
+    {NULL}};
+static PyGetSetDef Pipeline_getset[] = {{"name", (getter)Pipeline_name, NULL, "the spec's name", NULL},
+                                        {"seed", (getter)Pipeline_seed, NULL, "the spec's seed", NULL},
+                                        {NULL}};
+
+static PyTypeObject PipelineType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "sluice._sluice.Pipeline",
+    .tp_basicsize = sizeof(PipelineObject),
+    .tp_dealloc = (destructor)Pipeline_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_doc = "A pipeline built from a JSON spec (use sluice.Pipeline).",
+    .tp_iter = (getiterfunc)Pipeline_iter,
+    .tp_methods = Pipeline_methods,
+    .tp_getset = Pipeline_getset,
+    .tp_init = (initproc)Pipeline_init,
+    .tp_new = PyType_GenericNew,
+};
+
+/* ------------------------------------------------------------------ Iterator */
+
+/* Joins the run's workers (GIL released: they may be waiting for it in a Python map function) and drops the
+ * pipeline's count. self->it is cleared first, under the GIL, so cancel() from another thread never sees a freed
+ * iterator. */
+static void iter_release(IterObject *self) {
+  pthread_mutex_lock(&watch_mu);
+  sl_iter *it = self->it;
+  self->it = NULL;
+  pthread_mutex_unlock(&watch_mu);
+  if (!it) return;
+  sl_iter_cancel(it);
+  Py_BEGIN_ALLOW_THREADS
+  sl_iter_free(it);
+  Py_END_ALLOW_THREADS
+  ((PipelineObject *)self->pipe)->live--;
+}
+
+static void Iter_dealloc(IterObject *self) {
+  iter_release(self);
+  pthread_mutex_lock(&watch_mu);
+  if (self->prev) self->prev->next = self->next;
+  else if (live_iters == self) live_iters = self->next;
+  if (self->next) self->next->prev = self->prev;
+  pthread_mutex_unlock(&watch_mu);
+  Py_XDECREF(self->pipe);
+  PyObject_Free(self);
+}
+
+static PyObject *Iter_next(IterObject *self) {
+  if (!self->it) return NULL; /* ended, failed or closed: StopIteration */
+  /* A Ctrl-C that came before we block is handled here; one that comes while blocked cancels the run. */
+  if (PyErr_CheckSignals() < 0) {
+    iter_release(self);
+    return NULL;
+  }
+  sl_elem e;
+  sl_elem_init(&e);
+  pthread_mutex_lock(&watch_mu);
+  self->in_next = true;
+  pthread_mutex_unlock(&watch_mu);
+  int rc;
+  char msg[4096] = "";
+  Py_BEGIN_ALLOW_THREADS
+  rc = sl_iter_next(&e, self->it);
+  if (rc < 0) snprintf(msg, sizeof msg, "%s", sl_error_last());
+  Py_END_ALLOW_THREADS
+  pthread_mutex_lock(&watch_mu);
+  self->in_next = false;
+  pthread_mutex_unlock(&watch_mu);
+  if (rc == 0) {
+    PyObject *d = elem_to_dict(&e, self->readonly);
+    sl_elem_clear(&e);
+    return d;
+  }
+  iter_release(self);
+  if (rc == SL_END) return NULL;
+  if (rc == SL_ECANCELED && PyErr_CheckSignals() < 0) return NULL; /* KeyboardInterrupt */
+  PyObject *cause = last_fn_exc;
+  last_fn_exc = NULL;
+  raise_msg(data_class(rc), rc, msg);
+  if (cause) {
+    PyObject *t, *v, *tb;
+    PyErr_Fetch(&t, &v, &tb);
+    PyErr_NormalizeException(&t, &v, &tb);
+    PyException_SetCause(v, cause); /* steals cause */
+    PyErr_Restore(t, v, tb);
+  }
+  return NULL;
+}
+
+static PyObject *Iter_iter(PyObject *self) {
+  Py_INCREF(self);
+  return self;
+}
+
+static PyObject *Iter_close(IterObject *self, PyObject *unused) {
+  iter_release(self);
+  Py_RETURN_NONE;
+}
+
+/* Safe from any Python thread: the consumer's blocked next() returns and raises sluice.Error (cancelled). */
+static PyObject *Iter_cancel(IterObject *self, PyObject *unused) {
+  pthread_mutex_lock(&watch_mu);
+  if (self->it) sl_iter_cancel(self->it);
+  pthread_mutex_unlock(&watch_mu);
+  Py_RETURN_NONE;
+}
+
+static PyMethodDef Iter_methods[] = {
+    {"close", (PyCFunction)Iter_close, METH_NOARGS, "Stops the run and joins its threads."},
+    {"cancel", (PyCFunction)Iter_cancel, METH_NOARGS, "Asks the run to stop; safe from any thread."},
+    {NULL}};
+
+static PyTypeObject IterType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "sluice._sluice.Iterator",
+    .tp_basicsize = sizeof(IterObject),
+    .tp_dealloc = (destructor)Iter_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "One run of a pipeline; yields one dict per element.",
+    .tp_iter = Iter_iter,
+    .tp_iternext = (iternextfunc)Iter_next,
+    .tp_methods = Iter_methods,
+};
+
+/* Cancels and joins every live run (atexit: no engine thread may wait for the GIL during finalisation). */
+static PyObject *close_all(PyObject *m, PyObject *unused) {
+  for (;;) {
+    pthread_mutex_lock(&watch_mu);
+    IterObject *o = live_iters;
+    while (o && !o->it) o = o->next;
+    pthread_mutex_unlock(&watch_mu);
+    if (!o) break;
+    iter_release(o);
+  }
+  Py_RETURN_NONE;
+}
+
+/* ------------------------------------------------------------------ Python map/filter functions */
+
+/* Component names must outlive the elements: each distinct name is kept for the life of the process. */
+static PyObject *name_pool;
+static const char *pool_name(PyObject *key) {
+  if (!PyUnicode_Check(key)) {
+    PyErr_SetString(PyExc_TypeError, "component names must be str");
+    return NULL;
+  }
+  PyObject *b = PyDict_GetItemWithError(name_pool, key);
+  if (!b) {
+    if (PyErr_Occurred()) return NULL;
+    b = PyUnicode_AsUTF8String(key);
+    if (!b || PyDict_SetItem(name_pool, key, b) < 0) {
+      Py_XDECREF(b);
+      return NULL;
+    }
+    Py_DECREF(b);
+  }
+  return PyBytes_AS_STRING(b);
+}
+
+static int sl_dtype_of(int npy, sl_dtype *out) {
+  switch (npy) {
+  case NPY_UINT8: *out = SL_UINT8; return 0;
+  case NPY_INT32: *out = SL_INT32; return 0;
+  case NPY_INT64: *out = SL_INT64; return 0;
+  case NPY_FLOAT32: *out = SL_FLOAT32; return 0;
+  case NPY_FLOAT64: *out = SL_FLOAT64; return 0;
+  default: return -1;
+  }
+}
+
+/* Sets component `name` of `e` from a Python value. An array that still views an engine buffer is passed on
+ * without a copy; other arrays are copied (the engine must not keep Python memory alive off the GIL). */
+static int py_to_comp(sl_elem *e, const char *name, PyObject *v) {
+  if (PyBytes_Check(v))
+    return sl_elem_set_bytes(e, name, NULL, 0, PyBytes_AS_STRING(v), (size_t)PyBytes_GET_SIZE(v));
+  if (PyBool_Check(v) || PyLong_Check(v)) {
+    long long x = PyLong_AsLongLong(v);
+    if (x == -1 && PyErr_Occurred()) return SL_EINVAL;
+    return sl_elem_set_i64(e, name, x);
+  }
+  if (PyFloat_Check(v)) return sl_elem_set_f64(e, name, PyFloat_AS_DOUBLE(v));
+  if (!PyArray_Check(v) && !PyArray_IsScalar(v, Generic)) {
+    PyErr_Format(PyExc_TypeError, "component '%s': cannot hold a %s (numpy arrays, bytes, int and float can)", name,
+                 Py_TYPE(v)->tp_name);
+    return SL_EINVAL;
+  }
+  PyArrayObject *a = (PyArrayObject *)PyArray_FROM_OF(v, NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED);
+  if (!a) return SL_EINVAL;
+  sl_dtype dt;
+  if (sl_dtype_of(PyArray_TYPE(a), &dt) || PyArray_NDIM(a) > SL_MAX_RANK) {
+    PyErr_Format(PyExc_TypeError, "component '%s': arrays of uint8, int32, int64, float32 or float64 of rank <= %d "
+                 "only", name, SL_MAX_RANK);
+    Py_DECREF(a);
+    return SL_EINVAL;
+  }
+  int64_t shape[SL_MAX_RANK];
+  for (int d = 0; d < PyArray_NDIM(a); d++) shape[d] = PyArray_DIM(a, d);
+  sl_buf *buf = NULL;
+  size_t off = 0;
+  for (PyObject *b = PyArray_BASE(a); b; b = PyArray_Check(b) ? PyArray_BASE((PyArrayObject *)b) : NULL) {
+    if (Py_TYPE(b) != &BufType) continue;
+    sl_buf *cand = ((BufObject *)b)->buf;
+    const char *lo = sl_buf_data(cand), *p = PyArray_BYTES(a);
+    size_t n = (size_t)PyArray_NBYTES(a);
+    if (p >= lo && n <= sl_buf_size(cand) && (size_t)(p - lo) <= sl_buf_size(cand) - n) {
+      buf = cand;
+      off = (size_t)(p - lo);
+    }
+    break;
+  }
+  int rc = sl_elem_set_tensor(e, name, dt, PyArray_NDIM(a), shape, buf, off, buf ? NULL : PyArray_DATA(a));
+  Py_DECREF(a);
+  return rc;
+}
+
+typedef struct {
+  PyObject *fn;
+  char *name;
+  bool filter;
+} pyfn;
+
+static int pyfn_init(void **state, const sl_args *args, void *payload) {
+  *state = payload;
+  return 0;
+}
+
+/* Records the raised exception (with its traceback text) as the element's error and keeps it for the consumer. */
+static int pyfn_fail(const pyfn *f, const sl_fn_call *call) {
+  PyObject *t, *v, *tb;
+  PyErr_Fetch(&t, &v, &tb);
+  PyErr_NormalizeException(&t, &v, &tb);
+  if (tb && v) PyException_SetTraceback(v, tb);
+  PyObject *text = NULL, *tbmod = PyImport_ImportModule("traceback");
+  if (tbmod && v) {
+    PyObject *lines = PyObject_CallMethod(tbmod, "format_exception", "O", v);
+    if (lines) {
+      PyObject *sep = PyUnicode_FromString("");
+      if (sep) text = PyUnicode_Join(sep, lines);
+      Py_XDECREF(sep);
+      Py_DECREF(lines);
+    }
+  }
+  Py_XDECREF(tbmod);
+  PyErr_Clear();
+  const char *s = text ? PyUnicode_AsUTF8(text) : NULL;
+  int rc = sl_error_set(SL_ERROR, "%s: Python function '%s' raised at element %llu:\n%s", call->op_path, f->name,
+                        (unsigned long long)call->index, s ? s : "(no traceback)\n");
+  PyErr_Clear();
+  Py_XDECREF(text);
+  Py_XSETREF(last_fn_exc, v); /* owns v */
+  Py_XDECREF(t);
+  Py_XDECREF(tb);
+  return rc;
+}
+
+static int pyfn_call(void *state, sl_elem *elem, sl_fn_call *call) {
+  pyfn *f = state;
+  PyGILState_STATE g = PyGILState_Ensure();
+  int rc = 0;
+  PyObject *d = elem_to_dict(elem, true), *r = NULL;
+  if (d) r = PyObject_CallOneArg(f->fn, d);
+  if (!r) {
+    rc = pyfn_fail(f, call);
+  } else if (f->filter) {
+    int keep = PyObject_IsTrue(r);
+    if (keep < 0) rc = pyfn_fail(f, call);
+    else call->keep = keep;
+  } else if (!PyDict_Check(r)) {
+    PyErr_Format(PyExc_TypeError, "a map function must return a dict, not %s", Py_TYPE(r)->tp_name);
+    rc = pyfn_fail(f, call);
+  } else if (PyDict_GET_SIZE(r) > SL_MAX_COMPONENTS) {
+    PyErr_Format(PyExc_ValueError, "an element has at most %d components", SL_MAX_COMPONENTS);
+    rc = pyfn_fail(f, call);
+  } else {
+    sl_elem out;
+    sl_elem_init(&out);
+    PyObject *k, *v;
+    Py_ssize_t pos = 0;
+    while (!rc && PyDict_Next(r, &pos, &k, &v)) {
+      const char *name = pool_name(k);
+      rc = name ? py_to_comp(&out, name, v) : SL_EINVAL;
+      if (rc && !PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, sl_error_last());
+    }
+    if (rc) {
+      sl_elem_clear(&out);
+      rc = pyfn_fail(f, call);
+    } else {
+      sl_elem_clear(elem);
+      sl_elem_move(elem, &out);
+    }
+  }
+  Py_XDECREF(r);
+  Py_XDECREF(d);
+  PyGILState_Release(g);
+  return rc;
+}
+
+static PyObject *register_fn(PyObject *m, PyObject *args, PyObject *kw) {
+  static char *kwlist[] = {"name", "fn", "random", "filter", NULL};
+  const char *name;
+  PyObject *fn;
+  int random = 0, filter = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "sO|pp", kwlist, &name, &fn, &random, &filter)) return NULL;
+  if (!PyCallable_Check(fn)) return PyErr_Format(PyExc_TypeError, "register_fn: %R is not callable", fn);
+  /* Kept for the life of the process: pipelines built earlier may still call it. */
+  pyfn *f = PyMem_RawCalloc(1, sizeof *f);
+  if (!f || !(f->name = strdup(name))) {
+    PyMem_RawFree(f);
+    return PyErr_NoMemory();
+  }
+  Py_INCREF(fn);
+  f->fn = fn;
+  f->filter = filter;
+  sl_fn_def def = {.version = SL_FN_DEF_VERSION,
+                   .flags = (random ? SL_FN_RANDOM : 0u) | (filter ? SL_FN_FILTER : 0u),
+                   .init = pyfn_init,
+                   .call = pyfn_call};
+  int rc = sl_fn_register(name, &def, f);
+  if (rc) return raise_sl(Error, rc);
+  Py_RETURN_NONE;
+}
+
+static PyObject *fn_names(PyObject *m, PyObject *unused) {
+  const char **names = NULL;
+  int rc = sl_fn_list(&names);
+  if (rc) return raise_sl(Error, rc);
+  PyObject *l = PyList_New(0);
+  for (size_t i = 0; l && names[i]; i++) {
+    PyObject *s = PyUnicode_FromString(names[i]);
+    if (!s || PyList_Append(l, s) < 0) Py_CLEAR(l);
+    Py_XDECREF(s);
+  }
+  sl_free(names);
+  return l;
+}
+
+/* ------------------------------------------------------------------ provenance */
+
+static PyObject *prov_check(PyObject *m, PyObject *args) {
+  const char *uri;
+  if (!PyArg_ParseTuple(args, "s", &uri)) return NULL;
+  sl_prov *p = NULL;
+  int rc;
+  char msg[2048] = "";
+  const char *backend = NULL;
+  Py_BEGIN_ALLOW_THREADS
+  rc = sl_prov_open(&p, uri, SL_PROV_CREATE);
+  if (rc) snprintf(msg, sizeof msg, "%s", sl_error_last());
+  else backend = sl_prov_backend(p);
+  Py_END_ALLOW_THREADS
+  PyObject *r = rc ? raise_msg(StoreError, rc, msg) : PyUnicode_FromString(backend);
+  sl_prov_close(p);
+  return r;
+}
+
+/* Copies a list of str into a NULL-free array of UTF-8 pointers owned by the list's items. */
+static int str_list(PyObject *l, const char ***out, size_t *n) {
+  *out = NULL;
+  *n = 0;
+  if (l == Py_None) return 0;
+  PyObject *seq = PySequence_Fast(l, "a list of paths");
+  if (!seq) return -1;
+  Py_ssize_t k = PySequence_Fast_GET_SIZE(seq);
+  const char **a = PyMem_Calloc((size_t)k + 1, sizeof *a);
+  if (!a) {
+    Py_DECREF(seq);
+    PyErr_NoMemory();
+    return -1;
+  }
+  for (Py_ssize_t i = 0; i < k; i++) {
+    a[i] = PyUnicode_AsUTF8(PySequence_Fast_GET_ITEM(seq, i));
+    if (!a[i]) {
+      PyMem_Free(a);
+      Py_DECREF(seq);
+      return -1;
+    }
+  }
+  Py_DECREF(seq); /* the items stay alive in the caller's list */
+  *out = a;
+  *n = (size_t)k;
+  return 0;
+}
+
+static PyObject *prov_record_run(PyObject *m, PyObject *args, PyObject *kw) {
+  static char *kwlist[] = {"uri", "pipeline", "kind", "spec_path", "inputs", "outputs", "output_types", "throughput",
+                           "bottleneck", "cpu_seconds", "elapsed", "failed", "error", "start_ms", NULL};
+  const char *uri, *pipeline, *kind = "sluice.Run", *spec_path = NULL, *bottleneck = NULL, *error = NULL;
+  PyObject *inputs = Py_None, *outputs = Py_None, *otypes = Py_None;
+  double throughput = 0, cpu = 0, elapsed = 0;
+  int failed = 0;
+  long long start_ms = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "ss|szOOOdzddpzL", kwlist, &uri, &pipeline, &kind, &spec_path, &inputs,
+                                   &outputs, &otypes, &throughput, &bottleneck, &cpu, &elapsed, &failed, &error,
+                                   &start_ms))
+    return NULL;
+  const char **in = NULL, **outp = NULL, **outt = NULL;
+  size_t nin = 0, nout = 0, ntypes = 0;
+  sl_prov_output *outs = NULL;
+  PyObject *r = NULL;
+  if (str_list(inputs, &in, &nin) || str_list(outputs, &outp, &nout) || str_list(otypes, &outt, &ntypes)) goto done;
+  if (ntypes != nout) {
+    PyErr_SetString(PyExc_ValueError, "record_run: one output type per output");
+    goto done;
+  }
+  outs = PyMem_Calloc(nout + 1, sizeof *outs);
+  if (!outs) {
+    PyErr_NoMemory();
+    goto done;
+  }
+  for (size_t i = 0; i < nout; i++) {
+    outs[i].path = outp[i];
+    outs[i].type = outt[i];
+  }
+  sl_prov_run run = SL_PROV_RUN_INIT;
+  run.kind = kind;
+  run.pipeline = pipeline;
+  run.spec_path = spec_path;
+  run.inputs = in;
+  run.ninputs = nin;
+  run.outputs = outs;
+  run.noutputs = nout;
+  run.throughput = throughput;
+  run.bottleneck = bottleneck;
+  run.cpu_seconds = cpu;
+  run.elapsed = elapsed;
+  run.failed = failed;
+  run.error = error;
+  run.start_ms = start_ms;
+  int64_t id = 0;
+  int rc;
+  char msg[2048] = "";
+  Py_BEGIN_ALLOW_THREADS
+  rc = sl_prov_record_run(&id, uri, &run);
+  if (rc) snprintf(msg, sizeof msg, "%s", sl_error_last());
+  Py_END_ALLOW_THREADS
+  r = rc ? raise_msg(StoreError, rc, msg) : PyLong_FromLongLong(id);
+done:
+  PyMem_Free(in);
+  PyMem_Free(outp);
+  PyMem_Free(outt);
+  PyMem_Free(outs);
+  return r;
+}
+
+static PyObject *prov_should_train(PyObject *m, PyObject *args, PyObject *kw) {
+  static char *kwlist[] = {"uri", "pipeline", "model", "threshold", "now_ms", NULL};
+  const char *uri, *pipeline, *model = NULL;
+  double threshold = -1;
+  long long now_ms = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "ss|zdL", kwlist, &uri, &pipeline, &model, &threshold, &now_ms))
+    return NULL;
+  sl_prov_model *mo = NULL;
+  sl_prov *p = NULL;
+  sl_prov_decision d;
+  memset(&d, 0, sizeof d);
+  int rc = 0;
+  char msg[2048] = "";
+  Py_BEGIN_ALLOW_THREADS
+  if (model) rc = sl_prov_model_load(&mo, model);
+  if (!rc) rc = sl_prov_open(&p, uri, 0);
+  if (!rc) rc = sl_prov_should_train(&d, p, pipeline, mo, threshold, now_ms);
+  if (rc) snprintf(msg, sizeof msg, "%s", sl_error_last());
+  sl_prov_close(p);
+  sl_prov_model_free(mo);
+  Py_END_ALLOW_THREADS
+  if (rc) return raise_msg(StoreError, rc, msg);
+  sl_free(d.features);
+  return Py_BuildValue("(Odd)", d.train ? Py_True : Py_False, d.p_push, d.threshold);
+}
+
+/* ------------------------------------------------------------------ test-only: the C API's own view */
+
+/* Runs `pipe` to its end (at most `limit` elements, 0: all) through the C API alone and returns each element as
+ * {name: (dtype name, shape, payload bytes or list of bytes)}: what the tests compare the zero-copy path with. */
+static PyObject *c_elements(PyObject *m, PyObject *args) {
+  PipelineObject *pipe;
+  long long limit = 0;
+  if (!PyArg_ParseTuple(args, "O!|L", &PipelineType, &pipe, &limit)) return NULL;
+  if (!need_pipeline(pipe)) return NULL;
+  sl_iter *it = NULL;
+  int rc = sl_pipeline_iter(&it, pipe->p);
+  if (rc) return raise_sl(Error, rc);
+  PyObject *l = PyList_New(0);
+  sl_elem e;
+  sl_elem_init(&e);
+  while (l && (limit <= 0 || PyList_GET_SIZE(l) < limit)) {
+    Py_BEGIN_ALLOW_THREADS
+  rc = sl_iter_next(&e, it);
+    Py_END_ALLOW_THREADS
+  if (rc) break;
+    PyObject *d = PyDict_New();
+    for (int i = 0; d && i < e.n; i++) {
+      const sl_comp *c = &e.c[i];
+      PyObject *shape = PyTuple_New(c->rank), *payload;
+      for (int k = 0; shape && k < c->rank; k++) PyTuple_SET_ITEM(shape, k, PyLong_FromLongLong(c->shape[k]));
+      if (c->dtype == SL_BYTES && c->rank > 0) {
+        int64_t n = sl_comp_count(c);
+        payload = PyList_New(0);
+        for (int64_t k = 0; payload && k < n; k++) {
+          const void *s;
+          size_t sn;
+          sl_comp_string(&s, &sn, c, k);
+          PyObject *b = PyBytes_FromStringAndSize(s, (Py_ssize_t)sn);
+          if (!b || PyList_Append(payload, b)) Py_CLEAR(payload);
+          Py_XDECREF(b);
+        }
+      } else {
+        payload = PyBytes_FromStringAndSize(sl_comp_data(c), (Py_ssize_t)c->size);
+      }
+      PyObject *v = shape && payload ? Py_BuildValue("(sOO)", sl_dtype_name(c->dtype), shape, payload) : NULL;
+      Py_XDECREF(shape);
+      Py_XDECREF(payload);
+      if (!v || PyDict_SetItemString(d, c->name, v)) Py_CLEAR(d);
+      Py_XDECREF(v);
+    }
+    sl_elem_clear(&e);
+    if (!d || PyList_Append(l, d)) Py_CLEAR(l);
+    Py_XDECREF(d);
+  }
+  if (l && rc < 0) {
+    Py_CLEAR(l);
+    raise_sl(data_class(rc), rc);
+  }
+  Py_BEGIN_ALLOW_THREADS
+  sl_iter_free(it);
+  Py_END_ALLOW_THREADS
+  return l;
+}
+
+static PyObject *version(PyObject *m, PyObject *unused) { return PyUnicode_FromString(sl_version()); }
+
+static PyMethodDef module_methods[] = {
+    {"version", version, METH_NOARGS, "The library's version (sl_version)."},
+    {"register_fn", (PyCFunction)(void (*)(void))register_fn, METH_VARARGS | METH_KEYWORDS, NULL},
+    {"fn_names", fn_names, METH_NOARGS, "Names of the registered functions."},
+    {"close_all", close_all, METH_NOARGS, "Cancels and joins every live run."},
+    {"prov_check", prov_check, METH_VARARGS, NULL},
+    {"prov_record_run", (PyCFunction)(void (*)(void))prov_record_run, METH_VARARGS | METH_KEYWORDS, NULL},
+    {"prov_should_train", (PyCFunction)(void (*)(void))prov_should_train, METH_VARARGS | METH_KEYWORDS, NULL},
+    {"_c_elements", c_elements, METH_VARARGS, "test-only: the elements as the C API yields them, copied"},
+    {NULL}};
+
+static struct PyModuleDef moduledef = {PyModuleDef_HEAD_INIT, "sluice._sluice", "The C core of sluice.", -1,
+                                       module_methods};
+
+static int add_exc(PyObject *m, PyObject **slot, const char *name, PyObject *base, const char *doc) {
+  char full[64];
+  snprintf(full, sizeof full, "sluice.%s", name);
+  *slot = PyErr_NewExceptionWithDoc(full, doc, base, NULL);
+  if (!*slot) return -1;
+  Py_INCREF(*slot);
+  return PyModule_AddObject(m, name, *slot);
+}
+
+PyMODINIT_FUNC PyInit__sluice(void) {
+  import_array();
+  if (PyType_Ready(&BufType) < 0 || PyType_Ready(&PipelineType) < 0 || PyType_Ready(&IterType) < 0) return NULL;
+  PyObject *m = PyModule_Create(&moduledef);
+  if (!m) return NULL;
+  name_pool = PyDict_New();
+  if (!name_pool) return NULL;
+  if (add_exc(m, &Error, "Error", NULL, "An error of the sluice library; str() is the library's message.") ||
+      add_exc(m, &SpecError, "SpecError", Error, "A bad pipeline spec (the message names the JSON path).") ||
+      add_exc(m, &DataError, "DataError", Error, "Bad input data while running (the message names file and record).") ||
+      add_exc(m, &StoreError, "StoreError", Error, "A provenance store error."))
+    return NULL;
+  Py_INCREF(&PipelineType);
+  Py_INCREF(&BufType);
+  Py_INCREF(&IterType);
+  if (PyModule_AddObject(m, "Pipeline", (PyObject *)&PipelineType) ||
+      PyModule_AddObject(m, "Buf", (PyObject *)&BufType) || PyModule_AddObject(m, "Iterator", (PyObject *)&IterType))
+    return NULL;
+  return m;
+}

@@ -1,0 +1,59 @@
+"""sluice.torch: a sluice pipeline as a ``torch.utils.data.IterableDataset``.
+
+    ds = sluice.torch.Dataset("examples/imagenet.json")
+    for batch in torch.utils.data.DataLoader(ds, batch_size=None, num_workers=0):
+        images, labels = batch["image/encoded"], batch["image/class/label"]   # torch.Tensor, no copy
+
+The pipeline batches and runs on its own threads: use ``batch_size=None`` and ``num_workers=0``. Tensors share
+memory with the engine's buffers (``torch.from_numpy``). Each ``iter()`` is one epoch (a run of the pipeline): a
+spec without ``repeat`` ends there, and each run of a pipeline is its next epoch, so ``files`` and ``shuffle`` ops
+reshuffle per epoch as their ``reshuffle_each_iteration`` knob says, the same way on every rank that runs the
+same spec (shards stay disjoint), and a ``cache`` op serves the epochs after the first.
+"""
+
+import warnings as _warnings
+
+import numpy as _np
+import torch as _torch
+from torch.utils.data import IterableDataset as _IterableDataset
+
+import sluice as _sluice
+
+
+def to_torch(element):
+    """An element dict with its numpy arrays as tensors sharing their memory (bytes and lists stay)."""
+    out = {}
+    for k, v in element.items():
+        if isinstance(v, _np.ndarray):
+            if v.flags.writeable:
+                out[k] = _torch.from_numpy(v)
+            else:  # a cache op's buffers: shared with later epochs, do not write to these tensors
+                with _warnings.catch_warnings():
+                    _warnings.simplefilter("ignore", UserWarning)
+                    out[k] = _torch.from_numpy(v)
+        else:
+            out[k] = v
+    return out
+
+
+class Dataset(_IterableDataset):
+    """``spec``: a path, a JSON string or a dict (docs/spec.md). Raises sluice.SpecError now for a bad spec."""
+
+    def __init__(self, spec):
+        super().__init__()
+        self._pipeline = spec if isinstance(spec, _sluice.Pipeline) else _sluice.Pipeline(spec)
+        self.epoch = 0
+
+    @property
+    def pipeline(self):
+        """The sluice.Pipeline (optimize() it, e.g. with consumer_cores=1, to plan its "autotune" knobs)."""
+        return self._pipeline
+
+    def __iter__(self):
+        info = _torch.utils.data.get_worker_info()
+        if info is not None and info.num_workers > 1:
+            raise _sluice.Error("sluice.torch.Dataset: use DataLoader(num_workers=0): the pipeline runs its own "
+                                "threads, and each worker process would read the whole dataset")
+        self.epoch += 1
+        for element in self._pipeline:
+            yield to_torch(element)

@@ -1,0 +1,91 @@
+# test_plan_prov.py: stats, to_json, validate, optimize and report on a pipeline; sluice.prov: recording a
+# training run, and should_train agreeing with `sluice prov should-train`.
+import json
+import subprocess
+
+import pytest
+
+import sluice
+import sluice.prov
+from conftest import run_cli
+
+
+def small():
+    return {"name": "small", "seed": 1, "ops": [
+        {"op": "range", "stop": 2000},
+        {"op": "map", "fn": "spin", "args": {"us": 20}, "parallelism": "autotune"},
+        {"op": "batch", "size": 10},
+        {"op": "prefetch", "buffer": "autotune"}]}
+
+
+def test_stats_to_json_validate():
+    p = sluice.Pipeline(small())
+    assert len(list(p)) == 200
+    st = p.stats()
+    assert [s["op"] for s in st] == ["range", "map", "batch", "prefetch"]
+    assert st[0]["elements_out"] == 2000 and st[2]["elements_out"] == 200 and st[1]["path"] == "ops[1]"
+    spec = json.loads(p.to_json())
+    assert spec["ops"][1]["parallelism"] == "autotune"
+    assert p.validate() == 4
+    p.reset_stats()
+    assert p.stats()[0]["elements_out"] == 0
+
+
+def test_optimize_plans_the_autotune_knobs():
+    p = sluice.Pipeline(small() | {"ops": small()["ops"][:1] + [{"op": "repeat"}] + small()["ops"][1:]})
+    summary = p.optimize(seconds=0.5, cores=2, consumer_cores=1)
+    assert summary["predicted"] > 0 and summary["bound"] > 0
+    ops = summary["spec"]["ops"]
+    spin = [op for op in ops if op.get("fn") == "spin"]
+    prefetch = [op for op in ops if op["op"] == "prefetch"]
+    assert len(spin) == 1 and isinstance(spin[0]["parallelism"], int)
+    assert prefetch and all(isinstance(op["buffer"], int) for op in prefetch)
+    it = iter(p)
+    next(it)
+    with pytest.raises(sluice.Error, match="live"):
+        p.optimize(seconds=0.2)
+
+
+def test_report_writes_the_html_page(tmp_path):
+    p = sluice.Pipeline(small())
+    out = p.report(tmp_path / "r.html", seconds=0.3)
+    html = open(out).read()
+    assert html.startswith("<!DOCTYPE html>") or "<html" in html[:200]
+
+
+def test_record_run_and_store_errors(tmp_path, cli):
+    db = tmp_path / "runs.db"
+    store = sluice.prov.Store(db)
+    assert store.backend == "sqlite"
+    data = tmp_path / "d.txt"
+    data.write_text("a\nb\n")
+    p = sluice.Pipeline({"name": "lines", "ops": [{"op": "files", "list": [str(data)]}, {"op": "lines"}]})
+    with store.record_run(p) as run:
+        run.elements = len(list(p))
+        run.produced(tmp_path / "model.pt")
+    assert run.execution_id > 0
+    with pytest.raises(RuntimeError):
+        with store.record_run(p) as failed:
+            raise RuntimeError("trainer crashed")
+    out = run_cli(cli, "prov", "ls", db, "executions", "--json").stdout
+    assert "sluice.Train" in out and "trainer crashed" in run_cli(cli, "prov", "show", db,
+                                                                 f"e:{failed.execution_id}").stdout
+    bad = tmp_path / "not.db"
+    bad.write_text("not sqlite at all, not at all" * 100)
+    with pytest.raises(sluice.StoreError):
+        sluice.prov.Store(bad)
+
+
+def test_should_train_agrees_with_the_cli(tmp_path, cli):
+    db = tmp_path / "prov.db"
+    run_cli(cli, "prov", "gen", db, "--pipelines", 4, "--days", 30)
+    names = [c["name"] for c in json.loads(run_cli(cli, "prov", "ls", db, "contexts", "--type", "pipeline",
+                                                   "--json").stdout)["nodes"]]
+    assert names
+    for name in names:
+        decision, probability = sluice.prov.should_train(db, name)
+        r = subprocess.run([cli, "prov", "should-train", db, "--pipeline", name], capture_output=True, text=True)
+        assert r.returncode == (0 if decision else 10), name
+        assert f"P(push) = {probability:.3f}" in r.stdout
+    with pytest.raises(sluice.StoreError):
+        sluice.prov.should_train(db, "no-such-pipeline")

@@ -1,0 +1,76 @@
+# test_torch.py: sluice.torch.Dataset in a DataLoader (tensors sharing the engine's memory, epoch after epoch),
+# and per-rank shards from WORLD_SIZE/RANK that are disjoint and cover the dataset.
+import os
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import sluice  # noqa: E402
+import sluice.torch  # noqa: E402
+from conftest import image_spec, parse_ops  # noqa: E402
+
+
+def test_dataset_in_a_dataloader(data):
+    ds = sluice.torch.Dataset(image_spec(data))
+    loader = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=0)
+    batches = list(loader)
+    assert len(batches) == 3
+    img = batches[0]["image"]
+    assert isinstance(img, torch.Tensor) and img.dtype == torch.float32 and tuple(img.shape) == (4, 32, 32, 3)
+    assert isinstance(batches[0]["image/class/label"], torch.Tensor)
+    # Epoch after epoch: the same elements, reshuffled.
+    epoch2 = list(loader)
+    labels = lambda bs: sorted(int(x) for b in bs for x in b["image/class/label"])  # noqa: E731
+    assert labels(batches) == labels(epoch2)
+    assert ds.epoch == 2
+
+
+def test_tensors_share_the_engine_buffer(data):
+    e = next(iter(sluice.Pipeline(image_spec(data))))
+    t = sluice.torch.to_torch(e)["image"]
+    assert t.data_ptr() == e["image"].ctypes.data
+    base = e["image"].base
+    assert isinstance(base, sluice._sluice.Buf)
+    assert base.address <= t.data_ptr() < base.address + base.size
+
+
+def test_epochs_reshuffle():
+    ds = sluice.torch.Dataset({"seed": 5, "ops": [{"op": "range", "stop": 100}, {"op": "shuffle", "buffer": 100}]})
+    a = [int(e["value"]) for e in ds]
+    b = [int(e["value"]) for e in ds]
+    assert sorted(a) == sorted(b) == list(range(100)) and a != b
+
+
+def test_dataset_refuses_a_bad_spec():
+    with pytest.raises(sluice.SpecError):
+        sluice.torch.Dataset({"ops": [{"op": "range"}, {"op": "batch"}]})
+
+
+def shard_spec(data):
+    return {"name": "ranks", "seed": 11, "ops": [
+        {"op": "files", "glob": str(data / "img" / "train-*.tfrecord"), "shuffle": True},
+        {"op": "interleave", "cycle_length": 2, "source": [{"op": "tfrecord"}]},
+        {"op": "shard", "num_shards": "auto", "index": "auto"},
+        parse_ops(),
+        {"op": "shuffle", "buffer": 4}]}
+
+
+def test_two_ranks_get_disjoint_shards_covering_the_dataset(data, monkeypatch):
+    every = [bytes(e["image/encoded"]) for e in sluice.Pipeline({"ops": shard_spec(data)["ops"][:2] + [parse_ops()]})]
+    seen = []
+    for rank in (0, 1):
+        monkeypatch.setenv("WORLD_SIZE", "2")
+        monkeypatch.setenv("RANK", str(rank))
+        ds = sluice.torch.Dataset(shard_spec(data))
+        seen.append([e["image/encoded"] for e in torch.utils.data.DataLoader(ds, batch_size=None)])
+    assert seen[0] and seen[1]
+    assert not set(seen[0]) & set(seen[1])
+    assert sorted(seen[0] + seen[1]) == sorted(every)
+
+
+def test_shard_auto_without_a_launcher_names_the_op(data, monkeypatch):
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    monkeypatch.delenv("RANK", raising=False)
+    with pytest.raises(sluice.SpecError, match=r"ops\[2\]\.num_shards: \"auto\".*WORLD_SIZE is not set"):
+        sluice.Pipeline(shard_spec(data))
