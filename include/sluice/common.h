@@ -35,20 +35,20 @@ enum {
 
 /* The message of the last error set on the calling thread ("" when none). Valid until the next sluice call on
  * this thread. Safe from any thread. */
-const char *sl_error_last(void);
+SL_EXTERN const char *sl_error_last(void);
 /* The last error's code on this thread (0 when none). */
-int sl_error_code(void);
+SL_EXTERN int sl_error_code(void);
 /* Clears this thread's error. */
-void sl_error_clear(void);
+SL_EXTERN void sl_error_clear(void);
 /* A short name for a code ("SL_EINVAL"). */
-const char *sl_strerror(int code);
+SL_EXTERN const char *sl_strerror(int code);
 
 /* The library's version string, e.g. "0.1.0". */
-const char *sl_version(void);
+SL_EXTERN const char *sl_version(void);
 
 /* Frees anything the library allocated and handed to the caller (JSON and HTML strings, name arrays, feature
  * vectors), through the installed allocator. Accepts NULL. Safe from any thread. */
-void sl_free(void *ptr);
+SL_EXTERN void sl_free(void *ptr);
 
 /* Allocator hooks. All of libsluice's heap use goes through these; tests install a failing allocator to check
  * that every allocation failure surfaces as SL_ENOMEM. Not thread-safe: set before any other sluice call. */
@@ -59,7 +59,7 @@ typedef struct sl_allocator {
   void *payload;
 } sl_allocator;
 /* Installs `a` (copied), or the C library's allocator when `a` is NULL. */
-void sl_set_allocator(const sl_allocator *a);
+SL_EXTERN void sl_set_allocator(const sl_allocator *a);
 
 #ifdef __cplusplus
 }

@@ -20,18 +20,18 @@ extern "C" {
 typedef struct sl_args sl_args;
 /* Each getter returns 0 and the value (or `def` when the key is absent), or SL_EINVAL with a message naming
  * the JSON path when the value has the wrong type. */
-int sl_args_int(int64_t *out, const sl_args *a, const char *key, int64_t def);
-int sl_args_double(double *out, const sl_args *a, const char *key, double def);
-int sl_args_bool(bool *out, const sl_args *a, const char *key, bool def);
+SL_EXTERN int sl_args_int(int64_t *out, const sl_args *a, const char *key, int64_t def);
+SL_EXTERN int sl_args_double(double *out, const sl_args *a, const char *key, double def);
+SL_EXTERN int sl_args_bool(bool *out, const sl_args *a, const char *key, bool def);
 /* The returned string lives as long as the pipeline. */
-int sl_args_string(const char **out, const sl_args *a, const char *key, const char *def);
+SL_EXTERN int sl_args_string(const char **out, const sl_args *a, const char *key, const char *def);
 /* Reads a numeric array into out[0..max); *n gets its length. Absent: *n = 0. */
-int sl_args_doubles(double *out, int *n, const sl_args *a, const char *key, int max);
-bool sl_args_has(const sl_args *a, const char *key);
+SL_EXTERN int sl_args_doubles(double *out, int *n, const sl_args *a, const char *key, int max);
+SL_EXTERN bool sl_args_has(const sl_args *a, const char *key);
 /* JSON path of the args object ("ops[3].args"), for messages. */
-const char *sl_args_path(const sl_args *a);
+SL_EXTERN const char *sl_args_path(const sl_args *a);
 /* The value at `key` serialised as JSON (NULL when absent). Free with sl_free(). */
-char *sl_args_json(const sl_args *a, const char *key);
+SL_EXTERN char *sl_args_json(const sl_args *a, const char *key);
 
 /* Per-call information. */
 typedef struct sl_fn_call {
@@ -61,18 +61,18 @@ typedef struct sl_fn_def {
 
 /* Registers (or replaces) function `name`. The definition is copied. Safe from any thread; pipelines built
  * afterwards see it. */
-int sl_fn_register(const char *name, const sl_fn_def *def, void *payload);
+SL_EXTERN int sl_fn_register(const char *name, const sl_fn_def *def, void *payload);
 /* Names of registered functions, sorted, NULL-terminated; free with sl_free() (one block). */
-int sl_fn_list(const char ***names);
+SL_EXTERN int sl_fn_list(const char ***names);
 
 /* Sets this thread's error (printf-style message) and returns `code`; for use inside function callbacks. */
-int sl_error_set(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+SL_EXTERN int sl_error_set(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* A small fast PRNG (xoshiro256**) for functions: seed it from call->seed. */
 typedef struct sl_rng { uint64_t s[4]; } sl_rng;
-void sl_rng_seed(sl_rng *r, uint64_t seed);
-uint64_t sl_rng_u64(sl_rng *r);
-double sl_rng_uniform(sl_rng *r); /* [0, 1) */
+SL_EXTERN void sl_rng_seed(sl_rng *r, uint64_t seed);
+SL_EXTERN uint64_t sl_rng_u64(sl_rng *r);
+SL_EXTERN double sl_rng_uniform(sl_rng *r); /* [0, 1) */
 
 #ifdef __cplusplus
 }

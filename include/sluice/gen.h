@@ -19,8 +19,8 @@ extern "C" {
 typedef enum sl_gen_kind { SL_GEN_IMAGENET = 0, SL_GEN_SSD = 1, SL_GEN_TEXT = 2, SL_GEN_TABULAR = 3 } sl_gen_kind;
 
 /* Parses "imagenet", "ssd", "text", "tabular"; SL_EINVAL otherwise. */
-int sl_gen_kind_parse(sl_gen_kind *out, const char *name);
-const char *sl_gen_kind_name(sl_gen_kind kind);
+SL_EXTERN int sl_gen_kind_parse(sl_gen_kind *out, const char *name);
+SL_EXTERN const char *sl_gen_kind_name(sl_gen_kind kind);
 
 /* A field left 0 takes the default written beside it. */
 #define SL_GEN_OPTS_VERSION 1
@@ -57,7 +57,7 @@ typedef struct sl_gen_report {
 
 /* Generates a dataset. Errors: SL_EINVAL for bad options (message names the option), SL_EIO naming the file that
  * could not be written, SL_ENOMEM. `report` may be NULL. */
-int sl_gen_run(sl_gen_report *report, const sl_gen_opts *opts);
+SL_EXTERN int sl_gen_run(sl_gen_report *report, const sl_gen_opts *opts);
 
 #ifdef __cplusplus
 }

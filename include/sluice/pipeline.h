@@ -25,50 +25,50 @@ typedef struct sl_iter sl_iter;
 /* Builds a pipeline from a JSON spec. `origin` names the spec in messages (a path, or NULL for "<spec>").
  * Errors: SL_EINVAL with a message giving line and column for malformed JSON, or the JSON path
  * (e.g. "ops[3].parallelism") for a bad op, knob or function; SL_ENOMEM. */
-int sl_pipeline_from_json(sl_pipeline **out, const char *json, size_t len, const char *origin);
+SL_EXTERN int sl_pipeline_from_json(sl_pipeline **out, const char *json, size_t len, const char *origin);
 /* Reads and builds the spec in file `path`. SL_EIO names the file when it cannot be read. */
-int sl_pipeline_from_file(sl_pipeline **out, const char *path);
+SL_EXTERN int sl_pipeline_from_file(sl_pipeline **out, const char *path);
 /* Frees a pipeline; every iterator of it must have been freed. Accepts NULL. */
-void sl_pipeline_free(sl_pipeline *p);
+SL_EXTERN void sl_pipeline_free(sl_pipeline *p);
 /* The spec as normalised JSON (every knob written, autotune kept as "autotune"). Free with sl_free(). */
-int sl_pipeline_to_json(char **out, const sl_pipeline *p);
+SL_EXTERN int sl_pipeline_to_json(char **out, const sl_pipeline *p);
 /* The pipeline's name and seed from its spec. */
-const char *sl_pipeline_name(const sl_pipeline *p);
-uint64_t sl_pipeline_seed(const sl_pipeline *p);
+SL_EXTERN const char *sl_pipeline_name(const sl_pipeline *p);
+SL_EXTERN uint64_t sl_pipeline_seed(const sl_pipeline *p);
 /* The data files the pipeline's `files` ops list (after glob expansion), NULL-terminated. The array is freed with
  * sl_free(); the strings belong to the pipeline. */
-int sl_pipeline_input_files(const char ***paths, size_t *n, const sl_pipeline *p);
+SL_EXTERN int sl_pipeline_input_files(const char ***paths, size_t *n, const sl_pipeline *p);
 
 /* Starts a run. The iterator owns its worker threads; sl_iter_free joins them all. */
-int sl_pipeline_iter(sl_iter **out, sl_pipeline *p);
+SL_EXTERN int sl_pipeline_iter(sl_iter **out, sl_pipeline *p);
 /* Next element: 0 with `out` filled (out must be empty; the caller owns it and clears it), SL_END when the
  * stream is exhausted, or a negative error whose message names the op (its JSON path) and the record. After an
  * error or cancellation every later call returns the same code. */
-int sl_iter_next(sl_elem *out, sl_iter *it);
+SL_EXTERN int sl_iter_next(sl_elem *out, sl_iter *it);
 /* Asks the run to stop: blocked calls return SL_ECANCELED promptly. Safe from any thread. */
-void sl_iter_cancel(sl_iter *it);
+SL_EXTERN void sl_iter_cancel(sl_iter *it);
 /* Stops and joins every worker, frees every buffer. Accepts NULL. */
-void sl_iter_free(sl_iter *it);
+SL_EXTERN void sl_iter_free(sl_iter *it);
 
 /* ---- Builder: the same specs, from C ---- */
 typedef struct sl_builder sl_builder;
 /* A new builder for a pipeline named `name` with `seed`. NULL on allocation failure. */
-sl_builder *sl_builder_new(const char *name, uint64_t seed);
+SL_EXTERN sl_builder *sl_builder_new(const char *name, uint64_t seed);
 /* Appends op `op` with knobs given as a JSON object text (NULL or "" for none), e.g.
  * sl_builder_op(b, "map", "{\"fn\": \"spin\", \"args\": {\"us\": 50}, \"parallelism\": 2}"). */
-int sl_builder_op(sl_builder *b, const char *op, const char *knobs_json);
+SL_EXTERN int sl_builder_op(sl_builder *b, const char *op, const char *knobs_json);
 /* Typed shorthands. A count or size of SL_AUTOTUNE writes "autotune". */
-int sl_builder_range(sl_builder *b, int64_t start, int64_t stop, int64_t step);
-int sl_builder_map(sl_builder *b, const char *fn, const char *args_json, int parallelism);
-int sl_builder_batch(sl_builder *b, int64_t size, bool drop_remainder);
-int sl_builder_prefetch(sl_builder *b, int buffer);
+SL_EXTERN int sl_builder_range(sl_builder *b, int64_t start, int64_t stop, int64_t step);
+SL_EXTERN int sl_builder_map(sl_builder *b, const char *fn, const char *args_json, int parallelism);
+SL_EXTERN int sl_builder_batch(sl_builder *b, int64_t size, bool drop_remainder);
+SL_EXTERN int sl_builder_prefetch(sl_builder *b, int buffer);
 /* Opens the nested source chain of the last op (an interleave); ops appended until sl_builder_end_source go
  * into it. */
-int sl_builder_begin_source(sl_builder *b);
-int sl_builder_end_source(sl_builder *b);
+SL_EXTERN int sl_builder_begin_source(sl_builder *b);
+SL_EXTERN int sl_builder_end_source(sl_builder *b);
 /* Builds the pipeline; the builder stays usable. */
-int sl_builder_build(sl_pipeline **out, sl_builder *b);
-void sl_builder_free(sl_builder *b);
+SL_EXTERN int sl_builder_build(sl_pipeline **out, sl_builder *b);
+SL_EXTERN void sl_builder_free(sl_builder *b);
 
 /* ---- Per-op counters (always on; read them while a run goes on or after it) ---- */
 typedef struct sl_op_stats {
@@ -100,14 +100,14 @@ typedef struct sl_op_stats {
 } sl_op_stats;
 
 /* Number of ops, nested source ops included (pre-order: an interleave is followed by its source ops). */
-int sl_pipeline_op_count(const sl_pipeline *p);
+SL_EXTERN int sl_pipeline_op_count(const sl_pipeline *p);
 /* Counters of op i, summed over every run since creation or the last reset. Safe while runs go on. */
-int sl_pipeline_op_stats(sl_op_stats *out, const sl_pipeline *p, int i);
+SL_EXTERN int sl_pipeline_op_stats(sl_op_stats *out, const sl_pipeline *p, int i);
 /* True when every cache op of `p` holds a complete first pass (true when it has none): from then on the pipeline
  * runs in its steady state. Safe while runs go on. */
-bool sl_pipeline_caches_complete(const sl_pipeline *p);
+SL_EXTERN bool sl_pipeline_caches_complete(const sl_pipeline *p);
 /* Zeroes every op's counters. */
-void sl_pipeline_reset_stats(sl_pipeline *p);
+SL_EXTERN void sl_pipeline_reset_stats(sl_pipeline *p);
 
 #ifdef __cplusplus
 }

@@ -52,37 +52,37 @@ typedef struct sl_plan sl_plan;
 /* Models trace `t` and solves for the best configuration under `opts`. Errors: SL_EINVAL naming the problem for
  * an infeasible budget (no cores, memory below what the pipeline holds at its smallest buffers) or a trace with no
  * output elements. */
-int sl_plan_solve(sl_plan **out, const sl_trace *t, const sl_plan_opts *opts);
-void sl_plan_free(sl_plan *pl);
+SL_EXTERN int sl_plan_solve(sl_plan **out, const sl_trace *t, const sl_plan_opts *opts);
+SL_EXTERN void sl_plan_free(sl_plan *pl);
 
 /* The throughput bound of the LP (output elements/s) and the model's throughput for the chosen integer plan. */
-double sl_plan_bound(const sl_plan *pl);
-double sl_plan_predicted(const sl_plan *pl);
+SL_EXTERN double sl_plan_bound(const sl_plan *pl);
+SL_EXTERN double sl_plan_predicted(const sl_plan *pl);
 /* The model's throughput for the chosen plan if only `cores` cores were free (e.g. the machine's cores minus what
  * other processes use): the same integer knobs, evaluated on fewer cores. */
-double sl_plan_predict_on(const sl_plan *pl, double cores);
+SL_EXTERN double sl_plan_predict_on(const sl_plan *pl, double cores);
 /* CPU seconds the plan's model spends per output element (all ops, hand-offs included): with the process CPU per
  * element of a measured run, a check of the model that does not depend on what else the machine runs. */
-double sl_plan_cpu_per_element(const sl_plan *pl);
+SL_EXTERN double sl_plan_cpu_per_element(const sl_plan *pl);
 /* Index (in the trace's op order) of the bottleneck op, and the chosen cache point (-1: none). */
-int sl_plan_bottleneck(const sl_plan *pl);
-int sl_plan_cache_point(const sl_plan *pl);
+SL_EXTERN int sl_plan_bottleneck(const sl_plan *pl);
+SL_EXTERN int sl_plan_cache_point(const sl_plan *pl);
 /* The most output elements/s op i (trace order) can make at its traced parallelism: min(parallelism, cores) over
  * its CPU (or, for an op that waits, wall) seconds per output element; INFINITY for an op that costs nothing
  * measurable. The bottleneck is the op with the smallest. */
-double sl_plan_op_rate(const sl_plan *pl, int i);
+SL_EXTERN double sl_plan_op_rate(const sl_plan *pl, int i);
 /* What binds the bound: "cpu", "sequential", "disk", "wait" (I/O waits in fixed threads) or "none". */
-const char *sl_plan_limit(const sl_plan *pl);
+SL_EXTERN const char *sl_plan_limit(const sl_plan *pl);
 /* The chosen parallelism / buffer of op i (trace order); 0 when the op has no such knob. */
-int64_t sl_plan_parallelism(const sl_plan *pl, int i);
-int64_t sl_plan_buffer(const sl_plan *pl, int i);
+SL_EXTERN int64_t sl_plan_parallelism(const sl_plan *pl, int i);
+SL_EXTERN int64_t sl_plan_buffer(const sl_plan *pl, int i);
 /* Bytes the planned pipeline may hold at most (buffers, batches, shuffle buffers, cache). */
-int64_t sl_plan_memory(const sl_plan *pl);
+SL_EXTERN int64_t sl_plan_memory(const sl_plan *pl);
 /* The planned spec: the traced spec with every knob set and any cache/prefetch inserted. Free with sl_free(). */
-int sl_plan_spec_json(char **out, const sl_plan *pl);
+SL_EXTERN int sl_plan_spec_json(char **out, const sl_plan *pl);
 /* The analyzer's report: a table per op, the bottleneck in a sentence, the bound, what-ifs. Text for a terminal
  * or (json) a JSON document. Free with sl_free(). */
-int sl_plan_report(char **out, const sl_plan *pl, bool json);
+SL_EXTERN int sl_plan_report(char **out, const sl_plan *pl, bool json);
 
 /* ---- optimize: trace, solve, rewrite, run the result, compare ---- */
 typedef struct sl_optimize_result {
@@ -119,9 +119,9 @@ typedef struct sl_optimize_opts {
 /* Traces `p`, plans its knobs and rebuilds `p` in place from the planned spec (sl_pipeline_to_json then shows
  * every knob set). By default (opts->plan.knobs 0) only knobs set to "autotune" change. No
  * iterator of `p` may be live. On error `p` is unchanged. opts may be NULL for the defaults. */
-int sl_pipeline_optimize(sl_pipeline *p, const sl_optimize_opts *opts);
+SL_EXTERN int sl_pipeline_optimize(sl_pipeline *p, const sl_optimize_opts *opts);
 /* The same without changing `p`: *out gets the final plan (its spec via sl_plan_spec_json). */
-int sl_optimize(sl_plan **out, sl_pipeline *p, const sl_optimize_opts *opts);
+SL_EXTERN int sl_optimize(sl_plan **out, sl_pipeline *p, const sl_optimize_opts *opts);
 
 /* ---- the baseline: a tf.data AUTOTUNE equivalent ---- */
 typedef struct sl_autotuner sl_autotuner;
@@ -141,15 +141,15 @@ typedef struct sl_autotune_opts {
  * `p` going on, and sets them in the running pipeline. Stop it with sl_autotune_stop before freeing `p`. The
  * knobs in force are visible through sl_pipeline_op_stats (parallelism, buffer). Thread rules: start and stop
  * from the thread that owns `p`; sl_autotune_rounds is safe from any thread. */
-int sl_autotune_start(sl_autotuner **out, sl_pipeline *p, const sl_autotune_opts *opts);
+SL_EXTERN int sl_autotune_start(sl_autotuner **out, sl_pipeline *p, const sl_autotune_opts *opts);
 /* Number of re-optimisations made so far. */
-int sl_autotune_rounds(const sl_autotuner *a);
+SL_EXTERN int sl_autotune_rounds(const sl_autotuner *a);
 /* Stops and joins the tuner thread. Accepts NULL. */
-void sl_autotune_stop(sl_autotuner *a);
+SL_EXTERN void sl_autotune_stop(sl_autotuner *a);
 /* One HILL_CLIMB solve on counters (exposed for tests): given per-op counters of `p` (as sl_pipeline_op_stats
  * gives), writes the chosen parallelism of every op into par[] and buffer into buf[] (nops entries each; ops
  * without autotune knobs keep their values). */
-int sl_autotune_solve(int64_t *par, int64_t *buf, const sl_pipeline *p, const sl_op_stats *stats,
+SL_EXTERN int sl_autotune_solve(int64_t *par, int64_t *buf, const sl_pipeline *p, const sl_op_stats *stats,
                       const sl_autotune_opts *opts);
 
 #ifdef __cplusplus

@@ -31,8 +31,8 @@ typedef enum { SL_PROV_T_UNKNOWN = 0, SL_PROV_T_INT, SL_PROV_T_DOUBLE, SL_PROV_T
                SL_PROV_T_PROTO, SL_PROV_T_BOOL } sl_prov_ptype;
 
 /* Names of the enum values ("COMPLETE", "OUTPUT", "INT"...); "?" when out of range. */
-const char *sl_prov_state_name(sl_prov_kind kind, int state);
-const char *sl_prov_event_name(int type);
+SL_EXTERN const char *sl_prov_state_name(sl_prov_kind kind, int state);
+SL_EXTERN const char *sl_prov_event_name(int type);
 
 /* ---- the store ---- */
 typedef struct sl_prov sl_prov;
@@ -43,16 +43,16 @@ enum { SL_PROV_CREATE = 1 }; /* create the database (SQLite file) and the schema
  * 5 s applies unless the URI sets one). An existing database must hold MLMD schema version 10: another version
  * is SL_EVERSION with a message naming the version found; a database without the MLMD tables, or a file that
  * is not SQLite, is SL_ECORRUPT; an empty database without SL_PROV_CREATE is SL_ENOTFOUND. */
-int sl_prov_open(sl_prov **out, const char *uri, unsigned flags);
-void sl_prov_close(sl_prov *p);
+SL_EXTERN int sl_prov_open(sl_prov **out, const char *uri, unsigned flags);
+SL_EXTERN void sl_prov_close(sl_prov *p);
 /* "sqlite" or "postgresql". */
-const char *sl_prov_backend(const sl_prov *p);
+SL_EXTERN const char *sl_prov_backend(const sl_prov *p);
 
 /* Transactions. Every single write below is atomic on its own; group writes with begin/commit for atomicity
  * and speed. On SQLite, begin takes the write lock at once (BEGIN IMMEDIATE), waiting up to the busy timeout. */
-int sl_prov_begin(sl_prov *p);
-int sl_prov_commit(sl_prov *p);
-int sl_prov_rollback(sl_prov *p);
+SL_EXTERN int sl_prov_begin(sl_prov *p);
+SL_EXTERN int sl_prov_commit(sl_prov *p);
+SL_EXTERN int sl_prov_rollback(sl_prov *p);
 
 /* Bulk loading (the corpus generator, imports): between sl_prov_bulk_begin and sl_prov_bulk_end, writes favour
  * speed over durability. On SQLite, synchronous=OFF and a large page cache (a crash may lose the last
@@ -61,8 +61,8 @@ int sl_prov_rollback(sl_prov *p);
  * round trip (a later write, a commit, or bulk_end). Group the writes with begin/commit inside as usual. Begin
  * outside a transaction (SL_EINVAL otherwise). bulk_end restores the settings and returns the first error; it
  * does nothing outside a bulk load. */
-int sl_prov_bulk_begin(sl_prov *p);
-int sl_prov_bulk_end(sl_prov *p);
+SL_EXTERN int sl_prov_bulk_begin(sl_prov *p);
+SL_EXTERN int sl_prov_bulk_end(sl_prov *p);
 
 /* A property value. `s` is used for STRING/STRUCT (JSON text), `bytes`/`len` for PROTO. */
 typedef struct sl_prov_value {
@@ -87,23 +87,23 @@ typedef struct sl_prov_type_prop {
 /* Finds or creates the type `name` of `kind`, with its declared properties (added when missing) and, when
  * `base` is not NULL, a parent link to the system type `base` ("mlmd.Train", "mlmd.Model"...). *id receives
  * the type's id. SL_EINVAL when a type of that name exists with another kind. */
-int sl_prov_put_type(int64_t *id, sl_prov *p, sl_prov_kind kind, const char *name, const sl_prov_type_prop *props,
+SL_EXTERN int sl_prov_put_type(int64_t *id, sl_prov *p, sl_prov_kind kind, const char *name, const sl_prov_type_prop *props,
                      size_t nprops, const char *base);
 /* The id of type `name` of `kind`; SL_ENOTFOUND when absent. */
-int sl_prov_type_id(int64_t *id, sl_prov *p, sl_prov_kind kind, const char *name);
+SL_EXTERN int sl_prov_type_id(int64_t *id, sl_prov *p, sl_prov_kind kind, const char *name);
 
 /* Inserts nodes. `name` may be NULL for artifacts and executions (MLMD's names are unique per type).
  * Times are milliseconds since the epoch; 0 means now. */
-int sl_prov_put_artifact(int64_t *id, sl_prov *p, int64_t type_id, const char *uri, const char *name, int state,
+SL_EXTERN int sl_prov_put_artifact(int64_t *id, sl_prov *p, int64_t type_id, const char *uri, const char *name, int state,
                          int64_t create_ms);
-int sl_prov_put_execution(int64_t *id, sl_prov *p, int64_t type_id, const char *name, int state, int64_t create_ms,
+SL_EXTERN int sl_prov_put_execution(int64_t *id, sl_prov *p, int64_t type_id, const char *name, int state, int64_t create_ms,
                           int64_t update_ms);
 /* Finds or creates the context (type_id, name). */
-int sl_prov_put_context(int64_t *id, sl_prov *p, int64_t type_id, const char *name, int64_t create_ms);
-int sl_prov_set_execution_state(sl_prov *p, int64_t execution_id, int state, int64_t update_ms);
+SL_EXTERN int sl_prov_put_context(int64_t *id, sl_prov *p, int64_t type_id, const char *name, int64_t create_ms);
+SL_EXTERN int sl_prov_set_execution_state(sl_prov *p, int64_t execution_id, int state, int64_t update_ms);
 /* Sets (inserts or replaces) a declared (`custom` false) or custom property of an artifact, execution or
  * context. */
-int sl_prov_set_property(sl_prov *p, sl_prov_kind kind, int64_t id, const char *name, bool custom,
+SL_EXTERN int sl_prov_set_property(sl_prov *p, sl_prov_kind kind, int64_t id, const char *name, bool custom,
                          const sl_prov_value *v);
 
 /* One step of an event path: a key (`key` not NULL) or an index. */
@@ -112,12 +112,12 @@ typedef struct sl_prov_step {
   int64_t index;
 } sl_prov_step;
 /* Records an event of `type` (SL_PROV_EV_*) between an artifact and an execution, with its path. */
-int sl_prov_put_event(int64_t *id, sl_prov *p, int64_t artifact_id, int64_t execution_id, int type, int64_t ms,
+SL_EXTERN int sl_prov_put_event(int64_t *id, sl_prov *p, int64_t artifact_id, int64_t execution_id, int type, int64_t ms,
                       const sl_prov_step *path, size_t npath);
 /* Attribution (artifact in context), Association (execution in context), ParentContext. Idempotent. */
-int sl_prov_attribute(sl_prov *p, int64_t context_id, int64_t artifact_id);
-int sl_prov_associate(sl_prov *p, int64_t context_id, int64_t execution_id);
-int sl_prov_set_parent_context(sl_prov *p, int64_t context_id, int64_t parent_context_id);
+SL_EXTERN int sl_prov_attribute(sl_prov *p, int64_t context_id, int64_t artifact_id);
+SL_EXTERN int sl_prov_associate(sl_prov *p, int64_t context_id, int64_t execution_id);
+SL_EXTERN int sl_prov_set_parent_context(sl_prov *p, int64_t context_id, int64_t parent_context_id);
 
 /* ---- reading ---- */
 typedef struct sl_prov_prop {
@@ -161,7 +161,7 @@ typedef struct sl_prov_list {
   sl_prov_event *events;
   size_t nevents;
 } sl_prov_list;
-void sl_prov_list_free(sl_prov_list *l);
+SL_EXTERN void sl_prov_list_free(sl_prov_list *l);
 
 /* A query: every set field must match. Zero/NULL fields are not used. */
 typedef struct sl_prov_query {
@@ -174,24 +174,24 @@ typedef struct sl_prov_query {
 } sl_prov_query;
 
 /* Nodes of `kind` matching `q` (NULL: all), ordered by id, with their properties. */
-int sl_prov_find(sl_prov_list **out, sl_prov *p, sl_prov_kind kind, const sl_prov_query *q);
+SL_EXTERN int sl_prov_find(sl_prov_list **out, sl_prov *p, sl_prov_kind kind, const sl_prov_query *q);
 /* Types of every kind (node.kind is the type's kind; name in type_name; declared properties with type only). */
-int sl_prov_types(sl_prov_list **out, sl_prov *p);
+SL_EXTERN int sl_prov_types(sl_prov_list **out, sl_prov *p);
 /* The events of an artifact (kind ARTIFACT) or execution, and the contexts of it, in a list whose nodes are
  * the contexts. */
-int sl_prov_neighbours(sl_prov_list **out, sl_prov *p, sl_prov_kind kind, int64_t id);
+SL_EXTERN int sl_prov_neighbours(sl_prov_list **out, sl_prov *p, sl_prov_kind kind, int64_t id);
 
 enum { SL_PROV_UP = 1, SL_PROV_DOWN = 2, SL_PROV_BOTH = 3 };
 /* Lineage walk from an artifact or execution: upstream (what it was made from), downstream (what was made
  * from it) or both, up to `max_depth` hops (0: unlimited). The list holds the start node (depth 0), every
  * artifact and execution reached with its depth, and the events crossed. SL_ENOTFOUND for an unknown id. */
-int sl_prov_lineage(sl_prov_list **out, sl_prov *p, sl_prov_kind kind, int64_t id, int direction, int max_depth);
+SL_EXTERN int sl_prov_lineage(sl_prov_list **out, sl_prov *p, sl_prov_kind kind, int64_t id, int direction, int max_depth);
 
 /* The whole store as one JSON document (types, artifacts, executions, contexts, events with paths,
  * attributions, associations, parent contexts, properties). *json is freed with sl_free. */
-int sl_prov_export_json(char **json, sl_prov *p);
+SL_EXTERN int sl_prov_export_json(char **json, sl_prov *p);
 /* A list (nodes with kind and depth, events) as JSON; *json freed with sl_free. */
-int sl_prov_list_to_json(char **json, const sl_prov_list *l);
+SL_EXTERN int sl_prov_list_to_json(char **json, const sl_prov_list *l);
 
 /* ---- sluice's own runs ---- */
 typedef struct sl_prov_output {
@@ -226,7 +226,7 @@ typedef struct sl_prov_run {
  * input files (each stat'ed: uri, custom properties size and mtime; SL_EIO naming a file that cannot be
  * stat'ed) and OUTPUT events to the outputs. *execution_id (may be NULL) receives the execution's id. Safe to
  * call from several processes at once on one store. */
-int sl_prov_record_run(int64_t *execution_id, const char *uri, const sl_prov_run *run);
+SL_EXTERN int sl_prov_record_run(int64_t *execution_id, const char *uri, const sl_prov_run *run);
 
 /* ---- analytics (docs/provenance.md defines every term) ---- */
 
@@ -252,19 +252,19 @@ typedef struct sl_prov_graphlets sl_prov_graphlets;
 /* Loads the store (or the one pipeline context named `pipeline` when not NULL) with set-based queries and
  * computes every graphlet, outcome, cost, waste and feature. SL_ENOTFOUND when the store holds no trainer
  * execution (neither a type named *Trainer nor one based on mlmd.Train) or the pipeline is unknown. */
-int sl_prov_graphlets_load(sl_prov_graphlets **out, sl_prov *p, const char *pipeline);
-void sl_prov_graphlets_free(sl_prov_graphlets *g);
-size_t sl_prov_graphlets_count(const sl_prov_graphlets *g);
+SL_EXTERN int sl_prov_graphlets_load(sl_prov_graphlets **out, sl_prov *p, const char *pipeline);
+SL_EXTERN void sl_prov_graphlets_free(sl_prov_graphlets *g);
+SL_EXTERN size_t sl_prov_graphlets_count(const sl_prov_graphlets *g);
 /* The i-th graphlet, in (pipeline, start time) order. Valid while the set lives. */
-const sl_prov_graphlet *sl_prov_graphlets_at(const sl_prov_graphlets *g, size_t i);
+SL_EXTERN const sl_prov_graphlet *sl_prov_graphlets_at(const sl_prov_graphlets *g, size_t i);
 /* "cpu_seconds" when every execution's cost came from that property, "wall" when none did, "mixed" otherwise. */
-const char *sl_prov_graphlets_cost_basis(const sl_prov_graphlets *g);
+SL_EXTERN const char *sl_prov_graphlets_cost_basis(const sl_prov_graphlets *g);
 
 /* Features (docs/provenance.md), computed only from what was recorded before each graphlet's decision point. */
-size_t sl_prov_feature_count(void);
-const char *sl_prov_feature_name(size_t j);
+SL_EXTERN size_t sl_prov_feature_count(void);
+SL_EXTERN const char *sl_prov_feature_name(size_t j);
 /* The feature row of graphlet i (sl_prov_feature_count() values; NaN where unknown). */
-const double *sl_prov_graphlets_features(const sl_prov_graphlets *g, size_t i);
+SL_EXTERN const double *sl_prov_graphlets_features(const sl_prov_graphlets *g, size_t i);
 
 /* Wasted computation (the cost of every execution none of whose graphlets pushed). */
 typedef struct sl_prov_waste_row {
@@ -277,8 +277,8 @@ typedef struct sl_prov_waste {
   sl_prov_waste_row *pipelines; size_t npipelines;   /* by wasted, descending */
   sl_prov_waste_row *components; size_t ncomponents; /* by wasted, descending */
 } sl_prov_waste;
-int sl_prov_waste_compute(sl_prov_waste **out, const sl_prov_graphlets *g);
-void sl_prov_waste_free(sl_prov_waste *w);
+SL_EXTERN int sl_prov_waste_compute(sl_prov_waste **out, const sl_prov_graphlets *g);
+SL_EXTERN void sl_prov_waste_free(sl_prov_waste *w);
 
 /* The characterization (`sluice prov stats`). */
 typedef struct sl_prov_topology {
@@ -298,8 +298,8 @@ typedef struct sl_prov_stats {
   double total_compute;
   sl_prov_topology *topologies; size_t ntopologies; /* by count, descending */
 } sl_prov_stats;
-int sl_prov_stats_compute(sl_prov_stats **out, const sl_prov_graphlets *g);
-void sl_prov_stats_free(sl_prov_stats *s);
+SL_EXTERN int sl_prov_stats_compute(sl_prov_stats **out, const sl_prov_graphlets *g);
+SL_EXTERN void sl_prov_stats_free(sl_prov_stats *s);
 
 /* The predictor: an XGBoost random forest (booster gbtree, many parallel trees, row and column subsampling,
  * eta 1, one boosting round) over the features, trained on the earliest `train_share` of graphlets by decision
@@ -325,20 +325,20 @@ typedef struct sl_prov_train_report {
   double roc_auc, pr_auc;
   double *importance; /* per feature (sl_prov_feature_count()), total gain normalised to sum 1 */
 } sl_prov_train_report;
-int sl_prov_train(sl_prov_model **model, sl_prov_train_report *rep, const sl_prov_graphlets *g,
+SL_EXTERN int sl_prov_train(sl_prov_model **model, sl_prov_train_report *rep, const sl_prov_graphlets *g,
                   const sl_prov_train_opts *o);
-void sl_prov_train_report_dispose(sl_prov_train_report *r);
+SL_EXTERN void sl_prov_train_report_dispose(sl_prov_train_report *r);
 /* Saves/loads the model as one JSON file: format, feature list, training and test windows, metrics, the chosen
  * threshold and the XGBoost model (its JSON). Loading checks the feature list matches this build's. */
-int sl_prov_model_save(const sl_prov_model *m, const char *path);
-int sl_prov_model_load(sl_prov_model **out, const char *path);
-void sl_prov_model_free(sl_prov_model *m);
+SL_EXTERN int sl_prov_model_save(const sl_prov_model *m, const char *path);
+SL_EXTERN int sl_prov_model_load(sl_prov_model **out, const char *path);
+SL_EXTERN void sl_prov_model_free(sl_prov_model *m);
 /* P(push) for one feature row. */
-int sl_prov_model_predict(double *p, sl_prov_model *m, const double *features);
+SL_EXTERN int sl_prov_model_predict(double *p, sl_prov_model *m, const double *features);
 /* The test window start (ms) the model recorded, and its chosen threshold (set by sl_prov_simulate). */
-int64_t sl_prov_model_test_from(const sl_prov_model *m);
-double sl_prov_model_threshold(const sl_prov_model *m);
-void sl_prov_model_set_threshold(sl_prov_model *m, double t);
+SL_EXTERN int64_t sl_prov_model_test_from(const sl_prov_model *m);
+SL_EXTERN double sl_prov_model_threshold(const sl_prov_model *m);
+SL_EXTERN void sl_prov_model_set_threshold(sl_prov_model *m, double t);
 
 /* The pruning simulation over the test window (graphlets with start >= the model's test start). */
 typedef struct sl_prov_sim_row {
@@ -363,8 +363,8 @@ typedef struct sl_prov_sim {
 } sl_prov_sim;
 /* Sweeps thresholds 0, 0.01, ... 0.99 (the model's predictions, and the true probabilities where recorded), and
  * sets the model's threshold to the largest saving that keeps freshness and 99% push recall. */
-int sl_prov_simulate(sl_prov_sim **out, const sl_prov_graphlets *g, sl_prov_model *m);
-void sl_prov_sim_free(sl_prov_sim *s);
+SL_EXTERN int sl_prov_simulate(sl_prov_sim **out, const sl_prov_graphlets *g, sl_prov_model *m);
+SL_EXTERN void sl_prov_sim_free(sl_prov_sim *s);
 
 /* The decision for the next run of `pipeline` (a `pipeline` context name): features as if its trainer started at
  * `now_ms` (0: just after the pipeline's last record), loading only that pipeline, and P(push) from the model (or,
@@ -377,7 +377,7 @@ typedef struct sl_prov_decision {
   bool train;
   double *features; /* sl_prov_feature_count() values, owned by the caller: free with sl_free */
 } sl_prov_decision;
-int sl_prov_should_train(sl_prov_decision *out, sl_prov *p, const char *pipeline, sl_prov_model *m, double threshold,
+SL_EXTERN int sl_prov_should_train(sl_prov_decision *out, sl_prov *p, const char *pipeline, sl_prov_model *m, double threshold,
                          int64_t now_ms);
 
 /* ---- the synthetic corpus (docs/corpus.md) ---- */
@@ -400,7 +400,7 @@ typedef struct sl_prov_gen_report {
 /* Writes the corpus into store p (types found or created; one transaction per pipeline, inside a bulk load, so
  * call it outside a transaction). `rep` may be NULL. Errors: SL_EVERSION for options of another version, SL_EINVAL
  * naming an option out of range, the store's errors. */
-int sl_prov_gen(sl_prov_gen_report *rep, sl_prov *p, const sl_prov_gen_opts *o);
+SL_EXTERN int sl_prov_gen(sl_prov_gen_report *rep, sl_prov *p, const sl_prov_gen_opts *o);
 
 #ifdef __cplusplus
 }

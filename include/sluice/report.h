@@ -37,7 +37,7 @@ typedef struct sl_report_trace_opts {
  * table and sentences; the spec's changes. opts may be NULL for the defaults. Errors: those of sl_plan_solve
  * (e.g. SL_EINVAL for a trace without output elements or an infeasible budget), SL_EINVAL naming the first
  * difference when the tuned spec or trace is of another pipeline or is not JSON, SL_ENOMEM. */
-int sl_report_trace_html(char **out, const sl_trace *t, const sl_report_trace_opts *opts);
+SL_EXTERN int sl_report_trace_html(char **out, const sl_trace *t, const sl_report_trace_opts *opts);
 
 typedef struct sl_report_prov_opts {
   int version;         /* SL_REPORT_PROV_OPTS_VERSION */
@@ -53,7 +53,7 @@ typedef struct sl_report_prov_opts {
  * (free with sl_free): graphlets per pipeline, push rate, compute by component type, wasted compute by pipeline,
  * and with a model the simulation's curve of compute saved against freshness. opts may be NULL. Errors: those of
  * the analytics (e.g. the simulation's SL_EINVAL when the model's test window holds no graphlet), SL_ENOMEM. */
-int sl_report_prov_html(char **out, const sl_prov_graphlets *g, const sl_report_prov_opts *opts);
+SL_EXTERN int sl_report_prov_html(char **out, const sl_prov_graphlets *g, const sl_report_prov_opts *opts);
 
 #ifdef __cplusplus
 }

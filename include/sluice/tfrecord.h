@@ -14,44 +14,44 @@ extern "C" {
 #endif
 
 /* CRC-32C (Castagnoli) of data; sl_crc32c("123456789", 9) == 0xE3069283. */
-uint32_t sl_crc32c(const void *data, size_t len);
+SL_EXTERN uint32_t sl_crc32c(const void *data, size_t len);
 /* Extends a CRC-32C over more data (start with 0). */
-uint32_t sl_crc32c_extend(uint32_t crc, const void *data, size_t len);
+SL_EXTERN uint32_t sl_crc32c_extend(uint32_t crc, const void *data, size_t len);
 /* TFRecord's masking: ((crc >> 15) | (crc << 17)) + 0xa282ead8. */
-uint32_t sl_crc32c_mask(uint32_t crc);
+SL_EXTERN uint32_t sl_crc32c_mask(uint32_t crc);
 
 typedef enum sl_compression { SL_COMPRESSION_NONE = 0, SL_COMPRESSION_GZIP = 1, SL_COMPRESSION_ZLIB = 2 } sl_compression;
 /* Parses "", "NONE", "GZIP", "ZLIB" (case-insensitive). */
-int sl_compression_parse(sl_compression *out, const char *name);
+SL_EXTERN int sl_compression_parse(sl_compression *out, const char *name);
 
 typedef struct sl_tfrecord_reader sl_tfrecord_reader;
 /* Opens a TFRecord file. SL_EIO names the file when it cannot be opened. */
-int sl_tfrecord_reader_open(sl_tfrecord_reader **out, const char *path, sl_compression comp);
+SL_EXTERN int sl_tfrecord_reader_open(sl_tfrecord_reader **out, const char *path, sl_compression comp);
 /* Next record: 0 with *rec (a new buffer the caller unrefs) holding the record's *len bytes; SL_END at a clean end
  * of file; SL_ECORRUPT (bad CRC, truncated record, length beyond the file) with a message naming the file, the
  * record index and the byte offset. After a data-CRC error the reader can continue with the next record; after a
  * length error the framing is lost and every later call returns SL_END. */
-int sl_tfrecord_reader_next(sl_buf **rec, size_t *len, sl_tfrecord_reader *r);
+SL_EXTERN int sl_tfrecord_reader_next(sl_buf **rec, size_t *len, sl_tfrecord_reader *r);
 /* Index of the next record, and bytes read from the file so far. */
-uint64_t sl_tfrecord_reader_index(const sl_tfrecord_reader *r);
-uint64_t sl_tfrecord_reader_disk_bytes(const sl_tfrecord_reader *r);
-void sl_tfrecord_reader_free(sl_tfrecord_reader *r);
+SL_EXTERN uint64_t sl_tfrecord_reader_index(const sl_tfrecord_reader *r);
+SL_EXTERN uint64_t sl_tfrecord_reader_disk_bytes(const sl_tfrecord_reader *r);
+SL_EXTERN void sl_tfrecord_reader_free(sl_tfrecord_reader *r);
 
 typedef struct sl_tfrecord_writer sl_tfrecord_writer;
-int sl_tfrecord_writer_open(sl_tfrecord_writer **out, const char *path, sl_compression comp);
-int sl_tfrecord_write(sl_tfrecord_writer *w, const void *data, size_t len);
+SL_EXTERN int sl_tfrecord_writer_open(sl_tfrecord_writer **out, const char *path, sl_compression comp);
+SL_EXTERN int sl_tfrecord_write(sl_tfrecord_writer *w, const void *data, size_t len);
 /* Flushes and closes; returns the first write error, if any. Accepts NULL. */
-int sl_tfrecord_writer_close(sl_tfrecord_writer *w);
+SL_EXTERN int sl_tfrecord_writer_close(sl_tfrecord_writer *w);
 
 /* A tf.Example under construction: features added by name, serialised to protobuf bytes. */
 typedef struct sl_example sl_example;
-sl_example *sl_example_new(void);
-void sl_example_free(sl_example *ex);
-int sl_example_add_bytes(sl_example *ex, const char *key, const void *const *values, const size_t *lens, size_t n);
-int sl_example_add_int64(sl_example *ex, const char *key, const int64_t *values, size_t n);
-int sl_example_add_float(sl_example *ex, const char *key, const float *values, size_t n);
+SL_EXTERN sl_example *sl_example_new(void);
+SL_EXTERN void sl_example_free(sl_example *ex);
+SL_EXTERN int sl_example_add_bytes(sl_example *ex, const char *key, const void *const *values, const size_t *lens, size_t n);
+SL_EXTERN int sl_example_add_int64(sl_example *ex, const char *key, const int64_t *values, size_t n);
+SL_EXTERN int sl_example_add_float(sl_example *ex, const char *key, const float *values, size_t n);
 /* Serialises into a new buffer (*out, caller unrefs). */
-int sl_example_serialize(sl_buf **out, const sl_example *ex);
+SL_EXTERN int sl_example_serialize(sl_buf **out, const sl_example *ex);
 
 #ifdef __cplusplus
 }

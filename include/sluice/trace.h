@@ -33,7 +33,7 @@ typedef struct sl_machine {
 /* Probes cores and memory; when `data_path` is a readable file, also measures sequential read bandwidth on it with
  * the page cache kept out (O_DIRECT, or posix_fadvise DONTNEED where O_DIRECT is refused), reading at most
  * `max_bytes` (0: 256 MiB) or for about half a second. */
-int sl_machine_probe(sl_machine *out, const char *data_path, uint64_t max_bytes);
+SL_EXTERN int sl_machine_probe(sl_machine *out, const char *data_path, uint64_t max_bytes);
 
 typedef struct sl_trace sl_trace;
 
@@ -59,33 +59,33 @@ typedef struct sl_trace_opts {
 
 /* Runs pipeline `p` (from its counters' reset) under `opts` and records a trace: the spec, every op's counters,
  * the machine and the run. The pipeline's counters are reset first. Errors: those of the run (naming the op). */
-int sl_trace_run(sl_trace **out, sl_pipeline *p, const sl_trace_opts *opts);
+SL_EXTERN int sl_trace_run(sl_trace **out, sl_pipeline *p, const sl_trace_opts *opts);
 /* The trace as JSON text (docs/trace-format.md). Free with sl_free(). */
-int sl_trace_to_json(char **out, const sl_trace *t);
+SL_EXTERN int sl_trace_to_json(char **out, const sl_trace *t);
 /* Reads a trace. SL_EVERSION for a trace of another format version, SL_EINVAL (naming the field) for a malformed
  * one. `origin` names the source in messages. */
-int sl_trace_from_json(sl_trace **out, const char *json, size_t len, const char *origin);
-int sl_trace_load(sl_trace **out, const char *path);
-int sl_trace_save(const sl_trace *t, const char *path);
-void sl_trace_free(sl_trace *t);
+SL_EXTERN int sl_trace_from_json(sl_trace **out, const char *json, size_t len, const char *origin);
+SL_EXTERN int sl_trace_load(sl_trace **out, const char *path);
+SL_EXTERN int sl_trace_save(const sl_trace *t, const char *path);
+SL_EXTERN void sl_trace_free(sl_trace *t);
 
 /* Checks that trace `t` was taken of the same pipeline as `p` (same ops, functions and arguments; knob values
  * may differ). SL_EINVAL naming the first difference otherwise. */
-int sl_trace_check_spec(const sl_trace *t, const sl_pipeline *p);
+SL_EXTERN int sl_trace_check_spec(const sl_trace *t, const sl_pipeline *p);
 
 /* Read access. The run: output elements, elapsed seconds, whether the stream ended, and throughput. */
-uint64_t sl_trace_elements(const sl_trace *t);
-double sl_trace_seconds(const sl_trace *t);
-bool sl_trace_ended(const sl_trace *t);
-double sl_trace_throughput(const sl_trace *t);
+SL_EXTERN uint64_t sl_trace_elements(const sl_trace *t);
+SL_EXTERN double sl_trace_seconds(const sl_trace *t);
+SL_EXTERN bool sl_trace_ended(const sl_trace *t);
+SL_EXTERN double sl_trace_throughput(const sl_trace *t);
 /* Process CPU seconds used during the traced interval. */
-double sl_trace_process_cpu(const sl_trace *t);
-const sl_machine *sl_trace_machine(const sl_trace *t);
-int sl_trace_op_count(const sl_trace *t);
+SL_EXTERN double sl_trace_process_cpu(const sl_trace *t);
+SL_EXTERN const sl_machine *sl_trace_machine(const sl_trace *t);
+SL_EXTERN int sl_trace_op_count(const sl_trace *t);
 /* Op i's counters (strings owned by the trace). */
-int sl_trace_op(sl_op_stats *out, const sl_trace *t, int i);
+SL_EXTERN int sl_trace_op(sl_op_stats *out, const sl_trace *t, int i);
 /* The traced spec as JSON text. Free with sl_free(). */
-int sl_trace_spec_json(char **out, const sl_trace *t);
+SL_EXTERN int sl_trace_spec_json(char **out, const sl_trace *t);
 
 #ifdef __cplusplus
 }

@@ -25,9 +25,9 @@ static void test_model_v1_loads_and_predicts(void **st) {
   double *x = calloc(nf, sizeof *x);
   assert_non_null(x);
   double p0 = -1, p1 = -1;
-  assert_int_equal(sl_prov_model_predict(m, x, &p0), 0);
+  assert_int_equal(sl_prov_model_predict(&p0, m, x), 0);
   for (size_t j = 0; j < nf; j++) x[j] = NAN; /* unknown features: the forest's default branches */
-  assert_int_equal(sl_prov_model_predict(m, x, &p1), 0);
+  assert_int_equal(sl_prov_model_predict(&p1, m, x), 0);
   printf("# p(zeros) = %.17g, p(unknown) = %.17g\n", p0, p1);
   assert_float_equal(p0, 0.56627440452575684, 1e-6);
   assert_float_equal(p1, 0.6456562876701355, 1e-6);
