@@ -39,7 +39,8 @@ def test_optimize_plans_the_autotune_knobs():
     spin = [op for op in ops if op.get("fn") == "spin"]
     prefetch = [op for op in ops if op["op"] == "prefetch"]
     assert len(spin) == 1 and isinstance(spin[0]["parallelism"], int)
-    assert prefetch and all(isinstance(op["buffer"], int) for op in prefetch)
+    # Whether a prefetch stays is the planner's choice (it drops one it finds useless); any that stays is planned.
+    assert all(isinstance(op["buffer"], int) for op in prefetch)
     it = iter(p)
     next(it)
     with pytest.raises(sluice.Error, match="live"):
