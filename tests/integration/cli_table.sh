@@ -35,7 +35,9 @@ expect 2 "$S" validate "$T/ok.json" "$T/ok.json"
 expect 0 "$S" validate "$T/ok.json" --print
 echo "$out" | grep -q '"range"' || fail "validate --print: $out"
 ver=$("$S" --version)
-for c in run validate head trace optimize analyze report gen prov; do
+cmds="run validate head trace optimize analyze report gen"
+"$S" --help 2>&1 | grep -q "^  prov " && cmds="$cmds prov" # absent in an SL_WITH_PROV=OFF build
+for c in $cmds; do
   expect 0 "$S" $c --version
   [ "$out" = "$ver" ] || fail "$c --version: '$out', wanted '$ver'"
 done
