@@ -114,9 +114,13 @@ static void test_short_lived_iterators(void **st) {
   assert_int_equal(sl_trace_op(&s, t, 2), 0);
   assert_string_equal(s.path, "ops[1].source[0]");
   assert_int_equal(s.elements_out, 8000);
-  /* Sampled (about 1 call in 64 here): an estimate with a few percent of spread; the bounds are wide. */
+  /* Sampled (about 1 call in 64 here). spin burns thread CPU, which machine load does not stretch, but the sampled
+   * estimate spread 36-46 us here beside two CPU hogs and crossed a 0.8-1.4 window once in CI. What the mechanism
+   * guarantees is that the short-lived iterators' calls are counted at all (missed, the estimate is near 0), so the
+   * window only separates counted from missed. */
   double us = s.cpu_seconds / 8000 * 1e6;
-  assert_true(us > 40 * 0.8 && us < 40 * 1.4);
+  printf("# short-lived map: %.1f us of CPU per element (spin burns 40)\n", us);
+  assert_true(us > 40 * 0.5 && us < 40 * 2.0);
   sl_trace_free(t);
   sl_pipeline_free(p);
 }
