@@ -54,6 +54,7 @@ struct sl__op {
   int index;       /* pre-order index in the pipeline's op array */
   int parent;      /* index of the consumer op, -1 for the root */
   bool nested;     /* inside an interleave's source chain */
+  bool no_timing;  /* the pipeline's no_timing, copied here: its samplers never time */
   char *path;      /* "ops[3]" or "ops[1].source[0]" */
   char *label;     /* fn name for map/filter */
   json_t *json;    /* this op's object in the pipeline's spec (borrowed) */
@@ -199,7 +200,6 @@ json_t *sl__pipeline_spec(const sl_pipeline *pl);
 const char *sl__pipeline_origin(const sl_pipeline *pl);
 /* True when the pipeline's samplers never time (like SL_NO_TIMING for one pipeline: bench/trace_cost.c's
  * untraced twin); set it before any iterator is opened. */
-bool sl__pipeline_no_timing(const sl_pipeline *pl);
 void sl__pipeline_set_no_timing(sl_pipeline *pl, bool no_timing);
 /* Replaces p's insides with q's (the caller's handle now holds q's pipeline, its ops pointing back at p) and
  * frees q with p's old insides. Neither may have an open iterator. */

@@ -87,7 +87,7 @@ static uint32_t draw_gap(sl__sampler *s, uint32_t stride) {
 void sl__sampler_init(sl__sampler *s, sl__op *op) {
   s->rng = sl__mix64((uint64_t)(uintptr_t)s ^ sl__now_ns()) | 1;
   s->avg_ns = op ? atomic_load_explicit(&op->avg_hint_ns, memory_order_relaxed) : 0;
-  if (!sl__timing_enabled() || (op && sl__pipeline_no_timing(op->pl))) {
+  if (!sl__timing_enabled() || (op && op->no_timing)) {
     s->countdown = UINT32_MAX;
     s->stride = 1;
     return;

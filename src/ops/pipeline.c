@@ -56,6 +56,7 @@ static int add_op(sl_pipeline *p, sl__op *op) {
   sl__op **n = sl__realloc(p->ops, (size_t)(p->nops + 1) * sizeof *n);
   if (!n) return sl__oom("the op table");
   p->ops = n;
+  op->no_timing = p->no_timing;
   p->ops[p->nops++] = op;
   return 0;
 }
@@ -243,8 +244,12 @@ sl__op *sl__pipeline_op(const sl_pipeline *pl, int i) { return pl->ops[i]; }
 sl__op *sl__pipeline_root(const sl_pipeline *pl) { return pl->root; }
 json_t *sl__pipeline_spec(const sl_pipeline *pl) { return pl->spec; }
 const char *sl__pipeline_origin(const sl_pipeline *pl) { return pl->origin; }
-bool sl__pipeline_no_timing(const sl_pipeline *pl) { return pl->no_timing; }
-void sl__pipeline_set_no_timing(sl_pipeline *pl, bool no_timing) { pl->no_timing = no_timing; }
+/* The flag is copied onto each op so that the samplers (engine_stats.c) read it from the op without calling back
+ * up into the pipeline. */
+void sl__pipeline_set_no_timing(sl_pipeline *pl, bool no_timing) {
+  pl->no_timing = no_timing;
+  for (int i = 0; i < pl->nops; i++) pl->ops[i]->no_timing = no_timing;
+}
 
 void sl__pipeline_replace(sl_pipeline *p, sl_pipeline *q) {
   sl_pipeline tmp = *p;
