@@ -106,6 +106,11 @@ SL_EXTERN int sl_pipeline_op_stats(sl_op_stats *out, const sl_pipeline *p, int i
 /* True when every cache op of `p` holds a complete first pass (true when it has none): from then on the pipeline
  * runs in its steady state. Safe while runs go on. */
 SL_EXTERN bool sl_pipeline_caches_complete(const sl_pipeline *p);
+/* The element structure after op i (pre-order, as for sl_pipeline_op_stats), as the schemas of the ops and functions
+ * before it describe it: each component's name, dtype and shape, e.g. "image uint8 [?, ?, 3], label int64 []"
+ * ("?": a dim not known before running; "*": one that varies between elements; a trailing "...": components a
+ * function registered at run time may add). *out is freed with sl_free(). SL_EINVAL for a bad index. */
+SL_EXTERN int sl_pipeline_structure(char **out, const sl_pipeline *p, int i);
 /* Zeroes every op's counters. */
 SL_EXTERN void sl_pipeline_reset_stats(sl_pipeline *p);
 

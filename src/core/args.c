@@ -21,6 +21,13 @@ const char *sl__json_type_name(const json_t *v) {
 
 static json_t *arg(const sl_args *a, const char *key) { return a && a->obj ? json_object_get(a->obj, key) : NULL; }
 
+/* The schema's default text for an absent arg (the schema wins over the caller's `def`, so the documented
+ * default is the one in force), or NULL. */
+static const char *sdef(const sl_args *a, const char *key) {
+  const sl__arg *s = a && a->schema ? sl__arg_find(a->schema, key) : NULL;
+  return s ? s->def : NULL;
+}
+
 static int bad(const sl_args *a, const char *key, const char *want, json_t *v) {
   return sl__err(SL_EINVAL, "%s.%s: expected %s, found %s", a ? a->path : "args", key, want, sl__json_type_name(v));
 }
@@ -28,7 +35,8 @@ static int bad(const sl_args *a, const char *key, const char *want, json_t *v) {
 int sl_args_int(int64_t *out, const sl_args *a, const char *key, int64_t def) {
   json_t *v = arg(a, key);
   if (!v) {
-    *out = def;
+    const char *d = sdef(a, key);
+    *out = d ? strtoll(d, NULL, 10) : def;
     return 0;
   }
   if (json_is_integer(v)) {
@@ -45,7 +53,8 @@ int sl_args_int(int64_t *out, const sl_args *a, const char *key, int64_t def) {
 int sl_args_double(double *out, const sl_args *a, const char *key, double def) {
   json_t *v = arg(a, key);
   if (!v) {
-    *out = def;
+    const char *d = sdef(a, key);
+    *out = d ? strtod(d, NULL) : def;
     return 0;
   }
   if (json_is_number(v)) {
@@ -58,7 +67,8 @@ int sl_args_double(double *out, const sl_args *a, const char *key, double def) {
 int sl_args_bool(bool *out, const sl_args *a, const char *key, bool def) {
   json_t *v = arg(a, key);
   if (!v) {
-    *out = def;
+    const char *d = sdef(a, key);
+    *out = d ? !strcmp(d, "true") : def;
     return 0;
   }
   if (json_is_boolean(v)) {
@@ -71,7 +81,8 @@ int sl_args_bool(bool *out, const sl_args *a, const char *key, bool def) {
 int sl_args_string(const char **out, const sl_args *a, const char *key, const char *def) {
   json_t *v = arg(a, key);
   if (!v) {
-    *out = def;
+    const char *d = sdef(a, key);
+    *out = d ? d : def;
     return 0;
   }
   if (json_is_string(v)) {

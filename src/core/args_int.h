@@ -6,10 +6,12 @@
 #include <jansson.h>
 
 #include "core/core_int.h"
+#include "core/schema_int.h"
 
 struct sl_args {
   json_t *obj;      /* the args object (borrowed; may be NULL for none) */
   const char *path; /* "ops[3].args" */
+  const sl__arg *schema; /* the function's arg table (NULL: none): an absent arg takes its default from there */
 };
 
 /* Error message pointing at a JSON path with the JSON type found. */

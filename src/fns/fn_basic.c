@@ -115,11 +115,61 @@ static int select_init(void **state, const sl_args *a, void *payload) {
   return 0;
 }
 
+/* ---- schemas ---- */
+static const sl__arg SPIN_ARGS[] = {
+    {"us", SL__ARG_INT, "100", SL__ARGF_LO, 0, 0, NULL, "microseconds of CPU (spin) or of sleep (sleep_io) per element"},
+    {NULL}};
+static const sl__fn_schema SPIN_SCHEMA = {"burns `us` microseconds of CPU per element (a stand-in for work)",
+                                          SPIN_ARGS, NULL, NULL, NULL};
+static const sl__fn_schema SLEEP_SCHEMA = {"sleeps `us` microseconds per element (a stand-in for I/O)", SPIN_ARGS,
+                                           NULL, NULL, NULL};
+static const sl__arg NO_ARGS[] = {{NULL}};
+static const sl__fn_schema IDENTITY_SCHEMA = {"passes the element through unchanged", NO_ARGS, NULL, NULL, NULL};
+
+static const sl__arg LEN_ARGS[] = {
+    {"component", SL__ARG_COMP, NULL, SL__ARGF_REQUIRED, 0, 0, NULL, "the component whose length is tested"},
+    {"min", SL__ARG_INT, "0", 0, 0, 0, NULL, "the shortest length kept"},
+    {"max", SL__ARG_INT, "9223372036854775807", 0, 0, 0, NULL, "the longest length kept"},
+    {NULL}};
+static const sl__fn_io LEN_READS[] = {{"component", NULL, NULL, SL__DT_ANY, -1, 0}, {NULL}};
+static const sl__fn_schema LEN_SCHEMA = {"(filter) keeps elements whose component has min..max values", LEN_ARGS,
+                                         LEN_READS, NULL, NULL};
+
+static const sl__arg SELECT_ARGS[] = {
+    {"keep", SL__ARG_STRS, NULL, SL__ARGF_REQUIRED | SL__LOHI, 1, SL_MAX_COMPONENTS, NULL,
+     "the components kept, in this order"},
+    {NULL}};
+/* select: the element becomes the listed components, each of which must exist. */
+static int select_infer(sl__struct *s, json_t *args, const char *path, const char *origin) {
+  (void)origin;
+  json_t *keep = json_object_get(args, "keep");
+  sl__struct out = {0};
+  out.open = false;
+  for (size_t i = 0; i < json_array_size(keep); i++) {
+    const char *n = json_string_value(json_array_get(keep, i));
+    sl__comp_desc *c = n ? sl__struct_get(s, n) : NULL;
+    if (!c && !s->open) {
+      sl__str have = {0};
+      if (sl__struct_names(&have, s)) return SL_ENOMEM;
+      int rc = sl__err(SL_EINVAL, "%s.keep[%zu]: no component '%s' reaches this op (the element has: %s)", path, i, n,
+                       have.s);
+      sl__str_dispose(&have);
+      return rc;
+    }
+    if (c) out.c[out.n++] = *c;
+    else if (n && sl__struct_put(&out, n, SL__DT_ANY, -1, origin, NULL)) return SL_EINVAL;
+  }
+  *s = out;
+  return 0;
+}
+static const sl__fn_schema SELECT_SCHEMA = {"keeps only the listed components, in that order", SELECT_ARGS, NULL,
+                                            NULL, select_infer};
+
 const sl__fn_entry sl__fns_basic[] = {
-    {"identity", {SL_FN_DEF_VERSION, 0, NULL, identity_call, NULL}},
-    {"spin", {SL_FN_DEF_VERSION, 0, spin_init, spin_call, free_state}},
-    {"sleep_io", {SL_FN_DEF_VERSION, 0, spin_init, sleep_call, free_state}},
-    {"length", {SL_FN_DEF_VERSION, SL_FN_FILTER, len_init, len_call, free_state}},
-    {"select", {SL_FN_DEF_VERSION, 0, select_init, select_call, NULL}},
-    {NULL, {0, 0, NULL, NULL, NULL}},
+    {"identity", {SL_FN_DEF_VERSION, 0, NULL, identity_call, NULL}, &IDENTITY_SCHEMA},
+    {"spin", {SL_FN_DEF_VERSION, 0, spin_init, spin_call, free_state}, &SPIN_SCHEMA},
+    {"sleep_io", {SL_FN_DEF_VERSION, 0, spin_init, sleep_call, free_state}, &SLEEP_SCHEMA},
+    {"length", {SL_FN_DEF_VERSION, SL_FN_FILTER, len_init, len_call, free_state}, &LEN_SCHEMA},
+    {"select", {SL_FN_DEF_VERSION, 0, select_init, select_call, NULL}, &SELECT_SCHEMA},
+    {NULL, {0, 0, NULL, NULL, NULL}, NULL},
 };

@@ -242,7 +242,40 @@ static int pe_call(void *st, sl_elem *e, sl_fn_call *call) {
   return rc;
 }
 
+/* ---- schemas ---- */
+static const sl__arg PE_ARGS[] = {
+    {"component", SL__ARG_COMP, "record", 0, 0, 0, NULL, "the component holding the serialised tf.Example"},
+    {"features", SL__ARG_OBJECT, NULL, SL__ARGF_REQUIRED, 0, 0, NULL,
+     "feature name -> {\"dtype\", \"shape\" (-1: variable length), \"default\"}; each becomes a component"},
+    {"keep", SL__ARG_BOOL, "false", 0, 0, 0, NULL, "keep the serialised record after parsing"},
+    {NULL}};
+static const sl__fn_io PE_READS[] = {{"component", "record", NULL, SL_BYTES, 0, SL__IO_CONSUMED}, {NULL}};
+/* Each feature becomes a component of its dtype and shape ([-1]: a length that varies between elements). */
+static int pe_infer(sl__struct *s, json_t *args, const char *path, const char *origin) {
+  (void)path;
+  const char *key;
+  json_t *v;
+  json_object_foreach(json_object_get(args, "features"), key, v) {
+    sl_dtype dt;
+    json_t *sh = json_object_get(v, "shape");
+    if (sl_dtype_parse(&dt, json_string_value(json_object_get(v, "dtype")) ? json_string_value(json_object_get(v, "dtype")) : "?"))
+      dt = (sl_dtype)SL__DT_ANY;
+    sl_error_clear();
+    int rank = json_is_array(sh) ? (int)json_array_size(sh) : 0;
+    sl__comp_desc *c;
+    int rc = sl__struct_put(s, key, (int)dt, rank, origin, &c);
+    if (rc) return rc;
+    for (int d = 0; d < c->rank; d++) {
+      json_int_t x = json_integer_value(json_array_get(sh, (size_t)d));
+      c->dims[d] = x >= 0 ? (int64_t)x : SL__DIM_VARIES;
+    }
+  }
+  return 0;
+}
+static const sl__fn_schema PE_SCHEMA = {"parses a serialised tf.Example into one component per listed feature",
+                                        PE_ARGS, PE_READS, NULL, pe_infer};
+
 const sl__fn_entry sl__fns_example[] = {
-    {"parse_example", {SL_FN_DEF_VERSION, 0, pe_init, pe_call, pe_free}},
-    {NULL, {0, 0, NULL, NULL, NULL}},
+    {"parse_example", {SL_FN_DEF_VERSION, 0, pe_init, pe_call, pe_free}, &PE_SCHEMA},
+    {NULL, {0, 0, NULL, NULL, NULL}, NULL},
 };

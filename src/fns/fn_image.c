@@ -763,13 +763,169 @@ done:
   return rc;
 }
 
+/* ---- schemas ---- */
+#define IMG_IO_ARGS                                                                                              \
+  {"component", SL__ARG_COMP, "image", 0, 0, 0, NULL, "the image component ([height, width, channels])"},             \
+      {"output", SL__ARG_COMP, NULL, 0, 0, 0, NULL, "the component written (default: the component, replaced)"}
+#define IMG_METHOD_ARG                                                                                           \
+  {"method", SL__ARG_ENUM, "bilinear", 0, 0, 0, "bilinear|area|bicubic|nearest", "the resize method"}
+static const sl__fn_io IMG_READS[] = {{"component", "image", NULL, SL__DT_ANY, 3, 0}, {NULL}};
+static const sl__fn_io IMG_WRITES[] = {{"output", NULL, "component", SL__DT_SAME, SL__RANK_SAME, 0}, {NULL}};
+/* The output's height and width when "size" fixes them. */
+static int size_infer(sl__struct *s, json_t *args, const char *path, const char *origin) {
+  (void)path;
+  (void)origin;
+  json_t *o = json_object_get(args, "output"), *c = json_object_get(args, "component"), *size = json_object_get(args, "size");
+  const char *name = json_is_string(o) ? json_string_value(o) : json_is_string(c) ? json_string_value(c) : "image";
+  sl__comp_desc *d = sl__struct_get(s, name);
+  if (!d) return 0;
+  if (json_array_size(size) == 2 && d->rank == 3)
+    for (int k = 0; k < 2; k++) d->dims[k] = (int64_t)json_number_value(json_array_get(size, (size_t)k));
+  else if (d->rank == 3)
+    d->dims[0] = d->dims[1] = SL__DIM_UNKNOWN;
+  return 0;
+}
+
+static const sl__arg RRC_ARGS[] = {
+    IMG_IO_ARGS,
+    IMG_METHOD_ARG,
+    {"size", SL__ARG_NUMS, NULL, SL__ARGF_REQUIRED | SL__LOHI, 2, 2, NULL, "the output [height, width]"},
+    {"scale", SL__ARG_NUMS, NULL, SL__LOHI, 2, 2, NULL, "crop area as a fraction of the image [min, max] (default [0.08, 1])"},
+    {"ratio", SL__ARG_NUMS, NULL, SL__LOHI, 2, 2, NULL, "crop aspect ratio [min, max] (default [3/4, 4/3])"},
+    {NULL}};
+static const sl__fn_schema RRC_SCHEMA = {"crops a random window (area and aspect in ranges) and resizes it",
+                                         RRC_ARGS, IMG_READS, IMG_WRITES, size_infer};
+static const sl__arg RESIZE_ARGS[] = {
+    IMG_IO_ARGS,
+    IMG_METHOD_ARG,
+    {"size", SL__ARG_NUMS, NULL, SL__LOHI, 2, 2, NULL, "the output [height, width] (or give shorter_side)"},
+    {"shorter_side", SL__ARG_INT, "0", SL__LOHI, 0, 65535, NULL, "scale so the shorter side has this length"},
+    {NULL}};
+static const sl__fn_schema RESIZE_SCHEMA = {"resizes an image to a size, or its shorter side to a length",
+                                            RESIZE_ARGS, IMG_READS, IMG_WRITES, size_infer};
+static const sl__arg CC_ARGS[] = {
+    IMG_IO_ARGS,
+    IMG_METHOD_ARG,
+    {"size", SL__ARG_NUMS, NULL, SL__LOHI, 2, 2, NULL, "the crop's [height, width] (or give fraction)"},
+    {"fraction", SL__ARG_NUM, "0", SL__LOHI, 0, 1, NULL, "the crop's side as a fraction of the image's"},
+    {NULL}};
+static const sl__fn_schema CC_SCHEMA = {"crops the central window of an image", CC_ARGS, IMG_READS, IMG_WRITES,
+                                        size_infer};
+static const sl__arg FLIP_ARGS[] = {
+    IMG_IO_ARGS,
+    IMG_METHOD_ARG,
+    {"prob", SL__ARG_NUM, "0.5", SL__LOHI, 0, 1, NULL, "the probability of a flip"},
+    {"boxes", SL__ARG_COMP, NULL, 0, 0, 0, NULL, "float32 [n, 4] boxes flipped with the image"},
+    {"num_boxes", SL__ARG_COMP, NULL, 0, 0, 0, NULL, "the number of valid boxes (the rest is padding)"},
+    {"on_invalid_box", SL__ARG_ENUM, "error", 0, 0, 0, "error|clip", "a box outside [0, 1] fails, or is clipped"},
+    {NULL}};
+static const sl__fn_io FLIP_READS[] = {{"component", "image", NULL, SL__DT_ANY, 3, 0},
+                                       {"boxes", NULL, NULL, SL_FLOAT32, 2, SL__IO_OPTIONAL},
+                                       {"num_boxes", NULL, NULL, SL__DT_ANY, 0, SL__IO_OPTIONAL},
+                                       {NULL}};
+static const sl__fn_schema FLIP_SCHEMA = {"flips an image left-right at random (and its boxes)", FLIP_ARGS,
+                                          FLIP_READS, IMG_WRITES, NULL};
+static const sl__arg NORM_ARGS[] = {
+    IMG_IO_ARGS,
+    {"scale", SL__ARG_NUM, "1", 0, 0, 0, NULL, "multiplies each value first"},
+    {"mean", SL__ARG_NUMS, NULL, SL__LOHI, 1, 64, NULL, "per-channel mean subtracted (default ImageNet's RGB, 0..255)"},
+    {"std", SL__ARG_NUMS, NULL, SL__LOHI, 1, 64, NULL, "per-channel divisor (default ImageNet's with the default mean, else 1)"},
+    {NULL}};
+static const sl__fn_io NORM_READS[] = {{"component", "image", NULL, SL__DT_ANY, -1, 0}, {NULL}};
+static const sl__fn_io NORM_WRITES[] = {{"output", NULL, "component", SL_FLOAT32, SL__RANK_SAME, 0}, {NULL}};
+static const sl__fn_schema NORM_SCHEMA = {"(x * scale - mean) / std per channel, as float32", NORM_ARGS,
+                                          NORM_READS, NORM_WRITES, NULL};
+static const sl__arg CAST_ARGS[] = {
+    IMG_IO_ARGS,
+    {"dtype", SL__ARG_ENUM, NULL, SL__ARGF_REQUIRED, 0, 0, "uint8|int32|int64|float32|float64", "the dtype cast to"},
+    {"scale", SL__ARG_NUM, "1", 0, 0, 0, NULL, "multiplies each value"},
+    {NULL}};
+/* The output's dtype is the one named. */
+static int cast_infer(sl__struct *s, json_t *args, const char *path, const char *origin) {
+  (void)path;
+  (void)origin;
+  json_t *o = json_object_get(args, "output"), *c = json_object_get(args, "component");
+  const char *name = json_is_string(o) ? json_string_value(o) : json_is_string(c) ? json_string_value(c) : "image";
+  sl__comp_desc *d = sl__struct_get(s, name);
+  sl_dtype dt;
+  const char *dn = json_string_value(json_object_get(args, "dtype"));
+  if (d && dn && !sl_dtype_parse(&dt, dn)) d->dtype = (int)dt;
+  sl_error_clear();
+  return 0;
+}
+static const sl__fn_schema CAST_SCHEMA = {"casts a numeric component to another dtype (times scale)", CAST_ARGS,
+                                          NORM_READS, IMG_WRITES, cast_infer};
+
+static const sl__arg PAD_ARGS[] = {
+    {"boxes", SL__ARG_COMP, NULL, 0, 0, 0, NULL, "float32 [n, 4] boxes (else the four coordinate lists)"},
+    {"ymin", SL__ARG_COMP, "image/object/bbox/ymin", 0, 0, 0, NULL, "the boxes' ymin list"},
+    {"xmin", SL__ARG_COMP, "image/object/bbox/xmin", 0, 0, 0, NULL, "the boxes' xmin list"},
+    {"ymax", SL__ARG_COMP, "image/object/bbox/ymax", 0, 0, 0, NULL, "the boxes' ymax list"},
+    {"xmax", SL__ARG_COMP, "image/object/bbox/xmax", 0, 0, 0, NULL, "the boxes' xmax list"},
+    {"labels", SL__ARG_COMP, "image/object/class/label", 0, 0, 0, NULL, "the boxes' labels, padded alongside (\"\": none)"},
+    {"output", SL__ARG_COMP, "boxes", 0, 0, 0, NULL, "the float32 [max, 4] boxes written"},
+    {"labels_output", SL__ARG_COMP, "labels", 0, 0, 0, NULL, "the int64 [max] labels written"},
+    {"num_output", SL__ARG_COMP, "num_boxes", 0, 0, 0, NULL, "the int32 count of valid boxes written"},
+    {"max", SL__ARG_INT, "100", SL__LOHI, 1, 1000000, NULL, "boxes kept (the rest is padding)"},
+    {"pad_value", SL__ARG_NUM, "0", 0, 0, 0, NULL, "the padding boxes' coordinates"},
+    {"label_pad_value", SL__ARG_NUM, "-1", 0, 0, 0, NULL, "the padding boxes' label"},
+    {"on_invalid_box", SL__ARG_ENUM, "error", 0, 0, 0, "error|clip", "a box outside [0, 1] fails, or is clipped"},
+    {"keep", SL__ARG_BOOL, "false", 0, 0, 0, NULL, "keep the input box components"},
+    {NULL}};
+static const char *arg_or(json_t *args, const char *key, const char *def) {
+  json_t *v = json_object_get(args, key);
+  return json_is_string(v) ? json_string_value(v) : def;
+}
+/* Reads the boxes (or the four coordinate lists) and, when present, the labels; writes fixed-size boxes, labels
+ * and a count. */
+static int pad_infer(sl__struct *s, json_t *args, const char *path, const char *origin) {
+  static const char *const keys[4] = {"ymin", "xmin", "ymax", "xmax"};
+  static const char *const defs[4] = {"image/object/bbox/ymin", "image/object/bbox/xmin", "image/object/bbox/ymax",
+                                      "image/object/bbox/xmax"};
+  const char *boxes = arg_or(args, "boxes", NULL), *labels = arg_or(args, "labels", "image/object/class/label");
+  const char *need[4];
+  int nneed = 0;
+  if (boxes) need[nneed++] = boxes;
+  else
+    for (int k = 0; k < 4; k++) need[nneed++] = arg_or(args, keys[k], defs[k]);
+  for (int k = 0; k < nneed && !s->open; k++)
+    if (!sl__struct_get(s, need[k])) {
+      sl__str have = {0};
+      if (sl__struct_names(&have, s)) return SL_ENOMEM;
+      int rc = sl__err(SL_EINVAL, "%s: reads component '%s', which no earlier op makes (the element has: %s)", path,
+                       need[k], have.s);
+      sl__str_dispose(&have);
+      return rc;
+    }
+  bool has_labels = labels[0] && (sl__struct_get(s, labels) || s->open);
+  bool keep = json_is_true(json_object_get(args, "keep"));
+  if (!keep) {
+    for (int k = 0; k < nneed; k++) sl__struct_remove(s, need[k]);
+    if (has_labels) sl__struct_remove(s, labels);
+  }
+  json_t *mx = json_object_get(args, "max");
+  int64_t max = json_is_integer(mx) ? (int64_t)json_integer_value(mx) : 100;
+  sl__comp_desc *c;
+  int rc = sl__struct_put(s, arg_or(args, "output", "boxes"), SL_FLOAT32, 2, origin, &c);
+  if (rc) return rc;
+  c->dims[0] = max;
+  c->dims[1] = 4;
+  if (has_labels) {
+    if ((rc = sl__struct_put(s, arg_or(args, "labels_output", "labels"), SL_INT64, 1, origin, &c))) return rc;
+    c->dims[0] = max;
+  }
+  return sl__struct_put(s, arg_or(args, "num_output", "num_boxes"), SL_INT32, 0, origin, NULL);
+}
+static const sl__fn_schema PAD_SCHEMA = {"pads an element's boxes (and labels) to a fixed number, with a count",
+                                         PAD_ARGS, NULL, NULL, pad_infer};
+
 const sl__fn_entry sl__fns_image[] = {
-    {"random_resized_crop", {SL_FN_DEF_VERSION, SL_FN_RANDOM, rrc_init, rrc_call, img_free}},
-    {"resize", {SL_FN_DEF_VERSION, 0, resize_init, resize_call, img_free}},
-    {"center_crop", {SL_FN_DEF_VERSION, 0, cc_init, cc_call, img_free}},
-    {"random_flip", {SL_FN_DEF_VERSION, SL_FN_RANDOM, flip_init, flip_call, img_free}},
-    {"normalize", {SL_FN_DEF_VERSION, 0, norm_init, norm_call, img_free}},
-    {"cast", {SL_FN_DEF_VERSION, 0, cast_init, cast_call, img_free}},
-    {"pad_boxes", {SL_FN_DEF_VERSION, 0, pad_init, pad_call, img_free}},
-    {NULL, {0, 0, NULL, NULL, NULL}},
+    {"random_resized_crop", {SL_FN_DEF_VERSION, SL_FN_RANDOM, rrc_init, rrc_call, img_free}, &RRC_SCHEMA},
+    {"resize", {SL_FN_DEF_VERSION, 0, resize_init, resize_call, img_free}, &RESIZE_SCHEMA},
+    {"center_crop", {SL_FN_DEF_VERSION, 0, cc_init, cc_call, img_free}, &CC_SCHEMA},
+    {"random_flip", {SL_FN_DEF_VERSION, SL_FN_RANDOM, flip_init, flip_call, img_free}, &FLIP_SCHEMA},
+    {"normalize", {SL_FN_DEF_VERSION, 0, norm_init, norm_call, img_free}, &NORM_SCHEMA},
+    {"cast", {SL_FN_DEF_VERSION, 0, cast_init, cast_call, img_free}, &CAST_SCHEMA},
+    {"pad_boxes", {SL_FN_DEF_VERSION, 0, pad_init, pad_call, img_free}, &PAD_SCHEMA},
+    {NULL, {0, 0, NULL, NULL, NULL}, NULL},
 };

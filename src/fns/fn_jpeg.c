@@ -329,8 +329,47 @@ static int jpeg_call_common(const jpeg_state *s, sl_elem *e, sl_fn_call *call, b
 static int decode_call(void *st, sl_elem *e, sl_fn_call *call) { return jpeg_call_common(st, e, call, false); }
 static int crop_call(void *st, sl_elem *e, sl_fn_call *call) { return jpeg_call_common(st, e, call, true); }
 
+/* ---- schemas ---- */
+#define JPEG_COMMON_ARGS                                                                                         \
+  {"component", SL__ARG_COMP, "image/encoded", 0, 0, 0, NULL, "the component holding the encoded JPEG"},              \
+      {"output", SL__ARG_COMP, "image", 0, 0, 0, NULL, "the component the decoded image is written to"},              \
+      {"keep", SL__ARG_BOOL, "false", 0, 0, 0, NULL, "keep the encoded bytes after decoding"},                        \
+      {"channels", SL__ARG_INT, "3", SL__LOHI, 0, 3, NULL, "0 (as stored), 1 (grayscale) or 3 (RGB)"},              \
+      {"strict", SL__ARG_BOOL, "true", 0, 0, 0, NULL, "fail on corrupt data (false: decode what can be decoded)"},    \
+      {"max_pixels", SL__ARG_INT, "100000000", SL__ARGF_LO, 1, 0, NULL, "refuse images larger than this"}
+static const sl__arg DECODE_ARGS[] = {JPEG_COMMON_ARGS, {NULL}};
+static const sl__arg CROP_ARGS[] = {
+    JPEG_COMMON_ARGS,
+    {"method", SL__ARG_ENUM, "bilinear", 0, 0, 0, "bilinear|area|bicubic|nearest", "the resize method when \"size\" is given"},
+    {"crop", SL__ARG_NUMS, NULL, SL__LOHI, 4, 4, NULL, "a fixed window [y, x, height, width] (else \"random\")"},
+    {"size", SL__ARG_NUMS, NULL, SL__LOHI, 2, 2, NULL, "resize the crop to [height, width]"},
+    {"scale", SL__ARG_NUMS, NULL, SL__LOHI, 2, 2, NULL, "random window area as a fraction of the image [min, max] (default [0.08, 1])"},
+    {"ratio", SL__ARG_NUMS, NULL, SL__LOHI, 2, 2, NULL, "random window aspect ratio [min, max] (default [3/4, 4/3])"},
+    {"random", SL__ARG_BOOL, NULL, 0, 0, 0, NULL, "sample the window per element (default: true unless \"crop\" is given)"},
+    {NULL}};
+static const sl__fn_io JPEG_READS[] = {{"component", "image/encoded", NULL, SL_BYTES, 0, SL__IO_CONSUMED}, {NULL}};
+static const sl__fn_io JPEG_WRITES[] = {{"output", "image", NULL, SL_UINT8, 3, 0}, {NULL}};
+/* [height, width, channels]: channels known unless 0 (as stored), height and width when a crop size is given. */
+static int jpeg_infer(sl__struct *s, json_t *args, const char *path, const char *origin) {
+  (void)path;
+  (void)origin;
+  json_t *o = json_object_get(args, "output");
+  sl__comp_desc *c = sl__struct_get(s, json_is_string(o) ? json_string_value(o) : "image");
+  if (!c) return 0;
+  json_t *ch = json_object_get(args, "channels"), *size = json_object_get(args, "size");
+  int64_t n = json_is_integer(ch) ? (int64_t)json_integer_value(ch) : 3;
+  c->dims[2] = n > 0 ? n : SL__DIM_UNKNOWN;
+  if (json_array_size(size) == 2)
+    for (int d = 0; d < 2; d++) c->dims[d] = (int64_t)json_number_value(json_array_get(size, (size_t)d));
+  return 0;
+}
+static const sl__fn_schema DECODE_SCHEMA = {"decodes a JPEG into a uint8 [height, width, channels] image",
+                                            DECODE_ARGS, JPEG_READS, JPEG_WRITES, jpeg_infer};
+static const sl__fn_schema CROP_SCHEMA = {"decodes only a window of a JPEG (fixed or random), optionally resized",
+                                          CROP_ARGS, JPEG_READS, JPEG_WRITES, jpeg_infer};
+
 const sl__fn_entry sl__fns_jpeg[] = {
-    {"decode_jpeg", {SL_FN_DEF_VERSION, 0, decode_init, decode_call, jpeg_free}},
-    {"decode_and_crop_jpeg", {SL_FN_DEF_VERSION, SL_FN_RANDOM, crop_init, crop_call, jpeg_free}},
-    {NULL, {0, 0, NULL, NULL, NULL}},
+    {"decode_jpeg", {SL_FN_DEF_VERSION, 0, decode_init, decode_call, jpeg_free}, &DECODE_SCHEMA},
+    {"decode_and_crop_jpeg", {SL_FN_DEF_VERSION, SL_FN_RANDOM, crop_init, crop_call, jpeg_free}, &CROP_SCHEMA},
+    {NULL, {0, 0, NULL, NULL, NULL}, NULL},
 };

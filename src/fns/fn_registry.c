@@ -11,10 +11,24 @@ static const sl__fn_entry *const TABLES[] = {sl__fns_basic, sl__fns_example, sl_
                                               sl__fns_image, sl__fns_text,    sl__fns_tabular};
 #define NTABLES (sizeof TABLES / sizeof TABLES[0])
 
-static const sl_fn_def *fn_builtin(const char *name) {
+static const sl__fn_entry *fn_builtin(const char *name) {
   for (size_t t = 0; t < NTABLES; t++)
     for (const sl__fn_entry *e = TABLES[t]; e->name; e++)
-      if (!strcmp(e->name, name)) return &e->def;
+      if (!strcmp(e->name, name)) return e;
+  return NULL;
+}
+
+size_t sl__fn_builtin_count(void) {
+  size_t n = 0;
+  for (size_t t = 0; t < NTABLES; t++)
+    for (const sl__fn_entry *e = TABLES[t]; e->name; e++) n++;
+  return n;
+}
+
+const sl__fn_entry *sl__fn_builtin(size_t i) {
+  for (size_t t = 0; t < NTABLES; t++)
+    for (const sl__fn_entry *e = TABLES[t]; e->name; e++)
+      if (i-- == 0) return e;
   return NULL;
 }
 
@@ -56,7 +70,7 @@ static int reg_locked(const char *name, const sl_fn_def *def, void *payload) {
   }
   char *nm = sl__strdup(name);
   if (!nm) return sl__oom("a function name");
-  g_fns[g_nfns++] = (sl__fn){nm, *def, payload};
+  g_fns[g_nfns++] = (sl__fn){nm, *def, payload, NULL};
   return 0;
 }
 
@@ -82,9 +96,9 @@ int sl__fn_lookup(const char *name, sl__fn *out) {
     }
   pthread_mutex_unlock(&g_reg_mu);
   if (rc) {
-    const sl_fn_def *d = fn_builtin(name);
+    const sl__fn_entry *d = fn_builtin(name);
     if (d) {
-      *out = (sl__fn){NULL, *d, NULL};
+      *out = (sl__fn){NULL, d->def, NULL, d->schema};
       rc = 0;
     }
   }

@@ -443,9 +443,61 @@ static int l1p_call(void *st, sl_elem *e, sl_fn_call *call) {
   return rc;
 }
 
+/* ---- schemas ---- */
+static const sl__arg CSV_ARGS[] = {
+    {"component", SL__ARG_COMP, "line", 0, 0, 0, NULL, "the component holding one CSV line"},
+    {"columns", SL__ARG_ARRAY, NULL, SL__ARGF_REQUIRED | SL__LOHI, 1, SL_MAX_COMPONENTS - 1, NULL,
+     "column groups {\"name\", \"dtype\", \"count\" (a vector of that many columns), \"default\"}; each a component"},
+    {"delimiter", SL__ARG_STR, ",", 0, 0, 0, NULL, "the field separator (one character)"},
+    {"on_error", SL__ARG_ENUM, "error", 0, 0, 0, "error|skip", "a malformed line fails the run, or is dropped"},
+    {"keep", SL__ARG_BOOL, "false", 0, 0, 0, NULL, "keep the line after parsing"},
+    {NULL}};
+static const sl__fn_io CSV_READS[] = {{"component", "line", NULL, SL_BYTES, 0, SL__IO_CONSUMED}, {NULL}};
+/* Each column group becomes a component: a scalar, or a vector of `count` values. */
+static int csv_infer(sl__struct *s, json_t *args, const char *path, const char *origin) {
+  (void)path;
+  json_t *cols = json_object_get(args, "columns");
+  for (size_t i = 0; i < json_array_size(cols); i++) {
+    json_t *c = json_array_get(cols, i), *cnt = json_object_get(c, "count");
+    const char *name = json_string_value(json_object_get(c, "name")), *dt = json_string_value(json_object_get(c, "dtype"));
+    if (!name) continue;
+    sl_dtype d;
+    if (!dt || sl_dtype_parse(&d, dt)) d = (sl_dtype)SL__DT_ANY;
+    sl_error_clear();
+    sl__comp_desc *cd;
+    int rc = sl__struct_put(s, name, (int)d, cnt ? 1 : 0, origin, &cd);
+    if (rc) return rc;
+    if (cnt) cd->dims[0] = (int64_t)json_integer_value(cnt);
+  }
+  return 0;
+}
+static const sl__fn_schema CSV_SCHEMA = {"parses one CSV line into a component per column group", CSV_ARGS,
+                                         CSV_READS, NULL, csv_infer};
+
+static const sl__arg HB_ARGS[] = {
+    {"component", SL__ARG_COMP, NULL, SL__ARGF_REQUIRED, 0, 0, NULL, "the component hashed (strings or integers)"},
+    {"buckets", SL__ARG_INT, NULL, SL__ARGF_REQUIRED | SL__ARGF_LO, 1, 0, NULL, "the number of buckets"},
+    {"seed", SL__ARG_INT, "0", 0, 0, 0, NULL, "the hash seed"},
+    {"output", SL__ARG_COMP, NULL, 0, 0, 0, NULL, "the component written (default: the component, replaced)"},
+    {NULL}};
+static const sl__fn_io HB_READS[] = {{"component", NULL, NULL, SL__DT_ANY, -1, 0}, {NULL}};
+static const sl__fn_io HB_WRITES[] = {{"output", NULL, "component", SL_INT64, SL__RANK_SAME, 0}, {NULL}};
+static const sl__fn_schema HB_SCHEMA = {"hashes each value into int64 bucket ids in 0..buckets-1", HB_ARGS,
+                                        HB_READS, HB_WRITES, NULL};
+
+static const sl__arg L1P_ARGS[] = {
+    {"component", SL__ARG_COMP, NULL, SL__ARGF_REQUIRED, 0, 0, NULL, "the numeric component transformed"},
+    {"clip_negative", SL__ARG_BOOL, "true", 0, 0, 0, NULL, "treat negative values as 0"},
+    {"output", SL__ARG_COMP, NULL, 0, 0, 0, NULL, "the component written (default: the component, replaced)"},
+    {NULL}};
+static const sl__fn_io L1P_READS[] = {{"component", NULL, NULL, SL__DT_ANY, -1, 0}, {NULL}};
+static const sl__fn_io L1P_WRITES[] = {{"output", NULL, "component", SL_FLOAT32, SL__RANK_SAME, 0}, {NULL}};
+static const sl__fn_schema L1P_SCHEMA = {"log(1 + x) of each value, as float32", L1P_ARGS, L1P_READS, L1P_WRITES,
+                                         NULL};
+
 const sl__fn_entry sl__fns_tabular[] = {
-    {"parse_csv", {SL_FN_DEF_VERSION, 0, csv_init, csv_call, csv_free}},
-    {"hash_bucket", {SL_FN_DEF_VERSION, 0, hb_init, hb_call, hb_free}},
-    {"log1p", {SL_FN_DEF_VERSION, 0, l1p_init, l1p_call, hb_free}},
-    {NULL, {0, 0, NULL, NULL, NULL}},
+    {"parse_csv", {SL_FN_DEF_VERSION, 0, csv_init, csv_call, csv_free}, &CSV_SCHEMA},
+    {"hash_bucket", {SL_FN_DEF_VERSION, 0, hb_init, hb_call, hb_free}, &HB_SCHEMA},
+    {"log1p", {SL_FN_DEF_VERSION, 0, l1p_init, l1p_call, hb_free}, &L1P_SCHEMA},
+    {NULL, {0, 0, NULL, NULL, NULL}, NULL},
 };

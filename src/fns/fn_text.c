@@ -235,7 +235,34 @@ static int tok_call(void *st, sl_elem *e, sl_fn_call *call) {
   return rc;
 }
 
+/* ---- schemas ---- */
+static const sl__arg TOK_ARGS[] = {
+    {"component", SL__ARG_COMP, "line", 0, 0, 0, NULL, "the component holding the text"},
+    {"output", SL__ARG_COMP, "tokens", 0, 0, 0, NULL, "the component the int32 token ids are written to"},
+    {"vocab", SL__ARG_STR, NULL, SL__ARGF_REQUIRED, 0, 0, NULL, "a file of one token per line (the id is the line number)"},
+    {"lowercase", SL__ARG_BOOL, "false", 0, 0, 0, NULL, "lowercase the text first"},
+    {"keep", SL__ARG_BOOL, "false", 0, 0, 0, NULL, "keep the text after tokenizing"},
+    {"split_punctuation", SL__ARG_BOOL, "true", 0, 0, 0, NULL, "make each punctuation mark a token"},
+    {"unknown_id", SL__ARG_INT, "-2", SL__LOHI, -2, 2147483647, NULL,
+     "id of unknown tokens (-2: the vocabulary's [UNK] or <unk>, else its size; -1: drop them)"},
+    {"bos_id", SL__ARG_INT, "-1", SL__LOHI, -1, 2147483647, NULL, "id put first (-1: none)"},
+    {"eos_id", SL__ARG_INT, "-1", SL__LOHI, -1, 2147483647, NULL, "id put last (-1: none)"},
+    {NULL}};
+static const sl__fn_io TOK_READS[] = {{"component", "line", NULL, SL_BYTES, 0, SL__IO_CONSUMED}, {NULL}};
+static const sl__fn_io TOK_WRITES[] = {{"output", "tokens", NULL, SL_INT32, 1, 0}, {NULL}};
+/* The token list's length varies from element to element. */
+static int tok_infer(sl__struct *s, json_t *args, const char *path, const char *origin) {
+  (void)path;
+  (void)origin;
+  json_t *o = json_object_get(args, "output");
+  sl__comp_desc *c = sl__struct_get(s, json_is_string(o) ? json_string_value(o) : "tokens");
+  if (c) c->dims[0] = SL__DIM_VARIES;
+  return 0;
+}
+static const sl__fn_schema TOK_SCHEMA = {"splits text into int32 token ids by a vocabulary file", TOK_ARGS,
+                                         TOK_READS, TOK_WRITES, tok_infer};
+
 const sl__fn_entry sl__fns_text[] = {
-    {"tokenize", {SL_FN_DEF_VERSION, 0, tok_init, tok_call, tok_free}},
-    {NULL, {0, 0, NULL, NULL, NULL}},
+    {"tokenize", {SL_FN_DEF_VERSION, 0, tok_init, tok_call, tok_free}, &TOK_SCHEMA},
+    {NULL, {0, 0, NULL, NULL, NULL}, NULL},
 };

@@ -5,10 +5,40 @@
 
 #include "core/args_int.h"
 #include "core/core_int.h"
+#include "core/schema_int.h"
+
+/* A component a function reads or writes. Its name is the value of arg `arg` when given, else `name` (a fixed name
+ * or the arg's default), else the name `like` resolves to (an output written in place of its input by default). */
+enum {
+  SL__IO_OPTIONAL = 1u << 0, /* read only when its arg is given (or its default names one) */
+  SL__IO_CONSUMED = 1u << 1, /* removed from the element after the call unless "keep": true */
+  SL__IO_IF_PRESENT = 1u << 2 /* read when the element has it (no error when missing) */
+};
+#define SL__DT_SAME (-2)   /* a write's dtype: that of the first read */
+#define SL__RANK_SAME (-2) /* a write's rank: that of the first read */
+typedef struct sl__fn_io {
+  const char *arg;
+  const char *name;
+  const char *like;
+  int dtype; /* an sl_dtype, SL__DT_ANY or SL__DT_SAME */
+  int rank;  /* >= 0, -1 any, or SL__RANK_SAME */
+  unsigned flags;
+} sl__fn_io;
+
+/* A function's self-description: args, the components it reads and writes (tables end with an all-NULL entry), and
+ * optionally an `infer` hook for structure the tables cannot say (parse_example's features, select's list), called
+ * after the reads are checked and the writes applied, with the args (may be NULL) at JSON path `path`. */
+typedef struct sl__fn_schema {
+  const char *doc;
+  const sl__arg *args;
+  const sl__fn_io *reads, *writes;
+  int (*infer)(sl__struct *s, json_t *args, const char *path, const char *origin);
+} sl__fn_schema;
 
 typedef struct sl__fn_entry {
   const char *name;
   sl_fn_def def;
+  const sl__fn_schema *schema; /* every built-in has one (test_schema checks) */
 } sl__fn_entry;
 
 /* A function as the registry hands it out: a copy of the definition and the payload (name is NULL for a
@@ -17,6 +47,7 @@ typedef struct sl__fn {
   char *name;
   sl_fn_def def;
   void *payload;
+  const sl__fn_schema *schema; /* NULL for functions registered at run time */
 } sl__fn;
 
 /* Looks a function up by name (run-time registrations first, then the built-ins) and copies it into out;
@@ -30,6 +61,18 @@ extern const sl__fn_entry sl__fns_jpeg[];
 extern const sl__fn_entry sl__fns_image[];
 extern const sl__fn_entry sl__fns_text[];
 extern const sl__fn_entry sl__fns_tabular[];
+
+/* The built-in entries, in table order, NULL-name-terminated (for docs and tests); *n gets their number. */
+const sl__fn_entry *sl__fn_builtin(size_t i);
+size_t sl__fn_builtin_count(void);
+
+/* Checks map/filter args against the function's schema (no-op for functions without one). */
+int sl__fn_check_args(const sl__fn_schema *sc, json_t *args, const char *path, const char *fn);
+/* Applies a function's reads and writes to structure s (the element before the call). `origin` (the op's path,
+ * kept by the components it makes) must outlive s; errors name `who` ("ops[3] (map decode_jpeg)") and list the
+ * components that exist. A function without a schema opens s. */
+int sl__fn_infer(sl__struct *s, const sl__fn_schema *sc, json_t *args, const char *path, const char *origin,
+                 const char *who);
 
 /* Reads the component named by args[key] (default `def`) from e; names the op and element on failure. */
 int sl__fn_component(sl_elem *e, const sl_fn_call *call, const char *name, sl_comp **out);

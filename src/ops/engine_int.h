@@ -10,6 +10,7 @@
 
 #include "core/args_int.h"
 #include "core/core_int.h"
+#include "core/schema_int.h"
 
 typedef struct sl__op sl__op;
 typedef struct sl__it sl__it;
@@ -31,6 +32,42 @@ typedef struct sl__stats {
   atomic_uint_fast64_t next_n, next_sq_us, work_n, work_sq_us;
 } sl__stats;
 
+/* What an op is to the planner and the tracer (its model node, as tf.data's CreateNode tells its autotuner). */
+typedef enum sl__model_kind {
+  SL__MK_SEQ,        /* a synchronous one-in-one-out or counting op (take, skip, shard) */
+  SL__MK_SOURCE,     /* makes elements from nothing (range, files) */
+  SL__MK_READER,     /* reads records from the files its input names (tfrecord, lines) */
+  SL__MK_MAP,        /* runs a function per element, possibly on workers */
+  SL__MK_FILTER,     /* drops elements by a predicate */
+  SL__MK_INTERLEAVE, /* runs a nested chain per input element, possibly on workers */
+  SL__MK_PREFETCH,   /* a buffer filled by its own thread */
+  SL__MK_CACHE,      /* holds the first pass, replays it */
+  SL__MK_BATCH,      /* stacks a fixed number of elements */
+  SL__MK_BUCKET,     /* batches by length buckets */
+  SL__MK_SHUFFLE,    /* a random-order buffer */
+  SL__MK_REPEAT,     /* replays its input's epochs */
+  SL__MK_COUNT
+} sl__model_kind;
+
+enum {
+  SL__OPS_NO_IDENTITY = 1u << 0, /* never part of the pipeline's identity: the planner adds and removes it (prefetch,
+                                  * cache) */
+  SL__OPS_LISTS_FILES = 1u << 1  /* names the data files (the tracer's disk probe reads one) */
+};
+
+/* An op's self-description, one static table beside its implementation: its knobs (the keys of its spec object
+ * besides "op"), its model kind, and how it changes the element structure. */
+typedef struct sl__op_schema {
+  sl__model_kind model;
+  unsigned flags; /* SL__OPS_* */
+  const char *doc;
+  const sl__arg *knobs;
+  /* The element structure after the op: `s` holds the structure before it (its input's, or the seed element's at the
+   * start of a nested chain) and is changed in place; `src` is the nested chain's output (interleave), else NULL.
+   * NULL: the op passes elements through unchanged. Errors name op->path. */
+  int (*infer)(sl__op *op, sl__struct *s, const sl__struct *src);
+} sl__op_schema;
+
 typedef struct sl__op_vt {
   const char *kind;
   /* Reads and validates the op's knobs from its JSON object; sets op->impl and the op's flags. */
@@ -40,6 +77,7 @@ typedef struct sl__op_vt {
   /* Frees op->impl. Optional. */
   void (*free)(sl__op *op);
   unsigned flags;
+  const sl__op_schema *schema; /* every registered op has one (test_schema checks) */
 } sl__op_vt;
 
 enum {
@@ -61,6 +99,7 @@ struct sl__op {
   sl__op *input;   /* upstream op, NULL at the start of a chain */
   sl__op *source;  /* last op of the nested source chain (interleave) */
   void *impl;
+  sl__struct *shape;   /* the element structure after the op (validation; NULL until the pipeline is checked) */
   int64_t parallelism; /* resolved; 1 for synchronous ops */
   int64_t buffer;      /* resolved output buffer, 0 for none */
   bool par_autotune, buf_autotune, async, random;
@@ -210,8 +249,31 @@ char *sl__resolve_path(const sl_pipeline *pl, const char *path);
 
 /* The op table. */
 const sl__op_vt *sl__op_lookup(const char *kind);
-/* Comma-separated op names, for messages. */
+/* Comma-separated op names, for messages (made from the table). */
 const char *sl__op_names(void);
+/* The i-th registered op (NULL past the end), for docs and tests. */
+const sl__op_vt *sl__op_at(size_t i);
+/* The schema of op `kind`, NULL when there is no such op (or it has no schema). */
+const sl__op_schema *sl__op_schema_of(const char *kind);
+/* The model kind of op `kind` (SL__MK_SEQ when unknown) and its name ("map", "source", ...). */
+sl__model_kind sl__op_model(const char *kind);
+const char *sl__model_kind_name(sl__model_kind k);
+/* True when `key` of op `kind` is a performance knob (not part of the pipeline's identity). */
+bool sl__op_is_knob(const char *kind, const char *key);
+/* True when op `kind` is never part of the pipeline's identity (prefetch, cache). */
+bool sl__op_outside_identity(const char *kind);
+/* The documented default of knob `key` of op `kind` as an integer (def when it has none). */
+int64_t sl__op_knob_default(const char *kind, const char *key, int64_t def);
+
+/* Checks the op's spec object against its schema (unknown knobs with the nearest name, types, ranges). */
+int sl__op_check(const sl__op *op, json_t *obj);
+/* Fails, naming the op, the knob at `where` and the components that exist, unless component `name` is in s. */
+int sl__op_need(const sl__op *op, const sl__struct *s, const char *name, const char *where);
+/* Every component of s gains a leading batch dim of `size` (SL__DIM_UNKNOWN: not fixed); a dim that varies between
+ * elements fails unless `padded` (then it becomes the batch's longest). */
+int sl__op_batch_shape(sl__op *op, sl__struct *s, int64_t size, bool padded);
+/* Follows the element structure to op `op` (its input's and source's structures are set): sets op->shape. */
+int sl__op_infer(sl__op *op, const sl__struct *seed);
 
 /* Interns a component name for the op's lifetime (names read back from cache files). */
 const char *sl__op_intern(sl__op *op, const char *name, size_t len);

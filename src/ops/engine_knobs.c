@@ -1,15 +1,24 @@
 /* ops/engine_knobs.c: reading an op's knobs from its spec object, with errors that name the JSON path, the
  * "autotune" value, and unknown keys refused. */
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "ops/engine_int.h"
 
+/* The default the op's schema documents for `key` (NULL: none): it wins over the caller's, so that the documented
+ * default is the one in force. */
+static const char *sdef(const sl__op *op, const char *key) {
+  const sl__arg *a = op->vt && op->vt->schema ? sl__arg_find(op->vt->schema->knobs, key) : NULL;
+  return a ? a->def : NULL;
+}
+
 /* ---- knobs ---- */
 int sl__knob_int(const sl__op *op, json_t *obj, const char *key, int64_t def, int64_t min, int64_t *out) {
   json_t *v = json_object_get(obj, key);
   if (!v) {
-    *out = def;
+    const char *d = sdef(op, key);
+    *out = d ? strtoll(d, NULL, 10) : def;
     return 0;
   }
   if (!json_is_integer(v))
@@ -24,6 +33,8 @@ int sl__knob_tunable(const sl__op *op, json_t *obj, const char *key, int64_t def
                      bool *autotune) {
   json_t *v = json_object_get(obj, key);
   *autotune = false;
+  const char *d = sdef(op, key);
+  if (d) def = strtoll(d, NULL, 10);
   if (v && json_is_string(v)) {
     if (strcmp(json_string_value(v), "autotune"))
       return sl__err(SL_EINVAL, "%s.%s: expected an integer or \"autotune\", found \"%s\"", op->path, key,
@@ -43,7 +54,8 @@ int sl__knob_tunable(const sl__op *op, json_t *obj, const char *key, int64_t def
 int sl__knob_bool(const sl__op *op, json_t *obj, const char *key, bool def, bool *out) {
   json_t *v = json_object_get(obj, key);
   if (!v) {
-    *out = def;
+    const char *d = sdef(op, key);
+    *out = d ? !strcmp(d, "true") : def;
     return 0;
   }
   if (!json_is_boolean(v))
@@ -55,7 +67,8 @@ int sl__knob_bool(const sl__op *op, json_t *obj, const char *key, bool def, bool
 int sl__knob_str(const sl__op *op, json_t *obj, const char *key, const char *def, const char **out) {
   json_t *v = json_object_get(obj, key);
   if (!v) {
-    *out = def;
+    const char *d = sdef(op, key);
+    *out = d ? d : def;
     return 0;
   }
   if (!json_is_string(v))
@@ -67,7 +80,8 @@ int sl__knob_str(const sl__op *op, json_t *obj, const char *key, const char *def
 int sl__knob_double(const sl__op *op, json_t *obj, const char *key, double def, double *out) {
   json_t *v = json_object_get(obj, key);
   if (!v) {
-    *out = def;
+    const char *d = sdef(op, key);
+    *out = d ? strtod(d, NULL) : def;
     return 0;
   }
   if (!json_is_number(v))

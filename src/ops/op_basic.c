@@ -53,7 +53,19 @@ static int range_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **ou
   return rc;
 }
 static void impl_free(sl__op *op) { sl__free(op->impl); }
-const sl__op_vt sl__op_range = {"range", range_parse, range_open, impl_free, SL__OPF_SOURCE};
+static const sl__arg RANGE_KNOBS[] = {
+    {"start", SL__ARG_INT, "0", 0, 0, 0, NULL, "the first value"},
+    {"stop", SL__ARG_INT, NULL, 0, 0, 0, NULL, "the end, not included (absent: no end)"},
+    {"step", SL__ARG_INT, "1", 0, 0, 0, NULL, "the increment (not 0)"},
+    {NULL}};
+static int range_infer(sl__op *op, sl__struct *s, const sl__struct *src) {
+  (void)src;
+  *s = (sl__struct){0};
+  return sl__struct_put(s, "value", SL_INT64, 0, op->path, NULL);
+}
+static const sl__op_schema RANGE_SCHEMA = {SL__MK_SOURCE, 0, "the integers start, start + step, ... before stop, as "
+                                           "int64 `value`", RANGE_KNOBS, range_infer};
+const sl__op_vt sl__op_range = {"range", range_parse, range_open, impl_free, SL__OPF_SOURCE, &RANGE_SCHEMA};
 
 /* ---------------- take / skip ---------------- */
 typedef struct {
@@ -86,7 +98,11 @@ static const sl__it_vt TAKE_IT = {take_next, plain_free};
 static int take_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out) {
   return sl__it_new(out, sizeof(count_it), &TAKE_IT, op, run, seed);
 }
-const sl__op_vt sl__op_take = {"take", take_parse, take_open, impl_free, SL__OPF_NEEDS_INPUT};
+static const sl__arg COUNT_KNOBS[] = {
+    {"count", SL__ARG_INT, NULL, SL__ARGF_REQUIRED | SL__ARGF_LO, 0, 0, NULL, "the number of elements"},
+    {NULL}};
+static const sl__op_schema TAKE_SCHEMA = {SL__MK_SEQ, 0, "the first `count` elements", COUNT_KNOBS, NULL};
+const sl__op_vt sl__op_take = {"take", take_parse, take_open, impl_free, SL__OPF_NEEDS_INPUT, &TAKE_SCHEMA};
 
 static int skip_parse(sl__op *op, json_t *o) {
   int rc = take_parse(op, o);
@@ -110,7 +126,8 @@ static const sl__it_vt SKIP_IT = {skip_next, plain_free};
 static int skip_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out) {
   return sl__it_new(out, sizeof(count_it), &SKIP_IT, op, run, seed);
 }
-const sl__op_vt sl__op_skip = {"skip", skip_parse, skip_open, impl_free, SL__OPF_NEEDS_INPUT};
+static const sl__op_schema SKIP_SCHEMA = {SL__MK_SEQ, 0, "all but the first `count` elements", COUNT_KNOBS, NULL};
+const sl__op_vt sl__op_skip = {"skip", skip_parse, skip_open, impl_free, SL__OPF_NEEDS_INPUT, &SKIP_SCHEMA};
 
 /* ---------------- repeat ---------------- */
 typedef struct {
@@ -175,7 +192,11 @@ static int repeat_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **o
   }
   return 0;
 }
-const sl__op_vt sl__op_repeat = {"repeat", repeat_parse, repeat_open, impl_free, SL__OPF_NEEDS_INPUT};
+static const sl__arg REPEAT_KNOBS[] = {
+    {"count", SL__ARG_INT, "-1", SL__ARGF_LO, -1, 0, NULL, "the number of epochs (-1: for ever)"},
+    {NULL}};
+static const sl__op_schema REPEAT_SCHEMA = {SL__MK_REPEAT, 0, "its input's epochs, `count` times", REPEAT_KNOBS, NULL};
+const sl__op_vt sl__op_repeat = {"repeat", repeat_parse, repeat_open, impl_free, SL__OPF_NEEDS_INPUT, &REPEAT_SCHEMA};
 
 /* ---------------- shard ---------------- */
 typedef struct {
@@ -238,4 +259,11 @@ static const sl__it_vt SHARD_IT = {shard_next, plain_free};
 static int shard_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out) {
   return sl__it_new(out, sizeof(shard_it), &SHARD_IT, op, run, seed);
 }
-const sl__op_vt sl__op_shard = {"shard", shard_parse, shard_open, impl_free, SL__OPF_NEEDS_INPUT};
+static const sl__arg SHARD_KNOBS[] = {
+    {"num_shards", SL__ARG_INT, NULL, SL__ARGF_REQUIRED | SL__ARGF_LO | SL__ARGF_AUTO_STR, 1, 0, NULL,
+     "the number of shards (\"auto\": $WORLD_SIZE)"},
+    {"index", SL__ARG_INT, "0", SL__ARGF_LO | SL__ARGF_AUTO_STR, 0, 0, NULL, "this shard, below num_shards (\"auto\": $RANK)"},
+    {NULL}};
+static const sl__op_schema SHARD_SCHEMA = {SL__MK_SEQ, 0, "every num_shards-th element, from the index-th",
+                                           SHARD_KNOBS, NULL};
+const sl__op_vt sl__op_shard = {"shard", shard_parse, shard_open, impl_free, SL__OPF_NEEDS_INPUT, &SHARD_SCHEMA};

@@ -256,5 +256,66 @@ static int batch_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **ou
 }
 static void batch_free_op(sl__op *op) { sl__free(op->impl); }
 
-const sl__op_vt sl__op_batch = {"batch", batch_parse, batch_open, batch_free_op, SL__OPF_NEEDS_INPUT};
-const sl__op_vt sl__op_padded_batch = {"padded_batch", pbatch_parse, batch_open, batch_free_op, SL__OPF_NEEDS_INPUT};
+static const sl__arg BATCH_KNOBS[] = {
+    {"size", SL__ARG_INT, NULL, SL__ARGF_REQUIRED | SL__LOHI, 1, 16777216, NULL, "elements per batch"},
+    {"drop_remainder", SL__ARG_BOOL, "false", 0, 0, 0, NULL, "drop a last batch smaller than size"},
+    {NULL}};
+static const sl__arg PBATCH_KNOBS[] = {
+    {"size", SL__ARG_INT, NULL, SL__ARGF_REQUIRED | SL__LOHI, 1, 16777216, NULL, "elements per batch"},
+    {"drop_remainder", SL__ARG_BOOL, "false", 0, 0, 0, NULL, "drop a last batch smaller than size"},
+    {"padded_shapes", SL__ARG_OBJECT, NULL, 0, 0, 0, NULL,
+     "component -> shape to pad to (-1 in a dim: the batch's longest; absent: the batch's longest)"},
+    {"padding_values", SL__ARG_OBJECT, NULL, 0, 0, 0, NULL, "component -> the value padding is filled with (default 0)"},
+    {NULL}};
+static int64_t batch_dim(const sl__op *op) {
+  const batch_cfg *c = op->impl;
+  return c->drop_remainder ? c->size : SL__DIM_UNKNOWN;
+}
+static int batch_infer(sl__op *op, sl__struct *s, const sl__struct *src) {
+  (void)src;
+  return sl__op_batch_shape(op, s, batch_dim(op), false);
+}
+/* padded_shapes: each key a component reaching the op, each shape of its rank; the batch has those dims. */
+static int pbatch_infer(sl__op *op, sl__struct *s, const sl__struct *src) {
+  (void)src;
+  const batch_cfg *c = op->impl;
+  const char *key;
+  json_t *v;
+  json_object_foreach(c->pad_shapes, key, v) {
+    char where[300];
+    snprintf(where, sizeof where, "padded_shapes.%s", key);
+    int rc = sl__op_need(op, s, key, where);
+    if (rc) return rc;
+    sl__comp_desc *d = sl__struct_get(s, key);
+    if (!d) continue;
+    if (!json_is_array(v))
+      return sl__op_err(op, SL_EINVAL, "%s: expected an array of dims, found %s", where, sl__json_type_name(v));
+    if (d->rank >= 0 && json_array_size(v) != (size_t)d->rank)
+      return sl__op_err(op, SL_EINVAL, "%s: %zu dims, but '%s' (made by %s) has rank %d", where, json_array_size(v),
+                        key, d->origin ? d->origin : "?", d->rank);
+  }
+  json_object_foreach(c->pad_values, key, v) {
+    char where[300];
+    snprintf(where, sizeof where, "padding_values.%s", key);
+    int rc = sl__op_need(op, s, key, where);
+    if (rc) return rc;
+  }
+  int rc = sl__op_batch_shape(op, s, batch_dim(op), true);
+  if (rc) return rc;
+  json_object_foreach(c->pad_shapes, key, v) {
+    sl__comp_desc *d = sl__struct_get(s, key);
+    if (!d || d->rank < 1) continue;
+    for (int k = 0; k + 1 < d->rank && k < (int)json_array_size(v); k++) {
+      json_t *x = json_array_get(v, (size_t)k);
+      if (json_is_integer(x) && json_integer_value(x) >= 0) d->dims[k + 1] = (int64_t)json_integer_value(x);
+    }
+  }
+  return 0;
+}
+static const sl__op_schema BATCH_SCHEMA = {SL__MK_BATCH, 0, "stacks `size` elements: each component gains a leading "
+                                           "dim (shapes must match)", BATCH_KNOBS, batch_infer};
+static const sl__op_schema PBATCH_SCHEMA = {SL__MK_BATCH, 0, "stacks `size` elements, padding each component to "
+                                            "the batch's (or the given) shape", PBATCH_KNOBS, pbatch_infer};
+const sl__op_vt sl__op_batch = {"batch", batch_parse, batch_open, batch_free_op, SL__OPF_NEEDS_INPUT, &BATCH_SCHEMA};
+const sl__op_vt sl__op_padded_batch = {"padded_batch", pbatch_parse, batch_open, batch_free_op, SL__OPF_NEEDS_INPUT,
+                                        &PBATCH_SCHEMA};

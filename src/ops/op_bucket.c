@@ -186,5 +186,28 @@ static int bucket_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **o
 }
 static void bucket_free_op(sl__op *op) { sl__free(op->impl); }
 
+static const sl__arg BUCKET_KNOBS[] = {
+    {"component", SL__ARG_COMP, NULL, SL__ARGF_REQUIRED, 0, 0, NULL, "the component whose length picks the bucket"},
+    {"boundaries", SL__ARG_INTS, NULL, SL__ARGF_REQUIRED | SL__LOHI, 1, 63, NULL, "increasing length boundaries"},
+    {"batch_sizes", SL__ARG_INTS, NULL, SL__ARGF_REQUIRED | SL__LOHI, 2, 64, NULL, "one batch size per bucket (boundaries + 1)"},
+    {"padding_values", SL__ARG_OBJECT, NULL, 0, 0, 0, NULL, "component -> the value padding is filled with (default 0)"},
+    {"pad_to_bucket_boundary", SL__ARG_BOOL, "false", 0, 0, 0, NULL, "pad to the bucket's boundary, not the batch's longest"},
+    {"drop_remainder", SL__ARG_BOOL, "false", 0, 0, 0, NULL, "drop each bucket's last partial batch"},
+    {NULL}};
+static int bucket_infer(sl__op *op, sl__struct *s, const sl__struct *src) {
+  (void)src;
+  const bucket_cfg *c = op->impl;
+  int rc = sl__op_need(op, s, c->comp, "component");
+  const char *key;
+  json_t *v;
+  json_object_foreach(c->pad_values, key, v) {
+    char where[300];
+    snprintf(where, sizeof where, "padding_values.%s", key);
+    if (!rc) rc = sl__op_need(op, s, key, where);
+  }
+  return rc ? rc : sl__op_batch_shape(op, s, SL__DIM_UNKNOWN, true);
+}
+static const sl__op_schema BUCKET_SCHEMA = {SL__MK_BUCKET, 0, "batches elements of similar length together, padded",
+                                            BUCKET_KNOBS, bucket_infer};
 const sl__op_vt sl__op_bucket_by_sequence_length = {"bucket_by_sequence_length", bucket_parse, bucket_open,
-                                                    bucket_free_op, SL__OPF_NEEDS_INPUT};
+                                                    bucket_free_op, SL__OPF_NEEDS_INPUT, &BUCKET_SCHEMA};

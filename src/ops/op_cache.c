@@ -432,4 +432,10 @@ bool sl_pipeline_caches_complete(const sl_pipeline *p) {
   return true;
 }
 
-const sl__op_vt sl__op_cache = {"cache", cache_parse, cache_open, cache_free_op, SL__OPF_NEEDS_INPUT};
+static const sl__arg CACHE_KNOBS[] = {
+    {"file", SL__ARG_STR, NULL, 0, 0, 0, NULL, "a file to cache into (absent: memory)"},
+    {NULL}};
+static const sl__op_schema CACHE_SCHEMA = {SL__MK_CACHE, SL__OPS_NO_IDENTITY,
+                                           "holds its input's first pass (in memory or a file) and replays it",
+                                           CACHE_KNOBS, NULL};
+const sl__op_vt sl__op_cache = {"cache", cache_parse, cache_open, cache_free_op, SL__OPF_NEEDS_INPUT, &CACHE_SCHEMA};

@@ -454,5 +454,24 @@ oom:
 }
 static void il_free_op(sl__op *op) { sl__free(op->impl); }
 
+static const sl__arg IL_KNOBS[] = {
+    {"source", SL__ARG_CHAIN, NULL, SL__ARGF_REQUIRED, 0, 0, NULL, "the chain run for each input element"},
+    {"cycle_length", SL__ARG_INT, NULL, SL__ARGF_TUNABLE | SL__ARGF_KNOB | SL__ARGF_LO, 1, 0, NULL,
+     "nested chains open at once (default: the number of cores)"},
+    {"block_length", SL__ARG_INT, "1", SL__ARGF_LO, 1, 0, NULL, "elements taken from a chain before moving on"},
+    {"parallelism", SL__ARG_INT, "1", SL__ARGF_TUNABLE | SL__ARGF_KNOB | SL__ARGF_LO, 1, 0, NULL,
+     "worker threads pulling the chains"},
+    {"deterministic", SL__ARG_BOOL, "true", 0, 0, 0, NULL, "keep the round-robin order under parallelism"},
+    {"buffer", SL__ARG_INT, "2", SL__ARGF_TUNABLE | SL__ARGF_KNOB | SL__ARGF_LO, 1, 0, NULL,
+     "elements buffered per chain under parallelism"},
+    {NULL}};
+static int il_infer(sl__op *op, sl__struct *s, const sl__struct *src) {
+  (void)op;
+  if (src) *s = *src;
+  else s->open = true;
+  return 0;
+}
+static const sl__op_schema IL_SCHEMA = {SL__MK_INTERLEAVE, 0, "runs `source` for each input element and "
+                                        "interleaves their outputs", IL_KNOBS, il_infer};
 const sl__op_vt sl__op_interleave = {"interleave", il_parse, il_open, il_free_op,
-                                     SL__OPF_NEEDS_INPUT | SL__OPF_TAKES_SOURCE};
+                                     SL__OPF_NEEDS_INPUT | SL__OPF_TAKES_SOURCE, &IL_SCHEMA};

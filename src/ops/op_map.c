@@ -55,6 +55,8 @@ static int map_parse_common(sl__op *op, json_t *o, bool filter) {
     return sl__err(SL_EINVAL, "%s.args: expected an object, found %s", op->path, sl__json_type_name(args));
   c->args.obj = args;
   c->args.path = c->args_path;
+  c->args.schema = c->fn.schema ? c->fn.schema->args : NULL;
+  if ((rc = sl__fn_check_args(c->fn.schema, args, c->args_path, fn))) return rc;
   op->random = (c->fn.def.flags & SL_FN_RANDOM) != 0;
   if (!filter) {
     if ((rc = sl__knob_tunable(op, o, "parallelism", 1, 1, &op->parallelism, &op->par_autotune))) return rc;
@@ -539,5 +541,28 @@ static int map_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out)
   return 0;
 }
 
-const sl__op_vt sl__op_map = {"map", map_parse, map_open, map_free_op, SL__OPF_NEEDS_INPUT};
-const sl__op_vt sl__op_filter = {"filter", filter_parse, map_open, map_free_op, SL__OPF_NEEDS_INPUT};
+static const sl__arg MAP_KNOBS[] = {
+    {"fn", SL__ARG_STR, NULL, SL__ARGF_REQUIRED, 0, 0, NULL, "the function (docs/functions.md)"},
+    {"args", SL__ARG_OBJECT, NULL, 0, 0, 0, NULL, "the function's args"},
+    {"parallelism", SL__ARG_INT, "1", SL__ARGF_TUNABLE | SL__ARGF_KNOB | SL__ARGF_LO, 1, 0, NULL, "worker threads"},
+    {"deterministic", SL__ARG_BOOL, "true", 0, 0, 0, NULL, "keep the input order under parallelism"},
+    {"buffer", SL__ARG_INT, NULL, SL__ARGF_TUNABLE | SL__ARGF_KNOB | SL__ARGF_LO, 0, 0, NULL,
+     "output slots (default: 4 per worker, at least 16, under parallelism; else 0)"},
+    {NULL}};
+static const sl__arg FILTER_KNOBS[] = {
+    {"fn", SL__ARG_STR, NULL, SL__ARGF_REQUIRED, 0, 0, NULL, "the predicate (docs/functions.md)"},
+    {"args", SL__ARG_OBJECT, NULL, 0, 0, 0, NULL, "the predicate's args"},
+    {NULL}};
+/* The function's schema says what it reads and writes. */
+static int map_infer(sl__op *op, sl__struct *s, const sl__struct *src) {
+  (void)src;
+  const map_cfg *c = op->impl;
+  char who[300];
+  snprintf(who, sizeof who, "%s (%s %s)", op->path, op->vt->kind, op->label);
+  return sl__fn_infer(s, c->fn.schema, c->args.obj, c->args_path, op->path, who);
+}
+static const sl__op_schema MAP_SCHEMA = {SL__MK_MAP, 0, "runs a function on each element", MAP_KNOBS, map_infer};
+static const sl__op_schema FILTER_SCHEMA = {SL__MK_FILTER, 0, "keeps the elements a predicate accepts",
+                                            FILTER_KNOBS, map_infer};
+const sl__op_vt sl__op_map = {"map", map_parse, map_open, map_free_op, SL__OPF_NEEDS_INPUT, &MAP_SCHEMA};
+const sl__op_vt sl__op_filter = {"filter", filter_parse, map_open, map_free_op, SL__OPF_NEEDS_INPUT, &FILTER_SCHEMA};

@@ -233,4 +233,9 @@ static int pf_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out) 
   return 0;
 }
 
-const sl__op_vt sl__op_prefetch = {"prefetch", pf_parse, pf_open, NULL, SL__OPF_NEEDS_INPUT};
+static const sl__arg PF_KNOBS[] = {
+    {"buffer", SL__ARG_INT, "1", SL__ARGF_TUNABLE | SL__ARGF_KNOB | SL__ARGF_LO, 1, 0, NULL, "elements made ahead"},
+    {NULL}};
+static const sl__op_schema PF_SCHEMA = {SL__MK_PREFETCH, SL__OPS_NO_IDENTITY,
+                                        "makes elements ahead on its own thread", PF_KNOBS, NULL};
+const sl__op_vt sl__op_prefetch = {"prefetch", pf_parse, pf_open, NULL, SL__OPF_NEEDS_INPUT, &PF_SCHEMA};

@@ -158,7 +158,22 @@ static void files_free_op(sl__op *op) {
   sl__free(c->paths);
   sl__free(c);
 }
-const sl__op_vt sl__op_files = {"files", files_parse, files_open, files_free_op, SL__OPF_SOURCE};
+static const sl__arg FILES_KNOBS[] = {
+    {"glob", SL__ARG_GLOB, NULL, 0, 0, 0, NULL, "file patterns (one, or an array)"},
+    {"list", SL__ARG_STRS, NULL, 0, 0, 0, NULL, "file names"},
+    {"shuffle", SL__ARG_BOOL, "false", 0, 0, 0, NULL, "shuffle the file order"},
+    {"seed", SL__ARG_INT, "-1", SL__ARGF_LO, -1, 0, NULL, "the shuffle's seed (-1: from the pipeline's)"},
+    {"reshuffle_each_iteration", SL__ARG_BOOL, "true", 0, 0, 0, NULL, "a new order each epoch"},
+    {NULL}};
+static int files_infer(sl__op *op, sl__struct *s, const sl__struct *src) {
+  (void)src;
+  *s = (sl__struct){0};
+  return sl__struct_put(s, "filename", SL_BYTES, 0, op->path, NULL);
+}
+static const sl__op_schema FILES_SCHEMA = {SL__MK_SOURCE, SL__OPS_LISTS_FILES,
+                                           "file names (from globs or a list), as bytes `filename`", FILES_KNOBS,
+                                           files_infer};
+const sl__op_vt sl__op_files = {"files", files_parse, files_open, files_free_op, SL__OPF_SOURCE, &FILES_SCHEMA};
 
 /* ---------------- helpers for per-file readers ---------------- */
 /* Reads the filename out of an input element (component `comp`) into a NUL-terminated string. */
@@ -258,7 +273,25 @@ static int tfr_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out)
   return sl__it_new(out, sizeof(tfr_it), &TFR_IT, op, run, seed);
 }
 static void cfg_free(sl__op *op) { sl__free(op->impl); }
-const sl__op_vt sl__op_tfrecord = {"tfrecord", tfr_parse, tfr_open, cfg_free, SL__OPF_NEEDS_INPUT};
+static const sl__arg TFR_KNOBS[] = {
+    {"compression", SL__ARG_STR, "NONE", 0, 0, 0, NULL, "NONE, GZIP or ZLIB"},
+    {"on_corrupt", SL__ARG_ENUM, "error", 0, 0, 0, "error|skip", "a corrupt record fails the run, or is skipped and counted"},
+    {"component", SL__ARG_COMP, "filename", 0, 0, 0, NULL, "the input component naming the file"},
+    {NULL}};
+/* The element becomes the record read; the input must name a file. */
+static int reader_infer(sl__op *op, sl__struct *s, const char *comp, const char *out) {
+  int rc = sl__op_need(op, s, comp, "component");
+  if (rc) return rc;
+  *s = (sl__struct){0};
+  return sl__struct_put(s, out, SL_BYTES, 0, op->path, NULL);
+}
+static int tfr_infer(sl__op *op, sl__struct *s, const sl__struct *src) {
+  (void)src;
+  return reader_infer(op, s, ((const tfr_cfg *)op->impl)->component, "record");
+}
+static const sl__op_schema TFR_SCHEMA = {SL__MK_READER, 0, "the records of each input file, as bytes `record`",
+                                         TFR_KNOBS, tfr_infer};
+const sl__op_vt sl__op_tfrecord = {"tfrecord", tfr_parse, tfr_open, cfg_free, SL__OPF_NEEDS_INPUT, &TFR_SCHEMA};
 
 /* ---------------- lines ---------------- */
 typedef struct {
@@ -333,7 +366,17 @@ static const sl__it_vt LINES_IT = {lines_next, lines_free};
 static int lines_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out) {
   return sl__it_new(out, sizeof(lines_it), &LINES_IT, op, run, seed);
 }
-const sl__op_vt sl__op_lines = {"lines", lines_parse, lines_open, cfg_free, SL__OPF_NEEDS_INPUT};
+static const sl__arg LINES_KNOBS[] = {
+    {"component", SL__ARG_COMP, "filename", 0, 0, 0, NULL, "the input component naming the file"},
+    {"skip_empty", SL__ARG_BOOL, "false", 0, 0, 0, NULL, "drop empty lines"},
+    {NULL}};
+static int lines_infer(sl__op *op, sl__struct *s, const sl__struct *src) {
+  (void)src;
+  return reader_infer(op, s, ((const lines_cfg *)op->impl)->component, "line");
+}
+static const sl__op_schema LINES_SCHEMA = {SL__MK_READER, 0, "the text lines of each input file, as bytes `line`",
+                                           LINES_KNOBS, lines_infer};
+const sl__op_vt sl__op_lines = {"lines", lines_parse, lines_open, cfg_free, SL__OPF_NEEDS_INPUT, &LINES_SCHEMA};
 
 int sl_pipeline_input_files(const char ***paths, size_t *n, const sl_pipeline *p) {
   *paths = NULL;

@@ -110,4 +110,10 @@ static int shuf_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out
 }
 static void shuf_free_op(sl__op *op) { sl__free(op->impl); }
 
-const sl__op_vt sl__op_shuffle = {"shuffle", shuf_parse, shuf_open, shuf_free_op, SL__OPF_NEEDS_INPUT};
+static const sl__arg SHUF_KNOBS[] = {
+    {"buffer", SL__ARG_INT, "1", SL__ARGF_LO, 1, 0, NULL, "elements to choose from (changes the order: not a knob)"},
+    {"seed", SL__ARG_INT, "-1", SL__ARGF_LO, -1, 0, NULL, "the seed (-1: from the pipeline's)"},
+    {"reshuffle_each_iteration", SL__ARG_BOOL, "true", 0, 0, 0, NULL, "a new order each epoch"},
+    {NULL}};
+static const sl__op_schema SHUF_SCHEMA = {SL__MK_SHUFFLE, 0, "a random order, drawn from a buffer", SHUF_KNOBS, NULL};
+const sl__op_vt sl__op_shuffle = {"shuffle", shuf_parse, shuf_open, shuf_free_op, SL__OPF_NEEDS_INPUT, &SHUF_SCHEMA};

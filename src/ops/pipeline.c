@@ -36,6 +36,7 @@ static void op_free(sl__op *op) {
   if (!op) return;
   pthread_mutex_destroy(&op->live_mu);
   if (op->vt && op->vt->free) op->vt->free(op);
+  sl__free(op->shape);
   sl__free(op->path);
   sl__free(op->label);
   sl__free(op);
@@ -61,8 +62,21 @@ static int add_op(sl_pipeline *p, sl__op *op) {
   return 0;
 }
 
-/* Parses the chain `arr` at JSON path `path`; *last gets the chain's last op. */
-static int parse_chain(sl_pipeline *p, json_t *arr, const char *path, bool nested, int parent, sl__op **last) {
+/* "unknown op 'mapp'; did you mean 'map'?" */
+static int unknown_op(const char *opath, const char *kind) {
+  const char *names[64];
+  size_t n = 0;
+  for (const sl__op_vt *vt; n < 64 && (vt = sl__op_at(n)); n++) names[n] = vt->kind;
+  const char *near = sl__name_suggest(names, n, kind);
+  if (near)
+    return sl__err(SL_EINVAL, "%s.op: unknown op '%s'; did you mean '%s'? (known: %s)", opath, kind, near, sl__op_names());
+  return sl__err(SL_EINVAL, "%s.op: unknown op '%s' (known: %s)", opath, kind, sl__op_names());
+}
+
+/* Parses the chain `arr` at JSON path `path`; *last gets the chain's last op. `seed` is the structure of the
+ * element a nested chain starts from (NULL for the top chain). */
+static int parse_chain(sl_pipeline *p, json_t *arr, const char *path, bool nested, int parent, sl__op **last,
+                       const sl__struct *seed) {
   if (!json_is_array(arr))
     return sl__err(SL_EINVAL, "%s: expected an array of ops, found %s", path, sl__json_type_name(arr));
   if (json_array_size(arr) == 0) return sl__err(SL_EINVAL, "%s: the chain has no ops", path);
@@ -78,8 +92,7 @@ static int parse_chain(sl_pipeline *p, json_t *arr, const char *path, bool neste
     json_t *kind = json_object_get(obj, "op");
     if (!json_is_string(kind)) return sl__err(SL_EINVAL, "%s.op: missing or not a string", opath);
     const sl__op_vt *vt = sl__op_lookup(json_string_value(kind));
-    if (!vt)
-      return sl__err(SL_EINVAL, "%s.op: unknown op '%s' (known: %s)", opath, json_string_value(kind), sl__op_names());
+    if (!vt) return unknown_op(opath, json_string_value(kind));
     sl__op *op = sl__calloc(1, sizeof *op);
     if (!op) return sl__oom("an op");
     op->vt = vt;
@@ -105,19 +118,20 @@ static int parse_chain(sl_pipeline *p, json_t *arr, const char *path, bool neste
       return sl__err(SL_EINVAL, "%s: '%s' needs an input (put a 'files' op before it, or use it inside an "
                                 "interleave source)", opath, vt->kind);
     if (prev) prev->parent = op->index;
+    int rc = sl__op_check(op, obj);
+    if (rc) return rc;
     if (vt->flags & SL__OPF_TAKES_SOURCE) {
       json_t *src = json_object_get(obj, "source");
       if (!src) return sl__err(SL_EINVAL, "%s.source: '%s' needs a nested source chain", opath, vt->kind);
       char spath[600];
       snprintf(spath, sizeof spath, "%s.source", opath);
       sl__op *slast = NULL;
-      int rc = parse_chain(p, src, spath, true, op->index, &slast);
+      rc = parse_chain(p, src, spath, true, op->index, &slast, prev ? prev->shape : seed);
       if (rc) return rc;
       op->source = slast;
       slast->parent = op->index;
     }
-    int rc = vt->parse(op, obj);
-    if (rc) return rc;
+    if ((rc = vt->parse(op, obj)) || (rc = sl__op_infer(op, seed))) return rc;
     atomic_store(&op->active_par, (int)op->parallelism);
     atomic_store(&op->active_buf, (int)op->buffer);
     prev = op;
@@ -176,7 +190,7 @@ static int build(sl_pipeline **out, json_t *spec, const char *origin, const char
     rc = sl__err(SL_EINVAL, "%s: the spec has no 'ops' array", p->origin);
     goto fail;
   }
-  rc = parse_chain(p, ops, "ops", false, -1, &p->root);
+  rc = parse_chain(p, ops, "ops", false, -1, &p->root, NULL);
   if (rc) {
     if (strncmp(sl_error_last(), p->origin, strlen(p->origin))) sl__err_wrap(rc, "%s", p->origin);
     goto fail;
