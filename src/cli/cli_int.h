@@ -55,6 +55,8 @@ void cli_json_string(FILE *f, const char *s);
 void cli_json_error(const char *msg);
 /* Loads the spec at `path`: 0, or -1 with the message in msg (a directory and a YAML file named as such). */
 int cli_open_spec(sl_pipeline **out, const char *path, char *msg, size_t cap);
+/* `validate --print`: one line per op with the element structure after it (cmd_validate.c). */
+int cli_validate_print(const sl_pipeline *p);
 /* Checks before a long run that `path` can be written (creating and removing it when absent): 0, or -1 with the
  * message in msg. */
 int cli_check_writable(const char *path, char *msg, size_t cap);

@@ -203,13 +203,15 @@ int cmd_run(int argc, char **argv) {
 }
 
 static void validate_help(FILE *f) {
-  fprintf(f, "usage: sluice validate SPEC [--print]\n\nBuilds the pipeline in SPEC without running it: checks the "
-             "JSON, every op, knob and function, and that input files exist.\n  --print   print the normalised spec\n");
+  fprintf(f, "usage: sluice validate SPEC [--print | --print-spec]\n\nBuilds the pipeline in SPEC without running it: "
+             "checks the JSON, every op, knob and function arg, the components each op reads, and that input files "
+             "exist.\n  --print        print the element structure after each op (components, dtypes, shapes)\n"
+             "  --print-spec   print the normalised spec\n");
 }
 
 int cmd_validate(int argc, char **argv) {
   const char *spec = NULL;
-  bool print = false;
+  bool print = false, print_spec = false;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (cli_is_help(a)) {
@@ -217,6 +219,8 @@ int cmd_validate(int argc, char **argv) {
       return CLI_OK;
     } else if (!strcmp(a, "--print")) {
       print = true;
+    } else if (!strcmp(a, "--print-spec")) {
+      print_spec = true;
     } else if (a[0] == '-') {
       return cli_usage("validate", "unknown option '%s'", a);
     } else if (!spec) {
@@ -231,6 +235,8 @@ int cmd_validate(int argc, char **argv) {
   if (cli_open_spec(&p, spec, msg, sizeof msg)) return cli_fail(false, "%s", msg);
   int rc = CLI_OK;
   if (print) {
+    rc = cli_validate_print(p);
+  } else if (print_spec) {
     char *s = NULL;
     if (sl_pipeline_to_json(&s, p) == 0) printf("%s\n", s);
     else rc = cli_fail(false, "%s", sl_error_last());

@@ -121,9 +121,9 @@ static int unknown(const sl__arg *schema, const char *path, const char *key, con
   return rc;
 }
 
-static int out_of_range(const char *path, const sl__arg *a, double v, const char *what_v) {
+static int out_of_range(const char *path, const sl__arg *a, double v) {
   char r[80], x[32];
-  return sl__err(SL_EINVAL, "%s.%s: %s %s is out of range (valid: %s)", path, a->name, what_v, num(x, sizeof x, v),
+  return sl__err(SL_EINVAL, "%s.%s: %s is out of range (valid: %s)", path, a->name, num(x, sizeof x, v),
                  sl__arg_range(r, sizeof r, a));
 }
 
@@ -157,8 +157,11 @@ static int check_enum(const char *path, const sl__arg *a, const char *s) {
   return rc;
 }
 
+static const char *article(const char *noun) { return strchr("aeiou", noun[0]) ? "an" : "a"; }
+
 static int wrong_type(const char *path, const sl__arg *a, json_t *v) {
-  return sl__err(SL_EINVAL, "%s.%s: expected %s, found %s", path, a->name, sl__arg_type_name(a), sl__json_type_name(v));
+  const char *t = sl__arg_type_name(a);
+  return sl__err(SL_EINVAL, "%s.%s: expected %s %s, found %s", path, a->name, article(t), t, sl__json_type_name(v));
 }
 
 static int check_array(const char *path, const sl__arg *a, json_t *v, int elem) {
@@ -184,14 +187,14 @@ static int check_value(const char *path, const sl__arg *a, json_t *v) {
   switch (a->type) {
   case SL__ARG_INT:
     if (json_is_string(v) && (a->flags & (SL__ARGF_TUNABLE | SL__ARGF_AUTO_STR)))
-      return sl__err(SL_EINVAL, "%s.%s: expected %s, found \"%s\"", path, a->name, sl__arg_type_name(a),
+      return sl__err(SL_EINVAL, "%s.%s: expected an %s, found \"%s\"", path, a->name, sl__arg_type_name(a),
                      json_string_value(v));
     if (!json_is_integer(v)) return wrong_type(path, a, v);
-    if (!in_range(a, (double)json_integer_value(v))) return out_of_range(path, a, (double)json_integer_value(v), "");
+    if (!in_range(a, (double)json_integer_value(v))) return out_of_range(path, a, (double)json_integer_value(v));
     return 0;
   case SL__ARG_NUM:
     if (!json_is_number(v)) return wrong_type(path, a, v);
-    if (!in_range(a, json_number_value(v))) return out_of_range(path, a, json_number_value(v), "");
+    if (!in_range(a, json_number_value(v))) return out_of_range(path, a, json_number_value(v));
     return 0;
   case SL__ARG_BOOL: return json_is_boolean(v) ? 0 : wrong_type(path, a, v);
   case SL__ARG_STR:

@@ -95,9 +95,11 @@ int sl_builder_begin_source(sl_builder *b) {
   size_t n = json_array_size(arr);
   if (!n) return sl__err(SL_EINVAL, "builder: begin_source needs an interleave op before it");
   json_t *last = json_array_get(arr, n - 1);
-  if (strcmp(json_string_value(json_object_get(last, "op")), "interleave"))
-    return sl__err(SL_EINVAL, "builder: begin_source: the last op is '%s', not an interleave",
-                   json_string_value(json_object_get(last, "op")));
+  const char *kind = json_string_value(json_object_get(last, "op"));
+  const sl__op_vt *vt = kind ? sl__op_lookup(kind) : NULL;
+  if (!vt || !(vt->flags & SL__OPF_TAKES_SOURCE))
+    return sl__err(SL_EINVAL, "builder: begin_source: the last op is '%s', which takes no nested source (an interleave "
+                   "does)", kind ? kind : "?");
   if (b->depth + 1 >= MAX_DEPTH) return sl__err(SL_EINVAL, "builder: sources nested too deep");
   json_t *src = json_array();
   if (!src || json_object_set_new(last, "source", src)) return sl__oom("a builder source");

@@ -146,10 +146,10 @@ int sl_autotune_solve(int64_t *par, int64_t *buf, const sl_pipeline *p, const sl
   for (int i = 0; i < m.n; i++) {
     const sl__op *op = sl__pipeline_op(p, i);
     at_node *d = &m.nodes[i];
-    const char *k = op->vt->kind;
-    d->kind = !strcmp(k, "map") ? SL__PK_MAP : !strcmp(k, "interleave") ? SL__PK_INTERLEAVE
-              : !strcmp(k, "prefetch")                              ? SL__PK_PREFETCH
-                                                                    : SL__PK_SEQ;
+    sl__model_kind mk = sl__op_model(op->vt->kind);
+    d->kind = mk == SL__MK_MAP ? SL__PK_MAP : mk == SL__MK_INTERLEAVE ? SL__PK_INTERLEAVE
+              : mk == SL__MK_PREFETCH                             ? SL__PK_PREFETCH
+                                                                  : SL__PK_SEQ;
     d->par_tunable = op->par_autotune && (d->kind == SL__PK_MAP || d->kind == SL__PK_INTERLEAVE);
     d->buf_tunable = op->buf_autotune && d->kind == SL__PK_PREFETCH;
     double n = (double)st[i].elements_out;
@@ -201,7 +201,7 @@ static void *tuner_main(void *arg) {
       for (int i = 0; i < sl_pipeline_op_count(p); i++) {
         sl__op *op = sl__pipeline_op(p, i);
         if (op->par_autotune) atomic_store_explicit(&op->active_par, (int)par[i], memory_order_relaxed);
-        if (op->buf_autotune && !strcmp(op->vt->kind, "prefetch"))
+        if (op->buf_autotune && sl__op_model(op->vt->kind) == SL__MK_PREFETCH)
           atomic_store_explicit(&op->active_buf, (int)buf[i], memory_order_relaxed);
       }
       atomic_fetch_add(&a->rounds, 1);

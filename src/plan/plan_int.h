@@ -6,6 +6,7 @@
 
 #include <jansson.h>
 
+#include "ops/engine_int.h"
 #include "sluice/plan.h"
 #include "trace/trace_int.h"
 
@@ -13,9 +14,8 @@
 #define SL__PLAN_X_MAX 1e12
 /* Bytes an element costs beyond its payload (element slots, buffer headers, allocator overhead). */
 #define SL__PLAN_ELEM_OVERHEAD 128.0
-/* Elements that take less than this per element are handed between threads in chunks (the engine's
- * SL__HANDOFF_CHEAP_NS). */
-#define SL__PLAN_CHEAP_ELEMENT_S 10e-6
+/* Elements that take less than this per element are handed between threads in chunks: the engine's threshold. */
+#define SL__PLAN_CHEAP_ELEMENT_S (SL__HANDOFF_CHEAP_NS * 1e-9)
 
 enum { SL__PK_SEQ, SL__PK_MAP, SL__PK_FILTER, SL__PK_INTERLEAVE, SL__PK_PREFETCH, SL__PK_CACHE, SL__PK_BATCH, SL__PK_SHUFFLE, SL__PK_REPEAT };
 

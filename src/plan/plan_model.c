@@ -14,14 +14,19 @@
 /* Seconds to hand out one element from an in-memory cache (a reference count). */
 #define CACHE_READ_S 2e-7
 
+/* The planner's node for an op: from the model kind its schema declares. */
 static int kind_of(const char *op) {
-  static const struct { const char *n; int k; } t[] = {
-      {"map", SL__PK_MAP}, {"filter", SL__PK_FILTER}, {"interleave", SL__PK_INTERLEAVE}, {"prefetch", SL__PK_PREFETCH},
-      {"cache", SL__PK_CACHE}, {"batch", SL__PK_BATCH}, {"padded_batch", SL__PK_BATCH}, {"shuffle", SL__PK_SHUFFLE},
-      {"repeat", SL__PK_REPEAT}};
-  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
-    if (!strcmp(op, t[i].n)) return t[i].k;
-  return SL__PK_SEQ;
+  switch (sl__op_model(op)) {
+  case SL__MK_MAP: return SL__PK_MAP;
+  case SL__MK_FILTER: return SL__PK_FILTER;
+  case SL__MK_INTERLEAVE: return SL__PK_INTERLEAVE;
+  case SL__MK_PREFETCH: return SL__PK_PREFETCH;
+  case SL__MK_CACHE: return SL__PK_CACHE;
+  case SL__MK_BATCH: return SL__PK_BATCH;
+  case SL__MK_SHUFFLE: return SL__PK_SHUFFLE;
+  case SL__MK_REPEAT: return SL__PK_REPEAT;
+  default: return SL__PK_SEQ;
+  }
 }
 
 static bool knob_auto(json_t *o, const char *key) {

@@ -21,7 +21,7 @@ static int trace_of(sl_trace **out, sl_pipeline *p, double seconds, double warmu
 static int core_ops(const sl_trace *t, int *idx) {
   int n = 0;
   for (int i = 0; i < t->nops; i++)
-    if (strcmp(t->ops[i].s.op, "prefetch") && strcmp(t->ops[i].s.op, "cache")) idx[n++] = i;
+    if (!sl__op_outside_identity(t->ops[i].s.op)) idx[n++] = i;
   return n;
 }
 
@@ -76,14 +76,15 @@ static int seq_variant(sl_pipeline **out, const sl_trace *t0, const sl_pipeline 
     const sl__trace_op *o = &t0->ops[i];
     if (o->s.parent == -1) root = i;
     bool tunable = !sl__plan_only_autotune(po) || o->par_autotune;
-    if ((strcmp(o->s.op, "map") && strcmp(o->s.op, "interleave")) || !tunable || o->s.parallelism <= 1) continue;
+    sl__model_kind mk = sl__op_model(o->s.op);
+    if ((mk != SL__MK_MAP && mk != SL__MK_INTERLEAVE) || !tunable || o->s.parallelism <= 1) continue;
     json_t *js = sl__spec_op_at(spec, o->s.path);
     if (!js) continue;
     json_object_set_new(js, "parallelism", json_integer(1));
     json_object_del(js, "buffer");
     changed = true;
   }
-  if (root >= 0 && !po->no_prefetch && !strcmp(t0->ops[root].s.op, "prefetch") &&
+  if (root >= 0 && !po->no_prefetch && sl__op_model(t0->ops[root].s.op) == SL__MK_PREFETCH &&
       (!sl__plan_only_autotune(po) || t0->ops[root].buf_autotune)) {
     json_t *ops = json_object_get(spec, "ops");
     size_t n = json_array_size(ops);

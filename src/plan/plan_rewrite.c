@@ -5,15 +5,15 @@
 
 #include "plan/plan_int.h"
 
-/* Replaces any "autotune" knob left in op object o with a number. */
+/* Replaces any "autotune" knob left in op object o (the tunable knobs its schema lists) with a number: 1, or for a
+ * buffer none for a map and the autotune default elsewhere. */
 static void settle_autotune(json_t *o, const char *kind) {
-  const char *keys[] = {"parallelism", "buffer", "cycle_length"};
-  for (size_t k = 0; k < 3; k++) {
-    json_t *v = json_object_get(o, keys[k]);
-    if (!json_is_string(v)) continue;
-    int64_t def = 1;
-    if (!strcmp(keys[k], "buffer")) def = strcmp(kind, "map") ? 2 : 0;
-    json_object_set_new(o, keys[k], json_integer(def));
+  const sl__op_schema *sc = sl__op_schema_of(kind);
+  for (const sl__arg *a = sc ? sc->knobs : NULL; a && a->name; a++) {
+    json_t *v = json_object_get(o, a->name);
+    if (!(a->flags & SL__ARGF_TUNABLE) || !json_is_string(v)) continue;
+    int64_t def = strcmp(a->name, "buffer") ? 1 : sc->model == SL__MK_MAP ? 0 : SL__AUTOTUNE_BUFFER;
+    json_object_set_new(o, a->name, json_integer(def));
   }
 }
 

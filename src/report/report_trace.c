@@ -56,7 +56,7 @@ static const char *rate_s(char *b, size_t n, double v) {
 /* ---- the spec's changes ---- */
 static bool is_gap(json_t *o) {
   const char *k = json_string_value(json_object_get(o, "op"));
-  return k && (!strcmp(k, "prefetch") || !strcmp(k, "cache"));
+  return k && sl__op_outside_identity(k);
 }
 
 static void compact(json_t *v, char *b, size_t n) {

@@ -93,20 +93,15 @@ json_t *sl__spec_op_at(json_t *spec, const char *path) {
   }
 }
 
-bool sl__is_knob(const char *kind, const char *key) {
-  if (!strcmp(key, "parallelism")) return true;
-  if (!strcmp(key, "cycle_length")) return true;
-  /* A shuffle's buffer changes the order it makes: not a knob. */
-  if (!strcmp(key, "buffer")) return strcmp(kind, "shuffle") != 0;
-  return false;
-}
+/* The op's schema says which keys are performance knobs (a shuffle's buffer changes the order it makes: not one). */
+bool sl__is_knob(const char *kind, const char *key) { return sl__op_is_knob(kind, key); }
 
 static int identity_chain(json_t *arr, json_t *out) {
   for (size_t i = 0; i < json_array_size(arr); i++) {
     json_t *o = json_array_get(arr, i);
     const char *kind = json_string_value(json_object_get(o, "op"));
     if (!kind) kind = "?";
-    if (!strcmp(kind, "prefetch") || !strcmp(kind, "cache")) continue;
+    if (sl__op_outside_identity(kind)) continue;
     json_t *c = json_object();
     if (!c) return SL_ENOMEM;
     const char *k;
@@ -230,7 +225,8 @@ static void *watchdog_main(void *arg) {
 /* Finds the first data file a `files` op names, for the disk probe. */
 static char *first_data_file(const sl_pipeline *p) {
   for (int i = 0; i < sl_pipeline_op_count(p); i++) {
-    if (strcmp(sl__pipeline_op(p, i)->vt->kind, "files")) continue;
+    const sl__op_schema *sc = sl__pipeline_op(p, i)->vt->schema;
+    if (!sc || !(sc->flags & SL__OPS_LISTS_FILES)) continue;
     json_t *o = sl__pipeline_op(p, i)->json, *g = json_object_get(o, "glob"), *l = json_object_get(o, "list");
     const char *pat = NULL;
     if (json_is_string(g)) pat = json_string_value(g);

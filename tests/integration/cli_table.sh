@@ -33,7 +33,7 @@ expect 2 "$S" validate "$T/ok.json" --foo
 echo "$out" | grep -q -- "unknown option '--foo'" || fail "validate --foo: $out"
 expect 2 "$S" validate "$T/ok.json" "$T/ok.json"
 expect 0 "$S" validate "$T/ok.json" --print
-echo "$out" | grep -q '"range"' || fail "validate --print: $out"
+echo "$out" | grep -q 'ops\[0\] *range' || fail "validate --print: $out"
 ver=$("$S" --version)
 cmds="run validate head trace optimize analyze report gen"
 "$S" --help 2>&1 | grep -q "^  prov " && cmds="$cmds prov" # absent in an SL_WITH_PROV=OFF build
@@ -85,7 +85,7 @@ isjerr() { # JSON-TEXT NEEDLE
 }
 js=$("$S" run "$T/none.json" --json 2>/dev/null); isjerr "$js" "none.json"
 js=$("$S" run "$T/specs" --json 2>/dev/null); isjerr "$js" "is a directory"
-echo '{"ops": [{"op": "range", "stop": 3}, {"op": "map", "fn": "decode_jpeg", "args": {"component": "value"}}]}' > "$T/bad.json"
+echo '{"ops": [{"op": "files", "list": ["'"$T"'/ok.json"]}, {"op": "map", "fn": "decode_jpeg", "args": {"component": "filename"}}]}' > "$T/bad.json"
 js=$("$S" run "$T/bad.json" --json 2>/dev/null); [ $? -eq 1 ] || fail "failing run exit code"
 isjerr "$js" "ops[1]"
 python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert "elements" in d' "$js" || fail "failing run: no counts"

@@ -30,7 +30,7 @@ static void test_wrong_knob_type_names_the_path(void **s) {
 
 static void test_negative_size(void **s) {
   tu_expect_spec_error("{\"ops\": [{\"op\": \"range\", \"stop\": 3}, {\"op\": \"batch\", \"size\": -4}]}", SL_EINVAL,
-                       "ops[1].size: -4 is below the minimum 1");
+                       "ops[1].size: -4 is out of range (valid: 1..16777216)");
   tu_expect_spec_error("{\"ops\": [{\"op\": \"range\", \"stop\": 3}, {\"op\": \"prefetch\", \"buffer\": 0}]}", SL_EINVAL,
                        "ops[1].buffer");
 }
