@@ -17,12 +17,11 @@ typedef struct {
 } range_it;
 
 static int range_parse(sl__op *op, json_t *o) {
-  static const char *const keys[] = {"start", "stop", "step", NULL};
   range_cfg *c = sl__calloc(1, sizeof *c);
   if (!c) return sl__oom("range");
   op->impl = c;
   int rc;
-  if ((rc = sl__knob_check_keys(op, o, keys)) || (rc = sl__knob_int(op, o, "start", 0, INT64_MIN, &c->start)) ||
+  if ((rc = sl__knob_int(op, o, "start", 0, INT64_MIN, &c->start)) ||
       (rc = sl__knob_int(op, o, "stop", INT64_MAX, INT64_MIN, &c->stop)) ||
       (rc = sl__knob_int(op, o, "step", 1, INT64_MIN, &c->step)))
     return rc;
@@ -74,12 +73,10 @@ typedef struct {
 } count_it;
 
 static int take_parse(sl__op *op, json_t *o) {
-  static const char *const keys[] = {"count", NULL};
   int64_t *n = sl__calloc(1, sizeof *n);
   if (!n) return sl__oom("take");
   op->impl = n;
-  int rc = sl__knob_check_keys(op, o, keys);
-  if (rc) return rc;
+  int rc;
   if (!json_object_get(o, "count")) return sl__err(SL_EINVAL, "%s.count: required", op->path);
   if ((rc = sl__knob_int(op, o, "count", 0, 0, n))) return rc;
   int64_t ic = in_card(op);
@@ -139,12 +136,10 @@ typedef struct {
 } repeat_it;
 
 static int repeat_parse(sl__op *op, json_t *o) {
-  static const char *const keys[] = {"count", NULL};
   int64_t *n = sl__calloc(1, sizeof *n);
   if (!n) return sl__oom("repeat");
   op->impl = n;
-  int rc = sl__knob_check_keys(op, o, keys);
-  if (rc) return rc;
+  int rc;
   if ((rc = sl__knob_int(op, o, "count", -1, -1, n))) return rc;
   int64_t ic = in_card(op);
   if (*n == -1) op->cardinality = ic == 0 ? 0 : -2;
@@ -227,12 +222,10 @@ static int shard_knob(const sl__op *op, json_t *o, const char *key, const char *
 }
 
 static int shard_parse(sl__op *op, json_t *o) {
-  static const char *const keys[] = {"num_shards", "index", NULL};
   shard_cfg *c = sl__calloc(1, sizeof *c);
   if (!c) return sl__oom("shard");
   op->impl = c;
   int rc;
-  if ((rc = sl__knob_check_keys(op, o, keys))) return rc;
   if (!json_object_get(o, "num_shards")) return sl__err(SL_EINVAL, "%s.num_shards: required", op->path);
   if ((rc = shard_knob(op, o, "num_shards", "WORLD_SIZE", 1, 1, &c->num)) ||
       (rc = shard_knob(op, o, "index", "RANK", 0, 0, &c->index)))

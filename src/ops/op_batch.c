@@ -21,14 +21,11 @@ typedef struct {
 } batch_it;
 
 static int batch_parse_common(sl__op *op, json_t *o, bool padded) {
-  static const char *const keys[] = {"size", "drop_remainder", NULL};
-  static const char *const pkeys[] = {"size", "drop_remainder", "padded_shapes", "padding_values", NULL};
   batch_cfg *c = sl__calloc(1, sizeof *c);
   if (!c) return sl__oom("batch");
   op->impl = c;
   c->padded = padded;
   int rc;
-  if ((rc = sl__knob_check_keys(op, o, padded ? pkeys : keys))) return rc;
   if (!json_object_get(o, "size")) return sl__err(SL_EINVAL, "%s.size: required", op->path);
   if ((rc = sl__knob_int(op, o, "size", 1, 1, &c->size)) ||
       (rc = sl__knob_bool(op, o, "drop_remainder", false, &c->drop_remainder)))

@@ -43,13 +43,11 @@ static int read_int_array(sl__op *op, json_t *o, const char *key, int64_t *out, 
 }
 
 static int bucket_parse(sl__op *op, json_t *o) {
-  static const char *const keys[] = {"component", "boundaries", "batch_sizes", "padding_values",
-                                     "pad_to_bucket_boundary", "drop_remainder", NULL};
   bucket_cfg *c = sl__calloc(1, sizeof *c);
   if (!c) return sl__oom("bucket_by_sequence_length");
   op->impl = c;
   int rc, nbound, nsize;
-  if ((rc = sl__knob_check_keys(op, o, keys)) || (rc = sl__knob_str(op, o, "component", NULL, &c->comp)) ||
+  if ((rc = sl__knob_str(op, o, "component", NULL, &c->comp)) ||
       (rc = sl__knob_bool(op, o, "drop_remainder", false, &c->drop_remainder)) ||
       (rc = sl__knob_bool(op, o, "pad_to_bucket_boundary", false, &c->pad_to_boundary)))
     return rc;

@@ -55,15 +55,12 @@ struct il_it {
 };
 
 static int il_parse(sl__op *op, json_t *o) {
-  static const char *const keys[] = {"cycle_length", "block_length", "parallelism", "deterministic", "buffer",
-                                     "source", NULL};
   il_cfg *c = sl__calloc(1, sizeof *c);
   if (!c) return sl__oom("interleave");
   op->impl = c;
   int rc;
   bool cyc_auto;
-  if ((rc = sl__knob_check_keys(op, o, keys)) ||
-      (rc = sl__knob_tunable(op, o, "cycle_length", sl__autotune_parallelism(), 1, &c->cycle, &cyc_auto)) ||
+  if ((rc = sl__knob_tunable(op, o, "cycle_length", sl__autotune_parallelism(), 1, &c->cycle, &cyc_auto)) ||
       (rc = sl__knob_int(op, o, "block_length", 1, 1, &c->block_length)) ||
       (rc = sl__knob_tunable(op, o, "parallelism", 1, 1, &op->parallelism, &op->par_autotune)) ||
       (rc = sl__knob_bool(op, o, "deterministic", true, &c->deterministic)) ||

@@ -18,14 +18,11 @@ typedef struct {
 } map_cfg;
 
 static int map_parse_common(sl__op *op, json_t *o, bool filter) {
-  static const char *const mkeys[] = {"fn", "args", "parallelism", "deterministic", "buffer", NULL};
-  static const char *const fkeys[] = {"fn", "args", NULL};
   map_cfg *c = sl__calloc(1, sizeof *c);
   if (!c) return sl__oom("map");
   op->impl = c;
   c->is_filter = filter;
-  int rc = sl__knob_check_keys(op, o, filter ? fkeys : mkeys);
-  if (rc) return rc;
+  int rc;
   const char *fn;
   if ((rc = sl__knob_str(op, o, "fn", NULL, &fn))) return rc;
   if (!fn) return sl__err(SL_EINVAL, "%s.fn: required (the function to run)", op->path);

@@ -28,9 +28,7 @@ typedef struct {
 } pf_it;
 
 static int pf_parse(sl__op *op, json_t *o) {
-  static const char *const keys[] = {"buffer", NULL};
-  int rc = sl__knob_check_keys(op, o, keys);
-  if (rc) return rc;
+  int rc;
   if ((rc = sl__knob_tunable(op, o, "buffer", 1, 1, &op->buffer, &op->buf_autotune))) return rc;
   if (op->buf_autotune) op->buffer = SL__AUTOTUNE_BUFFER;
   op->async = true;

@@ -49,12 +49,11 @@ static int files_glob(sl__op *op, files_cfg *c, const char *pat, const char *whe
 }
 
 static int files_parse(sl__op *op, json_t *o) {
-  static const char *const keys[] = {"glob", "list", "shuffle", "seed", "reshuffle_each_iteration", NULL};
   files_cfg *c = sl__calloc(1, sizeof *c);
   if (!c) return sl__oom("files");
   op->impl = c;
   int rc;
-  if ((rc = sl__knob_check_keys(op, o, keys)) || (rc = sl__knob_bool(op, o, "shuffle", false, &c->shuffle)) ||
+  if ((rc = sl__knob_bool(op, o, "shuffle", false, &c->shuffle)) ||
       (rc = sl__knob_bool(op, o, "reshuffle_each_iteration", true, &c->reshuffle)) ||
       (rc = sl__knob_int(op, o, "seed", -1, -1, &c->seed)))
     return rc;
@@ -201,13 +200,12 @@ typedef struct {
 } tfr_it;
 
 static int tfr_parse(sl__op *op, json_t *o) {
-  static const char *const keys[] = {"compression", "on_corrupt", "component", NULL};
   tfr_cfg *c = sl__calloc(1, sizeof *c);
   if (!c) return sl__oom("tfrecord");
   op->impl = c;
   const char *comp, *oc;
   int rc;
-  if ((rc = sl__knob_check_keys(op, o, keys)) || (rc = sl__knob_str(op, o, "compression", "NONE", &comp)) ||
+  if ((rc = sl__knob_str(op, o, "compression", "NONE", &comp)) ||
       (rc = sl__knob_str(op, o, "on_corrupt", "error", &oc)) ||
       (rc = sl__knob_str(op, o, "component", "filename", &c->component)))
     return rc;
@@ -309,12 +307,11 @@ typedef struct {
 } lines_it;
 
 static int lines_parse(sl__op *op, json_t *o) {
-  static const char *const keys[] = {"component", "skip_empty", NULL};
   lines_cfg *c = sl__calloc(1, sizeof *c);
   if (!c) return sl__oom("lines");
   op->impl = c;
   int rc;
-  if ((rc = sl__knob_check_keys(op, o, keys)) || (rc = sl__knob_str(op, o, "component", "filename", &c->component)) ||
+  if ((rc = sl__knob_str(op, o, "component", "filename", &c->component)) ||
       (rc = sl__knob_bool(op, o, "skip_empty", false, &c->skip_empty)))
     return rc;
   op->cardinality = -1;

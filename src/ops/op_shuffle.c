@@ -20,12 +20,10 @@ typedef struct {
 } shuf_it;
 
 static int shuf_parse(sl__op *op, json_t *o) {
-  static const char *const keys[] = {"buffer", "seed", "reshuffle_each_iteration", NULL};
   shuf_cfg *c = sl__calloc(1, sizeof *c);
   if (!c) return sl__oom("shuffle");
   op->impl = c;
   int rc;
-  if ((rc = sl__knob_check_keys(op, o, keys))) return rc;
   if (!json_object_get(o, "buffer")) return sl__err(SL_EINVAL, "%s.buffer: required", op->path);
   if ((rc = sl__knob_int(op, o, "buffer", 1, 1, &c->buffer)) || (rc = sl__knob_int(op, o, "seed", -1, -1, &c->seed)) ||
       (rc = sl__knob_bool(op, o, "reshuffle_each_iteration", true, &c->reshuffle)))
