@@ -206,7 +206,14 @@ static int check_value(const char *path, const sl__arg *a, json_t *v) {
   case SL__ARG_GLOB: return json_is_string(v) ? 0 : check_array(path, a, v, 2);
   case SL__ARG_OBJECT: return json_is_object(v) ? 0 : wrong_type(path, a, v);
   case SL__ARG_ARRAY:
-  case SL__ARG_CHAIN: return json_is_array(v) ? 0 : wrong_type(path, a, v);
+  case SL__ARG_CHAIN:
+    if (!json_is_array(v)) return wrong_type(path, a, v);
+    if (!in_range(a, (double)json_array_size(v))) {
+      char r[80];
+      return sl__err(SL_EINVAL, "%s.%s: %zu entries (valid length: %s)", path, a->name, json_array_size(v),
+                     sl__arg_range(r, sizeof r, a));
+    }
+    return 0;
   }
   return 0;
 }
