@@ -262,8 +262,6 @@ const char *sl__model_kind_name(sl__model_kind k);
 bool sl__op_is_knob(const char *kind, const char *key);
 /* True when op `kind` is never part of the pipeline's identity (prefetch, cache). */
 bool sl__op_outside_identity(const char *kind);
-/* The documented default of knob `key` of op `kind` as an integer (def when it has none). */
-int64_t sl__op_knob_default(const char *kind, const char *key, int64_t def);
 
 /* Checks the op's spec object against its schema (unknown knobs with the nearest name, types, ranges). */
 int sl__op_check(const sl__op *op, json_t *obj);

@@ -36,14 +36,6 @@ bool sl__op_outside_identity(const char *kind) {
   return s && (s->flags & SL__OPS_NO_IDENTITY);
 }
 
-int64_t sl__op_knob_default(const char *kind, const char *key, int64_t def) {
-  const sl__op_schema *s = sl__op_schema_of(kind);
-  json_t *v = s ? sl__arg_default(s->knobs, key) : NULL;
-  int64_t r = json_is_integer(v) ? (int64_t)json_integer_value(v) : def;
-  json_decref(v);
-  return r;
-}
-
 int sl__op_check(const sl__op *op, json_t *obj) {
   const sl__op_schema *s = op->vt->schema;
   if (!s) return 0; /* an op without a schema checks its own keys */
