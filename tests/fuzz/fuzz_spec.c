@@ -1,5 +1,6 @@
 /* fuzz_spec.c: libFuzzer target for the JSON spec parser and pipeline builder: any input must either build or
- * fail with an error code and message; a built pipeline must write itself back as JSON that builds again. */
+ * fail with an error code and message; a built pipeline must describe each op's element structure and write itself
+ * back as JSON that builds again. */
 #include <stdint.h>
 #include <string.h>
 
@@ -12,6 +13,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (rc) {
     if (!sl_error_last()[0]) __builtin_trap(); /* every error has a message */
     return 0;
+  }
+  /* Every op's element structure can be described. */
+  for (int i = 0; i < sl_pipeline_op_count(p); i++) {
+    char *d = NULL;
+    if (sl_pipeline_structure(&d, p, i) != 0 || !d) __builtin_trap();
+    sl_free(d);
   }
   char *js = NULL;
   if (sl_pipeline_to_json(&js, p) == 0) {
