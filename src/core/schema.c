@@ -97,6 +97,7 @@ const char *sl__arg_type_name(const sl__arg *a) {
   case SL__ARG_OBJECT: return "object";
   case SL__ARG_ARRAY: return "array";
   case SL__ARG_CHAIN: return "array of ops";
+  case SL__ARG_SCALAR: return "number or string";
   }
   return "?";
 }
@@ -181,6 +182,34 @@ static int check_array(const char *path, const sl__arg *a, json_t *v, int elem) 
   return 0;
 }
 
+static int check_obj(const sl__arg *schema, json_t *obj, const char *path, const char *const *skip, const char *what,
+                     const char *word);
+
+/* Each value (object) or entry (array) of v against a->items, at path.name.key or path.name[i]. */
+static int check_items(const char *path, const sl__arg *a, json_t *v) {
+  char sub[512], what[160];
+  snprintf(what, sizeof what, "an entry of '%s'", a->name);
+  if (json_is_object(v)) {
+    const char *key;
+    json_t *x;
+    json_object_foreach(v, key, x) {
+      snprintf(sub, sizeof sub, "%s.%s.%s", path, a->name, key);
+      if (!json_is_object(x)) return sl__err(SL_EINVAL, "%s: expected an object, found %s", sub, sl__json_type_name(x));
+      int rc = check_obj(a->items, x, sub, NULL, what, "key");
+      if (rc) return rc;
+    }
+  } else {
+    for (size_t i = 0; i < json_array_size(v); i++) {
+      json_t *x = json_array_get(v, i);
+      snprintf(sub, sizeof sub, "%s.%s[%zu]", path, a->name, i);
+      if (!json_is_object(x)) return sl__err(SL_EINVAL, "%s: expected an object, found %s", sub, sl__json_type_name(x));
+      int rc = check_obj(a->items, x, sub, NULL, what, "key");
+      if (rc) return rc;
+    }
+  }
+  return 0;
+}
+
 static int check_value(const char *path, const sl__arg *a, json_t *v) {
   if (json_is_string(v) && (a->flags & SL__ARGF_TUNABLE) && !strcmp(json_string_value(v), "autotune")) return 0;
   if (json_is_string(v) && (a->flags & SL__ARGF_AUTO_STR) && !strcmp(json_string_value(v), "auto")) return 0;
@@ -204,7 +233,9 @@ static int check_value(const char *path, const sl__arg *a, json_t *v) {
   case SL__ARG_INTS: return check_array(path, a, v, 1);
   case SL__ARG_STRS: return check_array(path, a, v, 2);
   case SL__ARG_GLOB: return json_is_string(v) ? 0 : check_array(path, a, v, 2);
-  case SL__ARG_OBJECT: return json_is_object(v) ? 0 : wrong_type(path, a, v);
+  case SL__ARG_OBJECT:
+    if (!json_is_object(v)) return wrong_type(path, a, v);
+    return a->items ? check_items(path, a, v) : 0;
   case SL__ARG_ARRAY:
   case SL__ARG_CHAIN:
     if (!json_is_array(v)) return wrong_type(path, a, v);
@@ -213,13 +244,19 @@ static int check_value(const char *path, const sl__arg *a, json_t *v) {
       return sl__err(SL_EINVAL, "%s.%s: %zu entries (valid length: %s)", path, a->name, json_array_size(v),
                      sl__arg_range(r, sizeof r, a));
     }
-    return 0;
+    return a->items ? check_items(path, a, v) : 0;
+  case SL__ARG_SCALAR: return json_is_number(v) || json_is_string(v) ? 0 : wrong_type(path, a, v);
   }
   return 0;
 }
 
 int sl__args_check(const sl__arg *schema, json_t *obj, const char *path, const char *const *skip, const char *what,
                    const char *word) {
+  return check_obj(schema, obj, path, skip, what, word);
+}
+
+static int check_obj(const sl__arg *schema, json_t *obj, const char *path, const char *const *skip, const char *what,
+                     const char *word) {
   if (!obj) obj = json_object(); /* no args: only the required ones are checked */
   else json_incref(obj);
   if (!obj) return sl__oom("an args object");

@@ -22,7 +22,8 @@ typedef enum sl__arg_type {
   SL__ARG_GLOB,  /* a string or an array of strings */
   SL__ARG_OBJECT, /* an object, checked by its owner */
   SL__ARG_ARRAY,  /* an array, checked by its owner */
-  SL__ARG_CHAIN   /* a nested chain of ops (interleave's source) */
+  SL__ARG_CHAIN,  /* a nested chain of ops (interleave's source) */
+  SL__ARG_SCALAR  /* a number or a string */
 } sl__arg_type;
 
 enum {
@@ -44,6 +45,9 @@ typedef struct sl__arg {
   double lo, hi;      /* the valid range (SL__ARGF_LO / SL__ARGF_HI); for arrays, their length */
   const char *values; /* SL__ARG_ENUM: the valid strings, "|"-separated */
   const char *doc;    /* one line */
+  /* SL__ARG_OBJECT: each value, SL__ARG_ARRAY: each entry is an object checked against this table (NULL: not
+   * checked here). */
+  const struct sl__arg *items;
 } sl__arg;
 #define SL__LOHI (SL__ARGF_LO | SL__ARGF_HI)
 

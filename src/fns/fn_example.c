@@ -243,10 +243,15 @@ static int pe_call(void *st, sl_elem *e, sl_fn_call *call) {
 }
 
 /* ---- schemas ---- */
+static const sl__arg PE_FEATURE[] = {
+    {"dtype", SL__ARG_ENUM, NULL, SL__ARGF_REQUIRED, 0, 0, "bytes|int64|int32|float32|float64|uint8|string|float", "the component's dtype"},
+    {"shape", SL__ARG_INTS, NULL, SL__LOHI, 0, SL_MAX_RANK, NULL, "its shape ([-1]: a length that varies; absent: a scalar)"},
+    {"default", SL__ARG_SCALAR, NULL, 0, 0, 0, NULL, "the value when the record lacks the feature (else an error)"},
+    {NULL}};
 static const sl__arg PE_ARGS[] = {
     {"component", SL__ARG_COMP, "record", 0, 0, 0, NULL, "the component holding the serialised tf.Example"},
     {"features", SL__ARG_OBJECT, NULL, SL__ARGF_REQUIRED, 0, 0, NULL,
-     "feature name -> {\"dtype\", \"shape\" (-1: variable length), \"default\"}; each becomes a component"},
+     "feature name -> {\"dtype\", \"shape\" (-1: variable length), \"default\"}; each becomes a component", PE_FEATURE},
     {"keep", SL__ARG_BOOL, "false", 0, 0, 0, NULL, "keep the serialised record after parsing"},
     {NULL}};
 static const sl__fn_io PE_READS[] = {{"component", "record", NULL, SL_BYTES, 0, SL__IO_CONSUMED}, {NULL}};

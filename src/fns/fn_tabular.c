@@ -444,10 +444,17 @@ static int l1p_call(void *st, sl_elem *e, sl_fn_call *call) {
 }
 
 /* ---- schemas ---- */
+static const sl__arg CSV_COLUMN[] = {
+    {"name", SL__ARG_STR, NULL, SL__ARGF_REQUIRED, 0, 0, NULL, "the component the group becomes"},
+    {"dtype", SL__ARG_ENUM, NULL, SL__ARGF_REQUIRED, 0, 0, "int64|int32|uint8|float32|float64|bytes|string|float", "its dtype"},
+    {"count", SL__ARG_INT, NULL, SL__LOHI, 1, 1000000, NULL, "fields taken as a vector (absent: one field, a scalar)"},
+    {"default", SL__ARG_SCALAR, NULL, 0, 0, 0, NULL, "the value of an empty field (else an error)"},
+    {NULL}};
 static const sl__arg CSV_ARGS[] = {
     {"component", SL__ARG_COMP, "line", 0, 0, 0, NULL, "the component holding one CSV line"},
     {"columns", SL__ARG_ARRAY, NULL, SL__ARGF_REQUIRED | SL__LOHI, 1, SL_MAX_COMPONENTS - 1, NULL,
-     "column groups {\"name\", \"dtype\", \"count\" (a vector of that many columns), \"default\"}; each a component"},
+     "column groups {\"name\", \"dtype\", \"count\" (a vector of that many columns), \"default\"}; each a component",
+     CSV_COLUMN},
     {"delimiter", SL__ARG_STR, ",", 0, 0, 0, NULL, "the field separator (one character)"},
     {"on_error", SL__ARG_ENUM, "error", 0, 0, 0, "error|skip", "a malformed line fails the run, or is dropped"},
     {"keep", SL__ARG_BOOL, "false", 0, 0, 0, NULL, "keep the line after parsing"},

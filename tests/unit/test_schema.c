@@ -65,28 +65,41 @@ static void test_every_function_has_a_schema(void **s) {
 typedef struct {
   const char *owner;
   const sl__arg *t;
-  const char *what, *word;
+  char what[128]; /* "op 'batch'", "function 'parse_csv'", "an entry of 'columns'" */
+  const char *word;
   const sl__op_vt *vt; /* ops: for the knob readers */
+  bool nested;         /* the table of the entries of another arg */
 } table;
+
+/* Every op's and function's table, and the tables of their args' entries (parse_csv's columns, ...). */
+static int add_table(table *out, int n, int max, const char *owner, const sl__arg *t, const char *kind, const char *word,
+                     const sl__op_vt *vt) {
+  if (n >= max) return n;
+  out[n] = (table){owner, t, "", word, vt, kind == NULL};
+  if (kind) snprintf(out[n].what, sizeof out[n].what, "%s '%s'", kind, owner);
+  else snprintf(out[n].what, sizeof out[n].what, "an entry of '%s'", owner);
+  n++;
+  for (const sl__arg *a = t; a->name; a++)
+    if (a->items) n = add_table(out, n, max, a->name, a->items, NULL, "key", NULL);
+  return n;
+}
 
 static int ntables(table *out, int max) {
   int n = 0;
-  for (size_t i = 0; sl__op_at(i) && n < max; i++) {
+  for (size_t i = 0; sl__op_at(i); i++) {
     const sl__op_vt *vt = sl__op_at(i);
-    out[n++] = (table){vt->kind, vt->schema->knobs, "op", "knob", vt};
+    n = add_table(out, n, max, vt->kind, vt->schema->knobs, "op", "knob", vt);
   }
-  for (size_t i = 0; i < sl__fn_builtin_count() && n < max; i++) {
+  for (size_t i = 0; i < sl__fn_builtin_count(); i++) {
     const sl__fn_entry *e = sl__fn_builtin(i);
-    out[n++] = (table){e->name, e->schema->args, "function", "arg", NULL};
+    n = add_table(out, n, max, e->name, e->schema->args, "function", "arg", NULL);
   }
   return n;
 }
 
 static int check(const table *t, json_t *obj) {
-  char what[128];
-  snprintf(what, sizeof what, "%s '%s'", t->what, t->owner);
   static const char *const skip[] = {"op", NULL};
-  return sl__args_check(t->t, obj, "x[1]", skip, what, t->word);
+  return sl__args_check(t->t, obj, "x[1]", skip, t->what, t->word);
 }
 
 /* Checks {key: v} (v consumed) fails naming x[1].key and containing `needle`. */
@@ -123,8 +136,7 @@ static void test_unknown_names_suggest_the_nearest(void **s) {
       char typo[96], needle[160];
       typo_of(typo, sizeof typo, a->name);
       if (sl__arg_find(ts[i].t, typo)) continue; /* the typo is another valid name */
-      snprintf(needle, sizeof needle, "unknown %s for %s '%s'; did you mean '%s'?", ts[i].word, ts[i].what, ts[i].owner,
-               a->name);
+      snprintf(needle, sizeof needle, "unknown %s for %s; did you mean '%s'?", ts[i].word, ts[i].what, a->name);
       expect_bad(&ts[i], typo, json_integer(1), needle);
       checked++;
     }
@@ -147,7 +159,8 @@ static json_t *wrong_type_value(const sl__arg *a) {
   case SL__ARG_STRS:
   case SL__ARG_ARRAY:
   case SL__ARG_CHAIN:
-  case SL__ARG_OBJECT: return json_true();
+  case SL__ARG_OBJECT:
+  case SL__ARG_SCALAR: return json_true();
   }
   return NULL;
 }
@@ -226,7 +239,9 @@ static void test_defaults_are_applied(void **s) {
       if (check(&ts[i], o) && !strstr(sl_error_last(), ": required"))
         fail_msg("%s.%s: default '%s' is not valid: %s", ts[i].owner, a->name, a->def, sl_error_last());
       json_decref(o);
-      if (ts[i].vt) {
+      if (ts[i].nested) {
+        /* Entries' defaults are read by their function from the entry itself. */
+      } else if (ts[i].vt) {
         sl__op op = {.vt = ts[i].vt, .path = "ops[0]"};
         int64_t iv = -12345;
         bool bv = !json_is_true(dv), at;
@@ -343,6 +358,14 @@ static void test_the_issue_specs(void **s) {
                "{\"ops\": [{\"op\": \"files\", \"list\": [\"%s/a.txt\"]}, {\"op\": \"lines\"}, {\"op\": \"map\", \"fn\": "
                "\"tokenize\", \"args\": {\"vocab\": \"%s/vocab.txt\"}}, {\"op\": \"padded_batch\", \"size\": 2, "
                "\"padded_shapes\": {\"tokens\": [4, 4]}}]}", g_dir, g_dir);
+  /* Inside an arg's entries: parse_csv's columns. */
+  expect_specf("ops[2].args.columns[1].cout: unknown key for an entry of 'columns'; did you mean 'count'?",
+               "{\"ops\": [{\"op\": \"files\", \"list\": [\"%s/a.csv\"]}, {\"op\": \"lines\"}, {\"op\": \"map\", \"fn\": "
+               "\"parse_csv\", \"args\": {\"columns\": [{\"name\": \"a\", \"dtype\": \"int64\"}, {\"name\": \"b\", "
+               "\"dtype\": \"float32\", \"cout\": 2}]}}]}", g_dir);
+  tu_expect_spec_error("{\"ops\": [{\"op\": \"range\"}, {\"op\": \"map\", \"fn\": \"parse_example\", \"args\": "
+                       "{\"component\": \"value\", \"features\": {\"x\": {\"dtype\": \"int46\"}}}}]}",
+                       SL_EINVAL, "ops[1].args.features.x.dtype: \"int46\" is not valid; did you mean \"int64\"?");
   /* A map reading a component no earlier op makes. */
   tu_expect_spec_error("{\"ops\": [{\"op\": \"range\", \"stop\": 3}, {\"op\": \"map\", \"fn\": \"log1p\", \"args\": "
                        "{\"component\": \"x\"}}]}",
@@ -521,10 +544,9 @@ static void md_default(sl__str *b, const sl__arg *a) {
   else sl__str_printf(b, "`%s`", a->def);
 }
 
-static void md_table(sl__str *b, const sl__arg *t, const char *word) {
-  sl__str_printf(b, "| %s | type | default | valid | meaning |\n| --- | --- | --- | --- | --- |\n", word);
+static void md_rows(sl__str *b, const sl__arg *t, const char *prefix) {
   for (const sl__arg *a = t; a->name; a++) {
-    sl__str_printf(b, "| `%s` | %s | ", a->name, sl__arg_type_name(a));
+    sl__str_printf(b, "| `%s%s` | %s | ", prefix, a->name, sl__arg_type_name(a));
     md_default(b, a);
     char r[80];
     sl__arg_range(r, sizeof r, a);
@@ -544,7 +566,17 @@ static void md_table(sl__str *b, const sl__arg *t, const char *word) {
       sl__str_printf(b, " |  | ");
     }
     sl__str_printf(b, "%s%s |\n", (a->flags & SL__ARGF_KNOB) ? "(performance knob, not part of the identity) " : "", a->doc);
+    if (a->items) {
+      char sub[128];
+      snprintf(sub, sizeof sub, "%s%s%s", prefix, a->name, a->type == SL__ARG_ARRAY ? "[]." : ".*.");
+      md_rows(b, a->items, sub);
+    }
   }
+}
+
+static void md_table(sl__str *b, const sl__arg *t, const char *word) {
+  sl__str_printf(b, "| %s | type | default | valid | meaning |\n| --- | --- | --- | --- | --- |\n", word);
+  md_rows(b, t, "");
 }
 
 static void md_ops(sl__str *b) {
