@@ -29,11 +29,15 @@ static int map_parse_common(sl__op *op, json_t *o, bool filter) {
   if (sl__fn_lookup(fn, &c->fn)) {
     const char **names = NULL;
     sl__str list = {0};
+    char near[128] = "";
     if (!sl_fn_list(&names)) {
-      for (int i = 0; names[i]; i++) sl__str_printf(&list, "%s%s", i ? ", " : "", names[i]);
+      size_t n = 0;
+      for (; names[n]; n++) sl__str_printf(&list, "%s%s", n ? ", " : "", names[n]);
+      const char *s = sl__name_suggest(names, n, fn);
+      if (s) snprintf(near, sizeof near, "; did you mean '%s'?", s);
       sl__free(names);
     }
-    rc = sl__err(SL_EINVAL, "%s.fn: unknown function '%s' (known: %s)", op->path, fn, list.s ? list.s : "");
+    rc = sl__err(SL_EINVAL, "%s.fn: unknown function '%s'%s (known: %s)", op->path, fn, near, list.s ? list.s : "");
     sl__str_dispose(&list);
     return rc;
   }

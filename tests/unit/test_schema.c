@@ -394,6 +394,8 @@ static void test_the_issue_specs(void **s) {
   /* Op names and op knobs: the nearest valid name. */
   tu_expect_spec_error("{\"ops\": [{\"op\": \"range\"}, {\"op\": \"mapp\", \"fn\": \"identity\"}]}", SL_EINVAL,
                        "ops[1].op: unknown op 'mapp'; did you mean 'map'?");
+  tu_expect_spec_error("{\"ops\": [{\"op\": \"range\"}, {\"op\": \"map\", \"fn\": \"decode_jpg\"}]}", SL_EINVAL,
+                       "ops[1].fn: unknown function 'decode_jpg'; did you mean 'decode_jpeg'?");
   tu_expect_spec_error("{\"ops\": [{\"op\": \"range\"}, {\"op\": \"prefetch\", \"bufer\": 2}]}", SL_EINVAL,
                        "ops[1].bufer: unknown knob for op 'prefetch'; did you mean 'buffer'? (known: buffer)");
   tu_expect_spec_error("{\"ops\": [{\"op\": \"range\"}, {\"op\": \"map\", \"fn\": \"resize\", \"args\": {\"component\": "
