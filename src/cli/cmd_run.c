@@ -37,6 +37,28 @@ static double cpu_seconds(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* Bad records dropped per op (on_corrupt / on_error "skip"): as a JSON object {"ops[3]": 2} (only ops that
+ * dropped some) or as one summary line; nothing in text when none was dropped. */
+static void print_skipped(const sl_pipeline *p, bool json) {
+  bool any = false;
+  if (json) printf(", \"skipped\": {");
+  for (int i = 0; i < sl_pipeline_op_count(p); i++) {
+    sl_op_stats s;
+    if (sl_pipeline_op_stats(&s, p, i) || !s.skipped) continue;
+    if (json) {
+      printf("%s", any ? ", " : "");
+      cli_json_string(stdout, s.path);
+      printf(": %llu", (unsigned long long)s.skipped);
+    } else {
+      printf("%s %s (%s %s) %llu", any ? ";" : "  skipped:", s.path, s.op, s.label, (unsigned long long)s.skipped);
+      if (s.errors_skipped) printf(" (%llu failed in the function)", (unsigned long long)s.errors_skipped);
+    }
+    any = true;
+  }
+  if (json) printf("}");
+  else if (any) printf("\n");
+}
+
 int cmd_run(int argc, char **argv) {
   const char *spec = NULL;
   int64_t take = -1;
@@ -171,6 +193,7 @@ int cmd_run(int argc, char **argv) {
            (long long)n, (long long)examples, bytes, wall, cpu, rate, wall > 0 ? (double)examples / wall : 0,
            wall > 0 ? bytes / wall / 1e6 : 0, status, autotune ? "autotune" : "none", rounds);
     if (digest) printf(", \"digest\": \"%016llx\"", (unsigned long long)sum);
+    print_skipped(p, true);
     if (rc < 0) {
       printf(", \"error\": ");
       cli_json_string(stdout, errmsg);
@@ -182,6 +205,7 @@ int cmd_run(int argc, char **argv) {
            wall > 0 ? bytes / wall / 1e6 : 0);
     printf("  wall %.3f s, CPU %.3f s (%.2f cores)\n", wall, cpu, wall > 0 ? cpu / wall : 0);
     if (digest) printf("  digest %016llx%s\n", (unsigned long long)sum, rc < 0 || sig ? " (of the elements so far)" : "");
+    print_skipped(p, false);
     if (autotune) {
       printf("  tuner autotune: %d re-optimisations; final knobs:", rounds);
       for (int i = 0; i < sl_pipeline_op_count(p); i++) {
