@@ -3,6 +3,7 @@
 #ifndef SL_CLI_H
 #define SL_CLI_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -46,6 +47,8 @@ double cli_now(void);
  * number (0: none) for the loop to stop cleanly and exit with 128 + it. */
 void cli_signals_install(void);
 int cli_signal_seen(void);
+/* The flag itself, for a library call that polls it (sl_gen_opts.cancel). */
+const volatile sig_atomic_t *cli_signal_flag(void);
 /* For commands inside one long library call: SIGINT or SIGTERM prints "sluice CMD: interrupted; WHAT" and exits
  * with 128 + the signal's number at once. cmd NULL restores the default handlers. */
 void cli_stop_on_signal(const char *cmd, const char *what);
