@@ -216,8 +216,14 @@ typedef struct sl_prov_run {
   bool failed;
   const char *error; /* when failed */
   int64_t start_ms;  /* 0: now minus elapsed */
+  /* Version 2 (version 1 structs are still accepted): a run recorded in two steps, so that one killed midway stays
+   * visible. `running` records its start: the execution in state RUNNING (property state "RUNNING") with its spec
+   * and inputs, no figures. A later call with `execution_id` set to that id finishes it: state COMPLETE or FAILED,
+   * figures and outputs (spec_path and inputs are not recorded again; start is the execution's create time). */
+  bool running;
+  int64_t execution_id; /* 0: a new execution */
 } sl_prov_run;
-#define SL_PROV_RUN_VERSION 1
+#define SL_PROV_RUN_VERSION 2
 #define SL_PROV_RUN_INIT {SL_PROV_RUN_VERSION}
 
 /* Records a run into the store at `uri` (created when missing) in one transaction: an execution of type

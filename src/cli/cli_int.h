@@ -62,11 +62,15 @@ int cli_open_spec(sl_pipeline **out, const char *path, char *msg, size_t cap);
  * message in msg. */
 int cli_check_writable(const char *path, char *msg, size_t cap);
 
-/* --record DB / SLUICE_PROV: the store to record into (NULL: none), and the recording (warns on failure; the
- * command's own result stands). `error` non-NULL records a FAILED execution. */
+/* --record DB / SLUICE_PROV: the store to record into (NULL: none), and the recording. cli_record_begin (before
+ * a run) records the execution RUNNING, which cli_record then finishes; it fails (CLI_FAIL, said) when the store
+ * cannot take it, unless `optional` (then a warning, and the run goes on). cli_record returns CLI_FAIL when the
+ * recording fails and the begin call asked for it, else 0 (a warning; trace and optimize keep their result).
+ * `error` non-NULL records a FAILED execution. */
 const char *cli_record_target(const char *opt);
-void cli_record(const char *db, const char *kind, const char *spec_path, sl_pipeline *p, const sl_prov_output *outs,
-                size_t nout, double throughput, double cpu, double elapsed, const char *error);
+int cli_record_begin(const char *db, const char *kind, const char *spec_path, sl_pipeline *p, bool optional);
+int cli_record(const char *db, const char *kind, const char *spec_path, sl_pipeline *p, const sl_prov_output *outs,
+               size_t nout, double throughput, double cpu, double elapsed, const char *error);
 
 /* The subcommands (one file each). */
 int cmd_run(int argc, char **argv);
