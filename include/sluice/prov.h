@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <signal.h>
 #include <stdint.h>
 
 #include "common.h"
@@ -395,8 +396,12 @@ typedef struct sl_prov_gen_opts {
   uint64_t seed; /* 0: 1 (seeds 0 and 1 make the same corpus) */
   void (*progress)(int done, int total, void *payload); /* after each pipeline; NULL: none */
   void *payload;
+  /* Version 2 (version 1 structs are still accepted). Optional: when *cancel becomes nonzero (a signal handler may
+   * set it) the corpus stops before its next pipeline with SL_ECANCELED; the pipelines written so far stay, each
+   * whole (one transaction each), and the bulk load is ended (indexes re-created). NULL: never. */
+  const volatile sig_atomic_t *cancel;
 } sl_prov_gen_opts;
-#define SL_PROV_GEN_OPTS_VERSION 1
+#define SL_PROV_GEN_OPTS_VERSION 2
 #define SL_PROV_GEN_OPTS_INIT {SL_PROV_GEN_OPTS_VERSION}
 typedef struct sl_prov_gen_report {
   int64_t pipelines, runs, executions, artifacts, events, pushed;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # cli_skip.sh: bad records as issue 20 wants them: a map's "on_error": "skip" drops and counts them, `sluice run`
-# shows the counts per op (text and --json), and a bad line of a text/CSV source is named by its file and line.
+# shows the counts per op (text and --json), and a bad line of a text/CSV source is named by its file and line;
+# a filter bound that would drop every record is refused with the valid range.
 set -u
 S=${SL_CLI:?}
 T=$(mktemp -d)
@@ -36,4 +37,10 @@ python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert d["skipped"]=={},
 spec '"on_error": "ignore",' 1
 out=$("$S" validate "$T/s.json" 2>&1) && fail "on_error ignore accepted"
 echo "$out" | grep -q 'ops\[2\].on_error' || fail "on_error message: $out"
+# filter length with a negative or crossed bound would drop everything: refused with the valid range
+for a in '"max": -1' '"min": -2' '"min": 5, "max": 2'; do
+  echo "{\"ops\": [{\"op\": \"range\"}, {\"op\": \"filter\", \"fn\": \"length\", \"args\": {\"component\": \"value\", $a}}]}" > "$T/f.json"
+  out=$("$S" validate "$T/f.json" 2>&1) && fail "filter length $a accepted"
+  echo "$out" | grep -q "ops\[1\].args.m.*valid: 0" || fail "filter length $a: $out"
+done
 echo "cli_skip: all checks passed"
