@@ -223,6 +223,7 @@ typedef struct sl_prov_run {
    * figures and outputs (spec_path and inputs are not recorded again; start is the execution's create time). */
   bool running;
   int64_t execution_id; /* 0: a new execution */
+  bool canceled;        /* stopped before its end by the user (Ctrl-C, SIGTERM): state CANCELED, unless failed */
 } sl_prov_run;
 #define SL_PROV_RUN_VERSION 2
 #define SL_PROV_RUN_INIT {SL_PROV_RUN_VERSION}

@@ -69,6 +69,8 @@ int cli_check_writable(const char *path, char *msg, size_t cap);
  * `error` non-NULL records a FAILED execution. */
 const char *cli_record_target(const char *opt);
 int cli_record_begin(const char *db, const char *kind, const char *spec_path, sl_pipeline *p, bool optional);
+/* The run cli_record records next was stopped by Ctrl-C / SIGTERM: its execution is CANCELED (marked incomplete). */
+void cli_record_canceled(void);
 int cli_record(const char *db, const char *kind, const char *spec_path, sl_pipeline *p, const sl_prov_output *outs,
                size_t nout, double throughput, double cpu, double elapsed, const char *error);
 

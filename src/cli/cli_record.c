@@ -18,6 +18,9 @@ const char *cli_record_target(const char *opt) {
 static int64_t g_running_id;
 static bool g_optional = true;
 static bool g_given_up; /* the start could not be recorded (and was optional): said once, not tried again */
+static bool g_canceled; /* the run was stopped by a signal: recorded CANCELED */
+
+void cli_record_canceled(void) { g_canceled = true; }
 
 #if SL_HAVE_PROV
 /* The op with the largest CPU per core available to it: what a reader of the record wants named first. */
@@ -84,6 +87,7 @@ int cli_record(const char *db, const char *kind, const char *spec_path, sl_pipel
   r.failed = error != NULL;
   r.error = error;
   r.execution_id = g_running_id; /* finish the execution recorded RUNNING at the start, if any */
+  r.canceled = g_canceled;
   int64_t id = 0;
   int rc = sl_prov_record_run(&id, db, &r);
   sl_free(files);

@@ -226,6 +226,7 @@ int cmd_run(int argc, char **argv) {
       printf("\n");
     }
   }
+  if (sig) cli_record_canceled();
   int rec = cli_record(record, "sluice.Run", spec, p, NULL, 0, rate, cpu, wall, rc < 0 ? errmsg : NULL);
   sl_pipeline_free(p);
   if (rc < 0) return cli_fail(false, "%s", errmsg);

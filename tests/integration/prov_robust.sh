@@ -96,6 +96,7 @@ wait $pid; rc=$?
 [ $rc -eq 143 ] || fail "run --record after SIGTERM exited $rc"
 expect 0 "$CLI" prov ls "$R" executions
 [ "$(echo "$out" | grep -c "RUNNING")" -eq 1 ] || fail "the SIGTERM'd run was not finished: $out"
+echo "$out" | grep -q "sluice.Run *CANCELED" || fail "the SIGTERM'd run is not marked CANCELED: $out"
 
 # option values out of range: refused with the valid range
 expect 2 "$CLI" prov should-train "$DB" --pipeline x --threshold 1.5

@@ -85,7 +85,10 @@ static int record(sl_prov *p, const sl_prov_run *r, int64_t *exec_id) {
   int rc;
   if (eid && (rc = exec_start(p, eid, &start))) return rc; /* finishing: the run started when it was recorded */
   int64_t end = start + (int64_t)(r->elapsed * 1000.0);
-  int state = r->running ? SL_PROV_E_RUNNING : r->failed ? SL_PROV_E_FAILED : SL_PROV_E_COMPLETE;
+  int state = r->running    ? SL_PROV_E_RUNNING
+              : r->failed   ? SL_PROV_E_FAILED
+              : r->canceled ? SL_PROV_E_CANCELED
+                            : SL_PROV_E_COMPLETE;
   if ((rc = sl_prov_put_type(&t_exec, p, SL_PROV_EXECUTION, r->kind, NULL, 0, "mlmd.Process")) ||
       (rc = sl_prov_put_type(&t_data, p, SL_PROV_ARTIFACT, "sluice.Data", NULL, 0, "mlmd.Dataset")) ||
       (rc = sl_prov_put_type(&t_spec, p, SL_PROV_ARTIFACT, "sluice.Spec", NULL, 0, NULL)) ||
@@ -120,7 +123,7 @@ static int record(sl_prov *p, const sl_prov_run *r, int64_t *exec_id) {
     v = sl_prov_string(r->bottleneck);
     if ((rc = sl_prov_set_property(p, SL_PROV_EXECUTION, eid, "bottleneck", true, &v))) return rc;
   }
-  v = sl_prov_string(r->failed ? "FAILED" : "COMPLETE");
+  v = sl_prov_string(sl_prov_state_name(SL_PROV_EXECUTION, state));
   if ((rc = sl_prov_set_property(p, SL_PROV_EXECUTION, eid, "state", true, &v))) return rc;
   if (r->failed) {
     v = sl_prov_string(r->error ? r->error : "");
