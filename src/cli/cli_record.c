@@ -105,7 +105,7 @@ int cli_record(const char *db, const char *kind, const char *spec_path, sl_pipel
 /* Built with -DSL_WITH_PROV=OFF: the library has no store to record into. */
 int cli_record_begin(const char *db, const char *kind, const char *spec_path, sl_pipeline *p, bool optional) {
   g_optional = optional;
-  (void)g_running_id;
+  (void)g_running_id, (void)g_given_up, (void)g_canceled;
   if (!db || optional) return 0;
   return cli_fail(false, "cannot record the run in %s: this sluice was built without provenance (SL_WITH_PROV=OFF; "
                          "--record-optional runs anyway)", db);
