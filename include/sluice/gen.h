@@ -8,6 +8,7 @@
 #ifndef SLUICE_GEN_H
 #define SLUICE_GEN_H
 
+#include <signal.h>
 #include <stdint.h>
 
 #include "common.h"
@@ -23,11 +24,12 @@ SL_EXTERN int sl_gen_kind_parse(sl_gen_kind *out, const char *name);
 SL_EXTERN const char *sl_gen_kind_name(sl_gen_kind kind);
 
 /* A field left 0 takes the default written beside it. */
-#define SL_GEN_OPTS_VERSION 1
+#define SL_GEN_OPTS_VERSION 2 /* 2 added `cancel`; version 1 structs are still accepted */
 typedef struct sl_gen_opts {
   unsigned version;   /* SL_GEN_OPTS_VERSION */
   sl_gen_kind kind;   /* 0: SL_GEN_IMAGENET */
-  const char *out_dir; /* required; created when missing; existing shard files of the same names are overwritten */
+  const char *out_dir; /* required; created when missing; existing shard files of the same names are replaced. Each
+                        * file is written as .NAME.tmp-PID and renamed to NAME when complete */
   int64_t n;          /* records: images, sentences or rows (>= 1); 0: 1000 */
   int shards;         /* output files (1..n); 0: 4, or n when n < 4 */
   uint64_t seed;      /* 0 is a seed like any other (the default) */
@@ -38,6 +40,9 @@ typedef struct sl_gen_opts {
   /* Called after each record with (done, total). Optional. */
   void (*progress)(int64_t done, int64_t total, void *payload);
   void *payload;
+  /* Optional: when *cancel becomes nonzero (a signal handler may set it) the run stops within a chunk of records
+   * with SL_ECANCELED; the files completed so far stay, the one being written is removed. NULL: never. */
+  const volatile sig_atomic_t *cancel;
 } sl_gen_opts;
 #define SL_GEN_OPTS_INIT {SL_GEN_OPTS_VERSION}
 
@@ -56,7 +61,7 @@ typedef struct sl_gen_report {
 } sl_gen_report;
 
 /* Generates a dataset. Errors: SL_EINVAL for bad options (message names the option), SL_EIO naming the file that
- * could not be written, SL_ENOMEM. `report` may be NULL. */
+ * could not be written, SL_ENOMEM, SL_ECANCELED after `cancel`. `report` may be NULL. */
 SL_EXTERN int sl_gen_run(sl_gen_report *report, const sl_gen_opts *opts);
 
 #ifdef __cplusplus

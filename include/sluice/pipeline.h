@@ -97,6 +97,8 @@ typedef struct sl_op_stats {
   double call_mean;       /* mean wall seconds of one unit of the op's work (a function call on a worker for
                            * parallel map, else one next() call, inputs included), from sampled calls */
   double call_sd;         /* standard deviation of the same (0 when unknown) */
+  /* Added after 0.x's first fields (new fields go last, so that existing offsets stay): */
+  uint64_t errors_skipped; /* the part of `skipped` that a map's "on_error": "skip" dropped (its function failed) */
 } sl_op_stats;
 
 /* Number of ops, nested source ops included (pre-order: an interleave is followed by its source ops). */

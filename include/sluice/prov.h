@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <signal.h>
 #include <stdint.h>
 
 #include "common.h"
@@ -216,8 +217,15 @@ typedef struct sl_prov_run {
   bool failed;
   const char *error; /* when failed */
   int64_t start_ms;  /* 0: now minus elapsed */
+  /* Version 2 (version 1 structs are still accepted): a run recorded in two steps, so that one killed midway stays
+   * visible. `running` records its start: the execution in state RUNNING (property state "RUNNING") with its spec
+   * and inputs, no figures. A later call with `execution_id` set to that id finishes it: state COMPLETE or FAILED,
+   * figures and outputs (spec_path and inputs are not recorded again; start is the execution's create time). */
+  bool running;
+  int64_t execution_id; /* 0: a new execution */
+  bool canceled;        /* stopped before its end by the user (Ctrl-C, SIGTERM): state CANCELED, unless failed */
 } sl_prov_run;
-#define SL_PROV_RUN_VERSION 1
+#define SL_PROV_RUN_VERSION 2
 #define SL_PROV_RUN_INIT {SL_PROV_RUN_VERSION}
 
 /* Records a run into the store at `uri` (created when missing) in one transaction: an execution of type
@@ -389,8 +397,12 @@ typedef struct sl_prov_gen_opts {
   uint64_t seed; /* 0: 1 (seeds 0 and 1 make the same corpus) */
   void (*progress)(int done, int total, void *payload); /* after each pipeline; NULL: none */
   void *payload;
+  /* Version 2 (version 1 structs are still accepted). Optional: when *cancel becomes nonzero (a signal handler may
+   * set it) the corpus stops before its next pipeline with SL_ECANCELED; the pipelines written so far stay, each
+   * whole (one transaction each), and the bulk load is ended (indexes re-created). NULL: never. */
+  const volatile sig_atomic_t *cancel;
 } sl_prov_gen_opts;
-#define SL_PROV_GEN_OPTS_VERSION 1
+#define SL_PROV_GEN_OPTS_VERSION 2
 #define SL_PROV_GEN_OPTS_INIT {SL_PROV_GEN_OPTS_VERSION}
 typedef struct sl_prov_gen_report {
   int64_t pipelines, runs, executions, artifacts, events, pushed;

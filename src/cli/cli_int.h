@@ -3,6 +3,7 @@
 #ifndef SL_CLI_H
 #define SL_CLI_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -46,6 +47,8 @@ double cli_now(void);
  * number (0: none) for the loop to stop cleanly and exit with 128 + it. */
 void cli_signals_install(void);
 int cli_signal_seen(void);
+/* The flag itself, for a library call that polls it (sl_gen_opts.cancel). */
+const volatile sig_atomic_t *cli_signal_flag(void);
 /* For commands inside one long library call: SIGINT or SIGTERM prints "sluice CMD: interrupted; WHAT" and exits
  * with 128 + the signal's number at once. cmd NULL restores the default handlers. */
 void cli_stop_on_signal(const char *cmd, const char *what);
@@ -61,11 +64,17 @@ int cli_validate_print(const sl_pipeline *p);
  * message in msg. */
 int cli_check_writable(const char *path, char *msg, size_t cap);
 
-/* --record DB / SLUICE_PROV: the store to record into (NULL: none), and the recording (warns on failure; the
- * command's own result stands). `error` non-NULL records a FAILED execution. */
+/* --record DB / SLUICE_PROV: the store to record into (NULL: none), and the recording. cli_record_begin (before
+ * a run) records the execution RUNNING, which cli_record then finishes; it fails (CLI_FAIL, said) when the store
+ * cannot take it, unless `optional` (then a warning, and the run goes on). cli_record returns CLI_FAIL when the
+ * recording fails and the begin call asked for it, else 0 (a warning; trace and optimize keep their result).
+ * `error` non-NULL records a FAILED execution. */
 const char *cli_record_target(const char *opt);
-void cli_record(const char *db, const char *kind, const char *spec_path, sl_pipeline *p, const sl_prov_output *outs,
-                size_t nout, double throughput, double cpu, double elapsed, const char *error);
+int cli_record_begin(const char *db, const char *kind, const char *spec_path, sl_pipeline *p, bool optional);
+/* The run cli_record records next was stopped by Ctrl-C / SIGTERM: its execution is CANCELED (marked incomplete). */
+void cli_record_canceled(void);
+int cli_record(const char *db, const char *kind, const char *spec_path, sl_pipeline *p, const sl_prov_output *outs,
+               size_t nout, double throughput, double cpu, double elapsed, const char *error);
 
 /* The subcommands (one file each). */
 int cmd_run(int argc, char **argv);

@@ -1,5 +1,7 @@
 /* cli/cli_record.c: `--record DB` (or SLUICE_PROV in the environment) on run, trace and optimize: the run goes into
- * an ML Metadata store as an execution with its data files, outputs and figures (include/sluice/prov.h). */
+ * an ML Metadata store as an execution with its data files, outputs and figures (include/sluice/prov.h). `run`
+ * records it RUNNING when it starts (cli_record_begin) and finishes that execution at its end, so that a run killed
+ * midway stays visible. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +13,14 @@ const char *cli_record_target(const char *opt) {
   const char *env = getenv("SLUICE_PROV");
   return env && *env ? env : NULL;
 }
+
+/* The execution cli_record_begin recorded (0: none), and whether a recording that fails is only a warning. */
+static int64_t g_running_id;
+static bool g_optional = true;
+static bool g_given_up; /* the start could not be recorded (and was optional): said once, not tried again */
+static bool g_canceled; /* the run was stopped by a signal: recorded CANCELED */
+
+void cli_record_canceled(void) { g_canceled = true; }
 
 #if SL_HAVE_PROV
 /* The op with the largest CPU per core available to it: what a reader of the record wants named first. */
@@ -29,9 +39,34 @@ static void busiest_op(sl_pipeline *p, char *buf, size_t n) {
   }
 }
 
-void cli_record(const char *db, const char *kind, const char *spec_path, sl_pipeline *p, const sl_prov_output *outs,
-                size_t nout, double throughput, double cpu, double elapsed, const char *error) {
-  if (!db) return;
+int cli_record_begin(const char *db, const char *kind, const char *spec_path, sl_pipeline *p, bool optional) {
+  g_optional = optional;
+  if (!db) return 0;
+  const char **files = NULL;
+  size_t nfiles = 0;
+  if (sl_pipeline_input_files(&files, &nfiles, p)) files = NULL;
+  sl_prov_run r = SL_PROV_RUN_INIT;
+  r.kind = kind;
+  r.pipeline = sl_pipeline_name(p);
+  r.spec_path = spec_path;
+  r.inputs = files;
+  r.ninputs = nfiles;
+  r.running = true;
+  int rc = sl_prov_record_run(&g_running_id, db, &r);
+  sl_free(files);
+  if (!rc) return 0;
+  g_running_id = 0;
+  if (optional) {
+    fprintf(stderr, "sluice: warning: the run will not be recorded in %s: %s\n", db, sl_error_last());
+    g_given_up = true;
+    return 0;
+  }
+  return cli_fail(false, "cannot record the run in %s: %s (--record-optional runs anyway)", db, sl_error_last());
+}
+
+int cli_record(const char *db, const char *kind, const char *spec_path, sl_pipeline *p, const sl_prov_output *outs,
+               size_t nout, double throughput, double cpu, double elapsed, const char *error) {
+  if (!db || g_given_up) return 0;
   const char **files = NULL;
   size_t nfiles = 0;
   if (p && sl_pipeline_input_files(&files, &nfiles, p)) files = NULL;
@@ -51,18 +86,34 @@ void cli_record(const char *db, const char *kind, const char *spec_path, sl_pipe
   r.elapsed = elapsed;
   r.failed = error != NULL;
   r.error = error;
+  r.execution_id = g_running_id; /* finish the execution recorded RUNNING at the start, if any */
+  r.canceled = g_canceled;
   int64_t id = 0;
-  if (sl_prov_record_run(&id, db, &r))
-    fprintf(stderr, "sluice: warning: the run was not recorded in %s: %s\n", db, sl_error_last());
-  else
-    fprintf(stderr, "recorded as execution %lld in %s\n", (long long)id, db);
+  int rc = sl_prov_record_run(&id, db, &r);
   sl_free(files);
+  if (!rc) {
+    fprintf(stderr, "recorded as execution %lld in %s\n", (long long)id, db);
+    return 0;
+  }
+  if (g_optional) {
+    fprintf(stderr, "sluice: warning: the run was not recorded in %s: %s\n", db, sl_error_last());
+    return 0;
+  }
+  return cli_fail(false, "the run was not recorded in %s: %s", db, sl_error_last());
 }
 #else
 /* Built with -DSL_WITH_PROV=OFF: the library has no store to record into. */
-void cli_record(const char *db, const char *kind, const char *spec_path, sl_pipeline *p, const sl_prov_output *outs,
-                size_t nout, double throughput, double cpu, double elapsed, const char *error) {
+int cli_record_begin(const char *db, const char *kind, const char *spec_path, sl_pipeline *p, bool optional) {
+  g_optional = optional;
+  (void)g_running_id, (void)g_given_up, (void)g_canceled;
+  if (!db || optional) return 0;
+  return cli_fail(false, "cannot record the run in %s: this sluice was built without provenance (SL_WITH_PROV=OFF; "
+                         "--record-optional runs anyway)", db);
+}
+int cli_record(const char *db, const char *kind, const char *spec_path, sl_pipeline *p, const sl_prov_output *outs,
+               size_t nout, double throughput, double cpu, double elapsed, const char *error) {
   if (db) fprintf(stderr, "sluice: warning: the run was not recorded in %s: this sluice was built without provenance "
                           "(SL_WITH_PROV=OFF)\n", db);
+  return 0;
 }
 #endif

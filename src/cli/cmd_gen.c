@@ -1,5 +1,6 @@
 /* cli/cmd_gen.c: `sluice gen imagenet|ssd|text|tabular --out DIR --n N --shards K --seed S`: writes a synthetic
  * dataset for the benchmark pipelines through sl_gen_run (include/sluice/gen.h), with a progress bar. */
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -23,7 +24,9 @@ static void gen_help(FILE *f) {
           "  --threads T     generator threads (default: the online cores; the output does not depend on it)\n"
           "  --chroma 444|420  JPEG chroma subsampling (default 444; 420 makes smaller, cheaper images)\n"
           "  --vocab-size V  text vocabulary words (default 30000)\n"
-          "  --quiet         no progress bar\n");
+          "  --quiet         no progress bar\n\n"
+          "Each file is written under a hidden temporary name (.NAME.tmp-PID) and renamed when complete. Ctrl-C\n"
+          "(SIGTERM) stops at the next chunk of records, removes the file being written and exits with 130 (143).\n");
 }
 
 static void on_progress(int64_t done, int64_t total, void *payload) {
@@ -82,10 +85,19 @@ int cmd_gen(int argc, char **argv) {
   if (quiet) bar.tty = false;
   o.progress = on_progress;
   o.payload = &bar;
+  /* Ctrl-C / SIGTERM: the generator stops at its next chunk and removes the file it was writing. */
+  cli_signals_install();
+  o.cancel = cli_signal_flag();
   double t0 = cli_now();
   sl_gen_report r;
   int rc = sl_gen_run(&r, &o);
   cli_progress_end(&bar);
+  int sig = cli_signal_seen();
+  if (rc == SL_ECANCELED && sig) {
+    fprintf(stderr, "sluice gen: %s; %s (no partial file left in %s)\n", sig == SIGTERM ? "terminated" : "interrupted",
+            sl_error_last(), o.out_dir);
+    return 128 + sig;
+  }
   if (rc) return cli_fail(false, "gen %s: %s", kind, sl_error_last());
   double el = cli_now() - t0;
   printf("%s: %lld records in %d files under %s, %.1f MB, %.1fs\n", kind, (long long)r.records, r.files, o.out_dir,

@@ -26,6 +26,8 @@ typedef struct opts {
   int64_t top, pipelines, days, seed, trees, depth;
   double threshold, share;
   int64_t at;
+  bool top_given; /* --top was on the command line (not the table's default) */
+  bool append;    /* prov gen --append */
 } opts;
 
 static int parse(const char *cmd, int argc, char **argv, opts *o, const char *usage, const char *allowed) {
@@ -40,17 +42,23 @@ static int parse(const char *cmd, int argc, char **argv, opts *o, const char *us
     }
 #define OPT(name) (!strcmp(a, name) && strstr(allowed, name))
     if (!strcmp(a, "--json")) o->json = true;
+    else if (OPT("--append")) o->append = true;
     else if (OPT("--pipeline") && v) o->pipeline = v, i++;
     else if (OPT("--model") && v) o->model = v, i++;
     else if (OPT("-o") && v) o->out = v, i++;
-    else if (OPT("--top")) { if (!cli_parse_i64(cmd, a, v, &o->top)) return CLI_USAGE; i++; }
+    else if (OPT("--top")) { if (!cli_parse_i64(cmd, a, v, &o->top)) return CLI_USAGE; o->top_given = true; i++; }
     else if (OPT("--pipelines")) { if (!cli_parse_i64(cmd, a, v, &o->pipelines)) return CLI_USAGE; i++; }
     else if (OPT("--days")) { if (!cli_parse_i64(cmd, a, v, &o->days)) return CLI_USAGE; i++; }
     else if (OPT("--seed")) { if (!cli_parse_i64(cmd, a, v, &o->seed)) return CLI_USAGE; i++; }
     else if (OPT("--trees")) { if (!cli_parse_i64(cmd, a, v, &o->trees)) return CLI_USAGE; i++; }
     else if (OPT("--depth")) { if (!cli_parse_i64(cmd, a, v, &o->depth)) return CLI_USAGE; i++; }
     else if (OPT("--at")) { if (!cli_parse_i64(cmd, a, v, &o->at)) return CLI_USAGE; i++; }
-    else if (OPT("--threshold")) { if (!cli_parse_f64(cmd, a, v, &o->threshold)) return CLI_USAGE; i++; }
+    else if (OPT("--threshold")) {
+      if (!cli_parse_f64(cmd, a, v, &o->threshold)) return CLI_USAGE;
+      if (!(o->threshold >= 0 && o->threshold <= 1))
+        return cli_usage(cmd, "--threshold must be a probability in 0..1, not %s", v);
+      i++;
+    }
     else if (OPT("--train-share")) { if (!cli_parse_f64(cmd, a, v, &o->share)) return CLI_USAGE; i++; }
 #undef OPT
     else if (a[0] == '-' && a[1]) return cli_usage(cmd, "unknown option %s", a);
@@ -58,6 +66,7 @@ static int parse(const char *cmd, int argc, char **argv, opts *o, const char *us
     else return cli_usage(cmd, "unexpected argument %s", a);
   }
   if (!o->db) return cli_usage(cmd, "DB is required");
+  if (o->top < 0) return cli_usage(cmd, "--top must be 0 (all) or more, not %lld", (long long)o->top);
   return 0;
 }
 
@@ -104,14 +113,34 @@ int cmd_prov_gen(int argc, char **argv) {
   o.days = 120;
   o.seed = 1;
   int rc = parse("prov gen", argc, argv, &o,
-                 "usage: sluice prov gen DB [--pipelines N] [--days D] [--seed S] [--json]\n\nWrites a synthetic corpus "
-                 "of TFX production pipelines into an MLMD store (created when missing),\ncalibrated to the published "
-                 "characterization (docs/corpus.md lists every assumption). Deterministic for a seed.\nDefaults: 50 "
-                 "pipelines, 120 days, seed 1. The paper's scale is --pipelines 3000 --days 120.\n",
-                 "--pipelines --days --seed");
+                 "usage: sluice prov gen DB [--pipelines N] [--days D] [--seed S] [--append] [--json]\n\nWrites a "
+                 "synthetic corpus of TFX production pipelines into an MLMD store (created when missing),\ncalibrated to "
+                 "the published characterization (docs/corpus.md lists every assumption). Deterministic for a seed.\n"
+                 "Defaults: 50 pipelines, 120 days, seed 1. The paper's scale is --pipelines 3000 --days 120.\n"
+                 "A store that has data is refused unless --append (which adds a second corpus beside it).\n"
+                 "One transaction per pipeline: Ctrl-C (SIGTERM) stops before the next one, keeps the pipelines\n"
+                 "written and exits with 130 (143).\n",
+                 "--pipelines --days --seed --append");
   if (rc) return rc < 0 ? CLI_OK : rc;
   sl_prov *p;
   if (sl_prov_open(&p, o.db, SL_PROV_CREATE)) return cli_fail(true, "prov gen: cannot open %s", o.db);
+  if (!o.append) { /* a second corpus under the same names is seldom what was meant */
+    sl_prov_query q = {.limit = 1};
+    sl_prov_list *l = NULL;
+    size_t have = 0;
+    for (int k = 0; k < 2 && !have; k++) {
+      if (sl_prov_find(&l, p, k ? SL_PROV_ARTIFACT : SL_PROV_EXECUTION, &q)) {
+        sl_prov_close(p);
+        return cli_fail(true, "prov gen: cannot read %s", o.db);
+      }
+      have = l->n;
+      sl_prov_list_free(l);
+    }
+    if (have) {
+      sl_prov_close(p);
+      return cli_fail(false, "prov gen: the store %s already has data; --append adds the corpus to it", o.db);
+    }
+  }
   sl_prov_gen_opts go = SL_PROV_GEN_OPTS_INIT;
   go.pipelines = (int)o.pipelines;
   go.days = (int)o.days;
@@ -120,11 +149,19 @@ int cmd_prov_gen(int argc, char **argv) {
   cli_progress_start(&pr, "generating", o.pipelines);
   go.progress = gen_progress;
   go.payload = &pr;
+  cli_signals_install(); /* the generator stops between pipelines, each written whole */
+  go.cancel = cli_signal_flag();
   sl_prov_gen_report rep;
   double t0 = cli_now();
   rc = sl_prov_gen(&rep, p, &go);
   cli_progress_end(&pr);
   sl_prov_close(p);
+  int sig = cli_signal_seen();
+  if (rc == SL_ECANCELED && sig) {
+    fprintf(stderr, "sluice prov gen: %s; %s in %s\n", sig == SIGTERM ? "terminated" : "interrupted", sl_error_last(),
+            o.db);
+    return 128 + sig;
+  }
   if (rc) return cli_fail(true, "prov gen");
   double el = cli_now() - t0;
   static const char *CAUSE[6] = {"trainer failure", "no new data", "data drift", "structure change", "code change",
@@ -162,7 +199,8 @@ int cmd_prov_graphlets(int argc, char **argv) {
   int rc = parse("prov graphlets", argc, argv, &o,
                  "usage: sluice prov graphlets DB [--pipeline P] [--top N] [--json]\n\nThe model graphlets: one per "
                  "trainer execution, with its upstream and downstream executions, input spans,\noutcome (pushed or "
-                 "not) and cost. The table shows the first N (--top, 0 for all); --json lists every one.\n",
+                 "not) and cost. The table shows the first N (--top, default 20, 0 for all); --json lists every one,\n"
+                 "or the first N when --top N is given.\n",
                  "--pipeline --top");
   if (rc) return rc < 0 ? CLI_OK : rc;
   sl_prov *p;
@@ -178,7 +216,9 @@ int cmd_prov_graphlets(int argc, char **argv) {
     json_object_set_new(j, "count", json_integer((json_int_t)n));
     json_object_set_new(j, "pushed", json_integer((json_int_t)pushed));
     json_object_set_new(j, "cost_basis", json_string(basis));
-    for (size_t i = 0; i < n; i++) {
+    /* every graphlet, or the first N when --top N is given ("count" stays the total) */
+    size_t lim = o.top_given && o.top > 0 && (size_t)o.top < n ? (size_t)o.top : n;
+    for (size_t i = 0; i < lim; i++) {
       const sl_prov_graphlet *x = sl_prov_graphlets_at(g, i);
       json_t *o1 = json_object(), *up = json_array(), *down = json_array(), *sp = json_array();
       json_object_set_new(o1, "trainer", json_integer(x->trainer_id));

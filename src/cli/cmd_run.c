@@ -10,14 +10,16 @@
 static void run_help(FILE *f) {
   fprintf(f,
           "usage: sluice run SPEC [--take N] [--seconds S] [--warmup S] [--warmup-caches] [--tuner autotune] [--record DB]\n"
-          "                  [--digest] [--json] [--quiet]\n\n"
+          "                  [--record-optional] [--digest] [--json] [--quiet]\n\n"
           "Runs the pipeline in SPEC (a JSON file) and reports what it produced and how fast.\n\n"
           "  --take N      stop after N output elements\n"
           "  --seconds S   stop after S seconds (of measurement, after the warm-up)\n"
           "  --warmup S    run S seconds before measuring (not counted in the figures)\n"
           "  --warmup-caches  also warm up until every cache op holds its complete first pass (at most 300 s)\n"
           "  --record DB   record the run in an ML Metadata store (a path, sqlite:PATH or postgresql://...);\n"
-          "                SLUICE_PROV in the environment does the same\n"
+          "                SLUICE_PROV in the environment does the same. The execution is recorded RUNNING when the\n"
+          "                run starts and finished at its end; a store that cannot take it fails the command\n"
+          "  --record-optional  a store that cannot take the record is a warning: the run goes on\n"
           "  --tuner T     'autotune': tune the spec's \"autotune\" knobs online with the tf.data-AUTOTUNE\n"
           "                equivalent (HILL_CLIMB, re-optimised on a 10 ms -> 60 s doubling schedule)\n"
           "  --digest      print a digest of the output: the sum modulo 2^64 of each element's 64-bit hash\n"
@@ -37,13 +39,35 @@ static double cpu_seconds(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* Bad records dropped per op (on_corrupt / on_error "skip"): as a JSON object {"ops[3]": 2} (only ops that
+ * dropped some) or as one summary line; nothing in text when none was dropped. */
+static void print_skipped(const sl_pipeline *p, bool json) {
+  bool any = false;
+  if (json) printf(", \"skipped\": {");
+  for (int i = 0; i < sl_pipeline_op_count(p); i++) {
+    sl_op_stats s;
+    if (sl_pipeline_op_stats(&s, p, i) || !s.skipped) continue;
+    if (json) {
+      printf("%s", any ? ", " : "");
+      cli_json_string(stdout, s.path);
+      printf(": %llu", (unsigned long long)s.skipped);
+    } else {
+      printf("%s %s (%s %s) %llu", any ? ";" : "  skipped:", s.path, s.op, s.label, (unsigned long long)s.skipped);
+      if (s.errors_skipped) printf(" (%llu failed in the function)", (unsigned long long)s.errors_skipped);
+    }
+    any = true;
+  }
+  if (json) printf("}");
+  else if (any) printf("\n");
+}
+
 int cmd_run(int argc, char **argv) {
   const char *spec = NULL;
   int64_t take = -1;
   double seconds = -1, warmup = 0;
   bool warm_caches = false;
   const char *record = NULL;
-  bool json = false, quiet = false, autotune = false, digest = false;
+  bool json = false, quiet = false, autotune = false, digest = false, record_optional = false;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (cli_is_help(a)) {
@@ -63,6 +87,8 @@ int cmd_run(int argc, char **argv) {
     } else if (!strcmp(a, "--record")) {
       if (i + 1 >= argc) return cli_usage("run", "--record needs a store (a path, sqlite:PATH or postgresql://...)");
       record = argv[++i];
+    } else if (!strcmp(a, "--record-optional")) {
+      record_optional = true;
     } else if (!strcmp(a, "--tuner")) {
       if (i + 1 >= argc) return cli_usage("run", "--tuner needs a name (autotune or none)");
       const char *t = argv[++i];
@@ -91,6 +117,11 @@ int cmd_run(int argc, char **argv) {
     cli_record(record, "sluice.Run", spec, NULL, NULL, 0, 0, 0, 0, msg);
     return cli_fail(false, "%s", msg);
   }
+  if (cli_record_begin(record, "sluice.Run", spec, p, record_optional)) {
+    if (json) cli_json_error(cli_last_error());
+    sl_pipeline_free(p);
+    return CLI_FAIL;
+  }
   sl_iter *it = NULL;
   if (sl_pipeline_iter(&it, p)) {
     snprintf(msg, sizeof msg, "%s", sl_error_last());
@@ -103,6 +134,7 @@ int cmd_run(int argc, char **argv) {
   if (autotune && sl_autotune_start(&tuner, p, NULL)) {
     snprintf(msg, sizeof msg, "%s", sl_error_last());
     if (json) cli_json_error(msg);
+    cli_record(record, "sluice.Run", spec, p, NULL, 0, 0, 0, 0, msg);
     sl_iter_free(it);
     sl_pipeline_free(p);
     return cli_fail(false, "%s", msg);
@@ -171,6 +203,7 @@ int cmd_run(int argc, char **argv) {
            (long long)n, (long long)examples, bytes, wall, cpu, rate, wall > 0 ? (double)examples / wall : 0,
            wall > 0 ? bytes / wall / 1e6 : 0, status, autotune ? "autotune" : "none", rounds);
     if (digest) printf(", \"digest\": \"%016llx\"", (unsigned long long)sum);
+    print_skipped(p, true);
     if (rc < 0) {
       printf(", \"error\": ");
       cli_json_string(stdout, errmsg);
@@ -182,6 +215,7 @@ int cmd_run(int argc, char **argv) {
            wall > 0 ? bytes / wall / 1e6 : 0);
     printf("  wall %.3f s, CPU %.3f s (%.2f cores)\n", wall, cpu, wall > 0 ? cpu / wall : 0);
     if (digest) printf("  digest %016llx%s\n", (unsigned long long)sum, rc < 0 || sig ? " (of the elements so far)" : "");
+    print_skipped(p, false);
     if (autotune) {
       printf("  tuner autotune: %d re-optimisations; final knobs:", rounds);
       for (int i = 0; i < sl_pipeline_op_count(p); i++) {
@@ -192,9 +226,11 @@ int cmd_run(int argc, char **argv) {
       printf("\n");
     }
   }
-  cli_record(record, "sluice.Run", spec, p, NULL, 0, rate, cpu, wall, rc < 0 ? errmsg : NULL);
+  if (sig) cli_record_canceled();
+  int rec = cli_record(record, "sluice.Run", spec, p, NULL, 0, rate, cpu, wall, rc < 0 ? errmsg : NULL);
   sl_pipeline_free(p);
   if (rc < 0) return cli_fail(false, "%s", errmsg);
+  if (rec && !sig) return CLI_FAIL; /* said by cli_record */
   if (sig) {
     fprintf(stderr, "sluice: %s after %lld elements\n", sig == SIGTERM ? "terminated" : "interrupted", (long long)n);
     return 128 + sig;

@@ -165,6 +165,7 @@ void cli_signals_install(void) {
   sigaction(SIGTERM, &sa, NULL);
 }
 int cli_signal_seen(void) { return g_signal; }
+const volatile sig_atomic_t *cli_signal_flag(void) { return &g_signal; }
 
 /* For commands whose work is one library call that cannot be cancelled (trace, optimize): the handler says so in
  * one line and ends the process. Nothing the command writes exists yet at that point. */

@@ -58,6 +58,15 @@ static inline uint64_t sl__seed_of(uint64_t seed, uint64_t op, uint64_t epoch, u
 }
 
 /* A growable byte string. */
+/* Text provenance: a buffer of `size` bytes that remembers the file and 1-based line its bytes came from (the
+ * `lines` source makes these), so that an error on the element can name them; NULL with the error set on failure.
+ * sl__buf_origin / sl__comp_origin / sl__elem_origin find it again (false when the buffer, the component, or
+ * every component, has none). */
+sl_buf *sl__buf_alloc_origin(size_t size, const char *file, uint64_t line);
+bool sl__buf_origin(const char **file, uint64_t *line, const sl_buf *b);
+bool sl__comp_origin(const char **file, uint64_t *line, const sl_comp *c);
+bool sl__elem_origin(const char **file, uint64_t *line, const sl_elem *e);
+
 typedef struct sl__str {
   char *s;
   size_t len, cap;

@@ -11,6 +11,8 @@ struct sl_buf {
   void *data;
   void (*release)(void *data, void *payload);
   void *payload;
+  const char *origin;   /* text buffers: the file the bytes came from (stored after the data), else NULL */
+  uint64_t origin_line; /* and their 1-based line in it */
   max_align_t owned[]; /* data of sl_buf_alloc buffers follows the header, aligned for any tensor */
 };
 
@@ -30,7 +32,40 @@ sl_buf *sl_buf_alloc(size_t size) {
   b->data = b->owned;
   b->release = NULL;
   b->payload = NULL;
+  b->origin = NULL;
+  b->origin_line = 0;
   return b;
+}
+
+sl_buf *sl__buf_alloc_origin(size_t size, const char *file, uint64_t line) {
+  size_t flen = strlen(file), total;
+  if (!sl__add_ok(size, flen, &total) || !sl__add_ok(total, 1, &total)) {
+    sl__err(SL_ENOMEM, "buffer of %zu bytes is too large", size);
+    return NULL;
+  }
+  sl_buf *b = sl_buf_alloc(total);
+  if (!b) return NULL;
+  char *o = (char *)b->data + size;
+  memcpy(o, file, flen + 1);
+  b->size = size;
+  b->origin = o;
+  b->origin_line = line;
+  return b;
+}
+
+bool sl__buf_origin(const char **file, uint64_t *line, const sl_buf *b) {
+  if (!b || !b->origin) return false;
+  *file = b->origin;
+  *line = b->origin_line;
+  return true;
+}
+
+bool sl__comp_origin(const char **file, uint64_t *line, const sl_comp *c) { return sl__buf_origin(file, line, c->buf); }
+
+bool sl__elem_origin(const char **file, uint64_t *line, const sl_elem *e) {
+  for (int i = 0; i < e->n; i++)
+    if (sl__comp_origin(file, line, &e->c[i])) return true;
+  return false;
 }
 
 sl_buf *sl_buf_wrap(void *data, size_t size, void (*release)(void *, void *), void *payload) {
@@ -44,6 +79,8 @@ sl_buf *sl_buf_wrap(void *data, size_t size, void (*release)(void *, void *), vo
   b->data = data;
   b->release = release;
   b->payload = payload;
+  b->origin = NULL;
+  b->origin_line = 0;
   return b;
 }
 

@@ -70,6 +70,16 @@ static int len_init(void **state, const sl_args *a, void *payload) {
     sl__free(s);
     return sl__err(SL_EINVAL, "%s.component: required", sl_args_path(a));
   }
+  /* A negative or crossed bound would silently drop every element: refuse it, giving the valid range. */
+  int64_t mn = s->min, mx = s->max;
+  if (mn < 0 || mx < 0 || mn > mx) {
+    sl__free(s);
+    if (mn < 0 || mx < 0)
+      return sl__err(SL_EINVAL, "%s.%s: %lld is out of range (valid: 0 or more)", sl_args_path(a), mn < 0 ? "min" : "max",
+                     (long long)(mn < 0 ? mn : mx));
+    return sl__err(SL_EINVAL, "%s.min: %lld is above max %lld (valid: 0 <= min <= max)", sl_args_path(a), (long long)mn,
+                   (long long)mx);
+  }
   *state = s;
   return 0;
 }

@@ -114,8 +114,11 @@ typedef struct {
   bool quoted;
 } csv_field;
 
-static int csv_bad(csv_state *s, sl_fn_call *call, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int csv_bad(csv_state *s, sl_fn_call *call, const char *fmt, ...) {
+static int csv_bad(csv_state *s, sl_fn_call *call, const sl_buf *line, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* A bad line: dropped under on_error "skip", else an error naming the element and, for a line from the `lines`
+ * source, its file and line. */
+static int csv_bad(csv_state *s, sl_fn_call *call, const sl_buf *line, const char *fmt, ...) {
   if (s->skip) {
     atomic_fetch_add_explicit(&s->skipped, 1, memory_order_relaxed);
     call->keep = false;
@@ -126,8 +129,13 @@ static int csv_bad(csv_state *s, sl_fn_call *call, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  return sl__err(SL_EINVAL, "%s: element %llu (line %llu of the input): %s (\"on_error\": \"skip\" drops such lines)",
-                 call->op_path, (unsigned long long)call->index, (unsigned long long)call->index + 1, msg);
+  const char *file;
+  uint64_t lineno;
+  if (sl__buf_origin(&file, &lineno, line))
+    return sl__err(SL_EINVAL, "%s: element %llu (%s, line %llu): %s (\"on_error\": \"skip\" drops such lines)",
+                   call->op_path, (unsigned long long)call->index, file, (unsigned long long)lineno, msg);
+  return sl__err(SL_EINVAL, "%s: element %llu: %s (\"on_error\": \"skip\" drops such lines)", call->op_path,
+                 (unsigned long long)call->index, msg);
 }
 
 static int parse_num(const char *p, size_t n, sl_dtype dt, double *dv, int64_t *iv) {
@@ -160,7 +168,7 @@ static int csv_call(void *st, sl_elem *e, sl_fn_call *call) {
   if (c->dtype != SL_BYTES || c->rank != 0)
     return sl__err(SL_EINVAL, "%s: element %llu: '%s' is not a text line", call->op_path,
                    (unsigned long long)call->index, s->comp);
-  if (c->size > UINT32_MAX) return csv_bad(s, call, "line longer than 4 GiB");
+  if (c->size > UINT32_MAX) return csv_bad(s, call, c->buf, "line longer than 4 GiB");
   /* Hold the line: outputs may replace the input component. */
   sl_buf *hold = c->buf ? sl_buf_ref(c->buf) : NULL;
   char inl[SL_INLINE_BYTES];
@@ -188,7 +196,7 @@ static int csv_call(void *st, sl_elem *e, sl_fn_call *call) {
       fd.b = (uint32_t)++i;
       for (;;) {
         if (i >= n) {
-          rc = csv_bad(s, call, "field %lld: unterminated quoted field", (long long)nf + 1);
+          rc = csv_bad(s, call, hold, "field %lld: unterminated quoted field", (long long)nf + 1);
           goto done;
         }
         if (line[i] == '"') {
@@ -202,7 +210,7 @@ static int csv_call(void *st, sl_elem *e, sl_fn_call *call) {
       }
       fd.e = (uint32_t)i++;
       if (i < n && line[i] != s->delim) {
-        rc = csv_bad(s, call, "field %lld: text after the closing quote", (long long)nf + 1);
+        rc = csv_bad(s, call, hold, "field %lld: text after the closing quote", (long long)nf + 1);
         goto done;
       }
     } else {
@@ -215,7 +223,7 @@ static int csv_call(void *st, sl_elem *e, sl_fn_call *call) {
     i++; /* the delimiter */
   }
   if (nf != s->nfields) {
-    rc = csv_bad(s, call, "%lld fields, expected %lld", (long long)nf, (long long)s->nfields);
+    rc = csv_bad(s, call, hold, "%lld fields, expected %lld", (long long)nf, (long long)s->nfields);
     goto done;
   }
   /* Convert, group by group. */
@@ -230,7 +238,7 @@ static int csv_call(void *st, sl_elem *e, sl_fn_call *call) {
         size_t len = fd->e - fd->b;
         if (len == 0 && !fd->quoted) {
           if (!col->has_default) {
-            rc = csv_bad(s, call, "field %lld (column '%s') is empty and has no default", (long long)(fi + k + 1), col->name);
+            rc = csv_bad(s, call, hold, "field %lld (column '%s') is empty and has no default", (long long)(fi + k + 1), col->name);
             goto done;
           }
           len = strlen(col->def_str);
@@ -283,7 +291,7 @@ static int csv_call(void *st, sl_elem *e, sl_fn_call *call) {
         int64_t iv;
         if (fd->e == fd->b) {
           if (!col->has_default) {
-            rc = csv_bad(s, call, "field %lld (column '%s') is empty and has no default", (long long)(fi + k + 1),
+            rc = csv_bad(s, call, hold, "field %lld (column '%s') is empty and has no default", (long long)(fi + k + 1),
                          col->name);
             goto done;
           }
@@ -291,7 +299,7 @@ static int csv_call(void *st, sl_elem *e, sl_fn_call *call) {
           iv = (int64_t)dv;
         } else if (parse_num(line + fd->b, fd->e - fd->b, col->dtype, &dv, &iv)) {
           int len = (int)(fd->e - fd->b > 40 ? 40 : fd->e - fd->b);
-          rc = csv_bad(s, call, "field %lld (column '%s'): '%.*s%s' is not a valid %s", (long long)(fi + k + 1),
+          rc = csv_bad(s, call, hold, "field %lld (column '%s'): '%.*s%s' is not a valid %s", (long long)(fi + k + 1),
                        col->name, len, line + fd->b, fd->e - fd->b > 40 ? "..." : "", sl_dtype_name(col->dtype));
           goto done;
         }

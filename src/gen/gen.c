@@ -1,12 +1,15 @@
 /* gen/gen.c: sl_gen_run: checks options, creates the output folder, runs the record makers of gen_image.c and
  * gen_text.c on `threads` threads in chunks (record i always comes from seed and i alone, so the files do not
  * depend on the thread count), writes records in order into `shards` files and measures what the issue asks the
- * report to say (mean JPEG size, decode cost). */
+ * report to say (mean JPEG size, decode cost). Each file is written under a hidden temporary name and renamed when
+ * complete, so an interrupted run never leaves a truncated file under a final name. */
 #include <errno.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "gen/gen_int.h"
 #include "fns/image_int.h"
@@ -52,6 +55,24 @@ typedef struct {
   char msg[1024]; /* the worker thread's error message */
 } chunk_job;
 
+/* `tmp` = DIR/.NAME.tmp-PID for the final path DIR/NAME. */
+static int tmp_name(sl__str *tmp, const char *final) {
+  const char *slash = strrchr(final, '/');
+  size_t dir = slash ? (size_t)(slash - final) + 1 : 0;
+  tmp->len = 0;
+  int rc = sl__str_append(tmp, final, dir);
+  if (!rc) rc = sl__str_printf(tmp, ".%s.tmp-%ld", final + dir, (long)getpid());
+  return rc;
+}
+
+/* A complete file takes its final name. */
+static int publish(const char *tmp, const char *final) {
+  if (rename(tmp, final) == 0) return 0;
+  int rc = sl__err(SL_EIO, "cannot rename '%s' to '%s': %s", tmp, final, strerror(errno));
+  unlink(tmp);
+  return rc;
+}
+
 static int make_one(const sl_gen_opts *o, const void *zipf, int64_t i, sl__gen_rec *r) {
   switch (o->kind) {
   case SL_GEN_IMAGENET:
@@ -96,10 +117,12 @@ static double measure_decode(sl_buf **jpegs, int n) {
 }
 
 int sl_gen_run(sl_gen_report *report, const sl_gen_opts *opts) {
-  if (!opts || opts->version != SL_GEN_OPTS_VERSION)
+  if (!opts || opts->version < 1 || opts->version > SL_GEN_OPTS_VERSION)
     return sl__err(SL_EINVAL, "sl_gen_run: options of another version");
-  /* Fields left 0 take their defaults (gen.h). */
-  sl_gen_opts oo = *opts;
+  /* Fields left 0 take their defaults (gen.h). A version 1 struct ends before `cancel`: read only its fields. */
+  sl_gen_opts oo;
+  memset(&oo, 0, sizeof oo);
+  memcpy(&oo, opts, opts->version == 1 ? offsetof(sl_gen_opts, cancel) : sizeof oo);
   if (!oo.n) oo.n = 1000;
   if (!oo.shards) oo.shards = oo.n > 0 && oo.n < 4 ? (int)oo.n : 4;
   if (!oo.quality) oo.quality = 90;
@@ -122,12 +145,15 @@ int sl_gen_run(sl_gen_report *report, const sl_gen_opts *opts) {
   sl_gen_report rep;
   memset(&rep, 0, sizeof rep);
   void *zipf = NULL;
-  sl__str path = {0};
+  sl__str path = {0}, tmp = {0};
+  bool tmp_open = false; /* tmp names a file being written: removed if the run fails */
   if (o->kind == SL_GEN_TEXT) {
-    if ((rc = sl__str_printf(&path, "%s/vocab.txt", o->out_dir))) return rc;
-    rc = sl__gen_vocab(o, path.s, &zipf, &rep.vocab_size, &rep.bytes);
-    if (rc) {
+    if ((rc = sl__str_printf(&path, "%s/vocab.txt", o->out_dir)) || (rc = tmp_name(&tmp, path.s)) ||
+        (rc = sl__gen_vocab(o, tmp.s, &zipf, &rep.vocab_size, &rep.bytes)) || (rc = publish(tmp.s, path.s))) {
+      if (tmp.s) unlink(tmp.s);
+      sl__gen_zipf_free(zipf);
       sl__str_dispose(&path);
+      sl__str_dispose(&tmp);
       return rc;
     }
     rep.files++;
@@ -149,6 +175,11 @@ int sl_gen_run(sl_gen_report *report, const sl_gen_opts *opts) {
     goto done;
   }
   for (int64_t base = 0; base < o->n && !rc; base += CHUNK) {
+    if (o->cancel && *o->cancel) {
+      rc = sl__err(SL_ECANCELED, "cancelled after %lld records; %d complete shards kept", (long long)rep.records,
+                   shard < 0 ? 0 : shard);
+      break;
+    }
     int64_t count = o->n - base < CHUNK ? o->n - base : CHUNK;
     int nt = o->threads < count ? o->threads : (int)count;
     int started = 0;
@@ -174,15 +205,20 @@ int sl_gen_run(sl_gen_report *report, const sl_gen_opts *opts) {
           break;
         }
         tw = NULL;
-        if (f && fclose(f)) rc = sl__err(SL_EIO, "write error closing a shard: %s", strerror(errno));
+        if (f && fclose(f)) rc = sl__err(SL_EIO, "write error closing '%s': %s", tmp.s, strerror(errno));
         f = NULL;
+        if (!rc && tmp_open) rc = publish(tmp.s, path.s);
+        tmp_open = false;
         if (rc) break;
         shard = s;
         path.len = 0;
-        if ((rc = sl__str_printf(&path, "%s/train-%05d-of-%05d.%s", o->out_dir, s, o->shards, ext))) break;
-        if (images) rc = sl_tfrecord_writer_open(&tw, path.s, SL_COMPRESSION_NONE);
-        else if (!(f = fopen(path.s, "wb"))) rc = sl__err(SL_EIO, "cannot create '%s': %s", path.s, strerror(errno));
+        if ((rc = sl__str_printf(&path, "%s/train-%05d-of-%05d.%s", o->out_dir, s, o->shards, ext)) ||
+            (rc = tmp_name(&tmp, path.s)))
+          break;
+        if (images) rc = sl_tfrecord_writer_open(&tw, tmp.s, SL_COMPRESSION_NONE);
+        else if (!(f = fopen(tmp.s, "wb"))) rc = sl__err(SL_EIO, "cannot create '%s': %s", tmp.s, strerror(errno));
         if (rc) break;
+        tmp_open = true;
         rep.files++;
       }
       if (images) {
@@ -198,7 +234,7 @@ int sl_gen_run(sl_gen_report *report, const sl_gen_opts *opts) {
         }
       } else {
         if (fwrite(r->data.s, 1, r->data.len, f) != r->data.len)
-          rc = sl__err(SL_EIO, "write error on '%s': %s", path.s, strerror(errno));
+          rc = sl__err(SL_EIO, "write error on '%s': %s", tmp.s, strerror(errno));
         rep.bytes += r->data.len;
         tokens += (double)r->tokens;
       }
@@ -211,7 +247,12 @@ int sl_gen_run(sl_gen_report *report, const sl_gen_opts *opts) {
     int c = sl_tfrecord_writer_close(tw);
     if (!rc) rc = c;
   }
-  if (f && fclose(f) && !rc) rc = sl__err(SL_EIO, "write error closing '%s': %s", path.s, strerror(errno));
+  if (f && fclose(f) && !rc) rc = sl__err(SL_EIO, "write error closing '%s': %s", tmp.s, strerror(errno));
+  if (tmp_open) {
+    if (!rc) rc = publish(tmp.s, path.s);
+    else unlink(tmp.s); /* a failed or cancelled run leaves no partial file */
+    tmp_open = false;
+  }
   if (!rc && images && rep.records) {
     rep.mean_image_bytes = img_bytes / (double)rep.records;
     rep.mean_width = sum_w / (double)rep.records;
@@ -222,6 +263,7 @@ int sl_gen_run(sl_gen_report *report, const sl_gen_opts *opts) {
   }
   if (!rc && o->kind == SL_GEN_TEXT) rep.mean_tokens = tokens / (double)rep.records;
 done:
+  if (tmp_open) unlink(tmp.s);
   for (int i = 0; i < nsample; i++) sl_buf_unref(sample[i]);
   if (recs)
     for (int k = 0; k < CHUNK; k++) rec_dispose(&recs[k]);
@@ -230,6 +272,7 @@ done:
   sl__free(th);
   sl__gen_zipf_free(zipf);
   sl__str_dispose(&path);
+  sl__str_dispose(&tmp);
   if (!rc && report) *report = rep;
   return rc;
 }

@@ -4,6 +4,7 @@
  * `cpu_seconds`). Every modelling assumption and its parameter is documented in docs/corpus.md; the constants
  * below carry the same names. Deterministic for a seed: each pipeline draws from its own stream. */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -493,9 +494,12 @@ int sl_prov_gen(sl_prov_gen_report *rep, sl_prov *p, const sl_prov_gen_opts *o) 
   sl_prov_gen_report local;
   if (!rep) rep = &local;
   memset(rep, 0, sizeof *rep);
-  if (!o || o->version != SL_PROV_GEN_OPTS_VERSION) return sl__err(SL_EVERSION, "gen: options version");
-  /* Fields left 0 take their defaults (prov.h). */
-  sl_prov_gen_opts oo = *o;
+  if (!o || o->version < 1 || o->version > SL_PROV_GEN_OPTS_VERSION)
+    return sl__err(SL_EVERSION, "gen: options version");
+  /* Fields left 0 take their defaults (prov.h). A version 1 struct ends before `cancel`: read only its fields. */
+  sl_prov_gen_opts oo;
+  memset(&oo, 0, sizeof oo);
+  memcpy(&oo, o, o->version == 1 ? offsetof(sl_prov_gen_opts, cancel) : sizeof oo);
   if (!oo.pipelines) oo.pipelines = 50;
   if (!oo.days) oo.days = 120;
   if (!oo.seed) oo.seed = 1;
@@ -508,6 +512,10 @@ int sl_prov_gen(sl_prov_gen_report *rep, sl_prov *p, const sl_prov_gen_opts *o) 
   int rc = setup_types(&G);
   if (!rc) rc = sl_prov_bulk_begin(p);
   for (int i = 0; !rc && i < o->pipelines; i++) {
+    if (o->cancel && *o->cancel) {
+      rc = sl__err(SL_ECANCELED, "cancelled after %d of %d pipelines (each written whole)", i, o->pipelines);
+      break;
+    }
     rc = gen_pipeline(&G, o, i);
     if (o->progress) o->progress(i + 1, o->pipelines, o->payload);
   }

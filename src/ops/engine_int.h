@@ -21,6 +21,7 @@ typedef struct sl__run sl__run;
  * op's own time subtracts the inclusive time of inputs it pulls on the same thread (sync_input/sync_source). */
 typedef struct sl__stats {
   atomic_uint_fast64_t out, in, bytes_out, disk_bytes, skipped;
+  atomic_uint_fast64_t errors_skipped; /* the part of `skipped` a map's on_error "skip" dropped */
   atomic_uint_fast64_t cpu_ns, wall_ns, samples;   /* inclusive time of next() calls on the consumer's side */
   atomic_uint_fast64_t work_cpu_ns, work_wall_ns;  /* own work done on worker threads (map functions) */
   atomic_uint_fast64_t wait_ns;

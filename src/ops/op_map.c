@@ -15,6 +15,7 @@ typedef struct {
   char *args_path;
   bool deterministic;
   bool is_filter;
+  bool skip_errors; /* on_error "skip": an element the function fails on is dropped and counted */
 } map_cfg;
 
 static int map_parse_common(sl__op *op, json_t *o, bool filter) {
@@ -63,6 +64,11 @@ static int map_parse_common(sl__op *op, json_t *o, bool filter) {
     if ((rc = sl__knob_tunable(op, o, "parallelism", 1, 1, &op->parallelism, &op->par_autotune))) return rc;
     if (op->par_autotune) op->parallelism = sl__autotune_parallelism();
     if ((rc = sl__knob_bool(op, o, "deterministic", true, &c->deterministic))) return rc;
+    const char *oe;
+    if ((rc = sl__knob_str(op, o, "on_error", "fail", &oe))) return rc;
+    if (!strcmp(oe, "skip")) c->skip_errors = true;
+    else if (strcmp(oe, "fail"))
+      return sl__err(SL_EINVAL, "%s.on_error: expected \"fail\" or \"skip\", found \"%s\"", op->path, oe);
     /* Default output buffer: 4 per worker, at least 16, so cheap functions hand off in chunks. */
     int64_t defbuf = op->parallelism > 1 ? (4 * op->parallelism > 16 ? 4 * op->parallelism : 16) : 0;
     if ((rc = sl__knob_tunable(op, o, "buffer", defbuf, 0, &op->buffer, &op->buf_autotune))) return rc;
@@ -94,16 +100,31 @@ static void map_free_op(sl__op *op) {
   sl__free(c);
 }
 
-/* Runs the function on one element; wraps errors with the op and element index. */
+/* Runs the function on one element; wraps errors with the op and element index. Under on_error "skip" a failed
+ * element comes back as dropped (keep false) and is counted; cancellation and out-of-memory still stop the run,
+ * as they say nothing about the element. */
 static int call_fn(sl__op *op, map_cfg *c, sl_elem *e, uint64_t epoch, uint64_t index, bool *keep) {
   sl_fn_call call = {index, sl__seed_of(sl_pipeline_seed(op->pl), (uint64_t)op->index, epoch, index), true, op->path};
   sl_error_clear();
   int rc = c->fn.def.call(c->state, e, &call);
+  if (rc && c->skip_errors && rc != SL_ECANCELED && rc != SL_ENOMEM) {
+    sl__stat_add(&op->st.errors_skipped, 1);
+    sl_error_clear();
+    *keep = false;
+    return 0;
+  }
   if (rc) {
     if (!sl_error_last()[0]) sl__err(rc, "%s", sl_strerror(rc));
-    if (strncmp(sl_error_last(), op->path, strlen(op->path)))
-      sl__err_wrap(rc < 0 ? rc : SL_ERROR, "%s (%s %s), element %llu", op->path, op->vt->kind, op->label,
-                   (unsigned long long)index);
+    if (strncmp(sl_error_last(), op->path, strlen(op->path))) {
+      const char *file; /* an element made from a text line names its file and line */
+      uint64_t line;
+      if (sl__elem_origin(&file, &line, e))
+        sl__err_wrap(rc < 0 ? rc : SL_ERROR, "%s (%s %s), element %llu (%s, line %llu)", op->path, op->vt->kind,
+                     op->label, (unsigned long long)index, file, (unsigned long long)line);
+      else
+        sl__err_wrap(rc < 0 ? rc : SL_ERROR, "%s (%s %s), element %llu", op->path, op->vt->kind, op->label,
+                     (unsigned long long)index);
+    }
     return rc < 0 ? rc : SL_ERROR;
   }
   *keep = call.keep;
@@ -549,6 +570,8 @@ static const sl__arg MAP_KNOBS[] = {
     {"deterministic", SL__ARG_BOOL, "true", 0, 0, 0, NULL, "keep the input order under parallelism"},
     {"buffer", SL__ARG_INT, NULL, SL__ARGF_TUNABLE | SL__ARGF_KNOB | SL__ARGF_LO, 0, 0, NULL,
      "output slots (default: 4 per worker, at least 16, under parallelism; else 0)"},
+    {"on_error", SL__ARG_ENUM, "fail", 0, 0, 0, "fail|skip",
+     "a function error fails the run, or drops the element and counts it (tf.data's ignore_errors)"},
     {NULL}};
 static const sl__arg FILTER_KNOBS[] = {
     {"fn", SL__ARG_STR, NULL, SL__ARGF_REQUIRED, 0, 0, NULL, "the predicate (docs/functions.md)"},

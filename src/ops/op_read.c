@@ -350,7 +350,13 @@ static int lines_next(sl__it *it, sl_elem *out) {
     if (n > 0 && l->line[n - 1] == '\n') n--;
     if (n > 0 && l->line[n - 1] == '\r') n--;
     if (n == 0 && c->skip_empty) continue;
-    return sl_elem_set_bytes(out, "line", NULL, 0, l->line, (size_t)n);
+    /* The line's buffer remembers its file and line, so that a function failing on it (parse_csv) names them. */
+    sl_buf *b = sl__buf_alloc_origin((size_t)n, l->path, l->lineno);
+    if (!b) return sl__op_err(it->op, SL_ENOMEM, "%s: line %llu", l->path, (unsigned long long)l->lineno);
+    memcpy(sl_buf_data(b), l->line, (size_t)n);
+    int rc = sl_elem_set_bytes(out, "line", b, 0, NULL, (size_t)n);
+    sl_buf_unref(b);
+    return rc;
   }
 }
 static void lines_free(sl__it *it) {

@@ -58,7 +58,7 @@ python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert len(d["featu
 "$CLI" prov simulate "$DB" --model "$T/model.json" --json | json simulate
 set +e
 "$CLI" prov should-train "$DB" --pipeline "$P" --model "$T/model.json" --json > "$T/d.json"; rc=$?
-"$CLI" prov should-train "$DB" --pipeline "$P" --threshold 1.5 >/dev/null; rc_skip=$?
+"$CLI" prov should-train "$DB" --pipeline "$P" --threshold 1 >/dev/null; rc_skip=$?
 "$CLI" prov should-train "$DB" --pipeline "$P" --threshold 0 >/dev/null; rc_train=$?
 "$CLI" prov should-train "$DB" --pipeline no-such >/dev/null 2>"$T/err"; rc_bad=$?
 set -e

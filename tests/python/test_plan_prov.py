@@ -31,6 +31,17 @@ def test_stats_to_json_validate():
     assert p.stats()[0]["elements_out"] == 0
 
 
+def test_stats_count_skipped_errors():
+    # a map's "on_error": "skip" drops the elements its function fails on; the stats count them
+    p = sluice.Pipeline({"ops": [{"op": "range", "start": -3, "stop": 7},
+                                 {"op": "map", "fn": "log1p", "args": {"component": "value", "clip_negative": False},
+                                  "on_error": "skip", "parallelism": 2}]})
+    assert len(list(p)) == 7
+    st = p.stats()[1]
+    assert st["skipped"] == 3 and st["errors_skipped"] == 3
+    assert p.stats()[0]["errors_skipped"] == 0
+
+
 def test_optimize_plans_the_autotune_knobs():
     p = sluice.Pipeline(small() | {"ops": small()["ops"][:1] + [{"op": "repeat"}] + small()["ops"][1:]})
     summary = p.optimize(seconds=0.5, cores=2, consumer_cores=1)

@@ -3,6 +3,8 @@
 #define _GNU_SOURCE
 #include "testutil.h"
 
+#include <dirent.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -160,6 +162,51 @@ static void test_text_and_tabular(void **st) {
   free(dir);
 }
 
+static int count_entries(const char *dir) {
+  DIR *d = opendir(dir);
+  int n = 0;
+  for (struct dirent *e; d && (e = readdir(d));) n += e->d_name[0] != '.' || (e->d_name[1] && strcmp(e->d_name, ".."));
+  if (d) closedir(d);
+  return n;
+}
+
+static volatile sig_atomic_t g_cancel;
+/* Asks for the stop after the 40th record: the run ends at its next chunk, in the middle of the second shard. */
+static void cancel_at_40(int64_t done, int64_t total, void *payload) {
+  if (done == 40) g_cancel = 1;
+}
+
+/* Files take their final names only when complete: a cancelled run keeps the finished shards and leaves no
+ * partial or temporary file; a version 1 options struct (without `cancel`) still runs. */
+static void test_cancel_leaves_whole_files(void **st) {
+  char *dir = tu_tmpdir("gencancel");
+  sl_gen_opts o = SL_GEN_OPTS_INIT;
+  o.kind = SL_GEN_TABULAR;
+  o.out_dir = dir;
+  o.n = 200;
+  o.shards = 5; /* 40 records each; the stop comes after the first chunk (32) of the second shard */
+  o.progress = cancel_at_40;
+  o.cancel = &g_cancel;
+  g_cancel = 0;
+  assert_int_equal(sl_gen_run(NULL, &o), SL_ECANCELED);
+  assert_non_null(strstr(sl_error_last(), "cancelled after 64 records; 1 complete shards kept"));
+  assert_int_equal(count_entries(dir), 1); /* train-00000-of-00005.csv, and nothing hidden */
+  char *path = NULL;
+  assert_true(asprintf(&path, "%s/train-00000-of-00005.csv", dir) > 0);
+  size_t n;
+  char *body = read_all(path, &n);
+  int lines = 0;
+  for (size_t i = 0; i < n; i++) lines += body[i] == '\n';
+  assert_int_equal(lines, 40);
+  free(body), free(path);
+  o.version = 1;
+  o.progress = NULL;
+  assert_int_equal(sl_gen_run(NULL, &o), 0); /* `cancel` is not read from a version 1 struct */
+  assert_int_equal(count_entries(dir), 5);
+  tu_rmtree(dir);
+  free(dir);
+}
+
 static void test_bad_options(void **st) {
   sl_gen_opts o = SL_GEN_OPTS_INIT;
   o.out_dir = "/tmp";
@@ -189,6 +236,7 @@ int main(void) {
       cmocka_unit_test(test_ssd_boxes),
       cmocka_unit_test(test_text_and_tabular),
       cmocka_unit_test(test_bad_options),
+      cmocka_unit_test(test_cancel_leaves_whole_files),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -37,6 +37,13 @@ static int drop_call(void *st, sl_elem *e, sl_fn_call *call) {
   if (v % 7 == 3) call->keep = false;
   return 0;
 }
+/* Fails on the elements whose value is 3 mod 7 (for on_error "skip"). */
+static int failmod_call(void *st, sl_elem *e, sl_fn_call *call) {
+  int64_t v;
+  sl_comp_get_i64(&v, sl_elem_get(e, "value"));
+  if (v % 7 == 3) return sl_error_set(SL_EINVAL, "bad value %lld", (long long)v);
+  return 0;
+}
 /* Fails on the element at input position "at" (per nested chain inside an interleave). */
 static int failat_init(void **st, const sl_args *a, void *payload) {
   int64_t *at = malloc(sizeof *at);
@@ -61,6 +68,8 @@ static int setup(void **s) {
   sl_fn_def fa = {SL_FN_DEF_VERSION, 0, failat_init, failat_call, free};
   assert_int_equal(sl_fn_register("t_drop", &d, NULL), 0);
   assert_int_equal(sl_fn_register("t_failat", &fa, NULL), 0);
+  sl_fn_def fm = {SL_FN_DEF_VERSION, 0, NULL, failmod_call, NULL};
+  assert_int_equal(sl_fn_register("t_failmod", &fm, NULL), 0);
   return 0;
 }
 
@@ -331,6 +340,54 @@ static void test_cheap_map_handoff_order_drops_and_counts(void **s) {
       }
 }
 
+/* on_error "skip": the elements the function fails on are dropped and counted (as skipped, and as errors
+ * skipped), sequential or parallel, ordered or not, whatever the buffer; the rest keep their order. */
+static void test_map_on_error_skip(void **s) {
+  static const int bufs[] = {1, 2, 5, 64};
+  for (int par = 1; par <= 3; par++)
+    for (int b = 0; b < 4; b++)
+      for (int det = 0; det <= 1; det++) {
+        if (par == 1 && (b || !det)) continue;
+        const char *fmt = "{\"ops\": [{\"op\": \"range\", \"stop\": 3000}, {\"op\": \"map\", \"fn\": \"t_failmod\", "
+                          "\"on_error\": \"skip\", \"parallelism\": %d, \"buffer\": %d, \"deterministic\": %s}]}";
+        sl_pipeline *p = tu_pipelinef(fmt, par, bufs[b] < par ? par : bufs[b], det ? "true" : "false");
+        static int64_t got[3000];
+        int rc;
+        int64_t n = drain(p, got, 3000, b == 2 ? 50 : 0, 200, &rc);
+        assert_int_equal(rc, SL_END);
+        assert_int_equal(n, 3000 - 3000 / 7 - 1); /* 429 values below 3000 are 3 mod 7 */
+        if (!det) qsort(got, (size_t)n, sizeof got[0], cmp64);
+        for (int64_t i = 0, v = 0; i < n; i++, v++) {
+          if (v % 7 == 3) v++;
+          assert_int_equal(got[i], v);
+        }
+        sl_op_stats st;
+        assert_int_equal(sl_pipeline_op_stats(&st, p, 1), 0);
+        assert_int_equal(st.elements_in, 3000);
+        assert_int_equal(st.skipped, 3000 - n);
+        assert_int_equal(st.errors_skipped, 3000 - n);
+        sl_pipeline_free(p);
+      }
+  /* The default stays "fail": the first bad element stops the run, naming it. */
+  for (int par = 1; par <= 2; par++) {
+    sl_pipeline *p = tu_pipelinef("{\"ops\": [{\"op\": \"range\", \"stop\": 100}, {\"op\": \"map\", \"fn\": "
+                                  "\"t_failmod\", \"parallelism\": %d}]}", par);
+    static int64_t got[100];
+    int rc;
+    assert_int_equal(drain(p, got, 100, 0, 0, &rc), 3);
+    assert_int_equal(rc, SL_EINVAL);
+    assert_non_null(strstr(sl_error_last(), "element 3"));
+    sl_pipeline_free(p);
+  }
+  /* Only "fail" and "skip" are understood, and only on map. */
+  sl_pipeline *p = NULL;
+  const char *bad = "{\"ops\": [{\"op\": \"range\"}, {\"op\": \"map\", \"fn\": \"t_failmod\", \"on_error\": \"ignore\"}]}";
+  assert_int_equal(sl_pipeline_from_json(&p, bad, strlen(bad), NULL), SL_EINVAL);
+  assert_non_null(strstr(sl_error_last(), "ops[1].on_error"));
+  bad = "{\"ops\": [{\"op\": \"range\"}, {\"op\": \"filter\", \"fn\": \"length\", \"on_error\": \"skip\"}]}";
+  assert_int_equal(sl_pipeline_from_json(&p, bad, strlen(bad), NULL), SL_EINVAL);
+}
+
 static void test_cheap_errors_arrive_in_order(void **s) {
   /* parallel maps with drops before an error, then a prefetch: the error comes after exactly the elements before
    * it, whatever the consumer's speed */
@@ -537,6 +594,7 @@ int main(void) {
       cmocka_unit_test(test_cheap_interleave_handoff),
       cmocka_unit_test(test_interleave_own_time_excludes_its_source),
       cmocka_unit_test(test_cheap_cancel_mid_stream),
+      cmocka_unit_test(test_map_on_error_skip),
       cmocka_unit_test(test_cheap_handoff_under_live_knob_changes),
       cmocka_unit_test(test_expensive_elements_are_not_batched),
   };

@@ -357,6 +357,58 @@ static void names_with_quotes_and_sql_metacharacters(void **state) {
   tp_done(B);
 }
 
+/* A run recorded in two steps: RUNNING at its start (visible if it is killed), then finished in place. */
+static void records_a_run_running_then_finished(void **state) {
+  TP_BEGIN(state, "record2");
+  sl_prov_run r = SL_PROV_RUN_INIT;
+  r.pipeline = "twostep";
+  r.running = true;
+  int64_t e1 = 0, e2 = 0;
+  assert_int_equal(sl_prov_record_run(&e1, B->uri, &r), 0);
+  assert_true(e1 > 0);
+  sl_prov *p = tp_open(B);
+  sl_prov_query q = {0};
+  q.id = e1;
+  sl_prov_list *l;
+  assert_int_equal(sl_prov_find(&l, p, SL_PROV_EXECUTION, &q), 0);
+  assert_int_equal(l->n, 1);
+  assert_int_equal(l->nodes[0].state, SL_PROV_E_RUNNING);
+  sl_prov_list_free(l);
+  sl_prov_close(p);
+  r.running = false;
+  r.execution_id = e1;
+  r.throughput = 10;
+  r.elapsed = 1.5;
+  assert_int_equal(sl_prov_record_run(&e2, B->uri, &r), 0);
+  assert_int_equal(e2, e1);
+  p = tp_open(B);
+  assert_int_equal(count_rows(p, SL_PROV_EXECUTION, NULL), 1);
+  assert_int_equal(sl_prov_find(&l, p, SL_PROV_EXECUTION, &q), 0);
+  assert_int_equal(l->nodes[0].state, SL_PROV_E_COMPLETE);
+  assert_true(l->nodes[0].update_ms - l->nodes[0].create_ms == 1500);
+  int seen = 0;
+  for (size_t i = 0; i < l->nodes[0].nprops; i++) {
+    sl_prov_prop *pr = &l->nodes[0].props[i];
+    if (!strcmp(pr->name, "state")) seen |= 1, assert_string_equal(pr->s, "COMPLETE");
+    if (!strcmp(pr->name, "throughput")) seen |= 2, assert_true(pr->d == 10);
+  }
+  assert_int_equal(seen, 3);
+  sl_prov_list_free(l);
+  sl_prov_close(p);
+  /* finishing an execution the store does not have, or asking for both at once, is refused */
+  r.execution_id = e1 + 1000;
+  assert_int_equal(sl_prov_record_run(NULL, B->uri, &r), SL_ENOTFOUND);
+  r.running = true;
+  assert_int_equal(sl_prov_record_run(NULL, B->uri, &r), SL_EINVAL);
+  /* a version 1 struct (without the two-step fields) still records in one step */
+  r = (sl_prov_run)SL_PROV_RUN_INIT;
+  r.version = 1;
+  r.pipeline = "twostep";
+  assert_int_equal(sl_prov_record_run(&e2, B->uri, &r), 0);
+  assert_true(e2 != e1);
+  tp_done(B);
+}
+
 static void records_sluice_runs(void **state) {
   TP_BEGIN(state, "record");
   char *dir = tu_tmpdir("recordfiles");
@@ -548,6 +600,7 @@ int main(void) {
       BOTH(bulk_load_writes_and_refuses_nesting),
       BOTH(names_with_quotes_and_sql_metacharacters),
       BOTH(records_sluice_runs),
+      BOTH(records_a_run_running_then_finished),
       BOTH(export_holds_every_table),
       cmocka_unit_test(file_that_is_not_sqlite_is_refused),
       cmocka_unit_test(unreachable_server_fails_fast),

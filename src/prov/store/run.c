@@ -1,8 +1,10 @@
 /* prov/store/run.c: recording sluice's own runs (sluice run/trace/optimize --record DB) as MLMD executions in a
  * `pipeline` context named after the spec, with the data files as input artifacts and the trace or tuned spec
- * as outputs. One transaction per run, so concurrent recorders never see half a run. */
+ * as outputs. One transaction per call, so concurrent recorders never see half a record; a run may be recorded
+ * RUNNING when it starts and finished by a second call, so that a run killed midway stays visible. */
 #include <errno.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,45 +43,10 @@ static int file_artifact(sl_prov *p, int64_t *id, int64_t type_id, const char *p
   return sl_prov_set_property(p, SL_PROV_ARTIFACT, *id, "mtime", true, &vm);
 }
 
-static int record(sl_prov *p, const sl_prov_run *r, int64_t *exec_id) {
-  int64_t now = sl__prov_now_ms();
-  int64_t start = r->start_ms ? r->start_ms : now - (int64_t)(r->elapsed * 1000.0);
-  int64_t end = start + (int64_t)(r->elapsed * 1000.0);
-  int64_t t_exec, t_data, t_spec, t_pipe, t_run, c_pipe, c_run, eid;
-  int rc;
-  if ((rc = sl_prov_put_type(&t_exec, p, SL_PROV_EXECUTION, r->kind, NULL, 0, "mlmd.Process")) ||
-      (rc = sl_prov_put_type(&t_data, p, SL_PROV_ARTIFACT, "sluice.Data", NULL, 0, "mlmd.Dataset")) ||
-      (rc = sl_prov_put_type(&t_spec, p, SL_PROV_ARTIFACT, "sluice.Spec", NULL, 0, NULL)) ||
-      (rc = sl_prov_put_type(&t_pipe, p, SL_PROV_CONTEXT, "pipeline", NULL, 0, NULL)) ||
-      (rc = sl_prov_put_type(&t_run, p, SL_PROV_CONTEXT, "pipeline_run", NULL, 0, NULL)))
-    return rc;
-  if ((rc = sl_prov_put_context(&c_pipe, p, t_pipe, r->pipeline, start))) return rc;
-  if ((rc = sl_prov_put_execution(&eid, p, t_exec, NULL, r->failed ? SL_PROV_E_FAILED : SL_PROV_E_COMPLETE, start,
-                                  end)))
-    return rc;
-  char runname[600];
-  snprintf(runname, sizeof runname, "%s.%lld.%lld", r->pipeline, (long long)start, (long long)eid);
-  if ((rc = sl_prov_put_context(&c_run, p, t_run, runname, start))) return rc;
-  if ((rc = sl_prov_set_parent_context(p, c_run, c_pipe)) || (rc = sl_prov_associate(p, c_pipe, eid)) ||
-      (rc = sl_prov_associate(p, c_run, eid)))
-    return rc;
-  sl_prov_value v;
-  v = sl_prov_double(r->throughput);
-  if ((rc = sl_prov_set_property(p, SL_PROV_EXECUTION, eid, "throughput", true, &v))) return rc;
-  v = sl_prov_double(r->cpu_seconds);
-  if ((rc = sl_prov_set_property(p, SL_PROV_EXECUTION, eid, "cpu_seconds", true, &v))) return rc;
-  v = sl_prov_double(r->elapsed);
-  if ((rc = sl_prov_set_property(p, SL_PROV_EXECUTION, eid, "elapsed", true, &v))) return rc;
-  if (r->bottleneck) {
-    v = sl_prov_string(r->bottleneck);
-    if ((rc = sl_prov_set_property(p, SL_PROV_EXECUTION, eid, "bottleneck", true, &v))) return rc;
-  }
-  v = sl_prov_string(r->failed ? "FAILED" : "COMPLETE");
-  if ((rc = sl_prov_set_property(p, SL_PROV_EXECUTION, eid, "state", true, &v))) return rc;
-  if (r->failed) {
-    v = sl_prov_string(r->error ? r->error : "");
-    if ((rc = sl_prov_set_property(p, SL_PROV_EXECUTION, eid, "error", true, &v))) return rc;
-  }
+/* INPUT events from the spec and the data files. */
+static int record_inputs(sl_prov *p, const sl_prov_run *r, int64_t eid, int64_t c_pipe, int64_t t_spec, int64_t t_data,
+                         int64_t start) {
+  int rc = 0;
   if (r->spec_path) {
     int64_t aid;
     sl_prov_step path[2] = {{"spec", 0}, {NULL, 0}};
@@ -95,6 +62,72 @@ static int record(sl_prov *p, const sl_prov_run *r, int64_t *exec_id) {
         (rc = sl_prov_put_event(NULL, p, aid, eid, SL_PROV_EV_INPUT, start, path, 2)) ||
         (rc = sl_prov_attribute(p, c_pipe, aid)))
       return rc;
+  }
+  return 0;
+}
+
+/* The start time of execution `eid` (its create time), SL_ENOTFOUND when the store has no such execution. */
+static int exec_start(sl_prov *p, int64_t eid, int64_t *start) {
+  sl__pstmt *st;
+  int rc = sl__pdb_prepare(p->db, &st, "SELECT create_time_since_epoch FROM Execution WHERE id = ?");
+  if (rc) return rc;
+  if (!(rc = sl__pstmt_bind_i64(st, 1, eid))) rc = sl__pstmt_step(st);
+  if (rc == 1) *start = sl__pstmt_i64(st, 0);
+  sl__pstmt_free(st);
+  if (rc == 0) return sl__err(SL_ENOTFOUND, "no execution %lld to finish", (long long)eid);
+  return rc < 0 ? rc : 0;
+}
+
+static int record(sl_prov *p, const sl_prov_run *r, int64_t *exec_id) {
+  int64_t now = sl__prov_now_ms();
+  int64_t start = r->start_ms ? r->start_ms : now - (int64_t)(r->elapsed * 1000.0);
+  int64_t t_exec, t_data, t_spec, t_pipe, t_run, c_pipe, c_run, eid = r->execution_id;
+  int rc;
+  if (eid && (rc = exec_start(p, eid, &start))) return rc; /* finishing: the run started when it was recorded */
+  int64_t end = start + (int64_t)(r->elapsed * 1000.0);
+  int state = r->running    ? SL_PROV_E_RUNNING
+              : r->failed   ? SL_PROV_E_FAILED
+              : r->canceled ? SL_PROV_E_CANCELED
+                            : SL_PROV_E_COMPLETE;
+  if ((rc = sl_prov_put_type(&t_exec, p, SL_PROV_EXECUTION, r->kind, NULL, 0, "mlmd.Process")) ||
+      (rc = sl_prov_put_type(&t_data, p, SL_PROV_ARTIFACT, "sluice.Data", NULL, 0, "mlmd.Dataset")) ||
+      (rc = sl_prov_put_type(&t_spec, p, SL_PROV_ARTIFACT, "sluice.Spec", NULL, 0, NULL)) ||
+      (rc = sl_prov_put_type(&t_pipe, p, SL_PROV_CONTEXT, "pipeline", NULL, 0, NULL)) ||
+      (rc = sl_prov_put_type(&t_run, p, SL_PROV_CONTEXT, "pipeline_run", NULL, 0, NULL)))
+    return rc;
+  if ((rc = sl_prov_put_context(&c_pipe, p, t_pipe, r->pipeline, start))) return rc;
+  bool finish = eid != 0;
+  if (finish) rc = sl_prov_set_execution_state(p, eid, state, end);
+  else rc = sl_prov_put_execution(&eid, p, t_exec, NULL, state, start, r->running ? start : end);
+  if (rc) return rc;
+  char runname[600];
+  snprintf(runname, sizeof runname, "%s.%lld.%lld", r->pipeline, (long long)start, (long long)eid);
+  if ((rc = sl_prov_put_context(&c_run, p, t_run, runname, start))) return rc;
+  if (!finish && ((rc = sl_prov_set_parent_context(p, c_run, c_pipe)) || (rc = sl_prov_associate(p, c_pipe, eid)) ||
+                  (rc = sl_prov_associate(p, c_run, eid))))
+    return rc;
+  sl_prov_value v;
+  if (!finish && (rc = record_inputs(p, r, eid, c_pipe, t_spec, t_data, start))) return rc;
+  if (r->running) {
+    v = sl_prov_string("RUNNING");
+    *exec_id = eid;
+    return sl_prov_set_property(p, SL_PROV_EXECUTION, eid, "state", true, &v);
+  }
+  v = sl_prov_double(r->throughput);
+  if ((rc = sl_prov_set_property(p, SL_PROV_EXECUTION, eid, "throughput", true, &v))) return rc;
+  v = sl_prov_double(r->cpu_seconds);
+  if ((rc = sl_prov_set_property(p, SL_PROV_EXECUTION, eid, "cpu_seconds", true, &v))) return rc;
+  v = sl_prov_double(r->elapsed);
+  if ((rc = sl_prov_set_property(p, SL_PROV_EXECUTION, eid, "elapsed", true, &v))) return rc;
+  if (r->bottleneck) {
+    v = sl_prov_string(r->bottleneck);
+    if ((rc = sl_prov_set_property(p, SL_PROV_EXECUTION, eid, "bottleneck", true, &v))) return rc;
+  }
+  v = sl_prov_string(sl_prov_state_name(SL_PROV_EXECUTION, state));
+  if ((rc = sl_prov_set_property(p, SL_PROV_EXECUTION, eid, "state", true, &v))) return rc;
+  if (r->failed) {
+    v = sl_prov_string(r->error ? r->error : "");
+    if ((rc = sl_prov_set_property(p, SL_PROV_EXECUTION, eid, "error", true, &v))) return rc;
   }
   for (size_t i = 0; i < r->noutputs; i++) {
     const sl_prov_output *o = &r->outputs[i];
@@ -120,14 +153,18 @@ static int record(sl_prov *p, const sl_prov_run *r, int64_t *exec_id) {
 
 int sl_prov_record_run(int64_t *execution_id, const char *uri, const sl_prov_run *r) {
   if (!uri || !r) return sl__err(SL_EINVAL, "record: store uri and run are required");
-  if (r->version != SL_PROV_RUN_VERSION) return sl__err(SL_EVERSION, "record: sl_prov_run version %d", r->version);
-  sl_prov_run rr = *r;
+  if (r->version < 1 || r->version > SL_PROV_RUN_VERSION)
+    return sl__err(SL_EVERSION, "record: sl_prov_run version %d", r->version);
+  sl_prov_run rr; /* a version 1 struct ends before execution_id: read only its fields */
+  memset(&rr, 0, sizeof rr);
+  memcpy(&rr, r, r->version == 1 ? offsetof(sl_prov_run, execution_id) : sizeof rr);
   if (!rr.kind) rr.kind = "sluice.Run"; /* the default (prov.h) */
   r = &rr;
   if (!*r->kind || !r->pipeline || !*r->pipeline)
     return sl__err(SL_EINVAL, "record: the run's kind and pipeline name are required");
   if (r->ninputs && !r->inputs) return sl__err(SL_EINVAL, "record: inputs is NULL");
   if (r->noutputs && !r->outputs) return sl__err(SL_EINVAL, "record: outputs is NULL");
+  if (r->running && r->execution_id) return sl__err(SL_EINVAL, "record: running and execution_id exclude each other");
   sl_prov *p;
   int rc = sl_prov_open(&p, uri, SL_PROV_CREATE);
   if (rc) return sl__err_wrap(rc, "record");
