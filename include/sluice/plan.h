@@ -85,8 +85,15 @@ SL_EXTERN int sl_plan_spec_json(char **out, const sl_plan *pl);
 SL_EXTERN int sl_plan_report(char **out, const sl_plan *pl, bool json);
 
 /* ---- optimize: trace, solve, rewrite, run the result, compare ---- */
+/* Output elements a trace must have seen for sl_optimize to plan from it (fewer: it traces longer, repeating a
+ * finite input, or refuses). */
+#define SL_PLAN_MIN_ELEMENTS 32
+/* sl_optimize keeps the input's configuration when the plan's median throughput is below this fraction of the
+ * input's, measured alternately. */
+#define SL_PLAN_KEEP_RATIO 0.97
 typedef struct sl_optimize_result {
-  double baseline;    /* measured throughput of the input pipeline while it was traced (elements/s) */
+  double baseline;    /* measured throughput of the input pipeline (elements/s): while it was traced, or (checked) the
+                       * median of the alternating runs */
   double predicted;   /* the model's throughput for the final plan */
   double measured;    /* measured throughput of the tuned pipeline (0 when measure_seconds is 0) */
   double bound;       /* the LP bound */
@@ -96,8 +103,11 @@ typedef struct sl_optimize_result {
   double measured_cpu; /* process CPU seconds per element in the measured run of the final plan (0: not run) */
   double measure_other_load; /* cores other processes kept busy during the measured run of the final plan */
   double predicted_free; /* the model's throughput for the final plan on the cores those processes left free */
-  bool kept_input;    /* every plan measured clearly slower (>10%) than the input while it was traced: the final
-                       * plan is the input's own configuration ("autotune" knobs at their resolved values) */
+  bool kept_input;    /* the plan measured below SL_PLAN_KEEP_RATIO x the input (medians of alternating runs): the
+                       * final plan is the input's own configuration ("autotune" knobs at their resolved values) */
+  bool checked;       /* baseline and measured are the medians of alternating runs of the input and the final plan */
+  uint64_t trace_elements; /* output elements the trace the plan was built from saw */
+  bool repeated_input; /* the input was finite and too short: it was traced and measured under a root repeat */
 } sl_optimize_result;
 
 /* Options of sl_optimize / sl_pipeline_optimize. Every field left 0 takes its default. */

@@ -17,6 +17,11 @@
  * SL__HANDOFF_CHEAP_NS). */
 #define SL__PLAN_CHEAP_ELEMENT_S 10e-6
 
+/* Runs each of the plan and the input makes in `sluice optimize`'s final comparison. */
+#define SL__PLAN_CHECK_ROUNDS 3
+/* The median of v[0..n) (sorted in place); 0 for n = 0. */
+double sl__plan_median(double *v, int n);
+
 enum { SL__PK_SEQ, SL__PK_MAP, SL__PK_FILTER, SL__PK_INTERLEAVE, SL__PK_PREFETCH, SL__PK_CACHE, SL__PK_BATCH, SL__PK_SHUFFLE, SL__PK_REPEAT };
 
 typedef struct sl__pm_op {

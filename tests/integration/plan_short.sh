@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# plan_short.sh: `sluice optimize` on too-short traces: a finite input that ends after 5 elements is traced and
+# measured repeated (and the written spec does not repeat); a given trace that saw too few elements is refused
+# with how many it saw and needs; the final comparison with the input runs alternately. Never asserts on speed.
+set -euo pipefail
+CLI=${SL_CLI:?}
+D=$(mktemp -d)
+trap 'rm -rf "$D"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+cat > "$D/tiny.json" <<'J'
+{"name": "tiny", "ops": [{"op": "range", "stop": 5},
+  {"op": "map", "fn": "spin", "args": {"us": 200}, "parallelism": "autotune"}, {"op": "prefetch", "buffer": 2}]}
+J
+
+# A given trace of 5 elements: refused, saying how many it saw and how many planning needs.
+"$CLI" trace "$D/tiny.json" -o "$D/t.json" 2> /dev/null
+if "$CLI" optimize "$D/tiny.json" --trace "$D/t.json" --measure 0 -o "$D/x.json" 2> "$D/e1"; then
+  fail "optimize planned from a trace of 5 elements"
+fi
+grep -q 'saw 5 output elements' "$D/e1" || { cat "$D/e1"; fail "refusal names what the trace saw"; }
+grep -q 'needs at least 32' "$D/e1" || { cat "$D/e1"; fail "refusal names what planning needs"; }
+[ ! -e "$D/x.json" ] || fail "a spec was written after a refusal"
+
+# Let optimize trace: the input is repeated for the trace and the measurements only.
+"$CLI" optimize "$D/tiny.json" -o "$D/tuned.json" --seconds 0.3 --measure 0.6 --json > "$D/o.json"
+python3 - "$D/o.json" "$D/tuned.json" <<'P' || fail "optimize of a 5-element input"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["status"] == "ok", r
+assert r["repeated_input"] is True, r
+assert r["trace_elements"] >= r["min_trace_elements"] == 32, r
+assert r["alternating"] is True, r
+# never slower: either the plan measured at least 0.97x the input (medians of alternating runs) or the input is kept
+assert r["kept_input"] or r["measured"] >= 0.97 * r["baseline"], r
+t = json.load(open(sys.argv[2]))
+ops = [o["op"] for o in t["ops"]]
+assert "repeat" not in ops, ops
+assert t["ops"][0] == {"op": "range", "stop": 5}, t["ops"][0]
+P
+"$CLI" optimize "$D/tiny.json" -o "$D/tuned2.json" --seconds 0.3 --measure 0.6 > "$D/o.txt" 2>&1
+grep -q 'too few elements to plan from (at least 32 needed)' "$D/o.txt" || { cat "$D/o.txt"; fail "text names the repeat"; }
+grep -q 'median of runs alternating' "$D/o.txt" || { cat "$D/o.txt"; fail "text names the alternating runs"; }
+echo ok
