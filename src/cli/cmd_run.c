@@ -9,7 +9,7 @@
 
 static void run_help(FILE *f) {
   fprintf(f,
-          "usage: sluice run SPEC [--take N] [--seconds S] [--warmup S] [--warmup-caches] [--tuner autotune] [--record DB]\n"
+          "usage: sluice run SPEC [--take N] [--seconds S] [--warmup S] [--warmup-caches] [--tuner T] [--record DB]\n"
           "                  [--digest] [--json] [--quiet]\n\n"
           "Runs the pipeline in SPEC (a JSON file) and reports what it produced and how fast.\n\n"
           "  --take N      stop after N output elements\n"
@@ -19,7 +19,9 @@ static void run_help(FILE *f) {
           "  --record DB   record the run in an ML Metadata store (a path, sqlite:PATH or postgresql://...);\n"
           "                SLUICE_PROV in the environment does the same\n"
           "  --tuner T     'autotune': tune the spec's \"autotune\" knobs online with the tf.data-AUTOTUNE\n"
-          "                equivalent (HILL_CLIMB, re-optimised on a 10 ms -> 60 s doubling schedule)\n"
+          "                equivalent (HILL_CLIMB, re-optimised on a 10 ms -> 60 s doubling schedule); 'sluice': with\n"
+          "                the planner's model and LP, re-solved from the counters every 1 s when the costs drift,\n"
+          "                every change printed with its reason (--json: tuner_changes)\n"
           "  --digest      print a digest of the output: the sum modulo 2^64 of each element's 64-bit hash\n"
           "                (XXH3 of its component names, dtypes, shapes and values), 16 hex digits. Runs that\n"
           "                yield the same elements in any order have the same digest; digests of disjoint parts\n"
@@ -43,7 +45,7 @@ int cmd_run(int argc, char **argv) {
   double seconds = -1, warmup = 0;
   bool warm_caches = false;
   const char *record = NULL;
-  bool json = false, quiet = false, autotune = false, digest = false;
+  bool json = false, quiet = false, autotune = false, digest = false, stune = false;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (cli_is_help(a)) {
@@ -64,10 +66,11 @@ int cmd_run(int argc, char **argv) {
       if (i + 1 >= argc) return cli_usage("run", "--record needs a store (a path, sqlite:PATH or postgresql://...)");
       record = argv[++i];
     } else if (!strcmp(a, "--tuner")) {
-      if (i + 1 >= argc) return cli_usage("run", "--tuner needs a name (autotune or none)");
+      if (i + 1 >= argc) return cli_usage("run", "--tuner needs a name (sluice, autotune or none)");
       const char *t = argv[++i];
       if (!strcmp(t, "autotune")) autotune = true;
-      else if (strcmp(t, "none")) return cli_usage("run", "--tuner: unknown tuner '%s' (known: autotune, none)", t);
+      else if (!strcmp(t, "sluice")) stune = true;
+      else if (strcmp(t, "none")) return cli_usage("run", "--tuner: unknown tuner '%s' (known: sluice, autotune, none)", t);
     } else if (!strcmp(a, "--json")) {
       json = true;
     } else if (!strcmp(a, "--digest")) {
@@ -101,6 +104,14 @@ int cmd_run(int argc, char **argv) {
   }
   sl_autotuner *tuner = NULL;
   if (autotune && sl_autotune_start(&tuner, p, NULL)) {
+    snprintf(msg, sizeof msg, "%s", sl_error_last());
+    if (json) cli_json_error(msg);
+    sl_iter_free(it);
+    sl_pipeline_free(p);
+    return cli_fail(false, "%s", msg);
+  }
+  sl_tuner *stuner = NULL; /* --tuner sluice: the planner's model, online (plan_tune.c) */
+  if (stune && sl_pipeline_tune(&stuner, p, NULL)) {
     snprintf(msg, sizeof msg, "%s", sl_error_last());
     if (json) cli_json_error(msg);
     sl_iter_free(it);
@@ -159,6 +170,12 @@ int cmd_run(int argc, char **argv) {
   if (rc < 0) snprintf(errmsg, sizeof errmsg, "%s", sl_error_last());
   int rounds = tuner ? sl_autotune_rounds(tuner) : 0;
   sl_autotune_stop(tuner);
+  char *tlog = NULL;
+  if (stuner) {
+    rounds = sl_tuner_solves(stuner);
+    if (sl_tuner_log(&tlog, stuner, json)) tlog = NULL;
+    sl_tuner_stop(stuner);
+  }
   sl_iter_free(it);
   double rate = wall > 0 ? (double)n / wall : 0;
   const char *status = rc < 0 ? "error" : sig == SIGTERM ? "terminated" : sig ? "interrupted" : "ok";
@@ -169,7 +186,8 @@ int cmd_run(int argc, char **argv) {
            "\"cpu_seconds\": %.6f, \"elements_per_second\": %.3f, \"examples_per_second\": %.3f, "
            "\"mb_per_second\": %.3f, \"status\": \"%s\", \"tuner\": \"%s\", \"tuner_rounds\": %d",
            (long long)n, (long long)examples, bytes, wall, cpu, rate, wall > 0 ? (double)examples / wall : 0,
-           wall > 0 ? bytes / wall / 1e6 : 0, status, autotune ? "autotune" : "none", rounds);
+           wall > 0 ? bytes / wall / 1e6 : 0, status, autotune ? "autotune" : stune ? "sluice" : "none", rounds);
+    if (stune) printf(", \"tuner_changes\": %s", tlog ? tlog : "[]");
     if (digest) printf(", \"digest\": \"%016llx\"", (unsigned long long)sum);
     if (rc < 0) {
       printf(", \"error\": ");
@@ -191,7 +209,9 @@ int cmd_run(int argc, char **argv) {
       }
       printf("\n");
     }
+    if (stune) printf("  tuner sluice: %d solves; changes:\n%s", rounds, tlog && *tlog ? tlog : "  (none)\n");
   }
+  sl_free(tlog);
   cli_record(record, "sluice.Run", spec, p, NULL, 0, rate, cpu, wall, rc < 0 ? errmsg : NULL);
   sl_pipeline_free(p);
   if (rc < 0) return cli_fail(false, "%s", errmsg);
