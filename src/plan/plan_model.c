@@ -226,6 +226,19 @@ int sl__plan_model(sl_plan *P, const sl_trace *t, const sl_plan_opts *opts) {
   for (int i = 0; i < P->nops; i++) sum += t->ops[i].s.cpu_seconds;
   P->resid = (t->process_cpu - sum) / P->N;
   if (!(P->resid > 0) || !isfinite(P->resid)) P->resid = 0;
+  /* The ops' sampled CPU cannot exceed what the whole process spent: when it does (a sampled estimate biased up,
+   * e.g. by clock reads around cheap calls), the ops' costs are scaled down to the process's. Otherwise the bound
+   * C / sum(c) would sit below what a run of the same work reaches (the "bound" exceeded by measurement). */
+  if (t->process_cpu > 0 && sum > t->process_cpu && isfinite(sum)) {
+    double k = t->process_cpu / sum;
+    for (int i = 0; i < P->nops; i++) {
+      sl__pm_op *o = &P->ops[i];
+      bool cpu_bound = o->tt == o->c;
+      o->d *= k;
+      o->c *= k;
+      if (cpu_bound) o->tt = o->c;
+    }
+  }
   /* What one element costs to make where a thread boundary could sit: an op's own per-element CPU, or for an
    * interleave its source chain's CPU per element it yields. */
   for (int i = 0; i < P->nops; i++) {
