@@ -136,6 +136,8 @@ double sl__plan_handoff_cpu(const sl_plan *P);
 int sl__plan_model(sl_plan *P, const sl_trace *t, const sl_plan_opts *opts);
 /* The LP bound for cache point `cache_at` (-1 none) on `cores` cores; sets *limit. */
 int sl__plan_lp(const sl_plan *P, int cache_at, double cores, double *X, const char **limit);
+/* Frees the calling thread's GLPK environment: call before a thread that solved LPs ends. */
+void sl__plan_lp_thread_done(void);
 /* The model's throughput for integer parallelism par[] (cache_at, prefetch as in the plan). */
 double sl__plan_eval(const sl_plan *P, const int64_t *par, int cache_at, double cores);
 /* True when op j is inside the subtree that feeds op k (k included). */

@@ -203,6 +203,7 @@ static void *tune_main(void *arg) {
   pthread_mutex_unlock(&a->mu);
   sl__free(base);
   sl__free(now);
+  sl__plan_lp_thread_done();
   return NULL;
 }
 
