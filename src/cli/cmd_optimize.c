@@ -155,8 +155,9 @@ int cmd_optimize(int argc, char **argv) {
               (unsigned long long)res.trace_elements, SL_PLAN_MIN_ELEMENTS, res.repeated_input ? "true" : "false");
     } else {
       if (res.repeated_input)
-        fprintf(sum, "note:       the input ended after too few elements to plan from (at least %d needed): it was "
-                     "traced and measured repeated (the written spec does not repeat); the trace saw %llu\n",
+        fprintf(sum, "note:       a trace of the input saw too few elements to plan from (at least %d needed) and the "
+                     "input may end: it was traced and measured repeated (the written spec does not repeat); the "
+                     "trace saw %llu\n",
                 SL_PLAN_MIN_ELEMENTS, (unsigned long long)res.trace_elements);
       fprintf(sum, "input spec: %10.1f elem/s (%s)\n", res.baseline,
               res.checked ? "median of runs alternating with the plan's" : "traced");

@@ -206,9 +206,11 @@ double sl__plan_median(double *v, int n) {
 static double trace_warmup(double seconds) { return fmin(0.25 * seconds, 2.0); }
 
 /* A trace of `*t0` that saw fewer than SL_PLAN_MIN_ELEMENTS output elements is too short to plan from (visit
- * ratios and per-element costs of a few elements are noise, or warm-up). A finite input that ended is traced again
- * under a root repeat (*rep set: measurements repeat it too); a slow one is traced longer, up to
- * SL__PLAN_MAX_TRACE seconds. Still short, or a given trace: SL_EINVAL saying how many it saw and needs. */
+ * ratios and per-element costs of a few elements are noise, or warm-up). It is traced again, longer (1.5x the
+ * elements needed at the rate seen, at most SL__PLAN_MAX_TRACE seconds), and an input that may end (finite or of
+ * unknown length: 200 images in batches of 64 are 3 elements, and a slow first trace may not have reached the end
+ * the longer one would) under a root repeat (*rep set: measurements repeat it too). Still short, or a given
+ * trace: SL_EINVAL saying how many it saw and needs. */
 #define SL__PLAN_MAX_TRACE 60.0
 static int long_enough(sl_trace **t0, bool *rep, sl_pipeline *p, const sl_optimize_opts *opts) {
   uint64_t seen = (*t0)->elements;
@@ -218,7 +220,10 @@ static int long_enough(sl_trace **t0, bool *rep, sl_pipeline *p, const sl_optimi
                    "the trace saw %llu output elements in %.2f s; planning needs at least %d: trace longer "
                    "(sluice trace --seconds) or let optimize trace",
                    (unsigned long long)seen, (*t0)->seconds, SL_PLAN_MIN_ELEMENTS);
-  bool finite = (*t0)->ended;
+  int root = -1;
+  for (int i = 0; i < (*t0)->nops; i++)
+    if ((*t0)->ops[i].s.parent == -1) root = i;
+  bool finite = (*t0)->ended || (root >= 0 && (*t0)->ops[root].s.cardinality != -2);
   double rate = seen > 0 && (*t0)->seconds > 0 ? (double)seen / (*t0)->seconds : 0;
   double secs = rate > 0 ? 1.5 * SL_PLAN_MIN_ELEMENTS / rate : opts->trace_seconds * 4;
   secs = fmin(fmax(secs, opts->trace_seconds), SL__PLAN_MAX_TRACE);
@@ -229,7 +234,7 @@ static int long_enough(sl_trace **t0, bool *rep, sl_pipeline *p, const sl_optimi
     rc = sl__err(SL_EINVAL,
                  "the trace saw %llu output elements in %.2f s%s; planning needs at least %d: the pipeline is too "
                  "slow to plan from a trace of at most %.0f s",
-                 (unsigned long long)t->elements, t->seconds, finite ? " (the input repeated)" : "",
+                 (unsigned long long)t->elements, t->seconds, finite ? " (a finite input repeated)" : "",
                  SL_PLAN_MIN_ELEMENTS, SL__PLAN_MAX_TRACE);
     sl_trace_free(t);
     return rc;
@@ -289,6 +294,9 @@ int sl_optimize(sl_plan **out, sl_pipeline *p, const sl_optimize_opts *opts) {
   }
   if (rc) goto done;
   if ((rc = long_enough(&t0, &rep, p, opts))) goto done;
+  /* Measured runs need as many elements as a trace: a slow pipeline is measured for longer. */
+  if (o.measure_seconds > 0 && sl_trace_throughput(t0) > 0)
+    o.measure_seconds = fmax(o.measure_seconds, fmin(1.5 * SL_PLAN_MIN_ELEMENTS / sl_trace_throughput(t0), SL__PLAN_MAX_TRACE));
   res.trace_elements = t0->elements;
   res.repeated_input = rep;
   res.baseline = sl_trace_throughput(t0);
