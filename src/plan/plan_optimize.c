@@ -39,10 +39,13 @@ static void strip_repeat(sl_trace *t) {
   t->ended = false;
 }
 
-/* Traces p after a warm-up (the steady state: buffers, caches and the allocator settled). With `repeat`, p's spec
+/* Traces p after a warm-up (the steady state: buffers, caches and the allocator settled), for `seconds` or until
+ * `take` output elements (0: no limit). With `repeat`, p's spec
  * runs under a root `repeat` and the trace is then stripped of it: a finite input traced for as long as needed. */
-static int trace_of(sl_trace **out, sl_pipeline *p, double seconds, double warmup, const sl_machine *m, bool repeat) {
+static int trace_of(sl_trace **out, sl_pipeline *p, double seconds, double warmup, const sl_machine *m, bool repeat,
+                    int64_t take) {
   sl_trace_opts to = SL_TRACE_OPTS_INIT;
+  to.take = take;
   to.warmup_fills_caches = true; /* a cache's first pass is not its steady state */
   to.seconds = seconds;
   to.warmup = warmup;
@@ -165,7 +168,7 @@ static int measure_plan(sl_trace **tm, const sl_plan *plan, const sl_pipeline *p
   int rc = sl_plan_spec_json(&spec, plan);
   if (!rc) rc = sl_pipeline_from_json(&q, spec, strlen(spec), sl__pipeline_origin(p));
   sl__free(spec);
-  if (!rc) rc = trace_of(tm, q, opts->measure_seconds, opts->measure_seconds * 0.25, m, rep);
+  if (!rc) rc = trace_of(tm, q, opts->measure_seconds, opts->measure_seconds * 0.25, m, rep, 0);
   sl_pipeline_free(q);
   return rc;
 }
@@ -206,8 +209,8 @@ double sl__plan_median(double *v, int n) {
 static double trace_warmup(double seconds) { return fmin(0.25 * seconds, 2.0); }
 
 /* A trace of `*t0` that saw fewer than SL_PLAN_MIN_ELEMENTS output elements is too short to plan from (visit
- * ratios and per-element costs of a few elements are noise, or warm-up). It is traced again, longer (1.5x the
- * elements needed at the rate seen, at most SL__PLAN_MAX_TRACE seconds), and an input that may end (finite or of
+ * ratios and per-element costs of a few elements are noise, or warm-up). It is traced again, longer (until 1.5x
+ * the elements needed, at most SL__PLAN_MAX_TRACE seconds), and an input that may end (finite or of
  * unknown length: 200 images in batches of 64 are 3 elements, and a slow first trace may not have reached the end
  * the longer one would) under a root repeat (*rep set: measurements repeat it too). Still short, or a given
  * trace: SL_EINVAL saying how many it saw and needs. */
@@ -224,11 +227,16 @@ static int long_enough(sl_trace **t0, bool *rep, sl_pipeline *p, const sl_optimi
   for (int i = 0; i < (*t0)->nops; i++)
     if ((*t0)->ops[i].s.parent == -1) root = i;
   bool finite = (*t0)->ended || (root >= 0 && (*t0)->ops[root].s.cardinality != -2);
-  double rate = seen > 0 && (*t0)->seconds > 0 ? (double)seen / (*t0)->seconds : 0;
-  double secs = rate > 0 ? 1.5 * SL_PLAN_MIN_ELEMENTS / rate : opts->trace_seconds * 4;
-  secs = fmin(fmax(secs, opts->trace_seconds), SL__PLAN_MAX_TRACE);
+  /* As long as asked (repeated when it may end); if still short, until 1.5x the elements needed, at most
+   * SL__PLAN_MAX_TRACE seconds. */
   sl_trace *t = NULL;
-  int rc = trace_of(&t, p, secs, trace_warmup(secs), &(*t0)->machine, finite);
+  double w = trace_warmup(opts->trace_seconds);
+  int rc = trace_of(&t, p, opts->trace_seconds, w, &(*t0)->machine, finite, 0);
+  if (!rc && t->elements < SL_PLAN_MIN_ELEMENTS) {
+    sl_trace_free(t);
+    t = NULL;
+    rc = trace_of(&t, p, SL__PLAN_MAX_TRACE, w, &(*t0)->machine, finite, (int64_t)(1.5 * SL_PLAN_MIN_ELEMENTS));
+  }
   if (rc) return rc;
   if (t->elements < SL_PLAN_MIN_ELEMENTS) {
     rc = sl__err(SL_EINVAL,
@@ -254,7 +262,7 @@ static int alternate(double *ma, double *mb, sl_pipeline *a, sl_pipeline *b, int
   for (int k = 0; k < rounds; k++) {
     for (int w = 0; w < 2; w++) {
       sl_trace *t = NULL;
-      int rc = trace_of(&t, (k + w) % 2 ? b : a, secs, secs * 0.25, m, rep);
+      int rc = trace_of(&t, (k + w) % 2 ? b : a, secs, secs * 0.25, m, rep, 0);
       if (rc) return rc;
       ((k + w) % 2 ? rb : ra)[k] = sl_trace_throughput(t);
       sl_trace_free(t);
@@ -290,7 +298,7 @@ int sl_optimize(sl_plan **out, sl_pipeline *p, const sl_optimize_opts *opts) {
     rc = sl_trace_from_json(&t0, js, strlen(js), opts->trace->origin);
     sl__free(js);
   } else {
-    rc = trace_of(&t0, p, opts->trace_seconds, trace_warmup(opts->trace_seconds), opts->machine, false);
+    rc = trace_of(&t0, p, opts->trace_seconds, trace_warmup(opts->trace_seconds), opts->machine, false, 0);
   }
   if (rc) goto done;
   if ((rc = long_enough(&t0, &rep, p, opts))) goto done;
@@ -306,7 +314,13 @@ int sl_optimize(sl_plan **out, sl_pipeline *p, const sl_optimize_opts *opts) {
     sl_pipeline *q = NULL;
     if ((rc = seq_variant(&q, t0, p, &opts->plan))) goto done;
     if (q) {
-      rc = trace_of(&ts, q, t0->seconds, trace_warmup(t0->seconds), &t0->machine, rep);
+      rc = trace_of(&ts, q, t0->seconds, trace_warmup(t0->seconds), &t0->machine, rep, 0);
+      if (!rc && ts->elements < SL_PLAN_MIN_ELEMENTS) { /* the sequential variant is slower: trace it longer */
+        sl_trace_free(ts);
+        ts = NULL;
+        rc = trace_of(&ts, q, SL__PLAN_MAX_TRACE, trace_warmup(t0->seconds), &t0->machine, rep,
+                      (int64_t)(1.5 * SL_PLAN_MIN_ELEMENTS));
+      }
       sl_pipeline_free(q);
       if (rc) goto done;
       keep_autotune_marks(ts, t0);
