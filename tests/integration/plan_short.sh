@@ -14,7 +14,10 @@ cat > "$D/tiny.json" <<'J'
 J
 
 # A given trace of 5 elements: refused, saying how many it saw and how many planning needs.
-"$CLI" trace "$D/tiny.json" -o "$D/t.json" 2> /dev/null
+"$CLI" trace "$D/tiny.json" -o "$D/t.json" 2> "$D/tr.err"
+grep -q 'warning: the trace saw 5 output elements; the planner needs at least 32' "$D/tr.err" || { cat "$D/tr.err"; fail "trace warns"; }
+"$CLI" analyze "$D/t.json" > /dev/null 2> "$D/an.err" || true
+grep -q 'saw 5 output elements; at least 32 are needed' "$D/an.err" || { cat "$D/an.err"; fail "analyze warns"; }
 if "$CLI" optimize "$D/tiny.json" --trace "$D/t.json" --measure 0 -o "$D/x.json" 2> "$D/e1"; then
   fail "optimize planned from a trace of 5 elements"
 fi
