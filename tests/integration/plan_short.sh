@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# plan_short.sh: `sluice optimize` on too-short traces: a finite input that ends after 5 elements is traced and
+# plan_short.sh: `sluice optimize` on too-short traces (a finite input that ends after 5 elements is traced and
 # measured repeated (and the written spec does not repeat); a given trace that saw too few elements is refused
-# with how many it saw and needs; the final comparison with the input runs alternately. Never asserts on speed.
+# with how many it saw and needs; the final comparison with the input runs alternately), and `run --tuner sluice`.
+# Never asserts on speed.
 set -euo pipefail
 CLI=${SL_CLI:?}
 D=$(mktemp -d)
@@ -44,4 +45,24 @@ P
 "$CLI" optimize "$D/tiny.json" -o "$D/tuned2.json" --seconds 0.3 --measure 0.6 > "$D/o.txt" 2>&1
 grep -q 'too few elements to plan from (at least 32 needed)' "$D/o.txt" || { cat "$D/o.txt"; fail "text names the repeat"; }
 grep -q 'median of runs alternating' "$D/o.txt" || { cat "$D/o.txt"; fail "text names the alternating runs"; }
+# The online tuner: `run --tuner sluice` lists its changes (each with its reason) in --json and in the text.
+cat > "$D/spin4a.json" <<'J'
+{"name": "spin4a", "ops": [{"op": "range", "stop": 100000000},
+  {"op": "map", "fn": "spin", "args": {"us": 10}, "parallelism": "autotune"},
+  {"op": "map", "fn": "spin", "args": {"us": 100}, "parallelism": "autotune"},
+  {"op": "prefetch", "buffer": "autotune"}]}
+J
+"$CLI" run "$D/spin4a.json" --seconds 2.5 --tuner sluice --json > "$D/r.json"
+python3 - "$D/r.json" <<'P' || fail "run --tuner sluice --json"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["status"] == "ok" and r["tuner"] == "sluice", r
+assert isinstance(r["tuner_changes"], list), r
+for c in r["tuner_changes"]:
+    assert c["knob"] in ("parallelism", "buffer") and c["from"] != c["to"] and "predicted" in c["reason"], c
+P
+"$CLI" run "$D/spin4a.json" --seconds 1.5 --tuner sluice --quiet > "$D/r.txt"
+grep -q 'tuner sluice: [0-9]* solves; changes:' "$D/r.txt" || { cat "$D/r.txt"; fail "run --tuner sluice text"; }
+if "$CLI" run "$D/spin4a.json" --tuner nonesuch 2> "$D/e3"; then fail "unknown tuner accepted"; fi
+grep -q 'known: sluice, autotune, none' "$D/e3" || { cat "$D/e3"; fail "unknown tuner message"; }
 echo ok
