@@ -126,9 +126,14 @@ static void tune_window(sl_tuner *a, const sl_op_stats *now, const sl_op_stats *
   if (!(P->predicted > (1 + SL__TUNE_MIN_GAIN) * fmax(now_x, measured))) goto out;
   double pred = sl_plan_predicted(P);
   bool changed = false;
+  /* The op to name: under a CPU limit (the LP's sum over all ops) the costliest one, which gains most from cores;
+   * the per-op rates of a live window are blurred by its waits on locks and hand-offs. */
   int b = sl_plan_bottleneck(P);
   double total = 0;
   for (int i = 0; i < P->nops; i++) total += P->ops[i].c;
+  if (!strcmp(sl_plan_limit(P), "cpu"))
+    for (int i = 0; i < P->nops; i++)
+      if (b < 0 || P->ops[i].c > P->ops[b].c) b = i;
   char why[320];
   char dr[64];
   if (isinf(drift)) snprintf(dr, sizeof dr, "first solve");
