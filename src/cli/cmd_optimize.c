@@ -149,12 +149,14 @@ int cmd_optimize(int argc, char **argv) {
                    "\"measured\": %.3f, \"prediction_error\": %.4f, \"speedup\": %.4f, \"rounds\": %d, \"limit\": \"%s\", "
                    "\"other_load\": %.3f, \"model_cpu_per_element\": %.9f, \"measured_cpu_per_element\": %.9f, "
                    "\"measure_other_load\": %.3f, \"predicted_on_free_cores\": %.3f, \"kept_input\": %s, "
-                   "\"alternating\": %s, \"trace_elements\": %llu, \"min_trace_elements\": %d, \"repeated_input\": %s}\n",
+                   "\"alternating\": %s, \"trace_elements\": %llu, \"min_trace_elements\": %d, \"repeated_input\": %s, "
+                   "\"bound_from_run\": %s}\n",
               res.baseline, res.bound, res.predicted, res.measured,
               res.measured > 0 && res.predicted > 0 ? res.measured / res.predicted - 1 : 0, speedup, res.rounds,
               sl_plan_limit(pl), res.other_load, res.model_cpu, res.measured_cpu, res.measure_other_load,
               res.predicted_free, res.kept_input ? "true" : "false", res.checked ? "true" : "false",
-              (unsigned long long)res.trace_elements, SL_PLAN_MIN_ELEMENTS, res.repeated_input ? "true" : "false");
+              (unsigned long long)res.trace_elements, SL_PLAN_MIN_ELEMENTS, res.repeated_input ? "true" : "false",
+              res.bound_from_run ? "true" : "false");
     } else {
       if (res.repeated_input)
         fprintf(sum, "note:       a trace of the input saw too few elements to plan from (at least %d needed) and the "
@@ -163,7 +165,8 @@ int cmd_optimize(int argc, char **argv) {
                 SL_PLAN_MIN_ELEMENTS, (unsigned long long)res.trace_elements);
       fprintf(sum, "input spec: %10.1f elem/s (%s)\n", res.baseline,
               res.checked ? "median of runs alternating with the plan's" : "traced");
-      fprintf(sum, "bound:      %10.1f elem/s (LP, limited by %s)\n", res.bound, sl_plan_limit(pl));
+      fprintf(sum, "bound:      %10.1f elem/s (LP, limited by %s%s)\n", res.bound, sl_plan_limit(pl),
+              res.bound_from_run ? "; at the measured run's CPU per element, below the trace's" : "");
       fprintf(sum, "predicted:  %10.1f elem/s\n", res.predicted);
       if (res.measured > 0) {
         fprintf(sum, "measured:   %10.1f elem/s (%+.1f%% vs predicted, %d solve%s%s)\n", res.measured,

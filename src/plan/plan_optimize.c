@@ -478,6 +478,13 @@ int sl_optimize(sl_plan **out, sl_pipeline *p, const sl_optimize_opts *opts) {
   }
   res.predicted = sl_plan_predicted(plan);
   res.bound = sl_plan_bound(plan);
+  /* The bound holds for runs that spend at least its CPU per element (throughput <= cores / CPU per element). A
+   * measured run of the final plan that spent less (decode costs that vary with the data, caches warmer than in
+   * the trace) could exceed it: the bound is then taken at that run's CPU per element, and the result says so. */
+  if (res.measured_cpu > 0 && !strcmp(sl_plan_limit(plan), "cpu") && plan->C / res.measured_cpu > res.bound) {
+    res.bound = plan->C / res.measured_cpu;
+    res.bound_from_run = true;
+  }
   res.model_cpu = sl_plan_cpu_per_element(plan);
   if (res.measured > 0 && res.measure_other_load >= 0)
     res.predicted_free = sl_plan_predict_on(plan, fmax(plan->C - res.measure_other_load, 0.05));

@@ -35,6 +35,7 @@ assert r["status"] == "ok", r
 assert r["repeated_input"] is True, r
 assert r["trace_elements"] >= r["min_trace_elements"] == 32, r
 assert r["alternating"] is True, r
+assert r["bound_from_run"] in (True, False), r
 # never slower: either the plan measured at least 0.97x the input (medians of alternating runs) or the input is kept
 assert r["kept_input"] or r["measured"] >= 0.97 * r["baseline"], r
 t = json.load(open(sys.argv[2]))
