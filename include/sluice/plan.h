@@ -85,19 +85,32 @@ SL_EXTERN int sl_plan_spec_json(char **out, const sl_plan *pl);
 SL_EXTERN int sl_plan_report(char **out, const sl_plan *pl, bool json);
 
 /* ---- optimize: trace, solve, rewrite, run the result, compare ---- */
+/* Output elements a trace must have seen for sl_optimize to plan from it (fewer: it traces longer, repeating a
+ * finite input, or refuses). */
+#define SL_PLAN_MIN_ELEMENTS 32
+/* sl_optimize keeps the input's configuration when the plan's median throughput is below this fraction of the
+ * input's, measured alternately. */
+#define SL_PLAN_KEEP_RATIO 0.97
 typedef struct sl_optimize_result {
-  double baseline;    /* measured throughput of the input pipeline while it was traced (elements/s) */
+  double baseline;    /* measured throughput of the input pipeline (elements/s): while it was traced, or (checked) the
+                       * median of the alternating runs */
   double predicted;   /* the model's throughput for the final plan */
   double measured;    /* measured throughput of the tuned pipeline (0 when measure_seconds is 0) */
-  double bound;       /* the LP bound */
+  double bound;       /* the LP bound, or (bound_from_run) cores over the measured run's CPU per element when
+                       * that is higher */
   int rounds;         /* solves made (1 + re-traces, at most 3) */
   double other_load;  /* most cores other processes kept busy during any of the runs (-1 unknown) */
   double model_cpu;   /* the final plan's CPU seconds per element (sl_plan_cpu_per_element) */
   double measured_cpu; /* process CPU seconds per element in the measured run of the final plan (0: not run) */
   double measure_other_load; /* cores other processes kept busy during the measured run of the final plan */
   double predicted_free; /* the model's throughput for the final plan on the cores those processes left free */
-  bool kept_input;    /* every plan measured clearly slower (>10%) than the input while it was traced: the final
-                       * plan is the input's own configuration ("autotune" knobs at their resolved values) */
+  bool kept_input;    /* the plan measured below SL_PLAN_KEEP_RATIO x the input (medians of alternating runs): the
+                       * final plan is the input's own configuration ("autotune" knobs at their resolved values) */
+  bool checked;       /* baseline and measured are the medians of alternating runs of the input and the final plan */
+  uint64_t trace_elements; /* output elements the trace the plan was built from saw */
+  bool repeated_input; /* the input was finite and too short: it was traced and measured under a root repeat */
+  bool bound_from_run; /* bound is cores over the final plan's measured CPU per element, which was below the
+                        * LP's (sl_plan_bound does not hold for that run) */
 } sl_optimize_result;
 
 /* Options of sl_optimize / sl_pipeline_optimize. Every field left 0 takes its default. */
@@ -151,6 +164,37 @@ SL_EXTERN void sl_autotune_stop(sl_autotuner *a);
  * without autotune knobs keep their values). */
 SL_EXTERN int sl_autotune_solve(int64_t *par, int64_t *buf, const sl_pipeline *p, const sl_op_stats *stats,
                       const sl_autotune_opts *opts);
+
+/* ---- the online tuner: the planner's model and LP, re-solved while the pipeline runs (`--tuner sluice`) ---- */
+typedef struct sl_tuner sl_tuner;
+/* Options of sl_pipeline_tune. Every field left 0 takes its default. */
+typedef struct sl_tune_opts {
+  int version;          /* SL_TUNE_OPTS_VERSION */
+  sl_plan_opts plan;    /* the planner's budget (its version may stay 0); knobs: always only "autotune" knobs */
+  double interval;      /* seconds between looks at the counters; 0: 1 (shorter windows hold too few timing samples
+                         * of cheap ops). A window with fewer than
+                         * SL_PLAN_MIN_ELEMENTS output elements grows into the next */
+  double drift;         /* re-solve when an op's CPU per output element (among ops costing >= 5% of the total) moved
+                         * by more than this fraction since the last solve; 0: 0.2 */
+} sl_tune_opts;
+#define SL_TUNE_OPTS_VERSION 1
+#define SL_TUNE_OPTS_INIT {SL_TUNE_OPTS_VERSION}
+
+/* Starts the online tuner on `p`: a thread that every interval models the window of `p`'s counters (the runs of
+ * `p` going on), solves the planner's LP and integer search when the costs drifted (always the first time), and
+ * sets the "autotune" parallelism (map, interleave) and prefetch depths of the running pipeline, logging every
+ * change with its reason (the drift, the bottleneck, the predicted gain). It inserts no op (no cache, no prefetch).
+ * Stop it with sl_tuner_stop before freeing `p`. Thread rules: start and stop from the thread that owns `p`;
+ * sl_tuner_solves, sl_tuner_changes and sl_tuner_log are safe from any thread while it runs. */
+SL_EXTERN int sl_pipeline_tune(sl_tuner **out, sl_pipeline *p, const sl_tune_opts *opts);
+/* Solves made so far, and knob changes made so far. */
+SL_EXTERN int sl_tuner_solves(const sl_tuner *t);
+SL_EXTERN int sl_tuner_changes(const sl_tuner *t);
+/* The changes so far, one line each ("  1.52s ops[2] (map spin) parallelism 1 -> 2: first solve; bottleneck ...")
+ * or (json) a JSON array of {t, op, kind, fn, knob, from, to, reason}. Free with sl_free(). */
+SL_EXTERN int sl_tuner_log(char **out, const sl_tuner *t, bool json);
+/* Stops and joins the tuner thread and frees it. Accepts NULL. */
+SL_EXTERN void sl_tuner_stop(sl_tuner *t);
 
 #ifdef __cplusplus
 }

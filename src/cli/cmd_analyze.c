@@ -130,6 +130,10 @@ int cmd_analyze(int argc, char **argv) {
   int rc = cli_load_trace(path, spec, &t);
   sl_plan *pl = NULL;
   if (rc == CLI_OK && sl_plan_solve(&pl, t, &po)) rc = cli_fail(false, "%s: %s", path, sl_error_last());
+  if (rc == CLI_OK && sl_trace_elements(t) < SL_PLAN_MIN_ELEMENTS)
+    fprintf(stderr, "warning: %s saw %llu output elements; at least %d are needed for figures to plan from: "
+                    "these are a few elements' noise or warm-up\n", path, (unsigned long long)sl_trace_elements(t),
+            SL_PLAN_MIN_ELEMENTS);
   if (rc == CLI_OK) {
     char *s = NULL;
     if (sl_plan_report(&s, pl, json)) rc = cli_fail(false, "%s", sl_error_last());

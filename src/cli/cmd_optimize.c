@@ -15,8 +15,10 @@ static void optimize_help(FILE *f) {
           "the planned spec (an ordinary spec with every knob set), runs it, and prints predicted vs measured\n"
           "throughput and the speed-up over SPEC. When measured falls more than 10%% short of predicted it re-traces\n"
           "the tuned pipeline and solves again, at most twice. The plan with a worker per core and the all-sequential\n"
-          "plan are measured too and kept when clearly (10%%) faster; when SPEC itself ran clearly faster than every\n"
-          "plan, SPEC's own configuration is written (\"kept:\" in the summary).\n\n"
+          "plan are measured too and kept when clearly (10%%) faster. Last, the plan and SPEC run alternately (3 short\n"
+          "runs each, medians); below 0.97x SPEC, SPEC's own configuration is written (\"kept:\" in the summary).\n"
+          "Traces start after a warm-up; one that saw fewer than 32 output elements is traced longer (a finite\n"
+          "SPEC repeated for the traces and runs only), else optimize refuses, saying how many it saw.\n\n"
           "  -o TUNED       write the planned spec here (default: stdout, the summary then goes to stderr; with\n"
           "                 --json the spec is written only with -o); checked before tracing starts\n"
           "  --trace TRACE  start from this trace of SPEC instead of tracing it (refused if it is of another spec)\n"
@@ -146,22 +148,34 @@ int cmd_optimize(int argc, char **argv) {
       fprintf(sum, ", \"baseline\": %.3f, \"bound\": %.3f, \"predicted\": %.3f, "
                    "\"measured\": %.3f, \"prediction_error\": %.4f, \"speedup\": %.4f, \"rounds\": %d, \"limit\": \"%s\", "
                    "\"other_load\": %.3f, \"model_cpu_per_element\": %.9f, \"measured_cpu_per_element\": %.9f, "
-                   "\"measure_other_load\": %.3f, \"predicted_on_free_cores\": %.3f, \"kept_input\": %s}\n",
+                   "\"measure_other_load\": %.3f, \"predicted_on_free_cores\": %.3f, \"kept_input\": %s, "
+                   "\"alternating\": %s, \"trace_elements\": %llu, \"min_trace_elements\": %d, \"repeated_input\": %s, "
+                   "\"bound_from_run\": %s}\n",
               res.baseline, res.bound, res.predicted, res.measured,
               res.measured > 0 && res.predicted > 0 ? res.measured / res.predicted - 1 : 0, speedup, res.rounds,
               sl_plan_limit(pl), res.other_load, res.model_cpu, res.measured_cpu, res.measure_other_load,
-              res.predicted_free, res.kept_input ? "true" : "false");
+              res.predicted_free, res.kept_input ? "true" : "false", res.checked ? "true" : "false",
+              (unsigned long long)res.trace_elements, SL_PLAN_MIN_ELEMENTS, res.repeated_input ? "true" : "false",
+              res.bound_from_run ? "true" : "false");
     } else {
-      fprintf(sum, "input spec: %10.1f elem/s (traced)\n", res.baseline);
-      fprintf(sum, "bound:      %10.1f elem/s (LP, limited by %s)\n", res.bound, sl_plan_limit(pl));
+      if (res.repeated_input)
+        fprintf(sum, "note:       a trace of the input saw too few elements to plan from (at least %d needed) and the "
+                     "input may end: it was traced and measured repeated (the written spec does not repeat); the "
+                     "trace saw %llu\n",
+                SL_PLAN_MIN_ELEMENTS, (unsigned long long)res.trace_elements);
+      fprintf(sum, "input spec: %10.1f elem/s (%s)\n", res.baseline,
+              res.checked ? "median of runs alternating with the plan's" : "traced");
+      fprintf(sum, "bound:      %10.1f elem/s (LP, limited by %s%s)\n", res.bound, sl_plan_limit(pl),
+              res.bound_from_run ? "; at the measured run's CPU per element, below the trace's" : "");
       fprintf(sum, "predicted:  %10.1f elem/s\n", res.predicted);
       if (res.measured > 0) {
-        fprintf(sum, "measured:   %10.1f elem/s (%+.1f%% vs predicted, %d solve%s)\n", res.measured,
-                100.0 * (res.measured / res.predicted - 1), res.rounds, res.rounds > 1 ? "s" : "");
+        fprintf(sum, "measured:   %10.1f elem/s (%+.1f%% vs predicted, %d solve%s%s)\n", res.measured,
+                100.0 * (res.measured / res.predicted - 1), res.rounds, res.rounds > 1 ? "s" : "",
+                res.checked ? "; median of alternating runs" : "");
         fprintf(sum, "speed-up:   %10.2fx over the input spec (measured)\n", speedup);
         if (res.kept_input)
-          fprintf(sum, "kept:       the input's own configuration: every plan measured more than 10%% slower than the "
-                       "input did while it was traced\n");
+          fprintf(sum, "kept:       the input's own configuration: the plan measured below %.2fx the input in "
+                       "alternating runs, so the input's knobs are written\n", SL_PLAN_KEEP_RATIO);
         fprintf(sum, "CPU/element: %9.1f us in the model, %.1f us measured (%+.1f%%; independent of other load)\n",
                 res.model_cpu * 1e6, res.measured_cpu * 1e6,
                 res.model_cpu > 0 ? 100.0 * (res.measured_cpu / res.model_cpu - 1) : 0.0);

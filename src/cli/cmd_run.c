@@ -9,7 +9,7 @@
 
 static void run_help(FILE *f) {
   fprintf(f,
-          "usage: sluice run SPEC [--take N] [--seconds S] [--warmup S] [--warmup-caches] [--tuner autotune] [--record DB]\n"
+          "usage: sluice run SPEC [--take N] [--seconds S] [--warmup S] [--warmup-caches] [--tuner T] [--record DB]\n"
           "                  [--record-optional] [--digest] [--json] [--quiet]\n\n"
           "Runs the pipeline in SPEC (a JSON file) and reports what it produced and how fast.\n\n"
           "  --take N      stop after N output elements\n"
@@ -21,7 +21,9 @@ static void run_help(FILE *f) {
           "                run starts and finished at its end; a store that cannot take it fails the command\n"
           "  --record-optional  a store that cannot take the record is a warning: the run goes on\n"
           "  --tuner T     'autotune': tune the spec's \"autotune\" knobs online with the tf.data-AUTOTUNE\n"
-          "                equivalent (HILL_CLIMB, re-optimised on a 10 ms -> 60 s doubling schedule)\n"
+          "                equivalent (HILL_CLIMB, re-optimised on a 10 ms -> 60 s doubling schedule); 'sluice': with\n"
+          "                the planner's model and LP, re-solved from the counters every 1 s when the costs drift,\n"
+          "                every change printed with its reason (--json: tuner_changes)\n"
           "  --digest      print a digest of the output: the sum modulo 2^64 of each element's 64-bit hash\n"
           "                (XXH3 of its component names, dtypes, shapes and values), 16 hex digits. Runs that\n"
           "                yield the same elements in any order have the same digest; digests of disjoint parts\n"
@@ -67,7 +69,7 @@ int cmd_run(int argc, char **argv) {
   double seconds = -1, warmup = 0;
   bool warm_caches = false;
   const char *record = NULL;
-  bool json = false, quiet = false, autotune = false, digest = false, record_optional = false;
+  bool json = false, quiet = false, autotune = false, digest = false, record_optional = false, stune = false;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (cli_is_help(a)) {
@@ -90,10 +92,11 @@ int cmd_run(int argc, char **argv) {
     } else if (!strcmp(a, "--record-optional")) {
       record_optional = true;
     } else if (!strcmp(a, "--tuner")) {
-      if (i + 1 >= argc) return cli_usage("run", "--tuner needs a name (autotune or none)");
+      if (i + 1 >= argc) return cli_usage("run", "--tuner needs a name (sluice, autotune or none)");
       const char *t = argv[++i];
       if (!strcmp(t, "autotune")) autotune = true;
-      else if (strcmp(t, "none")) return cli_usage("run", "--tuner: unknown tuner '%s' (known: autotune, none)", t);
+      else if (!strcmp(t, "sluice")) stune = true;
+      else if (strcmp(t, "none")) return cli_usage("run", "--tuner: unknown tuner '%s' (known: sluice, autotune, none)", t);
     } else if (!strcmp(a, "--json")) {
       json = true;
     } else if (!strcmp(a, "--digest")) {
@@ -135,6 +138,14 @@ int cmd_run(int argc, char **argv) {
     snprintf(msg, sizeof msg, "%s", sl_error_last());
     if (json) cli_json_error(msg);
     cli_record(record, "sluice.Run", spec, p, NULL, 0, 0, 0, 0, msg);
+    sl_iter_free(it);
+    sl_pipeline_free(p);
+    return cli_fail(false, "%s", msg);
+  }
+  sl_tuner *stuner = NULL; /* --tuner sluice: the planner's model, online (plan_tune.c) */
+  if (stune && sl_pipeline_tune(&stuner, p, NULL)) {
+    snprintf(msg, sizeof msg, "%s", sl_error_last());
+    if (json) cli_json_error(msg);
     sl_iter_free(it);
     sl_pipeline_free(p);
     return cli_fail(false, "%s", msg);
@@ -191,6 +202,12 @@ int cmd_run(int argc, char **argv) {
   if (rc < 0) snprintf(errmsg, sizeof errmsg, "%s", sl_error_last());
   int rounds = tuner ? sl_autotune_rounds(tuner) : 0;
   sl_autotune_stop(tuner);
+  char *tlog = NULL;
+  if (stuner) {
+    rounds = sl_tuner_solves(stuner);
+    if (sl_tuner_log(&tlog, stuner, json)) tlog = NULL;
+    sl_tuner_stop(stuner);
+  }
   sl_iter_free(it);
   double rate = wall > 0 ? (double)n / wall : 0;
   const char *status = rc < 0 ? "error" : sig == SIGTERM ? "terminated" : sig ? "interrupted" : "ok";
@@ -201,7 +218,8 @@ int cmd_run(int argc, char **argv) {
            "\"cpu_seconds\": %.6f, \"elements_per_second\": %.3f, \"examples_per_second\": %.3f, "
            "\"mb_per_second\": %.3f, \"status\": \"%s\", \"tuner\": \"%s\", \"tuner_rounds\": %d",
            (long long)n, (long long)examples, bytes, wall, cpu, rate, wall > 0 ? (double)examples / wall : 0,
-           wall > 0 ? bytes / wall / 1e6 : 0, status, autotune ? "autotune" : "none", rounds);
+           wall > 0 ? bytes / wall / 1e6 : 0, status, autotune ? "autotune" : stune ? "sluice" : "none", rounds);
+    if (stune) printf(", \"tuner_changes\": %s", tlog ? tlog : "[]");
     if (digest) printf(", \"digest\": \"%016llx\"", (unsigned long long)sum);
     print_skipped(p, true);
     if (rc < 0) {
@@ -225,7 +243,9 @@ int cmd_run(int argc, char **argv) {
       }
       printf("\n");
     }
+    if (stune) printf("  tuner sluice: %d solves; changes:\n%s", rounds, tlog && *tlog ? tlog : "  (none)\n");
   }
+  sl_free(tlog);
   if (sig) cli_record_canceled();
   int rec = cli_record(record, "sluice.Run", spec, p, NULL, 0, rate, cpu, wall, rc < 0 ? errmsg : NULL);
   sl_pipeline_free(p);

@@ -99,6 +99,10 @@ int cmd_trace(int argc, char **argv) {
             (double)m->mem_available / 1e9);
     if (m->disk_bandwidth > 0) fprintf(stderr, ", disk %.0f MB/s (%s)", m->disk_bandwidth / 1e6, m->disk_method);
     fprintf(stderr, "\n");
+    if (sl_trace_elements(t) < SL_PLAN_MIN_ELEMENTS)
+      fprintf(stderr, "warning: the trace saw %llu output elements; the planner needs at least %d to plan from "
+                      "(trace longer%s)\n", (unsigned long long)sl_trace_elements(t), SL_PLAN_MIN_ELEMENTS,
+              sl_trace_ended(t) ? ", or let 'sluice optimize' trace, which repeats a finite input" : "");
   }
   if (rc == CLI_OK) {
     sl_prov_output po = {out, "sluice.Trace"};

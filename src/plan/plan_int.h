@@ -10,12 +10,21 @@
 #include "sluice/plan.h"
 #include "trace/trace_int.h"
 
+/* A machine whose cores were this busy (this process and others) was CPU-saturated. */
+#define SL__PLAN_SATURATED 0.85
 /* The LP's largest throughput: an op with no measurable cost does not make the LP unbounded. */
 #define SL__PLAN_X_MAX 1e12
 /* Bytes an element costs beyond its payload (element slots, buffer headers, allocator overhead). */
 #define SL__PLAN_ELEM_OVERHEAD 128.0
 /* Elements that take less than this per element are handed between threads in chunks: the engine's threshold. */
 #define SL__PLAN_CHEAP_ELEMENT_S (SL__HANDOFF_CHEAP_NS * 1e-9)
+
+/* Runs each of the plan and the input makes in `sluice optimize`'s final comparison. */
+#define SL__PLAN_CHECK_ROUNDS 3
+/* The median of v[0..n) (sorted in place); 0 for n = 0. */
+double sl__plan_median(double *v, int n);
+
+enum { SL__WAIT_NONE, SL__WAIT_CORE, SL__WAIT_IO };
 
 enum { SL__PK_SEQ, SL__PK_MAP, SL__PK_FILTER, SL__PK_INTERLEAVE, SL__PK_PREFETCH, SL__PK_CACHE, SL__PK_BATCH, SL__PK_SHUFFLE, SL__PK_REPEAT };
 
@@ -36,7 +45,9 @@ typedef struct sl__pm_op {
   double w;       /* own wall seconds per output element */
   double tt;      /* thread-seconds per output element: c, or the wall time of an op that mostly waits (I/O) */
   double busy_wall; /* own wall seconds per output element, blocked waits on its input aside */
-  double stretch;   /* 1 + the trace's runqueue delay per CPU second */
+  double stretch;   /* how far waiting for a core stretches CPU time into wall time: 1 + the trace's runqueue delay
+                     * per CPU second, or the machine's demand over its cores when it was CPU-saturated */
+  int waits;        /* SL__WAIT_NONE, SL__WAIT_CORE (runnable, but the cores were busy), SL__WAIT_IO (I/O, sleeps) */
   double bytes;   /* mean bytes per element produced */
   double b_disk;  /* disk bytes per output element */
   double cv;      /* coefficient of variation of per-call time */
@@ -88,6 +99,8 @@ struct sl_plan {
   double bound_plus_core, bound_more_mem;
   int more_mem_cache_at;
   double theta_total;   /* cores the plan keeps busy (model) */
+  double busy_cores;    /* cores busy during the trace: this process's CPU per second plus other processes' load */
+  bool saturated;       /* busy_cores >= SL__PLAN_SATURATED x the machine's cores: waits were for cores */
 };
 
 /* The model's units: the threads the work runs on (a sequential thread, or a worker pool), with the CPU and
@@ -123,6 +136,8 @@ double sl__plan_handoff_cpu(const sl_plan *P);
 int sl__plan_model(sl_plan *P, const sl_trace *t, const sl_plan_opts *opts);
 /* The LP bound for cache point `cache_at` (-1 none) on `cores` cores; sets *limit. */
 int sl__plan_lp(const sl_plan *P, int cache_at, double cores, double *X, const char **limit);
+/* Frees the calling thread's GLPK environment: call before a thread that solved LPs ends. */
+void sl__plan_lp_thread_done(void);
 /* The model's throughput for integer parallelism par[] (cache_at, prefetch as in the plan). */
 double sl__plan_eval(const sl_plan *P, const int64_t *par, int cache_at, double cores);
 /* True when op j is inside the subtree that feeds op k (k included). */

@@ -116,3 +116,7 @@ int sl__plan_lp(const sl_plan *P, int cache_at, double cores, double *Xout, cons
   return rc;
 }
 
+
+/* GLPK keeps its environment per thread: a thread other than the main one that solved LPs frees it before it
+ * ends (else its buffers leak). */
+void sl__plan_lp_thread_done(void) { glp_free_env(); }

@@ -167,6 +167,16 @@ int sl__plan_model(sl_plan *P, const sl_trace *t, const sl_plan_opts *opts) {
     return sl__err(SL_EINVAL, "the trace has no output elements (the pipeline produced nothing in %.2f s): trace "
                               "it for longer or check that it produces elements", t->seconds);
   visit_ratios(P, P->root, 1);
+  /* Waiting for a core stretches CPU time into wall time by the runqueue delay per CPU second of this process's
+   * threads, or, when the whole machine (this process and others, from /proc/stat) was CPU-saturated, by at least
+   * the factor below. Threads that ended during the trace are missing from the runqueue delay, so the
+   * machine's figure also covers them. */
+  double mc = t->machine.cores > 0 ? t->machine.cores : 1;
+  P->busy_cores = (t->seconds > 0 ? t->process_cpu / t->seconds : 0) + (t->machine.other_load > 0 ? t->machine.other_load : 0);
+  P->saturated = t->seconds > 0 && P->busy_cores >= SL__PLAN_SATURATED * mc;
+  /* On a saturated machine a runnable thread shares its core with at least one other: its wall time is at least
+   * twice its CPU from that alone (the busy fraction cannot say how many wait; the runqueue delay, when known, can). */
+  double load_stretch = P->saturated ? fmax(2.0, P->busy_cores / mc) : 1.0;
   for (int i = 0; i < P->nops; i++) {
     sl__pm_op *o = &P->ops[i];
     const sl_op_stats *s = &t->ops[i].s;
@@ -180,7 +190,7 @@ int sl__plan_model(sl_plan *P, const sl_trace *t, const sl_plan_opts *opts) {
     double busy_wall = o->n > 0 ? (s->wall_seconds - s->wait_seconds) * f / P->N : 0;
     /* CPU-bound work waits for a CPU too when the machine is contended: (1 + run_delay) x CPU is what its wall
      * time would be without any I/O. */
-    double stretch = 1 + (isfinite(t->run_delay) ? fmin(t->run_delay, 1e3) : 0);
+    double stretch = fmax(1 + (isfinite(t->run_delay) ? fmin(t->run_delay, 1e3) : 0), load_stretch);
     o->tt = busy_wall > 2 * stretch * o->d * o->V + 20e-6 * o->V ? busy_wall : o->d * o->V;
     o->busy_wall = busy_wall > 0 && isfinite(busy_wall) ? busy_wall : 0;
     o->stretch = stretch;
@@ -229,8 +239,30 @@ int sl__plan_model(sl_plan *P, const sl_trace *t, const sl_plan_opts *opts) {
    * consumer's thread, so a root prefetch overlaps it with the pipeline. */
   double sum = 0; /* the trace's own totals: the process CPU covers elements still in buffers too */
   for (int i = 0; i < P->nops; i++) sum += t->ops[i].s.cpu_seconds;
+  /* What each op's wall time beyond its CPU was: waits on I/O or sleeps (the model's verdict: it holds a thread
+   * for its wall time), or, for a CPU-bound op whose wall time still exceeds its CPU by a fifth, waiting for a
+   * core (runnable while the cores ran other threads). */
+  for (int i = 0; i < P->nops; i++) {
+    sl__pm_op *o = &P->ops[i];
+    o->waits = o->tt > 1.0001 * o->c + 1e-12 ? SL__WAIT_IO
+               : o->busy_wall > 1.2 * o->c + 2e-6 * o->V && o->c > 0 ? SL__WAIT_CORE
+                                                                     : SL__WAIT_NONE;
+  }
   P->resid = (t->process_cpu - sum) / P->N;
   if (!(P->resid > 0) || !isfinite(P->resid)) P->resid = 0;
+  /* The ops' sampled CPU cannot exceed what the whole process spent: when it does (a sampled estimate biased up,
+   * e.g. by clock reads around cheap calls), the ops' costs are scaled down to the process's. Otherwise the bound
+   * C / sum(c) would sit below what a run of the same work reaches (the "bound" exceeded by measurement). */
+  if (t->process_cpu > 0 && sum > t->process_cpu && isfinite(sum)) {
+    double k = t->process_cpu / sum;
+    for (int i = 0; i < P->nops; i++) {
+      sl__pm_op *o = &P->ops[i];
+      bool cpu_bound = o->tt == o->c;
+      o->d *= k;
+      o->c *= k;
+      if (cpu_bound) o->tt = o->c;
+    }
+  }
   /* What one element costs to make where a thread boundary could sit: an op's own per-element CPU, or for an
    * interleave its source chain's CPU per element it yields. */
   for (int i = 0; i < P->nops; i++) {

@@ -7,14 +7,57 @@
 #include "ops/engine_int.h"
 #include "plan/plan_int.h"
 
-static int trace_of(sl_trace **out, sl_pipeline *p, double seconds, double warmup, const sl_machine *m) {
+/* A pipeline of `spec` with a `repeat` appended at the root: a finite input run for as long as a trace needs. */
+static int repeated(sl_pipeline **out, json_t *spec, const char *origin) {
+  *out = NULL;
+  json_t *s = json_deep_copy(spec);
+  json_t *r = json_pack("{s:s}", "op", "repeat");
+  if (!s || !r || json_array_append_new(json_object_get(s, "ops"), r)) {
+    json_decref(s);
+    return sl__oom("a spec");
+  }
+  char *js = json_dumps(s, JSON_COMPACT);
+  json_decref(s);
+  int rc = js ? sl_pipeline_from_json(out, js, strlen(js), origin) : sl__oom("a spec");
+  sl__free(js);
+  return rc;
+}
+
+/* Removes the root `repeat` that repeated() appended from trace t: its ops and spec are then those of the input. */
+static void strip_repeat(sl_trace *t) {
+  int r = t->nops - 1;
+  if (r < 0 || t->ops[r].s.parent != -1 || strcmp(t->ops[r].s.op, "repeat")) return;
+  sl__free(t->ops[r].path);
+  sl__free(t->ops[r].label);
+  sl__free(t->ops[r].kind);
+  t->nops--;
+  for (int i = 0; i < t->nops; i++)
+    if (t->ops[i].s.parent == r) t->ops[i].s.parent = -1;
+  json_t *ops = json_object_get(t->spec, "ops");
+  size_t n = json_array_size(ops);
+  if (n > 0) json_array_remove(ops, n - 1);
+  t->ended = false;
+}
+
+/* Traces p after a warm-up (the steady state: buffers, caches and the allocator settled), for `seconds` or until
+ * `take` output elements (0: no limit). With `repeat`, p's spec
+ * runs under a root `repeat` and the trace is then stripped of it: a finite input traced for as long as needed. */
+static int trace_of(sl_trace **out, sl_pipeline *p, double seconds, double warmup, const sl_machine *m, bool repeat,
+                    int64_t take) {
   sl_trace_opts to = SL_TRACE_OPTS_INIT;
+  to.take = take;
   to.warmup_fills_caches = true; /* a cache's first pass is not its steady state */
   to.seconds = seconds;
   to.warmup = warmup;
   to.machine = m;
   to.no_disk_probe = m != NULL;
-  return sl_trace_run(out, p, &to);
+  if (!repeat) return sl_trace_run(out, p, &to);
+  sl_pipeline *q = NULL;
+  int rc = repeated(&q, sl__pipeline_spec(p), sl__pipeline_origin(p));
+  if (!rc) rc = sl_trace_run(out, q, &to);
+  sl_pipeline_free(q);
+  if (!rc) strip_repeat(*out);
+  return rc;
 }
 
 /* Ops of a trace in pre-order without prefetch and cache ops: the pipeline's identity (see sl__spec_identity). */
@@ -120,13 +163,13 @@ static void keep_autotune_marks(sl_trace *ts, const sl_trace *t0) {
 
 /* Runs plan's spec for opts->measure_seconds (after a warm-up that also fills caches) and traces it. */
 static int measure_plan(sl_trace **tm, const sl_plan *plan, const sl_pipeline *p, const sl_optimize_opts *opts,
-                        const sl_machine *m) {
+                        const sl_machine *m, bool rep) {
   char *spec = NULL;
   sl_pipeline *q = NULL;
   int rc = sl_plan_spec_json(&spec, plan);
   if (!rc) rc = sl_pipeline_from_json(&q, spec, strlen(spec), sl__pipeline_origin(p));
   sl__free(spec);
-  if (!rc) rc = trace_of(tm, q, opts->measure_seconds, opts->measure_seconds * 0.25, m);
+  if (!rc) rc = trace_of(tm, q, opts->measure_seconds, opts->measure_seconds * 0.25, m, rep, 0);
   sl_pipeline_free(q);
   return rc;
 }
@@ -153,6 +196,84 @@ static int sequential_plan(sl_plan **out, const sl_trace *t, const sl_plan_opts 
   return rc;
 }
 
+double sl__plan_median(double *v, int n) {
+  for (int i = 1; i < n; i++) /* insertion sort: a handful of runs */
+    for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
+      double x = v[j];
+      v[j] = v[j - 1];
+      v[j - 1] = x;
+    }
+  return n <= 0 ? 0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* Warm-up before a trace counts: buffers filled, the allocator's free lists and the caches settled. */
+static double trace_warmup(double seconds) { return fmin(0.25 * seconds, 2.0); }
+
+/* A trace of `*t0` that saw fewer than SL_PLAN_MIN_ELEMENTS output elements is too short to plan from (visit
+ * ratios and per-element costs of a few elements are noise, or warm-up). It is traced again, longer (until 1.5x
+ * the elements needed, at most SL__PLAN_MAX_TRACE seconds), and an input that may end (finite or of
+ * unknown length: 200 images in batches of 64 are 3 elements, and a slow first trace may not have reached the end
+ * the longer one would) under a root repeat (*rep set: measurements repeat it too). Still short, or a given
+ * trace: SL_EINVAL saying how many it saw and needs. */
+#define SL__PLAN_MAX_TRACE 60.0
+static int long_enough(sl_trace **t0, bool *rep, sl_pipeline *p, const sl_optimize_opts *opts) {
+  uint64_t seen = (*t0)->elements;
+  if (seen >= SL_PLAN_MIN_ELEMENTS) return 0;
+  if (opts->trace)
+    return sl__err(SL_EINVAL,
+                   "the trace saw %llu output elements in %.2f s; planning needs at least %d: trace longer "
+                   "(sluice trace --seconds) or let optimize trace",
+                   (unsigned long long)seen, (*t0)->seconds, SL_PLAN_MIN_ELEMENTS);
+  int root = -1;
+  for (int i = 0; i < (*t0)->nops; i++)
+    if ((*t0)->ops[i].s.parent == -1) root = i;
+  bool finite = (*t0)->ended || (root >= 0 && (*t0)->ops[root].s.cardinality != -2);
+  /* As long as asked (repeated when it may end); if still short, until 1.5x the elements needed, at most
+   * SL__PLAN_MAX_TRACE seconds. */
+  sl_trace *t = NULL;
+  double w = trace_warmup(opts->trace_seconds);
+  int rc = trace_of(&t, p, opts->trace_seconds, w, &(*t0)->machine, finite, 0);
+  if (!rc && t->elements < SL_PLAN_MIN_ELEMENTS) {
+    sl_trace_free(t);
+    t = NULL;
+    rc = trace_of(&t, p, SL__PLAN_MAX_TRACE, w, &(*t0)->machine, finite, (int64_t)(1.5 * SL_PLAN_MIN_ELEMENTS));
+  }
+  if (rc) return rc;
+  if (t->elements < SL_PLAN_MIN_ELEMENTS) {
+    rc = sl__err(SL_EINVAL,
+                 "the trace saw %llu output elements in %.2f s%s; planning needs at least %d: the pipeline is too "
+                 "slow to plan from a trace of at most %.0f s",
+                 (unsigned long long)t->elements, t->seconds, finite ? " (a finite input repeated)" : "",
+                 SL_PLAN_MIN_ELEMENTS, SL__PLAN_MAX_TRACE);
+    sl_trace_free(t);
+    return rc;
+  }
+  sl_trace_free(*t0);
+  *t0 = t;
+  *rep = finite;
+  return 0;
+}
+
+/* Runs each of a and b `rounds` times, alternating (a shared machine's load drifts: alternation spreads it over
+ * both), each for `secs` after a warm-up; the medians of their throughputs into *ma, *mb. */
+static int alternate(double *ma, double *mb, sl_pipeline *a, sl_pipeline *b, int rounds, double secs,
+                     const sl_machine *m, bool rep) {
+  double ra[9], rb[9];
+  if (rounds > 9) rounds = 9;
+  for (int k = 0; k < rounds; k++) {
+    for (int w = 0; w < 2; w++) {
+      sl_trace *t = NULL;
+      int rc = trace_of(&t, (k + w) % 2 ? b : a, secs, secs * 0.25, m, rep, 0);
+      if (rc) return rc;
+      ((k + w) % 2 ? rb : ra)[k] = sl_trace_throughput(t);
+      sl_trace_free(t);
+    }
+  }
+  *ma = sl__plan_median(ra, rounds);
+  *mb = sl__plan_median(rb, rounds);
+  return 0;
+}
+
 int sl_optimize(sl_plan **out, sl_pipeline *p, const sl_optimize_opts *opts) {
   *out = NULL;
   sl_optimize_opts o = SL_OPTIMIZE_OPTS_INIT;
@@ -170,6 +291,7 @@ int sl_optimize(sl_plan **out, sl_pipeline *p, const sl_optimize_opts *opts) {
   sl_trace *t0 = NULL, *ts = NULL, *tc = NULL;
   sl_plan *plan = NULL, *best = NULL;
   double best_measured = -1, hscale = 1;
+  bool rep = false; /* the input is finite and short: traces and measurements run it under a root repeat */
   if (opts->trace) {
     /* Start from the caller's trace: a copy, checked against the pipeline. */
     char *js = NULL;
@@ -177,9 +299,15 @@ int sl_optimize(sl_plan **out, sl_pipeline *p, const sl_optimize_opts *opts) {
     rc = sl_trace_from_json(&t0, js, strlen(js), opts->trace->origin);
     sl__free(js);
   } else {
-    rc = trace_of(&t0, p, opts->trace_seconds, 0, opts->machine);
+    rc = trace_of(&t0, p, opts->trace_seconds, trace_warmup(opts->trace_seconds), opts->machine, false, 0);
   }
   if (rc) goto done;
+  if ((rc = long_enough(&t0, &rep, p, opts))) goto done;
+  /* Measured runs need as many elements as a trace: a slow pipeline is measured for longer. */
+  if (o.measure_seconds > 0 && sl_trace_throughput(t0) > 0)
+    o.measure_seconds = fmax(o.measure_seconds, fmin(1.5 * SL_PLAN_MIN_ELEMENTS / sl_trace_throughput(t0), SL__PLAN_MAX_TRACE));
+  res.trace_elements = t0->elements;
+  res.repeated_input = rep;
   res.baseline = sl_trace_throughput(t0);
   res.other_load = t0->machine.other_load;
   {
@@ -187,7 +315,13 @@ int sl_optimize(sl_plan **out, sl_pipeline *p, const sl_optimize_opts *opts) {
     sl_pipeline *q = NULL;
     if ((rc = seq_variant(&q, t0, p, &opts->plan))) goto done;
     if (q) {
-      rc = trace_of(&ts, q, opts->trace_seconds, 0, &t0->machine);
+      rc = trace_of(&ts, q, t0->seconds, trace_warmup(t0->seconds), &t0->machine, rep, 0);
+      if (!rc && ts->elements < SL_PLAN_MIN_ELEMENTS) { /* the sequential variant is slower: trace it longer */
+        sl_trace_free(ts);
+        ts = NULL;
+        rc = trace_of(&ts, q, SL__PLAN_MAX_TRACE, trace_warmup(t0->seconds), &t0->machine, rep,
+                      (int64_t)(1.5 * SL_PLAN_MIN_ELEMENTS));
+      }
       sl_pipeline_free(q);
       if (rc) goto done;
       keep_autotune_marks(ts, t0);
@@ -200,7 +334,7 @@ int sl_optimize(sl_plan **out, sl_pipeline *p, const sl_optimize_opts *opts) {
   if (opts->measure_seconds > 0) {
     for (;;) {
       sl_trace *tm = NULL;
-      if ((rc = measure_plan(&tm, plan, p, opts, &t0->machine))) goto done;
+      if ((rc = measure_plan(&tm, plan, p, opts, &t0->machine, rep))) goto done;
       double measured = sl_trace_throughput(tm);
       if (tm->machine.other_load > res.other_load) res.other_load = tm->machine.other_load;
       double hcpu = sl__plan_handoff_cpu(plan), mcpu = sl_plan_cpu_per_element(plan);
@@ -262,7 +396,7 @@ int sl_optimize(sl_plan **out, sl_pipeline *p, const sl_optimize_opts *opts) {
         goto done;
       }
       if (fr == 0) {
-        if ((rc = measure_plan(&tm, plan, p, opts, &t0->machine))) goto done;
+        if ((rc = measure_plan(&tm, plan, p, opts, &t0->machine, rep))) goto done;
         double measured = sl_trace_throughput(tm);
         if (measured > 1.10 * best_measured) {
           sl_plan_free(best);
@@ -285,7 +419,7 @@ int sl_optimize(sl_plan **out, sl_pipeline *p, const sl_optimize_opts *opts) {
       sl_trace *tm = NULL;
       if ((rc = sequential_plan(&plan, tc ? tc : tb, &opts->plan, hscale))) goto done;
       plan->seq_trace = ts != NULL;
-      if ((rc = measure_plan(&tm, plan, p, opts, &t0->machine))) goto done;
+      if ((rc = measure_plan(&tm, plan, p, opts, &t0->machine, rep))) goto done;
       double measured = sl_trace_throughput(tm);
       if (measured * 1.10 >= best_measured) {
         sl_plan_free(best);
@@ -301,31 +435,57 @@ int sl_optimize(sl_plan **out, sl_pipeline *p, const sl_optimize_opts *opts) {
       plan = NULL;
       res.rounds++;
     }
-    /* Never slower than what the caller gave: when the input, as traced, ran clearly faster than every plan
-     * measured, the result is the input's own configuration, if it is within the budgets (the caller's --cores
-     * or --consumer-cores below the machine, or --memory below what it holds, rule it out). */
-    if (res.baseline > 1.10 * best_measured) {
-      if ((rc = sl__plan_solve(&plan, t0, &opts->plan, hscale)) || (rc = sl__plan_as_traced(plan))) goto done;
-      if (plan->C < t0->machine.cores - 1e-9 || plan->mem > plan->M) {
-        sl_plan_free(plan);
-        plan = NULL;
-      }
-    }
-    if (plan) {
-      sl_plan_free(best);
-      best = plan;
-      plan = NULL;
-      best_measured = res.baseline;
-      res.measured_cpu = t0->elements ? t0->process_cpu / (double)t0->elements : 0;
-      res.measure_other_load = t0->machine.other_load;
-      res.kept_input = true;
-    }
     plan = best;
     best = NULL;
     res.measured = best_measured;
+    /* Never slower than what the caller gave. One run each decides little on a shared machine: the plan and the
+     * input are run alternately, SL__PLAN_CHECK_ROUNDS short runs each, and compared by their medians. When the
+     * plan's median is below SL_PLAN_KEEP_RATIO of the input's, the result is the input's own configuration
+     * ("autotune" knobs at the values they resolved to), unless the input holds more than the memory budget. The
+     * caller's --cores/--consumer-cores do not exempt a plan: the runs here have no consumer either, and a plan
+     * slower than its input on them (on 2 cores with --consumer-cores 1, a plan without the input's prefetch
+     * measured 0.62-0.77x) is no plan to hand back. */
+    {
+      sl_pipeline *q = NULL;
+      char *js = NULL;
+      double mi = 0, mp = 0, secs = opts->measure_seconds / SL__PLAN_CHECK_ROUNDS;
+      if ((rc = sl_plan_spec_json(&js, plan))) goto done;
+      rc = sl_pipeline_from_json(&q, js, strlen(js), sl__pipeline_origin(p));
+      sl__free(js);
+      if (!rc) rc = alternate(&mi, &mp, p, q, SL__PLAN_CHECK_ROUNDS, secs, &t0->machine, rep);
+      sl_pipeline_free(q);
+      if (rc) goto done;
+      res.baseline = mi;
+      res.measured = mp;
+      res.checked = true;
+      if (mp < SL_PLAN_KEEP_RATIO * mi) {
+        sl_plan *in = NULL;
+        if ((rc = sl__plan_solve(&in, t0, &opts->plan, hscale)) || (rc = sl__plan_as_traced(in))) {
+          sl_plan_free(in);
+          goto done;
+        }
+        if (in->mem <= in->M) {
+          sl_plan_free(plan);
+          plan = in;
+          res.measured = mi;
+          res.measured_cpu = t0->elements ? t0->process_cpu / (double)t0->elements : 0;
+          res.measure_other_load = t0->machine.other_load;
+          res.kept_input = true;
+        } else {
+          sl_plan_free(in);
+        }
+      }
+    }
   }
   res.predicted = sl_plan_predicted(plan);
   res.bound = sl_plan_bound(plan);
+  /* The bound holds for runs that spend at least its CPU per element (throughput <= cores / CPU per element). A
+   * measured run of the final plan that spent less (decode costs that vary with the data, caches warmer than in
+   * the trace) could exceed it: the bound is then taken at that run's CPU per element, and the result says so. */
+  if (res.measured_cpu > 0 && !strcmp(sl_plan_limit(plan), "cpu") && plan->C / res.measured_cpu > res.bound) {
+    res.bound = plan->C / res.measured_cpu;
+    res.bound_from_run = true;
+  }
   res.model_cpu = sl_plan_cpu_per_element(plan);
   if (res.measured > 0 && res.measure_other_load >= 0)
     res.predicted_free = sl_plan_predict_on(plan, fmax(plan->C - res.measure_other_load, 0.05));

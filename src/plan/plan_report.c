@@ -63,6 +63,26 @@ static int wrap_prose(sl__str *out, const char *text, int width) {
 
 static int prose_of(const sl_plan *P, sl__str *s);
 
+/* The table's and the JSON's word for what an op's wall time beyond its CPU was. */
+static const char *wait_word(int w) { return w == SL__WAIT_IO ? "I/O" : w == SL__WAIT_CORE ? "core" : ""; }
+static const char *wait_json(int w) { return w == SL__WAIT_IO ? "io" : w == SL__WAIT_CORE ? "core" : "none"; }
+
+/* One short sentence on the ops that waited for a core (wall time at least 1.5x their CPU while runnable: the cores
+ * ran other threads, this process's or others'), which more threads cannot fix and which is not I/O. */
+static int core_waits(const sl_plan *P, sl__str *s) {
+  int rc = 0, n = 0;
+  for (int i = 0; i < P->nops; i++) {
+    const sl__pm_op *o = &P->ops[i];
+    if (o->waits != SL__WAIT_CORE || o->busy_wall < 1.5 * o->c) continue;
+    if (n < 4) rc |= sl__str_printf(s, "%s%s", n ? ", " : "Waiting for a core, not I/O: ", o->path);
+    n++;
+  }
+  if (n)
+    rc |= sl__str_printf(s, "%s (%.1f of %.3g cores busy%s).\n", n > 4 ? ", ..." : "", P->busy_cores, P->machine.cores,
+                         P->saturated ? ", CPU-saturated" : "");
+  return rc;
+}
+
 static int text_report(const sl_plan *P, sl__str *s, sl__str *out_table) {
   char a[32], b[32], c[32], d[32], nm[64];
   double sc = total_c(P);
@@ -79,16 +99,17 @@ static int text_report(const sl_plan *P, sl__str *s, sl__str *out_table) {
                                "predicted", P->machine.other_load);
   if (!rc) rc |= wrap_prose(s, hdr.s, 100);
   sl__str_dispose(&hdr);
-  rc |= sl__str_printf(s, "\n%-17s %-18s %6s %8s %9s %4s %5s %5s\n", "op", "what", "visits", "cpu/out", "rate/core",
-                       "par", "cpu%", "util");
+  rc |= sl__str_printf(s, "\n%-17s %-18s %6s %8s %9s %4s %5s %5s %4s\n", "op", "what", "visits", "cpu/out", "rate/core",
+                       "par", "cpu%", "util", "wait");
   for (int i = 0; i < P->nops; i++) {
     const sl__pm_op *o = &P->ops[i];
     name_of(o, nm, sizeof nm);
     char path[24];
     snprintf(path, sizeof path, "%s%s", o->nested ? " " : "", o->path);
-    rc |= sl__str_printf(s, "%-17.17s %-18.18s %6.3g %8s %9s %4lld %4.0f%% %4.0f%%%s\n", path, nm, o->V,
+    rc |= sl__str_printf(s, "%-17.17s %-18.18s %6.3g %8s %9s %4lld %4.0f%% %4.0f%% %4s%s\n", path, nm, o->V,
                          sl__fmt_usec(a, sizeof a, o->c), o->c > 0 ? sl__fmt_si(b, sizeof b, 1.0 / o->c) : "-", (long long)o->par0,
-                         sc > 0 ? 100.0 * o->c / sc : 0, 100.0 * util(P, o), i == P->bottleneck ? "  <- bottleneck" : "");
+                         sc > 0 ? 100.0 * o->c / sc : 0, 100.0 * util(P, o), wait_word(o->waits),
+                         i == P->bottleneck ? "  <- bottleneck" : "");
   }
   rc |= sl__str_printf(s, "\n");
   sl__str table = *s; /* the prose goes to its own buffer, then is re-flowed onto the table */
@@ -196,6 +217,7 @@ static int prose_of(const sl_plan *P, sl__str *s) {
   else
     rc |= sl__str_printf(s, " More memory: no gain.");
   rc |= sl__str_printf(s, "\n");
+  rc |= core_waits(P, s);
   return rc;
 }
 
@@ -234,6 +256,8 @@ static json_t *json_report(const sl_plan *P) {
                                          (json_int_t)sl_plan_buffer(P, i)));
     double rate = sl_plan_op_rate(P, i);
     json_object_set_new(json_array_get(ops, (size_t)i), "rate", isfinite(rate) ? json_real(rate) : json_null());
+    json_object_set_new(json_array_get(ops, (size_t)i), "waits", json_string(wait_json(o->waits)));
+    json_object_set_new(json_array_get(ops, (size_t)i), "wall_seconds_per_output", json_real(o->busy_wall));
   }
   for (int k = 0; k < P->ncands; k++) {
     const sl__pm_cache *c = &P->cands[k];
@@ -247,6 +271,8 @@ static json_t *json_report(const sl_plan *P) {
   json_object_set_new(r, "pipeline", json_string(json_is_string(name) ? json_string_value(name) : "pipeline"));
   json_object_set_new(r, "traced", json_pack("{s:f, s:f, s:f}", "elements", P->N, "seconds", P->T, "throughput",
                                              P->traced_rate));
+  json_object_set_new(r, "busy_cores", json_real(P->busy_cores));
+  json_object_set_new(r, "cpu_saturated", json_boolean(P->saturated));
   json_object_set_new(r, "budget", json_pack("{s:f, s:f, s:f, s:f}", "cores", P->C, "memory", P->M, "disk_bandwidth",
                                              P->B, "other_load", P->machine.other_load));
   json_object_set_new(r, "ops", ops);

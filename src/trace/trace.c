@@ -199,6 +199,35 @@ static int fill_op(sl__trace_op *to, const sl_op_stats *s, json_t *spec) {
   return 0;
 }
 
+int sl__trace_from_counters(sl_trace **out, json_t *spec, const char *origin, const sl_machine *m,
+                            const sl_op_stats *now, const sl_op_stats *base, int nops, double seconds,
+                            double process_cpu, double run_delay) {
+  *out = NULL;
+  sl_trace *t = sl__calloc(1, sizeof *t);
+  if (!t) return sl__oom("a trace");
+  t->spec = json_deep_copy(spec);
+  t->origin = sl__strdup(origin ? origin : "<live>");
+  t->ops = sl__calloc((size_t)nops, sizeof *t->ops);
+  int rc = !t->spec || !t->origin || !t->ops ? sl__oom("a trace") : 0;
+  t->machine = *m;
+  t->seconds = seconds;
+  t->process_cpu = process_cpu;
+  t->run_delay = run_delay > 0 ? run_delay : 0;
+  for (int i = 0; i < nops && !rc; i++) {
+    sl_op_stats s = now[i];
+    if (base) stats_delta(&s, &base[i]);
+    if (s.parent == -1) t->elements = s.elements_out;
+    rc = fill_op(&t->ops[i], &s, t->spec);
+    t->nops = i + 1;
+  }
+  if (rc) {
+    sl_trace_free(t);
+    return rc;
+  }
+  *out = t;
+  return 0;
+}
+
 /* A watchdog that cancels the run at its deadline, so that a pipeline stuck on a slow element cannot hold the
  * trace past its time limit. */
 typedef struct {

@@ -45,4 +45,11 @@ bool sl__is_knob(const char *op_kind, const char *key);
  * the pipelines two specs describe. Returns a JSON array (new reference) or NULL on OOM. */
 json_t *sl__spec_identity(json_t *spec);
 
+/* A trace made from live counters (an online tuner's window): the counters `now` minus `base` (NULL: none) of
+ * nops ops of a pipeline with spec `spec` (copied), over `seconds` of wall time in which the process spent
+ * `process_cpu` CPU seconds. SL_ENOMEM on failure. */
+int sl__trace_from_counters(sl_trace **out, json_t *spec, const char *origin, const sl_machine *m,
+                            const sl_op_stats *now, const sl_op_stats *base, int nops, double seconds,
+                            double process_cpu, double run_delay);
+
 #endif

@@ -23,7 +23,8 @@ for c in trace analyze optimize; do
   "$CLI" "$c" --help | grep -q "usage: sluice $c" || fail "$c --help"
 done
 
-"$CLI" trace "$D/spin.json" --seconds 0.6 -o "$D/t.json" 2> "$D/trace.err"
+# Elements, not seconds: a loaded machine must still give the planner its 32 elements (--take ends it early).
+"$CLI" trace "$D/spin.json" --seconds 60 --take 600 -o "$D/t.json" 2> "$D/trace.err"
 grep -q '"format": "sluice-trace"' "$D/t.json" || fail "trace format"
 grep -q 'elements in' "$D/trace.err" || fail "trace summary"
 

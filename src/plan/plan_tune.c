@@ -1,0 +1,332 @@
+/* plan/plan_tune.c: the online tuner (`sluice run --tuner sluice`, sl_pipeline_tune): the planner's model and LP,
+ * re-solved from the pipeline's always-on counters while it runs. Every interval it makes a trace of the window's
+ * counters, and when the model's costs drifted (or nothing was solved yet) solves the plan and sets the running
+ * pipeline's "autotune" knobs (parallelism, prefetch depth), logging each change with its reason in one line. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "ops/engine_int.h"
+#include "plan/plan_int.h"
+
+/* The least predicted gain (over the knobs in force, on the same model) worth changing knobs for. */
+#define SL__TUNE_MIN_GAIN 0.05
+
+typedef struct tune_change {
+  double t;           /* seconds since the tuner started */
+  int op;
+  const char *knob;   /* "parallelism" or "buffer" (static strings) */
+  int64_t from, to;
+  char why[320];
+} tune_change;
+
+struct sl_tuner {
+  sl_pipeline *p;
+  sl_tune_opts opts;
+  json_t *spec;        /* copy of the pipeline's spec, taken on the owner's thread */
+  char *origin;
+  sl_machine m;
+  int nops;
+  pthread_t thread;
+  pthread_mutex_t mu;  /* guards stop and the log */
+  pthread_cond_t cv;
+  bool stop;
+  bool settle;         /* knobs changed: the next window re-bases the costs instead of testing drift (tuner thread) */
+  atomic_int solves;
+  tune_change *log;
+  int nlog, caplog;
+  double *c_solved;    /* each op's CPU per output element at the last solve (-1: none yet) */
+  uint64_t t0;
+};
+
+static double proc_cpu_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void log_change(sl_tuner *a, int op, const char *knob, int64_t from, int64_t to, const char *why) {
+  pthread_mutex_lock(&a->mu);
+  if (a->nlog == a->caplog) {
+    int cap = a->caplog ? 2 * a->caplog : 16;
+    tune_change *n = sl__realloc(a->log, (size_t)cap * sizeof *n);
+    if (!n) { /* the change was made; only its line is lost */
+      pthread_mutex_unlock(&a->mu);
+      return;
+    }
+    a->log = n;
+    a->caplog = cap;
+  }
+  tune_change *c = &a->log[a->nlog++];
+  c->t = (double)(sl__now_ns() - a->t0) * 1e-9;
+  c->op = op;
+  c->knob = knob;
+  c->from = from;
+  c->to = to;
+  snprintf(c->why, sizeof c->why, "%s", why);
+  pthread_mutex_unlock(&a->mu);
+}
+
+/* The largest change of an op's CPU per output element since the reference window, relative to the larger of
+ * the two, among ops that cost at least 10% of the total (a cheap op's sampling noise is no drift). INFINITY when
+ * there is no reference yet. */
+static double drift_of(const sl_tuner *a, const sl_plan *P) {
+  double total = 0, d = 0;
+  for (int i = 0; i < P->nops; i++) total += P->ops[i].c;
+  for (int i = 0; i < P->nops; i++) {
+    double c = P->ops[i].c, c0 = a->c_solved[i];
+    if (c0 < 0) return INFINITY;
+    if (fmax(c, c0) < 0.10 * total) continue;
+    double r = fabs(c - c0) / fmax(fmax(c, c0), 1e-12);
+    if (r > d) d = r;
+  }
+  return d;
+}
+
+/* One window: model it, and when it drifted, solve and set the knobs. */
+static void tune_window(sl_tuner *a, const sl_op_stats *now, const sl_op_stats *base, double secs, double cpu) {
+  sl_trace *t = NULL;
+  sl_plan *M = NULL, *P = NULL;
+  if (sl__trace_from_counters(&t, a->spec, a->origin, &a->m, now, base, a->nops, secs, cpu, 0)) goto out;
+  sl_plan_opts po = a->opts.plan;
+  po.knobs = SL_PLAN_KNOBS_AUTOTUNE;
+  po.no_cache = true;    /* a live pipeline cannot take a new op */
+  po.no_prefetch = true;
+  if (sl__plan_opts_resolve(&po, &po, true, SL_PLAN_KNOBS_AUTOTUNE)) goto out;
+  /* The model alone (cheap) says whether the costs moved; only then is the plan solved again. */
+  M = sl__calloc(1, sizeof *M);
+  if (!M) goto out;
+  M->opts = po;
+  if (sl__plan_model(M, t, &po)) goto out;
+  /* The window after a change ran under the new knobs: its costs (hand-offs included) are the new reference,
+   * not a drift; re-solving on them would chase the tuner's own changes. */
+  if (a->settle) {
+    a->settle = false;
+    for (int i = 0; i < a->nops; i++) a->c_solved[i] = M->ops[i].c;
+    goto out;
+  }
+  double drift = drift_of(a, M);
+  double thr = a->opts.drift > 0 ? a->opts.drift : 0.2;
+  if (!(drift > thr)) goto out;
+  if (sl__plan_solve(&P, t, &po, 1.0)) goto out;
+  atomic_fetch_add(&a->solves, 1);
+  for (int i = 0; i < a->nops; i++) a->c_solved[i] = M->ops[i].c;
+  /* Change knobs only for a predicted gain of at least SL__TUNE_MIN_GAIN over the knobs in force (on the same
+   * model): a marginal gain is within the model's error and not worth the churn. */
+  int64_t *cur = sl__calloc((size_t)a->nops, sizeof *cur);
+  if (!cur) goto out;
+  for (int i = 0; i < a->nops; i++) cur[i] = P->ops[i].par0;
+  double now_x = sl__plan_eval(P, cur, -1, P->C);
+  sl__free(cur);
+  double measured = sl_trace_throughput(t);
+  /* Nor when the plan's prediction does not beat what the window measured: the model's costs from one window of a
+   * running pipeline (sampled, under time-sharing) can be low or high, and a change it cannot justify against the
+   * measurement is not made. */
+  if (!(P->predicted > (1 + SL__TUNE_MIN_GAIN) * fmax(now_x, measured))) goto out;
+  double pred = sl_plan_predicted(P);
+  bool changed = false;
+  /* The op to name: under a CPU limit (the LP's sum over all ops) the costliest one, which gains most from cores;
+   * the per-op rates of a live window are blurred by its waits on locks and hand-offs. */
+  int b = sl_plan_bottleneck(P);
+  double total = 0;
+  for (int i = 0; i < P->nops; i++) total += P->ops[i].c;
+  if (!strcmp(sl_plan_limit(P), "cpu"))
+    for (int i = 0; i < P->nops; i++)
+      if (b < 0 || P->ops[i].c > P->ops[b].c) b = i;
+  char why[320];
+  char dr[64];
+  if (isinf(drift)) snprintf(dr, sizeof dr, "first solve");
+  else snprintf(dr, sizeof dr, "drift: a stage's CPU/element moved %.0f%%", 100 * drift);
+  if (b >= 0)
+    snprintf(why, sizeof why, "%s; bottleneck %s (%s %s) %.0f%% of CPU, %.0f elem/s per core; predicted %.0f elem/s "
+             "(%+.0f%% over the knobs in force; %.0f measured in the last %.1f s)", dr, P->ops[b].path, P->ops[b].op, P->ops[b].label,
+             total > 0 ? 100 * P->ops[b].c / total : 0, P->ops[b].c > 0 ? 1 / P->ops[b].c : 0, pred,
+             now_x > 0 ? 100 * (pred / now_x - 1) : 0, measured, secs);
+  else
+    snprintf(why, sizeof why, "%s; predicted %.0f elem/s", dr, pred);
+  for (int i = 0; i < a->nops; i++) {
+    sl__op *op = sl__pipeline_op(a->p, i);
+    if (op->par_autotune && P->par[i] > 0) {
+      int64_t want = P->par[i] < op->parallelism ? P->par[i] : op->parallelism; /* workers that exist */
+      int was = atomic_load_explicit(&op->active_par, memory_order_relaxed);
+      if (want >= 1 && want != was) {
+        atomic_store_explicit(&op->active_par, (int)want, memory_order_relaxed);
+        log_change(a, i, "parallelism", was, want, why);
+        changed = true;
+      }
+    }
+    if (op->buf_autotune && !strcmp(op->vt->kind, "prefetch") && P->buf[i] > 0) {
+      int was = atomic_load_explicit(&op->active_buf, memory_order_relaxed);
+      if (P->buf[i] != was) {
+        atomic_store_explicit(&op->active_buf, (int)P->buf[i], memory_order_relaxed);
+        log_change(a, i, "buffer", was, P->buf[i], why);
+        changed = true;
+      }
+    }
+  }
+  a->settle = changed;
+out:
+  if (M) sl_plan_free(M);
+  sl_plan_free(P);
+  sl_trace_free(t);
+}
+
+static void *tune_main(void *arg) {
+  sl_tuner *a = arg;
+  size_t n = (size_t)a->nops;
+  sl_op_stats *base = sl__calloc(n, sizeof *base), *now = sl__calloc(n, sizeof *now);
+  double interval = a->opts.interval > 0 ? a->opts.interval : 1.0;
+  int root = sl__pipeline_root(a->p)->index;
+  uint64_t tw = sl__now_ns();
+  double cw = proc_cpu_now();
+  if (base)
+    for (int i = 0; i < a->nops; i++) sl_pipeline_op_stats(&base[i], a->p, i);
+  pthread_mutex_lock(&a->mu);
+  while (!a->stop && base && now) {
+    uint64_t until = sl__now_ns() + (uint64_t)(interval * 1e9);
+    while (!a->stop && sl__now_ns() < until) {
+      uint64_t left_ms = (until - sl__now_ns()) / 1000000;
+      sl__cond_wait_ms(&a->cv, &a->mu, (int)(left_ms > 50 ? 50 : left_ms + 1));
+    }
+    if (a->stop) break;
+    pthread_mutex_unlock(&a->mu);
+    for (int i = 0; i < a->nops; i++) sl_pipeline_op_stats(&now[i], a->p, i);
+    /* A window needs enough output elements to model; a short one grows into the next interval. */
+    if (now[root].elements_out >= base[root].elements_out + SL_PLAN_MIN_ELEMENTS) {
+      uint64_t t1 = sl__now_ns();
+      double c1 = proc_cpu_now();
+      tune_window(a, now, base, (double)(t1 - tw) * 1e-9, c1 - cw);
+      sl_op_stats *x = base;
+      base = now;
+      now = x;
+      tw = t1;
+      cw = c1;
+    }
+    pthread_mutex_lock(&a->mu);
+  }
+  pthread_mutex_unlock(&a->mu);
+  sl__free(base);
+  sl__free(now);
+  sl__plan_lp_thread_done();
+  return NULL;
+}
+
+int sl_pipeline_tune(sl_tuner **out, sl_pipeline *p, const sl_tune_opts *opts) {
+  *out = NULL;
+  sl_tune_opts def = SL_TUNE_OPTS_INIT;
+  if (!opts) opts = &def;
+  if (opts->version != SL_TUNE_OPTS_VERSION)
+    return sl__err(SL_EINVAL, "sl_tune_opts version %d, expected %d", opts->version, SL_TUNE_OPTS_VERSION);
+  if (opts->interval < 0 || opts->drift < 0)
+    return sl__err(SL_EINVAL, "sl_tune_opts: interval and drift must not be negative");
+  sl_tuner *a = sl__calloc(1, sizeof *a);
+  if (!a) return sl__oom("the tuner");
+  a->p = p;
+  a->opts = *opts;
+  a->nops = sl_pipeline_op_count(p);
+  a->spec = json_deep_copy(sl__pipeline_spec(p));
+  a->origin = sl__strdup(sl__pipeline_origin(p) ? sl__pipeline_origin(p) : "<spec>");
+  a->c_solved = sl__calloc((size_t)a->nops, sizeof *a->c_solved);
+  int rc = !a->spec || !a->origin || !a->c_solved ? sl__oom("the tuner") : 0;
+  if (!rc) rc = sl_machine_probe(&a->m, NULL, 0);
+  if (!rc) {
+    for (int i = 0; i < a->nops; i++) a->c_solved[i] = -1;
+    pthread_mutex_init(&a->mu, NULL);
+    pthread_cond_init(&a->cv, NULL);
+    atomic_init(&a->solves, 0);
+    a->t0 = sl__now_ns();
+    if (pthread_create(&a->thread, NULL, tune_main, a)) {
+      pthread_mutex_destroy(&a->mu);
+      pthread_cond_destroy(&a->cv);
+      rc = sl__err(SL_ERROR, "cannot start the tuner thread");
+    }
+  }
+  if (rc) {
+    json_decref(a->spec);
+    sl__free(a->origin);
+    sl__free(a->c_solved);
+    sl__free(a);
+    return rc;
+  }
+  *out = a;
+  return 0;
+}
+
+int sl_tuner_solves(const sl_tuner *a) { return atomic_load(&((sl_tuner *)a)->solves); }
+
+int sl_tuner_changes(const sl_tuner *a) {
+  sl_tuner *m = (sl_tuner *)a;
+  pthread_mutex_lock(&m->mu);
+  int n = m->nlog;
+  pthread_mutex_unlock(&m->mu);
+  return n;
+}
+
+int sl_tuner_log(char **out, const sl_tuner *a, bool json) {
+  *out = NULL;
+  sl_tuner *m = (sl_tuner *)a;
+  json_t *arr = json ? json_array() : NULL;
+  size_t cap = 256, len = 0;
+  char *s = json ? NULL : sl__malloc(cap);
+  if (json ? !arr : !s) return sl__oom("the tuner's log");
+  if (s) s[0] = 0;
+  int rc = 0;
+  pthread_mutex_lock(&m->mu);
+  for (int i = 0; i < m->nlog && !rc; i++) {
+    const tune_change *c = &m->log[i];
+    sl_op_stats st;
+    sl_pipeline_op_stats(&st, m->p, c->op);
+    if (json) {
+      json_t *o = json_pack("{s:f, s:s, s:s, s:s, s:s, s:I, s:I, s:s}", "t", c->t, "op", st.path, "kind", st.op, "fn",
+                            st.label, "knob", c->knob, "from", (json_int_t)c->from, "to", (json_int_t)c->to, "reason",
+                            c->why);
+      if (!o || json_array_append_new(arr, o)) rc = sl__oom("the tuner's log");
+    } else {
+      char line[600];
+      int k = snprintf(line, sizeof line, "%7.2fs %s (%s %s) %s %lld -> %lld: %s\n", c->t, st.path, st.op, st.label,
+                       c->knob, (long long)c->from, (long long)c->to, c->why);
+      size_t need = len + (size_t)(k > 0 ? k : 0) + 1;
+      if (need > cap) {
+        size_t nc = need * 2;
+        char *ns = sl__realloc(s, nc);
+        if (!ns) {
+          rc = sl__oom("the tuner's log");
+          break;
+        }
+        s = ns;
+        cap = nc;
+      }
+      memcpy(s + len, line, (size_t)k + 1);
+      len += (size_t)k;
+    }
+  }
+  pthread_mutex_unlock(&m->mu);
+  if (json && !rc) {
+    s = json_dumps(arr, JSON_COMPACT);
+    if (!s) rc = sl__oom("the tuner's log");
+  }
+  json_decref(arr);
+  if (rc) {
+    sl__free(s);
+    return rc;
+  }
+  *out = s;
+  return 0;
+}
+
+void sl_tuner_stop(sl_tuner *a) {
+  if (!a) return;
+  pthread_mutex_lock(&a->mu);
+  a->stop = true;
+  pthread_cond_broadcast(&a->cv);
+  pthread_mutex_unlock(&a->mu);
+  pthread_join(a->thread, NULL);
+  pthread_mutex_destroy(&a->mu);
+  pthread_cond_destroy(&a->cv);
+  json_decref(a->spec);
+  sl__free(a->origin);
+  sl__free(a->c_solved);
+  sl__free(a->log);
+  sl__free(a);
+}

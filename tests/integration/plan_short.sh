@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# plan_short.sh: `sluice optimize` on too-short traces (a finite input that ends after 5 elements is traced and
+# measured repeated (and the written spec does not repeat); a given trace that saw too few elements is refused
+# with how many it saw and needs; the final comparison with the input runs alternately), and `run --tuner sluice`.
+# Never asserts on speed.
+set -euo pipefail
+CLI=${SL_CLI:?}
+D=$(mktemp -d)
+trap 'rm -rf "$D"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+cat > "$D/tiny.json" <<'J'
+{"name": "tiny", "ops": [{"op": "range", "stop": 5},
+  {"op": "map", "fn": "spin", "args": {"us": 200}, "parallelism": "autotune"}, {"op": "prefetch", "buffer": 2}]}
+J
+
+# A given trace of 5 elements: refused, saying how many it saw and how many planning needs.
+"$CLI" trace "$D/tiny.json" -o "$D/t.json" 2> "$D/tr.err"
+grep -q 'warning: the trace saw 5 output elements; the planner needs at least 32' "$D/tr.err" || { cat "$D/tr.err"; fail "trace warns"; }
+"$CLI" analyze "$D/t.json" > /dev/null 2> "$D/an.err" || true
+grep -q 'saw 5 output elements; at least 32 are needed' "$D/an.err" || { cat "$D/an.err"; fail "analyze warns"; }
+if "$CLI" optimize "$D/tiny.json" --trace "$D/t.json" --measure 0 -o "$D/x.json" 2> "$D/e1"; then
+  fail "optimize planned from a trace of 5 elements"
+fi
+grep -q 'saw 5 output elements' "$D/e1" || { cat "$D/e1"; fail "refusal names what the trace saw"; }
+grep -q 'needs at least 32' "$D/e1" || { cat "$D/e1"; fail "refusal names what planning needs"; }
+[ ! -e "$D/x.json" ] || fail "a spec was written after a refusal"
+
+# Let optimize trace: the input is repeated for the trace and the measurements only.
+"$CLI" optimize "$D/tiny.json" -o "$D/tuned.json" --seconds 0.3 --measure 0.6 --json > "$D/o.json"
+python3 - "$D/o.json" "$D/tuned.json" <<'P' || fail "optimize of a 5-element input"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["status"] == "ok", r
+assert r["repeated_input"] is True, r
+assert r["trace_elements"] >= r["min_trace_elements"] == 32, r
+assert r["alternating"] is True, r
+assert r["bound_from_run"] in (True, False), r
+# never slower: either the plan measured at least 0.97x the input (medians of alternating runs) or the input is kept
+assert r["kept_input"] or r["measured"] >= 0.97 * r["baseline"], r
+t = json.load(open(sys.argv[2]))
+ops = [o["op"] for o in t["ops"]]
+assert "repeat" not in ops, ops
+assert t["ops"][0] == {"op": "range", "stop": 5}, t["ops"][0]
+P
+"$CLI" optimize "$D/tiny.json" -o "$D/tuned2.json" --seconds 0.3 --measure 0.6 > "$D/o.txt" 2>&1
+grep -q 'too few elements to plan from (at least 32 needed)' "$D/o.txt" || { cat "$D/o.txt"; fail "text names the repeat"; }
+grep -q 'median of runs alternating' "$D/o.txt" || { cat "$D/o.txt"; fail "text names the alternating runs"; }
+# The online tuner: `run --tuner sluice` lists its changes (each with its reason) in --json and in the text.
+cat > "$D/spin4a.json" <<'J'
+{"name": "spin4a", "ops": [{"op": "range", "stop": 100000000},
+  {"op": "map", "fn": "spin", "args": {"us": 10}, "parallelism": "autotune"},
+  {"op": "map", "fn": "spin", "args": {"us": 100}, "parallelism": "autotune"},
+  {"op": "prefetch", "buffer": "autotune"}]}
+J
+"$CLI" run "$D/spin4a.json" --seconds 2.5 --tuner sluice --json > "$D/r.json"
+python3 - "$D/r.json" <<'P' || fail "run --tuner sluice --json"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["status"] == "ok" and r["tuner"] == "sluice", r
+assert isinstance(r["tuner_changes"], list), r
+for c in r["tuner_changes"]:
+    assert c["knob"] in ("parallelism", "buffer") and c["from"] != c["to"] and "predicted" in c["reason"], c
+P
+"$CLI" run "$D/spin4a.json" --seconds 1.5 --tuner sluice --quiet > "$D/r.txt"
+grep -q 'tuner sluice: [0-9]* solves; changes:' "$D/r.txt" || { cat "$D/r.txt"; fail "run --tuner sluice text"; }
+if "$CLI" run "$D/spin4a.json" --tuner nonesuch 2> "$D/e3"; then fail "unknown tuner accepted"; fi
+grep -q 'known: sluice, autotune, none' "$D/e3" || { cat "$D/e3"; fail "unknown tuner message"; }
+echo ok

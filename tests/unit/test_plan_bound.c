@@ -1,0 +1,147 @@
+/* test_plan_bound.c: the LP bound as a known answer. Planted spin costs: the bound equals C / sum(c) within 1%
+ * (and 1 / c of a sequential op when that is less); the ops' sampled costs never add up to more than the process
+ * spent (they are scaled to it); and a measured run of the plan spends at least the bound's CPU per element, so
+ * that its throughput (at most cores / its CPU per element) cannot exceed the bound. Compares model quantities and
+ * CPU clocks, never wall-clock speed. SL_TEST_THREADED */
+#include <math.h>
+#include <string.h>
+
+#include "ops/engine_int.h"
+#include "plan/plan_int.h"
+#include "testutil.h"
+
+/* A trace of `spec` made from planted counters: op i made n elements and spent us[i] microseconds of CPU each. */
+static sl_trace *planted(sl_pipeline *p, const double *us, double cores, double process_cpu_extra) {
+  int n = sl_pipeline_op_count(p);
+  sl_op_stats st[8];
+  assert_true(n <= 8);
+  double sum = 0;
+  for (int i = 0; i < n; i++) {
+    assert_int_equal(sl_pipeline_op_stats(&st[i], p, i), 0);
+    st[i].elements_out = 10000;
+    st[i].elements_in = i ? 10000 : 0;
+    st[i].cpu_seconds = 10000 * us[i] * 1e-6;
+    st[i].wall_seconds = st[i].cpu_seconds;
+    sum += st[i].cpu_seconds;
+  }
+  sl_machine m;
+  memset(&m, 0, sizeof m);
+  m.cores = cores;
+  m.cpus_online = (int)cores;
+  m.mem_available = 1 << 30;
+  m.other_load = 0;
+  sl_trace *t = NULL;
+  assert_int_equal(sl__trace_from_counters(&t, sl__pipeline_spec(p), "planted", &m, st, NULL, n, 10.0,
+                                           sum + process_cpu_extra, 0),
+                   0);
+  return t;
+}
+
+#define SPIN3(par2)                                                                                              \
+  "{\"name\": \"b\", \"ops\": [{\"op\": \"range\", \"stop\": 100000000}, {\"op\": \"map\", \"fn\": \"spin\", "   \
+  "\"args\": {\"us\": 20}}, {\"op\": \"map\", \"fn\": \"spin\", \"args\": {\"us\": 100}, \"parallelism\": " par2 \
+  "}, {\"op\": \"map\", \"fn\": \"spin\", \"args\": {\"us\": 30}}]}"
+
+static void test_bound_is_C_over_sum_c(void **st) {
+  sl_pipeline *p = tu_pipeline(SPIN3("1"));
+  const double us[] = {0.1, 20, 100, 30};
+  for (double cores = 1; cores <= 8; cores *= 2) {
+    sl_trace *t = planted(p, us, cores, 0);
+    sl_plan_opts o = SL_PLAN_OPTS_INIT;
+    o.knobs = SL_PLAN_KNOBS_ALL;
+    o.handoff = SL_PLAN_HANDOFF_NONE;
+    o.no_cache = true;
+    sl_plan *pl = NULL;
+    assert_int_equal(sl_plan_solve(&pl, t, &o), 0);
+    double want = cores / 150.1e-6;
+    assert_true(fabs(sl_plan_bound(pl) / want - 1) <= 0.01);
+    assert_true(sl_plan_predicted(pl) <= sl_plan_bound(pl) * 1.0001);
+    assert_string_equal(sl_plan_limit(pl), "cpu");
+    sl_plan_free(pl);
+    sl_trace_free(t);
+  }
+  sl_pipeline_free(p);
+}
+
+/* The heavy op is fixed at parallelism 1 (only "autotune" knobs planned): on 4 cores it binds at 1 / 100 us. */
+static void test_bound_sequential_op(void **st) {
+  sl_pipeline *p = tu_pipeline(SPIN3("1"));
+  const double us[] = {0.1, 20, 100, 30};
+  sl_trace *t = planted(p, us, 4, 0);
+  sl_plan_opts o = SL_PLAN_OPTS_INIT;
+  o.knobs = SL_PLAN_KNOBS_AUTOTUNE;
+  o.handoff = SL_PLAN_HANDOFF_NONE;
+  o.no_cache = true;
+  sl_plan *pl = NULL;
+  assert_int_equal(sl_plan_solve(&pl, t, &o), 0);
+  /* The three maps share the consumer's thread: one core for 150 us of work per element. */
+  assert_true(sl_plan_bound(pl) <= 1 / 150.1e-6 * 1.01);
+  assert_true(sl_plan_bound(pl) >= 1 / 150.1e-6 * 0.99);
+  sl_plan_free(pl);
+  sl_trace_free(t);
+  sl_pipeline_free(p);
+}
+
+/* Sampled op costs that add up to more than the process spent (here by a third) are scaled to the process CPU:
+ * the bound is then C over what the process really spent per element. */
+static void test_costs_capped_by_process_cpu(void **st) {
+  sl_pipeline *p = tu_pipeline(SPIN3("1"));
+  const double us[] = {0.1, 20, 100, 30};
+  sl_trace *t = planted(p, us, 2, -10000 * 50e-6); /* the process spent 100 us per element, the ops say 150 */
+  sl_plan_opts o = SL_PLAN_OPTS_INIT;
+  o.knobs = SL_PLAN_KNOBS_ALL;
+  o.handoff = SL_PLAN_HANDOFF_NONE;
+  o.no_cache = true;
+  sl_plan *pl = NULL;
+  assert_int_equal(sl_plan_solve(&pl, t, &o), 0);
+  assert_true(fabs(sl_plan_bound(pl) / (2 / 100.1e-6) - 1) <= 0.01);
+  sl_plan_free(pl);
+  sl_trace_free(t);
+  sl_pipeline_free(p);
+}
+
+/* A real trace of planted spins (150 us of thread CPU per element): the bound's CPU per element C / bound is the
+ * planted cost (the sampled estimate within a few per cent, never above the process's), and a run of the planned
+ * spec spends at least that per element, so its throughput cannot exceed the bound. */
+static void test_measured_run_within_bound(void **st) {
+  sl_pipeline *p = tu_pipeline(SPIN3("\"autotune\""));
+  sl_trace_opts to = SL_TRACE_OPTS_INIT;
+  to.seconds = 0.6;
+  to.warmup = 0.15;
+  to.no_disk_probe = true;
+  sl_trace *t = NULL;
+  assert_int_equal(sl_trace_run(&t, p, &to), 0);
+  sl_plan_opts o = SL_PLAN_OPTS_INIT;
+  o.knobs = SL_PLAN_KNOBS_ALL;
+  o.no_cache = true;
+  sl_plan *pl = NULL;
+  assert_int_equal(sl_plan_solve(&pl, t, &o), 0);
+  double C = sl_trace_machine(t)->cores, cb = C / sl_plan_bound(pl);
+  double cpe = sl_trace_process_cpu(t) / (double)sl_trace_elements(t);
+  printf("bound %.0f elem/s on %.2f cores: %.1f us/element; the trace's process %.1f us/element\n",
+         sl_plan_bound(pl), C, cb * 1e6, cpe * 1e6);
+  assert_true(cb >= 150e-6 * 0.97); /* a spin burns its microseconds of thread CPU: sampling noise aside */
+  assert_true(cb <= cpe * 1.0001);   /* never above what the process spent */
+  char *spec = NULL;
+  assert_int_equal(sl_plan_spec_json(&spec, pl), 0);
+  sl_pipeline *q = tu_pipeline(spec);
+  sl_trace *tm = NULL;
+  assert_int_equal(sl_trace_run(&tm, q, &to), 0);
+  double cpe_m = sl_trace_process_cpu(tm) / (double)sl_trace_elements(tm);
+  printf("measured run: %.1f us/element of process CPU, %.0f elem/s\n", cpe_m * 1e6, sl_trace_throughput(tm));
+  /* throughput <= cores / cpe_m <= C / cb = bound (up to that noise) */
+  assert_true(cpe_m >= cb * 0.95); /* a run's CPU per element moves a few per cent with what shares the caches */
+  sl_trace_free(tm);
+  sl_pipeline_free(q);
+  sl_free(spec);
+  sl_plan_free(pl);
+  sl_trace_free(t);
+  sl_pipeline_free(p);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_bound_is_C_over_sum_c), cmocka_unit_test(test_bound_sequential_op),
+      cmocka_unit_test(test_costs_capped_by_process_cpu), cmocka_unit_test(test_measured_run_within_bound)};
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

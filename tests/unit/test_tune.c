@@ -1,0 +1,177 @@
+/* test_tune.c: the online tuner (sl_pipeline_tune): converging on a 4-stage spin pipeline with one heavy stage, and
+ * reacting when a stage's cost changes mid-run (a function whose cost the test sets). Asserts on the knobs the model
+ * chose and on the log's reasons, never on speed; the loops wait for the tuner's windows with a generous safety
+ * deadline only. SL_TEST_THREADED SL_TEST_TIMEOUT(400) */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "testutil.h"
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int64_t par_of(sl_pipeline *p, int i) {
+  sl_op_stats s;
+  assert_int_equal(sl_pipeline_op_stats(&s, p, i), 0);
+  return s.parallelism;
+}
+
+static bool usable_cores_2(void) {
+  sl_machine m;
+  assert_int_equal(sl_machine_probe(&m, NULL, 0), 0);
+  return m.cores >= 2;
+}
+
+/* Pulls elements until done(p, tuner) or the safety deadline (a loaded machine runs slowly, not wrongly). */
+static bool run_until(sl_iter *it, sl_pipeline *p, sl_tuner *t, bool (*done)(sl_pipeline *, sl_tuner *, void *),
+                      void *arg, double deadline) {
+  double end = now_s() + deadline;
+  sl_elem e;
+  sl_elem_init(&e);
+  while (now_s() < end) {
+    for (int k = 0; k < 64; k++) {
+      assert_int_equal(sl_iter_next(&e, it), 0);
+      sl_elem_clear(&e);
+    }
+    if (done(p, t, arg)) return true;
+  }
+  return false;
+}
+
+static bool solved_twice(sl_pipeline *p, sl_tuner *t, void *arg) { return sl_tuner_solves(t) >= 2; }
+
+#define SPIN4                                                                                                      \
+  "{\"name\": \"spin4t\", \"ops\": [{\"op\": \"range\", \"stop\": 100000000}, "                                   \
+  "{\"op\": \"map\", \"fn\": \"spin\", \"args\": {\"us\": 10}, \"parallelism\": \"autotune\"}, "                  \
+  "{\"op\": \"map\", \"fn\": \"spin\", \"args\": {\"us\": 200}, \"parallelism\": \"autotune\"}, "                 \
+  "{\"op\": \"map\", \"fn\": \"spin\", \"args\": {\"us\": 10}, \"parallelism\": \"autotune\"}, "                  \
+  "{\"op\": \"map\", \"fn\": \"spin\", \"args\": {\"us\": 10}, \"parallelism\": \"autotune\"}, "                  \
+  "{\"op\": \"prefetch\", \"buffer\": \"autotune\"}]}"
+
+/* Every autotune map starts with a worker per core. The model gives the heavy stage the cores: the tuner never
+ * takes its workers away, and every change it logs names the bottleneck and the predicted gain. */
+static void test_converges_on_spin4(void **st) {
+  sl_pipeline *p = tu_pipeline(SPIN4);
+  int64_t heavy0 = par_of(p, 2);
+  sl_tune_opts o = SL_TUNE_OPTS_INIT;
+  o.interval = 0.5;
+  sl_tuner *t = NULL;
+  assert_int_equal(sl_pipeline_tune(&t, p, &o), 0);
+  sl_iter *it = NULL;
+  assert_int_equal(sl_pipeline_iter(&it, p), 0);
+  bool ok = run_until(it, p, t, solved_twice, NULL, 120);
+  char *log = NULL, *js = NULL;
+  assert_int_equal(sl_tuner_log(&log, t, false), 0);
+  assert_int_equal(sl_tuner_log(&js, t, true), 0);
+  printf("tuner log:\n%s", log);
+  sl_iter_free(it);
+  int64_t heavy = par_of(p, 2);
+  sl_tuner_stop(t);
+  assert_true(ok); /* the tuner solved at least twice */
+  assert_int_equal(heavy, heavy0);
+  assert_true(js[0] == '[');
+  for (const char *l = log; *l;) {
+    const char *nl = strchr(l, '\n');
+    assert_non_null(nl);
+    char line[800];
+    size_t n = (size_t)(nl - l) < sizeof line - 1 ? (size_t)(nl - l) : sizeof line - 1;
+    memcpy(line, l, n);
+    line[n] = 0;
+    assert_non_null(strstr(line, "bottleneck"));
+    assert_non_null(strstr(line, "predicted"));
+    assert_non_null(strstr(line, " -> "));
+    l = nl + 1;
+  }
+  sl_free(log);
+  sl_free(js);
+  sl_pipeline_free(p);
+}
+
+/* A stage whose CPU cost per element the test sets. */
+static atomic_int g_us = 10;
+static int var_call(void *state, sl_elem *e, sl_fn_call *call) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  double end = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9 + atomic_load(&g_us) * 1e-6;
+  volatile uint64_t x = 1;
+  for (;;) {
+    for (int i = 0; i < 64; i++) x = x * 6364136223846793005ull + 1;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    if ((double)ts.tv_sec + (double)ts.tv_nsec * 1e-9 >= end) break;
+  }
+  return 0;
+}
+
+typedef struct {
+  int solves0;
+} phase2;
+static bool reacted(sl_pipeline *p, sl_tuner *t, void *arg) {
+  const phase2 *ph = arg;
+  return sl_tuner_solves(t) >= ph->solves0 + 2;
+}
+
+/* The first stage costs 10 us, the second 150 us; then the first costs 600 us. The costs drifted: the tuner solves
+ * again, and the new bottleneck (the first stage, 80% of the CPU) ends up with a worker per core; if the tuner had
+ * taken its workers away before, the change that gives them back says it was a drift. */
+static void test_reacts_to_cost_change(void **st) {
+  sl_fn_def d = {SL_FN_DEF_VERSION, 0, NULL, var_call, NULL};
+  assert_int_equal(sl_fn_register("tune_var", &d, NULL), 0);
+  atomic_store(&g_us, 10);
+  sl_pipeline *p = tu_pipeline("{\"name\": \"var\", \"ops\": [{\"op\": \"range\", \"stop\": 100000000}, "
+                               "{\"op\": \"map\", \"fn\": \"tune_var\", \"parallelism\": \"autotune\"}, "
+                               "{\"op\": \"map\", \"fn\": \"spin\", \"args\": {\"us\": 150}, \"parallelism\": "
+                               "\"autotune\"}, {\"op\": \"prefetch\", \"buffer\": \"autotune\"}]}");
+  int64_t maxpar = par_of(p, 1);
+  sl_tune_opts o = SL_TUNE_OPTS_INIT;
+  o.interval = 0.5;
+  sl_tuner *t = NULL;
+  assert_int_equal(sl_pipeline_tune(&t, p, &o), 0);
+  sl_iter *it = NULL;
+  assert_int_equal(sl_pipeline_iter(&it, p), 0);
+  bool ok1 = run_until(it, p, t, solved_twice, NULL, 120);
+  int64_t light_before = par_of(p, 1);
+  int changes_before = sl_tuner_changes(t);
+  phase2 ph = {sl_tuner_solves(t)};
+  atomic_store(&g_us, 600);
+  bool ok2 = ok1 && run_until(it, p, t, reacted, &ph, 120);
+  int64_t light_after = par_of(p, 1);
+  char *log = NULL;
+  assert_int_equal(sl_tuner_log(&log, t, false), 0);
+  printf("tuner log (the first stage's cost changed after change %d):\n%s", changes_before, log);
+  sl_iter_free(it);
+  sl_tuner_stop(t);
+  assert_true(ok1);
+  assert_true(ok2); /* the drift made the tuner solve again (twice: one window settles after a change) */
+  if (usable_cores_2()) {
+    assert_int_equal(light_after, maxpar);
+    if (light_before < maxpar) assert_non_null(strstr(log, "drift"));
+  }
+  sl_free(log);
+  sl_pipeline_free(p);
+}
+
+static void test_bad_options(void **st) {
+  sl_pipeline *p = tu_pipeline(SPIN4);
+  sl_tune_opts o = SL_TUNE_OPTS_INIT;
+  o.version = 99;
+  sl_tuner *t = NULL;
+  assert_int_equal(sl_pipeline_tune(&t, p, &o), SL_EINVAL);
+  assert_null(t);
+  o.version = SL_TUNE_OPTS_VERSION;
+  o.interval = -1;
+  assert_int_equal(sl_pipeline_tune(&t, p, &o), SL_EINVAL);
+  assert_non_null(strstr(sl_error_last(), "interval"));
+  sl_tuner_stop(NULL);
+  sl_pipeline_free(p);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_bad_options), cmocka_unit_test(test_converges_on_spin4),
+                                     cmocka_unit_test(test_reacts_to_cost_change)};
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
