@@ -47,6 +47,11 @@ typedef struct sl__jpeg_req {
   const double *scale, *ratio;
   int64_t out_h, out_w;
   int method; /* resize method for the final resize to out_h x out_w */
+  /* What `center_crop` and `resize` would do after a full decode (the planner's fusion, plan_fuse.c): a centred
+   * window of center_h x center_w or of center_frac of each side (no resize), or the whole image resized so its
+   * shorter side is `shorter`. Each > 0 when used; the unfused functions' own arithmetic. */
+  int64_t center_h, center_w, shorter;
+  double center_frac;
 } sl__jpeg_req;
 
 /* Decodes `len` bytes of JPEG into a new uint8 HWC buffer (*out, caller unrefs) of *h x *w x *c. Errors: SL_EINVAL
