@@ -24,6 +24,9 @@ int sl__resize_method_parse(int *out, const char *name, const char *path);
  * SL_ENOMEM when the resizer's scratch cannot be allocated. */
 int sl__resize_u8(const uint8_t *src, int64_t sh, int64_t sw, size_t sstride, uint8_t *dst, int64_t dh, int64_t dw,
                   int c, int method);
+/* The resizer behind sl__resize_u8's bilinear (triangle filter) and area (`box`) methods (resample_u8.c):
+ * antialiased when shrinking, fixed point, sizes >= 1. SL_ENOMEM when its filter tables cannot be allocated. */
+int sl__resample_u8(const uint8_t *src, int sh, int sw, size_t sstride, uint8_t *dst, int dh, int dw, int c, bool box);
 /* The same for float32 images. */
 int sl__resize_f32(const float *src, int64_t sh, int64_t sw, size_t sstride, float *dst, int64_t dh, int64_t dw,
                    int c, int method);
