@@ -1,4 +1,4 @@
-/* test_element.c: buffers, components and elements. */
+/* test_element.c: buffers, components and elements, and the pool of large buffers (threads: SL_TEST_THREADED). */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
