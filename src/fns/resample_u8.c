@@ -13,6 +13,7 @@
 #endif
 
 enum { PREC = 14 };
+typedef int32_t v4i __attribute__((vector_size(16)));
 
 /* The row loops are also built for AVX2 and picked at load time (the baseline x86-64 has no 32-bit SIMD multiply). */
 #if defined(__GNUC__) && defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
@@ -92,22 +93,24 @@ SL_CLONES static void hrow(const uint8_t *src, uint8_t *dst, int dw, int c, cons
     const int16_t *w = t->w + (size_t)o * (size_t)k;
     const uint8_t *s = src + (size_t)t->lo[o] * (size_t)c;
     if (c == 3) {
-      int32_t r = 0, g = 0, b = 0;
+      /* One pixel's three channels (and the next pixel's first byte, ignored: the row has padding) as 4 lanes. */
+      v4i acc = {0, 0, 0, 0};
 #define TAPS3(K)                                                                                                      \
   for (int j = 0; j < (K); j++) {                                                                                      \
-    r += w[j] * s[3 * j];                                                                                              \
-    g += w[j] * s[3 * j + 1];                                                                                          \
-    b += w[j] * s[3 * j + 2];                                                                                          \
+    v4i px = {s[3 * j], s[3 * j + 1], s[3 * j + 2], s[3 * j + 3]};                                                     \
+    acc += w[j] * px;                                                                                                  \
   }
       switch (k) { /* constant trip counts unroll */
       case 2: TAPS3(2) break;
       case 3: TAPS3(3) break;
       case 4: TAPS3(4) break;
       case 5: TAPS3(5) break;
+      case 6: TAPS3(6) break;
+      case 7: TAPS3(7) break;
       default: TAPS3(k) break;
       }
 #undef TAPS3
-      dst[0] = clamp_round(r), dst[1] = clamp_round(g), dst[2] = clamp_round(b);
+      dst[0] = clamp_round(acc[0]), dst[1] = clamp_round(acc[1]), dst[2] = clamp_round(acc[2]);
       dst += 3;
     } else if (c == 1) {
       int32_t v = 0;
@@ -142,9 +145,10 @@ int sl__resample_u8(const uint8_t *src, int sh, int sw, size_t sstride, uint8_t 
   uint8_t *mid = NULL;
   int32_t *acc = NULL;
   if (!rc) {
-    mid = sl__malloc(len);
+    mid = sl__malloc(len + 4); /* + the byte past the last pixel the 4-lane loop reads */
     acc = sl__mallocarray(len, sizeof(int32_t));
     if (!mid || !acc) rc = sl__oom("resize rows");
+    else memset(mid + len, 0, 4);
   }
   if (!rc)
     for (int o = 0; o < dh; o++) {
