@@ -19,6 +19,10 @@ char *sl__strdup(const char *s);
 char *sl__strndup(const char *s, size_t n);
 /* Like sl__malloc but of n * size with overflow check. */
 void *sl__mallocarray(size_t n, size_t size);
+/* The pool of large buffers (element.c): frees every idle buffer it holds (sl_set_allocator calls it, the blocks
+ * came from the old allocator), and the bytes it holds idle. Safe from any thread. */
+void sl__bufpool_drain(void);
+size_t sl__bufpool_idle(void);
 
 /* Sets the thread's error and returns code. */
 int sl__err(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

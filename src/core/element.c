@@ -1,6 +1,10 @@
 /* core/element.c: reference-counted buffers, components and elements.
- * Small payloads (<= SL_INLINE_BYTES) live inline in the component, so scalar elements cost no allocation. */
+ * Small payloads (<= SL_INLINE_BYTES) live inline in the component, so scalar elements cost no allocation.
+ * Large owned buffers (decoded images, crops, batches) are recycled through a bounded pool: the C library hands
+ * blocks this size out as fresh mmap()ed pages, and faulting and zeroing them cost more than the work on them. */
+#include <pthread.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/core_int.h"
@@ -8,27 +12,91 @@
 struct sl_buf {
   atomic_long refs;
   size_t size;
+  size_t cap; /* pooled buffers: the data capacity (its size class); 0 for the others */
   void *data;
   void (*release)(void *data, void *payload);
-  void *payload;
+  void *payload;        /* also the pool's free-list link */
   const char *origin;   /* text buffers: the file the bytes came from (stored after the data), else NULL */
   uint64_t origin_line; /* and their 1-based line in it */
   max_align_t owned[]; /* data of sl_buf_alloc buffers follows the header, aligned for any tensor */
 };
 
-sl_buf *sl_buf_alloc(size_t size) {
-  size_t total;
-  if (!sl__add_ok(sizeof(sl_buf), size, &total)) {
-    sl__err(SL_ENOMEM, "buffer of %zu bytes is too large", size);
-    return NULL;
+/* ---- the pool: size classes of 4 steps per doubling from 64 KiB to 1 GiB (at most 25% slack), one free list
+ * each, and a bound on the idle bytes held (SLUICE_BUFPOOL_MB, default 192; 0 turns the pool off). A buffer goes
+ * back on its last unref; past the bound it is freed. Process-wide, because elements outlive and cross pipelines;
+ * drained when the allocator changes (sl_set_allocator), since its blocks came from the previous one. */
+enum { POOL_MIN_SHIFT = 16, POOL_MAX_SHIFT = 30, POOL_CLASSES = (POOL_MAX_SHIFT - POOL_MIN_SHIFT + 1) * 4 + 1 };
+static pthread_mutex_t g_pool_mu = PTHREAD_MUTEX_INITIALIZER;
+static sl_buf *g_pool[POOL_CLASSES];
+static size_t g_pool_idle;     /* bytes of data capacity held idle */
+static long g_pool_limit = -1; /* bytes; -1 until read from the environment */
+
+/* The class of a data size and its capacity; -1 when the size is not pooled. */
+static int pool_class(size_t size, size_t *cap) {
+  if (size < ((size_t)1 << POOL_MIN_SHIFT) || size > ((size_t)1 << POOL_MAX_SHIFT)) return -1;
+  int e = 63 - __builtin_clzll((unsigned long long)(size - 1)); /* 2^e <= size - 1 < 2^(e+1) */
+  size_t step = (size_t)1 << (e - 2);
+  size_t c = (size + step - 1) & ~(step - 1);                    /* 5..8 steps of 2^(e-2) */
+  *cap = c;
+  return (e - (POOL_MIN_SHIFT - 1)) * 4 + (int)(c >> (e - 2)) - 8;
+}
+
+static size_t pool_limit(void) {
+  if (g_pool_limit < 0) {
+    const char *v = getenv("SLUICE_BUFPOOL_MB");
+    long mb = v && *v ? strtol(v, NULL, 10) : 192;
+    g_pool_limit = mb < 0 ? 0 : mb > (1L << 20) ? (1L << 40) : mb << 20;
   }
-  sl_buf *b = sl__malloc(total);
+  return (size_t)g_pool_limit;
+}
+
+void sl__bufpool_drain(void) {
+  pthread_mutex_lock(&g_pool_mu);
+  for (int k = 0; k < POOL_CLASSES; k++)
+    while (g_pool[k]) {
+      sl_buf *b = g_pool[k];
+      g_pool[k] = b->payload;
+      sl__free(b);
+    }
+  g_pool_idle = 0;
+  pthread_mutex_unlock(&g_pool_mu);
+}
+
+size_t sl__bufpool_idle(void) {
+  pthread_mutex_lock(&g_pool_mu);
+  size_t n = g_pool_idle;
+  pthread_mutex_unlock(&g_pool_mu);
+  return n;
+}
+
+sl_buf *sl_buf_alloc(size_t size) {
+  size_t cap = 0, total;
+  int k = pool_class(size, &cap);
+  sl_buf *b = NULL;
+  if (k >= 0) {
+    pthread_mutex_lock(&g_pool_mu);
+    if ((b = g_pool[k])) {
+      g_pool[k] = b->payload;
+      g_pool_idle -= cap;
+    }
+    pthread_mutex_unlock(&g_pool_mu);
+  } else {
+    cap = 0;
+  }
   if (!b) {
-    sl__err(SL_ENOMEM, "out of memory allocating a buffer of %zu bytes", size);
-    return NULL;
+    if (!sl__add_ok(sizeof(sl_buf), cap ? cap : size, &total)) {
+      sl__err(SL_ENOMEM, "buffer of %zu bytes is too large", size);
+      return NULL;
+    }
+    b = sl__malloc(total);
+    if (!b) {
+      sl__err(SL_ENOMEM, "out of memory allocating a buffer of %zu bytes", size);
+      return NULL;
+    }
   }
   atomic_init(&b->refs, 1);
   b->size = size;
+  b->cap = cap;
   b->data = b->owned;
   b->release = NULL;
   b->payload = NULL;
@@ -76,6 +144,7 @@ sl_buf *sl_buf_wrap(void *data, size_t size, void (*release)(void *, void *), vo
   }
   atomic_init(&b->refs, 1);
   b->size = size;
+  b->cap = 0;
   b->data = data;
   b->release = release;
   b->payload = payload;
@@ -94,6 +163,19 @@ void sl_buf_unref(sl_buf *b) {
   if (!b) return;
   if (atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) != 1) return;
   if (b->release) b->release(b->data, b->payload);
+  if (b->cap) {
+    size_t cap = b->cap, dummy;
+    int k = pool_class(cap, &dummy);
+    pthread_mutex_lock(&g_pool_mu);
+    bool keep = g_pool_idle + cap <= pool_limit();
+    if (keep) {
+      b->payload = g_pool[k];
+      g_pool[k] = b;
+      g_pool_idle += cap;
+    }
+    pthread_mutex_unlock(&g_pool_mu);
+    if (keep) return;
+  }
   sl__free(b);
 }
 

@@ -100,6 +100,7 @@ static void js_free(void *p) {
 }
 
 void sl_set_allocator(const sl_allocator *a) {
+  sl__bufpool_drain(); /* its blocks belong to the allocator being replaced */
   if (a)
     g_alloc = *a;
   else

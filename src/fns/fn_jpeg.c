@@ -1,4 +1,5 @@
-/* fns/fn_jpeg.c: `decode_jpeg` and `decode_and_crop_jpeg`, on libjpeg-turbo's libjpeg API.
+/* fns/fn_jpeg.c: `decode_jpeg` and `decode_and_crop_jpeg` (also what the planner fuses decode_jpeg followed by
+ * random_resized_crop, center_crop or resize into: plan/plan_fuse.c), on libjpeg-turbo's libjpeg API.
  * libjpeg's default error handler calls exit(); ours longjmps back with the message, and in strict mode warnings
  * (corrupt data, premature end of file) are errors too. The cropped decoder reads the header, picks the window,
  * picks the smallest DCT scale (n/8) that keeps the window at least as large as the requested output, skips the
@@ -108,14 +109,35 @@ int sl__jpeg_decode(const uint8_t *data, size_t len, const sl__jpeg_opts *o, con
     longjmp(jerr.jb, 3);
   }
   sl__win full = {0, 0, H, W}, win = full;
+  int64_t th = req ? req->out_h : 0, tw = req ? req->out_w : 0;
   if (req && req->sample) sl__crop_sample(req->sample, H, W, req->scale, req->ratio, &win);
   else if (req && req->win) win = *req->win;
+  else if (req && (req->center_h > 0 || req->center_frac > 0)) {
+    int64_t wh = req->center_h, ww = req->center_w;
+    if (req->center_frac > 0) {
+      wh = (int64_t)llround((double)H * req->center_frac);
+      ww = (int64_t)llround((double)W * req->center_frac);
+      if (wh < 1) wh = 1;
+      if (ww < 1) ww = 1;
+    }
+    if (wh > H || ww > W) {
+      code = sl__err(SL_EINVAL, "crop window %lldx%lld outside the %lldx%lld image (HxW)", (long long)wh,
+                     (long long)ww, (long long)H, (long long)W);
+      longjmp(jerr.jb, 3);
+    }
+    win = (sl__win){(H - wh) / 2, (W - ww) / 2, wh, ww};
+    th = tw = 0;
+  } else if (req && req->shorter > 0) {
+    if (H <= W) th = req->shorter, tw = (int64_t)llround((double)W * (double)req->shorter / (double)H);
+    else tw = req->shorter, th = (int64_t)llround((double)H * (double)req->shorter / (double)W);
+    if (th < 1) th = 1;
+    if (tw < 1) tw = 1;
+  }
   if (win.h <= 0 || win.w <= 0 || win.y < 0 || win.x < 0 || win.y + win.h > H || win.x + win.w > W) {
     code = sl__err(SL_EINVAL, "crop window [y=%lld, x=%lld, h=%lld, w=%lld] outside the %lldx%lld image (HxW)",
                    (long long)win.y, (long long)win.x, (long long)win.h, (long long)win.w, (long long)H, (long long)W);
     longjmp(jerr.jb, 3);
   }
-  int64_t th = req ? req->out_h : 0, tw = req ? req->out_w : 0;
   int n = pick_scale(&win, th, tw);
   ci.scale_num = (unsigned)n;
   ci.scale_denom = 8;
@@ -176,6 +198,22 @@ int sl__jpeg_decode(const uint8_t *data, size_t len, const sl__jpeg_opts *o, con
       }
     row += got;
   }
+  if (ci.output_scanline < ci.output_height && o->strict) {
+    /* Strict: the rest of the stream is entropy-decoded too (skipping the IDCT), so that a JPEG corrupt or
+     * truncated below the window fails as decode_jpeg fails on it. libjpeg's skip to the very end decodes
+     * nothing, hence the last row is read. */
+    JDIMENSION left = ci.output_height - ci.output_scanline;
+    if (left > 1) jpeg_skip_scanlines(&ci, left - 1);
+    if (!scratch && !(scratch = sl__malloc(srow))) {
+      code = sl__oom("decoded image");
+      longjmp(jerr.jb, 3);
+    }
+    JSAMPROW last = scratch;
+    if (jpeg_read_scanlines(&ci, &last, 1) != 1) {
+      code = sl__err(SL_ECORRUPT, "corrupt JPEG: decoder returned no rows");
+      longjmp(jerr.jb, 3);
+    }
+  }
   if (ci.output_scanline < ci.output_height) jpeg_abort_decompress(&ci);
   else jpeg_finish_decompress(&ci);
   jpeg_destroy_decompress(&ci);
@@ -207,6 +245,8 @@ typedef struct {
   double scale[2], ratio[2];
   int64_t out_h, out_w;
   int method;
+  int64_t center_h, center_w, shorter; /* the center_crop and resize modes (see sl__jpeg_req) */
+  double center_frac;
 } jpeg_state;
 
 static void jpeg_free(void *st) { sl__free(st); }
@@ -244,14 +284,45 @@ static int jpeg_init_common(void **state, const sl_args *a, bool crop) {
   s->jo.max_pixels = maxpx;
   if (crop) {
     if ((rc = sl__resize_method_parse(&s->method, method, sl_args_path(a)))) goto fail;
-    double win[4], size[2];
-    int nw = 0, ns = 0;
-    if ((rc = sl_args_doubles(win, &nw, a, "crop", 4)) || (rc = sl_args_doubles(size, &ns, a, "size", 2))) goto fail;
-    bool has_scale, has_ratio;
+    double win[4], size[2], center[2];
+    int nw = 0, ns = 0, nc = 0;
+    bool full;
+    if ((rc = sl_args_doubles(win, &nw, a, "crop", 4)) || (rc = sl_args_doubles(size, &ns, a, "size", 2)) ||
+        (rc = sl_args_doubles(center, &nc, a, "center", 2)) ||
+        (rc = sl_args_double(&s->center_frac, a, "center_fraction", 0)) ||
+        (rc = sl_args_int(&s->shorter, a, "shorter_side", 0)) || (rc = sl_args_bool(&full, a, "full", false)))
+      goto fail;
+    bool has_scale, has_ratio, other = nc || s->center_frac > 0 || full;
     s->scale[0] = 0.08, s->scale[1] = 1.0, s->ratio[0] = 3.0 / 4.0, s->ratio[1] = 4.0 / 3.0;
     if ((rc = read_pair(a, "scale", s->scale, &has_scale)) || (rc = read_pair(a, "ratio", s->ratio, &has_ratio)) ||
-        (rc = sl_args_bool(&s->random, a, "random", !nw)))
+        (rc = sl_args_bool(&s->random, a, "random", !nw && !other)))
       goto fail;
+    if ((nw > 0) + s->random + (nc > 0) + (s->center_frac > 0) + full > 1) {
+      rc = sl__err(SL_EINVAL, "%s: give one of \"crop\", \"random\": true, \"center\", \"center_fraction\" and "
+                   "\"full\": true", sl_args_path(a));
+      goto fail;
+    }
+    if ((sl_args_has(a, "center") && (nc != 2 || center[0] < 1 || center[1] < 1 || center[0] > 65535 ||
+                                      center[1] > 65535 || center[0] != floor(center[0]) ||
+                                      center[1] != floor(center[1]))) ||
+        s->center_frac < 0 || s->center_frac > 1) {
+      rc = sl__err(SL_EINVAL, "%s: \"center\" is [height, width] (integers in 1..65535), \"center_fraction\" in (0, 1]",
+                   sl_args_path(a));
+      goto fail;
+    }
+    if ((nc || s->center_frac > 0) && (ns || s->shorter)) {
+      rc = sl__err(SL_EINVAL, "%s: a centred crop is not resized (no \"size\" or \"shorter_side\")", sl_args_path(a));
+      goto fail;
+    }
+    if (s->shorter < 0 || s->shorter > 65535 || (s->shorter && (!full || ns))) {
+      rc = sl__err(SL_EINVAL, "%s.shorter_side: 1..65535, with \"full\": true and without \"size\"", sl_args_path(a));
+      goto fail;
+    }
+    if (full && !ns && !s->shorter) {
+      rc = sl__err(SL_EINVAL, "%s: \"full\": true needs \"size\" or \"shorter_side\"", sl_args_path(a));
+      goto fail;
+    }
+    if (nc) s->center_h = (int64_t)center[0], s->center_w = (int64_t)center[1];
     if (nw && nw != 4) {
       rc = sl__err(SL_EINVAL, "%s.crop: expected [y, x, height, width]", sl_args_path(a));
       goto fail;
@@ -260,7 +331,7 @@ static int jpeg_init_common(void **state, const sl_args *a, bool crop) {
       rc = sl__err(SL_EINVAL, "%s: give either a fixed \"crop\" window or \"random\": true, not both", sl_args_path(a));
       goto fail;
     }
-    if (!nw && !s->random) {
+    if (!nw && !s->random && !other) {
       rc = sl__err(SL_EINVAL, "%s.crop: required unless \"random\" is true", sl_args_path(a));
       goto fail;
     }
@@ -313,6 +384,10 @@ static int jpeg_call_common(const jpeg_state *s, sl_elem *e, sl_fn_call *call, b
     req.out_h = s->out_h;
     req.out_w = s->out_w;
     req.method = s->method;
+    req.center_h = s->center_h;
+    req.center_w = s->center_w;
+    req.center_frac = s->center_frac;
+    req.shorter = s->shorter;
   }
   sl_buf *buf;
   int64_t shape[3];

@@ -24,6 +24,9 @@ int sl__resize_method_parse(int *out, const char *name, const char *path);
  * SL_ENOMEM when the resizer's scratch cannot be allocated. */
 int sl__resize_u8(const uint8_t *src, int64_t sh, int64_t sw, size_t sstride, uint8_t *dst, int64_t dh, int64_t dw,
                   int c, int method);
+/* The resizer behind sl__resize_u8's bilinear (triangle filter) and area (`box`) methods (resample_u8.c):
+ * antialiased when shrinking, fixed point, sizes >= 1. SL_ENOMEM when its filter tables cannot be allocated. */
+int sl__resample_u8(const uint8_t *src, int sh, int sw, size_t sstride, uint8_t *dst, int dh, int dw, int c, bool box);
 /* The same for float32 images. */
 int sl__resize_f32(const float *src, int64_t sh, int64_t sw, size_t sstride, float *dst, int64_t dh, int64_t dw,
                    int c, int method);
@@ -47,6 +50,11 @@ typedef struct sl__jpeg_req {
   const double *scale, *ratio;
   int64_t out_h, out_w;
   int method; /* resize method for the final resize to out_h x out_w */
+  /* What `center_crop` and `resize` would do after a full decode (the planner's fusion, plan_fuse.c): a centred
+   * window of center_h x center_w or of center_frac of each side (no resize), or the whole image resized so its
+   * shorter side is `shorter`. Each > 0 when used; the unfused functions' own arithmetic. */
+  int64_t center_h, center_w, shorter;
+  double center_frac;
 } sl__jpeg_req;
 
 /* Decodes `len` bytes of JPEG into a new uint8 HWC buffer (*out, caller unrefs) of *h x *w x *c. Errors: SL_EINVAL

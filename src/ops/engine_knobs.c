@@ -94,7 +94,7 @@ int sl__knob_check_keys(const sl__op *op, json_t *obj, const char *const *allowe
   const char *key;
   json_t *v;
   json_object_foreach(obj, key, v) {
-    if (!strcmp(key, "op")) continue;
+    if (!strcmp(key, "op") || (!strcmp(key, "fuse") && json_is_boolean(v))) continue; /* fuse: plan_fuse.c */
     bool ok = false;
     for (const char *const *a = allowed; *a; a++)
       if (!strcmp(*a, key)) ok = true;

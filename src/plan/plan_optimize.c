@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ops/engine_int.h"
+#include "plan/plan_fuse_int.h"
 #include "plan/plan_int.h"
 
 /* A pipeline of `spec` with a `repeat` appended at the root: a finite input run for as long as a trace needs. */
@@ -287,6 +288,11 @@ int sl_optimize(sl_plan **out, sl_pipeline *p, const sl_optimize_opts *opts) {
   if (o.max_retraces == 0) o.max_retraces = 2;
   else if (o.max_retraces < 0) o.max_retraces = 0;
   opts = &o;
+  /* Fusion first (plan_fuse.c): everything below traces and plans the fused pipeline. A given trace is of the
+   * unfused one, so then nothing is fused. */
+  sl_pipeline *fused = NULL;
+  if (!opts->trace && (rc = sl__plan_fuse(&fused, p))) return rc;
+  if (fused) p = fused;
   sl_optimize_result res = {0};
   sl_trace *t0 = NULL, *ts = NULL, *tc = NULL;
   sl_plan *plan = NULL, *best = NULL;
@@ -498,6 +504,7 @@ done:
   sl_trace_free(t0);
   sl_trace_free(ts);
   sl_trace_free(tc);
+  sl_pipeline_free(fused);
   return rc;
 }
 

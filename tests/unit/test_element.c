@@ -1,7 +1,10 @@
-/* test_element.c: buffers, components and elements. */
+/* test_element.c: buffers, components and elements, and the pool of large buffers (threads: SL_TEST_THREADED). */
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "core/core_int.h"
 #include "testutil.h"
 
 static void test_inline_scalars_need_no_buffer(void **s) {
@@ -108,7 +111,100 @@ static void test_wrapped_buffer_release_runs_once(void **s) {
   assert_int_equal(g_released, 1);
 }
 
+/* The pool of large buffers: a freed buffer comes back for the next request of its size class. */
+static void test_pool_reuses_large_buffers(void **s) {
+  sl__bufpool_drain();
+  sl_buf *a = sl_buf_alloc(300000);
+  assert_non_null(a);
+  memset(sl_buf_data(a), 7, 300000);
+  void *pa = sl_buf_data(a);
+  assert_int_equal(sl__bufpool_idle(), 0);
+  sl_buf_unref(a);
+  assert_true(sl__bufpool_idle() >= 300000);
+  sl_buf *b = sl_buf_alloc(290000); /* same class (320 KiB) */
+  assert_ptr_equal(sl_buf_data(b), pa);
+  assert_int_equal(sl_buf_size(b), 290000);
+  assert_int_equal(sl__bufpool_idle(), 0);
+  sl_buf *c = sl_buf_alloc(1000); /* small: never pooled */
+  sl_buf_unref(c);
+  assert_int_equal(sl__bufpool_idle(), 0);
+  sl_buf_unref(b);
+  sl__bufpool_drain();
+  assert_int_equal(sl__bufpool_idle(), 0);
+}
+
+/* Every size gets at least its bytes (ASan checks the writes) and buffers of many classes come back. */
+static void test_pool_sizes_across_classes(void **s) {
+  sl__bufpool_drain();
+  for (size_t n = 65000; n < (6u << 20); n = n * 5 / 4 + 4097) {
+    sl_buf *b = sl_buf_alloc(n);
+    assert_non_null(b);
+    memset(sl_buf_data(b), 1, n);
+    sl_buf_unref(b);
+    sl_buf *b2 = sl_buf_alloc(n);
+    memset(sl_buf_data(b2), 2, n);
+    sl_buf_unref(b2);
+  }
+  sl__bufpool_drain();
+}
+
+/* The pool holds at most SLUICE_BUFPOOL_MB (8 in this test binary) idle; the rest is freed. */
+static void test_pool_is_bounded(void **s) {
+  sl__bufpool_drain();
+  sl_buf *b[40];
+  for (int i = 0; i < 40; i++) assert_non_null(b[i] = sl_buf_alloc(1 << 20));
+  for (int i = 0; i < 40; i++) sl_buf_unref(b[i]);
+  assert_true(sl__bufpool_idle() <= (8u << 20));
+  assert_true(sl__bufpool_idle() >= (4u << 20));
+  sl__bufpool_drain();
+}
+
+/* An empty pool asks the allocator; its failure is SL_ENOMEM. Installing an allocator drains the pool. */
+static void test_pool_allocation_failure_is_enomem(void **s) {
+  sl_buf *a = sl_buf_alloc(1 << 20);
+  sl_buf_unref(a);
+  assert_true(sl__bufpool_idle() > 0);
+  tu_faultsim_install();
+  assert_int_equal(sl__bufpool_idle(), 0);
+  tu_faultsim_fail(0, false);
+  assert_null(sl_buf_alloc(1 << 20));
+  assert_int_equal(sl_error_code(), SL_ENOMEM);
+  assert_int_equal(tu_faultsim_failures(), 1);
+  sl_buf *b = sl_buf_alloc(1 << 20);
+  assert_non_null(b);
+  sl_buf_unref(b);
+  tu_faultsim_uninstall();
+  assert_int_equal(sl__bufpool_idle(), 0);
+}
+
+/* Threads allocating and freeing the same classes at once (TSan checks the locking). */
+static void *pool_worker(void *arg) {
+  (void)arg;
+  for (int i = 0; i < 200; i++) {
+    size_t n = (size_t)(100000 + (i % 7) * 50000);
+    sl_buf *b = sl_buf_alloc(n);
+    if (!b) return (void *)1;
+    memset(sl_buf_data(b), i, n);
+    sl_buf *r = sl_buf_ref(b);
+    sl_buf_unref(b);
+    sl_buf_unref(r);
+  }
+  return NULL;
+}
+static void test_pool_threads(void **s) {
+  pthread_t t[4];
+  for (int i = 0; i < 4; i++) assert_int_equal(pthread_create(&t[i], NULL, pool_worker, NULL), 0);
+  for (int i = 0; i < 4; i++) {
+    void *r;
+    pthread_join(t[i], &r);
+    assert_null(r);
+  }
+  assert_true(sl__bufpool_idle() <= (8u << 20));
+  sl__bufpool_drain();
+}
+
 int main(void) {
+  setenv("SLUICE_BUFPOOL_MB", "8", 1); /* read on the pool's first release */
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_inline_scalars_need_no_buffer),
       cmocka_unit_test(test_copy_shares_buffers_and_clear_frees),
@@ -117,6 +213,11 @@ int main(void) {
       cmocka_unit_test(test_too_many_components),
       cmocka_unit_test(test_dtype_names_round_trip),
       cmocka_unit_test(test_wrapped_buffer_release_runs_once),
+      cmocka_unit_test(test_pool_reuses_large_buffers),
+      cmocka_unit_test(test_pool_sizes_across_classes),
+      cmocka_unit_test(test_pool_is_bounded),
+      cmocka_unit_test(test_pool_allocation_failure_is_enomem),
+      cmocka_unit_test(test_pool_threads),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
