@@ -8,7 +8,9 @@
 #include "core/core_int.h"
 #include "dist/dist_int.h"
 
-static bool g_mpi;
+#ifdef SL_HAVE_MPI
+static bool g_mpi; /* sl_dist_init initialised MPI */
+#endif
 
 bool sl_dist_has_mpi(void) {
 #ifdef SL_HAVE_MPI
