@@ -29,6 +29,7 @@ enum { TAG_CREDIT = 7301, TAG_STOP, TAG_DATA, TAG_END, TAG_ERROR, TAG_BEAT };
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER; /* every MPI call */
 static int g_rank, g_size, g_workers;
 static bool g_inited; /* by us: we finalise */
+static bool g_served; /* a worker that reached sl__mpi_serve (it tells the trainers how it ended) */
 static pid_t *g_pids;   /* every rank's pid, for a fast liveness check of ranks on this host */
 static unsigned long *g_hosts;
 
@@ -365,6 +366,16 @@ int sl__mpi_finalize(void) {
     t_open(&s, NULL, NULL);
     t_close(s);
   }
+  if (g_workers > 0 && g_rank >= g_size - g_workers && !g_served) {
+    /* a worker whose run failed before serving (its spec, its files): the trainers must not take its silence for
+     * an end of data */
+    char msg[128];
+    snprintf(msg, sizeof msg, "it did not start serving (its own output says why)");
+    pthread_mutex_lock(&g_mu);
+    for (int t = 0; t < g_size - g_workers; t++)
+      MPI_Send(msg, (int)strlen(msg) + 1, MPI_CHAR, t, TAG_ERROR, MPI_COMM_WORLD);
+    pthread_mutex_unlock(&g_mu);
+  }
   sl__dist_register(NULL);
   sl__free(g_pids);
   sl__free(g_hosts);
@@ -441,6 +452,7 @@ static void w_close(wstate *s, int t, const char *error) {
 
 int sl__mpi_serve(uint64_t *sent, const sl_pipeline *full) {
   *sent = 0;
+  g_served = true;
   int nt = g_size - g_workers, windex = g_rank - nt;
   json_t *wspec = NULL;
   int rc = sl__offload_worker_spec(&wspec, sl__pipeline_spec(full), g_workers, windex);

@@ -82,6 +82,16 @@ echo "$out" | grep '"role": "trainer"' | grep -q '"status": "error".*"error": "o
   fail "the trainer's error does not name the killed worker rank 2: $out"
 echo "$out" | grep '"rank": 1,' | grep -q '"status": "ok"' || fail "the surviving worker did not end cleanly: $out"
 
+# A worker whose own run fails before it serves (its spec cannot be built there): the trainer fails naming it.
+echo '{"ops": [{"op": "files", "glob": "/nonexistent/*.txt"}, {"op": "offload"}]}' > "$T/nofiles.json"
+printf '#!/usr/bin/env bash\nspec=%s\n[ "$OMPI_COMM_WORLD_RANK" = 1 ] && spec=%s\nexec "%s" run "$spec" --workers 1 --json --quiet\n' \
+  "$T/lines.json" "$T/nofiles.json" "$S" > "$T/wrap2.sh"
+chmod +x "$T/wrap2.sh"
+out=$("${MPIRUN[@]}" --enable-recovery -np 2 "$T/wrap2.sh" 2>&1); rc=$?
+[ $rc != 124 ] || fail "a worker that never served: the job hung: $out"
+echo "$out" | grep '"role": "trainer"' | grep -q '"error": "ops\[3\] (offload): rank 1 (worker) failed: it did not start' ||
+  fail "the trainer's error does not name worker rank 1, which never served: $out"
+
 # Without MPI, --workers is an error that says why; offload alone passes through (above).
 out=$(env -u OMPI_COMM_WORLD_SIZE "$S" run "$T/lines.json" --workers 1 --quiet 2>&1) && fail "--workers without mpirun ran"
 echo "$out" | grep -q 'needs MPI (start the job with mpirun)' || fail "--workers without mpirun: $out"
