@@ -185,6 +185,7 @@ static void make_elem(sl_elem *e) {
   sl_pipeline_free(p);
   tu_rmtree(dir);
   free(f);
+  free(dir);
   float *d;
   int64_t shape[2] = {2, 3};
   assert_int_equal(sl_elem_new_tensor(e, "f", SL_FLOAT32, 2, shape, (void **)&d), 0);
