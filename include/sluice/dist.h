@@ -9,6 +9,7 @@
 
 #include "common.h"
 #include "pipeline.h"
+#include "trace.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -37,6 +38,38 @@ SL_EXTERN int sl_dist_init(sl_dist_info *out, int workers);
 SL_EXTERN int sl_dist_serve(uint64_t *sent, const sl_pipeline *p);
 /* Removes the engine's hooks and finalises MPI (when sl_dist_init initialised it). Returns 0 or SL_ERROR. */
 SL_EXTERN int sl_dist_finalize(void);
+
+/* ---- planning the cut (src/plan/plan_dist.c) ---- */
+/* The machines the offload plan is for. Every field left 0 takes its default. */
+typedef struct sl_offload_opts {
+  int version;           /* SL_OFFLOAD_OPTS_VERSION */
+  int workers;           /* worker ranks per trainer at most; 0: 1 */
+  double link_bandwidth; /* bytes/s a trainer can receive; 0: 1.25e9 (10 Gb/s) */
+  double worker_cores;   /* cores of one worker rank; 0: the traced machine's */
+  double trainer_cores;  /* cores of the trainer rank; 0: the traced machine's */
+} sl_offload_opts;
+#define SL_OFFLOAD_OPTS_VERSION 1
+#define SL_OFFLOAD_OPTS_INIT {SL_OFFLOAD_OPTS_VERSION}
+
+/* The model's choice: where to cut, how many workers, and what it predicts. Rates are elements/s of the traced
+ * pipeline's output (one trainer). */
+typedef struct sl_offload_plan {
+  int cut;                  /* index in the spec's top-level ops of the op the offload goes before; 0: none pays */
+  double bytes_per_element; /* shipped over the link per output element at the cut */
+  double worker_cpu;        /* CPU seconds per output element above the cut (on the workers) */
+  double trainer_cpu;       /* CPU seconds per output element below the cut (on the trainer) */
+  int workers;              /* workers the trainer needs (at most opts.workers) */
+  double predicted;         /* with the cut and `workers` workers */
+  double predicted_local;   /* the trainer alone, no offload */
+  const char *limit;        /* what bounds `predicted`: "trainer", "workers" or "link" (static string) */
+} sl_offload_plan;
+
+/* Plans an offload from trace `t`: for each cut between top-level ops, the elements/s one trainer gets is the
+ * least of its cores over the CPU below the cut, the workers' cores over the CPU above it, and the link over the
+ * bytes shipped per element; it picks the cut with the highest rate (the fewest bytes among equals) and the fewest
+ * workers that reach it. *spec (may be NULL) gets the traced spec with one {"op": "offload"} at the cut (an offload
+ * already in it moved there); free with sl_free(). Errors: SL_EINVAL for a trace with no elements. */
+SL_EXTERN int sl_plan_offload(char **spec, sl_offload_plan *out, const sl_trace *t, const sl_offload_opts *opts);
 
 #ifdef __cplusplus
 }

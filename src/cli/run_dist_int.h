@@ -1,5 +1,5 @@
 /* cli/run_dist_int.h: what `sluice run` adds for distributed jobs (cmd_run_mpi.c): --workers, the rank in the JSON
- * line, and the worker ranks' serving loop. */
+ * line, and the worker ranks' serving loop; and `sluice optimize --workers` (cmd_optimize_dist.c). */
 #ifndef SL_CLI_RUN_DIST_H
 #define SL_CLI_RUN_DIST_H
 
@@ -17,6 +17,8 @@ int run_dist_start(int workers, char *msg, size_t cap);
 bool run_dist_is_worker(void);
 /* Serves the trainers (the part of p above its offload) and prints this rank's summary; frees p. Exit code. */
 int run_dist_serve(sl_pipeline *p, const char *spec, bool json, bool quiet);
+/* `sluice optimize SPEC --workers K` (cmd_optimize_dist.c): plans the offload cut. */
+int cmd_optimize_workers(int argc, char **argv);
 /* `, "rank": R, "ranks": N` in a launched job (nothing otherwise), for the JSON summary line. */
 void run_dist_json(FILE *f);
 
