@@ -373,7 +373,7 @@ int sl__mpi_finalize(void) {
     snprintf(msg, sizeof msg, "it did not start serving (its own output says why)");
     pthread_mutex_lock(&g_mu);
     for (int t = 0; t < g_size - g_workers; t++)
-      MPI_Send(msg, (int)strlen(msg) + 1, MPI_CHAR, t, TAG_ERROR, MPI_COMM_WORLD);
+      MPI_Send(msg, (int)strlen(msg) + 1, MPI_BYTE, t, TAG_ERROR, MPI_COMM_WORLD);
     pthread_mutex_unlock(&g_mu);
   }
   sl__dist_register(NULL);
@@ -415,7 +415,7 @@ static void *beat_main(void *arg) {
       if (s->closed[t]) continue;
       MPI_Request r;
       /* a non-blocking send, freed at once: a trainer that does not receive must not stall the heartbeat */
-      if (MPI_Isend(&(int32_t){0}, 0, MPI_INT32_T, t, TAG_BEAT, MPI_COMM_WORLD, &r) == MPI_SUCCESS)
+      if (MPI_Isend(NULL, 0, MPI_BYTE, t, TAG_BEAT, MPI_COMM_WORLD, &r) == MPI_SUCCESS)
         MPI_Request_free(&r);
     }
     pthread_mutex_unlock(&g_mu);
@@ -446,8 +446,8 @@ static int w_poll(wstate *s) {
 static void w_close(wstate *s, int t, const char *error) {
   if (s->closed[t]) return;
   s->closed[t] = true;
-  if (error) MPI_Send(error, (int)strlen(error) + 1, MPI_CHAR, t, TAG_ERROR, MPI_COMM_WORLD);
-  else MPI_Send(NULL, 0, MPI_INT32_T, t, TAG_END, MPI_COMM_WORLD);
+  if (error) MPI_Send(error, (int)strlen(error) + 1, MPI_BYTE, t, TAG_ERROR, MPI_COMM_WORLD);
+  else MPI_Send(NULL, 0, MPI_BYTE, t, TAG_END, MPI_COMM_WORLD);
 }
 
 int sl__mpi_serve(uint64_t *sent, const sl_pipeline *full) {
