@@ -15,7 +15,8 @@ DEB_PKGS := build-essential cmake pkg-config clang libclang-rt-14-dev \
   libjansson-dev libturbojpeg0-dev libjpeg62-turbo-dev libglpk-dev libxgboost-dev \
   protobuf-c-compiler libprotobuf-c-dev libcmocka-dev libzstd-dev zlib1g-dev libisal-dev \
   libstb-dev libxxhash-dev libpq-dev libsqlite3-dev sqlite3 postgresql python3 chromium \
-  python3-dev python3-numpy python3-setuptools python3-pip python3-venv python3-pytest python3-torch
+  python3-dev python3-numpy python3-setuptools python3-pip python3-venv python3-pytest python3-torch \
+  openmpi-bin libopenmpi-dev
 DEB_BENCH := python3-torch python3-torchvision python3-pil python3-numpy hyperfine
 
 FUZZ_SECONDS ?= 20

@@ -12,5 +12,6 @@
 
 #include "sluice/prov.h"
 #include "sluice/report.h"
+#include "sluice/dist.h"
 
 #endif

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli_int.h"
+#include "run_dist_int.h"
 
 static void optimize_help(FILE *f) {
   fprintf(f,
@@ -27,6 +28,7 @@ static void optimize_help(FILE *f) {
           "  --json         print the summary as JSON on stdout (on failure {\"status\": \"error\", \"error\": ...})\n"
           "  --record DB    record the run in an ML Metadata store (or set SLUICE_PROV)\n"
           "  --report       also print the analyzer's report of the final plan\n"
+          "  --workers K    plan an offload to K worker ranks instead (sluice optimize --workers 1 --help)\n"
           "%s\nCtrl-C (SIGTERM) stops at once, writes nothing and exits with 130 (143).\n",
           cli_plan_options_help());
 }
@@ -51,6 +53,8 @@ int cmd_optimize(int argc, char **argv) {
   oo.plan.knobs = SL_PLAN_KNOBS_ALL;
   oo.measure_seconds = 3;
   oo.result = &res;
+  for (int i = 1; i < argc; i++) /* the offload planner: its own options (cmd_optimize_dist.c) */
+    if (!strcmp(argv[i], "--workers")) return cmd_optimize_workers(argc, argv);
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     int r;

@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "cli_int.h"
+#include "run_dist_int.h"
 
 static void run_help(FILE *f) {
   fprintf(f,
@@ -29,7 +30,9 @@ static void run_help(FILE *f) {
           "                yield the same elements in any order have the same digest; digests of disjoint parts\n"
           "                (shards) add up to the whole's. Warm-up elements are included\n"
           "  --json        print the summary as JSON on stdout (on failure {\"status\": \"error\", \"error\": ...})\n"
-          "  --quiet       no progress line\n\n"
+          "  --quiet       no progress line\n");
+  run_dist_help(f);
+  fprintf(f, "\n"
           "Output elements are what the last op yields (batches, when the pipeline batches); 'examples' counts the\n"
           "leading dimension of batched elements. Ctrl-C (SIGTERM) stops cleanly, prints the summary and exits with\n"
           "130 (143).\n");
@@ -70,6 +73,7 @@ int cmd_run(int argc, char **argv) {
   bool warm_caches = false;
   const char *record = NULL;
   bool json = false, quiet = false, autotune = false, digest = false, record_optional = false, stune = false;
+  int64_t workers = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (cli_is_help(a)) {
@@ -101,6 +105,9 @@ int cmd_run(int argc, char **argv) {
       json = true;
     } else if (!strcmp(a, "--digest")) {
       digest = true;
+    } else if (!strcmp(a, "--workers")) {
+      if (!cli_parse_i64("run", a, i + 1 < argc ? argv[++i] : NULL, &workers)) return CLI_USAGE;
+      if (workers < 0 || workers > 1 << 20) return cli_usage("run", "--workers must be 0 or more ranks, not %s", argv[i]);
     } else if (!strcmp(a, "--quiet")) {
       quiet = true;
     } else if (a[0] == '-') {
@@ -115,11 +122,16 @@ int cmd_run(int argc, char **argv) {
   record = cli_record_target(record);
   sl_pipeline *p = NULL;
   char msg[1024];
+  if (run_dist_start((int)workers, msg, sizeof msg)) {
+    if (json) cli_json_error(msg);
+    return cli_fail(false, "%s", msg);
+  }
   if (cli_open_spec(&p, spec, msg, sizeof msg)) {
     if (json) cli_json_error(msg);
     cli_record(record, "sluice.Run", spec, NULL, NULL, 0, 0, 0, 0, msg);
     return cli_fail(false, "%s", msg);
   }
+  if (run_dist_is_worker()) return run_dist_serve(p, spec, json, quiet);
   if (cli_record_begin(record, "sluice.Run", spec, p, record_optional)) {
     if (json) cli_json_error(cli_last_error());
     sl_pipeline_free(p);
@@ -222,6 +234,7 @@ int cmd_run(int argc, char **argv) {
     if (stune) printf(", \"tuner_changes\": %s", tlog ? tlog : "[]");
     if (digest) printf(", \"digest\": \"%016llx\"", (unsigned long long)sum);
     print_skipped(p, true);
+    run_dist_json(stdout);
     if (rc < 0) {
       printf(", \"error\": ");
       cli_json_string(stdout, errmsg);

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops/dist_hook_int.h"
 #include "ops/engine_int.h"
 
 static int64_t in_card(const sl__op *op) { return op->input ? op->input->cardinality : -1; }
@@ -194,31 +195,70 @@ static const sl__op_schema REPEAT_SCHEMA = {SL__MK_REPEAT, 0, "its input's epoch
 const sl__op_vt sl__op_repeat = {"repeat", repeat_parse, repeat_open, impl_free, SL__OPF_NEEDS_INPUT, &REPEAT_SCHEMA};
 
 /* ---------------- shard ---------------- */
+/* What a shard does with the last, incomplete round of an epoch (fewer elements left than shards):
+ * keep: the ranks that have one take it (exactly once; the first ranks get one more element);
+ * drop: nobody takes it (every rank the same count; up to num-1 elements unseen this epoch);
+ * pad:  the ranks without one take an element from the start of the epoch again (every rank the same count;
+ *       up to num-1 elements seen twice), as torch's DistributedSampler does. */
+enum { SHARD_KEEP, SHARD_DROP, SHARD_PAD };
 typedef struct {
   int64_t num, index;
+  int remainder;
 } shard_cfg;
 typedef struct {
   sl__it it;
   int64_t pos;
+  sl_elem held;  /* drop: this rank's element of the current round, until the round completes */
+  bool has_held, done;
+  sl_elem *first; /* pad: the epoch's first min(num, n) elements */
+  int64_t nfirst;
 } shard_it;
-/* "auto" takes the value from the launcher's environment (torchrun sets WORLD_SIZE and RANK); the spec keeps
- * "auto", so one spec serves every rank. */
-static int shard_knob(const sl__op *op, json_t *o, const char *key, const char *env, int64_t def, int64_t min,
-                      int64_t *out) {
-  json_t *v = json_object_get(o, key);
-  if (!v || !json_is_string(v) || strcmp(json_string_value(v), "auto")) return sl__knob_int(op, o, key, def, min, out);
-  const char *s = getenv(env);
-  if (!s || !*s)
-    return sl__err(SL_EINVAL, "%s.%s: \"auto\" takes it from the launcher's environment, but %s is not set "
-                   "(torchrun sets WORLD_SIZE and RANK; or give a number)", op->path, key, env);
+
+static int env_int(const char *name, int64_t min, int64_t *out, bool *found) {
+  const char *s = getenv(name);
+  *found = s && *s;
+  if (!*found) return 0;
   char *end;
   errno = 0;
   long long x = strtoll(s, &end, 10);
-  if (errno || *end || x < min)
-    return sl__err(SL_EINVAL, "%s.%s: \"auto\": %s=\"%s\" is not an integer >= %lld", op->path, key, env, s,
-                   (long long)min);
+  if (errno || *end || x < min) return -1;
   *out = x;
   return 0;
+}
+
+/* "auto" takes the group from a registered distributed runtime (sluice run under mpirun: dist registers it), else
+ * from the launcher's environment: torchrun's WORLD_SIZE/RANK, Open MPI's OMPI_COMM_WORLD_SIZE/RANK, or the
+ * PMI_SIZE/PMI_RANK of MPICH and Slurm. The spec keeps "auto", so one spec serves every rank. */
+static int shard_auto(const sl__op *op, int64_t *num, int64_t *index) {
+  const sl__dist_hooks *h = sl__dist_hooks_get();
+  if (h && h->shard_auto) {
+    int rc = h->shard_auto(num, index, h->payload);
+    return rc ? sl__op_wrap(op, rc) : 0;
+  }
+  static const char *const vars[][2] = {
+      {"WORLD_SIZE", "RANK"}, {"OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK"}, {"PMI_SIZE", "PMI_RANK"}};
+  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+    bool fs, fr;
+    if (env_int(vars[i][0], 1, num, &fs))
+      return sl__err(SL_EINVAL, "%s.num_shards: \"auto\": %s=\"%s\" is not an integer >= 1", op->path, vars[i][0],
+                     getenv(vars[i][0]));
+    if (!fs) continue;
+    if (env_int(vars[i][1], 0, index, &fr))
+      return sl__err(SL_EINVAL, "%s.index: \"auto\": %s=\"%s\" is not an integer >= 0", op->path, vars[i][1],
+                     getenv(vars[i][1]));
+    if (!fr)
+      return sl__err(SL_EINVAL, "%s.index: \"auto\" takes it from the launcher's environment, but %s is not set "
+                     "(%s is)", op->path, vars[i][1], vars[i][0]);
+    return 0;
+  }
+  return sl__err(SL_EINVAL, "%s.num_shards: \"auto\" takes it from the launcher's environment, but WORLD_SIZE is "
+                 "not set (torchrun sets WORLD_SIZE and RANK, mpirun OMPI_COMM_WORLD_SIZE and _RANK; or give a "
+                 "number)", op->path);
+}
+
+static bool is_auto(json_t *o, const char *key) {
+  json_t *v = json_object_get(o, key);
+  return v && json_is_string(v) && !strcmp(json_string_value(v), "auto");
 }
 
 static int shard_parse(sl__op *op, json_t *o) {
@@ -227,28 +267,87 @@ static int shard_parse(sl__op *op, json_t *o) {
   op->impl = c;
   int rc;
   if (!json_object_get(o, "num_shards")) return sl__err(SL_EINVAL, "%s.num_shards: required", op->path);
-  if ((rc = shard_knob(op, o, "num_shards", "WORLD_SIZE", 1, 1, &c->num)) ||
-      (rc = shard_knob(op, o, "index", "RANK", 0, 0, &c->index)))
-    return rc;
+  bool anum = is_auto(o, "num_shards"), aidx = is_auto(o, "index");
+  int64_t num = 1, index = 0;
+  if ((anum || aidx) && (rc = shard_auto(op, &num, &index))) return rc;
+  if (!anum && (rc = sl__knob_int(op, o, "num_shards", 1, 1, &num))) return rc;
+  if (!aidx && (rc = sl__knob_int(op, o, "index", 0, 0, &index))) return rc;
+  c->num = num;
+  c->index = index;
+  /* A launched run (num_shards "auto") is training: every rank must make the same number of steps, so the default
+   * pads; a fixed number keeps tf.data's shard (exactly once, uneven). */
+  const char *rem = NULL;
+  if ((rc = sl__knob_str(op, o, "remainder", anum ? "pad" : "keep", &rem))) return rc;
+  if (!strcmp(rem, "keep")) c->remainder = SHARD_KEEP;
+  else if (!strcmp(rem, "drop")) c->remainder = SHARD_DROP;
+  else if (!strcmp(rem, "pad")) c->remainder = SHARD_PAD;
+  else return sl__err(SL_EINVAL, "%s.remainder: unknown value '%s' (known: keep, drop, pad)", op->path, rem);
   if (c->index >= c->num)
     return sl__err(SL_EINVAL, "%s.index: %lld must be below num_shards %lld", op->path, (long long)c->index,
                    (long long)c->num);
   int64_t ic = in_card(op);
-  op->cardinality = ic >= 0 ? (ic > c->index ? (ic - c->index + c->num - 1) / c->num : 0) : ic;
+  if (ic < 0) op->cardinality = ic;
+  else if (c->remainder == SHARD_DROP) op->cardinality = ic / c->num;
+  else if (c->remainder == SHARD_PAD) op->cardinality = ic / c->num + (ic % c->num != 0);
+  else op->cardinality = ic > c->index ? (ic - c->index + c->num - 1) / c->num : 0;
   return 0;
 }
 static int shard_next(sl__it *it, sl_elem *out) {
   shard_it *s = (shard_it *)it;
   const shard_cfg *c = it->op->impl;
+  if (s->done) return SL_END;
   for (;;) {
     int rc = sl__it_pull(it, out);
+    if (rc == SL_END && s->pos % c->num != 0) {
+      /* the epoch's last round is incomplete: positions pos .. its end are missing */
+      int64_t n = s->pos, mine = n - n % c->num + c->index;
+      if (s->has_held) { /* drop */
+        sl_elem_clear(&s->held);
+        s->has_held = false;
+      } else if (c->remainder == SHARD_PAD && mine >= n && s->nfirst > 0) {
+        /* mine % n < min(num, n) = nfirst: the padded stream wraps around to the epoch's start */
+        s->done = true;
+        sl_elem_copy(out, &s->first[mine % n]);
+        return 0;
+      }
+    }
     if (rc) return rc;
     int64_t p = s->pos++;
+    if (c->remainder == SHARD_PAD && p < c->num) {
+      if (!s->first) {
+        s->first = sl__calloc((size_t)c->num, sizeof *s->first);
+        if (!s->first) {
+          sl_elem_clear(out);
+          return sl__op_err(it->op, SL_ENOMEM, "out of memory keeping the epoch's first %lld elements for padding",
+                            (long long)c->num);
+        }
+      }
+      sl_elem_copy(&s->first[s->nfirst++], out);
+    }
+    if (c->remainder == SHARD_DROP) {
+      if (p % c->num == c->index) {
+        sl_elem_move(&s->held, out);
+        s->has_held = true;
+      } else sl_elem_clear(out);
+      if (p % c->num == c->num - 1 && s->has_held) {
+        sl_elem_move(out, &s->held);
+        s->has_held = false;
+        return 0;
+      }
+      continue;
+    }
     if (p % c->num == c->index) return 0;
     sl_elem_clear(out);
   }
 }
-static const sl__it_vt SHARD_IT = {shard_next, plain_free};
+static void shard_free(sl__it *it) {
+  shard_it *s = (shard_it *)it;
+  if (s->has_held) sl_elem_clear(&s->held);
+  for (int64_t i = 0; i < s->nfirst; i++) sl_elem_clear(&s->first[i]);
+  sl__free(s->first);
+  sl__free(it);
+}
+static const sl__it_vt SHARD_IT = {shard_next, shard_free};
 static int shard_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out) {
   return sl__it_new(out, sizeof(shard_it), &SHARD_IT, op, run, seed);
 }

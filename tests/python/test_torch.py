@@ -51,7 +51,7 @@ def shard_spec(data):
     return {"name": "ranks", "seed": 11, "ops": [
         {"op": "files", "glob": str(data / "img" / "train-*.tfrecord"), "shuffle": True},
         {"op": "interleave", "cycle_length": 2, "source": [{"op": "tfrecord"}]},
-        {"op": "shard", "num_shards": "auto", "index": "auto"},
+        {"op": "shard", "num_shards": "auto", "index": "auto", "remainder": "keep"},  # exactly once
         parse_ops(),
         {"op": "shuffle", "buffer": 4}]}
 

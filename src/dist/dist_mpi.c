@@ -1,0 +1,587 @@
+/* dist/dist_mpi.c: MPI for sluice: rank discovery for shard "auto", and the offload transport. Trainer ranks
+ * (the first size-K) receive elements from worker ranks (the last K), which run the part of the spec above the
+ * `offload` op. Wire format and protocol are below; every MPI call goes through one mutex (MPI_THREAD_SERIALIZED). */
+#include <errno.h>
+#include <mpi.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dist/dist_int.h"
+#include "ops/dist_hook_int.h"
+#include "ops/engine_int.h"
+
+/* Protocol (tags on MPI_COMM_WORLD):
+ *  trainer -> worker  CREDIT (int32 n): n more elements may be sent to me; STOP: I take no more.
+ *  worker -> trainer  DATA (a packed element); END: no more from me (the stream ended, or the answer to STOP);
+ *                     ERROR (text): the worker's pipeline failed, nothing more follows; BEAT: I am alive.
+ * Each trainer grants every worker WINDOW credits and returns them as it consumes, so at most WINDOW elements per
+ * (trainer, worker) pair are in flight: a slow trainer slows the workers, and memory stays bounded. A worker sends
+ * its next element to a trainer holding credit, round-robin: trainers share workers by demand. A trainer that
+ * stops sends STOP and drains what is in flight until every worker's END, so that no send is left pending. */
+enum { TAG_CREDIT = 7301, TAG_STOP, TAG_DATA, TAG_END, TAG_ERROR, TAG_BEAT };
+
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER; /* every MPI call */
+static int g_rank, g_size, g_workers;
+static bool g_inited; /* by us: we finalise */
+static bool g_served; /* a worker that reached sl__mpi_serve (it tells the trainers how it ended) */
+static pid_t *g_pids;   /* every rank's pid, for a fast liveness check of ranks on this host */
+static unsigned long *g_hosts;
+
+static int mpi_err(int rc, const char *what, int peer) {
+  char s[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  if (MPI_Error_string(rc, s, &len) != MPI_SUCCESS) snprintf(s, sizeof s, "MPI error %d", rc);
+  if (peer >= 0) return sl__err(SL_EIO, "rank %d: %s: %s", peer, what, s);
+  return sl__err(SL_EIO, "%s: %s", what, s);
+}
+
+bool sl__mpi_launched(void) {
+  const char *v = getenv("OMPI_COMM_WORLD_SIZE");
+  if (!v) v = getenv("PMI_SIZE");
+  if (!v) v = getenv("PMIX_RANK");
+  return v && *v;
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+static void nap(unsigned *us) {
+  struct timespec ts = {0, (long)*us * 1000};
+  nanosleep(&ts, NULL);
+  if (*us < 1000) *us *= 2; /* back off from 50 us to 1.6 ms while nothing arrives */
+}
+
+/* A rank on this host whose process is gone (or a zombie): dead for sure, without waiting for a timeout. */
+static bool rank_gone(int r) {
+  if (!g_pids || g_hosts[r] != g_hosts[g_rank]) return false;
+  if (kill(g_pids[r], 0) != 0 && errno == ESRCH) return true;
+  char path[64], buf[256];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)g_pids[r]);
+  FILE *f = fopen(path, "r");
+  if (!f) return false;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  const char *p = strrchr(buf, ')');
+  return p && p[1] == ' ' && p[2] == 'Z';
+}
+
+/* Seconds without a word from a worker (data or heartbeat) before a waiting trainer declares it dead. */
+static double dead_after(void) {
+  const char *s = getenv("SLUICE_DIST_TIMEOUT");
+  double t = s ? atof(s) : 0;
+  return t > 0 ? t : 60;
+}
+/* Elements in flight per (trainer, worker) pair. */
+static int window(void) {
+  const char *s = getenv("SLUICE_DIST_WINDOW");
+  int w = s ? atoi(s) : 0;
+  return w > 0 && w <= 4096 ? w : 16;
+}
+
+/* ---------------- trainer: the stream an offload op reads ---------------- */
+typedef struct {
+  sl__op *op;
+  int nw, first;       /* workers: ranks first .. first+nw-1 */
+  int win;
+  int *owed;           /* credits consumed and not yet returned, per worker */
+  bool *ended;         /* END or ERROR seen (or dead) */
+  double *heard;       /* when each worker was last heard from */
+  int live;            /* workers not ended */
+  bool failed;
+} tstream;
+static bool g_stream_used; /* one stream per trainer process: the workers' stream ends once */
+
+static const char *intern(void *op, const char *name, size_t len) { return sl__op_intern(op, name, len); }
+
+static int send_small(int to, int tag, int32_t v) {
+  pthread_mutex_lock(&g_mu);
+  int rc = MPI_Send(&v, 1, MPI_INT32_T, to, tag, MPI_COMM_WORLD);
+  pthread_mutex_unlock(&g_mu);
+  return rc == MPI_SUCCESS ? 0 : mpi_err(rc, tag == TAG_CREDIT ? "sending credit" : "sending stop", to);
+}
+
+static int t_open(void **stream, sl__op *op, void *payload) {
+  *stream = NULL;
+  if (g_stream_used)
+    return sl__op_err(op, SL_EINVAL, "the workers' stream was already read to its end by this trainer: a repeat "
+                      "of the offloaded part belongs above the offload op");
+  tstream *s = sl__calloc(1, sizeof *s);
+  if (!s) return sl__oom("an offload stream");
+  s->op = op;
+  s->nw = g_workers;
+  s->first = g_size - g_workers;
+  s->win = window();
+  s->owed = sl__calloc((size_t)s->nw, sizeof *s->owed);
+  s->ended = sl__calloc((size_t)s->nw, sizeof *s->ended);
+  s->heard = sl__calloc((size_t)s->nw, sizeof *s->heard);
+  if (!s->owed || !s->ended || !s->heard) {
+    sl__free(s->owed);
+    sl__free(s->ended);
+    sl__free(s->heard);
+    sl__free(s);
+    return sl__oom("an offload stream");
+  }
+  s->live = s->nw;
+  g_stream_used = true;
+  double t = now_s();
+  for (int w = 0; w < s->nw; w++) {
+    s->heard[w] = t;
+    int rc = send_small(s->first + w, TAG_CREDIT, s->win);
+    if (rc) {
+      s->ended[w] = true; /* do not wait for it at close */
+      s->live--;
+      *stream = s;
+      s->failed = true;
+      return rc;
+    }
+  }
+  *stream = s;
+  return 0;
+}
+
+/* Receives the next message from any worker into *msg (DATA) or handles it; returns the tag seen, 0 when nothing
+ * was waiting, or an error. */
+static int t_poll(tstream *s, sl_buf **msg, int *from) {
+  int flag = 0, count = 0;
+  MPI_Status st;
+  pthread_mutex_lock(&g_mu);
+  int rc = MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &st);
+  if (rc != MPI_SUCCESS || !flag) {
+    pthread_mutex_unlock(&g_mu);
+    return rc == MPI_SUCCESS ? 0 : mpi_err(rc, "waiting for the workers", -1);
+  }
+  *from = st.MPI_SOURCE;
+  MPI_Get_count(&st, MPI_BYTE, &count);
+  sl_buf *b = sl_buf_alloc(count > 0 ? (size_t)count : 1);
+  if (!b) {
+    pthread_mutex_unlock(&g_mu);
+    return sl__oom("an offload message");
+  }
+  rc = MPI_Recv(sl_buf_data(b), count, MPI_BYTE, st.MPI_SOURCE, st.MPI_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  pthread_mutex_unlock(&g_mu);
+  if (rc != MPI_SUCCESS) {
+    sl_buf_unref(b);
+    return mpi_err(rc, "receiving from a worker", *from);
+  }
+  int w = *from - s->first;
+  if (w < 0 || w >= s->nw) {
+    sl_buf_unref(b);
+    return sl__err(SL_ECORRUPT, "offload: a message from rank %d, which is not a worker", *from);
+  }
+  s->heard[w] = now_s();
+  if (st.MPI_TAG == TAG_DATA && count > 0) {
+    /* the message buffer's size is what MPI received */
+    *msg = b;
+    return TAG_DATA;
+  }
+  if (st.MPI_TAG == TAG_END || st.MPI_TAG == TAG_ERROR) {
+    if (!s->ended[w]) {
+      s->ended[w] = true;
+      s->live--;
+    }
+    if (st.MPI_TAG == TAG_ERROR) {
+      int n = count > 0 ? count : 1;
+      char *t = sl_buf_data(b);
+      t[n - 1] = 0;
+      rc = sl__err(SL_ERROR, "rank %d (worker) failed: %s", *from, count > 1 ? t : "no message");
+      sl_buf_unref(b);
+      return rc;
+    }
+  }
+  sl_buf_unref(b);
+  return st.MPI_TAG;
+}
+
+/* Fails when a worker that has not ended is gone: on this host its process is no more; anywhere, nothing heard
+ * from it (no element, no heartbeat) for SLUICE_DIST_TIMEOUT seconds. */
+static int t_check(tstream *s) {
+  double t = now_s(), lim = dead_after();
+  for (int w = 0; w < s->nw; w++) {
+    if (s->ended[w]) continue;
+    int r = s->first + w;
+    if (rank_gone(r)) {
+      s->ended[w] = true;
+      s->live--;
+      return sl__err(SL_EIO, "rank %d (worker) died: its process is gone", r);
+    }
+    if (t - s->heard[w] > lim) {
+      s->ended[w] = true;
+      s->live--;
+      return sl__err(SL_EIO, "rank %d (worker) sent nothing for %.0f s (SLUICE_DIST_TIMEOUT): presumed dead", r, lim);
+    }
+  }
+  return 0;
+}
+
+static int t_next(void *stream, sl_elem *out) {
+  tstream *s = stream;
+  if (s->failed) return sl__err(SL_ERROR, "offload: the stream failed earlier");
+  unsigned us = 50;
+  for (;;) {
+    if (s->live == 0) return SL_END;
+    sl_buf *msg = NULL;
+    int from = -1;
+    int rc = t_poll(s, &msg, &from);
+    if (rc < 0) {
+      s->failed = true;
+      return rc;
+    }
+    if (rc == TAG_DATA) {
+      rc = sl__dist_unpack(out, msg, intern, s->op, from);
+      sl_buf_unref(msg);
+      int w = from - s->first;
+      if (!rc && ++s->owed[w] * 2 >= s->win) { /* return credits in runs: fewer messages */
+        rc = send_small(from, TAG_CREDIT, s->owed[w]);
+        s->owed[w] = 0;
+        if (rc) sl_elem_clear(out);
+      }
+      if (rc) s->failed = true;
+      return rc;
+    }
+    if (rc) {
+      us = 50;
+      continue;
+    }
+    if ((rc = t_check(s)) != 0) {
+      s->failed = true;
+      return rc;
+    }
+    nap(&us);
+  }
+}
+
+/* Stops the workers for this trainer: STOP to each, then drain (elements in flight are dropped) until each one's
+ * END, so that no worker is left with a pending send. A dead worker is not waited for. */
+static void t_close(void *stream) {
+  tstream *s = stream;
+  if (!s) return;
+  for (int w = 0; w < s->nw; w++)
+    if (!s->ended[w] && send_small(s->first + w, TAG_STOP, 0)) {
+      s->ended[w] = true;
+      s->live--;
+    }
+  unsigned us = 50;
+  while (s->live > 0) {
+    sl_buf *msg = NULL;
+    int from = -1;
+    int rc = t_poll(s, &msg, &from);
+    sl_buf_unref(msg);
+    if (rc != 0) {
+      us = 50;
+      continue; /* an error message while draining: that worker has ended; the run's result is already set */
+    }
+    if (t_check(s)) continue;
+    nap(&us);
+  }
+  sl__free(s->owed);
+  sl__free(s->ended);
+  sl__free(s->heard);
+  sl__free(s);
+}
+
+/* shard "auto": the job's size and rank; with workers, the offload already gives each trainer its own part. */
+static int shard_auto(int64_t *num, int64_t *index, void *payload) {
+  if (g_workers > 0) {
+    *num = 1;
+    *index = 0;
+  } else {
+    *num = g_size;
+    *index = g_rank;
+  }
+  return 0;
+}
+
+/* ---------------- init / finalize ---------------- */
+static unsigned long host_hash(void) {
+  char name[MPI_MAX_PROCESSOR_NAME] = "";
+  int len = 0;
+  MPI_Get_processor_name(name, &len);
+  unsigned long h = 5381;
+  for (int i = 0; i < len; i++) h = h * 33 + (unsigned char)name[i];
+  return h;
+}
+
+int sl__mpi_init(sl_dist_info *info, int workers) {
+  int done = 0, provided = 0;
+  MPI_Initialized(&done);
+  if (!done) {
+    int rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided);
+    if (rc != MPI_SUCCESS) return sl__err(SL_EIO, "MPI_Init_thread failed (%d)", rc);
+    g_inited = true;
+  } else MPI_Query_thread(&provided);
+  if (provided < MPI_THREAD_SERIALIZED)
+    return sl__err(SL_ERROR, "MPI provides thread level %d; sluice needs MPI_THREAD_SERIALIZED", provided);
+  /* errors come back as codes, so that a trainer names the failing rank instead of the job aborting */
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &g_size);
+  info->rank = g_rank;
+  info->size = g_size;
+  info->launched = info->mpi = true;
+  if (workers >= g_size)
+    return sl__err(SL_EINVAL, "--workers %d: the job has %d ranks; at least one must be a trainer", workers, g_size);
+  g_workers = workers;
+  info->workers = workers;
+  info->worker = workers > 0 && g_rank >= g_size - workers;
+  g_pids = sl__calloc((size_t)g_size, sizeof *g_pids);
+  g_hosts = sl__calloc((size_t)g_size, sizeof *g_hosts);
+  if (!g_pids || !g_hosts) return sl__oom("the ranks' table");
+  long me[2] = {(long)getpid(), (long)host_hash()};
+  long *all = sl__calloc((size_t)g_size * 2, sizeof *all);
+  if (!all) return sl__oom("the ranks' table");
+  int rc = MPI_Allgather(me, 2, MPI_LONG, all, 2, MPI_LONG, MPI_COMM_WORLD);
+  if (rc != MPI_SUCCESS) {
+    sl__free(all);
+    return mpi_err(rc, "exchanging the ranks' process ids", -1);
+  }
+  for (int r = 0; r < g_size; r++) {
+    g_pids[r] = (pid_t)all[2 * r];
+    g_hosts[r] = (unsigned long)all[2 * r + 1];
+  }
+  sl__free(all);
+  sl__dist_hooks h = {0};
+  h.shard_auto = shard_auto;
+  if (workers > 0 && !info->worker) {
+    h.recv_open = t_open;
+    h.recv_next = t_next;
+    h.recv_close = t_close;
+  }
+  sl__dist_register(&h);
+  return 0;
+}
+
+int sl__mpi_finalize(void) {
+  if (g_workers > 0 && g_rank < g_size - g_workers && !g_stream_used) {
+    /* a trainer that never read (its spec failed, say): its workers still wait for its STOP */
+    void *s = NULL;
+    t_open(&s, NULL, NULL);
+    t_close(s);
+  }
+  if (g_workers > 0 && g_rank >= g_size - g_workers && !g_served) {
+    /* a worker whose run failed before serving (its spec, its files): the trainers must not take its silence for
+     * an end of data */
+    char msg[128];
+    snprintf(msg, sizeof msg, "it did not start serving (its own output says why)");
+    pthread_mutex_lock(&g_mu);
+    for (int t = 0; t < g_size - g_workers; t++)
+      MPI_Send(msg, (int)strlen(msg) + 1, MPI_BYTE, t, TAG_ERROR, MPI_COMM_WORLD);
+    pthread_mutex_unlock(&g_mu);
+  }
+  sl__dist_register(NULL);
+  sl__free(g_pids);
+  sl__free(g_hosts);
+  g_pids = NULL;
+  g_hosts = NULL;
+  int rc = MPI_SUCCESS;
+  if (g_inited) rc = MPI_Finalize();
+  g_inited = false;
+  return rc == MPI_SUCCESS ? 0 : sl__err(SL_ERROR, "MPI_Finalize failed (%d)", rc);
+}
+
+/* ---------------- worker: serve the part above the cut ---------------- */
+typedef struct pend {
+  MPI_Request req;
+  void *buf;
+} pend;
+
+typedef struct {
+  int nt;              /* trainers: ranks 0 .. nt-1 */
+  int *credit;
+  bool *stopped;       /* STOP received */
+  bool *closed;        /* END or ERROR sent: nothing more goes to it, heartbeats included */
+  atomic_bool quit;    /* the heartbeat thread's stop flag */
+  pthread_mutex_t beat_mu;
+  pthread_cond_t beat_cv;
+} wstate;
+
+/* Heartbeats: a worker busy on a slow element still says it is alive once a second. */
+static void *beat_main(void *arg) {
+  wstate *s = arg;
+  pthread_mutex_lock(&s->beat_mu);
+  while (!atomic_load(&s->quit)) {
+    sl__cond_wait_ms(&s->beat_cv, &s->beat_mu, 1000);
+    if (atomic_load(&s->quit)) break;
+    pthread_mutex_lock(&g_mu);
+    for (int t = 0; t < s->nt; t++) {
+      if (s->closed[t]) continue;
+      MPI_Request r;
+      /* a non-blocking send, freed at once: a trainer that does not receive must not stall the heartbeat */
+      if (MPI_Isend(NULL, 0, MPI_BYTE, t, TAG_BEAT, MPI_COMM_WORLD, &r) == MPI_SUCCESS)
+        MPI_Request_free(&r);
+    }
+    pthread_mutex_unlock(&g_mu);
+  }
+  pthread_mutex_unlock(&s->beat_mu);
+  return NULL;
+}
+
+/* Reads what the trainers sent (credits, stops). Called with g_mu held. */
+static int w_poll(wstate *s) {
+  for (;;) {
+    int flag = 0;
+    MPI_Status st;
+    int rc = MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &st);
+    if (rc != MPI_SUCCESS) return mpi_err(rc, "waiting for the trainers", -1);
+    if (!flag) return 0;
+    int32_t v = 0;
+    rc = MPI_Recv(&v, 1, MPI_INT32_T, st.MPI_SOURCE, st.MPI_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS) return mpi_err(rc, "receiving from a trainer", st.MPI_SOURCE);
+    int t = st.MPI_SOURCE;
+    if (t < 0 || t >= s->nt) continue;
+    if (st.MPI_TAG == TAG_CREDIT && v > 0) s->credit[t] += v;
+    else if (st.MPI_TAG == TAG_STOP) s->stopped[t] = true;
+  }
+}
+
+/* Sends END (or ERROR text) to trainer t unless it was closed already. Called with g_mu held. */
+static void w_close(wstate *s, int t, const char *error) {
+  if (s->closed[t]) return;
+  s->closed[t] = true;
+  if (error) MPI_Send(error, (int)strlen(error) + 1, MPI_BYTE, t, TAG_ERROR, MPI_COMM_WORLD);
+  else MPI_Send(NULL, 0, MPI_BYTE, t, TAG_END, MPI_COMM_WORLD);
+}
+
+int sl__mpi_serve(uint64_t *sent, const sl_pipeline *full) {
+  *sent = 0;
+  g_served = true;
+  int nt = g_size - g_workers, windex = g_rank - nt;
+  json_t *wspec = NULL;
+  int rc = sl__offload_worker_spec(&wspec, sl__pipeline_spec(full), g_workers, windex);
+  if (rc) return rc;
+  char *text = json_dumps(wspec, JSON_COMPACT);
+  json_decref(wspec);
+  if (!text) return sl__oom("the workers' spec");
+  sl_pipeline *p = NULL;
+  sl_iter *it = NULL;
+  rc = sl_pipeline_from_json(&p, text, strlen(text), sl__pipeline_origin(full));
+  sl__free(text);
+  if (!rc) rc = sl_pipeline_iter(&it, p);
+
+  wstate s = {.nt = nt};
+  s.credit = sl__calloc((size_t)nt, sizeof *s.credit);
+  s.stopped = sl__calloc((size_t)nt, sizeof *s.stopped);
+  s.closed = sl__calloc((size_t)nt, sizeof *s.closed);
+  int npend = 0, cap = nt * window() + 1;
+  pend *pd = sl__calloc((size_t)cap, sizeof *pd);
+  if (!s.credit || !s.stopped || !s.closed || !pd) rc = rc ? rc : sl__oom("the worker's state");
+  char err[1024] = "";
+  if (rc) snprintf(err, sizeof err, "%s", sl_error_last());
+  bool ended = rc != 0;
+  int saved = rc;
+  pthread_t beat;
+  bool beating = false;
+  if (s.credit && s.stopped && s.closed && pd) {
+    pthread_mutex_init(&s.beat_mu, NULL);
+    pthread_cond_init(&s.beat_cv, NULL);
+    atomic_init(&s.quit, false);
+    beating = pthread_create(&beat, NULL, beat_main, &s) == 0;
+  } else {
+    /* nothing to serve with: tell nobody, the trainers' timeout names this rank */
+    sl__free(s.credit);
+    sl__free(s.stopped);
+    sl__free(s.closed);
+    sl__free(pd);
+    sl_iter_free(it);
+    sl_pipeline_free(p);
+    return rc;
+  }
+  int next_t = 0;
+  unsigned us = 50;
+  for (;;) {
+    pthread_mutex_lock(&g_mu);
+    int prc = w_poll(&s);
+    /* finished sends free their buffers */
+    for (int i = 0; i < npend;) {
+      int done = 0;
+      MPI_Test(&pd[i].req, &done, MPI_STATUS_IGNORE);
+      if (done) {
+        sl__free(pd[i].buf);
+        pd[i] = pd[--npend];
+      } else i++;
+    }
+    /* done when every trainer has its END (asked for with STOP, or at the stream's end) and every send is through:
+     * a trainer drains until END, so no send stays pending */
+    bool all_closed = true;
+    for (int t = 0; t < nt; t++) {
+      if (s.stopped[t]) w_close(&s, t, NULL);
+      if (ended && !s.closed[t]) w_close(&s, t, err[0] ? err : NULL);
+      if (!s.closed[t]) all_closed = false;
+    }
+    pthread_mutex_unlock(&g_mu);
+    if (prc && !saved) {
+      saved = prc;
+      break; /* MPI itself failed: nothing more can be said to the trainers */
+    }
+    if (all_closed && npend == 0) break;
+    int t = -1;
+    if (!ended)
+      for (int k = 0; k < nt; k++) {
+        int c = (next_t + k) % nt;
+        if (!s.closed[c] && s.credit[c] > 0 && npend < cap) {
+          t = c;
+          break;
+        }
+      }
+    if (t < 0) {
+      nap(&us);
+      continue;
+    }
+    us = 50;
+    next_t = (t + 1) % nt;
+    sl_elem e;
+    sl_elem_init(&e);
+    rc = sl_iter_next(&e, it);
+    if (rc == SL_END) {
+      ended = true;
+      continue;
+    }
+    void *buf = NULL;
+    size_t len = 0;
+    if (rc == 0) rc = sl__dist_pack(&buf, &len, &e);
+    sl_elem_clear(&e);
+    if (rc) {
+      ended = true;
+      saved = rc;
+      snprintf(err, sizeof err, "%s", sl_error_last());
+      continue;
+    }
+    pthread_mutex_lock(&g_mu);
+    int mrc = MPI_Isend(buf, (int)len, MPI_BYTE, t, TAG_DATA, MPI_COMM_WORLD, &pd[npend].req);
+    pthread_mutex_unlock(&g_mu);
+    if (mrc != MPI_SUCCESS) {
+      sl__free(buf);
+      saved = mpi_err(mrc, "sending an element", t);
+      break;
+    }
+    pd[npend++].buf = buf;
+    s.credit[t]--;
+    (*sent)++;
+  }
+  if (beating) {
+    pthread_mutex_lock(&s.beat_mu);
+    atomic_store(&s.quit, true);
+    pthread_cond_signal(&s.beat_cv);
+    pthread_mutex_unlock(&s.beat_mu);
+    pthread_join(beat, NULL);
+  }
+  pthread_mutex_destroy(&s.beat_mu);
+  pthread_cond_destroy(&s.beat_cv);
+  for (int i = 0; i < npend; i++) sl__free(pd[i].buf); /* only after an MPI failure */
+  sl__free(pd);
+  sl__free(s.credit);
+  sl__free(s.stopped);
+  sl__free(s.closed);
+  sl_iter_free(it);
+  sl_pipeline_free(p);
+  if (saved && err[0]) return sl__err(saved, "%s", err);
+  return saved;
+}
