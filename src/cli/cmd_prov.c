@@ -18,6 +18,7 @@ int cmd_prov_train(int argc, char **argv);
 int cmd_prov_simulate(int argc, char **argv);
 int cmd_prov_should_train(int argc, char **argv);
 int cmd_prov_report(int argc, char **argv);
+int cmd_prov_overlap(int argc, char **argv); /* cmd_prov_rq.c */
 
 static const char *short_type(const char *t) {
   if (!t) return "";
@@ -423,6 +424,7 @@ static const cli_cmd SUB[] = {
     {"train", "train the deployment predictor (XGBoost random forest)", cmd_prov_train},
     {"simulate", "replay the test window pruning below thresholds", cmd_prov_simulate},
     {"should-train", "decide whether a pipeline's next run should train (exit 0) or skip (10)", cmd_prov_should_train},
+    {"overlap", "re-processed input: executions re-reading spans an earlier run read", cmd_prov_overlap},
     {"report", "the store's characterization as one HTML page (charts)", cmd_prov_report},
 };
 #define NSUB (sizeof SUB / sizeof SUB[0])

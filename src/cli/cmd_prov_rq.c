@@ -1,0 +1,149 @@
+/* cli/cmd_prov_rq.c: `sluice prov overlap`, `prov ablation` and `prov fleet`: the production-pipeline questions beyond
+ * waste (re-processed input, which feature groups predict deployment, how the recorded runs used the machine). Each
+ * loads the store once through the library and prints a table or, with --json, one JSON document. */
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli_int.h"
+
+int cmd_prov_overlap(int argc, char **argv);
+int cmd_prov_ablation(int argc, char **argv);
+int cmd_prov_fleet(int argc, char **argv);
+
+typedef struct rq_opts {
+  const char *db, *pipeline;
+  bool json;
+  int64_t top, seeds, trees;
+} rq_opts;
+
+/* DB positional, --json, and the options named in `allowed`. Returns 0, -1 after --help, or CLI_USAGE. */
+static int rq_parse(const char *cmd, int argc, char **argv, rq_opts *o, const char *usage, const char *allowed) {
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (cli_is_help(a)) {
+      fputs(usage, stdout);
+      return -1;
+    }
+#define OPT(name) (!strcmp(a, name) && strstr(allowed, name))
+    if (!strcmp(a, "--json")) o->json = true;
+    else if (OPT("--pipeline")) {
+      if (!v) return cli_usage(cmd, "%s needs a value", a);
+      o->pipeline = v, i++;
+    } else if (OPT("--top") || OPT("--seeds") || OPT("--trees")) {
+      int64_t *dst = !strcmp(a, "--top") ? &o->top : !strcmp(a, "--seeds") ? &o->seeds : &o->trees;
+      if (!cli_parse_i64(cmd, a, v, dst)) return CLI_USAGE;
+      if (*dst < 1 || *dst > 1000000) return cli_usage(cmd, "%s must be in 1..1000000", a);
+      i++;
+    }
+#undef OPT
+    else if (a[0] == '-' && a[1]) return cli_usage(cmd, "unknown option %s", a);
+    else if (!o->db) o->db = a;
+    else return cli_usage(cmd, "unexpected argument %s", a);
+  }
+  if (!o->db) return cli_usage(cmd, "DB is required");
+  return 0;
+}
+
+static void rq_dump(json_t *j) {
+  char *s = json_dumps(j, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
+  if (s) {
+    puts(s);
+    free(s);
+  }
+  json_decref(j);
+}
+
+static json_t *rq_num(double v) { return isfinite(v) ? json_real(v) : json_null(); }
+
+static int rq_load(const char *cmd, const char *db, const char *pipeline, sl_prov **p, sl_prov_graphlets **g) {
+  if (sl_prov_open(p, db, 0)) return cli_fail(true, "%s: cannot open %s", cmd, db);
+  if (sl_prov_graphlets_load(g, *p, pipeline)) {
+    sl_prov_close(*p);
+    return cli_fail(true, "%s", cmd);
+  }
+  return 0;
+}
+
+/* ---- overlap ---- */
+static json_t *overlap_row_json(const sl_prov_overlap_row *r, const char *key) {
+  json_t *x = json_object();
+  if (key) json_object_set_new(x, key, json_string(r->name));
+  json_object_set_new(x, "executions", json_integer((json_int_t)r->executions));
+  json_object_set_new(x, "with_overlap", json_integer((json_int_t)r->with_overlap));
+  json_object_set_new(x, "mean_overlap", rq_num(r->mean_overlap));
+  json_object_set_new(x, "cost", rq_num(r->cost));
+  json_object_set_new(x, "recomputed_cost", rq_num(r->recomputed_cost));
+  json_object_set_new(x, "recomputed_share", rq_num(r->cost > 0 ? r->recomputed_cost / r->cost : 0));
+  json_object_set_new(x, "reusable_cost", rq_num(r->reusable_cost));
+  return x;
+}
+
+static void overlap_row_print(const sl_prov_overlap_row *r) {
+  printf("  %-28.28s %9zu %9zu %7.1f%% %14.0f %14.0f %6.1f%% %14.0f\n", r->name, r->executions, r->with_overlap,
+         100 * r->mean_overlap, r->cost, r->recomputed_cost, r->cost > 0 ? 100 * r->recomputed_cost / r->cost : 0,
+         r->reusable_cost);
+}
+
+int cmd_prov_overlap(int argc, char **argv) {
+  rq_opts o = {0};
+  o.top = 20;
+  int rc = rq_parse("prov overlap", argc, argv, &o,
+                    "usage: sluice prov overlap DB [--pipeline P] [--top N] [--json]\n\nRe-processed input: an Examples "
+                    "input of a COMPLETE execution is re-processed when an earlier COMPLETE\nexecution of the same type "
+                    "in the same pipeline read that same artifact as INPUT. Recomputed cost =\ncost x re-processed / all "
+                    "Examples inputs (cost assumed linear in spans). Per execution type, for the\nN pipelines with the "
+                    "most recomputed cost (default 20), and in total; 'reuse would save' is the\npart of it whose earlier "
+                    "reader wrote Examples (a Transform whose output per span could have been kept).\n",
+                    "--pipeline --top");
+  if (rc) return rc < 0 ? CLI_OK : rc;
+  sl_prov *p;
+  sl_prov_graphlets *g;
+  if (rq_load("prov overlap", o.db, o.pipeline, &p, &g)) return CLI_FAIL;
+  sl_prov_overlap *ov;
+  if (sl_prov_overlap_compute(&ov, g)) {
+    sl_prov_graphlets_free(g);
+    sl_prov_close(p);
+    return cli_fail(true, "prov overlap");
+  }
+  size_t top = (size_t)o.top < ov->npipelines ? (size_t)o.top : ov->npipelines;
+  const char *basis = sl_prov_graphlets_cost_basis(g);
+  if (o.json) {
+    json_t *j = json_object(), *tt = json_array(), *pp = json_array();
+    for (size_t i = 0; i < ov->ntypes; i++) json_array_append_new(tt, overlap_row_json(&ov->types[i], "type"));
+    for (size_t i = 0; i < top; i++) json_array_append_new(pp, overlap_row_json(&ov->pipelines[i], "pipeline"));
+    json_t *tot = overlap_row_json(&ov->total, NULL);
+    json_object_set_new(tot, "all_compute", rq_num(ov->all_compute));
+    json_object_set_new(tot, "share_of_all_compute", rq_num(ov->all_compute > 0 ? ov->total.recomputed_cost / ov->all_compute : 0));
+    json_object_set_new(tot, "reusable_share_of_all_compute",
+                        rq_num(ov->all_compute > 0 ? ov->total.reusable_cost / ov->all_compute : 0));
+    json_object_set_new(j, "cost_basis", json_string(basis));
+    json_object_set_new(j, "types", tt);
+    json_object_set_new(j, "pipelines", pp);
+    json_object_set_new(j, "total", tot);
+    rq_dump(j);
+  } else {
+    const sl_prov_overlap_row *t = &ov->total;
+    printf("re-processed input: %zu of %zu executions with Examples inputs re-read spans (mean overlap %.1f%%)\n",
+           t->with_overlap, t->executions, 100 * t->mean_overlap);
+    printf("recomputed cost: %.0f of %.0f (%.1f%% of their cost, %.1f%% of all compute %.0f), cost basis %s\n",
+           t->recomputed_cost, t->cost, t->cost > 0 ? 100 * t->recomputed_cost / t->cost : 0,
+           ov->all_compute > 0 ? 100 * t->recomputed_cost / ov->all_compute : 0, ov->all_compute, basis);
+    printf("reuse would save (kept per-span output of an earlier reader that wrote Examples): %.0f (%.1f%% of all "
+           "compute)\n",
+           t->reusable_cost, ov->all_compute > 0 ? 100 * t->reusable_cost / ov->all_compute : 0);
+    const char *hdr = "  %-28s %9s %9s %8s %14s %14s %7s %14s\n";
+    printf("\nby execution type\n");
+    printf(hdr, "TYPE", "EXECS", "OVERLAP", "MEAN", "COST", "RECOMPUTED", "SHARE", "REUSE SAVES");
+    for (size_t i = 0; i < ov->ntypes; i++) overlap_row_print(&ov->types[i]);
+    printf("\ntop %zu pipelines by recomputed cost\n", top);
+    printf(hdr, "PIPELINE", "EXECS", "OVERLAP", "MEAN", "COST", "RECOMPUTED", "SHARE", "REUSE SAVES");
+    for (size_t i = 0; i < top; i++) overlap_row_print(&ov->pipelines[i]);
+  }
+  sl_prov_overlap_free(ov);
+  sl_prov_graphlets_free(g);
+  sl_prov_close(p);
+  return CLI_OK;
+}

@@ -1,0 +1,182 @@
+/* test_prov_rq.c: overlap (re-processed input), the feature-group ablation and the fleet of recorded runs, on small
+ * stores built here with answers worked out by hand, on SQLite and on the PostgreSQL test server.
+ * SL_TEST_TIMEOUT(300) */
+#include <math.h>
+
+#include "test_prov_common.h"
+
+#define assert_near(a, b, eps) assert_true(fabs((double)(a) - (double)(b)) <= (eps))
+#define H (3600 * 1000LL)
+#define BASE (1000LL * H)
+
+typedef struct rb {
+  sl_prov *p;
+  int64_t transform, trainer, pusher, validator;
+  int64_t examples, model, pushedmodel, anomalies, tpipe, trun;
+} rb;
+
+static void rb_init(rb *b, sl_prov *p) {
+  b->p = p;
+  assert_int_equal(sl_prov_put_type(&b->transform, p, SL_PROV_EXECUTION, "tfx.components.transform.component.Transform",
+                                    NULL, 0, NULL),
+                   0);
+  assert_int_equal(sl_prov_put_type(&b->trainer, p, SL_PROV_EXECUTION, "tfx.components.trainer.component.Trainer",
+                                    NULL, 0, NULL),
+                   0);
+  assert_int_equal(sl_prov_put_type(&b->pusher, p, SL_PROV_EXECUTION, "tfx.components.pusher.component.Pusher", NULL,
+                                    0, NULL),
+                   0);
+  assert_int_equal(sl_prov_put_type(&b->validator, p, SL_PROV_EXECUTION,
+                                    "tfx.components.example_validator.component.ExampleValidator", NULL, 0, NULL),
+                   0);
+  sl_prov_type_prop ex[] = {{"span", SL_PROV_T_INT}};
+  assert_int_equal(sl_prov_put_type(&b->examples, p, SL_PROV_ARTIFACT, "Examples", ex, 1, NULL), 0);
+  assert_int_equal(sl_prov_put_type(&b->model, p, SL_PROV_ARTIFACT, "Model", NULL, 0, NULL), 0);
+  assert_int_equal(sl_prov_put_type(&b->pushedmodel, p, SL_PROV_ARTIFACT, "PushedModel", NULL, 0, NULL), 0);
+  assert_int_equal(sl_prov_put_type(&b->anomalies, p, SL_PROV_ARTIFACT, "ExampleAnomalies", NULL, 0, NULL), 0);
+  assert_int_equal(sl_prov_put_type(&b->tpipe, p, SL_PROV_CONTEXT, "pipeline", NULL, 0, NULL), 0);
+  assert_int_equal(sl_prov_put_type(&b->trun, p, SL_PROV_CONTEXT, "pipeline_run", NULL, 0, NULL), 0);
+}
+
+static int64_t rb_ctx(rb *b, int64_t type, const char *name) {
+  int64_t c;
+  assert_int_equal(sl_prov_put_context(&c, b->p, type, name, BASE), 0);
+  return c;
+}
+
+static int64_t rb_ex(rb *b, int64_t type, int state, double t, double cpu, int64_t pipe) {
+  int64_t id;
+  assert_int_equal(sl_prov_put_execution(&id, b->p, type, NULL, state, BASE + (int64_t)(t * H),
+                                         BASE + (int64_t)((t + 1) * H)),
+                   0);
+  sl_prov_value v = sl_prov_double(cpu);
+  assert_int_equal(sl_prov_set_property(b->p, SL_PROV_EXECUTION, id, "cpu_seconds", true, &v), 0);
+  if (pipe) assert_int_equal(sl_prov_associate(b->p, pipe, id), 0);
+  return id;
+}
+
+static int64_t rb_art(rb *b, int64_t type, double t, int64_t span) {
+  int64_t id;
+  assert_int_equal(sl_prov_put_artifact(&id, b->p, type, "uri", NULL, SL_PROV_A_LIVE, BASE + (int64_t)(t * H)), 0);
+  if (span >= 0) {
+    sl_prov_value v = sl_prov_int(span);
+    assert_int_equal(sl_prov_set_property(b->p, SL_PROV_ARTIFACT, id, "span", false, &v), 0);
+  }
+  return id;
+}
+
+static void rb_ln(rb *b, int64_t a, int64_t e, int type, double t) {
+  sl_prov_step path[2] = {{"examples", 0}, {NULL, 0}};
+  assert_int_equal(sl_prov_put_event(NULL, b->p, a, e, type, BASE + (int64_t)(t * H), path, 2), 0);
+}
+
+/* A Transform at hour t in `pipe` reading the n spans in `in`, writing transformed Examples (which a Trainer reads
+ * when `train`). */
+static int64_t transform(rb *b, int state, double t, int64_t pipe, const int64_t *in, int n) {
+  int64_t x = rb_ex(b, b->transform, state, t, 30, pipe);
+  for (int i = 0; i < n; i++) rb_ln(b, in[i], x, SL_PROV_EV_INPUT, t);
+  if (state == SL_PROV_E_COMPLETE) {
+    int64_t out = rb_art(b, b->examples, t + 1, -1);
+    rb_ln(b, out, x, SL_PROV_EV_OUTPUT, t + 1);
+  }
+  return x;
+}
+
+static const sl_prov_overlap_row *row(const sl_prov_overlap_row *r, size_t n, const char *name) {
+  for (size_t i = 0; i < n; i++)
+    if (!strcmp(r[i].name, name)) return &r[i];
+  fail_msg("no overlap row %s", name);
+  return NULL;
+}
+
+static tp_backend LITE = {"sqlite", "", NULL}, PG = {"postgresql", "", NULL};
+
+#define FRESH(p, tag)                                                                                                 \
+  tp_backend *B = *(tp_backend **)state;                                                                              \
+  if (!tp_fresh(B, tag)) skip();                                                                                      \
+  sl_prov *p = tp_open(B)
+
+/* The known answers of docs/provenance.md's definition. Pipeline P's Transform reads a rolling window of 3 spans:
+ * run 1 reads S1 (0), run 2 S1 S2 (1/2), runs 3-5 the last three (2/3 each). A CACHED and a FAILED Transform follow
+ * (neither counted, nor an earlier reader for others); run 7 reads S4 S5 S6 (2/3: S6 was read only by the FAILED
+ * one); run 8 reads S6, a regenerated span 5 (a new artifact: not re-processed) and S7 (1/3). Pipeline Q's Transform
+ * reads S1, shared with P: not overlap across pipelines. Pipeline W's Trainer reads the same two spans twice
+ * (overlap 1 the second time) and writes no Examples: nothing reuse could keep. */
+static void overlap_known_answers(void **state) {
+  FRESH(p, "overlap");
+  rb b;
+  rb_init(&b, p);
+  int64_t P = rb_ctx(&b, b.tpipe, "P"), Q = rb_ctx(&b, b.tpipe, "Q"), W = rb_ctx(&b, b.tpipe, "W");
+  int64_t S[8];
+  for (int i = 1; i <= 7; i++) S[i] = rb_art(&b, b.examples, i, i);
+  int64_t S5b = rb_art(&b, b.examples, 7.5, 5);
+  double t = 10;
+  int64_t w1[] = {S[1]}, w2[] = {S[1], S[2]}, w3[] = {S[1], S[2], S[3]}, w4[] = {S[2], S[3], S[4]},
+          w5[] = {S[3], S[4], S[5]}, w6[] = {S[4], S[5], S[6]}, w8[] = {S[6], S5b, S[7]};
+  transform(&b, SL_PROV_E_COMPLETE, t += 10, P, w1, 1);
+  transform(&b, SL_PROV_E_COMPLETE, t += 10, P, w2, 2);
+  transform(&b, SL_PROV_E_COMPLETE, t += 10, P, w3, 3);
+  transform(&b, SL_PROV_E_COMPLETE, t += 10, P, w4, 3);
+  int64_t last = transform(&b, SL_PROV_E_COMPLETE, t += 10, P, w5, 3);
+  transform(&b, SL_PROV_E_CACHED, t += 10, P, w5, 3);
+  transform(&b, SL_PROV_E_FAILED, t += 10, P, w6, 3);
+  transform(&b, SL_PROV_E_COMPLETE, t += 10, P, w6, 3);
+  transform(&b, SL_PROV_E_COMPLETE, t += 10, P, w8, 3);
+  transform(&b, SL_PROV_E_COMPLETE, t += 10, Q, w1, 1);
+  /* A trainer in P reading the last Transform's output (a graphlet, so the set loads), and W's two trainers. */
+  (void)last;
+  int64_t tr = rb_ex(&b, b.trainer, SL_PROV_E_COMPLETE, t += 10, 10, P);
+  rb_ln(&b, S[7], tr, SL_PROV_EV_INPUT, t);
+  for (int k = 0; k < 2; k++) {
+    int64_t x = rb_ex(&b, b.trainer, SL_PROV_E_COMPLETE, t += 10, 10, W);
+    rb_ln(&b, S[1], x, SL_PROV_EV_INPUT, t);
+    rb_ln(&b, S[2], x, SL_PROV_EV_INPUT, t);
+  }
+  sl_prov_graphlets *g;
+  assert_int_equal(sl_prov_graphlets_load(&g, p, NULL), 0);
+  sl_prov_overlap *o;
+  assert_int_equal(sl_prov_overlap_compute(&o, g), 0);
+  const sl_prov_overlap_row *tf = row(o->types, o->ntypes, "Transform");
+  assert_int_equal(tf->executions, 8); /* P: runs 1-5, 7, 8; Q: 1 */
+  assert_int_equal(tf->with_overlap, 6);
+  double sum = 0.5 + 4 * (2.0 / 3) + 1.0 / 3;
+  assert_near(tf->mean_overlap, sum / 8, 1e-9);
+  assert_near(tf->cost, 8 * 30, 1e-9);
+  assert_near(tf->recomputed_cost, 30 * sum, 1e-9);
+  assert_near(tf->reusable_cost, 30 * sum, 1e-9); /* every earlier reader wrote Examples */
+  const sl_prov_overlap_row *trn = row(o->types, o->ntypes, "Trainer");
+  assert_int_equal(trn->executions, 3);
+  assert_int_equal(trn->with_overlap, 1);
+  assert_near(trn->recomputed_cost, 10, 1e-9);
+  assert_near(trn->reusable_cost, 0, 1e-9);
+  const sl_prov_overlap_row *q = row(o->pipelines, o->npipelines, "Q");
+  assert_int_equal(q->executions, 1);
+  assert_int_equal(q->with_overlap, 0);
+  assert_near(q->recomputed_cost, 0, 1e-9);
+  assert_near(row(o->pipelines, o->npipelines, "P")->recomputed_cost, 30 * sum, 1e-9);
+  assert_string_equal(o->pipelines[0].name, "P"); /* by recomputed cost */
+  assert_int_equal(o->total.executions, 11);
+  assert_near(o->total.recomputed_cost, 30 * sum + 10, 1e-9);
+  assert_near(o->all_compute, 10 * 30 + 3 * 10, 1e-9); /* the CACHED and FAILED Transforms cost too */
+  sl_prov_overlap_free(o);
+  sl_prov_graphlets_free(g);
+  /* One pipeline alone gives that pipeline's figures. */
+  assert_int_equal(sl_prov_graphlets_load(&g, p, "P"), 0);
+  assert_int_equal(sl_prov_overlap_compute(&o, g), 0);
+  assert_int_equal(o->npipelines, 1);
+  assert_near(o->total.recomputed_cost, 30 * sum, 1e-9);
+  assert_int_equal(row(o->types, o->ntypes, "Transform")->executions, 7);
+  sl_prov_overlap_free(o);
+  sl_prov_graphlets_free(g);
+  sl_prov_close(p);
+  tp_done(B);
+}
+
+#define BOTH(f) {#f "/sqlite", f, NULL, NULL, &LITE}, {#f "/postgresql", f, NULL, NULL, &PG}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      BOTH(overlap_known_answers),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
