@@ -77,12 +77,13 @@ typedef struct sl_prov_fleet_row {
   size_t runs;           /* COMPLETE sluice.Run executions */
   size_t failed;
   size_t known;          /* runs that recorded the busiest op's load */
-  size_t input_bound;    /* of those, the busiest op at its limit (load >= 0.9 of its cores) */
+  size_t input_bound;    /* of those, the busiest op at its limit (busiest_load >= 0.8) */
   double cpu_seconds, elapsed;
   double throughput;     /* median of the runs' elements/s */
   double bound;          /* the best known achievable rate: the largest LP bound recorded, or the best throughput
                             of a sluice.Optimize of the spec; 0 unknown */
-  double headroom;       /* bound / median throughput; 0 unknown */
+  double headroom;       /* bound / median throughput; 0 unknown. Overall: the pipelines' headroom weighted by
+                            their runs (bound 0) */
   sl_prov_fleet_op *ops; size_t nops; /* by count, descending */
 } sl_prov_fleet_row;
 typedef struct sl_prov_fleet {

@@ -14,7 +14,7 @@ const char *cli_record_target(const char *opt) {
 
 #if SL_HAVE_PROV
 /* The op with the largest CPU per core available to it: what a reader of the record wants named first. */
-static void busiest_op(sl_pipeline *p, char *buf, size_t n) {
+static void busiest_op(sl_pipeline *p, char *buf, size_t n, double *load_out) {
   buf[0] = 0;
   double best = 0;
   for (int i = 0; i < sl_pipeline_op_count(p); i++) {
@@ -27,6 +27,7 @@ static void busiest_op(sl_pipeline *p, char *buf, size_t n) {
       snprintf(buf, n, "%s (%s)", s.path, s.label);
     }
   }
+  *load_out = best;
 }
 
 void cli_record(const char *db, const char *kind, const char *spec_path, sl_pipeline *p, const sl_prov_output *outs,
@@ -36,7 +37,8 @@ void cli_record(const char *db, const char *kind, const char *spec_path, sl_pipe
   size_t nfiles = 0;
   if (p && sl_pipeline_input_files(&files, &nfiles, p)) files = NULL;
   char bottleneck[256] = "";
-  if (p && !error) busiest_op(p, bottleneck, sizeof bottleneck);
+  double busiest = 0; /* CPU seconds per core the op may use */
+  if (p && !error) busiest_op(p, bottleneck, sizeof bottleneck, &busiest);
   sl_prov_run r = SL_PROV_RUN_INIT;
   r.kind = kind;
   r.pipeline = p ? sl_pipeline_name(p) : spec_path;
@@ -49,6 +51,7 @@ void cli_record(const char *db, const char *kind, const char *spec_path, sl_pipe
   r.bottleneck = bottleneck[0] ? bottleneck : NULL;
   r.cpu_seconds = cpu;
   r.elapsed = elapsed;
+  r.busiest_load = elapsed > 0 ? busiest / elapsed : 0; /* for `prov fleet`: 1 = the op kept its cores busy */
   r.failed = error != NULL;
   r.error = error;
   int64_t id = 0;

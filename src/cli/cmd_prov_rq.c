@@ -217,3 +217,79 @@ int cmd_prov_ablation(int argc, char **argv) {
   sl_prov_close(p);
   return CLI_OK;
 }
+
+/* ---- fleet ---- */
+static json_t *fleet_row_json(const sl_prov_fleet_row *r) {
+  json_t *x = json_object(), *ops = json_array();
+  json_object_set_new(x, "pipeline", json_string(r->pipeline));
+  json_object_set_new(x, "runs", json_integer((json_int_t)r->runs));
+  json_object_set_new(x, "failed", json_integer((json_int_t)r->failed));
+  json_object_set_new(x, "load_known", json_integer((json_int_t)r->known));
+  json_object_set_new(x, "input_bound", json_integer((json_int_t)r->input_bound));
+  json_object_set_new(x, "cpu_seconds", rq_num(r->cpu_seconds));
+  json_object_set_new(x, "elapsed", rq_num(r->elapsed));
+  json_object_set_new(x, "throughput", rq_num(r->throughput));
+  json_object_set_new(x, "bound", r->bound > 0 ? rq_num(r->bound) : json_null());
+  json_object_set_new(x, "headroom", r->headroom > 0 ? rq_num(r->headroom) : json_null());
+  for (size_t i = 0; i < r->nops; i++) {
+    json_t *o = json_object();
+    json_object_set_new(o, "op", json_string(r->ops[i].op));
+    json_object_set_new(o, "count", json_integer((json_int_t)r->ops[i].count));
+    json_array_append_new(ops, o);
+  }
+  json_object_set_new(x, "bottlenecks", ops);
+  return x;
+}
+
+static void fleet_row_print(const sl_prov_fleet_row *r) {
+  char hr[32] = "-";
+  if (r->headroom > 0) snprintf(hr, sizeof hr, "%.2fx", r->headroom);
+  printf("  %-24.24s %6zu %6zu %5zu/%-5zu %10.1f %12.1f %9s  %s (%zu)\n", r->pipeline, r->runs, r->failed,
+         r->input_bound, r->known, r->cpu_seconds, r->throughput, hr, r->nops ? r->ops[0].op : "-",
+         r->nops ? r->ops[0].count : 0);
+}
+
+int cmd_prov_fleet(int argc, char **argv) {
+  rq_opts o = {0};
+  o.top = 20;
+  int rc = rq_parse("prov fleet", argc, argv, &o,
+                    "usage: sluice prov fleet DB [--top N] [--json]\n\nThe runs sluice recorded (run/trace --record, "
+                    "SLUICE_PROV) per pipeline spec and overall: runs,\nfailures, how many were input-bound (the busiest "
+                    "op used >= 80% of the cores it may use), CPU spent,\nthe median throughput, the headroom (the best "
+                    "throughput a recorded 'sluice optimize' of the spec\nreached, over the median run) and which ops "
+                    "were the busiest how often.\n",
+                    "--top");
+  if (rc) return rc < 0 ? CLI_OK : rc;
+  sl_prov *p;
+  if (sl_prov_open(&p, o.db, 0)) return cli_fail(true, "prov fleet: cannot open %s", o.db);
+  sl_prov_fleet *f;
+  if (sl_prov_fleet_compute(&f, p)) {
+    sl_prov_close(p);
+    return cli_fail(true, "prov fleet");
+  }
+  size_t top = (size_t)o.top < f->npipelines ? (size_t)o.top : f->npipelines;
+  if (o.json) {
+    json_t *j = json_object(), *pp = json_array();
+    for (size_t i = 0; i < top; i++) json_array_append_new(pp, fleet_row_json(&f->pipelines[i]));
+    json_object_set_new(j, "pipelines", pp);
+    json_object_set_new(j, "total", fleet_row_json(&f->all));
+    rq_dump(j);
+  } else if (!f->all.runs && !f->all.failed && !f->npipelines) {
+    printf("no recorded sluice runs in %s (record with 'sluice run SPEC --record DB')\n", o.db);
+  } else {
+    const sl_prov_fleet_row *a = &f->all;
+    printf("recorded runs: %zu complete, %zu failed, over %zu pipeline specs; CPU %.1f s over %.1f s of runs\n",
+           a->runs, a->failed, f->npipelines, a->cpu_seconds, a->elapsed);
+    printf("input-bound (the busiest op at >= 80%% of its cores): %zu of the %zu runs that recorded its load\n",
+           a->input_bound, a->known);
+    if (a->headroom > 0) printf("headroom where a recorded optimize shows it (weighted by runs): %.2fx\n", a->headroom);
+    printf("\n  %-24s %6s %6s %11s %10s %12s %9s  %s\n", "PIPELINE", "RUNS", "FAILED", "INPUT-BOUND", "CPU S",
+           "MEDIAN EL/S", "HEADROOM", "BUSIEST OP (RUNS)");
+    for (size_t i = 0; i < top; i++) fleet_row_print(&f->pipelines[i]);
+    printf("\nbusiest ops over all runs\n");
+    for (size_t i = 0; i < a->nops && i < 10; i++) printf("  %6zu  %s\n", a->ops[i].count, a->ops[i].op);
+  }
+  sl_prov_fleet_free(f);
+  sl_prov_close(p);
+  return CLI_OK;
+}

@@ -274,12 +274,78 @@ static void ablation_input_only_corpus(void **state) {
   tp_done(B);
 }
 
+/* Recorded runs with known figures: pipeline A's busiest op used 95%, 50% and 85% of its cores (two at the limit),
+ * the spin map busiest twice; a recorded optimize of A reached 500/s over A's median 200/s (headroom 2.5); a failed
+ * run is counted apart. Pipeline B recorded no load (older sluice): known 0. */
+static void rec_run(const char *uri, const char *pipe, const char *kind, double tp, double load, const char *op,
+                    bool failed) {
+  sl_prov_run r = SL_PROV_RUN_INIT;
+  r.kind = kind;
+  r.pipeline = pipe;
+  r.throughput = tp;
+  r.cpu_seconds = 2;
+  r.elapsed = 1;
+  r.busiest_load = load;
+  r.bottleneck = op;
+  r.failed = failed;
+  r.error = failed ? "boom" : NULL;
+  assert_int_equal(sl_prov_record_run(NULL, uri, &r), 0);
+}
+
+static void fleet_known_runs(void **state) {
+  FRESH(p, "fleet");
+  sl_prov_fleet *f;
+  assert_int_equal(sl_prov_fleet_compute(&f, p), 0); /* an empty store: an empty report */
+  assert_int_equal(f->all.runs, 0);
+  assert_int_equal(f->npipelines, 0);
+  sl_prov_fleet_free(f);
+  const char *spin = "ops[2] (map spin)", *lines = "ops[1] (lines)";
+  rec_run(B->uri, "A", NULL, 100, 0.95, spin, false);
+  rec_run(B->uri, "A", NULL, 300, 0.5, lines, false);
+  rec_run(B->uri, "A", NULL, 200, 0.85, spin, false);
+  rec_run(B->uri, "A", NULL, 0, 0, NULL, true);
+  rec_run(B->uri, "A", "sluice.Optimize", 500, 0.9, spin, false);
+  rec_run(B->uri, "B", NULL, 50, 0, lines, false);
+  assert_int_equal(sl_prov_fleet_compute(&f, p), 0);
+  assert_int_equal(f->npipelines, 2);
+  const sl_prov_fleet_row *a = &f->pipelines[0];
+  assert_string_equal(a->pipeline, "A");
+  assert_int_equal(a->runs, 3);
+  assert_int_equal(a->failed, 1);
+  assert_int_equal(a->known, 3);
+  assert_int_equal(a->input_bound, 2);
+  assert_near(a->cpu_seconds, 6, 1e-9);
+  assert_near(a->throughput, 200, 1e-9);
+  assert_near(a->bound, 500, 1e-9);
+  assert_near(a->headroom, 2.5, 1e-9);
+  assert_int_equal(a->nops, 2);
+  assert_string_equal(a->ops[0].op, spin);
+  assert_int_equal(a->ops[0].count, 2);
+  const sl_prov_fleet_row *b = &f->pipelines[1];
+  assert_int_equal(b->runs, 1);
+  assert_int_equal(b->known, 0);
+  assert_near(b->headroom, 0, 0);
+  assert_int_equal(f->all.runs, 4);
+  assert_int_equal(f->all.failed, 1);
+  assert_int_equal(f->all.input_bound, 2);
+  assert_near(f->all.headroom, 2.5, 1e-9); /* B has none: A's alone */
+  /* Over all runs each op was the busiest twice: equal counts are ordered by name. */
+  assert_int_equal(f->all.nops, 2);
+  assert_string_equal(f->all.ops[0].op, lines);
+  assert_int_equal(f->all.ops[0].count, 2);
+  assert_int_equal(f->all.ops[1].count, 2);
+  sl_prov_fleet_free(f);
+  sl_prov_close(p);
+  tp_done(B);
+}
+
 #define BOTH(f) {#f "/sqlite", f, NULL, NULL, &LITE}, {#f "/postgresql", f, NULL, NULL, &PG}
 
 int main(void) {
   const struct CMUnitTest tests[] = {
       BOTH(overlap_known_answers),
       BOTH(ablation_input_only_corpus),
+      BOTH(fleet_known_runs),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
