@@ -61,6 +61,14 @@ assert d["total"]["runs"] == 2 and d["total"]["failed"] == 1, d["total"]
 P
 "$CLI" prov fleet "$T/c.db" | grep -q "no recorded sluice runs" || fail "fleet on a store without runs"
 
+# The report shows the overlap chart, the reuse figure and, once runs are recorded into the store, the fleet.
+"$CLI" prov report "$T/c.db" -o "$T/r0.html" 2>/dev/null || fail "report"
+grep -q 'id="overlap"' "$T/r0.html" && grep -q 'id="reuse"' "$T/r0.html" || fail "report: no overlap chart"
+grep -q 'id="fleet"' "$T/r0.html" && fail "report: a fleet section without recorded runs"
+"$CLI" run "$T/p.json" --quiet --record "$T/c.db" >/dev/null 2>&1 || fail "run --record into the corpus"
+"$CLI" prov report "$T/c.db" -o "$T/r1.html" 2>/dev/null || fail "report with runs"
+grep -q 'id="fleet"' "$T/r1.html" && grep -q 'spinner' "$T/r1.html" || fail "report: no fleet section"
+
 # PostgreSQL, when the fixture started a server: the same corpus gives the same overlap.
 if [ -n "${SL_PG_DIR:-}" ] && [ -f "$SL_PG_DIR/uri" ]; then
   ADMIN=$(cat "$SL_PG_DIR/uri")
