@@ -700,6 +700,8 @@ int sl__pstmt_defer(sl__pstmt *st) {
     return pg_err(st->db, NULL, "send");
   st->db->pending++;
   pg_clear_params(st);
+  /* Collect the queued results now and then, so libpq does not buffer an unbounded run of them. */
+  if (st->db->pending >= 16384) return pl_sync(st->db, -1, NULL);
 #endif
   return 0;
 }

@@ -70,6 +70,13 @@ static const char *const SQL[SL__Q_NQ] = {
                     "VALUES(?, ?, ?, ?) RETURNING id) INSERT INTO EventPath(event_id, is_index_step, step_index, "
                     "step_key) SELECT id, false, CAST(NULL AS INTEGER), CAST(? AS TEXT) FROM e UNION ALL SELECT id, "
                     "true, CAST(? AS INTEGER), CAST(NULL AS TEXT) FROM e",
+    /* PostgreSQL bulk loads: inserts with ids taken beforehand from the sequences, a block of 1024 at a time. */
+    [SL__Q_ART_INS_ID] = "INSERT INTO Artifact(id, type_id, uri, state, name, create_time_since_epoch, "
+                         "last_update_time_since_epoch) VALUES(?, ?, ?, ?, ?, ?, ?)",
+    [SL__Q_EXEC_INS_ID] = "INSERT INTO Execution(id, type_id, last_known_state, name, create_time_since_epoch, "
+                          "last_update_time_since_epoch) VALUES(?, ?, ?, ?, ?, ?)",
+    [SL__Q_IDS_ART] = "SELECT nextval(pg_get_serial_sequence('artifact', 'id')) FROM generate_series(1, 1024)",
+    [SL__Q_IDS_EXEC] = "SELECT nextval(pg_get_serial_sequence('execution', 'id')) FROM generate_series(1, 1024)",
 };
 
 int sl__prov_stmt(sl_prov *p, int which, sl__pstmt **out) {
@@ -160,6 +167,7 @@ int sl_prov_bulk_begin(sl_prov *p) {
   if (p->bulk) return sl__err(SL_EINVAL, "%s: a bulk load is already under way", p->uri);
   if (p->in_txn) return sl__err(SL_EINVAL, "%s: begin a bulk load outside a transaction", p->uri);
   p->bulk = true;
+  p->idn[0] = p->idn[1] = p->idat[0] = p->idat[1] = 0;
   if (!sl__pdb_is_pg(p->db)) {
     /* Durability per transaction is not needed while loading; a big page cache keeps a large transaction from
      * spilling pages to the WAL over and over. Both are hints: a failure only costs speed. */
@@ -190,6 +198,7 @@ int sl_prov_bulk_begin(sl_prov *p) {
 int sl_prov_bulk_end(sl_prov *p) {
   if (!p->bulk) return 0;
   p->bulk = false;
+  p->idn[0] = p->idn[1] = p->idat[0] = p->idat[1] = 0;
   int rc = sl__pdb_pipeline(p->db, false);
   if (p->bulk_indexes) {
     p->bulk_indexes = false;
