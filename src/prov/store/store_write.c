@@ -98,13 +98,14 @@ int sl_prov_type_id(int64_t *id, sl_prov *p, sl_prov_kind kind, const char *name
   return rc;
 }
 
-/* PostgreSQL bulk loads: the next id of pool `which` (0 artifacts, 1 executions), refilled from the table's
- * sequence 1024 at a time (one round trip per block instead of one per row; the insert itself is then queued). */
+/* PostgreSQL bulk loads: the next id of pool `which` (0 artifacts, 1 executions, 2 events), refilled from the
+ * table's sequence 1024 at a time (one round trip per block instead of one per row); the row itself then goes into
+ * a COPY buffer (db.c), sent a few MB at a time. */
 static bool bulk_ids(const sl_prov *p) { return p->bulk && sl__pdb_is_pg(p->db); }
 static int take_id(sl_prov *p, int which, int64_t *id) {
   if (p->idat[which] == p->idn[which]) {
     sl__pstmt *st;
-    int rc = sl__prov_stmt(p, which ? SL__Q_IDS_EXEC : SL__Q_IDS_ART, &st);
+    int rc = sl__prov_stmt(p, which == 2 ? SL__Q_IDS_EVENT : which ? SL__Q_IDS_EXEC : SL__Q_IDS_ART, &st);
     if (rc) return rc;
     int n = 0;
     while ((rc = sl__pstmt_step(st)) == 1)
@@ -119,50 +120,114 @@ static int take_id(sl_prov *p, int which, int64_t *id) {
   return 0;
 }
 
+static const char COPY_ART[] = "COPY Artifact(id, type_id, uri, state, name, create_time_since_epoch, "
+                                "last_update_time_since_epoch) FROM STDIN";
+static const char COPY_EXEC[] = "COPY Execution(id, type_id, last_known_state, name, create_time_since_epoch, "
+                                 "last_update_time_since_epoch) FROM STDIN";
+static const char COPY_EVENT[] = "COPY Event(id, artifact_id, execution_id, type, milliseconds_since_epoch) FROM STDIN";
+static const char COPY_PATH[] = "COPY EventPath(event_id, is_index_step, step_index, step_key) FROM STDIN";
+enum { SLOT_ART, SLOT_EXEC, SLOT_EVENT, SLOT_PATH };
+
 int sl_prov_put_artifact(int64_t *id, sl_prov *p, int64_t type_id, const char *uri, const char *name, int state,
                          int64_t create_ms) {
-  sl__pstmt *st;
-  bool pre = bulk_ids(p);
-  int64_t nid = 0;
-  int rc = pre ? take_id(p, 0, &nid) : 0;
-  if (!rc) rc = sl__prov_stmt(p, pre ? SL__Q_ART_INS_ID : SL__Q_ART_INS, &st);
-  if (rc) return rc;
   if (!create_ms) create_ms = sl__prov_now_ms();
-  int k = pre ? 1 : 0;
-  if ((pre && (rc = sl__pstmt_bind_i64(st, 1, nid))) || (rc = sl__pstmt_bind_i64(st, k + 1, type_id)) ||
-      (rc = sl__pstmt_bind_text(st, k + 2, uri)) || (rc = sl__pstmt_bind_i64(st, k + 3, state)) ||
-      (rc = sl__pstmt_bind_text(st, k + 4, name)) || (rc = sl__pstmt_bind_i64(st, k + 5, create_ms)) ||
-      (rc = sl__pstmt_bind_i64(st, k + 6, create_ms)))
+  if (bulk_ids(p)) {
+    int64_t nid;
+    int rc = take_id(p, 0, &nid);
+    if (rc) return rc;
+    char a[24], b[24], c[24], d[24];
+    snprintf(a, sizeof a, "%lld", (long long)nid);
+    snprintf(b, sizeof b, "%lld", (long long)type_id);
+    snprintf(c, sizeof c, "%d", state);
+    snprintf(d, sizeof d, "%lld", (long long)create_ms);
+    const char *v[] = {a, b, uri, c, name, d, d};
+    if ((rc = sl__pdb_copy_row(p->db, SLOT_ART, COPY_ART, v, 7))) return rc;
+    if (id) *id = nid;
+    return 0;
+  }
+  sl__pstmt *st;
+  int rc = sl__prov_stmt(p, SL__Q_ART_INS, &st);
+  if (rc) return rc;
+  if ((rc = sl__pstmt_bind_i64(st, 1, type_id)) || (rc = sl__pstmt_bind_text(st, 2, uri)) ||
+      (rc = sl__pstmt_bind_i64(st, 3, state)) || (rc = sl__pstmt_bind_text(st, 4, name)) ||
+      (rc = sl__pstmt_bind_i64(st, 5, create_ms)) || (rc = sl__pstmt_bind_i64(st, 6, create_ms)))
     return rc;
-  if (!pre) return insert_id(st, id);
-  if ((rc = exec_done(st))) return rc;
-  if (id) *id = nid;
-  return 0;
+  return insert_id(st, id);
 }
 
 int sl_prov_put_execution(int64_t *id, sl_prov *p, int64_t type_id, const char *name, int state, int64_t create_ms,
                           int64_t update_ms) {
-  sl__pstmt *st;
-  bool pre = bulk_ids(p);
-  int64_t nid = 0;
-  int rc = pre ? take_id(p, 1, &nid) : 0;
-  if (!rc) rc = sl__prov_stmt(p, pre ? SL__Q_EXEC_INS_ID : SL__Q_EXEC_INS, &st);
-  if (rc) return rc;
   if (!create_ms) create_ms = sl__prov_now_ms();
   if (!update_ms) update_ms = create_ms;
-  int k = pre ? 1 : 0;
-  if ((pre && (rc = sl__pstmt_bind_i64(st, 1, nid))) || (rc = sl__pstmt_bind_i64(st, k + 1, type_id)) ||
-      (rc = sl__pstmt_bind_i64(st, k + 2, state)) || (rc = sl__pstmt_bind_text(st, k + 3, name)) ||
-      (rc = sl__pstmt_bind_i64(st, k + 4, create_ms)) || (rc = sl__pstmt_bind_i64(st, k + 5, update_ms)))
+  if (bulk_ids(p)) {
+    int64_t nid;
+    int rc = take_id(p, 1, &nid);
+    if (rc) return rc;
+    char a[24], b[24], c[24], d[24], e[24];
+    snprintf(a, sizeof a, "%lld", (long long)nid);
+    snprintf(b, sizeof b, "%lld", (long long)type_id);
+    snprintf(c, sizeof c, "%d", state);
+    snprintf(d, sizeof d, "%lld", (long long)create_ms);
+    snprintf(e, sizeof e, "%lld", (long long)update_ms);
+    const char *v[] = {a, b, c, name, d, e};
+    if ((rc = sl__pdb_copy_row(p->db, SLOT_EXEC, COPY_EXEC, v, 6))) return rc;
+    if (id) *id = nid;
+    return 0;
+  }
+  sl__pstmt *st;
+  int rc = sl__prov_stmt(p, SL__Q_EXEC_INS, &st);
+  if (rc) return rc;
+  if ((rc = sl__pstmt_bind_i64(st, 1, type_id)) || (rc = sl__pstmt_bind_i64(st, 2, state)) ||
+      (rc = sl__pstmt_bind_text(st, 3, name)) || (rc = sl__pstmt_bind_i64(st, 4, create_ms)) ||
+      (rc = sl__pstmt_bind_i64(st, 5, update_ms)))
     return rc;
-  if (!pre) return insert_id(st, id);
-  if ((rc = exec_done(st))) return rc;
-  if (id) *id = nid;
+  return insert_id(st, id);
+}
+
+/* PostgreSQL bulk loads: an event and its path as COPY rows. */
+static int event_copy(int64_t *id, sl_prov *p, int64_t artifact_id, int64_t execution_id, int type, int64_t ms,
+                      const sl_prov_step *path, size_t npath) {
+  int64_t eid;
+  int rc = take_id(p, 2, &eid);
+  if (rc) return rc;
+  char a[24], b[24], c[24], d[24], e[24];
+  snprintf(a, sizeof a, "%lld", (long long)eid);
+  snprintf(b, sizeof b, "%lld", (long long)artifact_id);
+  snprintf(c, sizeof c, "%lld", (long long)execution_id);
+  snprintf(d, sizeof d, "%d", type);
+  snprintf(e, sizeof e, "%lld", (long long)ms);
+  const char *v[] = {a, b, c, d, e};
+  if ((rc = sl__pdb_copy_row(p->db, SLOT_EVENT, COPY_EVENT, v, 5))) return rc;
+  for (size_t i = 0; i < npath; i++) {
+    char ix[24];
+    snprintf(ix, sizeof ix, "%lld", (long long)path[i].index);
+    const char *pv[] = {a, path[i].key ? "f" : "t", path[i].key ? NULL : ix, path[i].key};
+    if ((rc = sl__pdb_copy_row(p->db, SLOT_PATH, COPY_PATH, pv, 4))) return rc;
+  }
+  if (id) *id = eid;
   return 0;
 }
 
 int sl_prov_put_context(int64_t *id, sl_prov *p, int64_t type_id, const char *name, int64_t create_ms) {
   if (!name) return sl__err(SL_EINVAL, "context name is NULL");
+  if (bulk_ids(p)) {
+    /* The name's lock queued, then find-or-create in one statement: one round trip instead of three. */
+    sl__pstmt *st;
+    int rc = sl__prov_stmt(p, SL__Q_NAME_LOCK, &st);
+    if (!rc && !(rc = sl__pstmt_bind_text(st, 1, name))) rc = exec_done(st);
+    if (!rc) rc = sl__prov_stmt(p, SL__Q_CTX_PUT_PG, &st);
+    if (rc) return rc;
+    if (!create_ms) create_ms = sl__prov_now_ms();
+    if ((rc = sl__pstmt_bind_i64(st, 1, type_id)) || (rc = sl__pstmt_bind_text(st, 2, name)) ||
+        (rc = sl__pstmt_bind_i64(st, 3, type_id)) || (rc = sl__pstmt_bind_text(st, 4, name)) ||
+        (rc = sl__pstmt_bind_i64(st, 5, create_ms)) || (rc = sl__pstmt_bind_i64(st, 6, create_ms)))
+      return rc;
+    rc = sl__pstmt_step(st);
+    if (rc == 1) *id = sl__pstmt_i64(st, 0), rc = 0;
+    else if (rc == 0) rc = sl__err(SL_ERROR, "%s: context '%s' neither found nor created", p->uri, name);
+    sl__pstmt_reset(st);
+    return rc;
+  }
   bool own;
   int rc = sl__prov_txn_begin(p, &own);
   if (rc) return rc;
@@ -189,8 +254,11 @@ int sl_prov_put_context(int64_t *id, sl_prov *p, int64_t type_id, const char *na
 }
 
 int sl_prov_set_execution_state(sl_prov *p, int64_t execution_id, int state, int64_t update_ms) {
+  /* The execution may still be a row in a COPY buffer: send those first, or the queued UPDATE would miss it. */
+  int rc = bulk_ids(p) ? sl__pdb_copy_flush(p->db) : 0;
+  if (rc) return rc;
   sl__pstmt *st;
-  int rc = sl__prov_stmt(p, SL__Q_EXEC_STATE, &st);
+  rc = sl__prov_stmt(p, SL__Q_EXEC_STATE, &st);
   if (rc) return rc;
   if (!update_ms) update_ms = sl__prov_now_ms();
   if ((rc = sl__pstmt_bind_i64(st, 1, state)) || (rc = sl__pstmt_bind_i64(st, 2, update_ms)) ||
@@ -228,6 +296,7 @@ int sl_prov_set_property(sl_prov *p, sl_prov_kind kind, int64_t id, const char *
 int sl_prov_put_event(int64_t *id, sl_prov *p, int64_t artifact_id, int64_t execution_id, int type, int64_t ms,
                       const sl_prov_step *path, size_t npath) {
   if (!ms) ms = sl__prov_now_ms();
+  if (bulk_ids(p)) return event_copy(id, p, artifact_id, execution_id, type, ms, path, npath);
   if (!id && npath == 2 && path[0].key && !path[1].key && sl__pdb_is_pg(p->db)) {
     /* TFX's [key, index] path, id not wanted: one statement. */
     sl__pstmt *st;
