@@ -359,8 +359,16 @@ static void bulk_load_round_trip(void **state) {
   int64_t ev;
   assert_int_equal(sl_prov_put_event(&ev, p, a2, x, SL_PROV_EV_OUTPUT, BASE + 3, path, 1), 0);
   assert_true(ev > 0);
-  sl_prov_value v = sl_prov_string(odd);
+  sl_prov_value v = sl_prov_string("first");
   assert_int_equal(sl_prov_set_property(p, SL_PROV_ARTIFACT, a1, "note", true, &v), 0);
+  v = sl_prov_string(odd); /* the same key again: the last value wins */
+  assert_int_equal(sl_prov_set_property(p, SL_PROV_ARTIFACT, a1, "note", true, &v), 0);
+  v = sl_prov_double(0.1);
+  assert_int_equal(sl_prov_set_property(p, SL_PROV_EXECUTION, x, "cpu_seconds", true, &v), 0);
+  int64_t P = rb_ctx(&b, b.tpipe, "bulkP");
+  assert_int_equal(sl_prov_associate(p, P, x), 0);
+  assert_int_equal(sl_prov_associate(p, P, x), 0); /* kept once */
+  assert_int_equal(sl_prov_attribute(p, P, a1), 0);
   /* A read in the middle of the load. */
   sl_prov_list *l;
   sl_prov_query q = {0};
@@ -370,6 +378,24 @@ static void bulk_load_round_trip(void **state) {
   assert_string_equal(l->nodes[0].uri, odd);
   assert_null(l->nodes[0].name);
   sl_prov_list_free(l);
+  q.id = 0;
+  q.context_id = P;
+  assert_int_equal(sl_prov_find(&l, p, SL_PROV_EXECUTION, &q), 0);
+  assert_int_equal(l->n, 1);
+  assert_int_equal(l->nodes[0].id, x);
+  bool cpu = false;
+  for (size_t i = 0; i < l->nodes[0].nprops; i++)
+    if (!strcmp(l->nodes[0].props[i].name, "cpu_seconds")) cpu = l->nodes[0].props[i].d == 0.1;
+  assert_true(cpu);
+  sl_prov_list_free(l);
+  assert_int_equal(sl_prov_find(&l, p, SL_PROV_ARTIFACT, &q), 0);
+  assert_int_equal(l->n, 1);
+  bool note = false;
+  for (size_t i = 0; i < l->nodes[0].nprops; i++)
+    if (!strcmp(l->nodes[0].props[i].name, "note")) note = !strcmp(l->nodes[0].props[i].s, odd);
+  assert_true(note);
+  sl_prov_list_free(l);
+  q.context_id = 0;
   assert_int_equal(sl_prov_commit(p), 0);
   assert_int_equal(sl_prov_bulk_end(p), 0);
   q.id = x;

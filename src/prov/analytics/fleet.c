@@ -117,7 +117,17 @@ int sl_prov_fleet_compute(sl_prov_fleet **out, sl_prov *p) {
   size_t n = 0, cap = 0;
   sl__pstmt *st = NULL;
   sl_prov_fleet *f = sl__calloc(1, sizeof *f);
-  int rc = f ? sl__pdb_prepare(p->db, &st, RUNS_SQL) : sl__oom("fleet");
+  if (!f) return sl__oom("fleet");
+  /* A store without sluice's execution types (a TFX store, a generated corpus) has no runs: no scan at all. */
+  int rc = sl__pdb_prepare(p->db, &st, "SELECT count(*) FROM Type WHERE name IN ('sluice.Run', 'sluice.Optimize')");
+  if (!rc && (rc = sl__pstmt_step(st)) == 1) rc = sl__pstmt_i64(st, 0) ? 0 : 2;
+  sl__pstmt_free(st);
+  st = NULL;
+  if (rc == 2) {
+    rc = fill_row(&f->all, v, 0, NULL);
+    goto done;
+  }
+  if (!rc) rc = sl__pdb_prepare(p->db, &st, RUNS_SQL);
   while (!rc && (rc = sl__pstmt_step(st)) == 1) {
     rc = 0;
     if ((rc = sl__an_grow((void **)&v, &cap, n + 1, sizeof *v))) break;

@@ -25,7 +25,7 @@ typedef void PGresult;
 #endif
 
 #define SL_PDB_BUSY_MS 60000
-#define SL_PDB_NCOPY 4
+#define SL_PDB_NCOPY 8
 
 struct sl__pdb {
   sqlite3 *lite;
@@ -38,7 +38,7 @@ struct sl__pdb {
   int pending;
   /* COPY buffers (PostgreSQL bulk loads): rows as COPY text per slot, sent by copy_flush. */
   struct {
-    const char *sql;
+    const sl__pdb_copy_spec *spec;
     char *buf;
     size_t len, cap;
   } copy[SL_PDB_NCOPY];
@@ -265,8 +265,14 @@ static int copy_flush(sl__pdb *db) {
   }
   for (int i = 0; i < SL_PDB_NCOPY; i++) {
     if (!db->copy[i].len) continue;
+    const sl__pdb_copy_spec *sp = db->copy[i].spec;
+    if (!rc && sp->setup) {
+      PGresult *r = PQexec(c, sp->setup);
+      if (PQresultStatus(r) != PGRES_COMMAND_OK) rc = pg_err(db, r, "COPY setup");
+      PQclear(r);
+    }
     if (!rc) {
-      PGresult *r = PQexec(c, db->copy[i].sql);
+      PGresult *r = PQexec(c, sp->copy);
       if (PQresultStatus(r) != PGRES_COPY_IN) rc = pg_err(db, r, "COPY");
       PQclear(r);
       if (!rc && PQputCopyData(c, db->copy[i].buf, (int)db->copy[i].len) != 1) rc = pg_err(db, NULL, "COPY data");
@@ -274,6 +280,15 @@ static int copy_flush(sl__pdb *db) {
       if (PQputCopyEnd(c, rc ? "sluice: write failed" : NULL) != 1 && !rc) rc = pg_err(db, NULL, "COPY end");
       while ((r = PQgetResult(c)) != NULL) {
         if (PQresultStatus(r) != PGRES_COMMAND_OK && !rc) rc = pg_err(db, r, "COPY");
+        PQclear(r);
+      }
+    }
+    if (!rc && sp->after) {
+      /* Several statements in one simple query: the result of each in turn. */
+      if (!PQsendQuery(c, sp->after)) rc = pg_err(db, NULL, "COPY merge");
+      PGresult *r;
+      while ((r = PQgetResult(c)) != NULL) {
+        if (PQresultStatus(r) != PGRES_COMMAND_OK && !rc) rc = pg_err(db, r, "COPY merge");
         PQclear(r);
       }
     }
@@ -303,9 +318,9 @@ static int copy_room(sl__pdb *db, int slot, size_t more) {
   return 0;
 }
 
-int sl__pdb_copy_row(sl__pdb *db, int slot, const char *sql, const char *const *vals, int n) {
+int sl__pdb_copy_row(sl__pdb *db, int slot, const sl__pdb_copy_spec *spec, const char *const *vals, int n) {
   if (!db->pg || slot < 0 || slot >= SL_PDB_NCOPY) return sl__err(SL_ERROR, "COPY buffers are PostgreSQL's");
-  db->copy[slot].sql = sql;
+  db->copy[slot].spec = spec;
   size_t before = db->copy[slot].len;
   for (int i = 0; i < n; i++) {
     /* A value escaped (backslash, tab, newline, carriage return) takes at most twice its length; \N is NULL. */
@@ -357,7 +372,7 @@ int sl__pdb_pipeline(sl__pdb *db, bool on) {
 }
 #else
 int sl__pdb_pipeline(sl__pdb *db, bool on) { return 0; }
-int sl__pdb_copy_row(sl__pdb *db, int slot, const char *sql, const char *const *vals, int n) {
+int sl__pdb_copy_row(sl__pdb *db, int slot, const sl__pdb_copy_spec *spec, const char *const *vals, int n) {
   return sl__err(SL_ERROR, "COPY buffers are PostgreSQL's");
 }
 int sl__pdb_copy_flush(sl__pdb *db) { return 0; }
