@@ -11,6 +11,7 @@
 #include "sluice/plan.h"
 
 #include "sluice/prov.h"
+#include "sluice/prov_rq.h"
 #include "sluice/report.h"
 #include "sluice/dist.h"
 

@@ -45,13 +45,15 @@ typedef struct sl_report_prov_opts {
   sl_prov_model *model; /* the predictor (sl_prov_model_load): adds the pruning simulation's curve; NULL: none.
                         * The simulation sets the model's threshold, as sl_prov_simulate does. */
   size_t top;          /* pipelines in the wasted-compute chart (0: 20) */
+  sl_prov *store;      /* the store g was loaded from: adds the runs sluice recorded there (sl_prov_fleet_compute);
+                          NULL: none. Borrowed for the call. */
 } sl_report_prov_opts;
 #define SL_REPORT_PROV_OPTS_VERSION 1
 #define SL_REPORT_PROV_OPTS_INIT {SL_REPORT_PROV_OPTS_VERSION}
 
 /* The characterization of the store whose graphlets `g` holds (sl_prov_graphlets_load) as an HTML page in *out
  * (free with sl_free): graphlets per pipeline, push rate, compute by component type, wasted compute by pipeline,
- * and with a model the simulation's curve of compute saved against freshness. opts may be NULL. Errors: those of
+ * re-processed input by execution type (sl_prov_overlap_compute), with a store the recorded sluice runs, and with a model the simulation's curve of compute saved against freshness. opts may be NULL. Errors: those of
  * the analytics (e.g. the simulation's SL_EINVAL when the model's test window holds no graphlet), SL_ENOMEM. */
 SL_EXTERN int sl_report_prov_html(char **out, const sl_prov_graphlets *g, const sl_report_prov_opts *opts);
 

@@ -24,7 +24,7 @@ void cli_record_canceled(void) { g_canceled = true; }
 
 #if SL_HAVE_PROV
 /* The op with the largest CPU per core available to it: what a reader of the record wants named first. */
-static void busiest_op(sl_pipeline *p, char *buf, size_t n) {
+static void busiest_op(sl_pipeline *p, char *buf, size_t n, double *load_out) {
   buf[0] = 0;
   double best = 0;
   for (int i = 0; i < sl_pipeline_op_count(p); i++) {
@@ -37,6 +37,7 @@ static void busiest_op(sl_pipeline *p, char *buf, size_t n) {
       snprintf(buf, n, "%s (%s)", s.path, s.label);
     }
   }
+  *load_out = best;
 }
 
 int cli_record_begin(const char *db, const char *kind, const char *spec_path, sl_pipeline *p, bool optional) {
@@ -71,7 +72,8 @@ int cli_record(const char *db, const char *kind, const char *spec_path, sl_pipel
   size_t nfiles = 0;
   if (p && sl_pipeline_input_files(&files, &nfiles, p)) files = NULL;
   char bottleneck[256] = "";
-  if (p && !error) busiest_op(p, bottleneck, sizeof bottleneck);
+  double busiest = 0; /* CPU seconds per core the op may use */
+  if (p && !error) busiest_op(p, bottleneck, sizeof bottleneck, &busiest);
   sl_prov_run r = SL_PROV_RUN_INIT;
   r.kind = kind;
   r.pipeline = p ? sl_pipeline_name(p) : spec_path;
@@ -84,6 +86,7 @@ int cli_record(const char *db, const char *kind, const char *spec_path, sl_pipel
   r.bottleneck = bottleneck[0] ? bottleneck : NULL;
   r.cpu_seconds = cpu;
   r.elapsed = elapsed;
+  r.busiest_load = elapsed > 0 ? busiest / elapsed : 0; /* for `prov fleet`: 1 = the op kept its cores busy */
   r.failed = error != NULL;
   r.error = error;
   r.execution_id = g_running_id; /* finish the execution recorded RUNNING at the start, if any */

@@ -18,6 +18,9 @@ int cmd_prov_train(int argc, char **argv);
 int cmd_prov_simulate(int argc, char **argv);
 int cmd_prov_should_train(int argc, char **argv);
 int cmd_prov_report(int argc, char **argv);
+int cmd_prov_overlap(int argc, char **argv); /* cmd_prov_rq.c */
+int cmd_prov_ablation(int argc, char **argv);
+int cmd_prov_fleet(int argc, char **argv);
 
 static const char *short_type(const char *t) {
   if (!t) return "";
@@ -423,6 +426,9 @@ static const cli_cmd SUB[] = {
     {"train", "train the deployment predictor (XGBoost random forest)", cmd_prov_train},
     {"simulate", "replay the test window pruning below thresholds", cmd_prov_simulate},
     {"should-train", "decide whether a pipeline's next run should train (exit 0) or skip (10)", cmd_prov_should_train},
+    {"overlap", "re-processed input: executions re-reading spans an earlier run read", cmd_prov_overlap},
+    {"ablation", "the predictor on feature groups (input, history, code): ROC-AUC, PR-AUC, waste saved", cmd_prov_ablation},
+    {"fleet", "the recorded sluice runs: input-bound, headroom, CPU, bottleneck ops", cmd_prov_fleet},
     {"report", "the store's characterization as one HTML page (charts)", cmd_prov_report},
 };
 #define NSUB (sizeof SUB / sizeof SUB[0])

@@ -675,6 +675,7 @@ int cmd_prov_report(int argc, char **argv) {
   }
   ro.source = o.db;
   ro.top = (size_t)o.top;
+  ro.store = p; /* the recorded sluice runs (prov fleet) */
   char *html = NULL;
   if (sl_report_prov_html(&html, g, &ro)) rc = cli_fail(true, "prov report: %s", o.db);
   else rc = cli_write_text("prov report", o.out, html);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "report/html_int.h"
+#include "sluice/prov_rq.h"
 #include "sluice/report.h"
 
 typedef struct pctx {
@@ -16,6 +17,8 @@ typedef struct pctx {
   sl_prov_stats *st;
   sl_prov_waste *w;
   sl_prov_sim *sim;
+  sl_prov_overlap *ov;
+  sl_prov_fleet *fleet; /* NULL without a store in the options */
   double *per_count, *per_rate; /* per pipeline with graphlets */
   size_t npipes;
 } pctx;
@@ -192,6 +195,95 @@ static int waste_chart(pctx *c, size_t top) {
   return 0;
 }
 
+/* Re-processed input by execution type: each type's cost (grey) with its recomputed part (amber). */
+static int overlap_chart(pctx *c) {
+  sl__html *h = &c->h;
+  const sl_prov_overlap *o = c->ov;
+  size_t n = o->ntypes < 12 ? o->ntypes : 12;
+  sl__hbar bars[12];
+  char notes[12][64], a[32], b[32], s[32], u[32];
+  for (size_t i = 0; i < n; i++) {
+    const sl_prov_overlap_row *r = &o->types[i];
+    snprintf(notes[i], sizeof notes[i], "%s of %s (%s)", sl__fmt_si(a, sizeof a, r->recomputed_cost),
+             sl__fmt_si(b, sizeof b, r->cost), pct_s(s, sizeof s, r->cost > 0 ? r->recomputed_cost / r->cost : 0));
+    bars[i] = (sl__hbar){r->name, r->cost, r->recomputed_cost, "#c9d1dd", "#e0a33d", notes[i], "bar overlap", NULL};
+  }
+  const sl_prov_overlap_row *t = &o->total;
+  sl__h_raw(h, "<h2>Re-processed input</h2>\n<p class=\"note\" id=\"overlap\">");
+  sl__h_textf(h, "%zu of %zu executions with Examples inputs re-read spans an earlier execution of the same type in "
+                 "the same pipeline had read (mean overlap %s). Recomputed: %s, %s of all compute (cost taken as "
+                 "linear in spans). Amber: the recomputed part of each type's cost.",
+              t->with_overlap, t->executions, pct_s(u, sizeof u, t->mean_overlap),
+              sl__fmt_si(a, sizeof a, t->recomputed_cost),
+              pct_s(s, sizeof s, o->all_compute > 0 ? t->recomputed_cost / o->all_compute : 0));
+  sl__h_raw(h, "</p>\n");
+  char axis[64];
+  snprintf(axis, sizeof axis, "compute (%s)", c->basis);
+  sl__hbar_chart ch = {1140, 220, 200, 24, axis, "Re-processed input by execution type", NULL, 0};
+  sl__svg_hbars(h, &ch, bars, n);
+  sl__h_raw(h, "<p class=\"note\" id=\"reuse\">");
+  sl__h_textf(h, "Reuse would save %s (%s of all compute): the recomputation whose earlier reader wrote Examples, "
+                 "output that could have been kept per span and read again.",
+              sl__fmt_si(a, sizeof a, t->reusable_cost),
+              pct_s(s, sizeof s, o->all_compute > 0 ? t->reusable_cost / o->all_compute : 0));
+  sl__h_raw(h, "</p>\n");
+  return 0;
+}
+
+static void fleet_td(sl__html *h, bool left, const char *s) {
+  sl__h_raw(h, left ? "<td class=\"l\">" : "<td>");
+  sl__h_text(h, s);
+  sl__h_raw(h, "</td>");
+}
+
+/* The runs sluice recorded: per spec, input-bound runs, CPU, throughput, headroom, the busiest op. */
+static void fleet_section(pctx *c) {
+  sl__html *h = &c->h;
+  const sl_prov_fleet *f = c->fleet;
+  if (!f || (!f->all.runs && !f->all.failed)) return;
+  const sl_prov_fleet_row *a = &f->all;
+  char b[96];
+  sl__h_raw(h, "<h2>Recorded sluice runs</h2>\n<p class=\"note\" id=\"fleet\">");
+  sl__h_textf(h, "%zu runs (%zu failed) of %zu pipeline specs; input-bound (the busiest op used at least 80%% of the "
+                 "cores it may use): %zu of the %zu runs that recorded its load.",
+              a->runs, a->failed, f->npipelines, a->input_bound, a->known);
+  if (a->headroom > 0) sl__h_textf(h, " Headroom where a recorded optimize shows it: %.2fx (weighted by runs).", a->headroom);
+  sl__h_raw(h, "</p>\n<table class=\"fleet\">\n<tr><th class=\"l\">pipeline</th><th>runs</th><th>failed</th>"
+               "<th>input-bound</th><th>CPU s</th><th>median el/s</th><th>headroom</th><th class=\"l\">busiest op "
+               "(runs)</th></tr>\n");
+  for (size_t i = 0; i < f->npipelines && i < 30; i++) {
+    const sl_prov_fleet_row *r = &f->pipelines[i];
+    sl__h_raw(h, "<tr>");
+    fleet_td(h, true, r->pipeline);
+    snprintf(b, sizeof b, "%zu", r->runs);
+    fleet_td(h, false, b);
+    snprintf(b, sizeof b, "%zu", r->failed);
+    fleet_td(h, false, b);
+    snprintf(b, sizeof b, "%zu of %zu", r->input_bound, r->known);
+    fleet_td(h, false, b);
+    snprintf(b, sizeof b, "%.1f", r->cpu_seconds);
+    fleet_td(h, false, b);
+    fleet_td(h, false, r->throughput > 0 ? sl__fmt_si(b, sizeof b, r->throughput) : "-");
+    if (r->headroom > 0) snprintf(b, sizeof b, "%.2fx", r->headroom);
+    fleet_td(h, false, r->headroom > 0 ? b : "-");
+    if (r->nops) snprintf(b, sizeof b, "%.80s (%zu)", r->ops[0].op, r->ops[0].count);
+    fleet_td(h, true, r->nops ? b : "-");
+    sl__h_raw(h, "</tr>\n");
+  }
+  sl__h_raw(h, "</table>\n");
+  size_t n = a->nops < 10 ? a->nops : 10;
+  if (!n) return;
+  sl__hbar bars[10];
+  char notes[10][32];
+  for (size_t i = 0; i < n; i++) {
+    snprintf(notes[i], sizeof notes[i], "%zu runs", a->ops[i].count);
+    bars[i] = (sl__hbar){a->ops[i].op, (double)a->ops[i].count, -1, "#6b8fc7", NULL, notes[i], "bar fleet", NULL};
+  }
+  sl__hbar_chart ch = {1140, 300, 120, 24, "runs where the op was the busiest", "Busiest ops of the recorded runs",
+                       NULL, 0};
+  sl__svg_hbars(h, &ch, bars, n);
+}
+
 /* The simulation: for each threshold, the share of the window's wasted compute saved (x) against freshness:
  * cadence and push recall (y); fresh thresholds in green. */
 static void sim_chart(pctx *c) {
@@ -325,7 +417,10 @@ static int page(pctx *c, const sl_report_prov_opts *o) {
     sl__h_raw(h, "<h2>Pruning: compute saved against freshness</h2>\n<p class=\"note\" id=\"no-model\">Give a model "
                  "(<span class=\"mono\">sluice prov train DB -o MODEL.json</span>, then <span class=\"mono\">--model "
                  "MODEL.json</span>) for the pruning simulation's curve.</p>\n");
-  return 0;
+  /* After the simulation, so the page's first screens stay as they were. */
+  rc = overlap_chart(c);
+  if (!rc) fleet_section(c);
+  return rc;
 }
 
 int sl_report_prov_html(char **out, const sl_prov_graphlets *g, const sl_report_prov_opts *opts) {
@@ -338,6 +433,8 @@ int sl_report_prov_html(char **out, const sl_prov_graphlets *g, const sl_report_
   pctx c = {.g = g, .basis = sl_prov_graphlets_cost_basis(g)};
   int rc = sl_prov_stats_compute(&c.st, g);
   if (!rc) rc = sl_prov_waste_compute(&c.w, g);
+  if (!rc) rc = sl_prov_overlap_compute(&c.ov, g);
+  if (!rc && opts->store) rc = sl_prov_fleet_compute(&c.fleet, opts->store);
   if (!rc && opts->model) rc = sl_prov_simulate(&c.sim, g, opts->model);
   if (!rc) rc = per_pipeline(&c);
   if (!rc) rc = page(&c, opts);
@@ -346,6 +443,8 @@ int sl_report_prov_html(char **out, const sl_prov_graphlets *g, const sl_report_
   sl_prov_stats_free(c.st);
   sl_prov_waste_free(c.w);
   sl_prov_sim_free(c.sim);
+  sl_prov_overlap_free(c.ov);
+  sl_prov_fleet_free(c.fleet);
   sl__free(c.per_count);
   sl__free(c.per_rate);
   return rc;

@@ -16,7 +16,7 @@ nm -D --defined-only "$lib" | awk '$2 ~ /^[TtWwiDdBbRrVv]$/ {print $3}' | sed 's
 # Declared: the identifier before the first '(' of each file-level declaration that is not a typedef/static/macro.
 # Without provenance (SL_WITH_PROV=OFF) the provenance declarations have no definitions: leave them out.
 headers=("$SRC"/include/sluice/*.h)
-[ "${SL_WITH_PROV:-1}" = 0 ] && headers=($(ls "$SRC"/include/sluice/*.h | grep -v '/prov\.h$'))
+[ "${SL_WITH_PROV:-1}" = 0 ] && headers=($(ls "$SRC"/include/sluice/*.h | grep -v '/prov[^/]*\.h$'))
 cat "${headers[@]}" | sed 's|/\*.*\*/||g' | grep -E '^(SL_EXTERN )?[A-Za-z_][A-Za-z_0-9 \*]* \**sl_[a-z0-9_]+\(' \
   | grep -vE '^(static|typedef|#)' | sed -E 's/^[^(]*[ \*](sl_[a-z0-9_]+)\(.*/\1/' | sort -u \
   | { if [ "${SL_WITH_PROV:-1}" = 0 ]; then grep -v '^sl_report_prov'; else cat; fi; } > "$T/declared"

@@ -133,6 +133,10 @@ int sl__an_by_total(const void *x, const void *y);
 
 /* The pruning simulation with given predictions, one per graphlet starting at or after `from`, in set order. */
 int sl__prov_simulate_p(sl_prov_sim **out, const sl_prov_graphlets *g, int64_t from, const double *pred);
+/* sl_prov_train on the features whose bit is set in `keep` (bit j: feature j) only: the ablation's feature groups.
+ * The model remembers the mask; sl_prov_simulate and sl_prov_model_predict apply it. */
+int sl__prov_train_masked(sl_prov_model **model, sl_prov_train_report *rep, const sl_prov_graphlets *g,
+                          const sl_prov_train_opts *o, uint32_t keep);
 void sl__an_features(const sl_prov_graphlets *g, const size_t *prior, size_t nprior, const sl__an_facts *f,
                      double *out);
 

@@ -20,7 +20,16 @@ struct sl_prov_model {
   double roc_auc, pr_auc;
   double importance[SL__AN_NFEAT];
   size_t ntrain, ntest;
+  uint32_t keep; /* the features the booster was trained on (bit j: feature j), in index order */
 };
+
+#define ALL_FEATURES ((uint32_t)((1ull << SL__AN_NFEAT) - 1))
+
+static int ncols(uint32_t keep) {
+  int k = 0;
+  for (int j = 0; j < SL__AN_NFEAT; j++) k += (keep >> j) & 1;
+  return k;
+}
 
 static int xgb_err(const char *what) { return sl__err(SL_ERROR, "XGBoost: %s: %s", what, XGBGetLastError()); }
 
@@ -82,18 +91,21 @@ static int set_params(BoosterHandle b, const sl_prov_train_opts *o) {
   return 0;
 }
 
-static int to_matrix(const sl_prov_graphlets *g, const size_t *idx, size_t n, float **out) {
-  float *m = sl__mallocarray(n ? n : 1, SL__AN_NFEAT * sizeof *m);
+/* The rows idx[0..n) with the kept features only (the ablation's feature groups are column masks). */
+static int to_matrix(const sl_prov_graphlets *g, const size_t *idx, size_t n, uint32_t keep, float **out) {
+  size_t w = (size_t)ncols(keep);
+  float *m = sl__mallocarray(n ? n : 1, w * sizeof *m);
   if (!m) return sl__oom("feature matrix");
   for (size_t i = 0; i < n; i++)
-    for (int j = 0; j < SL__AN_NFEAT; j++) m[i * SL__AN_NFEAT + j] = (float)g->feat[idx[i] * SL__AN_NFEAT + j];
+    for (int j = 0, k = 0; j < SL__AN_NFEAT; j++)
+      if ((keep >> j) & 1) m[i * w + (size_t)k++] = (float)g->feat[idx[i] * SL__AN_NFEAT + j];
   *out = m;
   return 0;
 }
 
-static int predict_rows(BoosterHandle b, const float *m, size_t n, double *p) {
+static int predict_rows(BoosterHandle b, const float *m, size_t n, uint32_t keep, double *p) {
   DMatrixHandle d;
-  if (XGDMatrixCreateFromMat(m, n, SL__AN_NFEAT, NAN, &d)) return xgb_err("test matrix");
+  if (XGDMatrixCreateFromMat(m, n, (bst_ulong)ncols(keep), NAN, &d)) return xgb_err("test matrix");
   bst_ulong len;
   const float *res;
   int rc = 0;
@@ -116,7 +128,14 @@ static int cmp_start(const void *a, const void *b, void *ctx) {
 
 int sl_prov_train(sl_prov_model **model, sl_prov_train_report *rep, const sl_prov_graphlets *g,
                   const sl_prov_train_opts *o) {
+  return sl__prov_train_masked(model, rep, g, o, ALL_FEATURES);
+}
+
+int sl__prov_train_masked(sl_prov_model **model, sl_prov_train_report *rep, const sl_prov_graphlets *g,
+                          const sl_prov_train_opts *o, uint32_t keep) {
   *model = NULL;
+  keep &= ALL_FEATURES;
+  if (!keep) return sl__err(SL_EINVAL, "no features to train on");
   memset(rep, 0, sizeof *rep);
   sl_prov_train_opts def = SL_PROV_TRAIN_OPTS_INIT;
   if (o && o->version != SL_PROV_TRAIN_OPTS_VERSION)
@@ -154,8 +173,8 @@ int sl_prov_train(sl_prov_model **model, sl_prov_train_report *rep, const sl_pro
   scored *sc = NULL;
   DMatrixHandle dtr = NULL;
   sl_prov_model *m = NULL;
-  int rc = to_matrix(g, ord, ntr, &mtr);
-  if (!rc) rc = to_matrix(g, ord + cut, nte, &mte);
+  int rc = to_matrix(g, ord, ntr, keep, &mtr);
+  if (!rc) rc = to_matrix(g, ord + cut, nte, keep, &mte);
   lab = sl__mallocarray(ntr, sizeof *lab);
   pte = sl__mallocarray(nte, sizeof *pte);
   sc = sl__mallocarray(nte, sizeof *sc);
@@ -172,7 +191,7 @@ int sl_prov_train(sl_prov_model **model, sl_prov_train_report *rep, const sl_pro
   rep->test_from_ms = g->g[ord[cut]].start_ms;
   rep->test_to_ms = g->g[ord[g->ng - 1]].start_ms;
   rep->train_push_rate = (double)pos / (double)ntr;
-  if (XGDMatrixCreateFromMat(mtr, ntr, SL__AN_NFEAT, NAN, &dtr)) {
+  if (XGDMatrixCreateFromMat(mtr, ntr, (bst_ulong)ncols(keep), NAN, &dtr)) {
     rc = xgb_err("training matrix");
     goto done;
   }
@@ -190,7 +209,8 @@ int sl_prov_train(sl_prov_model **model, sl_prov_train_report *rep, const sl_pro
     rc = xgb_err("train");
     goto done;
   }
-  if ((rc = predict_rows(m->booster, mte, nte, pte))) goto done;
+  m->keep = keep;
+  if ((rc = predict_rows(m->booster, mte, nte, keep, pte))) goto done;
   size_t tpos = 0;
   for (size_t i = 0; i < nte; i++) {
     sc[i].s = pte[i];
@@ -211,9 +231,13 @@ int sl_prov_train(sl_prov_model **model, sl_prov_train_report *rep, const sl_pro
       goto done;
     }
     double sum = 0;
+    int col[SL__AN_NFEAT]; /* booster column -> feature index */
+    for (int j = 0, k = 0; j < SL__AN_NFEAT; j++)
+      if ((keep >> j) & 1) col[k++] = j;
     for (bst_ulong i = 0; i < nf; i++) {
-      int j = names[i][0] == 'f' ? atoi(names[i] + 1) : -1;
-      if (j >= 0 && j < SL__AN_NFEAT) rep->importance[j] = scores[i], sum += scores[i];
+      int c = names[i][0] == 'f' ? atoi(names[i] + 1) : -1;
+      int j = c >= 0 && c < ncols(keep) ? col[c] : -1;
+      if (j >= 0) rep->importance[j] = scores[i], sum += scores[i];
     }
     for (int j = 0; j < SL__AN_NFEAT; j++) rep->importance[j] = sum > 0 ? rep->importance[j] / sum : 0;
   }
@@ -262,11 +286,14 @@ void sl_prov_model_set_threshold(sl_prov_model *m, double t) { m->threshold = t;
 
 int sl_prov_model_predict(double *p, sl_prov_model *m, const double *features) {
   float row[SL__AN_NFEAT];
-  for (int j = 0; j < SL__AN_NFEAT; j++) row[j] = (float)features[j];
-  return predict_rows(m->booster, row, 1, p);
+  for (int j = 0, k = 0; j < SL__AN_NFEAT; j++)
+    if ((m->keep >> j) & 1) row[k++] = (float)features[j];
+  return predict_rows(m->booster, row, 1, m->keep, p);
 }
 
 int sl_prov_model_save(const sl_prov_model *m, const char *path) {
+  if (m->keep != ALL_FEATURES)
+    return sl__err(SL_EINVAL, "%s: a model trained on a feature group (the ablation's) is not saved", path);
   bst_ulong len;
   const char *buf;
   if (XGBoosterSaveModelToBuffer(m->booster, "{\"format\": \"json\"}", &len, &buf)) return xgb_err("save model");
@@ -336,6 +363,7 @@ int sl_prov_model_load(sl_prov_model **out, const char *path) {
     rc = sl__oom("model");
     goto done;
   }
+  m->keep = ALL_FEATURES;
   m->train_from = json_integer_value(json_object_get(win, "train_from_ms"));
   m->train_to = json_integer_value(json_object_get(win, "train_to_ms"));
   m->test_from = json_integer_value(json_object_get(win, "test_from_ms"));
@@ -509,7 +537,7 @@ int sl_prov_simulate(sl_prov_sim **out, const sl_prov_graphlets *g, sl_prov_mode
   if (!win || !p) rc = sl__oom("simulation");
   for (size_t i = 0, k = 0; !rc && i < g->ng; i++)
     if (g->g[i].start_ms >= from) win[k++] = i;
-  if (!rc && !(rc = to_matrix(g, win, n, &mat))) rc = predict_rows(m->booster, mat, n, p);
+  if (!rc && !(rc = to_matrix(g, win, n, m->keep, &mat))) rc = predict_rows(m->booster, mat, n, m->keep, p);
   if (!rc) rc = sl__prov_simulate_p(out, g, from, p);
   /* The model's default threshold: the largest saving that keeps freshness and 99% of pushes. */
   if (!rc && (*out)->best_recall99 >= 0) sl_prov_model_set_threshold(m, (*out)->rows[(*out)->best_recall99].threshold);

@@ -25,6 +25,7 @@ typedef void PGresult;
 #endif
 
 #define SL_PDB_BUSY_MS 60000
+#define SL_PDB_NCOPY 8
 
 struct sl__pdb {
   sqlite3 *lite;
@@ -35,6 +36,13 @@ struct sl__pdb {
    * read at the next round trip. */
   bool pipe;
   int pending;
+  /* COPY buffers (PostgreSQL bulk loads): rows as COPY text per slot, sent by copy_flush. */
+  struct {
+    const sl__pdb_copy_spec *spec;
+    char *buf;
+    size_t len, cap;
+  } copy[SL_PDB_NCOPY];
+  size_t copy_bytes;
 };
 
 #define SL_PDB_MAXP 24
@@ -49,6 +57,7 @@ struct sl__pstmt {
   PGresult *res;
   int row, nrows; /* pipeline mode: rows of a whole result */
   bool running;
+  bool copy_safe;       /* reads no table that COPY buffers hold rows for: runs without flushing them */
   unsigned char *unesc; /* last unescaped bytea */
 };
 
@@ -185,6 +194,7 @@ void sl__pdb_close(sl__pdb *db) {
 #ifdef SL_HAVE_POSTGRES
   if (db->pg) PQfinish(db->pg);
 #endif
+  for (int i = 0; i < SL_PDB_NCOPY; i++) sl__free(db->copy[i].buf); /* rows never flushed: the load was abandoned */
   sl__free(db->where);
   sl__free(db);
 }
@@ -240,6 +250,112 @@ static int pl_sync(sl__pdb *db, int want, PGresult **mine) {
   return err;
 }
 
+/* Sends the COPY buffers, each as one COPY ... FROM STDIN (COPY is not allowed in pipeline mode: the queued
+ * statements are synced first and the mode left and re-entered). Returns the first error; the buffers are emptied
+ * either way. */
+static int copy_flush(sl__pdb *db) {
+  if (!db->copy_bytes) return 0;
+  PGconn *c = db->pg;
+  bool was = db->pipe;
+  int rc = 0;
+  if (was) {
+    rc = pl_sync(db, -1, NULL);
+    if (!PQexitPipelineMode(c) && !rc) rc = pg_err(db, NULL, "exit pipeline mode");
+    db->pipe = false;
+  }
+  for (int i = 0; i < SL_PDB_NCOPY; i++) {
+    if (!db->copy[i].len) continue;
+    const sl__pdb_copy_spec *sp = db->copy[i].spec;
+    if (!rc && sp->setup) {
+      PGresult *r = PQexec(c, sp->setup);
+      if (PQresultStatus(r) != PGRES_COMMAND_OK) rc = pg_err(db, r, "COPY setup");
+      PQclear(r);
+    }
+    if (!rc) {
+      PGresult *r = PQexec(c, sp->copy);
+      if (PQresultStatus(r) != PGRES_COPY_IN) rc = pg_err(db, r, "COPY");
+      PQclear(r);
+      if (!rc && PQputCopyData(c, db->copy[i].buf, (int)db->copy[i].len) != 1) rc = pg_err(db, NULL, "COPY data");
+      /* End the COPY even after a failed write, so the connection leaves COPY state; the error wins. */
+      if (PQputCopyEnd(c, rc ? "sluice: write failed" : NULL) != 1 && !rc) rc = pg_err(db, NULL, "COPY end");
+      while ((r = PQgetResult(c)) != NULL) {
+        if (PQresultStatus(r) != PGRES_COMMAND_OK && !rc) rc = pg_err(db, r, "COPY");
+        PQclear(r);
+      }
+    }
+    if (!rc && sp->after) {
+      /* Several statements in one simple query: the result of each in turn. */
+      if (!PQsendQuery(c, sp->after)) rc = pg_err(db, NULL, "COPY merge");
+      PGresult *r;
+      while ((r = PQgetResult(c)) != NULL) {
+        if (PQresultStatus(r) != PGRES_COMMAND_OK && !rc) rc = pg_err(db, r, "COPY merge");
+        PQclear(r);
+      }
+    }
+    db->copy[i].len = 0;
+  }
+  db->copy_bytes = 0;
+  if (was) {
+    if (PQenterPipelineMode(c)) db->pipe = true;
+    else if (!rc) rc = pg_err(db, NULL, "enter pipeline mode");
+  }
+  return rc;
+}
+
+/* Makes room for `more` bytes in COPY buffer `slot`. */
+static int copy_room(sl__pdb *db, int slot, size_t more) {
+  size_t need;
+  if (!sl__add_ok(db->copy[slot].len, more, &need)) return sl__oom("COPY buffer");
+  if (need <= db->copy[slot].cap) return 0;
+  size_t nc = db->copy[slot].cap ? db->copy[slot].cap : 65536;
+  while (nc < need) {
+    if (!sl__mul_ok(nc, 2, &nc)) return sl__oom("COPY buffer");
+  }
+  char *nb = sl__realloc(db->copy[slot].buf, nc);
+  if (!nb) return sl__oom("COPY buffer");
+  db->copy[slot].buf = nb;
+  db->copy[slot].cap = nc;
+  return 0;
+}
+
+int sl__pdb_copy_row(sl__pdb *db, int slot, const sl__pdb_copy_spec *spec, const char *const *vals, int n) {
+  if (!db->pg || slot < 0 || slot >= SL_PDB_NCOPY) return sl__err(SL_ERROR, "COPY buffers are PostgreSQL's");
+  db->copy[slot].spec = spec;
+  size_t before = db->copy[slot].len;
+  for (int i = 0; i < n; i++) {
+    /* A value escaped (backslash, tab, newline, carriage return) takes at most twice its length; \N is NULL. */
+    size_t l = vals[i] ? strlen(vals[i]) : 0, room;
+    if (!sl__mul_ok(l, 2, &room) || !sl__add_ok(room, 3, &room)) return sl__oom("COPY buffer");
+    int rc = copy_room(db, slot, room);
+    if (rc) {
+      db->copy[slot].len = before;
+      return rc;
+    }
+    char *o = db->copy[slot].buf + db->copy[slot].len;
+    if (!vals[i]) {
+      *o++ = '\\';
+      *o++ = 'N';
+    }
+    for (size_t k = 0; k < l; k++) {
+      char ch = vals[i][k];
+      if (ch == '\\' || ch == '\t' || ch == '\n' || ch == '\r') {
+        *o++ = '\\';
+        ch = ch == '\t' ? 't' : ch == '\n' ? 'n' : ch == '\r' ? 'r' : '\\';
+      }
+      *o++ = ch;
+    }
+    *o++ = i + 1 < n ? '\t' : '\n';
+    db->copy[slot].len = (size_t)(o - db->copy[slot].buf);
+  }
+  db->copy_bytes += db->copy[slot].len - before;
+  /* A few MB per COPY: large enough that the per-command cost vanishes, small enough to bound memory. */
+  return db->copy_bytes >= ((size_t)8 << 20) ? copy_flush(db) : 0;
+}
+
+int sl__pdb_copy_flush(sl__pdb *db) { return db->pg ? copy_flush(db) : 0; }
+
+void sl__pstmt_copy_safe(sl__pstmt *st) { st->copy_safe = true; }
+
 int sl__pdb_pipeline(sl__pdb *db, bool on) {
   if (!db->pg || db->pipe == on) return 0;
   if (on) {
@@ -247,13 +363,20 @@ int sl__pdb_pipeline(sl__pdb *db, bool on) {
     db->pipe = true;
     return 0;
   }
-  int rc = pl_sync(db, -1, NULL);
+  int rc = copy_flush(db);
+  int rc2 = pl_sync(db, -1, NULL);
+  if (!rc) rc = rc2;
   if (!PQexitPipelineMode(db->pg) && !rc) rc = pg_err(db, NULL, "exit pipeline mode");
   db->pipe = false;
   return rc;
 }
 #else
 int sl__pdb_pipeline(sl__pdb *db, bool on) { return 0; }
+int sl__pdb_copy_row(sl__pdb *db, int slot, const sl__pdb_copy_spec *spec, const char *const *vals, int n) {
+  return sl__err(SL_ERROR, "COPY buffers are PostgreSQL's");
+}
+int sl__pdb_copy_flush(sl__pdb *db) { return 0; }
+void sl__pstmt_copy_safe(sl__pstmt *st) { st->copy_safe = true; }
 #endif
 
 static int lite_err(sl__pdb *db, const char *what) {
@@ -264,6 +387,10 @@ static int lite_err(sl__pdb *db, const char *what) {
 
 int sl__pdb_exec(sl__pdb *db, const char *sql) {
 #ifdef SL_HAVE_POSTGRES
+  if (db->pg && db->copy_bytes) {
+    int rc = copy_flush(db); /* COMMIT and the like see every buffered row */
+    if (rc) return rc;
+  }
   if (db->pg && db->pipe) {
     if (!PQsendQueryParams(db->pg, sql, 0, NULL, NULL, NULL, NULL, 0)) return pg_err(db, NULL, "send");
     int want = db->pending;
@@ -575,6 +702,10 @@ int sl__pstmt_step(sl__pstmt *st) {
     PQfreemem(st->unesc);
     st->unesc = NULL;
   }
+  if (st->db->copy_bytes && !st->copy_safe && !st->running) {
+    int rc = copy_flush(st->db); /* the statement may read rows still in the COPY buffers */
+    if (rc) return rc;
+  }
   if (st->db->pipe) {
     /* Pipeline mode: one round trip that also collects the queued statements' results; then rows from the
      * whole result. */
@@ -700,6 +831,8 @@ int sl__pstmt_defer(sl__pstmt *st) {
     return pg_err(st->db, NULL, "send");
   st->db->pending++;
   pg_clear_params(st);
+  /* Collect the queued results now and then, so libpq does not buffer an unbounded run of them. */
+  if (st->db->pending >= 16384) return pl_sync(st->db, -1, NULL);
 #endif
   return 0;
 }

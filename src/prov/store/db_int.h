@@ -40,6 +40,19 @@ int sl__pstmt_bind_null(sl__pstmt *st, int i);
 int sl__pdb_pipeline(sl__pdb *db, bool on);
 /* Runs a statement whose result is not needed: queued in pipeline mode, else run to completion; then reset. */
 int sl__pstmt_defer(sl__pstmt *st);
+/* PostgreSQL COPY buffers for bulk loads (SL_ERROR on SQLite): appends a row of n text values (NULL: SQL NULL) to
+ * buffer `slot` (0..7), sent as spec->copy ("COPY t(cols) FROM STDIN"), after spec->setup and followed by
+ * spec->after when set (a staging table merged into its target with ON CONFLICT, then emptied); the spec outlives
+ * the load. The buffers are sent, in slot order, when together they pass 8 MB, before any statement not marked
+ * copy-safe steps, before sl__pdb_exec (COMMIT), and when pipeline mode ends; their errors surface there. */
+typedef struct sl__pdb_copy_spec {
+  const char *copy, *setup, *after;
+} sl__pdb_copy_spec;
+int sl__pdb_copy_row(sl__pdb *db, int slot, const sl__pdb_copy_spec *spec, const char *const *vals, int n);
+int sl__pdb_copy_flush(sl__pdb *db);
+/* Marks a statement that reads no table the COPY buffers write (types, contexts, sequences): it steps without
+ * flushing them. */
+void sl__pstmt_copy_safe(sl__pstmt *st);
 /* 1: a row is ready; 0: done; < 0: error (message set). */
 int sl__pstmt_step(sl__pstmt *st);
 /* Ends the current execution and clears bindings, ready to bind again. */

@@ -119,6 +119,10 @@ static int record(sl_prov *p, const sl_prov_run *r, int64_t *exec_id) {
   if ((rc = sl_prov_set_property(p, SL_PROV_EXECUTION, eid, "cpu_seconds", true, &v))) return rc;
   v = sl_prov_double(r->elapsed);
   if ((rc = sl_prov_set_property(p, SL_PROV_EXECUTION, eid, "elapsed", true, &v))) return rc;
+  if (r->busiest_load > 0) {
+    v = sl_prov_double(r->busiest_load);
+    if ((rc = sl_prov_set_property(p, SL_PROV_EXECUTION, eid, "busiest_load", true, &v))) return rc;
+  }
   if (r->bottleneck) {
     v = sl_prov_string(r->bottleneck);
     if ((rc = sl_prov_set_property(p, SL_PROV_EXECUTION, eid, "bottleneck", true, &v))) return rc;

@@ -70,12 +70,29 @@ static const char *const SQL[SL__Q_NQ] = {
                     "VALUES(?, ?, ?, ?) RETURNING id) INSERT INTO EventPath(event_id, is_index_step, step_index, "
                     "step_key) SELECT id, false, CAST(NULL AS INTEGER), CAST(? AS TEXT) FROM e UNION ALL SELECT id, "
                     "true, CAST(? AS INTEGER), CAST(NULL AS TEXT) FROM e",
+    /* PostgreSQL bulk loads: inserts with ids taken beforehand from the sequences, a block of 1024 at a time. */
+    [SL__Q_ART_INS_ID] = "INSERT INTO Artifact(id, type_id, uri, state, name, create_time_since_epoch, "
+                         "last_update_time_since_epoch) VALUES(?, ?, ?, ?, ?, ?, ?)",
+    [SL__Q_EXEC_INS_ID] = "INSERT INTO Execution(id, type_id, last_known_state, name, create_time_since_epoch, "
+                          "last_update_time_since_epoch) VALUES(?, ?, ?, ?, ?, ?)",
+    [SL__Q_IDS_ART] = "SELECT nextval(pg_get_serial_sequence('artifact', 'id')) FROM generate_series(1, 1024)",
+    [SL__Q_IDS_EXEC] = "SELECT nextval(pg_get_serial_sequence('execution', 'id')) FROM generate_series(1, 1024)",
+    [SL__Q_IDS_EVENT] = "SELECT nextval(pg_get_serial_sequence('event', 'id')) FROM generate_series(1, 1024)",
+    /* PostgreSQL bulk loads: find-or-create a context in one round trip (after the name's lock, queued before it). */
+    [SL__Q_CTX_PUT_PG] = "WITH f AS (SELECT id FROM Context WHERE type_id = ? AND name = ?), i AS (INSERT INTO "
+                         "Context(type_id, name, create_time_since_epoch, last_update_time_since_epoch) SELECT ?, ?, ?, "
+                         "? WHERE NOT EXISTS (SELECT 1 FROM f) RETURNING id) SELECT id FROM f UNION ALL SELECT id FROM i",
 };
 
 int sl__prov_stmt(sl_prov *p, int which, sl__pstmt **out) {
   if (!p->q[which]) {
     int rc = sl__pdb_prepare_insert(p->db, &p->q[which], SQL[which]);
     if (rc) return rc;
+    /* Reads of types, contexts and sequences need not wait for the COPY buffers (they hold none of those). */
+    if (which == SL__Q_TYPE_FIND || which == SL__Q_TYPE_INS || which == SL__Q_CTX_FIND || which == SL__Q_CTX_INS ||
+        which == SL__Q_NAME_LOCK || which == SL__Q_IDS_ART || which == SL__Q_IDS_EXEC || which == SL__Q_IDS_EVENT ||
+        which == SL__Q_CTX_PUT_PG)
+      sl__pstmt_copy_safe(p->q[which]);
   } else {
     sl__pstmt_reset(p->q[which]);
   }
@@ -160,6 +177,8 @@ int sl_prov_bulk_begin(sl_prov *p) {
   if (p->bulk) return sl__err(SL_EINVAL, "%s: a bulk load is already under way", p->uri);
   if (p->in_txn) return sl__err(SL_EINVAL, "%s: begin a bulk load outside a transaction", p->uri);
   p->bulk = true;
+  memset(p->idn, 0, sizeof p->idn);
+  memset(p->idat, 0, sizeof p->idat);
   if (!sl__pdb_is_pg(p->db)) {
     /* Durability per transaction is not needed while loading; a big page cache keeps a large transaction from
      * spilling pages to the WAL over and over. Both are hints: a failure only costs speed. */
@@ -190,6 +209,8 @@ int sl_prov_bulk_begin(sl_prov *p) {
 int sl_prov_bulk_end(sl_prov *p) {
   if (!p->bulk) return 0;
   p->bulk = false;
+  memset(p->idn, 0, sizeof p->idn);
+  memset(p->idat, 0, sizeof p->idat);
   int rc = sl__pdb_pipeline(p->db, false);
   if (p->bulk_indexes) {
     p->bulk_indexes = false;

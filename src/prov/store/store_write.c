@@ -1,6 +1,7 @@
 /* prov/store/store_write.c: writes to the MLMD store: types, artifacts, executions, contexts, properties, events
  * and the attribution/association/parent-context pairs. Find-or-create is serialised across PostgreSQL sessions
  * by an advisory lock on the name; SQLite's write lock already serialises it. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -98,12 +99,79 @@ int sl_prov_type_id(int64_t *id, sl_prov *p, sl_prov_kind kind, const char *name
   return rc;
 }
 
+/* PostgreSQL bulk loads: the next id of pool `which` (0 artifacts, 1 executions, 2 events), refilled from the
+ * table's sequence 1024 at a time (one round trip per block instead of one per row); the row itself then goes into
+ * a COPY buffer (db.c), sent a few MB at a time. */
+static bool bulk_ids(const sl_prov *p) { return p->bulk && sl__pdb_is_pg(p->db); }
+static int take_id(sl_prov *p, int which, int64_t *id) {
+  if (p->idat[which] == p->idn[which]) {
+    sl__pstmt *st;
+    int rc = sl__prov_stmt(p, which == 2 ? SL__Q_IDS_EVENT : which ? SL__Q_IDS_EXEC : SL__Q_IDS_ART, &st);
+    if (rc) return rc;
+    int n = 0;
+    while ((rc = sl__pstmt_step(st)) == 1)
+      if (n < (int)(sizeof p->idpool[which] / sizeof p->idpool[which][0])) p->idpool[which][n++] = sl__pstmt_i64(st, 0);
+    sl__pstmt_reset(st);
+    if (rc < 0) return rc;
+    if (!n) return sl__err(SL_ERROR, "%s: the id sequence returned no ids", p->uri);
+    p->idn[which] = n;
+    p->idat[which] = 0;
+  }
+  *id = p->idpool[which][p->idat[which]++];
+  return 0;
+}
+
+/* The COPY buffers of a PostgreSQL bulk load (db.c): new rows straight into their tables; properties and
+ * memberships through a session's staging table merged with the same ON CONFLICT as the single-row statements
+ * (the last value of a property wins; a membership is kept once). */
+static const sl__pdb_copy_spec COPY_ART = {"COPY Artifact(id, type_id, uri, state, name, create_time_since_epoch, "
+                                           "last_update_time_since_epoch) FROM STDIN", NULL, NULL};
+static const sl__pdb_copy_spec COPY_EXEC = {"COPY Execution(id, type_id, last_known_state, name, "
+                                            "create_time_since_epoch, last_update_time_since_epoch) FROM STDIN", NULL,
+                                            NULL};
+static const sl__pdb_copy_spec COPY_EVENT = {
+    "COPY Event(id, artifact_id, execution_id, type, milliseconds_since_epoch) FROM STDIN", NULL, NULL};
+static const sl__pdb_copy_spec COPY_PATH = {"COPY EventPath(event_id, is_index_step, step_index, step_key) FROM STDIN",
+                                            NULL, NULL};
+#define STAGE_PROP(T, TABLE, KEY)                                                                                      \
+  {"COPY sl_stage_" T "(id, name, custom, i, d, s, b) FROM STDIN",                                                    \
+   "CREATE TEMP TABLE IF NOT EXISTS sl_stage_" T " (seq BIGSERIAL, id INT, name TEXT, custom BOOLEAN, i BIGINT, "   \
+   "d DOUBLE PRECISION, s TEXT, b BOOLEAN)",                                                                         \
+   "INSERT INTO " TABLE "(" KEY ", name, is_custom_property, int_value, double_value, string_value, bool_value) "     \
+   "SELECT DISTINCT ON (id, name, custom) id, name, custom, i, d, s, b FROM sl_stage_" T " ORDER BY id, name, "      \
+   "custom, seq DESC ON CONFLICT(" KEY ", name, is_custom_property) DO UPDATE SET int_value = excluded.int_value, "   \
+   "double_value = excluded.double_value, string_value = excluded.string_value, proto_value = NULL, bool_value = "    \
+   "excluded.bool_value; TRUNCATE sl_stage_" T}
+static const sl__pdb_copy_spec COPY_APROP = STAGE_PROP("aprop", "ArtifactProperty", "artifact_id");
+static const sl__pdb_copy_spec COPY_EPROP = STAGE_PROP("eprop", "ExecutionProperty", "execution_id");
+#define STAGE_PAIR(T, TABLE, B)                                                                                        \
+  {"COPY sl_stage_" T "(c, x) FROM STDIN", "CREATE TEMP TABLE IF NOT EXISTS sl_stage_" T " (seq BIGSERIAL, c INT, x INT)", \
+   "INSERT INTO " TABLE "(context_id, " B ") SELECT c, x FROM sl_stage_" T " ORDER BY seq ON CONFLICT DO NOTHING; "   \
+   "TRUNCATE sl_stage_" T}
+static const sl__pdb_copy_spec COPY_ASSOC = STAGE_PAIR("assoc", "Association", "execution_id");
+static const sl__pdb_copy_spec COPY_ATTR = STAGE_PAIR("attr", "Attribution", "artifact_id");
+enum { SLOT_ART, SLOT_EXEC, SLOT_EVENT, SLOT_PATH, SLOT_APROP, SLOT_EPROP, SLOT_ASSOC, SLOT_ATTR };
+
 int sl_prov_put_artifact(int64_t *id, sl_prov *p, int64_t type_id, const char *uri, const char *name, int state,
                          int64_t create_ms) {
+  if (!create_ms) create_ms = sl__prov_now_ms();
+  if (bulk_ids(p)) {
+    int64_t nid;
+    int rc = take_id(p, 0, &nid);
+    if (rc) return rc;
+    char a[24], b[24], c[24], d[24];
+    snprintf(a, sizeof a, "%lld", (long long)nid);
+    snprintf(b, sizeof b, "%lld", (long long)type_id);
+    snprintf(c, sizeof c, "%d", state);
+    snprintf(d, sizeof d, "%lld", (long long)create_ms);
+    const char *v[] = {a, b, uri, c, name, d, d};
+    if ((rc = sl__pdb_copy_row(p->db, SLOT_ART, &COPY_ART, v, 7))) return rc;
+    if (id) *id = nid;
+    return 0;
+  }
   sl__pstmt *st;
   int rc = sl__prov_stmt(p, SL__Q_ART_INS, &st);
   if (rc) return rc;
-  if (!create_ms) create_ms = sl__prov_now_ms();
   if ((rc = sl__pstmt_bind_i64(st, 1, type_id)) || (rc = sl__pstmt_bind_text(st, 2, uri)) ||
       (rc = sl__pstmt_bind_i64(st, 3, state)) || (rc = sl__pstmt_bind_text(st, 4, name)) ||
       (rc = sl__pstmt_bind_i64(st, 5, create_ms)) || (rc = sl__pstmt_bind_i64(st, 6, create_ms)))
@@ -113,11 +181,26 @@ int sl_prov_put_artifact(int64_t *id, sl_prov *p, int64_t type_id, const char *u
 
 int sl_prov_put_execution(int64_t *id, sl_prov *p, int64_t type_id, const char *name, int state, int64_t create_ms,
                           int64_t update_ms) {
+  if (!create_ms) create_ms = sl__prov_now_ms();
+  if (!update_ms) update_ms = create_ms;
+  if (bulk_ids(p)) {
+    int64_t nid;
+    int rc = take_id(p, 1, &nid);
+    if (rc) return rc;
+    char a[24], b[24], c[24], d[24], e[24];
+    snprintf(a, sizeof a, "%lld", (long long)nid);
+    snprintf(b, sizeof b, "%lld", (long long)type_id);
+    snprintf(c, sizeof c, "%d", state);
+    snprintf(d, sizeof d, "%lld", (long long)create_ms);
+    snprintf(e, sizeof e, "%lld", (long long)update_ms);
+    const char *v[] = {a, b, c, name, d, e};
+    if ((rc = sl__pdb_copy_row(p->db, SLOT_EXEC, &COPY_EXEC, v, 6))) return rc;
+    if (id) *id = nid;
+    return 0;
+  }
   sl__pstmt *st;
   int rc = sl__prov_stmt(p, SL__Q_EXEC_INS, &st);
   if (rc) return rc;
-  if (!create_ms) create_ms = sl__prov_now_ms();
-  if (!update_ms) update_ms = create_ms;
   if ((rc = sl__pstmt_bind_i64(st, 1, type_id)) || (rc = sl__pstmt_bind_i64(st, 2, state)) ||
       (rc = sl__pstmt_bind_text(st, 3, name)) || (rc = sl__pstmt_bind_i64(st, 4, create_ms)) ||
       (rc = sl__pstmt_bind_i64(st, 5, update_ms)))
@@ -125,8 +208,50 @@ int sl_prov_put_execution(int64_t *id, sl_prov *p, int64_t type_id, const char *
   return insert_id(st, id);
 }
 
+/* PostgreSQL bulk loads: an event and its path as COPY rows. */
+static int event_copy(int64_t *id, sl_prov *p, int64_t artifact_id, int64_t execution_id, int type, int64_t ms,
+                      const sl_prov_step *path, size_t npath) {
+  int64_t eid;
+  int rc = take_id(p, 2, &eid);
+  if (rc) return rc;
+  char a[24], b[24], c[24], d[24], e[24];
+  snprintf(a, sizeof a, "%lld", (long long)eid);
+  snprintf(b, sizeof b, "%lld", (long long)artifact_id);
+  snprintf(c, sizeof c, "%lld", (long long)execution_id);
+  snprintf(d, sizeof d, "%d", type);
+  snprintf(e, sizeof e, "%lld", (long long)ms);
+  const char *v[] = {a, b, c, d, e};
+  if ((rc = sl__pdb_copy_row(p->db, SLOT_EVENT, &COPY_EVENT, v, 5))) return rc;
+  for (size_t i = 0; i < npath; i++) {
+    char ix[24];
+    snprintf(ix, sizeof ix, "%lld", (long long)path[i].index);
+    const char *pv[] = {a, path[i].key ? "f" : "t", path[i].key ? NULL : ix, path[i].key};
+    if ((rc = sl__pdb_copy_row(p->db, SLOT_PATH, &COPY_PATH, pv, 4))) return rc;
+  }
+  if (id) *id = eid;
+  return 0;
+}
+
 int sl_prov_put_context(int64_t *id, sl_prov *p, int64_t type_id, const char *name, int64_t create_ms) {
   if (!name) return sl__err(SL_EINVAL, "context name is NULL");
+  if (bulk_ids(p)) {
+    /* The name's lock queued, then find-or-create in one statement: one round trip instead of three. */
+    sl__pstmt *st;
+    int rc = sl__prov_stmt(p, SL__Q_NAME_LOCK, &st);
+    if (!rc && !(rc = sl__pstmt_bind_text(st, 1, name))) rc = exec_done(st);
+    if (!rc) rc = sl__prov_stmt(p, SL__Q_CTX_PUT_PG, &st);
+    if (rc) return rc;
+    if (!create_ms) create_ms = sl__prov_now_ms();
+    if ((rc = sl__pstmt_bind_i64(st, 1, type_id)) || (rc = sl__pstmt_bind_text(st, 2, name)) ||
+        (rc = sl__pstmt_bind_i64(st, 3, type_id)) || (rc = sl__pstmt_bind_text(st, 4, name)) ||
+        (rc = sl__pstmt_bind_i64(st, 5, create_ms)) || (rc = sl__pstmt_bind_i64(st, 6, create_ms)))
+      return rc;
+    rc = sl__pstmt_step(st);
+    if (rc == 1) *id = sl__pstmt_i64(st, 0), rc = 0;
+    else if (rc == 0) rc = sl__err(SL_ERROR, "%s: context '%s' neither found nor created", p->uri, name);
+    sl__pstmt_reset(st);
+    return rc;
+  }
   bool own;
   int rc = sl__prov_txn_begin(p, &own);
   if (rc) return rc;
@@ -153,8 +278,11 @@ int sl_prov_put_context(int64_t *id, sl_prov *p, int64_t type_id, const char *na
 }
 
 int sl_prov_set_execution_state(sl_prov *p, int64_t execution_id, int state, int64_t update_ms) {
+  /* The execution may still be a row in a COPY buffer: send those first, or the queued UPDATE would miss it. */
+  int rc = bulk_ids(p) ? sl__pdb_copy_flush(p->db) : 0;
+  if (rc) return rc;
   sl__pstmt *st;
-  int rc = sl__prov_stmt(p, SL__Q_EXEC_STATE, &st);
+  rc = sl__prov_stmt(p, SL__Q_EXEC_STATE, &st);
   if (rc) return rc;
   if (!update_ms) update_ms = sl__prov_now_ms();
   if ((rc = sl__pstmt_bind_i64(st, 1, state)) || (rc = sl__pstmt_bind_i64(st, 2, update_ms)) ||
@@ -163,12 +291,43 @@ int sl_prov_set_execution_state(sl_prov *p, int64_t execution_id, int state, int
   return exec_done(st);
 }
 
+/* PostgreSQL bulk loads: a property value as a staged COPY row. */
+static int prop_copy(sl_prov *p, sl_prov_kind kind, int64_t id, const char *name, bool custom, const sl_prov_value *v) {
+  char a[24], num[40];
+  snprintf(a, sizeof a, "%lld", (long long)id);
+  const char *vals[7] = {a, name, custom ? "t" : "f", NULL, NULL, NULL, NULL};
+  switch (v->type) {
+  case SL_PROV_T_INT: snprintf(num, sizeof num, "%lld", (long long)v->i), vals[3] = num; break;
+  case SL_PROV_T_DOUBLE:
+    if (isnan(v->d)) snprintf(num, sizeof num, "NaN");
+    else if (isinf(v->d)) snprintf(num, sizeof num, v->d > 0 ? "Infinity" : "-Infinity");
+    else snprintf(num, sizeof num, "%.17g", v->d);
+    vals[4] = num;
+    break;
+  case SL_PROV_T_STRING:
+  case SL_PROV_T_STRUCT:
+    if (!v->s) return sl__err(SL_EINVAL, "property '%s': string value is NULL", name);
+    vals[5] = v->s;
+    break;
+  case SL_PROV_T_BOOL: vals[6] = v->i ? "t" : "f"; break;
+  default: return sl__err(SL_EINVAL, "property '%s': unknown value type %d", name, (int)v->type);
+  }
+  return kind == SL_PROV_ARTIFACT ? sl__pdb_copy_row(p->db, SLOT_APROP, &COPY_APROP, vals, 7)
+                                  : sl__pdb_copy_row(p->db, SLOT_EPROP, &COPY_EPROP, vals, 7);
+}
+
 int sl_prov_set_property(sl_prov *p, sl_prov_kind kind, int64_t id, const char *name, bool custom,
                          const sl_prov_value *v) {
   if (!name || !v) return sl__err(SL_EINVAL, "property name or value is NULL");
   int which = kind == SL_PROV_ARTIFACT ? SL__Q_APROP : kind == SL_PROV_EXECUTION ? SL__Q_EPROP : SL__Q_CPROP;
+  int rc = 0;
+  if (bulk_ids(p)) {
+    if (kind != SL_PROV_CONTEXT && v->type != SL_PROV_T_PROTO) return prop_copy(p, kind, id, name, custom, v);
+    /* Written by a statement: after the staged values of the same key, so the last write still wins. */
+    if ((rc = sl__pdb_copy_flush(p->db))) return rc;
+  }
   sl__pstmt *st;
-  int rc = sl__prov_stmt(p, which, &st);
+  rc = sl__prov_stmt(p, which, &st);
   if (rc) return rc;
   if ((rc = sl__pstmt_bind_i64(st, 1, id)) || (rc = sl__pstmt_bind_text(st, 2, name)) ||
       (rc = sl__pstmt_bind_i64(st, 3, custom ? 1 : 0)))
@@ -192,6 +351,7 @@ int sl_prov_set_property(sl_prov *p, sl_prov_kind kind, int64_t id, const char *
 int sl_prov_put_event(int64_t *id, sl_prov *p, int64_t artifact_id, int64_t execution_id, int type, int64_t ms,
                       const sl_prov_step *path, size_t npath) {
   if (!ms) ms = sl__prov_now_ms();
+  if (bulk_ids(p)) return event_copy(id, p, artifact_id, execution_id, type, ms, path, npath);
   if (!id && npath == 2 && path[0].key && !path[1].key && sl__pdb_is_pg(p->db)) {
     /* TFX's [key, index] path, id not wanted: one statement. */
     sl__pstmt *st;
@@ -227,6 +387,14 @@ int sl_prov_put_event(int64_t *id, sl_prov *p, int64_t artifact_id, int64_t exec
 }
 
 static int pair(sl_prov *p, int which, int64_t a, int64_t b) {
+  if (bulk_ids(p) && (which == SL__Q_ASSOC || which == SL__Q_ATTR)) {
+    char x[24], y[24];
+    snprintf(x, sizeof x, "%lld", (long long)a);
+    snprintf(y, sizeof y, "%lld", (long long)b);
+    const char *v[] = {x, y};
+    return which == SL__Q_ASSOC ? sl__pdb_copy_row(p->db, SLOT_ASSOC, &COPY_ASSOC, v, 2)
+                                : sl__pdb_copy_row(p->db, SLOT_ATTR, &COPY_ATTR, v, 2);
+  }
   sl__pstmt *st;
   int rc = sl__prov_stmt(p, which, &st);
   if (rc) return rc;
