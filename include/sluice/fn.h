@@ -43,7 +43,11 @@ typedef struct sl_fn_call {
 
 enum {
   SL_FN_RANDOM = 1u << 0, /* output depends on call->seed (a cache above it would freeze the randomness) */
-  SL_FN_FILTER = 1u << 1  /* a predicate for `filter`: sets call->keep, must not change the element */
+  SL_FN_FILTER = 1u << 1, /* a predicate for `filter`: sets call->keep, must not change the element */
+  /* Declares that calls of all functions with this flag never run at once: each takes one process-wide lock, as
+   * Python functions take the GIL. Together they get at most one core whatever the parallelism; the planner and
+   * `analyze` plan and explain them so. (The flag does not add a lock: the function holds its own.) */
+  SL_FN_SERIAL = 1u << 2
 };
 
 #define SL_FN_DEF_VERSION 1

@@ -81,6 +81,7 @@ typedef struct sl_op_stats {
   int64_t buffer;       /* resolved output buffer (0 for none) */
   bool async;           /* runs its own worker threads */
   bool random;          /* its output depends on a random seed */
+  bool serial;          /* runs a function flagged SL_FN_SERIAL (all of these together get one core) */
   uint64_t elements_out;  /* elements produced */
   uint64_t elements_in;   /* elements consumed from the input */
   uint64_t bytes_out;     /* payload bytes produced */

@@ -769,7 +769,7 @@ static PyObject *register_fn(PyObject *m, PyObject *args, PyObject *kw) {
   f->fn = fn;
   f->filter = filter;
   sl_fn_def def = {.version = SL_FN_DEF_VERSION,
-                   .flags = (random ? SL_FN_RANDOM : 0u) | (filter ? SL_FN_FILTER : 0u),
+                   .flags = SL_FN_SERIAL | (random ? SL_FN_RANDOM : 0u) | (filter ? SL_FN_FILTER : 0u),
                    .init = pyfn_init,
                    .call = pyfn_call};
   int rc = sl_fn_register(name, &def, f);

@@ -104,6 +104,7 @@ struct sl__op {
   int64_t parallelism; /* resolved; 1 for synchronous ops */
   int64_t buffer;      /* resolved output buffer, 0 for none */
   bool par_autotune, buf_autotune, async, random;
+  bool serial; /* its function is SL_FN_SERIAL */
   bool async_input;  /* its input is pulled on worker threads (prefetch, parallel map): not in its next() time */
   bool work_covers_input; /* its timed worker work spans whole worker iterations, input pulls included (parallel
                            * map, prefetch), so that hand-off costs count: own time subtracts the input's */

@@ -345,6 +345,7 @@ int sl_pipeline_op_stats(sl_op_stats *s, const sl_pipeline *p, int i) {
   s->buffer = op->buf_autotune ? atomic_load(&((sl__op *)op)->active_buf) : op->buffer;
   s->async = op->async;
   s->random = op->random;
+  s->serial = op->serial;
   sl__op_counts((sl__op *)op, &s->elements_out, &s->elements_in, &s->bytes_out);
   /* Own time = inclusive next() time + work on worker threads - inclusive time of the inputs pulled inside
    * either (same-thread inputs of sync ops; inputs pulled by the timed worker iterations of ops whose work covers

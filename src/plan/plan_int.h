@@ -34,6 +34,7 @@ typedef struct sl__pm_op {
   int parent, input, source;     /* -1 when none */
   bool nested;
   bool random;                   /* this op draws random numbers */
+  bool serial;                   /* its function holds a process-wide lock (SL_FN_SERIAL): one core for all */
   bool par_tunable, buf_tunable, cyc_tunable;
   int64_t par0, buf0, cyc0;      /* as traced */
   bool async0;                   /* ran its own threads in the trace (its costs include hand-offs) */
@@ -113,6 +114,7 @@ typedef struct sl__pm_units {
   int *owner;    /* the tunable op whose pool it is, else -1 */
   double b;      /* disk bytes per output element */
   double total;  /* CPU seconds per output element, all ops */
+  double serial; /* CPU seconds per output element of SL_FN_SERIAL functions: together at most one core */
 } sl__pm_units;
 
 /* Copies `in` (NULL: the defaults) into out with every default applied: knobs 0 becomes knobs_default. A version

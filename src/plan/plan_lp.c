@@ -7,7 +7,8 @@
 #include "plan/plan_int.h"
 
 /* The LP: maximise X subject to X*cost_u <= theta_u (each unit), theta_u <= cap_u (sequential threads and fixed
- * pools; tunable pools only by the total), sum theta_u <= C, X*b <= B. */
+ * pools; tunable pools only by the total), sum theta_u <= C, X*b <= B, and X*serial <= 1 (SL_FN_SERIAL functions,
+ * e.g. Python's, share one lock: one core for all of them, wherever they run). */
 int sl__plan_lp(const sl_plan *P, int cache_at, double cores, double *Xout, const char **limit) {
   int64_t *par = sl__calloc((size_t)P->nops, sizeof *par);
   sl__pm_units U;
@@ -33,7 +34,8 @@ int sl__plan_lp(const sl_plan *P, int cache_at, double cores, double *Xout, cons
   int nw = 0;
   for (int k = 0; k < U.n; k++)
     if (U.owner[k] < 0 && U.cap[k] > 0 && U.tcost[k] > U.cost[k] * 1.001) nw++;
-  int nc = 1 + U.n, nr = U.n + 2 + nw;
+  bool serial = U.serial >= 1e-12;
+  int nc = 1 + U.n, nr = U.n + 2 + nw + (serial ? 1 : 0);
   glp_add_cols(lp, nc);
   glp_add_rows(lp, nr);
   glp_set_col_bnds(lp, 1, GLP_DB, 0, SL__PLAN_X_MAX);
@@ -43,7 +45,7 @@ int sl__plan_lp(const sl_plan *P, int cache_at, double cores, double *Xout, cons
     if (cap > 0) glp_set_col_bnds(lp, 2 + k, GLP_DB, 0, cap);
     else glp_set_col_bnds(lp, 2 + k, GLP_FX, 0, 0);
   }
-  int cap_ne = 3 * U.n + 4 + nw;
+  int cap_ne = 3 * U.n + 5 + nw;
   int *ia = sl__calloc((size_t)cap_ne + 1, sizeof *ia), *ja = sl__calloc((size_t)cap_ne + 1, sizeof *ja);
   double *ar = sl__calloc((size_t)cap_ne + 1, sizeof *ar);
   if (!ia || !ja || !ar) {
@@ -77,6 +79,11 @@ int sl__plan_lp(const sl_plan *P, int cache_at, double cores, double *Xout, cons
       glp_set_row_bnds(lp, row, GLP_UP, 0, U.cap[k]);
       ne++, ia[ne] = row, ja[ne] = 1, ar[ne] = U.tcost[k];
     }
+  if (serial) {
+    row++;
+    glp_set_row_bnds(lp, row, GLP_UP, 0, 1);
+    ne++, ia[ne] = row, ja[ne] = 1, ar[ne] = U.serial;
+  }
   glp_load_matrix(lp, ne, ia, ja, ar);
   glp_smcp parm;
   glp_init_smcp(&parm);
@@ -101,6 +108,7 @@ int sl__plan_lp(const sl_plan *P, int cache_at, double cores, double *Xout, cons
         if (U.owner[k] < 0 && U.cap[k] > 0 && U.tcost[k] > U.cost[k] * 1.001 && X * U.tcost[k] >= U.cap[k] * 0.999)
           waits = true;
       if (disk && X * U.b >= P->B * 0.999) lim = "disk";
+      else if (serial && X * U.serial >= 0.999) lim = "serial";
       else if (waits) lim = "wait";
       else if (used >= cores * 0.999) lim = "cpu";
       else lim = "sequential";

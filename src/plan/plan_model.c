@@ -130,6 +130,7 @@ int sl__plan_model(sl_plan *P, const sl_trace *t, const sl_plan_opts *opts) {
     o->input = o->source = -1;
     o->nested = s->nested;
     o->random = s->random;
+    o->serial = s->serial;
     o->par0 = s->parallelism;
     o->async0 = s->async;
     o->buf0 = s->buffer;
@@ -287,7 +288,7 @@ int sl__plan_units_new(sl__pm_units *u, int nops) {
   u->cost = sl__calloc((size_t)m, sizeof *u->cost);
   u->tcost = sl__calloc((size_t)m, sizeof *u->tcost);
   u->owner = sl__calloc((size_t)m, sizeof *u->owner);
-  u->b = u->total = 0;
+  u->b = u->total = u->serial = 0;
   if (u->cap && u->cost && u->tcost && u->owner) return 0;
   sl__free(u->cap);
   sl__free(u->cost);
@@ -319,6 +320,7 @@ static void assign(const sl_plan *P, const int64_t *par, int cache_at, int i, in
   bool cached = cache_at >= 0 && sl__plan_upstream(P, i, cache_at);
   double c = cached ? 0 : o->c, tt = cached ? 0 : o->tt;
   if (!cached) U->b += o->b_disk;
+  if (o->serial) U->serial += c;
   U->total += c;
   if (i == cache_at) {
     double cc = CACHE_READ_S * o->V;
@@ -358,7 +360,7 @@ static void assign(const sl_plan *P, const int64_t *par, int cache_at, int i, in
 
 void sl__plan_units_build(const sl_plan *P, const int64_t *par, int cache_at, double h, sl__pm_units *U) {
   U->n = 0;
-  U->b = U->total = 0;
+  U->b = U->total = U->serial = 0;
   int consumer = unit_add(U, 1, -1);
   int top = consumer;
   U->cost[consumer] = U->tcost[consumer] = U->total = P->resid;
@@ -425,6 +427,7 @@ double sl__plan_eval(const sl_plan *P, const int64_t *par, int cache_at, double 
     if (cap / U.tcost[k] < X) X = cap / U.tcost[k];
   }
   if (P->B > 0 && U.b > 0 && P->B / U.b < X) X = P->B / U.b;
+  if (U.serial > 0 && 1 / U.serial < X) X = 1 / U.serial; /* serial functions share one core */
   sl__plan_units_free(&U);
   return X;
 }
@@ -434,7 +437,7 @@ double sl_plan_op_rate(const sl_plan *P, int i) {
   /* The rate the bottleneck is picked by: min(p, cores) / max(c, tt), p 1 for an op without workers. */
   const sl__pm_op *o = &P->ops[i];
   if (!(o->c > 0) && !(o->tt > 0)) return INFINITY;
-  double p = o->kind == SL__PK_MAP || o->kind == SL__PK_INTERLEAVE ? fmin((double)o->par0, P->C) : 1;
+  double p = (o->kind == SL__PK_MAP || o->kind == SL__PK_INTERLEAVE) && !o->serial ? fmin((double)o->par0, P->C) : 1;
   return p / fmax(o->c, o->tt);
 }
 

@@ -153,7 +153,18 @@ static int prose_of(const sl_plan *P, sl__str *s) {
   else if (!strcmp(lim, "wait"))
     rc |= sl__str_printf(s, "Bound: %s elem/s, limited by waiting (I/O) in ops whose parallelism is fixed.\n",
                          sl__fmt_si(a, sizeof a, P->bound));
-  else if (!strcmp(lim, "sequential"))
+  else if (!strcmp(lim, "serial")) {
+    double sc_serial = 0;
+    rc |= sl__str_printf(s, "Bound: %s elem/s, limited by functions that share one lock and so one core together "
+                            "(Python functions share the GIL):", sl__fmt_si(a, sizeof a, P->bound));
+    for (int i = 0; i < P->nops; i++)
+      if (P->ops[i].serial) {
+        sc_serial += P->ops[i].c;
+        rc |= sl__str_printf(s, " %s %s", P->ops[i].path, P->ops[i].label);
+      }
+    rc |= sl__str_printf(s, ", %s CPU per element in all; more parallelism does not help them, cheaper or native "
+                            "functions do.\n", sl__fmt_usec(b, sizeof b, sc_serial));
+  } else if (!strcmp(lim, "sequential"))
     rc |= sl__str_printf(s, "Bound: %s elem/s, limited by sequential work on one thread (ops that cannot run in "
                             "parallel).\n", sl__fmt_si(a, sizeof a, P->bound));
   else

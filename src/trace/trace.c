@@ -427,6 +427,10 @@ static json_t *op_json(const sl__trace_op *o) {
     json_decref(c);
     c = NULL;
   }
+  if (c && s->serial && json_object_set_new(c, "serial", json_true())) { /* written only when set */
+    json_decref(c);
+    c = NULL;
+  }
   if (!c || json_object_update(j, c)) {
     json_decref(c);
     json_decref(j);
@@ -592,6 +596,9 @@ static int parse_trace(sl_trace *t, json_t *root, const char *origin) {
     if (sb && (!json_is_integer(sb) || json_integer_value(sb) < 0))
       return sl__err(SL_EINVAL, "%s: %s.source_bytes: expected a non-negative integer", origin, w);
     s->source_bytes = sb ? (uint64_t)json_integer_value(sb) : 0;
+    json_t *se = json_object_get(o, "serial"); /* optional: written only for SL_FN_SERIAL functions */
+    if (se && !json_is_boolean(se)) return sl__err(SL_EINVAL, "%s: %s.serial: expected true or false", origin, w);
+    s->serial = se && json_is_true(se);
     s->skipped = unum(&r, o, "skipped", w);
     s->buffer_occupancy = num(&r, o, "buffer_occupancy", w);
     s->bytes_held = unum(&r, o, "bytes_held", w);

@@ -101,3 +101,21 @@ def test_should_train_agrees_with_the_cli(tmp_path, cli):
         assert f"P(push) = {probability:.3f}" in r.stdout
     with pytest.raises(sluice.StoreError):
         sluice.prov.should_train(db, "no-such-pipeline")
+
+
+def test_python_functions_share_one_core_in_the_plan(tmp_path):
+    # Python functions run under the GIL: the planner gives them one core together, whatever their parallelism,
+    # and the report says so when they are what limits the pipeline.
+    def busy(e):
+        x = 0
+        for i in range(3000):
+            x += i * i
+        return e
+    sluice.register_fn("test_busy", busy)
+    p = sluice.Pipeline({"name": "gil", "ops": [
+        {"op": "range", "stop": 1000000},
+        {"op": "map", "fn": "test_busy", "parallelism": 2},
+        {"op": "map", "fn": "spin", "args": {"us": 5}},
+        {"op": "prefetch", "buffer": 4}]})
+    html = open(p.report(tmp_path / "gil.html", seconds=0.5)).read()
+    assert "GIL" in html

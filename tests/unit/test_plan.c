@@ -27,6 +27,7 @@ typedef struct {
  * (by op index; 0: unknown). */
 static double g_syn_process_cpu;
 static uint64_t g_syn_src[8];
+static bool g_syn_serial[8]; /* ops whose function is SL_FN_SERIAL */
 
 static sl_trace *syn_trace(const syn_op *ops, int n, double disk_bw, uint64_t mem_avail, int version) {
   const double N = 10000, T = 2.0;
@@ -61,6 +62,7 @@ static sl_trace *syn_trace(const syn_op *ops, int n, double disk_bw, uint64_t me
                                           (json_int_t)ops[i].card, "call_mean", ops[i].us * 1e-6, "call_sd", 0.0));
     if (i < 8 && g_syn_src[i])
       json_object_set_new(json_array_get(tops, (size_t)i), "source_bytes", json_integer((json_int_t)g_syn_src[i]));
+    if (i < 8 && g_syn_serial[i]) json_object_set_new(json_array_get(tops, (size_t)i), "serial", json_true());
   }
   json_t *root = json_pack("{s:s, s:i, s:s, s:s, s:{s:s, s:o}, s:{s:f, s:i, s:I, s:I, s:f, s:s, s:s}, "
                            "s:{s:f, s:I, s:b, s:f, s:f}, s:o}",
@@ -129,6 +131,42 @@ static void test_lp_bound_and_allocation(void **st) {
     sl_free(spec);
     sl_plan_free(p);
   }
+  sl_trace_free(t);
+}
+
+/* Functions that share one lock (Python's, SL_FN_SERIAL) get one core together: two serial 100 us stages bound the
+ * pipeline at 1 / 200 us whatever the cores and their parallelism, and the report says why; the CPU alone would
+ * allow 4 / 300 us. */
+static void test_serial_functions_share_a_core(void **st) {
+  syn_op ops[] = {{RANGE, 0.1, 1, 8, 0, 10000, false, 0},
+                  {"{\"op\": \"map\", \"fn\": \"spin\", \"args\": {\"us\": 100}, \"parallelism\": \"autotune\"}", 100, 1, 8, 0, 10000, false, 0},
+                  {"{\"op\": \"map\", \"fn\": \"spin\", \"args\": {\"us\": 100}, \"parallelism\": \"autotune\"}", 100, 1, 8, 0, 10000, false, 0},
+                  {"{\"op\": \"map\", \"fn\": \"spin\", \"args\": {\"us\": 100}, \"parallelism\": \"autotune\"}", 100, 1, 8, 0, 10000, false, 0}};
+  g_syn_serial[1] = g_syn_serial[2] = true;
+  sl_trace *t = syn_trace(ops, 4, 0, 1ull << 32, SL_TRACE_VERSION);
+  g_syn_serial[1] = g_syn_serial[2] = false;
+  /* The flag survives the trace's JSON. */
+  char *js = NULL;
+  assert_int_equal(sl_trace_to_json(&js, t), 0);
+  assert_non_null(strstr(js, "\"serial\": true"));
+  sl_free(js);
+  sl_plan *p = solve(t, 4, 0);
+  assert_true(fabs(sl_plan_bound(p) / 5000.0 - 1) < 0.01);
+  assert_string_equal(sl_plan_limit(p), "serial");
+  assert_true(sl_plan_predicted(p) <= sl_plan_bound(p) * 1.0001);
+  char *rep = NULL;
+  assert_int_equal(sl_plan_report(&rep, p, false), 0);
+  assert_non_null(strstr(rep, "GIL"));
+  assert_non_null(strstr(rep, "ops[1] spin ops[2] spin"));
+  sl_free(rep);
+  sl_plan_free(p);
+  sl_trace_free(t);
+  /* The same stages without the flag: the CPU bounds them. */
+  t = syn_trace(ops, 4, 0, 1ull << 32, SL_TRACE_VERSION);
+  p = solve(t, 4, 0);
+  assert_true(fabs(sl_plan_bound(p) / (4 / 300.1e-6) - 1) < 0.01);
+  assert_string_equal(sl_plan_limit(p), "cpu");
+  sl_plan_free(p);
   sl_trace_free(t);
 }
 
@@ -622,6 +660,7 @@ int main(void) {
       cmocka_unit_test(test_saturated_no_waits),      cmocka_unit_test(test_cache_estimated),
       cmocka_unit_test(test_handoff_decides),         cmocka_unit_test(test_warmup_fills_caches),
       cmocka_unit_test(test_lp_bound_and_allocation), cmocka_unit_test(test_sequential_cap),
+      cmocka_unit_test(test_serial_functions_share_a_core),
       cmocka_unit_test(test_disk_bound),              cmocka_unit_test(test_wait_bound),
       cmocka_unit_test(test_cache_chosen),
       cmocka_unit_test(test_as_traced),
