@@ -421,6 +421,10 @@ static const sl__arg CROP_ARGS[] = {
     {"scale", SL__ARG_NUMS, NULL, SL__LOHI, 2, 2, NULL, "random window area as a fraction of the image [min, max] (default [0.08, 1])"},
     {"ratio", SL__ARG_NUMS, NULL, SL__LOHI, 2, 2, NULL, "random window aspect ratio [min, max] (default [3/4, 4/3])"},
     {"random", SL__ARG_BOOL, NULL, 0, 0, 0, NULL, "sample the window per element (default: true unless \"crop\" is given)"},
+    {"center", SL__ARG_NUMS, NULL, SL__LOHI, 2, 2, NULL, "a centred window [height, width], not resized (center_crop's size)"},
+    {"center_fraction", SL__ARG_NUM, NULL, 0, 0, 0, NULL, "a centred window of this fraction of each side (center_crop's fraction)"},
+    {"full", SL__ARG_BOOL, "false", 0, 0, 0, NULL, "the whole image, resized to \"size\" or by \"shorter_side\" (what resize does)"},
+    {"shorter_side", SL__ARG_INT, NULL, 0, 0, 0, NULL, "with \"full\": resize so the shorter side is this, keeping the aspect ratio"},
     {NULL}};
 static const sl__fn_io JPEG_READS[] = {{"component", "image/encoded", NULL, SL_BYTES, 0, SL__IO_CONSUMED}, {NULL}};
 static const sl__fn_io JPEG_WRITES[] = {{"output", "image", NULL, SL_UINT8, 3, 0}, {NULL}};

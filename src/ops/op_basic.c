@@ -355,6 +355,9 @@ static const sl__arg SHARD_KNOBS[] = {
     {"num_shards", SL__ARG_INT, NULL, SL__ARGF_REQUIRED | SL__ARGF_LO | SL__ARGF_AUTO_STR, 1, 0, NULL,
      "the number of shards (\"auto\": $WORLD_SIZE)"},
     {"index", SL__ARG_INT, "0", SL__ARGF_LO | SL__ARGF_AUTO_STR, 0, 0, NULL, "this shard, below num_shards (\"auto\": $RANK)"},
+    {"remainder", SL__ARG_ENUM, NULL, 0, 0, 0, "keep|drop|pad",
+     "the last incomplete round: kept (exactly once), dropped, or padded from the epoch's start (default: pad "
+     "when num_shards is \"auto\", else keep)"},
     {NULL}};
 static const sl__op_schema SHARD_SCHEMA = {SL__MK_SEQ, 0, "every num_shards-th element, from the index-th",
                                            SHARD_KNOBS, NULL};

@@ -73,7 +73,7 @@ static void test_shard_auto_ompi_env(void **s) {
                        "\"index\": \"auto\"}]}", SL_EINVAL, "OMPI_COMM_WORLD_RANK is not set");
   unsetenv("OMPI_COMM_WORLD_SIZE");
   tu_expect_spec_error("{\"ops\": [{\"op\": \"range\", \"stop\": 10}, {\"op\": \"shard\", \"num_shards\": 2, "
-                       "\"remainder\": \"even\"}]}", SL_EINVAL, "ops[1].remainder: unknown value 'even'");
+                       "\"remainder\": \"even\"}]}", SL_EINVAL, "ops[1].remainder: \"even\" is not valid");
 }
 
 /* A fake distributed runtime: shard "auto" is (4, 1); offload receives 100, 101, 102 instead of its input. */
