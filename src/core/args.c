@@ -6,19 +6,6 @@
 
 #include "core/args_int.h"
 
-const char *sl__json_type_name(const json_t *v) {
-  switch (json_typeof(v)) {
-  case JSON_OBJECT: return "an object";
-  case JSON_ARRAY: return "an array";
-  case JSON_STRING: return "a string";
-  case JSON_INTEGER: return "an integer";
-  case JSON_REAL: return "a number";
-  case JSON_TRUE:
-  case JSON_FALSE: return "a boolean";
-  default: return "null";
-  }
-}
-
 static json_t *arg(const sl_args *a, const char *key) { return a && a->obj ? json_object_get(a->obj, key) : NULL; }
 
 /* The schema's default text for an absent arg (the schema wins over the caller's `def`, so the documented

@@ -11,6 +11,8 @@
 
 #include "sluice.h"
 
+/* Installs the allocator (NULL: the C library's); sl_set_allocator drains the buffer pool first. */
+void sl__allocator_install(const sl_allocator *a);
 void *sl__malloc(size_t n);
 void *sl__calloc(size_t n, size_t size);
 void *sl__realloc(void *p, size_t n);

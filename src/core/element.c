@@ -448,3 +448,10 @@ int sl_comp_get_f64(double *out, const sl_comp *c) {
   default: return sl__err(SL_EINVAL, "component '%s' is bytes, not a number", c->name);
   }
 }
+
+/* Here, not in error.c beside the allocator, because the pool's idle blocks belong to the allocator being replaced:
+ * they are returned to it first. */
+void sl_set_allocator(const sl_allocator *a) {
+  sl__bufpool_drain();
+  sl__allocator_install(a);
+}

@@ -99,8 +99,7 @@ static void js_free(void *p) {
   if (p) g_alloc.free_fn(p, g_alloc.payload);
 }
 
-void sl_set_allocator(const sl_allocator *a) {
-  sl__bufpool_drain(); /* its blocks belong to the allocator being replaced */
+void sl__allocator_install(const sl_allocator *a) {
   if (a)
     g_alloc = *a;
   else

@@ -8,6 +8,20 @@
 #include "core/args_int.h"
 #include "core/schema_int.h"
 
+/* "an object", "a string", ...: how messages name a JSON value's type (args.c and the schema checks). */
+const char *sl__json_type_name(const json_t *v) {
+  switch (json_typeof(v)) {
+  case JSON_OBJECT: return "an object";
+  case JSON_ARRAY: return "an array";
+  case JSON_STRING: return "a string";
+  case JSON_INTEGER: return "an integer";
+  case JSON_REAL: return "a number";
+  case JSON_TRUE:
+  case JSON_FALSE: return "a boolean";
+  default: return "null";
+  }
+}
+
 const sl__arg *sl__arg_find(const sl__arg *schema, const char *name) {
   for (const sl__arg *a = schema; a && a->name; a++)
     if (!strcmp(a->name, name)) return a;

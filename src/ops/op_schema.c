@@ -68,26 +68,6 @@ int sl__op_infer(sl__op *op, const sl__struct *seed) {
   return rc;
 }
 
-int sl_pipeline_structure(char **out, const sl_pipeline *p, int i) {
-  *out = NULL;
-  if (i < 0 || i >= sl_pipeline_op_count(p))
-    return sl__err(SL_EINVAL, "op index %d outside 0..%d", i, sl_pipeline_op_count(p) - 1);
-  const sl__op *op = sl__pipeline_op(p, i);
-  sl__str b = {0};
-  int rc = 0;
-  if (!op->shape) {
-    if (sl__str_printf(&b, "...")) rc = sl__oom("a structure");
-  } else {
-    rc = sl__struct_describe(&b, op->shape);
-  }
-  if (rc) {
-    sl__str_dispose(&b);
-    return rc;
-  }
-  *out = b.s;
-  return 0;
-}
-
 int sl__op_need(const sl__op *op, const sl__struct *s, const char *name, const char *where) {
   if (s->open || sl__struct_get((sl__struct *)s, name)) return 0;
   const char *names[SL_MAX_COMPONENTS];

@@ -410,3 +410,24 @@ void sl_pipeline_reset_stats(sl_pipeline *p) {
     sl__op_reset_counts(p->ops[i]);
   }
 }
+
+/* The element structure after op i, as the schemas inferred it when the pipeline was built (op_schema.c). */
+int sl_pipeline_structure(char **out, const sl_pipeline *p, int i) {
+  *out = NULL;
+  if (i < 0 || i >= sl_pipeline_op_count(p))
+    return sl__err(SL_EINVAL, "op index %d outside 0..%d", i, sl_pipeline_op_count(p) - 1);
+  const sl__op *op = sl__pipeline_op(p, i);
+  sl__str b = {0};
+  int rc = 0;
+  if (!op->shape) {
+    if (sl__str_printf(&b, "...")) rc = sl__oom("a structure");
+  } else {
+    rc = sl__struct_describe(&b, op->shape);
+  }
+  if (rc) {
+    sl__str_dispose(&b);
+    return rc;
+  }
+  *out = b.s;
+  return 0;
+}
