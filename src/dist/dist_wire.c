@@ -104,8 +104,10 @@ int sl__dist_unpack(sl_elem *out, sl_buf *msg, const char *(*intern)(void *ctx, 
     }
     out->n++;
     if (w.has_offs) {
+      /* count comes from the message: bound it by the bytes there before (count + 1) * 8 can wrap */
+      if (c->dtype != SL_BYTES || c->rank < 1 || w.offs_at > len || (uint64_t)count >= (len - w.offs_at) / 8)
+        goto bad_clear;
       size_t ob = ((size_t)count + 1) * 8;
-      if (c->dtype != SL_BYTES || c->rank < 1 || w.offs_at > len || ob > len - w.offs_at) goto bad_clear;
       if (!(c->offs = sl_buf_alloc(ob))) {
         sl_elem_clear(out);
         return sl__oom("offload string offsets");

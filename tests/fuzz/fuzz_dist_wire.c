@@ -9,9 +9,10 @@
 static const char *intern(void *ctx, const char *name, size_t len) {
   static char names[64][64]; /* the names seen, for the element's lifetime (the process's) */
   static int n;
+  if (len >= 64 || memchr(name, 0, len)) return n ? names[0] : ""; /* before names[i][len] is read */
   for (int i = 0; i < n; i++)
-    if (!strncmp(names[i], name, len) && names[i][len] == 0) return names[i];
-  if (n == 64 || len >= 64 || memchr(name, 0, len)) return n ? names[0] : "";
+    if (!memcmp(names[i], name, len) && names[i][len] == 0) return names[i];
+  if (n == 64) return names[0];
   memcpy(names[n], name, len);
   names[n][len] = 0;
   return names[n++];
