@@ -7,20 +7,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "cli_int.h"
-
-int cmd_prov(int argc, char **argv);
-int cmd_prov_gen(int argc, char **argv);
-int cmd_prov_graphlets(int argc, char **argv);
-int cmd_prov_stats(int argc, char **argv);
-int cmd_prov_waste(int argc, char **argv);
-int cmd_prov_train(int argc, char **argv);
-int cmd_prov_simulate(int argc, char **argv);
-int cmd_prov_should_train(int argc, char **argv);
-int cmd_prov_report(int argc, char **argv);
-int cmd_prov_overlap(int argc, char **argv); /* cmd_prov_rq.c */
-int cmd_prov_ablation(int argc, char **argv);
-int cmd_prov_fleet(int argc, char **argv);
+#include "cli_prov_int.h"
 
 static const char *short_type(const char *t) {
   if (!t) return "";

@@ -8,29 +8,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "cli_int.h"
+#include "cli_prov_int.h"
 
-int cmd_prov_gen(int argc, char **argv);
-int cmd_prov_graphlets(int argc, char **argv);
-int cmd_prov_stats(int argc, char **argv);
-int cmd_prov_waste(int argc, char **argv);
-int cmd_prov_train(int argc, char **argv);
-int cmd_prov_simulate(int argc, char **argv);
-int cmd_prov_should_train(int argc, char **argv);
-int cmd_prov_report(int argc, char **argv);
 
-/* Common options: DB positional, --json, --pipeline P, --model M, -o FILE, --top N, and numeric flags. */
-typedef struct opts {
-  const char *db, *pipeline, *model, *out;
-  bool json;
-  int64_t top, pipelines, days, seed, trees, depth;
-  double threshold, share;
-  int64_t at;
-  bool top_given; /* --top was on the command line (not the table's default) */
-  bool append;    /* prov gen --append */
-} opts;
-
-static int parse(const char *cmd, int argc, char **argv, opts *o, const char *usage, const char *allowed) {
+int cli_prov_parse(const char *cmd, int argc, char **argv, cli_prov_opts *o, const char *usage, const char *allowed) {
   o->top = 20;
   o->threshold = -1;
   for (int i = 1; i < argc; i++) {
@@ -43,34 +24,45 @@ static int parse(const char *cmd, int argc, char **argv, opts *o, const char *us
 #define OPT(name) (!strcmp(a, name) && strstr(allowed, name))
     if (!strcmp(a, "--json")) o->json = true;
     else if (OPT("--append")) o->append = true;
-    else if (OPT("--pipeline") && v) o->pipeline = v, i++;
-    else if (OPT("--model") && v) o->model = v, i++;
-    else if (OPT("-o") && v) o->out = v, i++;
-    else if (OPT("--top")) { if (!cli_parse_i64(cmd, a, v, &o->top)) return CLI_USAGE; o->top_given = true; i++; }
-    else if (OPT("--pipelines")) { if (!cli_parse_i64(cmd, a, v, &o->pipelines)) return CLI_USAGE; i++; }
-    else if (OPT("--days")) { if (!cli_parse_i64(cmd, a, v, &o->days)) return CLI_USAGE; i++; }
-    else if (OPT("--seed")) { if (!cli_parse_i64(cmd, a, v, &o->seed)) return CLI_USAGE; i++; }
-    else if (OPT("--trees")) { if (!cli_parse_i64(cmd, a, v, &o->trees)) return CLI_USAGE; i++; }
-    else if (OPT("--depth")) { if (!cli_parse_i64(cmd, a, v, &o->depth)) return CLI_USAGE; i++; }
-    else if (OPT("--at")) { if (!cli_parse_i64(cmd, a, v, &o->at)) return CLI_USAGE; i++; }
-    else if (OPT("--threshold")) {
+    else if (OPT("--pipeline") || OPT("--model") || OPT("-o")) {
+      if (!v) return cli_usage(cmd, "%s needs a value", a);
+      *(!strcmp(a, "--pipeline") ? &o->pipeline : !strcmp(a, "--model") ? &o->model : &o->out) = v;
+      i++;
+    } else if (OPT("--top")) {
+      if (!cli_parse_i64(cmd, a, v, &o->top)) return CLI_USAGE;
+      if (o->top < 0) return cli_usage(cmd, "--top must be 0 (all) or more, not %lld", (long long)o->top);
+      o->top_given = true;
+      i++;
+    } else if (OPT("--pipelines") || OPT("--days") || OPT("--seed") || OPT("--at")) {
+      int64_t *dst = !strcmp(a, "--pipelines") ? &o->pipelines : !strcmp(a, "--days") ? &o->days
+                     : !strcmp(a, "--seed")    ? &o->seed
+                                               : &o->at;
+      if (!cli_parse_i64(cmd, a, v, dst)) return CLI_USAGE;
+      i++;
+    } else if (OPT("--seeds") || OPT("--trees") || OPT("--depth")) {
+      int64_t *dst = !strcmp(a, "--seeds") ? &o->seeds : !strcmp(a, "--trees") ? &o->trees : &o->depth;
+      if (!cli_parse_i64(cmd, a, v, dst)) return CLI_USAGE;
+      if (*dst < 1 || *dst > 1000000) return cli_usage(cmd, "%s must be in 1..1000000, not %s", a, v);
+      i++;
+    } else if (OPT("--threshold")) {
       if (!cli_parse_f64(cmd, a, v, &o->threshold)) return CLI_USAGE;
       if (!(o->threshold >= 0 && o->threshold <= 1))
         return cli_usage(cmd, "--threshold must be a probability in 0..1, not %s", v);
       i++;
+    } else if (OPT("--train-share")) {
+      if (!cli_parse_f64(cmd, a, v, &o->share)) return CLI_USAGE;
+      i++;
     }
-    else if (OPT("--train-share")) { if (!cli_parse_f64(cmd, a, v, &o->share)) return CLI_USAGE; i++; }
 #undef OPT
     else if (a[0] == '-' && a[1]) return cli_usage(cmd, "unknown option %s", a);
     else if (!o->db) o->db = a;
     else return cli_usage(cmd, "unexpected argument %s", a);
   }
   if (!o->db) return cli_usage(cmd, "DB is required");
-  if (o->top < 0) return cli_usage(cmd, "--top must be 0 (all) or more, not %lld", (long long)o->top);
   return 0;
 }
 
-static void dump(json_t *j) {
+void cli_prov_dump(json_t *j) {
   char *s = json_dumps(j, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
   if (s) {
     puts(s);
@@ -79,16 +71,9 @@ static void dump(json_t *j) {
   json_decref(j);
 }
 
-static json_t *num(double v) { return isfinite(v) ? json_real(v) : json_null(); }
+json_t *cli_prov_num(double v) { return isfinite(v) ? json_real(v) : json_null(); }
 
-static void fmt_day(int64_t ms, char *b, size_t n) {
-  time_t s = (time_t)(ms / 1000);
-  struct tm tm;
-  gmtime_r(&s, &tm);
-  strftime(b, n, "%Y-%m-%d %H:%M", &tm);
-}
-
-static int load(const char *cmd, const char *db, const char *pipeline, sl_prov **p, sl_prov_graphlets **g) {
+int cli_prov_load(const char *cmd, const char *db, const char *pipeline, sl_prov **p, sl_prov_graphlets **g) {
   if (sl_prov_open(p, db, 0)) return cli_fail(true, "%s: cannot open %s", cmd, db);
   double t0 = cli_now();
   if (sl_prov_graphlets_load(g, *p, pipeline)) {
@@ -100,6 +85,13 @@ static int load(const char *cmd, const char *db, const char *pipeline, sl_prov *
   return 0;
 }
 
+static void fmt_day(int64_t ms, char *b, size_t n) {
+  time_t s = (time_t)(ms / 1000);
+  struct tm tm;
+  gmtime_r(&s, &tm);
+  strftime(b, n, "%Y-%m-%d %H:%M", &tm);
+}
+
 /* ---- gen ---- */
 static void gen_progress(int done, int total, void *payload) {
   cli_progress *pr = payload;
@@ -108,11 +100,11 @@ static void gen_progress(int done, int total, void *payload) {
 }
 
 int cmd_prov_gen(int argc, char **argv) {
-  opts o = {0};
+  cli_prov_opts o = {0};
   o.pipelines = 50;
   o.days = 120;
   o.seed = 1;
-  int rc = parse("prov gen", argc, argv, &o,
+  int rc = cli_prov_parse("prov gen", argc, argv, &o,
                  "usage: sluice prov gen DB [--pipelines N] [--days D] [--seed S] [--append] [--json]\n\nWrites a "
                  "synthetic corpus of TFX production pipelines into an MLMD store (created when missing),\ncalibrated to "
                  "the published characterization (docs/corpus.md lists every assumption). Deterministic for a seed.\n"
@@ -178,7 +170,7 @@ int cmd_prov_gen(int argc, char **argv) {
     for (int i = 0; i < 6; i++) json_object_set_new(c, CAUSE[i], json_integer(rep.cause[i]));
     json_object_set_new(j, "non_push_causes", c);
     json_object_set_new(j, "seconds", json_real(el));
-    dump(j);
+    cli_prov_dump(j);
   } else {
     printf("generated %lld pipelines, %lld runs (models), %lld executions, %lld artifacts, %lld events in %.1f s\n",
            (long long)rep.pipelines, (long long)rep.runs, (long long)rep.executions, (long long)rep.artifacts,
@@ -195,8 +187,8 @@ int cmd_prov_gen(int argc, char **argv) {
 
 /* ---- graphlets ---- */
 int cmd_prov_graphlets(int argc, char **argv) {
-  opts o = {0};
-  int rc = parse("prov graphlets", argc, argv, &o,
+  cli_prov_opts o = {0};
+  int rc = cli_prov_parse("prov graphlets", argc, argv, &o,
                  "usage: sluice prov graphlets DB [--pipeline P] [--top N] [--json]\n\nThe model graphlets: one per "
                  "trainer execution, with its upstream and downstream executions, input spans,\noutcome (pushed or "
                  "not) and cost. The table shows the first N (--top, default 20, 0 for all); --json lists every one,\n"
@@ -205,7 +197,7 @@ int cmd_prov_graphlets(int argc, char **argv) {
   if (rc) return rc < 0 ? CLI_OK : rc;
   sl_prov *p;
   sl_prov_graphlets *g;
-  if (load("prov graphlets", o.db, o.pipeline, &p, &g)) return CLI_FAIL;
+  if (cli_prov_load("prov graphlets", o.db, o.pipeline, &p, &g)) return CLI_FAIL;
   size_t n = sl_prov_graphlets_count(g), pushed = 0;
   double cost = 0;
   for (size_t i = 0; i < n; i++) pushed += sl_prov_graphlets_at(g, i)->pushed, cost += sl_prov_graphlets_at(g, i)->cost;
@@ -228,8 +220,8 @@ int cmd_prov_graphlets(int argc, char **argv) {
       json_object_set_new(o1, "trainer_state", json_string(sl_prov_state_name(SL_PROV_EXECUTION, x->trainer_state)));
       json_object_set_new(o1, "pushed", json_boolean(x->pushed));
       json_object_set_new(o1, "has_pusher", json_boolean(x->has_pusher));
-      json_object_set_new(o1, "cost", num(x->cost));
-      json_object_set_new(o1, "prunable_cost", num(x->prunable));
+      json_object_set_new(o1, "cost", cli_prov_num(x->cost));
+      json_object_set_new(o1, "prunable_cost", cli_prov_num(x->prunable));
       for (size_t k = 0; k < x->nupstream; k++) json_array_append_new(up, json_integer(x->upstream[k]));
       for (size_t k = 0; k < x->ndownstream; k++) json_array_append_new(down, json_integer(x->downstream[k]));
       for (size_t k = 0; k < x->nspans; k++) json_array_append_new(sp, json_integer(x->spans[k]));
@@ -238,7 +230,7 @@ int cmd_prov_graphlets(int argc, char **argv) {
       json_object_set_new(o1, "spans", sp);
       json_array_append_new(a, o1);
     }
-    dump(j);
+    cli_prov_dump(j);
   } else {
     printf("%-9s %-22s %-16s %-9s %4s %5s %-12s %-7s %12s\n", "TRAINER", "PIPELINE", "START (UTC)", "STATE", "UP",
            "DOWN", "SPANS", "PUSHED", "COST");
@@ -267,8 +259,8 @@ int cmd_prov_graphlets(int argc, char **argv) {
 
 /* ---- stats ---- */
 int cmd_prov_stats(int argc, char **argv) {
-  opts o = {0};
-  int rc = parse("prov stats", argc, argv, &o,
+  cli_prov_opts o = {0};
+  int rc = cli_prov_parse("prov stats", argc, argv, &o,
                  "usage: sluice prov stats DB [--json]\n\nCharacterizes the store's pipelines: lifespans, graphlets per "
                  "pipeline, runs per day, push rate,\ncompute by component type and the common topologies "
                  "(component sets of graphlets).\n",
@@ -276,7 +268,7 @@ int cmd_prov_stats(int argc, char **argv) {
   if (rc) return rc < 0 ? CLI_OK : rc;
   sl_prov *p;
   sl_prov_graphlets *g;
-  if (load("prov stats", o.db, NULL, &p, &g)) return CLI_FAIL;
+  if (cli_prov_load("prov stats", o.db, NULL, &p, &g)) return CLI_FAIL;
   sl_prov_stats *s;
   if (sl_prov_stats_compute(&s, g)) {
     sl_prov_graphlets_free(g);
@@ -290,24 +282,24 @@ int cmd_prov_stats(int argc, char **argv) {
     json_object_set_new(j, "graphlets", json_integer((json_int_t)s->graphlets));
     json_object_set_new(j, "executions", json_integer((json_int_t)s->executions));
     json_object_set_new(j, "artifacts", json_integer((json_int_t)s->artifacts));
-    json_object_set_new(j, "days", num(s->days));
+    json_object_set_new(j, "days", cli_prov_num(s->days));
     const char *lq[5] = {"min", "p25", "median", "p75", "max"};
-    for (int i = 0; i < 5; i++) json_object_set_new(life, lq[i], num(s->lifespan_days[i]));
+    for (int i = 0; i < 5; i++) json_object_set_new(life, lq[i], cli_prov_num(s->lifespan_days[i]));
     json_object_set_new(j, "lifespan_days", life);
     const char *gq[7] = {"min", "p25", "median", "p75", "p90", "max", "mean"};
-    for (int i = 0; i < 7; i++) json_object_set_new(gpp, gq[i], num(s->graphlets_per_pipeline[i]));
+    for (int i = 0; i < 7; i++) json_object_set_new(gpp, gq[i], cli_prov_num(s->graphlets_per_pipeline[i]));
     json_object_set_new(j, "graphlets_per_pipeline", gpp);
-    json_object_set_new(j, "runs_per_day", num(s->runs_per_day));
-    json_object_set_new(j, "graphlets_per_day", num(s->graphlets_per_day));
-    json_object_set_new(j, "push_rate", num(s->push_rate));
-    json_object_set_new(j, "failed_trainers", num(s->failed_trainers));
+    json_object_set_new(j, "runs_per_day", cli_prov_num(s->runs_per_day));
+    json_object_set_new(j, "graphlets_per_day", cli_prov_num(s->graphlets_per_day));
+    json_object_set_new(j, "push_rate", cli_prov_num(s->push_rate));
+    json_object_set_new(j, "failed_trainers", cli_prov_num(s->failed_trainers));
     json_object_set_new(j, "cost_basis", json_string(basis));
-    json_object_set_new(j, "total_compute", num(s->total_compute));
+    json_object_set_new(j, "total_compute", cli_prov_num(s->total_compute));
     for (size_t i = 0; i < s->ncompute; i++) {
       json_t *c = json_object();
       json_object_set_new(c, "component", json_string(s->compute[i].name));
-      json_object_set_new(c, "compute", num(s->compute[i].total));
-      json_object_set_new(c, "share", num(s->total_compute > 0 ? s->compute[i].total / s->total_compute : 0));
+      json_object_set_new(c, "compute", cli_prov_num(s->compute[i].total));
+      json_object_set_new(c, "share", cli_prov_num(s->total_compute > 0 ? s->compute[i].total / s->total_compute : 0));
       json_array_append_new(comp, c);
     }
     json_object_set_new(j, "compute_by_component", comp);
@@ -318,7 +310,7 @@ int cmd_prov_stats(int argc, char **argv) {
       json_array_append_new(top, c);
     }
     json_object_set_new(j, "topologies", top);
-    dump(j);
+    cli_prov_dump(j);
   } else {
     printf("pipelines             %zu\ngraphlets (models)    %zu\nexecutions            %zu\nartifacts             "
            "%zu\nspan of the store     %.1f days\n",
@@ -351,8 +343,8 @@ int cmd_prov_stats(int argc, char **argv) {
 
 /* ---- waste ---- */
 int cmd_prov_waste(int argc, char **argv) {
-  opts o = {0};
-  int rc = parse("prov waste", argc, argv, &o,
+  cli_prov_opts o = {0};
+  int rc = cli_prov_parse("prov waste", argc, argv, &o,
                  "usage: sluice prov waste DB [--top N] [--json]\n\nWasted computation: the cost of every execution "
                  "none of whose graphlets pushed a model,\noverall, for the N most wasteful pipelines, and per "
                  "component type.\n",
@@ -360,7 +352,7 @@ int cmd_prov_waste(int argc, char **argv) {
   if (rc) return rc < 0 ? CLI_OK : rc;
   sl_prov *p;
   sl_prov_graphlets *g;
-  if (load("prov waste", o.db, NULL, &p, &g)) return CLI_FAIL;
+  if (cli_prov_load("prov waste", o.db, NULL, &p, &g)) return CLI_FAIL;
   sl_prov_waste *w;
   if (sl_prov_waste_compute(&w, g)) {
     sl_prov_graphlets_free(g);
@@ -372,27 +364,27 @@ int cmd_prov_waste(int argc, char **argv) {
   if (o.json) {
     json_t *j = json_object(), *pp = json_array(), *cc = json_array();
     json_object_set_new(j, "cost_basis", json_string(basis));
-    json_object_set_new(j, "total", num(w->total));
-    json_object_set_new(j, "wasted", num(w->wasted));
-    json_object_set_new(j, "wasted_share", num(w->total > 0 ? w->wasted / w->total : 0));
-    json_object_set_new(j, "in_no_graphlet", num(w->unattributed));
+    json_object_set_new(j, "total", cli_prov_num(w->total));
+    json_object_set_new(j, "wasted", cli_prov_num(w->wasted));
+    json_object_set_new(j, "wasted_share", cli_prov_num(w->total > 0 ? w->wasted / w->total : 0));
+    json_object_set_new(j, "in_no_graphlet", cli_prov_num(w->unattributed));
     for (size_t i = 0; i < top; i++) {
       json_t *x = json_object();
       json_object_set_new(x, "pipeline", json_string(w->pipelines[i].name));
-      json_object_set_new(x, "total", num(w->pipelines[i].total));
-      json_object_set_new(x, "wasted", num(w->pipelines[i].wasted));
+      json_object_set_new(x, "total", cli_prov_num(w->pipelines[i].total));
+      json_object_set_new(x, "wasted", cli_prov_num(w->pipelines[i].wasted));
       json_array_append_new(pp, x);
     }
     for (size_t i = 0; i < w->ncomponents; i++) {
       json_t *x = json_object();
       json_object_set_new(x, "component", json_string(w->components[i].name));
-      json_object_set_new(x, "total", num(w->components[i].total));
-      json_object_set_new(x, "wasted", num(w->components[i].wasted));
+      json_object_set_new(x, "total", cli_prov_num(w->components[i].total));
+      json_object_set_new(x, "wasted", cli_prov_num(w->components[i].wasted));
       json_array_append_new(cc, x);
     }
     json_object_set_new(j, "pipelines", pp);
     json_object_set_new(j, "components", cc);
-    dump(j);
+    cli_prov_dump(j);
   } else {
     printf("wasted compute: %.0f of %.0f (%.1f%%), cost basis %s\n", w->wasted, w->total,
            w->total > 0 ? 100 * w->wasted / w->total : 0, basis);
@@ -416,8 +408,8 @@ int cmd_prov_waste(int argc, char **argv) {
 
 /* ---- train ---- */
 int cmd_prov_train(int argc, char **argv) {
-  opts o = {0};
-  int rc = parse("prov train", argc, argv, &o,
+  cli_prov_opts o = {0};
+  int rc = cli_prov_parse("prov train", argc, argv, &o,
                  "usage: sluice prov train DB -o MODEL.json [--train-share F] [--trees N] [--depth D] [--seed S] "
                  "[--json]\n\nTrains the deployment predictor: an XGBoost random forest (one round of N parallel "
                  "trees, row subsample 0.63,\ncolumn subsample 0.6 per node) on features from before each decision "
@@ -429,7 +421,7 @@ int cmd_prov_train(int argc, char **argv) {
   if (!o.out) return cli_usage("prov train", "-o MODEL.json is required");
   sl_prov *p;
   sl_prov_graphlets *g;
-  if (load("prov train", o.db, NULL, &p, &g)) return CLI_FAIL;
+  if (cli_prov_load("prov train", o.db, NULL, &p, &g)) return CLI_FAIL;
   sl_prov_train_opts to = SL_PROV_TRAIN_OPTS_INIT;
   if (o.share > 0) to.train_share = o.share;
   if (o.trees > 0) to.trees = (int)o.trees;
@@ -459,16 +451,16 @@ int cmd_prov_train(int argc, char **argv) {
     json_object_set_new(j, "train_to_ms", json_integer(r.train_to_ms));
     json_object_set_new(j, "test_from_ms", json_integer(r.test_from_ms));
     json_object_set_new(j, "test_to_ms", json_integer(r.test_to_ms));
-    json_object_set_new(j, "train_push_rate", num(r.train_push_rate));
-    json_object_set_new(j, "test_push_rate", num(r.test_push_rate));
-    json_object_set_new(j, "roc_auc", num(r.roc_auc));
-    json_object_set_new(j, "pr_auc", num(r.pr_auc));
-    json_object_set_new(j, "threshold", num(sl_prov_model_threshold(m)));
-    json_object_set_new(j, "seconds", num(el));
+    json_object_set_new(j, "train_push_rate", cli_prov_num(r.train_push_rate));
+    json_object_set_new(j, "test_push_rate", cli_prov_num(r.test_push_rate));
+    json_object_set_new(j, "roc_auc", cli_prov_num(r.roc_auc));
+    json_object_set_new(j, "pr_auc", cli_prov_num(r.pr_auc));
+    json_object_set_new(j, "threshold", cli_prov_num(sl_prov_model_threshold(m)));
+    json_object_set_new(j, "seconds", cli_prov_num(el));
     for (size_t i = 0; i < sl_prov_feature_count(); i++)
-      json_object_set_new(imp, sl_prov_feature_name(i), num(r.importance[i]));
+      json_object_set_new(imp, sl_prov_feature_name(i), cli_prov_num(r.importance[i]));
     json_object_set_new(j, "importance", imp);
-    dump(j);
+    cli_prov_dump(j);
   } else {
     char a[32], b[32], c[32], d[32];
     fmt_day(r.train_from_ms, a, sizeof a);
@@ -493,14 +485,14 @@ int cmd_prov_train(int argc, char **argv) {
 /* ---- simulate ---- */
 static json_t *row_json(const sl_prov_sim_row *r) {
   json_t *x = json_object();
-  json_object_set_new(x, "threshold", num(r->threshold));
+  json_object_set_new(x, "threshold", cli_prov_num(r->threshold));
   json_object_set_new(x, "pruned", json_integer((json_int_t)r->pruned));
-  json_object_set_new(x, "saved_waste", num(r->saved_waste));
-  json_object_set_new(x, "saved_share", num(r->saved_share));
-  json_object_set_new(x, "lost_compute", num(r->lost_compute));
-  json_object_set_new(x, "push_recall", num(r->push_recall));
-  json_object_set_new(x, "cadence", num(r->cadence));
-  json_object_set_new(x, "staleness_ratio", num(r->staleness_ratio));
+  json_object_set_new(x, "saved_waste", cli_prov_num(r->saved_waste));
+  json_object_set_new(x, "saved_share", cli_prov_num(r->saved_share));
+  json_object_set_new(x, "lost_compute", cli_prov_num(r->lost_compute));
+  json_object_set_new(x, "push_recall", cli_prov_num(r->push_recall));
+  json_object_set_new(x, "cadence", cli_prov_num(r->cadence));
+  json_object_set_new(x, "staleness_ratio", cli_prov_num(r->staleness_ratio));
   json_object_set_new(x, "fresh", json_boolean(r->fresh));
   return x;
 }
@@ -521,8 +513,8 @@ static void print_rows(const sl_prov_sim_row *rows, size_t n, int best, int best
 }
 
 int cmd_prov_simulate(int argc, char **argv) {
-  opts o = {0};
-  int rc = parse("prov simulate", argc, argv, &o,
+  cli_prov_opts o = {0};
+  int rc = cli_prov_parse("prov simulate", argc, argv, &o,
                  "usage: sluice prov simulate DB --model MODEL.json [--json]\n\nReplays the model's test window: for "
                  "thresholds 0.00..0.99 on P(push), prunes graphlets below it\n(skipping the trainer and everything "
                  "downstream) and reports the wasted compute saved and freshness:\npush recall, cadence (pipeline-days "
@@ -536,7 +528,7 @@ int cmd_prov_simulate(int argc, char **argv) {
   if (sl_prov_model_load(&m, o.model)) return cli_fail(true, "prov simulate");
   sl_prov *p;
   sl_prov_graphlets *g;
-  if (load("prov simulate", o.db, NULL, &p, &g)) {
+  if (cli_prov_load("prov simulate", o.db, NULL, &p, &g)) {
     sl_prov_model_free(m);
     return CLI_FAIL;
   }
@@ -551,8 +543,8 @@ int cmd_prov_simulate(int argc, char **argv) {
     json_t *j = json_object(), *rows = json_array();
     json_object_set_new(j, "graphlets", json_integer((json_int_t)s->ngraphlets));
     json_object_set_new(j, "pushes", json_integer((json_int_t)s->npushes));
-    json_object_set_new(j, "window_waste", num(s->window_waste));
-    json_object_set_new(j, "prunable_waste", num(s->prunable_waste));
+    json_object_set_new(j, "window_waste", cli_prov_num(s->window_waste));
+    json_object_set_new(j, "prunable_waste", cli_prov_num(s->prunable_waste));
     json_object_set_new(j, "cost_basis", json_string(sl_prov_graphlets_cost_basis(g)));
     for (size_t i = 0; i < s->nrows; i++) json_array_append_new(rows, row_json(&s->rows[i]));
     json_object_set_new(j, "rows", rows);
@@ -566,7 +558,7 @@ int cmd_prov_simulate(int argc, char **argv) {
       json_object_set_new(j, "ceiling_best_recall99",
                           s->truth_best_recall99 >= 0 ? row_json(&s->truth_rows[s->truth_best_recall99]) : json_null());
     }
-    dump(j);
+    cli_prov_dump(j);
   } else {
     printf("test window: %zu graphlets, %zu pushes; wasted compute %.0f (%s), of which pruning can reach %.0f "
            "(%.1f%%)\n\npredictor:\n",
@@ -610,8 +602,8 @@ int cmd_prov_simulate(int argc, char **argv) {
 
 /* ---- should-train ---- */
 int cmd_prov_should_train(int argc, char **argv) {
-  opts o = {0};
-  int rc = parse("prov should-train", argc, argv, &o,
+  cli_prov_opts o = {0};
+  int rc = cli_prov_parse("prov should-train", argc, argv, &o,
                  "usage: sluice prov should-train DB --pipeline P [--model MODEL.json] [--threshold T] [--at MS] "
                  "[--json]\n\nFor the pipeline's next run: P(push) from the model (or, without one, the pipeline's "
                  "smoothed push\nrate among runs alike in having new data) and the decision. Exit code 0: train; 10: "
@@ -634,13 +626,13 @@ int cmd_prov_should_train(int argc, char **argv) {
   if (o.json) {
     json_t *j = json_object(), *f = json_object();
     json_object_set_new(j, "pipeline", json_string(o.pipeline));
-    json_object_set_new(j, "p_push", num(d.p_push));
-    json_object_set_new(j, "threshold", num(d.threshold));
+    json_object_set_new(j, "p_push", cli_prov_num(d.p_push));
+    json_object_set_new(j, "threshold", cli_prov_num(d.threshold));
     json_object_set_new(j, "decision", json_string(d.train ? "train" : "skip"));
     json_object_set_new(j, "predictor", json_string(o.model ? "model" : "push-rate"));
-    for (size_t i = 0; i < sl_prov_feature_count(); i++) json_object_set_new(f, sl_prov_feature_name(i), num(d.features[i]));
+    for (size_t i = 0; i < sl_prov_feature_count(); i++) json_object_set_new(f, sl_prov_feature_name(i), cli_prov_num(d.features[i]));
     json_object_set_new(j, "features", f);
-    dump(j);
+    cli_prov_dump(j);
   } else {
     printf("%s: P(push) = %.3f, threshold %.3f => %s\n", o.pipeline, d.p_push, d.threshold, d.train ? "TRAIN" : "SKIP");
   }
@@ -651,8 +643,8 @@ int cmd_prov_should_train(int argc, char **argv) {
 
 /* ---- report ---- */
 int cmd_prov_report(int argc, char **argv) {
-  opts o = {0};
-  int rc = parse("prov report", argc, argv, &o,
+  cli_prov_opts o = {0};
+  int rc = cli_prov_parse("prov report", argc, argv, &o,
                  "usage: sluice prov report DB [-o REPORT.html] [--model MODEL.json] [--top N]\n\nWrites the store's "
                  "characterization as one self-contained HTML page (inline SVG and CSS; no script,\nnothing loaded "
                  "from the network): graphlets per pipeline, push rate, compute by component type, wasted\ncompute by "
@@ -669,7 +661,7 @@ int cmd_prov_report(int argc, char **argv) {
   if (o.model && sl_prov_model_load(&ro.model, o.model)) return cli_fail(true, "prov report");
   sl_prov *p;
   sl_prov_graphlets *g;
-  if (load("prov report", o.db, NULL, &p, &g)) {
+  if (cli_prov_load("prov report", o.db, NULL, &p, &g)) {
     sl_prov_model_free(ro.model);
     return CLI_FAIL;
   }

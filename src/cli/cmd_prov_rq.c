@@ -7,65 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli_int.h"
-
-int cmd_prov_overlap(int argc, char **argv);
-int cmd_prov_ablation(int argc, char **argv);
-int cmd_prov_fleet(int argc, char **argv);
-
-typedef struct rq_opts {
-  const char *db, *pipeline;
-  bool json;
-  int64_t top, seeds, trees;
-} rq_opts;
-
-/* DB positional, --json, and the options named in `allowed`. Returns 0, -1 after --help, or CLI_USAGE. */
-static int rq_parse(const char *cmd, int argc, char **argv, rq_opts *o, const char *usage, const char *allowed) {
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (cli_is_help(a)) {
-      fputs(usage, stdout);
-      return -1;
-    }
-#define OPT(name) (!strcmp(a, name) && strstr(allowed, name))
-    if (!strcmp(a, "--json")) o->json = true;
-    else if (OPT("--pipeline")) {
-      if (!v) return cli_usage(cmd, "%s needs a value", a);
-      o->pipeline = v, i++;
-    } else if (OPT("--top") || OPT("--seeds") || OPT("--trees")) {
-      int64_t *dst = !strcmp(a, "--top") ? &o->top : !strcmp(a, "--seeds") ? &o->seeds : &o->trees;
-      if (!cli_parse_i64(cmd, a, v, dst)) return CLI_USAGE;
-      if (*dst < 1 || *dst > 1000000) return cli_usage(cmd, "%s must be in 1..1000000", a);
-      i++;
-    }
-#undef OPT
-    else if (a[0] == '-' && a[1]) return cli_usage(cmd, "unknown option %s", a);
-    else if (!o->db) o->db = a;
-    else return cli_usage(cmd, "unexpected argument %s", a);
-  }
-  if (!o->db) return cli_usage(cmd, "DB is required");
-  return 0;
-}
-
-static void rq_dump(json_t *j) {
-  char *s = json_dumps(j, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
-  if (s) {
-    puts(s);
-    free(s);
-  }
-  json_decref(j);
-}
-
-static json_t *rq_num(double v) { return isfinite(v) ? json_real(v) : json_null(); }
-
-static int rq_load(const char *cmd, const char *db, const char *pipeline, sl_prov **p, sl_prov_graphlets **g) {
-  if (sl_prov_open(p, db, 0)) return cli_fail(true, "%s: cannot open %s", cmd, db);
-  if (sl_prov_graphlets_load(g, *p, pipeline)) {
-    sl_prov_close(*p);
-    return cli_fail(true, "%s", cmd);
-  }
-  return 0;
-}
+#include "cli_prov_int.h"
 
 /* ---- overlap ---- */
 static json_t *overlap_row_json(const sl_prov_overlap_row *r, const char *key) {
@@ -73,11 +15,11 @@ static json_t *overlap_row_json(const sl_prov_overlap_row *r, const char *key) {
   if (key) json_object_set_new(x, key, json_string(r->name));
   json_object_set_new(x, "executions", json_integer((json_int_t)r->executions));
   json_object_set_new(x, "with_overlap", json_integer((json_int_t)r->with_overlap));
-  json_object_set_new(x, "mean_overlap", rq_num(r->mean_overlap));
-  json_object_set_new(x, "cost", rq_num(r->cost));
-  json_object_set_new(x, "recomputed_cost", rq_num(r->recomputed_cost));
-  json_object_set_new(x, "recomputed_share", rq_num(r->cost > 0 ? r->recomputed_cost / r->cost : 0));
-  json_object_set_new(x, "reusable_cost", rq_num(r->reusable_cost));
+  json_object_set_new(x, "mean_overlap", cli_prov_num(r->mean_overlap));
+  json_object_set_new(x, "cost", cli_prov_num(r->cost));
+  json_object_set_new(x, "recomputed_cost", cli_prov_num(r->recomputed_cost));
+  json_object_set_new(x, "recomputed_share", cli_prov_num(r->cost > 0 ? r->recomputed_cost / r->cost : 0));
+  json_object_set_new(x, "reusable_cost", cli_prov_num(r->reusable_cost));
   return x;
 }
 
@@ -88,9 +30,8 @@ static void overlap_row_print(const sl_prov_overlap_row *r) {
 }
 
 int cmd_prov_overlap(int argc, char **argv) {
-  rq_opts o = {0};
-  o.top = 20;
-  int rc = rq_parse("prov overlap", argc, argv, &o,
+  cli_prov_opts o = {0};
+  int rc = cli_prov_parse("prov overlap", argc, argv, &o,
                     "usage: sluice prov overlap DB [--pipeline P] [--top N] [--json]\n\nRe-processed input: an Examples "
                     "input of a COMPLETE execution is re-processed when an earlier COMPLETE\nexecution of the same type "
                     "in the same pipeline read that same artifact as INPUT. Recomputed cost =\ncost x re-processed / all "
@@ -101,29 +42,29 @@ int cmd_prov_overlap(int argc, char **argv) {
   if (rc) return rc < 0 ? CLI_OK : rc;
   sl_prov *p;
   sl_prov_graphlets *g;
-  if (rq_load("prov overlap", o.db, o.pipeline, &p, &g)) return CLI_FAIL;
+  if (cli_prov_load("prov overlap", o.db, o.pipeline, &p, &g)) return CLI_FAIL;
   sl_prov_overlap *ov;
   if (sl_prov_overlap_compute(&ov, g)) {
     sl_prov_graphlets_free(g);
     sl_prov_close(p);
     return cli_fail(true, "prov overlap");
   }
-  size_t top = (size_t)o.top < ov->npipelines ? (size_t)o.top : ov->npipelines;
+  size_t top = o.top > 0 && (size_t)o.top < ov->npipelines ? (size_t)o.top : ov->npipelines;
   const char *basis = sl_prov_graphlets_cost_basis(g);
   if (o.json) {
     json_t *j = json_object(), *tt = json_array(), *pp = json_array();
     for (size_t i = 0; i < ov->ntypes; i++) json_array_append_new(tt, overlap_row_json(&ov->types[i], "type"));
     for (size_t i = 0; i < top; i++) json_array_append_new(pp, overlap_row_json(&ov->pipelines[i], "pipeline"));
     json_t *tot = overlap_row_json(&ov->total, NULL);
-    json_object_set_new(tot, "all_compute", rq_num(ov->all_compute));
-    json_object_set_new(tot, "share_of_all_compute", rq_num(ov->all_compute > 0 ? ov->total.recomputed_cost / ov->all_compute : 0));
+    json_object_set_new(tot, "all_compute", cli_prov_num(ov->all_compute));
+    json_object_set_new(tot, "share_of_all_compute", cli_prov_num(ov->all_compute > 0 ? ov->total.recomputed_cost / ov->all_compute : 0));
     json_object_set_new(tot, "reusable_share_of_all_compute",
-                        rq_num(ov->all_compute > 0 ? ov->total.reusable_cost / ov->all_compute : 0));
+                        cli_prov_num(ov->all_compute > 0 ? ov->total.reusable_cost / ov->all_compute : 0));
     json_object_set_new(j, "cost_basis", json_string(basis));
     json_object_set_new(j, "types", tt);
     json_object_set_new(j, "pipelines", pp);
     json_object_set_new(j, "total", tot);
-    rq_dump(j);
+    cli_prov_dump(j);
   } else {
     const sl_prov_overlap_row *t = &ov->total;
     printf("re-processed input: %zu of %zu executions with Examples inputs re-read spans (mean overlap %.1f%%)\n",
@@ -150,8 +91,8 @@ int cmd_prov_overlap(int argc, char **argv) {
 
 /* ---- ablation ---- */
 int cmd_prov_ablation(int argc, char **argv) {
-  rq_opts o = {0};
-  int rc = rq_parse("prov ablation", argc, argv, &o,
+  cli_prov_opts o = {0};
+  int rc = cli_prov_parse("prov ablation", argc, argv, &o,
                     "usage: sluice prov ablation DB [--seeds K] [--trees N] [--json]\n\nThe deployment predictor trained "
                     "and tested (the time-ordered split of 'prov train') on feature groups:\ninput (spans, new spans, "
                     "overlap, anomalies, schema change), history (past outcomes, push rate,\ntimes since, counts), code "
@@ -162,7 +103,7 @@ int cmd_prov_ablation(int argc, char **argv) {
   if (rc) return rc < 0 ? CLI_OK : rc;
   sl_prov *p;
   sl_prov_graphlets *g;
-  if (rq_load("prov ablation", o.db, NULL, &p, &g)) return CLI_FAIL;
+  if (cli_prov_load("prov ablation", o.db, NULL, &p, &g)) return CLI_FAIL;
   sl_prov_ablation_opts ao = SL_PROV_ABLATION_OPTS_INIT;
   ao.seeds = (int)(o.seeds > 1000 ? 1000 : o.seeds);
   ao.train.trees = (int)(o.trees > 100000 ? 100000 : o.trees);
@@ -185,16 +126,16 @@ int cmd_prov_ablation(int argc, char **argv) {
       json_t *x = json_object();
       json_object_set_new(x, "name", json_string(r->name));
       json_object_set_new(x, "features", json_integer((json_int_t)r->nfeatures));
-      json_object_set_new(x, "roc_auc", rq_num(r->roc_auc));
-      json_object_set_new(x, "roc_auc_sd", rq_num(r->roc_auc_sd));
-      json_object_set_new(x, "pr_auc", rq_num(r->pr_auc));
-      json_object_set_new(x, "pr_auc_sd", rq_num(r->pr_auc_sd));
-      json_object_set_new(x, "saved_share", rq_num(r->saved_share));
-      json_object_set_new(x, "saved_share_sd", rq_num(r->saved_share_sd));
+      json_object_set_new(x, "roc_auc", cli_prov_num(r->roc_auc));
+      json_object_set_new(x, "roc_auc_sd", cli_prov_num(r->roc_auc_sd));
+      json_object_set_new(x, "pr_auc", cli_prov_num(r->pr_auc));
+      json_object_set_new(x, "pr_auc_sd", cli_prov_num(r->pr_auc_sd));
+      json_object_set_new(x, "saved_share", cli_prov_num(r->saved_share));
+      json_object_set_new(x, "saved_share_sd", cli_prov_num(r->saved_share_sd));
       json_array_append_new(gg, x);
     }
     json_object_set_new(j, "groups", gg);
-    rq_dump(j);
+    cli_prov_dump(j);
   } else {
     printf("feature-group ablation: %zu graphlets train, %zu test (time-ordered split), %d seeds; mean +- sd\n",
            a->ntrain, a->ntest, a->seeds);
@@ -226,11 +167,11 @@ static json_t *fleet_row_json(const sl_prov_fleet_row *r) {
   json_object_set_new(x, "failed", json_integer((json_int_t)r->failed));
   json_object_set_new(x, "load_known", json_integer((json_int_t)r->known));
   json_object_set_new(x, "input_bound", json_integer((json_int_t)r->input_bound));
-  json_object_set_new(x, "cpu_seconds", rq_num(r->cpu_seconds));
-  json_object_set_new(x, "elapsed", rq_num(r->elapsed));
-  json_object_set_new(x, "throughput", rq_num(r->throughput));
-  json_object_set_new(x, "bound", r->bound > 0 ? rq_num(r->bound) : json_null());
-  json_object_set_new(x, "headroom", r->headroom > 0 ? rq_num(r->headroom) : json_null());
+  json_object_set_new(x, "cpu_seconds", cli_prov_num(r->cpu_seconds));
+  json_object_set_new(x, "elapsed", cli_prov_num(r->elapsed));
+  json_object_set_new(x, "throughput", cli_prov_num(r->throughput));
+  json_object_set_new(x, "bound", r->bound > 0 ? cli_prov_num(r->bound) : json_null());
+  json_object_set_new(x, "headroom", r->headroom > 0 ? cli_prov_num(r->headroom) : json_null());
   for (size_t i = 0; i < r->nops; i++) {
     json_t *o = json_object();
     json_object_set_new(o, "op", json_string(r->ops[i].op));
@@ -250,9 +191,8 @@ static void fleet_row_print(const sl_prov_fleet_row *r) {
 }
 
 int cmd_prov_fleet(int argc, char **argv) {
-  rq_opts o = {0};
-  o.top = 20;
-  int rc = rq_parse("prov fleet", argc, argv, &o,
+  cli_prov_opts o = {0};
+  int rc = cli_prov_parse("prov fleet", argc, argv, &o,
                     "usage: sluice prov fleet DB [--top N] [--json]\n\nThe runs sluice recorded (run/trace --record, "
                     "SLUICE_PROV) per pipeline spec and overall: runs,\nfailures, how many were input-bound (the busiest "
                     "op used >= 80% of the cores it may use), CPU spent,\nthe median throughput, the headroom (the best "
@@ -267,13 +207,13 @@ int cmd_prov_fleet(int argc, char **argv) {
     sl_prov_close(p);
     return cli_fail(true, "prov fleet");
   }
-  size_t top = (size_t)o.top < f->npipelines ? (size_t)o.top : f->npipelines;
+  size_t top = o.top > 0 && (size_t)o.top < f->npipelines ? (size_t)o.top : f->npipelines;
   if (o.json) {
     json_t *j = json_object(), *pp = json_array();
     for (size_t i = 0; i < top; i++) json_array_append_new(pp, fleet_row_json(&f->pipelines[i]));
     json_object_set_new(j, "pipelines", pp);
     json_object_set_new(j, "total", fleet_row_json(&f->all));
-    rq_dump(j);
+    cli_prov_dump(j);
   } else if (!f->all.runs && !f->all.failed && !f->npipelines) {
     printf("no recorded sluice runs in %s (record with 'sluice run SPEC --record DB')\n", o.db);
   } else {

@@ -23,7 +23,12 @@ t = d["total"]
 assert t["executions"] == sum(r["executions"] for r in d["types"])
 assert t["reusable_cost"] <= t["recomputed_cost"] + 1e-6 and 0 < t["share_of_all_compute"] < 1
 P
-if "$CLI" prov overlap "$T/c.db" --top 0 2>/dev/null; then fail "--top 0 accepted"; fi
+if "$CLI" prov overlap "$T/c.db" --top -1 2>/dev/null; then fail "--top -1 accepted"; fi
+if "$CLI" prov ablation "$T/c.db" --seeds 0 2>/dev/null; then fail "--seeds 0 accepted"; fi
+if "$CLI" prov overlap "$T/c.db" --pipeline 2>/dev/null; then fail "--pipeline without a value accepted"; fi
+# --top 0 shows every pipeline, as in graphlets and waste
+n=$("$CLI" prov overlap "$T/c.db" --top 0 --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["pipelines"]))')
+[ "$n" -ge 2 ] || fail "--top 0 showed $n pipelines"
 
 "$CLI" prov ablation "$T/c.db" --seeds 2 --trees 10 --json > "$T/ab.json"
 python3 - "$T/ab.json" <<'P' || fail "ablation json"
