@@ -66,10 +66,10 @@ static int map_parse_common(sl__op *op, json_t *o, bool filter) {
     if (op->par_autotune) op->parallelism = sl__autotune_parallelism();
     if ((rc = sl__knob_bool(op, o, "deterministic", true, &c->deterministic))) return rc;
     const char *oe;
-    if ((rc = sl__knob_str(op, o, "on_error", "fail", &oe))) return rc;
+    if ((rc = sl__knob_str(op, o, "on_error", "error", &oe))) return rc;
     if (!strcmp(oe, "skip")) c->skip_errors = true;
-    else if (strcmp(oe, "fail"))
-      return sl__err(SL_EINVAL, "%s.on_error: expected \"fail\" or \"skip\", found \"%s\"", op->path, oe);
+    else if (strcmp(oe, "error")) /* the words of parse_csv's on_error and tfrecord's on_corrupt */
+      return sl__err(SL_EINVAL, "%s.on_error: expected \"error\" or \"skip\", found \"%s\"", op->path, oe);
     /* Default output buffer: 4 per worker, at least 16, so cheap functions hand off in chunks. */
     int64_t defbuf = op->parallelism > 1 ? (4 * op->parallelism > 16 ? 4 * op->parallelism : 16) : 0;
     if ((rc = sl__knob_tunable(op, o, "buffer", defbuf, 0, &op->buffer, &op->buf_autotune))) return rc;
@@ -571,7 +571,7 @@ static const sl__arg MAP_KNOBS[] = {
     {"deterministic", SL__ARG_BOOL, "true", 0, 0, 0, NULL, "keep the input order under parallelism"},
     {"buffer", SL__ARG_INT, NULL, SL__ARGF_TUNABLE | SL__ARGF_KNOB | SL__ARGF_LO, 0, 0, NULL,
      "output slots (default: 4 per worker, at least 16, under parallelism; else 0)"},
-    {"on_error", SL__ARG_ENUM, "fail", 0, 0, 0, "fail|skip",
+    {"on_error", SL__ARG_ENUM, "error", 0, 0, 0, "error|skip",
      "a function error fails the run, or drops the element and counts it (tf.data's ignore_errors)"},
     {NULL}};
 static const sl__arg FILTER_KNOBS[] = {

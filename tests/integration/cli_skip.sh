@@ -33,7 +33,9 @@ echo '{"name": "ok", "ops": [{"op": "range", "stop": 10}]}' > "$T/ok.json"
 js=$("$S" run "$T/ok.json" --json) || fail "clean run"
 python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert d["skipped"]=={}, d' "$js" || fail "clean --json: $js"
 "$S" run "$T/ok.json" | grep -q skipped && fail "clean run prints a skipped line"
-# on_error takes "fail" or "skip" only
+# on_error takes "error" or "skip" only (the words of parse_csv and on_corrupt)
+spec '"on_error": "error",' 1
+"$S" validate "$T/s.json" >/dev/null 2>&1 || fail "on_error error refused"
 spec '"on_error": "ignore",' 1
 out=$("$S" validate "$T/s.json" 2>&1) && fail "on_error ignore accepted"
 echo "$out" | grep -q 'ops\[2\].on_error' || fail "on_error message: $out"

@@ -368,7 +368,7 @@ static void test_map_on_error_skip(void **s) {
         assert_int_equal(st.errors_skipped, 3000 - n);
         sl_pipeline_free(p);
       }
-  /* The default stays "fail": the first bad element stops the run, naming it. */
+  /* The default stays "error": the first bad element stops the run, naming it. */
   for (int par = 1; par <= 2; par++) {
     sl_pipeline *p = tu_pipelinef("{\"ops\": [{\"op\": \"range\", \"stop\": 100}, {\"op\": \"map\", \"fn\": "
                                   "\"t_failmod\", \"parallelism\": %d}]}", par);
@@ -379,7 +379,7 @@ static void test_map_on_error_skip(void **s) {
     assert_non_null(strstr(sl_error_last(), "element 3"));
     sl_pipeline_free(p);
   }
-  /* Only "fail" and "skip" are understood, and only on map. */
+  /* Only "error" and "skip" are understood, and only on map. */
   sl_pipeline *p = NULL;
   const char *bad = "{\"ops\": [{\"op\": \"range\"}, {\"op\": \"map\", \"fn\": \"t_failmod\", \"on_error\": \"ignore\"}]}";
   assert_int_equal(sl_pipeline_from_json(&p, bad, strlen(bad), NULL), SL_EINVAL);
