@@ -54,7 +54,10 @@ enum {
 typedef struct sl_fn_def {
   unsigned version; /* SL_FN_DEF_VERSION */
   unsigned flags;   /* SL_FN_RANDOM, SL_FN_FILTER */
-  /* Optional. Makes the state from args. `payload` is the one given to sl_fn_register. */
+  /* Optional. Makes the state from args. `payload` is the one given to sl_fn_register. The names init() asks
+   * the sl_args getters for (present in the spec or not) are the function's args: any other name in the spec's
+   * "args" is refused when the pipeline is built, naming its JSON path and the nearest of them (so a misspelt
+   * name is caught); a function without init() takes no args. */
   int (*init)(void **state, const sl_args *args, void *payload);
   /* Transforms `elem` in place (map) or sets call->keep (filter). Returns 0 or a negative code after
    * sl_error_set() with a message. */

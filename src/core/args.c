@@ -6,7 +6,10 @@
 
 #include "core/args_int.h"
 
-static json_t *arg(const sl_args *a, const char *key) { return a && a->obj ? json_object_get(a->obj, key) : NULL; }
+static json_t *arg(const sl_args *a, const char *key) {
+  if (a && a->asked && !a->asked->lost && json_object_set_new(a->asked->keys, key, json_true())) a->asked->lost = true;
+  return a && a->obj ? json_object_get(a->obj, key) : NULL;
+}
 
 /* The schema's default text for an absent arg (the schema wins over the caller's `def`, so the documented
  * default is the one in force), or NULL. */

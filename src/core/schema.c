@@ -136,6 +136,26 @@ static int unknown(const sl__arg *schema, const char *path, const char *key, con
   return rc;
 }
 
+int sl__args_check_asked(const sl_args *a, const char *what) {
+  if (!a->obj || !a->asked || a->asked->lost) return 0;
+  size_t n = json_object_size(a->asked->keys);
+  sl__arg *table = sl__calloc(n + 1, sizeof *table); /* the names asked for, as an arg table for the message */
+  if (!table) return sl__oom("an args check");
+  size_t i = 0;
+  const char *k;
+  json_t *v;
+  json_object_foreach(a->asked->keys, k, v) table[i++].name = k;
+  int rc = 0;
+  json_object_foreach(a->obj, k, v) {
+    if (!json_object_get(a->asked->keys, k)) {
+      rc = unknown(table, a->path, k, what, "arg");
+      break;
+    }
+  }
+  sl__free(table);
+  return rc;
+}
+
 static int out_of_range(const char *path, const sl__arg *a, double v) {
   char r[80], x[32];
   return sl__err(SL_EINVAL, "%s.%s: %s is out of range (valid: %s)", path, a->name, num(x, sizeof x, v),

@@ -81,14 +81,20 @@ static int map_parse_common(sl__op *op, json_t *o, bool filter) {
   }
   op->cardinality = filter ? (op->input && op->input->cardinality == -2 ? -2 : -1)
                            : (op->input ? op->input->cardinality : -1);
-  if (c->fn.def.init) {
-    rc = c->fn.def.init(&c->state, &c->args, c->fn.payload);
-    if (rc) {
-      if (strncmp(sl_error_last(), op->path, strlen(op->path))) sl__err_wrap(rc, "%s (fn %s)", op->path, fn);
-      return rc;
-    }
+  /* A function without an arg table (a user's, through sl_fn_register): its init() says what it reads. */
+  sl__args_asked asked = {c->fn.schema ? NULL : json_object(), false};
+  if (!c->fn.schema && !asked.keys) return sl__oom("map");
+  c->args.asked = asked.keys ? &asked : NULL;
+  if (c->fn.def.init) rc = c->fn.def.init(&c->state, &c->args, c->fn.payload);
+  if (!rc && asked.keys) {
+    char what[160];
+    snprintf(what, sizeof what, "function '%s'", fn);
+    rc = sl__args_check_asked(&c->args, what);
   }
-  return 0;
+  c->args.asked = NULL; /* later reads (from call(), on worker threads) record nothing */
+  json_decref(asked.keys);
+  if (rc && strncmp(sl_error_last(), op->path, strlen(op->path))) sl__err_wrap(rc, "%s (fn %s)", op->path, fn);
+  return rc;
 }
 static int map_parse(sl__op *op, json_t *o) { return map_parse_common(op, o, false); }
 static int filter_parse(sl__op *op, json_t *o) { return map_parse_common(op, o, true); }

@@ -480,6 +480,46 @@ static int agree(sl_pipeline *p, const char *what) {
   return rc == 0;
 }
 
+/* A user's function (no arg table): the names its init() asks for are its args; others are refused. */
+static int asks_init(void **st, const sl_args *a, void *payload) {
+  (void)payload;
+  double t;
+  bool flip;
+  int rc = sl_args_double(&t, a, "threshold", 0.5);
+  if (!rc) rc = sl_args_bool(&flip, a, "flip", false); /* asked for, absent or not */
+  *st = NULL;
+  return rc;
+}
+
+static void test_user_function_args(void **s) {
+  (void)s;
+  sl_fn_def def = {SL_FN_DEF_VERSION, 0, asks_init, noop_call, NULL};
+  assert_int_equal(sl_fn_register("test_schema_asks", &def, NULL), 0);
+  sl_fn_def bare = {SL_FN_DEF_VERSION, 0, NULL, noop_call, NULL};
+  assert_int_equal(sl_fn_register("test_schema_bare", &bare, NULL), 0);
+  const char *ok[] = {"{\"threshold\": 0.2}", "{\"threshold\": 0.2, \"flip\": true}", "{}"};
+  for (int i = 0; i < 3; i++) {
+    char spec[256];
+    snprintf(spec, sizeof spec, "{\"ops\": [{\"op\": \"range\", \"stop\": 3}, {\"op\": \"map\", \"fn\": "
+             "\"test_schema_asks\", \"args\": %s}]}", ok[i]);
+    sl_pipeline *p = tu_pipeline(spec);
+    sl_pipeline_free(p);
+  }
+  sl_pipeline *p = NULL;
+  const char *typo = "{\"ops\": [{\"op\": \"range\"}, {\"op\": \"map\", \"fn\": \"test_schema_asks\", \"args\": "
+                     "{\"thresold\": 0.2}}]}";
+  assert_int_equal(sl_pipeline_from_json(&p, typo, strlen(typo), NULL), SL_EINVAL);
+  assert_non_null(strstr(sl_error_last(), "ops[1].args.thresold"));
+  assert_non_null(strstr(sl_error_last(), "did you mean 'threshold'"));
+  assert_non_null(strstr(sl_error_last(), "flip"));
+  const char *none = "{\"ops\": [{\"op\": \"range\"}, {\"op\": \"map\", \"fn\": \"test_schema_bare\", \"args\": "
+                     "{\"x\": 1}}]}";
+  assert_int_equal(sl_pipeline_from_json(&p, none, strlen(none), NULL), SL_EINVAL);
+  assert_non_null(strstr(sl_error_last(), "ops[1].args.x"));
+  assert_non_null(strstr(sl_error_last(), "known: none"));
+  assert_null(p);
+}
+
 static void test_examples_and_suite_pipelines(void **s) {
   (void)s;
   const char *src = getenv("SL_SRC");
@@ -699,6 +739,7 @@ int main(void) {
       cmocka_unit_test(test_defaults_are_applied),
       cmocka_unit_test(test_the_issue_specs),
       cmocka_unit_test(test_structure),
+      cmocka_unit_test(test_user_function_args),
       cmocka_unit_test(test_examples_and_suite_pipelines),
       cmocka_unit_test(test_docs_match_the_schemas),
   };
