@@ -47,6 +47,7 @@ typedef enum sl__model_kind {
   SL__MK_BUCKET,     /* batches by length buckets */
   SL__MK_SHUFFLE,    /* a random-order buffer */
   SL__MK_REPEAT,     /* replays its input's epochs */
+  SL__MK_CUT,        /* a cut between processes (offload): in one process a pass-through */
   SL__MK_COUNT
 } sl__model_kind;
 

@@ -58,7 +58,7 @@ static int offload_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **
 }
 static const sl__arg OFFLOAD_KNOBS[] = {{NULL}};
 static const sl__op_schema OFFLOAD_SCHEMA = {
-    SL__MK_SEQ, 0, "the cut between worker ranks (above) and trainer ranks (below); a pass-through without MPI",
+    SL__MK_CUT, 0, "the cut between worker ranks (above) and trainer ranks (below); a pass-through without MPI",
     OFFLOAD_KNOBS, NULL};
 const sl__op_vt sl__op_offload = {"offload", offload_parse, offload_open, NULL, SL__OPF_NEEDS_INPUT, &OFFLOAD_SCHEMA};
 

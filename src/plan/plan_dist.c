@@ -58,8 +58,8 @@ int sl_plan_offload(char **spec, sl_offload_plan *out, const sl_trace *t, const 
     total += s.cpu_seconds * per;
     if (!s.nested) {
       bytes[k] = (double)s.bytes_out * per;
-      is_off[k] = !strcmp(s.op, "offload");
-      is_rep[k] = !strcmp(s.op, "repeat");
+      is_off[k] = sl__op_model(s.op) == SL__MK_CUT;
+      is_rep[k] = sl__op_model(s.op) == SL__MK_REPEAT;
     }
   }
   out->predicted_local = total > 0 ? tc / total : INFINITY;
@@ -116,7 +116,7 @@ int sl_plan_offload(char **spec, sl_offload_plan *out, const sl_trace *t, const 
   int cut = out->cut;
   for (size_t i = json_array_size(ops); i-- > 0;) {
     json_t *k = json_object_get(json_array_get(ops, i), "op");
-    if (k && json_is_string(k) && !strcmp(json_string_value(k), "offload")) {
+    if (k && json_is_string(k) && sl__op_model(json_string_value(k)) == SL__MK_CUT) {
       json_array_remove(ops, i);
       if ((int)i < cut) cut--;
     }

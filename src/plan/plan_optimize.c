@@ -27,7 +27,7 @@ static int repeated(sl_pipeline **out, json_t *spec, const char *origin) {
 /* Removes the root `repeat` that repeated() appended from trace t: its ops and spec are then those of the input. */
 static void strip_repeat(sl_trace *t) {
   int r = t->nops - 1;
-  if (r < 0 || t->ops[r].s.parent != -1 || strcmp(t->ops[r].s.op, "repeat")) return;
+  if (r < 0 || t->ops[r].s.parent != -1 || sl__op_model(t->ops[r].s.op) != SL__MK_REPEAT) return;
   sl__free(t->ops[r].path);
   sl__free(t->ops[r].label);
   sl__free(t->ops[r].kind);
