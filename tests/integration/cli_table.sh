@@ -95,7 +95,7 @@ js=$("$S" analyze "$T/none.json" --json 2>/dev/null); isjerr "$js" "none.json"
 # optimize --json without -o: the JSON on stdout and no spec; with -o the spec in the file
 echo '{"name": "spin", "ops": [{"op": "range"}, {"op": "map", "fn": "spin", "args": {"us": 20}, "parallelism": 1}]}' > "$T/spin.json"
 "$S" optimize "$T/spin.json" --trace "$T/t.json" --measure 0 --json > "$T/o.out" 2> "$T/o.err" && fail "a trace of another spec accepted"
-"$S" trace "$T/spin.json" -o "$T/ts.json" --seconds 0.3 --quiet || fail "trace spin"
+"$S" trace "$T/spin.json" -o "$T/ts.json" --seconds 60 --take 64 --quiet || fail "trace spin"
 "$S" optimize "$T/spin.json" --trace "$T/ts.json" --measure 0 --json > "$T/o.out" 2> "$T/o.err" || fail "optimize --json: $(cat "$T/o.err")"
 python3 - "$T/o.out" <<'P' || fail "optimize --json stdout: $(cat "$T/o.out")"
 import json, sys

@@ -26,9 +26,9 @@ cat > "$T/spin.json" <<'J'
   {"op": "batch", "size": 2}
 ]}
 J
-"$CLI" trace "$T/spin.json" --seconds 0.4 -o "$T/t.json" 2>/dev/null
+"$CLI" trace "$T/spin.json" --seconds 60 --take 64 -o "$T/t.json" 2>/dev/null
 "$CLI" optimize "$T/spin.json" --trace "$T/t.json" --measure 0 -o "$T/tuned.json" >/dev/null
-"$CLI" trace "$T/tuned.json" --seconds 0.4 -o "$T/tt.json" 2>/dev/null
+"$CLI" trace "$T/tuned.json" --seconds 60 --take 64 -o "$T/tt.json" 2>/dev/null
 "$CLI" report "$T/t.json" -o "$T/report.html" 2>"$T/err" || { cat "$T/err"; fail "report"; }
 grep -q "wrote $T/report.html" "$T/err" || fail "report: no 'wrote' line"
 "$CLI" report "$T/t.json" --spec "$T/spin.json" --tuned "$T/tt.json" -o "$T/tuned.html" 2>/dev/null || fail "report --tuned trace"
