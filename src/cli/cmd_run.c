@@ -24,7 +24,7 @@ static void run_help(FILE *f) {
           "  --tuner T     'autotune': tune the spec's \"autotune\" knobs online with the tf.data-AUTOTUNE\n"
           "                equivalent (HILL_CLIMB, re-optimised on a 10 ms -> 60 s doubling schedule); 'sluice': with\n"
           "                the planner's model and LP, re-solved from the counters every 1 s when the costs drift,\n"
-          "                every change printed with its reason (--json: tuner_changes)\n"
+          "                every change printed with its reason (--json and --record: tuner_changes)\n"
           "  --digest      print a digest of the output: the sum modulo 2^64 of each element's 64-bit hash\n"
           "                (XXH3 of its component names, dtypes, shapes and values), 16 hex digits. Runs that\n"
           "                yield the same elements in any order have the same digest; digests of disjoint parts\n"
