@@ -174,20 +174,22 @@ typedef struct sl_tune_opts {
   double interval;      /* seconds between looks at the counters; 0: 1 (shorter windows hold too few timing samples
                          * of cheap ops). A window with fewer than
                          * SL_PLAN_MIN_ELEMENTS output elements grows into the next */
-  double drift;         /* re-solve when an op's CPU per output element (among ops costing >= 5% of the total) moved
-                         * by more than this fraction since the last solve; 0: 0.2 */
+  double drift;         /* re-solve when an op's CPU per output element (among ops costing >= 10% of the total) moved
+                         * by more than this fraction since the last solve, in two windows in a row that agree
+                         * with each other within it; 0: 0.2 */
 } sl_tune_opts;
 #define SL_TUNE_OPTS_VERSION 1
 #define SL_TUNE_OPTS_INIT {SL_TUNE_OPTS_VERSION}
 
 /* Starts the online tuner on `p`: a thread that every interval models the window of `p`'s counters (the runs of
- * `p` going on), solves the planner's LP and integer search when the costs drifted (always the first time), and
+ * `p` going on) and the machine's load over it, solves the planner's LP and integer search when the costs drifted
+ * (always the first time; a drift is solved on in the second window that shows it, which ran after the change), and
  * sets the "autotune" parallelism (map, interleave) and prefetch depths of the running pipeline, logging every
  * change with its reason (the drift, the bottleneck, the predicted gain). It inserts no op (no cache, no prefetch).
  * Stop it with sl_tuner_stop before freeing `p`. Thread rules: start and stop from the thread that owns `p`;
  * sl_tuner_solves, sl_tuner_changes and sl_tuner_log are safe from any thread while it runs. */
 SL_EXTERN int sl_pipeline_tune(sl_tuner **out, sl_pipeline *p, const sl_tune_opts *opts);
-/* Solves made so far, and knob changes made so far. */
+/* Solves made so far (counted once that solve's knobs are set), and knob changes made so far. */
 SL_EXTERN int sl_tuner_solves(const sl_tuner *t);
 SL_EXTERN int sl_tuner_changes(const sl_tuner *t);
 /* The changes so far, one line each ("  1.52s ops[2] (map spin) parallelism 1 -> 2: first solve; bottleneck ...")

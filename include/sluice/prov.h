@@ -225,13 +225,19 @@ typedef struct sl_prov_run {
   int64_t execution_id; /* 0: a new execution */
   bool canceled;        /* stopped before its end by the user (Ctrl-C, SIGTERM): state CANCELED, unless failed */
   double busiest_load; /* the busiest op's CPU over (its parallelism x elapsed): 1 = at its limit; 0: unknown */
+  /* Version 3: the online tuner that ran (`run --tuner`), recorded when the run is finished. NULL: none. */
+  const char *tuner;         /* its name ("sluice", "autotune"): custom property tuner */
+  int tuner_solves;          /* its solves (re-optimisations): custom property tuner_solves */
+  const char *tuner_changes; /* optional: its changes, a JSON array (sl_tuner_log's JSON, SL_EINVAL if not an
+                              * array), in custom property tuner_changes as STRING: MLMD values have no list type
+                              * and a STRUCT's top level is a map, so the list is JSON text, as `run --json` gives */
 } sl_prov_run;
-#define SL_PROV_RUN_VERSION 2
+#define SL_PROV_RUN_VERSION 3
 #define SL_PROV_RUN_INIT {SL_PROV_RUN_VERSION}
 
 /* Records a run into the store at `uri` (created when missing) in one transaction: an execution of type
  * run->kind (state COMPLETE or FAILED, custom properties throughput, bottleneck, cpu_seconds, elapsed, error)
- * (and busiest_load when known) associated with a `pipeline` context named run->pipeline and a `pipeline_run` context, INPUT events from the
+ * (and busiest_load when known; tuner, tuner_solves, tuner_changes when run->tuner is set) associated with a `pipeline` context named run->pipeline and a `pipeline_run` context, INPUT events from the
  * input files (each stat'ed: uri, custom properties size and mtime; SL_EIO naming a file that cannot be
  * stat'ed) and OUTPUT events to the outputs. *execution_id (may be NULL) receives the execution's id. Safe to
  * call from several processes at once on one store. */

@@ -38,15 +38,45 @@ def _spec_text(spec):
     return spec, None, True
 
 
+def _tune_args(tune):
+    """(on, interval, drift) for the ``tune`` argument: a bool, or a dict with ``interval`` and ``drift``."""
+    if isinstance(tune, dict):
+        unknown = set(tune) - {"interval", "drift"}
+        if unknown:
+            raise ValueError(f"Pipeline: tune: unknown option(s) {sorted(unknown)} (known: interval, drift)")
+        return True, float(tune.get("interval") or 0), float(tune.get("drift") or 0)
+    if not isinstance(tune, bool):
+        raise TypeError(f"Pipeline: tune must be a bool or a dict, not {type(tune).__name__}")
+    return tune, 0.0, 0.0
+
+
 class Pipeline(_sluice.Pipeline):
     """A pipeline built from a spec: a path, a JSON string or a dict. Iterate it for one run (each ``iter()``
     starts an independent run; runs of one pipeline may go on at once). Raises SpecError with the library's
-    message (naming the JSON path) for a bad spec."""
+    message (naming the JSON path) for a bad spec.
 
-    def __init__(self, spec):
+    ``tune=True`` runs the online tuner (``sluice run --tuner sluice``) while the pipeline is iterated: it re-solves
+    the planner's model from the live counters and sets the ``"autotune"`` knobs of the running pipeline; see
+    ``tuner_changes()``. A dict sets its options: ``{"interval": seconds between looks (1), "drift": the cost
+    change that makes it solve again (0.2)}``."""
+
+    def __init__(self, spec, tune=False):
         text, origin, is_path = _spec_text(spec)
+        on, interval, drift = _tune_args(tune)
         self._path = text if is_path else None
-        super().__init__(text, origin, is_path)
+        super().__init__(text, origin, is_path, on, interval, drift)
+
+    def tuner_changes(self):
+        """The online tuner's knob changes so far (``tune=True``), oldest first, over every run: one dict each
+        with ``t`` (seconds since that tuner started), ``op`` (its path), ``kind``, ``fn``, ``knob``
+        (``"parallelism"`` or ``"buffer"``), ``from``, ``to``, ``reason`` (the bottleneck sentence and the predicted
+        gain) and ``run`` (which tuned stretch: the tuner runs while any iterator is live, a new one after)."""
+        out = []
+        for run, text in enumerate(self._tuner_logs()):
+            for change in _json.loads(text):
+                change["run"] = run
+                out.append(change)
+        return out
 
     def validate(self):
         """Builds the spec again from its normalised JSON (every op, knob and function checked, input files

@@ -242,6 +242,13 @@ typedef struct {
   PyObject_HEAD sl_pipeline *p;
   bool readonly; /* a cache op shares its buffers between epochs: yield read-only arrays */
   int live;      /* iterators not yet freed */
+  /* tune=True: the online tuner (sl_pipeline_tune) runs while any iterator of the pipeline is live; each one's
+   * change list (JSON text) is kept in tuner_logs when it stops, one entry per tuned stretch of runs. */
+  bool tune;
+  sl_tune_opts tune_opts;
+  sl_tuner *tuner;
+  PyObject *tuner_logs; /* list of str */
+  int tuner_solves;     /* solves of the tuners already stopped */
 } PipelineObject;
 
 static PyTypeObject PipelineType, IterType;
@@ -256,28 +263,66 @@ static bool has_cache(const sl_pipeline *p) {
 }
 
 static int Pipeline_init(PipelineObject *self, PyObject *args, PyObject *kw) {
-  static char *kwlist[] = {"spec", "origin", "is_path", NULL};
+  static char *kwlist[] = {"spec", "origin", "is_path", "tune", "tune_interval", "tune_drift", NULL};
   const char *spec, *origin = NULL;
   Py_ssize_t len;
-  int is_path = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "s#|zp", kwlist, &spec, &len, &origin, &is_path)) return -1;
+  int is_path = 0, tune = 0;
+  double interval = 0, drift = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "s#|zppdd", kwlist, &spec, &len, &origin, &is_path, &tune, &interval,
+                                   &drift))
+    return -1;
   if (self->live) {
     PyErr_SetString(Error, "Pipeline: cannot rebuild a pipeline while an iterator of it is live");
     return -1;
   }
+  if (!(interval >= 0) || !(drift >= 0)) {
+    PyErr_SetString(PyExc_ValueError, "Pipeline: the tuner's interval and drift must not be negative");
+    return -1;
+  }
+  PyObject *logs = PyList_New(0);
+  if (!logs) return -1;
   sl_pipeline *p = NULL;
   int rc = is_path ? sl_pipeline_from_file(&p, spec) : sl_pipeline_from_json(&p, spec, (size_t)len, origin);
   if (rc) {
+    Py_DECREF(logs);
     raise_sl(SpecError, rc);
     return -1;
   }
   sl_pipeline_free(self->p);
   self->p = p;
   self->readonly = has_cache(p);
+  self->tune = tune;
+  self->tune_opts = (sl_tune_opts)SL_TUNE_OPTS_INIT;
+  self->tune_opts.interval = interval;
+  self->tune_opts.drift = drift;
+  Py_XSETREF(self->tuner_logs, logs);
+  self->tuner_solves = 0;
   return 0;
 }
 
+/* Stops the pipeline's tuner (the GIL released: the join waits for its current window) and keeps its change list.
+ * Called when the last iterator goes; self->tuner is cleared first, so an iter() meanwhile starts a new one. */
+static void tuner_release(PipelineObject *self) {
+  sl_tuner *t = self->tuner;
+  if (!t) return;
+  self->tuner = NULL;
+  char *log = NULL;
+  int solves;
+  Py_BEGIN_ALLOW_THREADS
+  solves = sl_tuner_solves(t);
+  if (sl_tuner_log(&log, t, true)) log = NULL; /* out of memory: that stretch's list is lost, not the run */
+  sl_tuner_stop(t);
+  Py_END_ALLOW_THREADS
+  self->tuner_solves += solves;
+  PyObject *s = log ? PyUnicode_FromString(log) : NULL;
+  sl_free(log);
+  if (!s || !self->tuner_logs || PyList_Append(self->tuner_logs, s) < 0) PyErr_Clear();
+  Py_XDECREF(s);
+}
+
 static void Pipeline_dealloc(PipelineObject *self) {
+  tuner_release(self); /* none is left running: iterators hold their pipeline; this only guards */
+  Py_XDECREF(self->tuner_logs);
   sl_pipeline_free(self->p);
   Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -310,8 +355,33 @@ static PyObject *Pipeline_iter(PipelineObject *self) {
     return raise_sl(Error, rc);
   }
   self->live++;
+  if (self->tune && !self->tuner && (rc = sl_pipeline_tune(&self->tuner, self->p, &self->tune_opts))) {
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", sl_error_last());
+    self->tuner = NULL;
+    Py_DECREF(o); /* frees the run */
+    return raise_msg(Error, rc, msg);
+  }
   watch_sigint();
   return (PyObject *)o;
+}
+
+/* The change lists of the tuners so far (JSON text, one per tuned stretch of runs; the running tuner's last). */
+static PyObject *Pipeline_tuner_logs(PipelineObject *self, PyObject *unused) {
+  if (!need_pipeline(self)) return NULL;
+  PyObject *l = PyList_GetSlice(self->tuner_logs, 0, PY_SSIZE_T_MAX);
+  if (!l || !self->tuner) return l;
+  char *log = NULL;
+  int rc = sl_tuner_log(&log, self->tuner, true); /* safe while the tuner runs; takes its lock only briefly */
+  PyObject *s = rc ? raise_sl(Error, rc) : PyUnicode_FromString(log);
+  sl_free(log);
+  if (!s || PyList_Append(l, s) < 0) Py_CLEAR(l);
+  Py_XDECREF(s);
+  return l;
+}
+
+static PyObject *Pipeline_tuner_solves(PipelineObject *self, PyObject *unused) {
+  return PyLong_FromLong(self->tuner_solves + (self->tuner ? sl_tuner_solves(self->tuner) : 0));
 }
 
 static PyObject *Pipeline_to_json(PipelineObject *self, PyObject *unused) {
@@ -456,6 +526,9 @@ static PyMethodDef Pipeline_methods[] = {
     {"input_files", (PyCFunction)Pipeline_input_files, METH_NOARGS, "The data files the `files` ops list."},
     {"_optimize", (PyCFunction)(void (*)(void))Pipeline_optimize, METH_VARARGS | METH_KEYWORDS, NULL},
     {"_report_html", (PyCFunction)(void (*)(void))Pipeline_report_html, METH_VARARGS | METH_KEYWORDS, NULL},
+    {"_tuner_logs", (PyCFunction)Pipeline_tuner_logs, METH_NOARGS, NULL},
+    {"tuner_solves", (PyCFunction)Pipeline_tuner_solves, METH_NOARGS,
+     "Solves of the online tuner (tune=True) so far, over every run."},
     {NULL}};
 static PyGetSetDef Pipeline_getset[] = {{"name", (getter)Pipeline_name, NULL, "the spec's name", NULL},
                                         {"seed", (getter)Pipeline_seed, NULL, "the spec's seed", NULL},
@@ -489,7 +562,11 @@ static void iter_release(IterObject *self) {
   Py_BEGIN_ALLOW_THREADS
   sl_iter_free(it);
   Py_END_ALLOW_THREADS
-  ((PipelineObject *)self->pipe)->live--;
+  /* The last run of the pipeline: its tuner stops (it watches the runs going on). `live` drops only after, so that
+   * no rebuild frees the pipeline under the stopping tuner while the GIL is released. */
+  PipelineObject *pipe = (PipelineObject *)self->pipe;
+  if (pipe->live == 1) tuner_release(pipe);
+  pipe->live--;
 }
 
 static void Iter_dealloc(IterObject *self) {

@@ -73,6 +73,9 @@ const char *cli_record_target(const char *opt);
 int cli_record_begin(const char *db, const char *kind, const char *spec_path, sl_pipeline *p, bool optional);
 /* The run cli_record records next was stopped by Ctrl-C / SIGTERM: its execution is CANCELED (marked incomplete). */
 void cli_record_canceled(void);
+/* The run cli_record records next was tuned online by `tuner` ("sluice", "autotune") with `solves` solves and the
+ * changes in `changes_json` (a JSON array, or NULL); both strings are borrowed until cli_record returns. */
+void cli_record_tuner(const char *tuner, int solves, const char *changes_json);
 int cli_record(const char *db, const char *kind, const char *spec_path, sl_pipeline *p, const sl_prov_output *outs,
                size_t nout, double throughput, double cpu, double elapsed, const char *error);
 

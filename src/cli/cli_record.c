@@ -22,6 +22,16 @@ static bool g_canceled; /* the run was stopped by a signal: recorded CANCELED */
 
 void cli_record_canceled(void) { g_canceled = true; }
 
+/* The online tuner of the run cli_record records next (none by default); the strings are borrowed until then. */
+static const char *g_tuner, *g_tuner_changes;
+static int g_tuner_solves;
+
+void cli_record_tuner(const char *tuner, int solves, const char *changes_json) {
+  g_tuner = tuner;
+  g_tuner_solves = solves;
+  g_tuner_changes = changes_json;
+}
+
 #if SL_HAVE_PROV
 /* The op with the largest CPU per core available to it: what a reader of the record wants named first. */
 static void busiest_op(sl_pipeline *p, char *buf, size_t n, double *load_out) {
@@ -91,6 +101,9 @@ int cli_record(const char *db, const char *kind, const char *spec_path, sl_pipel
   r.error = error;
   r.execution_id = g_running_id; /* finish the execution recorded RUNNING at the start, if any */
   r.canceled = g_canceled;
+  r.tuner = g_tuner;
+  r.tuner_solves = g_tuner_solves;
+  r.tuner_changes = g_tuner_changes;
   int64_t id = 0;
   int rc = sl_prov_record_run(&id, db, &r);
   sl_free(files);
@@ -118,5 +131,8 @@ int cli_record(const char *db, const char *kind, const char *spec_path, sl_pipel
   if (db) fprintf(stderr, "sluice: warning: the run was not recorded in %s: this sluice was built without provenance "
                           "(SL_WITH_PROV=OFF)\n", db);
   return 0;
+}
+void cli_record_tuner(const char *tuner, int solves, const char *changes_json) {
+  (void)tuner, (void)solves, (void)changes_json;
 }
 #endif

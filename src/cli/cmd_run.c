@@ -24,7 +24,7 @@ static void run_help(FILE *f) {
           "  --tuner T     'autotune': tune the spec's \"autotune\" knobs online with the tf.data-AUTOTUNE\n"
           "                equivalent (HILL_CLIMB, re-optimised on a 10 ms -> 60 s doubling schedule); 'sluice': with\n"
           "                the planner's model and LP, re-solved from the counters every 1 s when the costs drift,\n"
-          "                every change printed with its reason (--json: tuner_changes)\n"
+          "                every change printed with its reason (--json and --record: tuner_changes)\n"
           "  --digest      print a digest of the output: the sum modulo 2^64 of each element's 64-bit hash\n"
           "                (XXH3 of its component names, dtypes, shapes and values), 16 hex digits. Runs that\n"
           "                yield the same elements in any order have the same digest; digests of disjoint parts\n"
@@ -158,6 +158,7 @@ int cmd_run(int argc, char **argv) {
   if (stune && sl_pipeline_tune(&stuner, p, NULL)) {
     snprintf(msg, sizeof msg, "%s", sl_error_last());
     if (json) cli_json_error(msg);
+    cli_record(record, "sluice.Run", spec, p, NULL, 0, 0, 0, 0, msg);
     sl_iter_free(it);
     sl_pipeline_free(p);
     return cli_fail(false, "%s", msg);
@@ -214,12 +215,17 @@ int cmd_run(int argc, char **argv) {
   if (rc < 0) snprintf(errmsg, sizeof errmsg, "%s", sl_error_last());
   int rounds = tuner ? sl_autotune_rounds(tuner) : 0;
   sl_autotune_stop(tuner);
-  char *tlog = NULL;
+  char *tlog = NULL, *tjson = NULL; /* the change log as printed, and as JSON for --json and --record */
   if (stuner) {
     rounds = sl_tuner_solves(stuner);
     if (sl_tuner_log(&tlog, stuner, json)) tlog = NULL;
+    if (record && !json && sl_tuner_log(&tjson, stuner, true)) {
+      fprintf(stderr, "sluice: warning: the tuner's changes will not be recorded: %s\n", sl_error_last());
+      tjson = NULL;
+    }
     sl_tuner_stop(stuner);
   }
+  if (autotune || stune) cli_record_tuner(autotune ? "autotune" : "sluice", rounds, json ? tlog : tjson);
   sl_iter_free(it);
   double rate = wall > 0 ? (double)n / wall : 0;
   const char *status = rc < 0 ? "error" : sig == SIGTERM ? "terminated" : sig ? "interrupted" : "ok";
@@ -258,9 +264,10 @@ int cmd_run(int argc, char **argv) {
     }
     if (stune) printf("  tuner sluice: %d solves; changes:\n%s", rounds, tlog && *tlog ? tlog : "  (none)\n");
   }
-  sl_free(tlog);
   if (sig) cli_record_canceled();
   int rec = cli_record(record, "sluice.Run", spec, p, NULL, 0, rate, cpu, wall, rc < 0 ? errmsg : NULL);
+  sl_free(tlog);
+  sl_free(tjson);
   sl_pipeline_free(p);
   if (rc < 0) return cli_fail(false, "%s", errmsg);
   if (rec && !sig) return CLI_FAIL; /* said by cli_record */

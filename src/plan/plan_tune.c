@@ -1,7 +1,8 @@
 /* plan/plan_tune.c: the online tuner (`sluice run --tuner sluice`, sl_pipeline_tune): the planner's model and LP,
  * re-solved from the pipeline's always-on counters while it runs. Every interval it makes a trace of the window's
- * counters, and when the model's costs drifted (or nothing was solved yet) solves the plan and sets the running
- * pipeline's "autotune" knobs (parallelism, prefetch depth), logging each change with its reason in one line. */
+ * counters (with the machine's load over it), and when the model's costs drifted in two windows in a row (or
+ * nothing was solved yet) solves the plan and sets the running pipeline's "autotune" knobs (parallelism, prefetch
+ * depth), logging each change with its reason in one line. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -32,11 +33,11 @@ struct sl_tuner {
   pthread_mutex_t mu;  /* guards stop and the log */
   pthread_cond_t cv;
   bool stop;
-  bool settle;         /* knobs changed: the next window re-bases the costs instead of testing drift (tuner thread) */
   atomic_int solves;
   tune_change *log;
   int nlog, caplog;
   double *c_solved;    /* each op's CPU per output element at the last solve (-1: none yet) */
+  double *c_prev;      /* the same in the window before (-1: none; tuner thread) */
   uint64_t t0;
 };
 
@@ -68,14 +69,14 @@ static void log_change(sl_tuner *a, int op, const char *knob, int64_t from, int6
   pthread_mutex_unlock(&a->mu);
 }
 
-/* The largest change of an op's CPU per output element since the reference window, relative to the larger of
- * the two, among ops that cost at least 10% of the total (a cheap op's sampling noise is no drift). INFINITY when
- * there is no reference yet. */
-static double drift_of(const sl_tuner *a, const sl_plan *P) {
+/* The largest change of an op's CPU per output element between the window modelled in P and the reference `ref`,
+ * relative to the larger of the two, among ops that cost at least 10% of the window's total (a cheap op's sampling
+ * noise is no drift). INFINITY when there is no reference. */
+static double drift_of(const sl_plan *P, const double *ref) {
   double total = 0, d = 0;
   for (int i = 0; i < P->nops; i++) total += P->ops[i].c;
   for (int i = 0; i < P->nops; i++) {
-    double c = P->ops[i].c, c0 = a->c_solved[i];
+    double c = P->ops[i].c, c0 = ref[i];
     if (c0 < 0) return INFINITY;
     if (fmax(c, c0) < 0.10 * total) continue;
     double r = fabs(c - c0) / fmax(fmax(c, c0), 1e-12);
@@ -84,11 +85,14 @@ static double drift_of(const sl_tuner *a, const sl_plan *P) {
   return d;
 }
 
-/* One window: model it, and when it drifted, solve and set the knobs. */
-static void tune_window(sl_tuner *a, const sl_op_stats *now, const sl_op_stats *base, double secs, double cpu) {
+/* One window: model it, and when the costs drifted, solve and set the knobs. `m` is the machine with the load
+ * other processes put on it during the window, run_delay the window's runqueue wait per CPU second: without them
+ * a CPU-bound op that waited for a core on a shared machine would look like one waiting on I/O. */
+static void tune_window(sl_tuner *a, const sl_op_stats *now, const sl_op_stats *base, double secs, double cpu,
+                        const sl_machine *m, double run_delay) {
   sl_trace *t = NULL;
   sl_plan *M = NULL, *P = NULL;
-  if (sl__trace_from_counters(&t, a->spec, a->origin, &a->m, now, base, a->nops, secs, cpu, 0)) goto out;
+  if (sl__trace_from_counters(&t, a->spec, a->origin, m, now, base, a->nops, secs, cpu, run_delay)) goto out;
   sl_plan_opts po = a->opts.plan;
   po.knobs = SL_PLAN_KNOBS_AUTOTUNE;
   po.no_cache = true;    /* a live pipeline cannot take a new op */
@@ -99,23 +103,27 @@ static void tune_window(sl_tuner *a, const sl_op_stats *now, const sl_op_stats *
   if (!M) goto out;
   M->opts = po;
   if (sl__plan_model(M, t, &po)) goto out;
-  /* The window after a change ran under the new knobs: its costs (hand-offs included) are the new reference,
-   * not a drift; re-solving on them would chase the tuner's own changes. */
-  if (a->settle) {
-    a->settle = false;
-    for (int i = 0; i < a->nops; i++) a->c_solved[i] = M->ops[i].c;
-    goto out;
-  }
-  double drift = drift_of(a, M);
+  /* A drift is solved on only when this window and the one before both moved from the costs of the last solve and
+   * agree with each other: a window in which a cost changed mixes the old cost and the new one (a plan made on it
+   * would be made for neither, and its measured throughput is partly the old one), and a single window's sampling
+   * noise is no drift. The window that shows a change is followed by one that ran entirely after it; that one is
+   * solved on. The same holds for costs that the tuner's own knob changes moved (hand-offs, waits for slots): the
+   * plan is made again on what the new knobs cost, and changes nothing unless that predicts a gain. */
   double thr = a->opts.drift > 0 ? a->opts.drift : 0.2;
-  if (!(drift > thr)) goto out;
+  double drift = drift_of(M, a->c_solved);
+  bool first = isinf(drift);
+  bool confirmed = first || (drift > thr && drift_of(M, a->c_prev) <= thr);
+  for (int i = 0; i < a->nops; i++) a->c_prev[i] = M->ops[i].c;
+  if (!confirmed) goto out;
   if (sl__plan_solve(&P, t, &po, 1.0)) goto out;
-  atomic_fetch_add(&a->solves, 1);
   for (int i = 0; i < a->nops; i++) a->c_solved[i] = M->ops[i].c;
   /* Change knobs only for a predicted gain of at least SL__TUNE_MIN_GAIN over the knobs in force (on the same
    * model): a marginal gain is within the model's error and not worth the churn. */
   int64_t *cur = sl__calloc((size_t)a->nops, sizeof *cur);
-  if (!cur) goto out;
+  if (!cur) {
+    atomic_fetch_add(&a->solves, 1);
+    goto out;
+  }
   for (int i = 0; i < a->nops; i++) cur[i] = P->ops[i].par0;
   double now_x = sl__plan_eval(P, cur, -1, P->C);
   sl__free(cur);
@@ -123,9 +131,11 @@ static void tune_window(sl_tuner *a, const sl_op_stats *now, const sl_op_stats *
   /* Nor when the plan's prediction does not beat what the window measured: the model's costs from one window of a
    * running pipeline (sampled, under time-sharing) can be low or high, and a change it cannot justify against the
    * measurement is not made. */
-  if (!(P->predicted > (1 + SL__TUNE_MIN_GAIN) * fmax(now_x, measured))) goto out;
+  if (!(P->predicted > (1 + SL__TUNE_MIN_GAIN) * fmax(now_x, measured))) {
+    atomic_fetch_add(&a->solves, 1);
+    goto out;
+  }
   double pred = sl_plan_predicted(P);
-  bool changed = false;
   /* The op to name: under a CPU limit (the LP's sum over all ops) the costliest one, which gains most from cores;
    * the per-op rates of a live window are blurred by its waits on locks and hand-offs. */
   int b = sl_plan_bottleneck(P);
@@ -136,8 +146,8 @@ static void tune_window(sl_tuner *a, const sl_op_stats *now, const sl_op_stats *
       if (b < 0 || P->ops[i].c > P->ops[b].c) b = i;
   char why[320];
   char dr[64];
-  if (isinf(drift)) snprintf(dr, sizeof dr, "first solve");
-  else snprintf(dr, sizeof dr, "drift: a stage's CPU/element moved %.0f%%", 100 * drift);
+  if (first) snprintf(dr, sizeof dr, "first solve");
+  else snprintf(dr, sizeof dr, "drift: a stage's CPU/element moved %.0f%% (two windows)", 100 * drift);
   if (b >= 0)
     snprintf(why, sizeof why, "%s; bottleneck %s (%s %s) %.0f%% of CPU, %.0f elem/s per core; predicted %.0f elem/s "
              "(%+.0f%% over the knobs in force; %.0f measured in the last %.1f s)", dr, P->ops[b].path, P->ops[b].op, P->ops[b].label,
@@ -153,7 +163,6 @@ static void tune_window(sl_tuner *a, const sl_op_stats *now, const sl_op_stats *
       if (want >= 1 && want != was) {
         atomic_store_explicit(&op->active_par, (int)want, memory_order_relaxed);
         log_change(a, i, "parallelism", was, want, why);
-        changed = true;
       }
     }
     if (op->buf_autotune && !strcmp(op->vt->kind, "prefetch") && P->buf[i] > 0) {
@@ -161,11 +170,11 @@ static void tune_window(sl_tuner *a, const sl_op_stats *now, const sl_op_stats *
       if (P->buf[i] != was) {
         atomic_store_explicit(&op->active_buf, (int)P->buf[i], memory_order_relaxed);
         log_change(a, i, "buffer", was, P->buf[i], why);
-        changed = true;
       }
     }
   }
-  a->settle = changed;
+  /* Counted once the knobs are set: a caller that saw the count grow reads the knobs of that solve. */
+  atomic_fetch_add(&a->solves, 1);
 out:
   if (M) sl_plan_free(M);
   sl_plan_free(P);
@@ -180,6 +189,8 @@ static void *tune_main(void *arg) {
   int root = sl__pipeline_root(a->p)->index;
   uint64_t tw = sl__now_ns();
   double cw = proc_cpu_now();
+  sl__load_snap lw, l1;
+  sl__load_snap_take(&lw);
   if (base)
     for (int i = 0; i < a->nops; i++) sl_pipeline_op_stats(&base[i], a->p, i);
   pthread_mutex_lock(&a->mu);
@@ -195,8 +206,12 @@ static void *tune_main(void *arg) {
     /* A window needs enough output elements to model; a short one grows into the next interval. */
     if (now[root].elements_out >= base[root].elements_out + SL_PLAN_MIN_ELEMENTS) {
       uint64_t t1 = sl__now_ns();
-      double c1 = proc_cpu_now();
-      tune_window(a, now, base, (double)(t1 - tw) * 1e-9, c1 - cw);
+      double c1 = proc_cpu_now(), secs = (double)(t1 - tw) * 1e-9, run_delay;
+      sl__load_snap_take(&l1);
+      sl_machine m = a->m;
+      sl__load_between(&m.other_load, &run_delay, &lw, &l1, secs, c1 - cw, m.cpus_online);
+      tune_window(a, now, base, secs, c1 - cw, &m, run_delay);
+      lw = l1;
       sl_op_stats *x = base;
       base = now;
       now = x;
@@ -228,10 +243,11 @@ int sl_pipeline_tune(sl_tuner **out, sl_pipeline *p, const sl_tune_opts *opts) {
   a->spec = json_deep_copy(sl__pipeline_spec(p));
   a->origin = sl__strdup(sl__pipeline_origin(p) ? sl__pipeline_origin(p) : "<spec>");
   a->c_solved = sl__calloc((size_t)a->nops, sizeof *a->c_solved);
-  int rc = !a->spec || !a->origin || !a->c_solved ? sl__oom("the tuner") : 0;
+  a->c_prev = sl__calloc((size_t)a->nops, sizeof *a->c_prev);
+  int rc = !a->spec || !a->origin || !a->c_solved || !a->c_prev ? sl__oom("the tuner") : 0;
   if (!rc) rc = sl_machine_probe(&a->m, NULL, 0);
   if (!rc) {
-    for (int i = 0; i < a->nops; i++) a->c_solved[i] = -1;
+    for (int i = 0; i < a->nops; i++) a->c_solved[i] = a->c_prev[i] = -1;
     pthread_mutex_init(&a->mu, NULL);
     pthread_cond_init(&a->cv, NULL);
     atomic_init(&a->solves, 0);
@@ -246,6 +262,7 @@ int sl_pipeline_tune(sl_tuner **out, sl_pipeline *p, const sl_tune_opts *opts) {
     json_decref(a->spec);
     sl__free(a->origin);
     sl__free(a->c_solved);
+    sl__free(a->c_prev);
     sl__free(a);
     return rc;
   }
@@ -327,6 +344,7 @@ void sl_tuner_stop(sl_tuner *a) {
   json_decref(a->spec);
   sl__free(a->origin);
   sl__free(a->c_solved);
+  sl__free(a->c_prev);
   sl__free(a->log);
   sl__free(a);
 }

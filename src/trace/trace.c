@@ -54,6 +54,27 @@ static bool sched_totals(double *cpu, double *delay) {
   return true;
 }
 
+void sl__load_snap_take(sl__load_snap *s) {
+  s->jif = sys_jiffies(&s->jb, &s->jt);
+  s->sch = sched_totals(&s->sc, &s->sd);
+}
+
+void sl__load_between(double *other_load, double *run_delay, const sl__load_snap *a, const sl__load_snap *b,
+                      double secs, double process_cpu, int cpus) {
+  *other_load = -1;
+  *run_delay = 0;
+  if (a->sch && b->sch && b->sc > a->sc) {
+    double r = (b->sd - a->sd) / (b->sc - a->sc);
+    *run_delay = r > 0 ? r : 0;
+  }
+  if (a->jif && b->jif && b->jt > a->jt && secs > 0) {
+    /* Busy share of all CPUs over the interval, in cores, minus this process's own CPU. */
+    double busy = (b->jb - a->jb) / (b->jt - a->jt) * (cpus > 0 ? cpus : 1);
+    double other = busy - process_cpu / secs;
+    *other_load = other > 0 ? other : 0;
+  }
+}
+
 static double proc_cpu(void) {
   struct timespec ts;
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
@@ -311,9 +332,9 @@ int sl_trace_run(sl_trace **out, sl_pipeline *p, const sl_trace_opts *opts) {
   /* seconds 0: the default 5 s; < 0 (SL_TRACE_UNTIL_END): to the end of the stream, at most an hour. */
   double limit = opts->seconds > 0 ? opts->seconds : opts->seconds == 0 ? 5.0 : 3600.0;
   uint64_t t0 = sl__now_ns(), tw = t0, n = 0, nw = 0;
-  double c0 = proc_cpu(), jb0 = 0, jt0 = 0, jb1 = 0, jt1 = 0, sc0 = 0, sd0 = 0, sc1 = 0, sd1 = 0;
-  bool jif = sys_jiffies(&jb0, &jt0);
-  bool sch = sched_totals(&sc0, &sd0);
+  double c0 = proc_cpu();
+  sl__load_snap l0, l1;
+  sl__load_snap_take(&l0);
   bool warm = opts->warmup <= 0;
   watchdog wd = {.done = false, .it = it};
   double grace = limit * 0.1 > 1 ? limit * 0.1 : 1;
@@ -334,8 +355,7 @@ int sl_trace_run(sl_trace **out, sl_pipeline *p, const sl_trace_opts *opts) {
       for (int i = 0; i < sl_pipeline_op_count(p); i++) sl_pipeline_op_stats(&base[i], p, i);
       tw = sl__now_ns();
       c0 = proc_cpu();
-      jif = sys_jiffies(&jb0, &jt0);
-      sch = sched_totals(&sc0, &sd0);
+      sl__load_snap_take(&l0);
       nw = n;
       warm = true;
     }
@@ -364,18 +384,9 @@ int sl_trace_run(sl_trace **out, sl_pipeline *p, const sl_trace_opts *opts) {
   /* How long this process's threads waited for a CPU per CPU second they got: contention from other processes
    * (and from our own threads beyond the cores) stretches wall time without any I/O; the planner must not take
    * that for waiting. Threads that ended during the run are missing: a lower bound. */
-  if (sch && sched_totals(&sc1, &sd1) && sc1 > sc0) {
-    double r = (sd1 - sd0) / (sc1 - sc0);
-    t->run_delay = r > 0 ? r : 0;
-  }
-  t->machine.other_load = -1;
-  if (jif && sys_jiffies(&jb1, &jt1) && jt1 > jt0 && t1 > tw) {
-    /* Busy share of all CPUs over the interval, in cores, minus this process's own CPU. */
-    double secs = (double)(t1 - tw) * 1e-9, cpus = t->machine.cpus_online > 0 ? t->machine.cpus_online : 1;
-    double busy = (jb1 - jb0) / (jt1 - jt0) * cpus;
-    double other = busy - t->process_cpu / secs;
-    t->machine.other_load = other > 0 ? other : 0;
-  }
+  sl__load_snap_take(&l1);
+  sl__load_between(&t->machine.other_load, &t->run_delay, &l0, &l1, t1 > tw ? (double)(t1 - tw) * 1e-9 : 0,
+                   t->process_cpu, t->machine.cpus_online);
   t->ended = rc == SL_END;
   if (rc == SL_END) rc = 0;
   /* Freeing the run joins its workers and flushes the counts iterators keep locally: the snapshot after it has

@@ -45,9 +45,24 @@ bool sl__is_knob(const char *op_kind, const char *key);
  * the pipelines two specs describe. Returns a JSON array (new reference) or NULL on OOM. */
 json_t *sl__spec_identity(json_t *spec);
 
+/* What the machine and this process did up to now, to tell the load over an interval: the busy and total jiffies
+ * of all CPUs (/proc/stat) and the CPU time and runqueue wait of this process's threads (schedstat, ns). */
+typedef struct sl__load_snap {
+  bool jif, sch; /* which of the two could be read */
+  double jb, jt, sc, sd;
+} sl__load_snap;
+void sl__load_snap_take(sl__load_snap *s);
+/* Over the interval from `a` to `b` (`secs` wall seconds in which this process spent `process_cpu` CPU seconds, on
+ * `cpus` online CPUs): *other_load, the cores other processes kept busy (-1: unknown), and *run_delay, how long
+ * this process's threads waited for a CPU per CPU second they got (0: unknown; threads that ended meanwhile are
+ * missing, so a lower bound). */
+void sl__load_between(double *other_load, double *run_delay, const sl__load_snap *a, const sl__load_snap *b,
+                      double secs, double process_cpu, int cpus);
+
 /* A trace made from live counters (an online tuner's window): the counters `now` minus `base` (NULL: none) of
  * nops ops of a pipeline with spec `spec` (copied), over `seconds` of wall time in which the process spent
- * `process_cpu` CPU seconds. SL_ENOMEM on failure. */
+ * `process_cpu` CPU seconds, `m` being the machine (its other_load: during the window) and `run_delay` the window's
+ * runqueue wait per CPU second. SL_ENOMEM on failure. */
 int sl__trace_from_counters(sl_trace **out, json_t *spec, const char *origin, const sl_machine *m,
                             const sl_op_stats *now, const sl_op_stats *base, int nops, double seconds,
                             double process_cpu, double run_delay);

@@ -1,6 +1,7 @@
 /* test_prov_store.c: the MLMD store, the same cases on SQLite and on a real PostgreSQL server: schema creation
  * and verification, types/nodes/properties of every value type, queries, events and lineage, transactions,
- * names with SQL metacharacters, recording sluice's runs, export; and the bad inputs of each backend.
+ * names with SQL metacharacters, recording sluice's runs (and their online tuner's changes), export; and the bad
+ * inputs of each backend.
  * SL_TEST_TIMEOUT(120) */
 #include <jansson.h>
 #include <math.h>
@@ -409,6 +410,63 @@ static void records_a_run_running_then_finished(void **state) {
   tp_done(B);
 }
 
+/* A run tuned online keeps the tuner's name, solves and change list (custom properties), the list readable back as
+ * the JSON array it was given; anything but an array is refused; an older struct records no tuner. */
+static void records_the_tuners_changes(void **state) {
+  TP_BEGIN(state, "tuner");
+  const char *changes = "[{\"t\":1.5,\"op\":\"ops[1]\",\"kind\":\"map\",\"fn\":\"spin\",\"knob\":\"parallelism\","
+                        "\"from\":2,\"to\":1,\"reason\":\"first solve; bottleneck ops[2]\"}]";
+  sl_prov_run r = SL_PROV_RUN_INIT;
+  r.pipeline = "tuned";
+  r.throughput = 100;
+  r.elapsed = 1;
+  r.tuner = "sluice";
+  r.tuner_solves = 3;
+  r.tuner_changes = changes;
+  int64_t e1 = 0, e2 = 0;
+  assert_int_equal(sl_prov_record_run(&e1, B->uri, &r), 0);
+  r.tuner_changes = "{\"not\": \"a list\"}";
+  assert_int_equal(sl_prov_record_run(NULL, B->uri, &r), SL_EINVAL);
+  assert_non_null(strstr(sl_error_last(), "tuner_changes"));
+  r.tuner_changes = "[{";
+  assert_int_equal(sl_prov_record_run(NULL, B->uri, &r), SL_EINVAL);
+  r.tuner_changes = changes;
+  r.version = 2; /* ends before the tuner's fields */
+  assert_int_equal(sl_prov_record_run(&e2, B->uri, &r), 0);
+  sl_prov *p = tp_open(B);
+  assert_int_equal(count_rows(p, SL_PROV_EXECUTION, NULL), 2);
+  sl_prov_query q = {0};
+  q.id = e1;
+  sl_prov_list *l;
+  assert_int_equal(sl_prov_find(&l, p, SL_PROV_EXECUTION, &q), 0);
+  assert_int_equal(l->n, 1);
+  int seen = 0;
+  for (size_t i = 0; i < l->nodes[0].nprops; i++) {
+    sl_prov_prop *pr = &l->nodes[0].props[i];
+    if (!strcmp(pr->name, "tuner")) seen |= 1, assert_string_equal(pr->s, "sluice");
+    if (!strcmp(pr->name, "tuner_solves")) seen |= 2, assert_int_equal(pr->i, 3);
+    if (!strcmp(pr->name, "tuner_changes")) {
+      seen |= 4;
+      assert_int_equal(pr->type, SL_PROV_T_STRING);
+      json_t *j = json_loads(pr->s, 0, NULL);
+      assert_true(json_is_array(j));
+      assert_int_equal(json_array_size(j), 1);
+      json_t *c = json_array_get(j, 0);
+      assert_string_equal(json_string_value(json_object_get(c, "op")), "ops[1]");
+      assert_int_equal(json_integer_value(json_object_get(c, "to")), 1);
+      json_decref(j);
+    }
+  }
+  assert_int_equal(seen, 7);
+  sl_prov_list_free(l);
+  q.id = e2;
+  assert_int_equal(sl_prov_find(&l, p, SL_PROV_EXECUTION, &q), 0);
+  for (size_t i = 0; i < l->nodes[0].nprops; i++) assert_null(strstr(l->nodes[0].props[i].name, "tuner"));
+  sl_prov_list_free(l);
+  sl_prov_close(p);
+  tp_done(B);
+}
+
 static void records_sluice_runs(void **state) {
   TP_BEGIN(state, "record");
   char *dir = tu_tmpdir("recordfiles");
@@ -601,6 +659,7 @@ int main(void) {
       BOTH(names_with_quotes_and_sql_metacharacters),
       BOTH(records_sluice_runs),
       BOTH(records_a_run_running_then_finished),
+      BOTH(records_the_tuners_changes),
       BOTH(export_holds_every_table),
       cmocka_unit_test(file_that_is_not_sqlite_is_refused),
       cmocka_unit_test(unreachable_server_fails_fast),

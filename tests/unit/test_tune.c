@@ -1,7 +1,7 @@
 /* test_tune.c: the online tuner (sl_pipeline_tune): converging on a 4-stage spin pipeline with one heavy stage, and
- * reacting when a stage's cost changes mid-run (a function whose cost the test sets). Asserts on the knobs the model
- * chose and on the log's reasons, never on speed; the loops wait for the tuner's windows with a generous safety
- * deadline only. SL_TEST_THREADED SL_TEST_TIMEOUT(400) */
+ * reacting when a stage's cost changes mid-run (a function whose CPU cost the test sets). Asserts on the solves, the
+ * knobs the model chose and the log's reasons, never on speed; the loops wait for the tuner's windows with a
+ * generous safety deadline only (a loaded machine runs slowly, not wrongly). SL_TEST_THREADED SL_TEST_TIMEOUT(400) */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -43,7 +43,18 @@ static bool run_until(sl_iter *it, sl_pipeline *p, sl_tuner *t, bool (*done)(sl_
   return false;
 }
 
-static bool solved_twice(sl_pipeline *p, sl_tuner *t, void *arg) { return sl_tuner_solves(t) >= 2; }
+static bool solved(sl_pipeline *p, sl_tuner *t, void *arg) { return sl_tuner_solves(t) >= 1; }
+
+/* Keeps the pipeline running for `secs` more (whatever the tuner does meanwhile: observed, not timed). */
+static void run_for(sl_iter *it, sl_pipeline *p, sl_tuner *t, double secs) {
+  double end = now_s() + secs;
+  sl_elem e;
+  sl_elem_init(&e);
+  while (now_s() < end) {
+    assert_int_equal(sl_iter_next(&e, it), 0);
+    sl_elem_clear(&e);
+  }
+}
 
 #define SPIN4                                                                                                      \
   "{\"name\": \"spin4t\", \"ops\": [{\"op\": \"range\", \"stop\": 100000000}, "                                   \
@@ -54,7 +65,8 @@ static bool solved_twice(sl_pipeline *p, sl_tuner *t, void *arg) { return sl_tun
   "{\"op\": \"prefetch\", \"buffer\": \"autotune\"}]}"
 
 /* Every autotune map starts with a worker per core. The model gives the heavy stage the cores: the tuner never
- * takes its workers away, and every change it logs names the bottleneck and the predicted gain. */
+ * takes its workers away (neither at its first solve nor in the windows after), and every change it logs names the
+ * bottleneck and the predicted gain. */
 static void test_converges_on_spin4(void **st) {
   sl_pipeline *p = tu_pipeline(SPIN4);
   int64_t heavy0 = par_of(p, 2);
@@ -64,7 +76,8 @@ static void test_converges_on_spin4(void **st) {
   assert_int_equal(sl_pipeline_tune(&t, p, &o), 0);
   sl_iter *it = NULL;
   assert_int_equal(sl_pipeline_iter(&it, p), 0);
-  bool ok = run_until(it, p, t, solved_twice, NULL, 120);
+  bool ok = run_until(it, p, t, solved, NULL, 120);
+  run_for(it, p, t, 4 * o.interval);
   char *log = NULL, *js = NULL;
   assert_int_equal(sl_tuner_log(&log, t, false), 0);
   assert_int_equal(sl_tuner_log(&js, t, true), 0);
@@ -72,7 +85,7 @@ static void test_converges_on_spin4(void **st) {
   sl_iter_free(it);
   int64_t heavy = par_of(p, 2);
   sl_tuner_stop(t);
-  assert_true(ok); /* the tuner solved at least twice */
+  assert_true(ok); /* the first window is always solved */
   assert_int_equal(heavy, heavy0);
   assert_true(js[0] == '[');
   for (const char *l = log; *l;) {
@@ -107,17 +120,14 @@ static int var_call(void *state, sl_elem *e, sl_fn_call *call) {
   return 0;
 }
 
-typedef struct {
-  int solves0;
-} phase2;
-static bool reacted(sl_pipeline *p, sl_tuner *t, void *arg) {
-  const phase2 *ph = arg;
-  return sl_tuner_solves(t) >= ph->solves0 + 2;
-}
+static bool reacted(sl_pipeline *p, sl_tuner *t, void *arg) { return sl_tuner_solves(t) > *(const int *)arg; }
 
-/* The first stage costs 10 us, the second 150 us; then the first costs 600 us. The costs drifted: the tuner solves
- * again, and the new bottleneck (the first stage, 80% of the CPU) ends up with a worker per core; if the tuner had
- * taken its workers away before, the change that gives them back says it was a drift. */
+/* The first stage costs 10 us of CPU per element, the second 150 us; then the first costs 600 us. What the
+ * mechanism guarantees on any load: the op's CPU per element (thread CPU clocks, which time-sharing does not
+ * inflate) moved 60x, so the next two windows both drift from the last solve and agree with each other, and the
+ * tuner solves again, on a window that ran entirely at the new cost; the model then sees the first stage as 80% of
+ * the CPU and never gives it fewer workers than it had. Whether it gets a worker per core also depends on the
+ * predicted gain beating the window's measured throughput: printed. */
 static void test_reacts_to_cost_change(void **st) {
   sl_fn_def d = {SL_FN_DEF_VERSION, 0, NULL, var_call, NULL};
   assert_int_equal(sl_fn_register("tune_var", &d, NULL), 0);
@@ -133,24 +143,25 @@ static void test_reacts_to_cost_change(void **st) {
   assert_int_equal(sl_pipeline_tune(&t, p, &o), 0);
   sl_iter *it = NULL;
   assert_int_equal(sl_pipeline_iter(&it, p), 0);
-  bool ok1 = run_until(it, p, t, solved_twice, NULL, 120);
+  bool ok1 = run_until(it, p, t, solved, NULL, 120);
+  run_for(it, p, t, 3 * o.interval); /* the first solve's knobs in force for a while */
   int64_t light_before = par_of(p, 1);
   int changes_before = sl_tuner_changes(t);
-  phase2 ph = {sl_tuner_solves(t)};
+  int solves0 = sl_tuner_solves(t);
   atomic_store(&g_us, 600);
-  bool ok2 = ok1 && run_until(it, p, t, reacted, &ph, 120);
+  bool ok2 = ok1 && run_until(it, p, t, reacted, &solves0, 120);
   int64_t light_after = par_of(p, 1);
   char *log = NULL;
   assert_int_equal(sl_tuner_log(&log, t, false), 0);
   printf("tuner log (the first stage's cost changed after change %d):\n%s", changes_before, log);
   sl_iter_free(it);
   sl_tuner_stop(t);
+  printf("cores free: %s; drift re-solve seen: %s; stage workers after the change %lld of %lld (%lld before)\n",
+         usable_cores_2() ? "yes" : "no", ok2 ? "yes" : "no", (long long)light_after, (long long)maxpar,
+         (long long)light_before);
   assert_true(ok1);
-  /* Whether the tuner re-solves on the drift within the deadline, and gives the now-heavy stage back its workers, is
-   * not yet reliable (after the merge: not seen within 120 s in one run beside the suite, 1 of 2 workers in a CI run;
-   * issue 17's note): printed, not asserted, until it is. What is asserted: the tuner solved twice before the change (ok1). */
-  printf("cores free: %s; drift re-solve seen: %s; stage workers after the change %lld of %lld (%lld before)\n", usable_cores_2() ? "yes" : "no", ok2 ? "yes" : "no",
-         (long long)light_after, (long long)maxpar, (long long)light_before);
+  assert_true(ok2); /* a solve after the change */
+  assert_true(light_after >= light_before);
   sl_free(log);
   sl_pipeline_free(p);
 }

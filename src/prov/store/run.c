@@ -11,6 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "prov/store/store_int.h"
 
 /* An existing artifact of `type_id` with this uri, size and mtime (the same file, unchanged) links runs into
@@ -129,6 +131,16 @@ static int record(sl_prov *p, const sl_prov_run *r, int64_t *exec_id) {
   }
   v = sl_prov_string(sl_prov_state_name(SL_PROV_EXECUTION, state));
   if ((rc = sl_prov_set_property(p, SL_PROV_EXECUTION, eid, "state", true, &v))) return rc;
+  if (r->tuner) {
+    v = sl_prov_string(r->tuner);
+    if ((rc = sl_prov_set_property(p, SL_PROV_EXECUTION, eid, "tuner", true, &v))) return rc;
+    v = sl_prov_int(r->tuner_solves);
+    if ((rc = sl_prov_set_property(p, SL_PROV_EXECUTION, eid, "tuner_solves", true, &v))) return rc;
+    if (r->tuner_changes) {
+      v = sl_prov_string(r->tuner_changes);
+      if ((rc = sl_prov_set_property(p, SL_PROV_EXECUTION, eid, "tuner_changes", true, &v))) return rc;
+    }
+  }
   if (r->failed) {
     v = sl_prov_string(r->error ? r->error : "");
     if ((rc = sl_prov_set_property(p, SL_PROV_EXECUTION, eid, "error", true, &v))) return rc;
@@ -159,9 +171,10 @@ int sl_prov_record_run(int64_t *execution_id, const char *uri, const sl_prov_run
   if (!uri || !r) return sl__err(SL_EINVAL, "record: store uri and run are required");
   if (r->version < 1 || r->version > SL_PROV_RUN_VERSION)
     return sl__err(SL_EVERSION, "record: sl_prov_run version %d", r->version);
-  sl_prov_run rr; /* a version 1 struct ends before execution_id: read only its fields */
+  sl_prov_run rr; /* an older struct ends before the fields its version lacks: read only its own */
   memset(&rr, 0, sizeof rr);
-  memcpy(&rr, r, r->version == 1 ? offsetof(sl_prov_run, execution_id) : sizeof rr);
+  memcpy(&rr, r, r->version == 1 ? offsetof(sl_prov_run, running) : r->version == 2 ? offsetof(sl_prov_run, tuner)
+                                                                                     : sizeof rr);
   if (!rr.kind) rr.kind = "sluice.Run"; /* the default (prov.h) */
   r = &rr;
   if (!*r->kind || !r->pipeline || !*r->pipeline)
@@ -169,6 +182,15 @@ int sl_prov_record_run(int64_t *execution_id, const char *uri, const sl_prov_run
   if (r->ninputs && !r->inputs) return sl__err(SL_EINVAL, "record: inputs is NULL");
   if (r->noutputs && !r->outputs) return sl__err(SL_EINVAL, "record: outputs is NULL");
   if (r->running && r->execution_id) return sl__err(SL_EINVAL, "record: running and execution_id exclude each other");
+  if (r->tuner_changes) {
+    sl__json_oom_take();
+    json_error_t je;
+    json_t *j = json_loads(r->tuner_changes, 0, &je);
+    bool ok = j && json_is_array(j);
+    json_decref(j);
+    if (!j && sl__json_oom_take()) return sl__oom("record: tuner_changes");
+    if (!ok) return sl__err(SL_EINVAL, "record: tuner_changes is not a JSON array%s%s", j ? "" : ": ", j ? "" : je.text);
+  }
   sl_prov *p;
   int rc = sl_prov_open(&p, uri, SL_PROV_CREATE);
   if (rc) return sl__err_wrap(rc, "record");

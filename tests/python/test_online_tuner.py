@@ -1,0 +1,128 @@
+# test_online_tuner.py: Pipeline(spec, tune=True): the online tuner runs while the pipeline is iterated, its
+# changes come back as dicts that agree with the knobs in force, and it stops with the last run (threads joined,
+# Ctrl-C still cancels). Asserts what the tuner guarantees (a solve per window once it has one, a chain of
+# changes), never a speed; loops wait for the tuner's windows with a generous safety deadline only.
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+import sluice
+
+SPIN = {"name": "spin3", "ops": [{"op": "range"},
+                                 {"op": "map", "fn": "spin", "args": {"us": 10}, "parallelism": "autotune"},
+                                 {"op": "map", "fn": "spin", "args": {"us": 200}, "parallelism": "autotune"},
+                                 {"op": "prefetch", "buffer": "autotune"}]}
+KEYS = {"t", "op", "kind", "fn", "knob", "from", "to", "reason", "run"}
+
+
+def threads():
+    """Threads of this process, once the first run has started the SIGINT watcher (it lives for the process)."""
+    list(sluice.Pipeline({"ops": [{"op": "range", "stop": 1}]}))
+    return len(os.listdir("/proc/self/task"))
+
+
+def iterate_until(it, done, deadline=120):
+    """Pulls elements until done() or the deadline (a loaded machine runs slowly, not wrongly)."""
+    end = time.monotonic() + deadline
+    while time.monotonic() < end:
+        for _ in range(64):
+            next(it)
+        if done():
+            return True
+    return False
+
+
+def knobs(p):
+    return {s["path"]: {"parallelism": s["parallelism"], "buffer": s["buffer"]} for s in p.stats()}
+
+
+def test_tuner_solves_while_iterating_and_its_changes_chain_to_the_knobs_in_force():
+    p = sluice.Pipeline(SPIN, tune={"interval": 0.3})
+    start = knobs(p)
+    assert p.tuner_solves() == 0 and p.tuner_changes() == []
+    it = iter(p)
+    # The first window with enough elements is always solved: the solve count is what the tuner guarantees.
+    assert iterate_until(it, lambda: p.tuner_solves() >= 1)
+    during = p.tuner_changes()  # readable while the tuner runs
+    del it
+    changes = p.tuner_changes()
+    assert changes[:len(during)] == during
+    assert isinstance(changes, list)
+    last = {}
+    for c in changes:
+        assert set(c) == KEYS, c
+        assert c["knob"] in ("parallelism", "buffer") and c["kind"] in ("map", "prefetch"), c
+        assert c["from"] != c["to"] and c["to"] >= 1, c
+        assert "predicted" in c["reason"] and c["run"] == 0, c
+        # Each change starts from the knob the previous one (or the spec) left.
+        assert c["from"] == last.get((c["op"], c["knob"]), start[c["op"]][c["knob"]]), (c, changes)
+        last[(c["op"], c["knob"])] = c["to"]
+    # With the run gone the tuner is stopped: the knobs in force are those its last changes set.
+    now = knobs(p)
+    for (op, knob), to in last.items():
+        assert now[op][knob] == to, (op, knob, now, changes)
+    solves = p.tuner_solves()
+    time.sleep(0.7)
+    assert p.tuner_solves() == solves
+
+
+def test_each_run_gets_a_tuner_and_the_changes_of_all_runs_are_kept():
+    p = sluice.Pipeline(SPIN, tune={"interval": 0.3})
+    for run in range(2):
+        before = p.tuner_solves()
+        it = iter(p)
+        assert iterate_until(it, lambda: p.tuner_solves() > before)  # the new run's tuner solves its first window
+        it.close()
+    assert all(c["run"] in (0, 1) for c in p.tuner_changes())
+    assert p.tuner_solves() >= 2
+
+
+def test_untuned_pipeline_has_no_tuner():
+    p = sluice.Pipeline(SPIN)
+    it = iter(p)
+    for _ in range(200):
+        next(it)
+    assert p.tuner_solves() == 0 and p.tuner_changes() == []
+
+
+def test_bad_tune_arguments_are_refused():
+    with pytest.raises(ValueError, match="interval, drift"):
+        sluice.Pipeline(SPIN, tune={"intervals": 1})
+    with pytest.raises(TypeError, match="bool or a dict"):
+        sluice.Pipeline(SPIN, tune="yes")
+    with pytest.raises(ValueError, match="negative"):
+        sluice.Pipeline(SPIN, tune={"interval": -1})
+
+
+def test_the_tuner_stops_with_the_run():
+    before = threads()
+    p = sluice.Pipeline(SPIN, tune={"interval": 0.3})
+    for i, e in enumerate(p):
+        if i == 100:
+            break
+    del e
+    assert threads() <= before  # the run's threads and the tuner's joined
+    it = iter(p)
+    next(it)
+    assert threads() > before
+    it.close()
+    assert threads() <= before
+    del p
+    assert threads() <= before
+
+
+def test_keyboard_interrupt_cancels_a_tuned_run_and_joins_the_tuner():
+    before = threads()
+    p = sluice.Pipeline({"ops": [{"op": "range"}, {"op": "map", "fn": "sleep_io", "args": {"us": 400000},
+                                                  "parallelism": "autotune"},
+                                 {"op": "prefetch", "buffer": "autotune"}]}, tune={"interval": 0.2})
+    timer = threading.Timer(0.6, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        for _ in p:
+            pass
+    timer.join()
+    assert threads() <= before
