@@ -3,6 +3,7 @@
  * no-future-leak check and the generator's determinism.
  * SL_TEST_TIMEOUT(180) */
 #include <math.h>
+#include <sqlite3.h>
 
 #include "prov/analytics/analytics_int.h"
 #include "prov/store/db_int.h"
@@ -544,6 +545,71 @@ static void generator_is_deterministic(void **state) {
   sl_free(exports[1]);
 }
 
+/* SQLite page size of a store's file, through the store's own connection layer. */
+static int64_t lite_page_size(const char *path) {
+  sl__pdb *db;
+  sl__pstmt *st;
+  assert_int_equal(sl__pdb_open(&db, path, false), 0);
+  assert_int_equal(sl__pdb_prepare(db, &st, "PRAGMA page_size"), 0);
+  assert_int_equal(sl__pstmt_step(st), 1);
+  int64_t v = sl__pstmt_i64(st, 0);
+  sl__pstmt_free(st);
+  sl__pdb_close(db);
+  return v;
+}
+
+/* A new SQLite store gets 16 KiB pages (db.c); one whose file was laid out with SQLite's default 4 KiB keeps them.
+ * The same corpus in both reads back identically: the export, every graphlet's features, the waste. */
+static void page_size_leaves_results_unchanged(void **state) {
+  (void)state;
+  char *dir = tu_tmpdir("pagesize"), path[2][1024];
+  snprintf(path[0], sizeof path[0], "%s/fresh.sqlite", dir);
+  snprintf(path[1], sizeof path[1], "%s/small-pages.sqlite", dir);
+  sqlite3 *raw;
+  assert_int_equal(sqlite3_open(path[1], &raw), SQLITE_OK);
+  assert_int_equal(sqlite3_exec(raw, "PRAGMA page_size=4096; CREATE TABLE x(a); DROP TABLE x", NULL, NULL, NULL),
+                   SQLITE_OK);
+  sqlite3_close(raw);
+  char *js[2];
+  sl_prov_graphlets *g[2];
+  sl_prov_waste *w[2];
+  for (int k = 0; k < 2; k++) {
+    sl_prov *p;
+    assert_int_equal(sl_prov_open(&p, path[k], SL_PROV_CREATE), 0);
+    sl_prov_gen_opts o = SL_PROV_GEN_OPTS_INIT;
+    o.pipelines = 3;
+    o.days = 30;
+    o.seed = 5;
+    assert_int_equal(sl_prov_gen(NULL, p, &o), 0);
+    assert_int_equal(sl_prov_export_json(&js[k], p), 0);
+    assert_int_equal(sl_prov_graphlets_load(&g[k], p, NULL), 0);
+    assert_int_equal(sl_prov_waste_compute(&w[k], g[k]), 0);
+    sl_prov_close(p);
+  }
+  assert_int_equal(lite_page_size(path[0]), 16384);
+  assert_int_equal(lite_page_size(path[1]), 4096);
+  assert_true(strlen(js[0]) > 1000);
+  assert_string_equal(js[0], js[1]);
+  size_t n = sl_prov_graphlets_count(g[0]), nf = sl_prov_feature_count();
+  assert_true(n > 10);
+  assert_int_equal(sl_prov_graphlets_count(g[1]), n);
+  for (size_t i = 0; i < n; i++) {
+    assert_int_equal(sl_prov_graphlets_at(g[0], i)->trainer_id, sl_prov_graphlets_at(g[1], i)->trainer_id);
+    assert_int_equal(sl_prov_graphlets_at(g[0], i)->pushed, sl_prov_graphlets_at(g[1], i)->pushed);
+    assert_memory_equal(sl_prov_graphlets_features(g[0], i), sl_prov_graphlets_features(g[1], i),
+                        nf * sizeof(double));
+  }
+  assert_true(w[0]->total > 0);
+  assert_true(w[0]->total == w[1]->total && w[0]->wasted == w[1]->wasted);
+  for (int k = 0; k < 2; k++) {
+    sl_free(js[k]);
+    sl_prov_waste_free(w[k]);
+    sl_prov_graphlets_free(g[k]);
+  }
+  tu_rmtree(dir);
+  free(dir);
+}
+
 #define BOTH(f) {#f "/sqlite", f, NULL, NULL, &LITE}, {#f "/postgresql", f, NULL, NULL, &PG}
 
 int main(void) {
@@ -554,6 +620,7 @@ int main(void) {
       BOTH(features_never_see_the_future),
       BOTH(predictor_trains_saves_loads_and_decides),
       BOTH(generator_is_deterministic),
+      cmocka_unit_test(page_size_leaves_results_unchanged),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

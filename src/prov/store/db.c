@@ -79,10 +79,14 @@ static char *redact(const char *uri) {
 
 static int open_sqlite(sl__pdb *db, const char *path, bool create) {
   struct stat sb;
+  bool fresh = false; /* no file yet, or an empty one: its page size is still ours to choose */
   if (stat(path, &sb) != 0) {
     if (!create) return sl__err(SL_ENOTFOUND, "%s: no such database file", path);
+    fresh = true;
   } else if (!S_ISREG(sb.st_mode)) {
     return sl__err(SL_EIO, "%s: not a regular file", path);
+  } else {
+    fresh = create && sb.st_size == 0;
   }
   /* A store we may not write (someone else's TFX database) opens read-only: the analytics only read. WAL needs
    * the directory writable too (for its -wal and -shm files). */
@@ -128,6 +132,10 @@ static int open_sqlite(sl__pdb *db, const char *path, bool create) {
   if (rc == SQLITE_NOTADB || rc == SQLITE_CORRUPT)
     return sl__err(SL_ECORRUPT, "%s: not an SQLite database (%s)", path, sqlite3_errmsg(db->lite));
   if (rc != SQLITE_OK) return sl__err(SL_EIO, "%s: %s", path, sqlite3_errmsg(db->lite));
+  /* A new store gets 16 KiB pages (SQLite's default is 4 KiB): a provenance store is written in long appends and
+   * read in whole-table scans, and larger pages mean a quarter of the page writes, reads and B-tree cells to
+   * split (prov gen at 300 pipelines: about a sixth less CPU). It must be set before WAL initialises the file. */
+  if (fresh && !ro) sqlite3_exec(db->lite, "PRAGMA page_size=16384", NULL, NULL, NULL);
   /* WAL lets readers and one writer work at once across processes; NORMAL sync is durable at checkpoints and
    * never corrupts. journal_mode needs a moment of exclusive access: the busy timeout covers it. */
   rc = ro ? SQLITE_OK : sqlite3_exec(db->lite, "PRAGMA journal_mode=WAL", NULL, NULL, NULL);
