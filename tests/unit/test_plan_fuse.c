@@ -364,6 +364,47 @@ static void test_optimizer_fuses_unless_told_not_to(void **st) {
   snprintf(bad, sizeof bad, "{\"ops\": [{\"op\": \"files\", \"glob\": \"%s/train-*\"}, {\"op\": \"map\", \"fn\": "
            "\"decode_jpeg\", \"fuse\": 1}]}", g_dir);
   tu_expect_spec_error(bad, SL_EINVAL, "fuse");
+  /* "seed_op": an index, or for a map a list of up to 4 */
+  const char *seeds[] = {"{\"op\": \"shuffle\", \"buffer\": 4, \"seed_op\": [1, 2]}",
+                         "{\"op\": \"shuffle\", \"buffer\": 4, \"seed_op\": -1}",
+                         "{\"op\": \"map\", \"fn\": \"random_flip\", \"seed_op\": \"x\"}",
+                         "{\"op\": \"map\", \"fn\": \"random_flip\", \"seed_op\": [1, 2, 3, 4, 5]}"};
+  for (int i = 0; i < 4; i++) {
+    snprintf(bad, sizeof bad, "{\"ops\": [{\"op\": \"files\", \"glob\": \"%s/train-*\"}, %s]}", g_dir, seeds[i]);
+    tu_expect_spec_error(bad, SL_EINVAL, "seed_op");
+  }
+}
+
+/* "seed_op" gives an op the seeds of another position: a shuffle moved by one op shuffles as before. */
+static void test_seed_op_moves_seeds(void **st) {
+  const char *fmt = "{\"seed\": 4, \"ops\": [{\"op\": \"range\", \"stop\": 50}, %s{\"op\": \"shuffle\", \"buffer\": 50%s}]}";
+  char a[512], b[512], c[512];
+  snprintf(a, sizeof a, fmt, "{\"op\": \"take\", \"count\": 50}, ", "");
+  snprintf(b, sizeof b, fmt, "", ", \"seed_op\": 2");
+  snprintf(c, sizeof c, fmt, "", "");
+  sl_pipeline *pa = tu_pipelinef("%s", a), *pb = tu_pipelinef("%s", b), *pc = tu_pipelinef("%s", c);
+  assert_int_equal(expect_equal_elements(pa, pb), 50);
+  /* and without it the order differs (the test could fail) */
+  sl_iter *ia, *ic;
+  assert_int_equal(sl_pipeline_iter(&ia, pa), 0);
+  assert_int_equal(sl_pipeline_iter(&ic, pc), 0);
+  int same = 0;
+  for (int i = 0; i < 50; i++) {
+    sl_elem x, y;
+    sl_elem_init(&x);
+    sl_elem_init(&y);
+    assert_int_equal(sl_iter_next(&x, ia), 0);
+    assert_int_equal(sl_iter_next(&y, ic), 0);
+    same += x.n == y.n && !memcmp(sl_comp_data(&x.c[0]), sl_comp_data(&y.c[0]), x.c[0].size);
+    sl_elem_clear(&x);
+    sl_elem_clear(&y);
+  }
+  assert_true(same < 45);
+  sl_iter_free(ia);
+  sl_iter_free(ic);
+  sl_pipeline_free(pa);
+  sl_pipeline_free(pb);
+  sl_pipeline_free(pc);
 }
 
 int main(void) {
@@ -376,6 +417,7 @@ int main(void) {
       cmocka_unit_test(test_folded_pipeline_equal),
       cmocka_unit_test(test_folded_skips_corrupt),
       cmocka_unit_test(test_optimizer_fuses_unless_told_not_to),
+      cmocka_unit_test(test_seed_op_moves_seeds),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
