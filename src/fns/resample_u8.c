@@ -162,7 +162,7 @@ SL_CLONES static void vrow(const uint8_t *src, size_t stride, int32_t *acc, uint
   for (size_t x = 0; x < len; x++) dst[x] = clamp_round(acc[x]);
 }
 
-SL_CLONES void sl__px_row(const uint8_t *src, void *dst, int64_t w, int c, const sl__px_out *o) {
+SL_CLONES static void px_row(const uint8_t *src, void *dst, int64_t w, int c, const sl__px_out *o) {
   size_t cc = (size_t)c;
   if (!o->f32) {
     uint8_t *d = dst;
@@ -200,6 +200,9 @@ SL_CLONES void sl__px_row(const uint8_t *src, void *dst, int64_t w, int c, const
   }
 }
 
+/* (target_clones makes an ifunc, which -fvisibility=hidden does not hide: the clones stay static) */
+void sl__px_row(const uint8_t *src, void *dst, int64_t w, int c, const sl__px_out *o) { px_row(src, dst, w, c, o); }
+
 int sl__resample_u8(const uint8_t *src, int sh, int sw, size_t sstride, uint8_t *dst, int dh, int dw, int c, bool box) {
   return sl__resample_u8_px(src, sh, sw, sstride, dst, dh, dw, c, box, NULL);
 }
@@ -234,7 +237,7 @@ int sl__resample_u8_px(const uint8_t *src, int sh, int sw, size_t sstride, void 
         hrow3_px(mid, (uint8_t *)dst + (size_t)o * osz, dw, &th, px);
       } else {
         hrow(mid, mid + len + 4, dw, c, &th);
-        sl__px_row(mid + len + 4, (uint8_t *)dst + (size_t)o * osz, dw, c, px);
+        px_row(mid + len + 4, (uint8_t *)dst + (size_t)o * osz, dw, c, px);
       }
     }
   sl__free(mid);
