@@ -39,6 +39,11 @@ typedef struct sl_fn_call {
   uint64_t seed;       /* per-element seed: a hash of pipeline seed, op, epoch and index */
   bool keep;           /* filter functions set it to false to drop the element (starts true) */
   const char *op_path; /* "ops[4]": name it in error messages */
+  /* A function the planner fused from several ops (decode_and_crop_jpeg standing for a crop and a random_flip)
+   * draws each part's randomness from the seed that part's op had: seeds[k] for the k-th (seeds[0] == seed).
+   * NULL and 0 for an ordinary call. */
+  const uint64_t *seeds;
+  int nseeds;
 } sl_fn_call;
 
 enum {

@@ -161,37 +161,70 @@ int sl__jpeg_decode(const uint8_t *data, size_t len, const sl__jpeg_opts *o, con
   else xoff = 0, xw = (JDIMENSION)SW;
   int comps = ci.output_components;
   bool resize = th > 0 && tw > 0 && (th != ch || tw != cw);
-  bool direct = !cmyk && !resize && (int64_t)xw == cw && comps == channels;
+  /* The output pass: flip and/or float32 normalisation (the planner's folding of random_flip and normalize). */
+  const sl__px_out *px = req && req->px && (req->px->flip || req->px->f32) ? req->px : NULL;
+  sl__px_out pxv;
+  if (px && px->f32) {
+    if (channels > 4 || (req->nmean != 1 && req->nmean != channels) || (req->nstd != 1 && req->nstd != channels)) {
+      code = sl__err(SL_EINVAL, "the image has %d channel(s) but mean has %d values and std %d", channels, req->nmean,
+                     req->nstd);
+      longjmp(jerr.jb, 3);
+    }
+    pxv = *px;
+    for (int k = 0; k < channels; k++) { /* normalize's own arithmetic (fn_image.c) */
+      double m = req->mean[req->nmean == 1 ? 0 : k], d = req->std[req->nstd == 1 ? 0 : k];
+      pxv.mul[k] = (float)(req->value_scale / d);
+      pxv.add[k] = (float)(-m / d);
+    }
+    px = &pxv;
+  }
+  size_t esz = px && px->f32 ? sizeof(float) : 1;
+  bool direct = !px && !cmyk && !resize && (int64_t)xw == cw && comps == channels;
   int64_t fh = resize ? th : ch, fw = resize ? tw : cw;
-  size_t outsz;
-  if (!sl__mul_ok((size_t)fh * (size_t)fw, (size_t)channels, &outsz)) {
+  size_t outsz, crow = (size_t)cw * (size_t)channels, orow = (size_t)fw * (size_t)channels * esz;
+  if (!sl__mul_ok((size_t)fh * (size_t)fw, (size_t)channels * esz, &outsz)) {
     code = sl__err(SL_EINVAL, "decoded image too large");
     longjmp(jerr.jb, 3);
   }
   buf = sl_buf_alloc(outsz);
-  /* Rows land in the output directly, or in scratch (wider rows after crop alignment, CMYK, or before a resize). */
+  /* Rows land in the output directly, or in scratch (wider rows after crop alignment, CMYK, before a resize, or
+   * before an output pass: then one row of crow bytes more, or the resized image when the resizer has no pass). */
   size_t srow = (size_t)xw * (size_t)comps;
-  size_t crow = (size_t)cw * (size_t)channels;
-  if (!direct) scratch = sl__malloc((resize ? (size_t)ch * crow : 0) + srow * 16);
+  bool fast_px = px && resize && (req->method == SL__RESIZE_BILINEAR || req->method == SL__RESIZE_AREA);
+  size_t extra = px ? (resize && !fast_px ? (size_t)th * (size_t)tw * (size_t)channels : crow) : 0;
+  /* Before a resize, rows as decoded (crop-aligned, wider than the window) go straight into the window buffer and
+   * the resizer reads the window out of them: no copy. CMYK and channel changes go through 16 rows of scratch. */
+  bool win_direct = resize && !cmyk && comps == channels;
+  size_t rowsz = win_direct ? 0 : srow * 16, winsz = resize ? (size_t)ch * (win_direct ? srow : crow) : 0;
+  /* (win_direct: plus a row for the strict read of the last row below, which must not land in the window) */
+  if (!direct) scratch = sl__malloc(rowsz + winsz + extra + (win_direct ? srow : 0));
   if (!buf || (!direct && !scratch)) {
     code = sl__oom("decoded image");
     longjmp(jerr.jb, 3);
   }
-  uint8_t *dst = resize ? scratch + srow * 16 : sl_buf_data(buf);
+  uint8_t *dst = resize ? scratch + rowsz : sl_buf_data(buf);
+  uint8_t *tail = !direct ? scratch + rowsz + winsz : NULL;
   if (y0 > 0) jpeg_skip_scanlines(&ci, (JDIMENSION)y0);
   int64_t row = 0;
   size_t skip = (size_t)(x0 - (int64_t)xoff) * (size_t)comps;
   while (row < ch) {
     JSAMPROW rows[16];
     int k = (int)(ch - row < 16 ? ch - row : 16);
-    for (int i = 0; i < k; i++) rows[i] = direct ? dst + (size_t)(row + i) * crow : scratch + (size_t)i * srow;
+    for (int i = 0; i < k; i++)
+      rows[i] = direct ? dst + (size_t)(row + i) * crow : win_direct ? dst + (size_t)(row + i) * srow : scratch + (size_t)i * srow;
     JDIMENSION got = jpeg_read_scanlines(&ci, rows, (JDIMENSION)k);
     if (got == 0) {
       code = sl__err(SL_ECORRUPT, "corrupt JPEG: decoder returned no rows");
       longjmp(jerr.jb, 3);
     }
-    if (!direct)
+    if (!direct && !win_direct)
       for (JDIMENSION i = 0; i < got; i++) {
+        if (px && !resize) { /* straight through the output pass into the output row */
+          const uint8_t *r = rows[i] + skip;
+          if (cmyk) cmyk_row(r, tail, (JDIMENSION)cw, channels, ci.saw_Adobe_marker), r = tail;
+          sl__px_row(r, (uint8_t *)dst + (size_t)(row + i) * orow, cw, channels, px);
+          continue;
+        }
         uint8_t *d = dst + (size_t)(row + i) * crow;
         if (cmyk) cmyk_row(rows[i] + skip, d, (JDIMENSION)cw, channels, ci.saw_Adobe_marker);
         else memcpy(d, rows[i] + skip, crow);
@@ -208,7 +241,7 @@ int sl__jpeg_decode(const uint8_t *data, size_t len, const sl__jpeg_opts *o, con
       code = sl__oom("decoded image");
       longjmp(jerr.jb, 3);
     }
-    JSAMPROW last = scratch;
+    JSAMPROW last = win_direct ? scratch + rowsz + winsz + extra : scratch;
     if (jpeg_read_scanlines(&ci, &last, 1) != 1) {
       code = sl__err(SL_ECORRUPT, "corrupt JPEG: decoder returned no rows");
       longjmp(jerr.jb, 3);
@@ -218,7 +251,20 @@ int sl__jpeg_decode(const uint8_t *data, size_t len, const sl__jpeg_opts *o, con
   else jpeg_finish_decompress(&ci);
   jpeg_destroy_decompress(&ci);
   if (resize) {
-    int rc = sl__resize_u8(dst, ch, cw, crow, sl_buf_data(buf), th, tw, channels, req->method);
+    int rc;
+    const uint8_t *win0 = win_direct ? dst + skip : dst;
+    size_t wstride = win_direct ? srow : crow;
+    if (fast_px) { /* the resampler's last pass is the output pass */
+      rc = sl__resample_u8_px(win0, (int)ch, (int)cw, wstride, sl_buf_data(buf), (int)th, (int)tw, channels,
+                              req->method == SL__RESIZE_AREA, px);
+    } else if (px) {
+      rc = sl__resize_u8(win0, ch, cw, wstride, tail, th, tw, channels, req->method);
+      for (int64_t y = 0; !rc && y < th; y++)
+        sl__px_row(tail + (size_t)y * (size_t)tw * (size_t)channels, (uint8_t *)sl_buf_data(buf) + (size_t)y * orow, tw,
+                   channels, px);
+    } else {
+      rc = sl__resize_u8(win0, ch, cw, wstride, sl_buf_data(buf), th, tw, channels, req->method);
+    }
     sl__free(scratch);
     if (rc) {
       sl_buf_unref(buf);
@@ -247,6 +293,11 @@ typedef struct {
   int method;
   int64_t center_h, center_w, shorter; /* the center_crop and resize modes (see sl__jpeg_req) */
   double center_frac;
+  /* random_flip and normalize folded in by the planner (or asked for by hand) */
+  bool has_flip, normalize;
+  double flip_prob, value_scale;
+  int nmean, nstd;
+  double mean[4], std[4];
 } jpeg_state;
 
 static void jpeg_free(void *st) { sl__free(st); }
@@ -257,6 +308,36 @@ static int read_pair(const sl_args *a, const char *key, double *v, bool *given) 
   if (rc) return rc;
   if (sl_args_has(a, key) && n != 2) return sl__err(SL_EINVAL, "%s.%s: expected two numbers", sl_args_path(a), key);
   if (given) *given = n == 2;
+  return 0;
+}
+
+/* "flip_prob" (random_flip's prob) and "normalize" with "mean", "std", "value_scale" (normalize's mean, std and
+ * scale, with its defaults): the output pass (sl__px_out). */
+static int output_pass_init(jpeg_state *s, const sl_args *a) {
+  int rc;
+  s->has_flip = sl_args_has(a, "flip_prob");
+  if ((rc = sl_args_double(&s->flip_prob, a, "flip_prob", 0.5)) || (rc = sl_args_bool(&s->normalize, a, "normalize", false)) ||
+      (rc = sl_args_double(&s->value_scale, a, "value_scale", 1.0)) ||
+      (rc = sl_args_doubles(s->mean, &s->nmean, a, "mean", 4)) || (rc = sl_args_doubles(s->std, &s->nstd, a, "std", 4)))
+    return rc;
+  if (!(s->flip_prob >= 0 && s->flip_prob <= 1))
+    return sl__err(SL_EINVAL, "%s.flip_prob: must be in [0, 1]", sl_args_path(a));
+  bool any = sl_args_has(a, "mean") || sl_args_has(a, "std") || sl_args_has(a, "value_scale");
+  if (any && !s->normalize)
+    return sl__err(SL_EINVAL, "%s: \"mean\", \"std\" and \"value_scale\" need \"normalize\": true", sl_args_path(a));
+  if (!sl_args_has(a, "mean")) { /* normalize's defaults: ImageNet's RGB mean and std, in 0..255 units */
+    static const double m[3] = {123.675, 116.28, 103.53}, d[3] = {58.395, 57.12, 57.375};
+    memcpy(s->mean, m, sizeof m);
+    s->nmean = 3;
+    if (!sl_args_has(a, "std")) {
+      memcpy(s->std, d, sizeof d);
+      s->nstd = 3;
+    }
+  }
+  if (s->nstd == 0) s->std[0] = 1.0, s->nstd = 1;
+  if (s->nmean < 1) return sl__err(SL_EINVAL, "%s.mean: needs at least one value", sl_args_path(a));
+  for (int i = 0; i < s->nstd; i++)
+    if (s->std[i] == 0) return sl__err(SL_EINVAL, "%s.std[%d]: must not be 0", sl_args_path(a), i);
   return 0;
 }
 
@@ -354,6 +435,7 @@ static int jpeg_init_common(void **state, const sl_args *a, bool crop) {
       s->win = (sl__win){(int64_t)win[0], (int64_t)win[1], (int64_t)win[2], (int64_t)win[3]};
     }
     if (ns) s->out_h = (int64_t)size[0], s->out_w = (int64_t)size[1];
+    if ((rc = output_pass_init(s, a))) goto fail;
   }
   *state = s;
   return 0;
@@ -389,13 +471,30 @@ static int jpeg_call_common(const jpeg_state *s, sl_elem *e, sl_fn_call *call, b
     req.center_frac = s->center_frac;
     req.shorter = s->shorter;
   }
+  sl__px_out px = {0};
+  if (crop && (s->has_flip || s->normalize)) {
+    if (s->has_flip) {
+      /* The flip's own seed: the one the unfused random_flip op had when the planner folded it in (seeds[1]);
+       * written by hand, one derived from this op's. random_flip's draw: one uniform against prob. */
+      sl_rng fr;
+      sl_rng_seed(&fr, call->nseeds >= 2 && call->seeds ? call->seeds[1] : sl__mix64(call->seed ^ 0xf11bu));
+      px.flip = sl_rng_uniform(&fr) < s->flip_prob;
+    }
+    px.f32 = s->normalize;
+    req.px = &px;
+    req.nmean = s->nmean;
+    req.nstd = s->nstd;
+    req.mean = s->mean;
+    req.std = s->std;
+    req.value_scale = s->value_scale;
+  }
   sl_buf *buf;
   int64_t shape[3];
   rc = sl__jpeg_decode(sl_comp_data(c), c->size, &s->jo, crop ? &req : NULL, &buf, &shape[0], &shape[1], &shape[2]);
   if (rc)
     return sl__err_wrap(rc, "%s: element %llu ('%s', %zu bytes)", call->op_path, (unsigned long long)call->index,
                         s->comp, c->size);
-  rc = sl_elem_set_tensor(e, s->output, SL_UINT8, 3, shape, buf, 0, NULL);
+  rc = sl_elem_set_tensor(e, s->output, crop && s->normalize ? SL_FLOAT32 : SL_UINT8, 3, shape, buf, 0, NULL);
   sl_buf_unref(buf);
   if (rc) return rc;
   if (!s->keep && strcmp(s->comp, s->output)) sl_elem_remove(e, s->comp);
@@ -425,6 +524,11 @@ static const sl__arg CROP_ARGS[] = {
     {"center_fraction", SL__ARG_NUM, NULL, 0, 0, 0, NULL, "a centred window of this fraction of each side (center_crop's fraction)"},
     {"full", SL__ARG_BOOL, "false", 0, 0, 0, NULL, "the whole image, resized to \"size\" or by \"shorter_side\" (what resize does)"},
     {"shorter_side", SL__ARG_INT, NULL, 0, 0, 0, NULL, "with \"full\": resize so the shorter side is this, keeping the aspect ratio"},
+    {"flip_prob", SL__ARG_NUM, NULL, SL__LOHI, 0, 1, NULL, "flip left-right with this probability in the output pass (random_flip's prob)"},
+    {"normalize", SL__ARG_BOOL, "false", 0, 0, 0, NULL, "float32 output (x * value_scale - mean) / std per channel, as normalize (false: uint8)"},
+    {"mean", SL__ARG_NUMS, NULL, SL__LOHI, 1, 4, NULL, "with normalize: per-channel mean (default ImageNet's RGB, 0..255)"},
+    {"std", SL__ARG_NUMS, NULL, SL__LOHI, 1, 4, NULL, "with normalize: per-channel divisor (default ImageNet's with the default mean, else 1)"},
+    {"value_scale", SL__ARG_NUM, "1", 0, 0, 0, NULL, "with normalize: multiplies each value first (normalize's scale)"},
     {NULL}};
 static const sl__fn_io JPEG_READS[] = {{"component", "image/encoded", NULL, SL_BYTES, 0, SL__IO_CONSUMED}, {NULL}};
 static const sl__fn_io JPEG_WRITES[] = {{"output", "image", NULL, SL_UINT8, 3, 0}, {NULL}};
@@ -438,6 +542,7 @@ static int jpeg_infer(sl__struct *s, json_t *args, const char *path, const char 
   json_t *ch = json_object_get(args, "channels"), *size = json_object_get(args, "size");
   int64_t n = json_is_integer(ch) ? (int64_t)json_integer_value(ch) : 3;
   c->dims[2] = n > 0 ? n : SL__DIM_UNKNOWN;
+  if (json_is_true(json_object_get(args, "normalize"))) c->dtype = SL_FLOAT32; /* the folded normalize */
   if (json_array_size(size) == 2)
     for (int d = 0; d < 2; d++) c->dims[d] = (int64_t)json_number_value(json_array_get(size, (size_t)d));
   return 0;

@@ -27,6 +27,19 @@ int sl__resize_u8(const uint8_t *src, int64_t sh, int64_t sw, size_t sstride, ui
 /* The resizer behind sl__resize_u8's bilinear (triangle filter) and area (`box`) methods (resample_u8.c):
  * antialiased when shrinking, fixed point, sizes >= 1. SL_ENOMEM when its filter tables cannot be allocated. */
 int sl__resample_u8(const uint8_t *src, int sh, int sw, size_t sstride, uint8_t *dst, int dh, int dw, int c, bool box);
+/* What the fused op's output pass does besides resampling (fn_jpeg.c, when the planner folded random_flip and
+ * normalize into decode_and_crop_jpeg): a left-right flip, and float32 output ((x * scale - mean) / std per channel,
+ * as `normalize` computes it, given as mul/add for up to 4 channels). */
+typedef struct sl__px_out {
+  bool flip, f32;
+  float mul[4], add[4];
+} sl__px_out;
+/* One output row of w pixels of c channels (c <= 4 when f32) from uint8 src to dst (uint8, or float32 when o->f32),
+ * mirrored when o->flip. Each value is the uint8 value times mul plus add, exactly as normalize does. */
+void sl__px_row(const uint8_t *src, void *dst, int64_t w, int c, const sl__px_out *o);
+/* sl__resample_u8 whose output rows go through sl__px_row (dst then holds dh x dw pixels of o's type). */
+int sl__resample_u8_px(const uint8_t *src, int sh, int sw, size_t sstride, void *dst, int dh, int dw, int c, bool box,
+                       const sl__px_out *o);
 /* The same for float32 images. */
 int sl__resize_f32(const float *src, int64_t sh, int64_t sw, size_t sstride, float *dst, int64_t dh, int64_t dw,
                    int c, int method);
@@ -55,9 +68,16 @@ typedef struct sl__jpeg_req {
    * shorter side is `shorter`. Each > 0 when used; the unfused functions' own arithmetic. */
   int64_t center_h, center_w, shorter;
   double center_frac;
+  /* The output pass (flip, float32 normalisation), or NULL: uint8 as decoded. With f32, mul/add are computed here
+   * from mean/std/scale once the channel count is known (nmean, nstd: 1 or the channel count). */
+  const sl__px_out *px;
+  int nmean, nstd;
+  const double *mean, *std;
+  double value_scale;
 } sl__jpeg_req;
 
-/* Decodes `len` bytes of JPEG into a new uint8 HWC buffer (*out, caller unrefs) of *h x *w x *c. Errors: SL_EINVAL
+/* Decodes `len` bytes of JPEG into a new HWC buffer (*out, caller unrefs) of *h x *w x *c, uint8 (float32 when
+ * req->px->f32). Errors: SL_EINVAL
  * for data that is not a JPEG, SL_ECORRUPT for a corrupt or truncated one, with libjpeg's message; the caller
  * prefixes the op and element. Thread-safe (no shared state). */
 int sl__jpeg_decode(const uint8_t *data, size_t len, const sl__jpeg_opts *o, const sl__jpeg_req *req, sl_buf **out,

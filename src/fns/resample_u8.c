@@ -86,6 +86,28 @@ static inline uint8_t clamp_round(int32_t v) {
   return (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
 }
 
+/* One pixel's three channels (and the next pixel's first byte, ignored: the row has padding) as 4 lanes, through
+ * k taps. */
+static inline __attribute__((always_inline)) v4i taps3(const uint8_t *s, const int16_t *w, int k) {
+  v4i acc = {0, 0, 0, 0};
+#define TAPS3(K)                                                                                                      \
+  for (int j = 0; j < (K); j++) {                                                                                      \
+    v4i px = {s[3 * j], s[3 * j + 1], s[3 * j + 2], s[3 * j + 3]};                                                     \
+    acc += w[j] * px;                                                                                                  \
+  }
+  switch (k) { /* constant trip counts unroll */
+  case 2: TAPS3(2) break;
+  case 3: TAPS3(3) break;
+  case 4: TAPS3(4) break;
+  case 5: TAPS3(5) break;
+  case 6: TAPS3(6) break;
+  case 7: TAPS3(7) break;
+  default: TAPS3(k) break;
+  }
+#undef TAPS3
+  return acc;
+}
+
 /* Horizontal pass of one row, c channels (the common counts get their own loops for the compiler). */
 SL_CLONES static void hrow(const uint8_t *src, uint8_t *dst, int dw, int c, const taps *t) {
   int k = t->ntap;
@@ -93,23 +115,7 @@ SL_CLONES static void hrow(const uint8_t *src, uint8_t *dst, int dw, int c, cons
     const int16_t *w = t->w + (size_t)o * (size_t)k;
     const uint8_t *s = src + (size_t)t->lo[o] * (size_t)c;
     if (c == 3) {
-      /* One pixel's three channels (and the next pixel's first byte, ignored: the row has padding) as 4 lanes. */
-      v4i acc = {0, 0, 0, 0};
-#define TAPS3(K)                                                                                                      \
-  for (int j = 0; j < (K); j++) {                                                                                      \
-    v4i px = {s[3 * j], s[3 * j + 1], s[3 * j + 2], s[3 * j + 3]};                                                     \
-    acc += w[j] * px;                                                                                                  \
-  }
-      switch (k) { /* constant trip counts unroll */
-      case 2: TAPS3(2) break;
-      case 3: TAPS3(3) break;
-      case 4: TAPS3(4) break;
-      case 5: TAPS3(5) break;
-      case 6: TAPS3(6) break;
-      case 7: TAPS3(7) break;
-      default: TAPS3(k) break;
-      }
-#undef TAPS3
+      v4i acc = taps3(s, w, k);
       dst[0] = clamp_round(acc[0]), dst[1] = clamp_round(acc[1]), dst[2] = clamp_round(acc[2]);
       dst += 3;
     } else if (c == 1) {
@@ -126,6 +132,25 @@ SL_CLONES static void hrow(const uint8_t *src, uint8_t *dst, int dw, int c, cons
   }
 }
 
+/* hrow for 3 channels with the output pass inside: each pixel is written where the flip puts it, as uint8 or as
+ * normalised float32, when it is computed (no second pass over the row). The values are sl__px_row's. */
+SL_CLONES static void hrow3_px(const uint8_t *src, void *dst, int dw, const taps *t, const sl__px_out *o) {
+  int k = t->ntap;
+  const float m0 = o->mul[0], m1 = o->mul[1], m2 = o->mul[2], a0 = o->add[0], a1 = o->add[1], a2 = o->add[2];
+  for (int x = 0; x < dw; x++) {
+    v4i acc = taps3(src + (size_t)t->lo[x] * 3, t->w + (size_t)x * (size_t)k, k);
+    uint8_t r = clamp_round(acc[0]), g = clamp_round(acc[1]), b = clamp_round(acc[2]);
+    size_t at = (size_t)(o->flip ? dw - 1 - x : x) * 3;
+    if (o->f32) {
+      float *d = (float *)dst + at;
+      d[0] = (float)r * m0 + a0, d[1] = (float)g * m1 + a1, d[2] = (float)b * m2 + a2;
+    } else {
+      uint8_t *d = (uint8_t *)dst + at;
+      d[0] = r, d[1] = g, d[2] = b;
+    }
+  }
+}
+
 SL_CLONES static void vrow(const uint8_t *src, size_t stride, int32_t *acc, uint8_t *dst, size_t len, const int16_t *w, int k) {
   for (size_t x = 0; x < len; x++) acc[x] = 0;
   for (int j = 0; j < k; j++) {
@@ -137,15 +162,65 @@ SL_CLONES static void vrow(const uint8_t *src, size_t stride, int32_t *acc, uint
   for (size_t x = 0; x < len; x++) dst[x] = clamp_round(acc[x]);
 }
 
+SL_CLONES static void px_row(const uint8_t *src, void *dst, int64_t w, int c, const sl__px_out *o) {
+  size_t cc = (size_t)c;
+  if (!o->f32) {
+    uint8_t *d = dst;
+    if (!o->flip) memcpy(d, src, (size_t)w * cc);
+    else if (c == 3)
+      for (int64_t x = 0; x < w; x++) {
+        uint8_t *q = d + (size_t)(w - 1 - x) * 3;
+        q[0] = src[3 * x], q[1] = src[3 * x + 1], q[2] = src[3 * x + 2];
+      }
+    else
+      for (int64_t x = 0; x < w; x++) memcpy(d + (size_t)(w - 1 - x) * cc, src + (size_t)x * cc, cc);
+    return;
+  }
+  float *d = dst;
+  if (c == 3) {
+    const float m0 = o->mul[0], m1 = o->mul[1], m2 = o->mul[2], a0 = o->add[0], a1 = o->add[1], a2 = o->add[2];
+    if (!o->flip)
+      for (int64_t x = 0; x < w; x++) {
+        d[3 * x] = (float)src[3 * x] * m0 + a0;
+        d[3 * x + 1] = (float)src[3 * x + 1] * m1 + a1;
+        d[3 * x + 2] = (float)src[3 * x + 2] * m2 + a2;
+      }
+    else
+      for (int64_t x = 0; x < w; x++) {
+        float *q = d + (size_t)(w - 1 - x) * 3;
+        q[0] = (float)src[3 * x] * m0 + a0;
+        q[1] = (float)src[3 * x + 1] * m1 + a1;
+        q[2] = (float)src[3 * x + 2] * m2 + a2;
+      }
+    return;
+  }
+  for (int64_t x = 0; x < w; x++) {
+    float *q = d + (size_t)(o->flip ? w - 1 - x : x) * cc;
+    for (int k = 0; k < c; k++) q[k] = (float)src[(size_t)x * cc + (size_t)k] * o->mul[k] + o->add[k];
+  }
+}
+
+/* (target_clones makes an ifunc, which -fvisibility=hidden does not hide: the clones stay static) */
+void sl__px_row(const uint8_t *src, void *dst, int64_t w, int c, const sl__px_out *o) { px_row(src, dst, w, c, o); }
+
 int sl__resample_u8(const uint8_t *src, int sh, int sw, size_t sstride, uint8_t *dst, int dh, int dw, int c, bool box) {
+  return sl__resample_u8_px(src, sh, sw, sstride, dst, dh, dw, c, box, NULL);
+}
+
+/* With an output pass, each row is resampled into `row` (in L1) and written out through sl__px_row: one pass from
+ * the decoded window to the final tensor. */
+int sl__resample_u8_px(const uint8_t *src, int sh, int sw, size_t sstride, void *dst, int dh, int dw, int c, bool box,
+                       const sl__px_out *px) {
   taps tv = {0}, th = {0};
   size_t len = (size_t)sw * (size_t)c;
   int rc = taps_make(&tv, sh, dh, box);
   if (!rc) rc = taps_make(&th, sw, dw, box);
   uint8_t *mid = NULL;
   int32_t *acc = NULL;
+  size_t orow = (size_t)dw * (size_t)c, osz = px && px->f32 ? orow * sizeof(float) : orow;
   if (!rc) {
-    mid = sl__malloc(len + 4); /* + the byte past the last pixel the 4-lane loop reads */
+    /* + the byte past the last pixel the 4-lane loop reads; then the output row of an output pass */
+    mid = sl__malloc(len + 4 + (px ? orow : 0));
     acc = sl__mallocarray(len, sizeof(int32_t));
     if (!mid || !acc) rc = sl__oom("resize rows");
     else memset(mid + len, 0, 4);
@@ -156,7 +231,14 @@ int sl__resample_u8(const uint8_t *src, int sh, int sw, size_t sstride, uint8_t 
       int k = tv.ntap;
       if (tv.lo[o] + k > sh) k = sh - tv.lo[o];
       vrow(s, sstride, acc, mid, len, tv.w + (size_t)o * (size_t)tv.ntap, k);
-      hrow(mid, dst + (size_t)o * (size_t)dw * (size_t)c, dw, c, &th);
+      if (!px) {
+        hrow(mid, (uint8_t *)dst + (size_t)o * orow, dw, c, &th);
+      } else if (c == 3) {
+        hrow3_px(mid, (uint8_t *)dst + (size_t)o * osz, dw, &th, px);
+      } else {
+        hrow(mid, mid + len + 4, dw, c, &th);
+        px_row(mid + len + 4, (uint8_t *)dst + (size_t)o * osz, dw, c, px);
+      }
     }
   sl__free(mid);
   sl__free(acc);

@@ -88,10 +88,16 @@ enum {
   SL__OPF_TAKES_SOURCE = 1u << 2 /* has a nested "source" chain (interleave) */
 };
 
+#define SL__MAX_SEED_OPS 4
 struct sl__op {
   const sl__op_vt *vt;
   sl_pipeline *pl;
   int index;       /* pre-order index in the pipeline's op array */
+  /* The op indices its per-element seeds derive from: its own index unless the spec's "seed_op" says otherwise
+   * (the planner's fusion keeps a rewritten spec drawing the seeds the ops it replaced drew); a fused map has one
+   * per op it stands for, seed_ops[0] giving call->seed. */
+  int seed_ops[SL__MAX_SEED_OPS];
+  int nseed_ops;
   int parent;      /* index of the consumer op, -1 for the root */
   bool nested;     /* inside an interleave's source chain */
   bool no_timing;  /* the pipeline's no_timing, copied here: its samplers never time */

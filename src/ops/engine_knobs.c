@@ -94,7 +94,8 @@ int sl__knob_check_keys(const sl__op *op, json_t *obj, const char *const *allowe
   const char *key;
   json_t *v;
   json_object_foreach(obj, key, v) {
-    if (!strcmp(key, "op") || (!strcmp(key, "fuse") && json_is_boolean(v))) continue; /* fuse: plan_fuse.c */
+    /* fuse and seed_op are every op's (plan_fuse.c; pipeline.c checks seed_op) */
+    if (!strcmp(key, "op") || (!strcmp(key, "fuse") && json_is_boolean(v)) || !strcmp(key, "seed_op")) continue;
     bool ok = false;
     for (const char *const *a = allowed; *a; a++)
       if (!strcmp(*a, key)) ok = true;

@@ -139,7 +139,7 @@ static int files_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **ou
     }
     sl_rng r;
     uint64_t base = c->seed >= 0 ? (uint64_t)c->seed : sl_pipeline_seed(op->pl);
-    sl_rng_seed(&r, sl__seed_of(base, (uint64_t)op->index, c->reshuffle ? (*out)->epoch : 0, 0xf11e));
+    sl_rng_seed(&r, sl__seed_of(base, (uint64_t)op->seed_ops[0], c->reshuffle ? (*out)->epoch : 0, 0xf11e));
     for (int64_t i = 0; i < c->n; i++) f->order[i] = i;
     for (int64_t i = c->n - 1; i > 0; i--) { /* Fisher-Yates */
       int64_t j = (int64_t)(sl_rng_u64(&r) % (uint64_t)(i + 1));

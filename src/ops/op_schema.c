@@ -40,8 +40,9 @@ bool sl__op_outside_identity(const char *kind) {
 int sl__op_check(const sl__op *op, json_t *obj) {
   const sl__op_schema *s = op->vt->schema;
   if (!s) return 0; /* an op without a schema checks its own keys */
-  /* "fuse" is every op's: false keeps the planner from fusing it with its neighbour (plan/plan_fuse.c). */
-  static const char *const skip[] = {"op", "fuse", NULL};
+  /* "fuse" is every op's: false keeps the planner from fusing it with its neighbour (plan/plan_fuse.c); so is
+   * "seed_op", which the fusion writes (checked in pipeline.c). */
+  static const char *const skip[] = {"op", "fuse", "seed_op", NULL};
   json_t *fuse = json_object_get(obj, "fuse");
   if (fuse && !json_is_boolean(fuse))
     return sl__err(SL_EINVAL, "%s.fuse: expected true or false", op->path);

@@ -103,7 +103,7 @@ static int shuf_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out
     return sl__op_err(op, SL_ENOMEM, "out of memory for a shuffle buffer");
   }
   uint64_t base = c->seed >= 0 ? (uint64_t)c->seed : sl_pipeline_seed(op->pl);
-  sl_rng_seed(&s->rng, sl__seed_of(base, (uint64_t)op->index, c->reshuffle ? (*out)->epoch : 0, 0x5eed));
+  sl_rng_seed(&s->rng, sl__seed_of(base, (uint64_t)op->seed_ops[0], c->reshuffle ? (*out)->epoch : 0, 0x5eed));
   return 0;
 }
 static void shuf_free_op(sl__op *op) { sl__free(op->impl); }

@@ -75,6 +75,28 @@ static int unknown_op(const char *opath, const char *kind) {
 
 /* Parses the chain `arr` at JSON path `path`; *last gets the chain's last op. `seed` is the structure of the
  * element a nested chain starts from (NULL for the top chain). */
+/* "seed_op": the op index (or, for a fused map, the indices) the op's per-element seeds derive from; absent, its
+ * own. The planner's fusion writes it so that a rewritten spec draws the same randomness as the one it came from. */
+static int seed_ops_parse(sl__op *op, json_t *obj) {
+  json_t *v = json_object_get(obj, "seed_op");
+  op->seed_ops[0] = op->index;
+  op->nseed_ops = 1;
+  if (!v) return 0;
+  size_t n = json_is_array(v) ? json_array_size(v) : 1;
+  if (n < 1 || n > SL__MAX_SEED_OPS || (n > 1 && strcmp(op->vt->kind, "map")))
+    return sl__err(SL_EINVAL, "%s.seed_op: expected an op index (a map: or up to %d of them)", op->path,
+                   SL__MAX_SEED_OPS);
+  for (size_t k = 0; k < n; k++) {
+    json_t *x = json_is_array(v) ? json_array_get(v, k) : v;
+    if (!json_is_integer(x) || json_integer_value(x) < 0 || json_integer_value(x) > (1 << 24))
+      return sl__err(SL_EINVAL, "%s.seed_op: expected an op index (an integer in 0..16777216), found %s", op->path,
+                     sl__json_type_name(x));
+    op->seed_ops[k] = (int)json_integer_value(x);
+  }
+  op->nseed_ops = (int)n;
+  return 0;
+}
+
 static int parse_chain(sl_pipeline *p, json_t *arr, const char *path, bool nested, int parent, sl__op **last,
                        const sl__struct *seed) {
   if (!json_is_array(arr))
@@ -119,7 +141,7 @@ static int parse_chain(sl_pipeline *p, json_t *arr, const char *path, bool neste
                                 "interleave source)", opath, vt->kind);
     if (prev) prev->parent = op->index;
     int rc = sl__op_check(op, obj);
-    if (rc) return rc;
+    if (rc || (rc = seed_ops_parse(op, obj))) return rc;
     if (vt->flags & SL__OPF_TAKES_SOURCE) {
       json_t *src = json_object_get(obj, "source");
       if (!src) return sl__err(SL_EINVAL, "%s.source: '%s' needs a nested source chain", opath, vt->kind);

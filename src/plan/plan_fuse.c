@@ -3,7 +3,11 @@
  * from the same parameters and per-element seed, skips the rows above it, decodes only the block columns under it
  * and at the smallest DCT scale (n/8) that still gives the output size, then resizes what is left. Fusion is
  * conservative: both ops plain maps with only the args this file knows, the crop reading the decoder's output and
- * writing over it (so the element keeps the same components, shapes and dtypes), and neither marked "fuse": false. */
+ * writing over it (so the element keeps the same components, shapes and dtypes), and neither marked "fuse": false.
+ * Then random_flip and normalize right after a decode_and_crop_jpeg fold into its output pass (one pass from the
+ * decoded window to the flipped float32 tensor), under the same conditions. A rewritten spec draws the randomness
+ * the original drew: every op whose pre-order index moved says where its seeds came from ("seed_op"), and a fused
+ * op lists the crop's and the flip's ([crop, flip]). */
 #include <string.h>
 
 #include "ops/engine_int.h"
@@ -43,6 +47,27 @@ static json_t *merge_knob(json_t *a, json_t *b) {
   return json_integer(x > y ? x : y);
 }
 
+/* The fused op's map knobs from a and b (merged into `into`, which may be a). */
+static int merge_knobs(json_t *into, json_t *a, json_t *b) {
+  int rc = 0;
+  const char *knobs[] = {"parallelism", "buffer"};
+  for (int k = 0; k < 2; k++) {
+    json_t *v = merge_knob(json_object_get(a, knobs[k]), json_object_get(b, knobs[k]));
+    if (v) rc |= json_object_set_new(into, knobs[k], v);
+  }
+  if (json_is_false(json_object_get(a, "deterministic")) || json_is_false(json_object_get(b, "deterministic")))
+    rc |= json_object_set_new(into, "deterministic", json_false());
+  if (json_object_get(b, "on_error")) rc |= json_object_set(into, "on_error", json_object_get(b, "on_error"));
+  return rc;
+}
+
+/* True when maps a and b handle a function's error alike (on_error, "fail" when absent). */
+static bool same_on_error(json_t *a, json_t *b) {
+  json_t *x = json_object_get(a, "on_error"), *y = json_object_get(b, "on_error");
+  const char *p = x ? json_string_value(x) : "fail", *q = y ? json_string_value(y) : "fail";
+  return p && q && !strcmp(p, q);
+}
+
 /* Copies args[key] into dst when present. */
 static int copy_arg(json_t *dst, json_t *args, const char *key, const char *as) {
   json_t *v = json_object_get(args, key);
@@ -63,6 +88,7 @@ static json_t *fuse_pair(json_t *a, json_t *b, const char *crop, bool *oom) {
   const char *img = str_arg(da, "output", "image"), *cin = str_arg(ca, "component", "image");
   if (strcmp(img, cin) || strcmp(str_arg(ca, "output", cin), cin)) return NULL;
   /* Fused args: the decoder's, then the crop's mode. */
+  if (!same_on_error(a, b)) return NULL; /* one op cannot skip for one part and fail for the other */
   json_t *args = json_object(), *op = json_object();
   int rc = !args || !op;
   for (const char *const *k = dkeys; !rc && *k; k++) rc |= copy_arg(args, da, *k, NULL);
@@ -78,13 +104,9 @@ static json_t *fuse_pair(json_t *a, json_t *b, const char *crop, bool *oom) {
   }
   rc |= json_object_set_new(op, "op", json_string("map")) | json_object_set_new(op, "fn", json_string("decode_and_crop_jpeg"));
   rc |= json_object_set(op, "args", args);
-  const char *knobs[] = {"parallelism", "buffer"};
-  for (int k = 0; k < 2; k++) {
-    json_t *v = merge_knob(json_object_get(a, knobs[k]), json_object_get(b, knobs[k]));
-    if (v) rc |= json_object_set_new(op, knobs[k], v);
-  }
-  if (json_is_false(json_object_get(a, "deterministic")) || json_is_false(json_object_get(b, "deterministic")))
-    rc |= json_object_set_new(op, "deterministic", json_false());
+  rc |= merge_knobs(op, a, b);
+  json_t *seed = json_object_get(b, "seed_op"); /* the crop's randomness */
+  if (seed) rc |= json_object_set(op, "seed_op", seed);
   json_decref(args);
   if (rc) {
     json_decref(op);
@@ -125,9 +147,107 @@ static int fuse_chain(json_t *ops, const char *path, sl__str *notes) {
   return n;
 }
 
+/* Folds random_flip and normalize (either order, each once) that follow decode_and_crop_jpeg op o into its output
+ * pass. Returns the number folded, 0 when none qualifies, or SL_ENOMEM. */
+static int fold_after(json_t *ops, size_t i, const char *path, sl__str *notes) {
+  static const char *const flip_keys[] = {"component", "output", "prob", "method", NULL};
+  static const char *const norm_keys[] = {"component", "output", "scale", "mean", "std", NULL};
+  json_t *o = json_array_get(ops, i), *args = json_object_get(o, "args");
+  if (args && !json_is_object(args)) return 0;
+  const char *img = str_arg(args, "output", "image");
+  int n = 0;
+  while (i + 1 < json_array_size(ops)) {
+    json_t *b = json_array_get(ops, i + 1), *ba = json_object_get(b, "args");
+    const char *g = map_fn(b);
+    if (!g || (ba && !json_is_object(ba)) || strcmp(str_arg(ba, "component", "image"), img) ||
+        strcmp(str_arg(ba, "output", img), img) || !same_on_error(o, b))
+      break;
+    json_t *seed = json_object_get(o, "seed_op"), *bseed = json_object_get(b, "seed_op");
+    int rc = 0;
+    if (!strcmp(g, "random_flip") && !json_object_get(args, "flip_prob") && only_keys(ba, flip_keys) &&
+        json_is_integer(seed) && json_is_integer(bseed)) {
+      json_t *prob = json_object_get(ba, "prob");
+      if (prob && !json_is_number(prob)) break;
+      if (!args && (!(args = json_object()) || json_object_set_new(o, "args", args))) return sl__oom("the fused spec");
+      rc |= json_object_set_new(args, "flip_prob", prob ? json_deep_copy(prob) : json_real(0.5));
+      /* [the crop's seed op, the flip's]: the fused op's call->seeds */
+      json_t *pair = json_pack("[OO]", seed, bseed);
+      rc |= !pair || json_object_set_new(o, "seed_op", pair);
+    } else if (!strcmp(g, "normalize") && !json_is_true(json_object_get(args, "normalize")) && only_keys(ba, norm_keys)) {
+      json_t *mean = json_object_get(ba, "mean"), *std = json_object_get(ba, "std");
+      if ((mean && (!json_is_array(mean) || json_array_size(mean) > 4)) || (std && (!json_is_array(std) || json_array_size(std) > 4)))
+        break; /* the output pass takes up to 4 channels */
+      if (!args && (!(args = json_object()) || json_object_set_new(o, "args", args))) return sl__oom("the fused spec");
+      rc |= json_object_set_new(args, "normalize", json_true());
+      rc |= copy_arg(args, ba, "mean", NULL) | copy_arg(args, ba, "std", NULL) | copy_arg(args, ba, "scale", "value_scale");
+    } else {
+      break;
+    }
+    rc |= merge_knobs(o, o, b);
+    if (rc || sl__str_printf(notes, "%s%s[%zu] %s folded into %s[%zu] decode_and_crop_jpeg", notes->len ? ", " : "",
+                             path, i + 1 + (size_t)n, g, path, i) ||
+        json_array_remove(ops, i + 1))
+      return sl__oom("the fused spec");
+    n++;
+  }
+  return n;
+}
+
+/* Folds flip and normalize into every decode_and_crop_jpeg of a chain (recursing into nested sources). */
+static int fold_chain(json_t *ops, const char *path, sl__str *notes) {
+  int n = 0;
+  for (size_t i = 0; i < json_array_size(ops); i++) {
+    json_t *o = json_array_get(ops, i), *src = json_object_get(o, "source");
+    if (json_is_array(src)) {
+      sl__str sp = {0};
+      if (sl__str_printf(&sp, "%s[%zu].source", path, i)) return sl__oom("the fused spec");
+      int k = fold_chain(src, sp.s, notes);
+      sl__str_dispose(&sp);
+      if (k < 0) return k;
+      n += k;
+    }
+    const char *f = map_fn(o);
+    if (!f || strcmp(f, "decode_and_crop_jpeg")) continue;
+    int k = fold_after(ops, i, path, notes);
+    if (k < 0) return k;
+    n += k;
+  }
+  return n;
+}
+
+/* Pre-order walk (the order pipeline.c numbers ops in): annotate gives every op without a "seed_op" its index;
+ * otherwise a "seed_op" equal to the op's (new) index is dropped, so only the ops a rewrite moved keep one. */
+static int seed_walk(json_t *ops, int *idx, bool annotate) {
+  for (size_t i = 0; i < json_array_size(ops); i++) {
+    json_t *o = json_array_get(ops, i);
+    if (!json_is_object(o)) continue;
+    int me = (*idx)++;
+    json_t *v = json_object_get(o, "seed_op");
+    if (annotate && !v) {
+      if (json_object_set_new(o, "seed_op", json_integer(me))) return sl__oom("the fused spec");
+    } else if (!annotate && json_is_integer(v) && json_integer_value(v) == me) {
+      json_object_del(o, "seed_op");
+    }
+    json_t *src = json_object_get(o, "source");
+    if (json_is_array(src)) {
+      int rc = seed_walk(src, idx, annotate);
+      if (rc) return rc;
+    }
+  }
+  return 0;
+}
+
 int sl__plan_fuse_spec(json_t *spec) {
   sl__str notes = {0};
-  int n = fuse_chain(json_object_get(spec, "ops"), "ops", &notes);
+  json_t *ops = json_object_get(spec, "ops");
+  int idx = 0, n = seed_walk(ops, &idx, true);
+  if (n == 0) n = fuse_chain(ops, "ops", &notes);
+  if (n >= 0) {
+    int k = fold_chain(ops, "ops", &notes);
+    n = k < 0 ? k : n + k;
+  }
+  idx = 0;
+  if (n >= 0 && seed_walk(ops, &idx, false)) n = SL_ENOMEM;
   if (n > 0) {
     const char *old = json_string_value(json_object_get(spec, "comment"));
     sl__str c = {0};

@@ -218,6 +218,104 @@ static void test_errors_match(void **st) {
   free(p.j);
 }
 
+/* Runs f on e with the seeds a fused op's call carries ([crop, flip]). */
+static int call_seeds(tf_fn *f, sl_elem *e, uint64_t crop_seed, uint64_t flip_seed) {
+  uint64_t seeds[2] = {crop_seed, flip_seed};
+  sl_fn_call call = {0, crop_seed, true, "ops[7]", seeds, 2};
+  sl_error_clear();
+  return f->fn.def.call(f->state, e, &call);
+}
+
+/* The output pass (random_flip and normalize folded in): the same values as decode_and_crop_jpeg then random_flip
+ * (seeded with the flip's seed) then normalize, on every picture kind and every decode path (resampled with the
+ * pass inside the resampler, resized by another method, not resized, CMYK); uint8 when normalize is off. A corrupt
+ * JPEG fails alike with and without the pass. */
+static void test_output_pass_equals_flip_normalize(void **st) {
+  pic p[8];
+  int np = make_all(p);
+  const char *modes[] = {"\"random\": true, \"size\": [40, 56]", "\"random\": true, \"size\": [33, 31], \"method\": \"area\"",
+                         "\"random\": true, \"size\": [24, 24], \"method\": \"bicubic\"", "\"center\": [30, 20]",
+                         "\"crop\": [3, 5, 17, 29]", "\"full\": true, \"size\": [64, 64], \"method\": \"nearest\""};
+  int flips = 0, calls = 0;
+  for (int i = 0; i < np; i++)
+    for (size_t m = 0; m < sizeof modes / sizeof *modes; m++)
+      for (int norm = 0; norm < 2; norm++) {
+        bool gray = !strcmp(p[i].name, "gray");
+        const char *nargs = gray ? "\"mean\": [100], \"std\": [50], \"value_scale\": 2" : "";
+        char plain[256], fused[512], normargs[128];
+        snprintf(plain, sizeof plain, "{%s}", modes[m]);
+        snprintf(fused, sizeof fused, "{%s, \"flip_prob\": 0.5%s%s%s}", modes[m], norm ? ", \"normalize\": true" : "",
+                 norm && gray ? ", " : "", norm ? nargs : "");
+        snprintf(normargs, sizeof normargs, "{%s}", gray ? "\"mean\": [100], \"std\": [50], \"scale\": 2" : "");
+        tf_fn dec, fl, nm, fu;
+        assert_int_equal(tf_open(&dec, "decode_and_crop_jpeg", plain), 0);
+        assert_int_equal(tf_open(&fl, "random_flip", "{\"prob\": 0.5}"), 0);
+        assert_int_equal(tf_open(&nm, "normalize", normargs), 0);
+        if (tf_open(&fu, "decode_and_crop_jpeg", fused)) fprintf(stderr, "%s: %s\n", fused, sl_error_last());
+        for (uint64_t seed = 1; seed <= 6; seed++) {
+          uint64_t fseed = sl__mix64(seed + 1000);
+          sl_elem a, b, c;
+          set_jpeg(&a, p[i].j, p[i].n);
+          set_jpeg(&b, p[i].j, p[i].n);
+          set_jpeg(&c, p[i].j, p[i].n);
+          assert_int_equal(tf_call(&dec, &a, seed, 0, NULL), 0);
+          assert_int_equal(tf_call(&fl, &a, fseed, 0, NULL), 0);
+          if (norm) assert_int_equal(tf_call(&nm, &a, 0, 0, NULL), 0);
+          int rc = call_seeds(&fu, &b, seed, fseed);
+          if (rc) fprintf(stderr, "%s %s: %s\n", p[i].name, fused, sl_error_last());
+          assert_int_equal(rc, 0);
+          assert_int_equal(tf_call(&dec, &c, seed, 0, NULL), 0); /* unflipped, to count the flips */
+          sl_comp *x = sl_elem_get(&a, "image"), *y = sl_elem_get(&b, "image"), *z = sl_elem_get(&c, "image");
+          assert_int_equal(x->dtype, y->dtype);
+          assert_int_equal(y->dtype, norm ? SL_FLOAT32 : SL_UINT8);
+          assert_int_equal(x->rank, 3);
+          for (int d = 0; d < 3; d++) assert_int_equal(x->shape[d], y->shape[d]);
+          if (norm) {
+            const float *u = sl_comp_data(x), *v = sl_comp_data(y);
+            for (int64_t k = 0; k < sl_comp_count(x); k++) assert_true(fabsf(u[k] - v[k]) <= 1e-5f * (1 + fabsf(u[k])));
+          } else {
+            assert_memory_equal(sl_comp_data(x), sl_comp_data(y), x->size);
+            flips += memcmp(sl_comp_data(y), sl_comp_data(z), z->size) != 0;
+            calls++;
+          }
+          sl_elem_clear(&a);
+          sl_elem_clear(&b);
+          sl_elem_clear(&c);
+        }
+        tf_close(&dec);
+        tf_close(&fl);
+        tf_close(&nm);
+        tf_close(&fu);
+      }
+  /* Both decisions were taken (a flip of a symmetric crop could hide one, not a third of them). */
+  assert_true(flips > calls / 4 && flips < calls * 3 / 4);
+  /* Errors: a truncated JPEG fails with the pass as without; 3 mean values on a gray image are refused. */
+  for (int i = 0; i < np; i++) {
+    sl_elem e;
+    set_jpeg(&e, p[i].j, p[i].n / 2);
+    tf_fn fu;
+    assert_int_equal(tf_open(&fu, "decode_and_crop_jpeg", "{\"crop\": [0, 0, 8, 8], \"flip_prob\": 1, \"normalize\": true}"), 0);
+    assert_int_equal(call_seeds(&fu, &e, 1, 2), SL_ECORRUPT);
+    tf_close(&fu);
+    sl_elem_clear(&e);
+  }
+  sl_elem e;
+  set_jpeg(&e, p[2].j, p[2].n);
+  tf_fn fu;
+  assert_int_equal(tf_open(&fu, "decode_and_crop_jpeg", "{\"crop\": [0, 0, 8, 8], \"normalize\": true, \"channels\": 0}"), 0);
+  assert_int_equal(call_seeds(&fu, &e, 1, 2), SL_EINVAL);
+  tf_expect_msg("mean has 3 values");
+  tf_close(&fu);
+  sl_elem_clear(&e);
+  const char *bad[] = {"{\"random\": true, \"flip_prob\": 1.5}", "{\"random\": true, \"mean\": [1, 2, 3]}",
+                       "{\"random\": true, \"normalize\": true, \"std\": [1, 0, 1]}"};
+  for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+    assert_int_equal(tf_open(&fu, "decode_and_crop_jpeg", bad[k]), SL_EINVAL);
+    tf_expect_msg("ops[1].args");
+  }
+  free_all(p, np);
+}
+
 static void test_mode_args(void **st) {
   tf_fn f;
   const char *bad[] = {"{\"random\": true, \"center\": [4, 4]}", "{\"center\": [4, 4], \"size\": [4, 4]}",
@@ -234,6 +332,7 @@ int main(void) {
       cmocka_unit_test(test_rrc_fused_within_bound), cmocka_unit_test(test_rrc_same_windows),
       cmocka_unit_test(test_exact_at_scale_one),     cmocka_unit_test(test_resize_fused_within_bound),
       cmocka_unit_test(test_errors_match),           cmocka_unit_test(test_mode_args),
+      cmocka_unit_test(test_output_pass_equals_flip_normalize),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   tf_release_all();

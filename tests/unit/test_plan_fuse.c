@@ -2,6 +2,7 @@
  * ops apart ("fuse": false, a crop writing elsewhere, an op between), and that the fused pipeline yields elements of
  * the same components, shapes, dtypes and label order as the input spec. */
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,9 +25,9 @@ static void test_decode_then_rrc_is_fused(void **st) {
                    "{\"op\": \"map\", \"fn\": \"random_resized_crop\", \"parallelism\": \"autotune\", \"deterministic\": false, "
                    "\"args\": {\"size\": [96, 80], \"scale\": [0.2, 1], \"method\": \"area\"}}, "
                    "{\"op\": \"map\", \"fn\": \"random_flip\"}, {\"op\": \"batch\", \"size\": 4}]}");
-  assert_int_equal(sl__plan_fuse_spec(s), 1);
+  assert_int_equal(sl__plan_fuse_spec(s), 2); /* the pair, then the flip folded in */
   json_t *ops = json_object_get(s, "ops");
-  assert_int_equal(json_array_size(ops), 4);
+  assert_int_equal(json_array_size(ops), 3);
   json_t *f = json_array_get(ops, 1);
   assert_string_equal(json_string_value(json_object_get(f, "fn")), "decode_and_crop_jpeg");
   assert_string_equal(json_string_value(json_object_get(f, "parallelism")), "autotune");
@@ -38,7 +39,8 @@ static void test_decode_then_rrc_is_fused(void **st) {
   assert_int_equal(json_integer_value(json_object_get(a, "channels")), 3);
   assert_int_equal(json_integer_value(json_array_get(json_object_get(a, "size"), 1)), 80);
   assert_non_null(json_object_get(a, "scale"));
-  assert_string_equal(json_string_value(json_object_get(json_array_get(ops, 2), "fn")), "random_flip");
+  assert_true(json_real_value(json_object_get(a, "flip_prob")) == 0.5);
+  assert_string_equal(json_string_value(json_object_get(json_array_get(ops, 2), "op")), "batch");
   const char *c = json_string_value(json_object_get(s, "comment"));
   assert_non_null(c);
   assert_non_null(strstr(c, "ops[1] decode_jpeg + ops[2] random_resized_crop"));
@@ -88,9 +90,81 @@ static void test_what_stays_apart(void **st) {
   }
 }
 
+/* random_flip and normalize after the crop fold into the fused op; the seeds stay those of the original ops. */
+static void test_flip_normalize_folded(void **st) {
+  json_t *s = load("{\"seed\": 1, \"ops\": [{\"op\": \"files\", \"glob\": \"x/*\"}, "
+                   "{\"op\": \"interleave\", \"source\": [{\"op\": \"tfrecord\"}]}, " DEC ", "
+                   "{\"op\": \"map\", \"fn\": \"random_resized_crop\", \"args\": {\"size\": [96, 80]}}, "
+                   "{\"op\": \"map\", \"fn\": \"random_flip\", \"args\": {\"prob\": 0.25}}, "
+                   "{\"op\": \"map\", \"fn\": \"normalize\", \"parallelism\": 3, \"args\": {\"mean\": [1, 2, 3], \"scale\": 2}}, "
+                   "{\"op\": \"shuffle\", \"buffer\": 8}, {\"op\": \"batch\", \"size\": 4}]}");
+  assert_int_equal(sl__plan_fuse_spec(s), 3);
+  json_t *ops = json_object_get(s, "ops");
+  assert_int_equal(json_array_size(ops), 5);
+  json_t *f = json_array_get(ops, 2), *a = json_object_get(f, "args");
+  assert_string_equal(json_string_value(json_object_get(f, "fn")), "decode_and_crop_jpeg");
+  assert_true(json_real_value(json_object_get(a, "flip_prob")) == 0.25);
+  assert_true(json_is_true(json_object_get(a, "normalize")));
+  assert_int_equal(json_integer_value(json_object_get(a, "value_scale")), 2);
+  assert_int_equal(json_array_size(json_object_get(a, "mean")), 3);
+  assert_int_equal(json_integer_value(json_object_get(f, "parallelism")), 3);
+  /* pre-order: files 0, interleave 1, tfrecord 2, decode 3, crop 4, flip 5, normalize 6, shuffle 7, batch 8 */
+  json_t *seed = json_object_get(f, "seed_op");
+  assert_int_equal(json_array_size(seed), 2);
+  assert_int_equal(json_integer_value(json_array_get(seed, 0)), 4);
+  assert_int_equal(json_integer_value(json_array_get(seed, 1)), 5);
+  assert_int_equal(json_integer_value(json_object_get(json_array_get(ops, 3), "seed_op")), 7); /* the shuffle */
+  assert_null(json_object_get(json_array_get(ops, 0), "seed_op")); /* not moved */
+  assert_non_null(strstr(json_string_value(json_object_get(s, "comment")), "random_flip folded into"));
+  json_decref(s);
+  /* What stays apart: "fuse": false on the flip (and so the normalize after it), a flip with boxes, a flip writing
+   * elsewhere, a normalize with more channels than the pass takes, on_error differing. */
+  const char *apart[] = {
+      "{\"op\": \"map\", \"fn\": \"random_flip\", \"fuse\": false}, {\"op\": \"map\", \"fn\": \"normalize\"}",
+      "{\"op\": \"map\", \"fn\": \"random_flip\", \"args\": {\"boxes\": \"b\"}}",
+      "{\"op\": \"map\", \"fn\": \"random_flip\", \"args\": {\"output\": \"flipped\"}}",
+      "{\"op\": \"map\", \"fn\": \"normalize\", \"args\": {\"mean\": [1, 2, 3, 4, 5]}}",
+      "{\"op\": \"map\", \"fn\": \"normalize\", \"fuse\": false}",
+      "{\"op\": \"map\", \"fn\": \"normalize\", \"on_error\": \"skip\"}"};
+  for (size_t i = 0; i < sizeof apart / sizeof *apart; i++) {
+    char js[1024];
+    snprintf(js, sizeof js, "{\"ops\": [{\"op\": \"files\", \"glob\": \"x/*\"}, {\"op\": \"map\", \"fn\": "
+             "\"decode_and_crop_jpeg\", \"args\": {\"random\": true, \"size\": [8, 8]}}, %s]}", apart[i]);
+    s = load(js);
+    json_t *before = json_deep_copy(s);
+    assert_int_equal(sl__plan_fuse_spec(s), 0);
+    assert_true(json_equal(s, before));
+    json_decref(s);
+    json_decref(before);
+  }
+  /* on_error alike on both: folded, and kept */
+  s = load("{\"ops\": [{\"op\": \"files\", \"glob\": \"x/*\"}, {\"op\": \"map\", \"fn\": \"decode_jpeg\", \"on_error\": "
+           "\"skip\"}, {\"op\": \"map\", \"fn\": \"resize\", \"on_error\": \"skip\", \"args\": {\"size\": [8, 8]}}, "
+           "{\"op\": \"map\", \"fn\": \"normalize\", \"on_error\": \"skip\"}]}");
+  assert_int_equal(sl__plan_fuse_spec(s), 2);
+  f = json_array_get(json_object_get(s, "ops"), 1);
+  assert_string_equal(json_string_value(json_object_get(f, "on_error")), "skip");
+  json_decref(s);
+  s = load("{\"ops\": [{\"op\": \"files\", \"glob\": \"x/*\"}, {\"op\": \"map\", \"fn\": \"decode_jpeg\", \"on_error\": "
+           "\"skip\"}, {\"op\": \"map\", \"fn\": \"resize\", \"args\": {\"size\": [8, 8]}}]}");
+  assert_int_equal(sl__plan_fuse_spec(s), 0);
+  json_decref(s);
+}
+
 /* A tiny generated dataset, read in a fixed order. */
 static char *g_dir;
+/* Truncates the JPEG of every odd-indexed element to a third (corrupt: decoding fails). */
+static int corrupt_odd(void *state, sl_elem *e, sl_fn_call *call) {
+  if (call->index % 2 == 0) return 0;
+  sl_comp *c = sl_elem_get(e, "image/encoded");
+  if (!c) return sl_error_set(SL_EINVAL, "no image/encoded");
+  c->size /= 3;
+  return 0;
+}
+
 static int setup(void **st) {
+  sl_fn_def def = {SL_FN_DEF_VERSION, 0, NULL, corrupt_odd, NULL};
+  if (sl_fn_register("corrupt_odd", &def, NULL)) return -1;
   g_dir = tu_tmpdir("plan_fuse");
   sl_gen_opts o = SL_GEN_OPTS_INIT;
   o.out_dir = g_dir;
@@ -169,6 +243,106 @@ static void test_fused_pipeline_same_elements(void **st) {
   }
 }
 
+/* Runs both pipelines to the end; every component equal (float32 within rounding); the number of elements. */
+static int expect_equal_elements(sl_pipeline *a, sl_pipeline *b) {
+  sl_iter *ia, *ib;
+  assert_int_equal(sl_pipeline_iter(&ia, a), 0);
+  assert_int_equal(sl_pipeline_iter(&ib, b), 0);
+  int n = 0;
+  for (;; n++) {
+    sl_elem x, y;
+    sl_elem_init(&x);
+    sl_elem_init(&y);
+    int ra = sl_iter_next(&x, ia), rb = sl_iter_next(&y, ib);
+    if (ra != rb) fprintf(stderr, "element %d: %d vs %d: %s\n", n, ra, rb, sl_error_last());
+    assert_int_equal(ra, rb);
+    if (ra == SL_END) break;
+    if (ra) fprintf(stderr, "%s\n", sl_error_last());
+    assert_int_equal(ra, 0);
+    assert_int_equal(x.n, y.n);
+    for (int k = 0; k < x.n; k++) {
+      sl_comp *cx = &x.c[k], *cy = sl_elem_get(&y, cx->name);
+      assert_non_null(cy);
+      assert_int_equal(cx->dtype, cy->dtype);
+      assert_int_equal(cx->size, cy->size);
+      if (cx->dtype == SL_FLOAT32) {
+        const float *u = sl_comp_data(cx), *v = sl_comp_data(cy);
+        for (int64_t i = 0; i < sl_comp_count(cx); i++) {
+          if (!(fabsf(u[i] - v[i]) <= 1e-5f * (1 + fabsf(u[i]))))
+            fprintf(stderr, "element %d '%s'[%lld]: %g vs %g\n", n, cx->name, (long long)i, (double)u[i], (double)v[i]);
+          assert_true(fabsf(u[i] - v[i]) <= 1e-5f * (1 + fabsf(u[i])));
+        }
+      } else if (cx->dtype != SL_BYTES) {
+        assert_memory_equal(sl_comp_data(cx), sl_comp_data(cy), cx->size);
+      }
+    }
+    sl_elem_clear(&x);
+    sl_elem_clear(&y);
+  }
+  sl_iter_free(ia);
+  sl_iter_free(ib);
+  return n;
+}
+
+/* A spec, its fused rewrite: the rewrite folds flip and normalize (and the crop when given) and yields the same
+ * elements: same flips (the seeds of the original ops), same values within float rounding. Exact crops only
+ * (center_crop at DCT scale 1, or decode_and_crop_jpeg as written), so that any difference is the pass's. Padded
+ * and ragged batches, drop_remainder, a random op after the fused one. */
+static void test_folded_pipeline_equal(void **st) {
+  const char *mid[] = {
+      "{\"op\": \"map\", \"fn\": \"decode_jpeg\", \"parallelism\": 2, \"args\": {\"channels\": 3}}, "
+      "{\"op\": \"map\", \"fn\": \"center_crop\", \"args\": {\"size\": [100, 120]}}, "
+      "{\"op\": \"map\", \"fn\": \"random_flip\"}, {\"op\": \"map\", \"fn\": \"normalize\"}, "
+      "{\"op\": \"shuffle\", \"buffer\": 5}, {\"op\": \"batch\", \"size\": 5}",
+      "{\"op\": \"map\", \"fn\": \"decode_and_crop_jpeg\", \"parallelism\": 2, \"args\": {\"random\": true, \"size\": [40, 30]}}, "
+      "{\"op\": \"map\", \"fn\": \"random_flip\", \"args\": {\"prob\": 0.7}}, {\"op\": \"map\", \"fn\": \"normalize\", "
+      "\"args\": {\"mean\": [10], \"std\": [3], \"scale\": 0.5}}, {\"op\": \"batch\", \"size\": 4, \"drop_remainder\": true}",
+      "{\"op\": \"map\", \"fn\": \"decode_and_crop_jpeg\", \"args\": {\"random\": true}}, "
+      "{\"op\": \"map\", \"fn\": \"random_flip\"}, {\"op\": \"map\", \"fn\": \"normalize\"}, "
+      "{\"op\": \"padded_batch\", \"size\": 5}",
+      "{\"op\": \"map\", \"fn\": \"decode_jpeg\", \"args\": {\"channels\": 3}}, "
+      "{\"op\": \"map\", \"fn\": \"center_crop\", \"args\": {\"fraction\": 0.5}}, {\"op\": \"map\", \"fn\": \"random_flip\"}, "
+      "{\"op\": \"padded_batch\", \"size\": 5}"};
+  const int expect_n[] = {3, 3, 3, 3}; /* 12 images: 5 + 5 + 2, or 4 x 3 */
+  for (int i = 0; i < 4; i++) {
+    sl_pipeline *p = tu_pipelinef("{\"seed\": 9, \"ops\": [{\"op\": \"files\", \"glob\": \"%s/train-*\"}, "
+                                  "{\"op\": \"interleave\", \"cycle_length\": 1, \"source\": [{\"op\": \"tfrecord\"}]}, "
+                                  "{\"op\": \"map\", \"fn\": \"parse_example\", \"args\": {\"features\": {\"image/encoded\": "
+                                  "{\"dtype\": \"bytes\"}, \"image/class/label\": {\"dtype\": \"int64\"}}}}, %s]}",
+                                  g_dir, mid[i]);
+    sl_pipeline *f = NULL;
+    assert_int_equal(sl__plan_fuse(&f, p), 0);
+    assert_non_null(f);
+    char *js = NULL;
+    assert_int_equal(sl_pipeline_to_json(&js, f), 0);
+    assert_null(strstr(js, "\"random_flip\""));
+    assert_true((strstr(js, "\"normalize\": true") != NULL) == (i < 3));
+    sl_free(js);
+    assert_int_equal(expect_equal_elements(p, f), expect_n[i]);
+    sl_pipeline_free(p);
+    sl_pipeline_free(f);
+  }
+}
+
+/* The fused op under on_error "skip": a record whose JPEG is corrupt is dropped and counted as unfused. */
+static void test_folded_skips_corrupt(void **st) {
+  const char *spec = "{\"seed\": 2, \"ops\": [{\"op\": \"files\", \"glob\": \"%s/train-*\"}, "
+                     "{\"op\": \"interleave\", \"cycle_length\": 1, \"source\": [{\"op\": \"tfrecord\"}]}, "
+                     "{\"op\": \"map\", \"fn\": \"parse_example\", \"args\": {\"features\": {\"image/encoded\": "
+                     "{\"dtype\": \"bytes\"}, \"image/class/label\": {\"dtype\": \"int64\"}}}}, "
+                     "{\"op\": \"map\", \"fn\": \"corrupt_odd\"}, "
+                     "{\"op\": \"map\", \"fn\": \"decode_jpeg\", \"on_error\": \"skip\", \"args\": {\"channels\": 3}}, "
+                     "{\"op\": \"map\", \"fn\": \"center_crop\", \"on_error\": \"skip\", \"args\": {\"size\": [64, 64]}}, "
+                     "{\"op\": \"map\", \"fn\": \"random_flip\", \"on_error\": \"skip\"}, "
+                     "{\"op\": \"map\", \"fn\": \"normalize\", \"on_error\": \"skip\"}, {\"op\": \"batch\", \"size\": 3}]}";
+  sl_pipeline *p = tu_pipelinef(spec, g_dir), *f = NULL;
+  assert_int_equal(sl__plan_fuse(&f, p), 0);
+  assert_non_null(f);
+  assert_int_equal(expect_equal_elements(p, f), 2); /* 6 of 12 left */
+  sl_pipeline_free(p);
+  sl_pipeline_free(f);
+}
+
 /* "fuse": false is a valid knob on any op, and keeps the pair apart through the optimizer. */
 static void test_optimizer_fuses_unless_told_not_to(void **st) {
   for (int keep = 0; keep < 2; keep++) {
@@ -190,6 +364,47 @@ static void test_optimizer_fuses_unless_told_not_to(void **st) {
   snprintf(bad, sizeof bad, "{\"ops\": [{\"op\": \"files\", \"glob\": \"%s/train-*\"}, {\"op\": \"map\", \"fn\": "
            "\"decode_jpeg\", \"fuse\": 1}]}", g_dir);
   tu_expect_spec_error(bad, SL_EINVAL, "fuse");
+  /* "seed_op": an index, or for a map a list of up to 4 */
+  const char *seeds[] = {"{\"op\": \"shuffle\", \"buffer\": 4, \"seed_op\": [1, 2]}",
+                         "{\"op\": \"shuffle\", \"buffer\": 4, \"seed_op\": -1}",
+                         "{\"op\": \"map\", \"fn\": \"random_flip\", \"seed_op\": \"x\"}",
+                         "{\"op\": \"map\", \"fn\": \"random_flip\", \"seed_op\": [1, 2, 3, 4, 5]}"};
+  for (int i = 0; i < 4; i++) {
+    snprintf(bad, sizeof bad, "{\"ops\": [{\"op\": \"files\", \"glob\": \"%s/train-*\"}, %s]}", g_dir, seeds[i]);
+    tu_expect_spec_error(bad, SL_EINVAL, "seed_op");
+  }
+}
+
+/* "seed_op" gives an op the seeds of another position: a shuffle moved by one op shuffles as before. */
+static void test_seed_op_moves_seeds(void **st) {
+  const char *fmt = "{\"seed\": 4, \"ops\": [{\"op\": \"range\", \"stop\": 50}, %s{\"op\": \"shuffle\", \"buffer\": 50%s}]}";
+  char a[512], b[512], c[512];
+  snprintf(a, sizeof a, fmt, "{\"op\": \"take\", \"count\": 50}, ", "");
+  snprintf(b, sizeof b, fmt, "", ", \"seed_op\": 2");
+  snprintf(c, sizeof c, fmt, "", "");
+  sl_pipeline *pa = tu_pipelinef("%s", a), *pb = tu_pipelinef("%s", b), *pc = tu_pipelinef("%s", c);
+  assert_int_equal(expect_equal_elements(pa, pb), 50);
+  /* and without it the order differs (the test could fail) */
+  sl_iter *ia, *ic;
+  assert_int_equal(sl_pipeline_iter(&ia, pa), 0);
+  assert_int_equal(sl_pipeline_iter(&ic, pc), 0);
+  int same = 0;
+  for (int i = 0; i < 50; i++) {
+    sl_elem x, y;
+    sl_elem_init(&x);
+    sl_elem_init(&y);
+    assert_int_equal(sl_iter_next(&x, ia), 0);
+    assert_int_equal(sl_iter_next(&y, ic), 0);
+    same += x.n == y.n && !memcmp(sl_comp_data(&x.c[0]), sl_comp_data(&y.c[0]), x.c[0].size);
+    sl_elem_clear(&x);
+    sl_elem_clear(&y);
+  }
+  assert_true(same < 45);
+  sl_iter_free(ia);
+  sl_iter_free(ic);
+  sl_pipeline_free(pa);
+  sl_pipeline_free(pb);
+  sl_pipeline_free(pc);
 }
 
 int main(void) {
@@ -198,7 +413,11 @@ int main(void) {
       cmocka_unit_test(test_center_crop_and_resize_are_fused),
       cmocka_unit_test(test_what_stays_apart),
       cmocka_unit_test(test_fused_pipeline_same_elements),
+      cmocka_unit_test(test_flip_normalize_folded),
+      cmocka_unit_test(test_folded_pipeline_equal),
+      cmocka_unit_test(test_folded_skips_corrupt),
       cmocka_unit_test(test_optimizer_fuses_unless_told_not_to),
+      cmocka_unit_test(test_seed_op_moves_seeds),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
