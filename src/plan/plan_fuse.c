@@ -237,17 +237,26 @@ static int seed_walk(json_t *ops, int *idx, bool annotate) {
   return 0;
 }
 
+int sl__plan_seeds_pin(json_t *ops) {
+  int idx = 0;
+  return seed_walk(ops, &idx, true);
+}
+
+void sl__plan_seeds_unpin(json_t *ops) {
+  int idx = 0;
+  (void)seed_walk(ops, &idx, false); /* deletes only: cannot fail */
+}
+
 int sl__plan_fuse_spec(json_t *spec) {
   sl__str notes = {0};
   json_t *ops = json_object_get(spec, "ops");
-  int idx = 0, n = seed_walk(ops, &idx, true);
+  int n = sl__plan_seeds_pin(ops);
   if (n == 0) n = fuse_chain(ops, "ops", &notes);
   if (n >= 0) {
     int k = fold_chain(ops, "ops", &notes);
     n = k < 0 ? k : n + k;
   }
-  idx = 0;
-  if (n >= 0 && seed_walk(ops, &idx, false)) n = SL_ENOMEM;
+  if (n >= 0) sl__plan_seeds_unpin(ops);
   if (n > 0) {
     const char *old = json_string_value(json_object_get(spec, "comment"));
     sl__str c = {0};

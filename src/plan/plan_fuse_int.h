@@ -12,6 +12,11 @@
  * An op with "fuse": false stays apart. Returns the number of pairs fused (0: spec unchanged), or SL_ENOMEM.
  * When some were fused, the spec's "comment" says which (appended to the one it had). */
 int sl__plan_fuse_spec(json_t *spec);
+/* A rewrite that inserts or removes ops shifts the pre-order index the later ops draw their seeds from. Pin before
+ * it (every op without a "seed_op" gets its index: SL_ENOMEM or 0), unpin after (a "seed_op" equal to the op's new
+ * index is dropped), and the moved ops keep their randomness. */
+int sl__plan_seeds_pin(json_t *ops);
+void sl__plan_seeds_unpin(json_t *ops);
 
 /* *out is a new pipeline built from p's spec with its pairs fused, or NULL when there was nothing to fuse. */
 int sl__plan_fuse(sl_pipeline **out, const sl_pipeline *p);

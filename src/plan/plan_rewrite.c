@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "plan/plan_fuse_int.h"
 #include "plan/plan_int.h"
 
 /* Replaces any "autotune" knob left in op object o (the tunable knobs its schema lists) with a number: 1, or for a
@@ -54,7 +55,9 @@ json_t *sl__plan_spec(const sl_plan *P) {
   if (!rc && P->cache_at >= 0) {
     const char *p = P->ops[P->cache_at].path; /* "ops[k]": a top-level op */
     size_t k = (size_t)strtoul(p + 4, NULL, 10);
-    rc = json_array_insert_new(ops, k + 1, json_pack("{s:s}", "op", "cache"));
+    rc = sl__plan_seeds_pin(ops); /* the ops after the cache keep the seeds of their old places */
+    if (!rc) rc = json_array_insert_new(ops, k + 1, json_pack("{s:s}", "op", "cache"));
+    if (!rc) sl__plan_seeds_unpin(ops);
   }
   if (!rc && P->add_prefetch)
     rc = json_array_append_new(ops, json_pack("{s:s, s:I}", "op", "prefetch", "buffer", (json_int_t)P->prefetch_buf));
