@@ -14,6 +14,7 @@ See docs/python.md.
 import atexit as _atexit
 import json as _json
 import os as _os
+import re as _re
 
 from . import _sluice
 from ._sluice import DataError, Error, SpecError, StoreError
@@ -21,6 +22,36 @@ from ._sluice import DataError, Error, SpecError, StoreError
 __all__ = ["Pipeline", "Error", "SpecError", "DataError", "StoreError", "register_fn", "functions", "__version__"]
 
 __version__ = _sluice.version()
+
+# The library's messages name where an error is in a fixed form ("<origin>: ops[1].args.x: ...", "ops[2] (map):
+# element 5 (FILE, line 7): ...", "ops[1] (tfrecord): FILE: record 3 at byte 96: ..."); these attributes read it
+# back, so that code need not parse str(e). Each is None when the message does not name it.
+_SPEC_AT = _re.compile(r"^(?:(?P<origin>[^:]*?): )?(?P<path>(?:ops|name|seed|comment)(?:\[\d+\]|\.[A-Za-z_]\w*)*)(?::| \()")
+_OP_AT = _re.compile(r"(?:^|: )(?P<op>ops\[\d+\](?:\.source\[\d+\])*)")
+_ELEMENT = _re.compile(r"\belement (\d+)")
+_LINE = _re.compile(r"\((?P<file>[^()]+?), line (?P<line>\d+)\)")
+_RECORD = _re.compile(r"(?:^|: )(?P<file>[^:]+?): record (?P<record>\d+) at byte")
+
+
+def _match(rx, text, group, conv=str):
+    m = rx.search(text)
+    return conv(m.group(group)) if m and m.group(group) is not None else None
+
+
+SpecError.path = property(lambda self: _match(_SPEC_AT, str(self), "path"),
+                          doc="The JSON path the message names (``ops[1].args.componnet``), or None.")
+SpecError.origin = property(lambda self: _match(_SPEC_AT, str(self), "origin"),
+                            doc="The spec file (or ``<dict>``, ``<spec>``) the message names, or None.")
+DataError.op = property(lambda self: _match(_OP_AT, str(self), "op"),
+                        doc="The op the error happened in (``ops[2]``), or None.")
+DataError.element = property(lambda self: _match(_ELEMENT, str(self), 1, int),
+                             doc="The element's index in the op's input, or None.")
+DataError.file = property(lambda self: _match(_LINE, str(self), "file") or _match(_RECORD, str(self), "file"),
+                          doc="The data file the bad record or line is in, or None.")
+DataError.line = property(lambda self: _match(_LINE, str(self), "line", int),
+                          doc="The line of a text or CSV file (1-based), or None.")
+DataError.record = property(lambda self: _match(_RECORD, str(self), "record", int),
+                            doc="The TFRecord record's index in its file, or None.")
 
 
 def _spec_text(spec):

@@ -225,6 +225,38 @@ def test_bad_spec_raises_spec_error_with_the_library_message(cli, tmp_path):
     assert issubclass(sluice.SpecError, sluice.Error)
 
 
+def test_errors_name_where_as_attributes(tmp_path):
+    with pytest.raises(sluice.SpecError) as ei:
+        sluice.Pipeline({"ops": [{"op": "range"}, {"op": "map", "fn": "log1p", "args": {"componnet": "value"}}]})
+    assert ei.value.path == "ops[1].args.componnet" and ei.value.origin == "<dict>"
+    path = spec_file(tmp_path, {"ops": [{"op": "range", "stop": "x"}]})
+    with pytest.raises(sluice.SpecError) as ei:
+        sluice.Pipeline(str(path))
+    assert ei.value.path == "ops[0].stop" and ei.value.origin == str(path)
+    with pytest.raises(sluice.SpecError) as ei:
+        sluice.Pipeline(str(tmp_path / "missing.json"))
+    assert ei.value.path is None
+    # a CSV line: the op, the element, the file and its line
+    csv = tmp_path / "d.csv"
+    csv.write_text("1,2\n3,4\nx,5\n")
+    spec = {"ops": [{"op": "files", "list": [str(csv)]}, {"op": "lines"},
+                    {"op": "map", "fn": "parse_csv", "args": {"columns": [{"name": "a", "dtype": "int64"},
+                                                                         {"name": "b", "dtype": "int64"}]}}]}
+    with pytest.raises(sluice.DataError) as ei:
+        for _ in sluice.Pipeline(spec):
+            pass
+    e = ei.value
+    assert (e.op, e.element, e.file, e.line, e.record) == ("ops[2]", 2, str(csv), 3, None), str(e)
+    # a corrupt TFRecord: the op, the file and the record
+    bad = tmp_path / "bad.tfrecord"
+    bad.write_bytes(b"not a tfrecord at all, just bytes")
+    with pytest.raises(sluice.DataError) as ei:
+        for _ in sluice.Pipeline({"ops": [{"op": "files", "list": [str(bad)]}, {"op": "tfrecord"}]}):
+            pass
+    e = ei.value
+    assert (e.op, e.file, e.record, e.line) == ("ops[1]", str(bad), 0, None), str(e)
+
+
 def test_bad_data_raises_data_error_with_the_library_message(data, cli, tmp_path):
     raw = bytearray((data / "img" / "train-00000-of-00002.tfrecord").read_bytes())
     raw[5000] ^= 0xFF
