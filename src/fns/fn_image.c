@@ -151,6 +151,22 @@ static int elem_err(const sl_fn_call *call, int code, const char *fmt, ...) {
   return sl__err(code, "%s: element %llu: %s", call->op_path, (unsigned long long)call->index, msg);
 }
 
+void sl__normalize_defaults(const sl_args *a, double *mean, int *nmean, double *std, int *nstd) {
+  if (!sl_args_has(a, "mean")) {
+    static const double m[3] = {123.675, 116.28, 103.53}, d[3] = {58.395, 57.12, 57.375};
+    memcpy(mean, m, sizeof m);
+    *nmean = 3;
+    if (!sl_args_has(a, "std")) {
+      memcpy(std, d, sizeof d);
+      *nstd = 3;
+    }
+  }
+  if (*nstd == 0) {
+    std[0] = 1.0;
+    *nstd = 1;
+  }
+}
+
 int sl__image_dims(const sl_comp *img, const sl_fn_call *call, int64_t *h, int64_t *w, int64_t *c) {
   if ((img->dtype != SL_UINT8 && img->dtype != SL_FLOAT32) || (img->rank != 3 && img->rank != 2))
     return elem_err(call, SL_EINVAL, "'%s' is %s rank %d; expected an image (uint8 or float32, HWC or HW)",
@@ -489,20 +505,7 @@ static int norm_init(void **state, const sl_args *a, void *payload) {
       (rc = sl_args_doubles(s->mean, &s->nmean, a, "mean", 64)) ||
       (rc = sl_args_doubles(s->std, &s->nstd, a, "std", 64)))
     goto fail;
-  if (!sl_args_has(a, "mean")) {
-    /* ImageNet's RGB mean and std, in 0..255 units. */
-    static const double m[3] = {123.675, 116.28, 103.53}, d[3] = {58.395, 57.12, 57.375};
-    memcpy(s->mean, m, sizeof m);
-    s->nmean = 3;
-    if (!sl_args_has(a, "std")) {
-      memcpy(s->std, d, sizeof d);
-      s->nstd = 3;
-    }
-  }
-  if (!sl_args_has(a, "std") && s->nstd == 0) {
-    s->std[0] = 1.0;
-    s->nstd = 1;
-  }
+  sl__normalize_defaults(a, s->mean, &s->nmean, s->std, &s->nstd);
   for (int i = 0; i < s->nstd; i++)
     if (s->std[i] == 0) {
       rc = sl__err(SL_EINVAL, "%s.std[%d]: must not be 0", sl_args_path(a), i);

@@ -325,16 +325,7 @@ static int output_pass_init(jpeg_state *s, const sl_args *a) {
   bool any = sl_args_has(a, "mean") || sl_args_has(a, "std") || sl_args_has(a, "value_scale");
   if (any && !s->normalize)
     return sl__err(SL_EINVAL, "%s: \"mean\", \"std\" and \"value_scale\" need \"normalize\": true", sl_args_path(a));
-  if (!sl_args_has(a, "mean")) { /* normalize's defaults: ImageNet's RGB mean and std, in 0..255 units */
-    static const double m[3] = {123.675, 116.28, 103.53}, d[3] = {58.395, 57.12, 57.375};
-    memcpy(s->mean, m, sizeof m);
-    s->nmean = 3;
-    if (!sl_args_has(a, "std")) {
-      memcpy(s->std, d, sizeof d);
-      s->nstd = 3;
-    }
-  }
-  if (s->nstd == 0) s->std[0] = 1.0, s->nstd = 1;
+  sl__normalize_defaults(a, s->mean, &s->nmean, s->std, &s->nstd);
   if (s->nmean < 1) return sl__err(SL_EINVAL, "%s.mean: needs at least one value", sl_args_path(a));
   for (int i = 0; i < s->nstd; i++)
     if (s->std[i] == 0) return sl__err(SL_EINVAL, "%s.std[%d]: must not be 0", sl_args_path(a), i);

@@ -45,6 +45,9 @@ int sl__resize_f32(const float *src, int64_t sh, int64_t sw, size_t sstride, flo
                    int c, int method);
 
 /* Reads an image component (uint8 or float32, rank 3 HWC or rank 2 HW) into h, w, c. */
+/* normalize's defaults, for it and the fused op that folds it in: without "mean", ImageNet's RGB mean and std in
+ * 0..255 units (the std only when "std" is absent too); without any std value, 1. */
+void sl__normalize_defaults(const sl_args *a, double *mean, int *nmean, double *std, int *nstd);
 int sl__image_dims(const sl_comp *img, const sl_fn_call *call, int64_t *h, int64_t *w, int64_t *c);
 
 /* JPEG decoding (fn_jpeg.c). */
