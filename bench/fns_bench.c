@@ -11,6 +11,7 @@
 #include <string.h>
 #include <turbojpeg.h>
 
+#include "sluice.h"
 #include "fns/image_int.h"
 
 typedef struct {

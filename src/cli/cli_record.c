@@ -132,7 +132,4 @@ int cli_record(const char *db, const char *kind, const char *spec_path, sl_pipel
                           "(SL_WITH_PROV=OFF)\n", db);
   return 0;
 }
-void cli_record_tuner(const char *tuner, int solves, const char *changes_json) {
-  (void)tuner, (void)solves, (void)changes_json;
-}
 #endif

@@ -7,6 +7,7 @@
 
 #include "core/core_int.h"
 #include "core/schema_int.h"
+#include "sluice/fn.h"
 
 struct sl_args {
   json_t *obj;      /* the args object (borrowed; may be NULL for none) */

@@ -9,7 +9,8 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "sluice.h"
+#include "sluice/common.h"
+#include "sluice/element.h"
 
 /* Installs the allocator (NULL: the C library's); sl_set_allocator drains the buffer pool first. */
 void sl__allocator_install(const sl_allocator *a);

@@ -6,6 +6,7 @@
 #include <jansson.h>
 
 #include "core/core_int.h"
+#include "sluice/fn.h" /* sl_error_set */
 
 #define SL_ERRMSG_MAX 1024
 static _Thread_local int tl_code;

@@ -6,6 +6,7 @@
 
 #include "core/core_int.h"
 #include "sluice/gen.h"
+#include "sluice/tfrecord.h"
 
 typedef struct sl__gen_rec {
   sl__str data;   /* the record (serialised tf.Example, or a text/CSV line with its newline) */

@@ -5,6 +5,7 @@
 #include "core/core_int.h"
 #include "example.pb-c.h"
 #include "io/example_int.h"
+#include "sluice/tfrecord.h"
 
 /* protobuf-c returns NULL both for invalid input and for a failed allocation: this flag tells them apart. */
 static _Thread_local bool tl_pb_oom;

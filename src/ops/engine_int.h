@@ -11,6 +11,8 @@
 #include "core/args_int.h"
 #include "core/core_int.h"
 #include "core/schema_int.h"
+#include "sluice/fn.h"
+#include "sluice/pipeline.h"
 
 typedef struct sl__op sl__op;
 typedef struct sl__it sl__it;

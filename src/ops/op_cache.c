@@ -13,6 +13,7 @@
 #include <xxhash.h>
 
 #include "ops/engine_int.h"
+#include "sluice/tfrecord.h"
 
 enum { C_EMPTY = 0, C_FILLING = 1, C_COMPLETE = 2 };
 #define MAGIC "SLCACHE1"

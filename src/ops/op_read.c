@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "ops/engine_int.h"
+#include "sluice/tfrecord.h"
 
 /* ---------------- files ---------------- */
 typedef struct {

@@ -7,6 +7,7 @@
 
 #include "core/core_int.h"
 #include "plan/plan_int.h"
+#include "sluice/dist.h"
 
 /* Top-level index of a trace op from its path ("ops[3]" -> 3; "ops[1].source[0]" -> 1: a nested op's cost is its
  * interleave's). */
