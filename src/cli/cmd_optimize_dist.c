@@ -22,8 +22,8 @@ static void help(FILE *f) {
           "  --link-gbps G      link bandwidth a trainer receives at, in Gbit/s (default 10)\n"
           "  --worker-cores C   cores of one worker rank (default: this machine's)\n"
           "  --trainer-cores C  cores of the trainer (default: this machine's)\n"
-          "  --recv-gbps G      Gbit a trainer receives per CPU second of its own: receiving is charged to its cores\n"
-          "                     (default: not charged; on loopback, or TCP without offload, measure it)\n"
+          "  --recv-gbps G      Gbit a rank moves per CPU second of its own: the transport's CPU is charged to the\n"
+          "                     trainer's and the workers' cores (default: not charged; measure it on loopback/TCP)\n"
           "  --seconds S        trace for S seconds (default 2)\n"
           "  --json             print the summary as JSON on stdout\n");
 }

@@ -101,9 +101,11 @@ int sl_plan_offload(char **spec, sl_offload_plan *out, const sl_trace *t, const 
     int b = c - 1;
     while (b > 0 && is_off[b]) b--;
     double ship = bytes[b], below = total - above;
-    /* the trainer's cores also receive and unpack what crosses the cut */
+    /* the trainer's cores also receive and unpack what crosses the cut, and the workers' pack and send it (over
+     * shared memory or TCP both ends copy every byte) */
     double recv = o.recv_bandwidth > 0 ? ship / o.recv_bandwidth : 0;
-    double r_t = below + recv > 0 ? tc / (below + recv) : INFINITY, r_w = above > 0 ? kmax * wc / above : INFINITY;
+    double r_t = below + recv > 0 ? tc / (below + recv) : INFINITY;
+    double r_w = above + recv > 0 ? kmax * wc / (above + recv) : INFINITY;
     double r_l = ship > 0 ? link / ship : INFINITY;
     double r = fmin(r_t, fmin(r_w, r_l));
     bool better = r > out->predicted * 1.000001 ||
@@ -112,7 +114,7 @@ int sl_plan_offload(char **spec, sl_offload_plan *out, const sl_trace *t, const 
     out->cut = c;
     out->predicted = r;
     out->bytes_per_element = ship;
-    out->worker_cpu = above;
+    out->worker_cpu = above + recv;
     out->trainer_cpu = below + recv;
     out->limit = r == r_l ? "link" : r == r_w ? "workers" : "trainer";
   }

@@ -121,6 +121,7 @@ static void receive_cost_on_the_trainer(void **state) {
   assert_int_equal(sl_plan_offload(NULL, &p, t, &o), 0);
   assert_int_equal(p.cut, 5);
   assert_true(fabs(p.trainer_cpu - 0.05) < 1e-9);
+  assert_true(fabs(p.worker_cpu - (0.0502 + 0.05)) < 1e-9); /* the workers send what the trainer receives */
   assert_true(fabs(p.predicted - 20) < 1e-6);
   assert_string_equal(p.limit, "trainer");
   o.recv_bandwidth = 2e6;
