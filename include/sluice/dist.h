@@ -47,8 +47,11 @@ typedef struct sl_offload_opts {
   double link_bandwidth; /* bytes/s a trainer can receive; 0: 1.25e9 (10 Gb/s) */
   double worker_cores;   /* cores of one worker rank; 0: the traced machine's */
   double trainer_cores;  /* cores of the trainer rank; 0: the traced machine's */
+  /* Added in version 2: */
+  double recv_bandwidth; /* bytes a rank moves per CPU second of its own: the transport's CPU, charged to the
+                          * trainer's cores (receive, unpack) and the workers' (pack, send); 0: not charged */
 } sl_offload_opts;
-#define SL_OFFLOAD_OPTS_VERSION 1
+#define SL_OFFLOAD_OPTS_VERSION 2
 #define SL_OFFLOAD_OPTS_INIT {SL_OFFLOAD_OPTS_VERSION}
 
 /* The model's choice: where to cut, how many workers, and what it predicts. Rates are elements/s of the traced
@@ -65,7 +68,8 @@ typedef struct sl_offload_plan {
 } sl_offload_plan;
 
 /* Plans an offload from trace `t`: for each cut between top-level ops, the elements/s one trainer gets is the
- * least of its cores over the CPU below the cut, the workers' cores over the CPU above it, and the link over the
+ * least of its cores over the CPU below the cut, the workers' cores over the CPU above it (each side plus the
+ * transport CPU of the bytes shipped, with opts.recv_bandwidth), and the link over the
  * bytes shipped per element; it picks the cut with the highest rate (the fewest bytes among equals) and the fewest
  * workers that reach it. *spec (may be NULL) gets the traced spec with one {"op": "offload"} at the cut (an offload
  * already in it moved there); free with sl_free(). Errors: SL_EINVAL for a trace with no elements. */

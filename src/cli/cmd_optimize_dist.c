@@ -11,7 +11,7 @@
 static void help(FILE *f) {
   fprintf(f,
           "usage: sluice optimize SPEC --workers K [-o OUT] [--link-gbps G] [--worker-cores C] [--trainer-cores C]\n"
-          "                       [--seconds S] [--json]\n\n"
+          "                       [--recv-gbps G] [--seconds S] [--json]\n\n"
           "Traces SPEC for S seconds (default 2) and plans an offload to worker ranks (docs/distributed.md): for each\n"
           "cut between top-level ops, one trainer's rate is the least of its cores over the CPU per element below the\n"
           "cut, K workers' cores over the CPU above it, and the link over the bytes shipped per element. Writes SPEC\n"
@@ -22,6 +22,8 @@ static void help(FILE *f) {
           "  --link-gbps G      link bandwidth a trainer receives at, in Gbit/s (default 10)\n"
           "  --worker-cores C   cores of one worker rank (default: this machine's)\n"
           "  --trainer-cores C  cores of the trainer (default: this machine's)\n"
+          "  --recv-gbps G      Gbit a rank moves per CPU second of its own: the transport's CPU is charged to the\n"
+          "                     trainer's and the workers' cores (default: not charged; measure it on loopback/TCP)\n"
           "  --seconds S        trace for S seconds (default 2)\n"
           "  --json             print the summary as JSON on stdout\n");
 }
@@ -44,13 +46,14 @@ int cmd_optimize_workers(int argc, char **argv) {
       if (i + 1 >= argc) return cli_usage("optimize", "%s needs a file name", a);
       out = argv[++i];
     } else if (!strcmp(a, "--link-gbps") || !strcmp(a, "--worker-cores") || !strcmp(a, "--trainer-cores") ||
-               !strcmp(a, "--seconds")) {
+               !strcmp(a, "--recv-gbps") || !strcmp(a, "--seconds")) {
       double v;
       if (!cli_parse_f64("optimize", a, i + 1 < argc ? argv[++i] : NULL, &v)) return CLI_USAGE;
       if (!(v > 0)) return cli_usage("optimize", "%s must be positive, not %s", a, argv[i]);
       if (!strcmp(a, "--link-gbps")) gbps = v;
       else if (!strcmp(a, "--worker-cores")) oo.worker_cores = v;
       else if (!strcmp(a, "--trainer-cores")) oo.trainer_cores = v;
+      else if (!strcmp(a, "--recv-gbps")) oo.recv_bandwidth = v * 1e9 / 8;
       else seconds = v;
     } else if (!strcmp(a, "--json")) {
       json = true;
