@@ -2,10 +2,9 @@
  * through sluice's allocator (so fault injection reaches them). */
 #include <string.h>
 
-#include "core/core_int.h"
+#include "io/io_int.h"
 #include "example.pb-c.h"
 #include "io/example_int.h"
-#include "sluice/tfrecord.h"
 
 /* protobuf-c returns NULL both for invalid input and for a failed allocation: this flag tells them apart. */
 static _Thread_local bool tl_pb_oom;

@@ -11,8 +11,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "core/core_int.h"
-#include "sluice/tfrecord.h"
+#include "io/io_int.h"
 
 uint32_t sl_crc32c_extend(uint32_t crc, const void *data, size_t len) {
   /* ISA-L's crc32_iscsi takes and returns the raw (pre/post-inverted) register. */
