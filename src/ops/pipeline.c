@@ -83,7 +83,7 @@ static int seed_ops_parse(sl__op *op, json_t *obj) {
   op->nseed_ops = 1;
   if (!v) return 0;
   size_t n = json_is_array(v) ? json_array_size(v) : 1;
-  if (n < 1 || n > SL__MAX_SEED_OPS || (n > 1 && strcmp(op->vt->kind, "map")))
+  if (n < 1 || n > SL__MAX_SEED_OPS || (n > 1 && sl__op_model(op->vt->kind) != SL__MK_MAP))
     return sl__err(SL_EINVAL, "%s.seed_op: expected an op index (a map: or up to %d of them)", op->path,
                    SL__MAX_SEED_OPS);
   for (size_t k = 0; k < n; k++) {

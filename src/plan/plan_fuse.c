@@ -15,7 +15,7 @@
 
 static const char *map_fn(json_t *op) {
   const char *kind = json_string_value(json_object_get(op, "op"));
-  if (!kind || strcmp(kind, "map")) return NULL;
+  if (!kind || sl__op_model(kind) != SL__MK_MAP) return NULL;
   json_t *f = json_object_get(op, "fuse");
   if (json_is_false(f)) return NULL;
   return json_string_value(json_object_get(op, "fn"));

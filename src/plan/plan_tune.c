@@ -165,7 +165,7 @@ static void tune_window(sl_tuner *a, const sl_op_stats *now, const sl_op_stats *
         log_change(a, i, "parallelism", was, want, why);
       }
     }
-    if (op->buf_autotune && !strcmp(op->vt->kind, "prefetch") && P->buf[i] > 0) {
+    if (op->buf_autotune && sl__op_model(op->vt->kind) == SL__MK_PREFETCH && P->buf[i] > 0) {
       int was = atomic_load_explicit(&op->active_buf, memory_order_relaxed);
       if (P->buf[i] != was) {
         atomic_store_explicit(&op->active_buf, (int)P->buf[i], memory_order_relaxed);
