@@ -540,8 +540,20 @@ static int jpeg_infer(sl__struct *s, json_t *args, const char *path, const char 
 }
 static const sl__fn_schema DECODE_SCHEMA = {"decodes a JPEG into a uint8 [height, width, channels] image",
                                             DECODE_ARGS, JPEG_READS, JPEG_WRITES, jpeg_infer};
+/* A fused op draws only for a random window or a flip: a fixed, centred or full window without a flip (what
+ * decode_jpeg + center_crop or resize fuse into) is deterministic, so a cache may sit above it. */
+static bool crop_is_random(json_t *args) {
+  json_t *fp = json_object_get(args, "flip_prob"), *r = json_object_get(args, "random");
+  if (fp && !(json_is_number(fp) && json_number_value(fp) == 0)) return true;
+  if (json_is_boolean(r)) return json_is_true(r);
+  json_t *cf = json_object_get(args, "center_fraction");
+  bool fixed = json_array_size(json_object_get(args, "crop")) > 0 || json_array_size(json_object_get(args, "center")) > 0 ||
+               (json_is_number(cf) && json_number_value(cf) > 0) || json_is_true(json_object_get(args, "full"));
+  return !fixed;
+}
+
 static const sl__fn_schema CROP_SCHEMA = {"decodes only a window of a JPEG (fixed or random), optionally resized",
-                                          CROP_ARGS, JPEG_READS, JPEG_WRITES, jpeg_infer};
+                                          CROP_ARGS, JPEG_READS, JPEG_WRITES, jpeg_infer, crop_is_random};
 
 const sl__fn_entry sl__fns_jpeg[] = {
     {"decode_jpeg", {SL_FN_DEF_VERSION, 0, decode_init, decode_call, jpeg_free}, &DECODE_SCHEMA},

@@ -33,6 +33,9 @@ typedef struct sl__fn_schema {
   const sl__arg *args;
   const sl__fn_io *reads, *writes;
   int (*infer)(sl__struct *s, json_t *args, const char *path, const char *origin);
+  /* Optional, for a function flagged SL_FN_RANDOM whose randomness depends on its args: false when an instance with
+   * these args draws nothing (the planner may then cache above it). Conservative: true when unsure. */
+  bool (*is_random)(json_t *args);
 } sl__fn_schema;
 
 typedef struct sl__fn_entry {

@@ -59,7 +59,8 @@ static int map_parse_common(sl__op *op, json_t *o, bool filter) {
   c->args.path = c->args_path;
   c->args.schema = c->fn.schema ? c->fn.schema->args : NULL;
   if ((rc = sl__fn_check_args(c->fn.schema, args, c->args_path, fn))) return rc;
-  op->random = (c->fn.def.flags & SL_FN_RANDOM) != 0;
+  op->random = (c->fn.def.flags & SL_FN_RANDOM) && !(c->fn.schema && c->fn.schema->is_random &&
+                                                     !c->fn.schema->is_random(args));
   op->serial = (c->fn.def.flags & SL_FN_SERIAL) != 0;
   if (!filter) {
     if ((rc = sl__knob_tunable(op, o, "parallelism", 1, 1, &op->parallelism, &op->par_autotune))) return rc;

@@ -407,9 +407,42 @@ static void test_seed_op_moves_seeds(void **st) {
   sl_pipeline_free(pc);
 }
 
+/* A fused op is random only when it draws: a fixed, centred or full window without a flip is deterministic, so the
+ * planner may cache above it (the cacheable imagenet pipeline's decode + resize + center_crop). */
+static void test_fused_randomness_follows_its_args(void **st) {
+  (void)st;
+  const struct {
+    const char *args;
+    bool random;
+  } cases[] = {{"{\"size\": [224, 224]}", true},
+               {"{\"full\": true, \"shorter_side\": 256}", false},
+               {"{\"center\": [224, 224]}", false},
+               {"{\"center\": [224, 224], \"flip_prob\": 0.5}", true},
+               {"{\"center\": [224, 224], \"flip_prob\": 0}", false},
+               {"{\"crop\": [0, 0, 8, 8]}", false},
+               {"{\"crop\": [0, 0, 8, 8], \"random\": false, \"size\": [4, 4]}", false},
+               {"{\"center_fraction\": 0.875}", false},
+               {"{}", true}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char spec[512];
+    char args[256]; /* the file's name stands in for the JPEG's bytes: the pipeline is built, not run */
+    snprintf(args, sizeof args, "{\"component\": \"filename\", %s", cases[i].args + 1);
+    if (!strcmp(cases[i].args, "{}")) snprintf(args, sizeof args, "{\"component\": \"filename\"}");
+    snprintf(spec, sizeof spec, "{\"ops\": [{\"op\": \"files\", \"list\": [\"%s\"]}, {\"op\": \"map\", "
+             "\"fn\": \"decode_and_crop_jpeg\", \"args\": %s}]}", __FILE__, args); /* this source file: it exists */
+    sl_pipeline *p = NULL;
+    if (sl_pipeline_from_json(&p, spec, strlen(spec), NULL)) fail_msg("%s: %s", cases[i].args, sl_error_last());
+    sl_op_stats s;
+    assert_int_equal(sl_pipeline_op_stats(&s, p, 1), 0);
+    if (s.random != cases[i].random) fail_msg("%s: random %d", cases[i].args, s.random);
+    sl_pipeline_free(p);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_decode_then_rrc_is_fused),
+      cmocka_unit_test(test_fused_randomness_follows_its_args),
       cmocka_unit_test(test_center_crop_and_resize_are_fused),
       cmocka_unit_test(test_what_stays_apart),
       cmocka_unit_test(test_fused_pipeline_same_elements),
