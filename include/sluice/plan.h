@@ -111,6 +111,11 @@ typedef struct sl_optimize_result {
   bool repeated_input; /* the input was finite and too short: it was traced and measured under a root repeat */
   bool bound_from_run; /* bound is cores over the final plan's measured CPU per element, which was below the
                         * LP's (sl_plan_bound does not hold for that run) */
+  /* Operator fusion (decode_jpeg + crop/resize into one op): the input's process CPU per element traced fused and
+   * unfused (0, 0: nothing to fuse, or a given trace); fused: the plan is of the fused pipeline, which is kept only
+   * when it spent no more CPU per element. */
+  double fused_cpu, unfused_cpu;
+  bool fused;
 } sl_optimize_result;
 
 /* Options of sl_optimize / sl_pipeline_optimize. Every field left 0 takes its default. */

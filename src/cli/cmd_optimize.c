@@ -14,10 +14,13 @@ static void optimize_help(FILE *f) {
           "                       [planner options]\n\n"
           "Traces SPEC, solves the Plumber model (LP bound, cache point, integer parallelism, buffer depths), writes\n"
           "the planned spec (an ordinary spec with every knob set), runs it, and prints predicted vs measured\n"
-          "throughput and the speed-up over SPEC. When measured falls more than 10%% short of predicted it re-traces\n"
-          "the tuned pipeline and solves again, at most twice. The plan with a worker per core and the all-sequential\n"
-          "plan are measured too and kept when clearly (10%%) faster. Last, the plan and SPEC run alternately (3 short\n"
-          "runs each, medians); below 0.97x SPEC, SPEC's own configuration is written (\"kept:\" in the summary).\n"
+          "throughput and the speed-up over SPEC. decode_jpeg followed by a crop or resize is fused into one op when\n"
+          "a trace of SPEC fused spends no more CPU per element than one unfused. When measured falls more than 10%%\n"
+          "short of predicted it re-traces the tuned pipeline and solves again, at most twice. The plan with a worker\n"
+          "per core, the all-sequential plan and (no consumer planned for) the plan without its root prefetch are\n"
+          "measured once each; the best of them, when within 10%% of the plan, runs alternately against it (3 short\n"
+          "runs each) and the higher median is kept. Last, the plan and SPEC run alternately (3 short runs each,\n"
+          "medians); below 0.97x SPEC, SPEC's own configuration is written (\"kept:\" in the summary).\n"
           "Traces start after a warm-up; one that saw fewer than 32 output elements is traced longer (a finite\n"
           "SPEC repeated for the traces and runs only), else optimize refuses, saying how many it saw.\n\n"
           "  -o TUNED       write the planned spec here (default: stdout, the summary then goes to stderr; with\n"
@@ -154,19 +157,22 @@ int cmd_optimize(int argc, char **argv) {
                    "\"other_load\": %.3f, \"model_cpu_per_element\": %.9f, \"measured_cpu_per_element\": %.9f, "
                    "\"measure_other_load\": %.3f, \"predicted_on_free_cores\": %.3f, \"kept_input\": %s, "
                    "\"alternating\": %s, \"trace_elements\": %llu, \"min_trace_elements\": %d, \"repeated_input\": %s, "
-                   "\"bound_from_run\": %s}\n",
+                   "\"bound_from_run\": %s, \"fused\": %s, \"fused_cpu_per_element\": %.9f, \"unfused_cpu_per_element\": %.9f}\n",
               res.baseline, res.bound, res.predicted, res.measured,
               res.measured > 0 && res.predicted > 0 ? res.measured / res.predicted - 1 : 0, speedup, res.rounds,
               sl_plan_limit(pl), res.other_load, res.model_cpu, res.measured_cpu, res.measure_other_load,
               res.predicted_free, res.kept_input ? "true" : "false", res.checked ? "true" : "false",
               (unsigned long long)res.trace_elements, SL_PLAN_MIN_ELEMENTS, res.repeated_input ? "true" : "false",
-              res.bound_from_run ? "true" : "false");
+              res.bound_from_run ? "true" : "false", res.fused ? "true" : "false", res.fused_cpu, res.unfused_cpu);
     } else {
       if (res.repeated_input)
         fprintf(sum, "note:       a trace of the input saw too few elements to plan from (at least %d needed) and the "
                      "input may end: it was traced and measured repeated (the written spec does not repeat); the "
                      "trace saw %llu\n",
                 SL_PLAN_MIN_ELEMENTS, (unsigned long long)res.trace_elements);
+      if (res.unfused_cpu > 0)
+        fprintf(sum, "fusion:     %s: the input traced fused spent %.1f us of CPU per element, unfused %.1f us\n",
+                res.fused ? "kept" : "not kept", res.fused_cpu * 1e6, res.unfused_cpu * 1e6);
       fprintf(sum, "input spec: %10.1f elem/s (%s)\n", res.baseline,
               res.checked ? "median of runs alternating with the plan's" : "traced");
       fprintf(sum, "bound:      %10.1f elem/s (LP, limited by %s%s)\n", res.bound, sl_plan_limit(pl),
