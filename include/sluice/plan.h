@@ -190,7 +190,9 @@ typedef struct sl_tune_opts {
  * `p` going on) and the machine's load over it, solves the planner's LP and integer search when the costs drifted
  * (always the first time; a drift is solved on in the second window that shows it, which ran after the change), and
  * sets the "autotune" parallelism (map, interleave) and prefetch depths of the running pipeline, logging every
- * change with its reason (the drift, the bottleneck, the predicted gain). It inserts no op (no cache, no prefetch).
+ * change with its reason (the drift, the bottleneck, the predicted gain). It inserts no prefetch; a cache it inserts
+ * once, where the plan puts one right before a `repeat` and it fits the memory budget: the repeat keeps its input's
+ * next epoch and replays it (knob "cache" in the log, from 0 to the bytes allowed: twice the model's estimate).
  * Stop it with sl_tuner_stop before freeing `p`. Thread rules: start and stop from the thread that owns `p`;
  * sl_tuner_solves, sl_tuner_changes and sl_tuner_log are safe from any thread while it runs. */
 SL_EXTERN int sl_pipeline_tune(sl_tuner **out, sl_pipeline *p, const sl_tune_opts *opts);

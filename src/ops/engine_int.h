@@ -122,6 +122,9 @@ struct sl__op {
   uint64_t source_bytes; /* `files`: total size of the files listed (0: unknown) */
   atomic_int active_par;    /* parallelism in force: an online tuner may change it during a run */
   atomic_int active_buf;    /* output buffer in force (prefetch with "autotune" buffer): likewise */
+  /* repeat: bytes of its input's next whole epoch an online tuner lets it keep and replay instead of running the
+   * input again (the plan's cache at the repeat's input, inserted live; 0: none). Set once, by the tuner. */
+  atomic_int_fast64_t live_cache;
   atomic_uint_fast64_t opens; /* iterators made so far: the epoch number of the next one */
   pthread_mutex_t live_mu;    /* guards `live`, and the hand-over of a freed iterator's counts */
   sl__it *live;

@@ -128,13 +128,51 @@ static const sl__op_schema SKIP_SCHEMA = {SL__MK_SEQ, 0, "all but the first `cou
 const sl__op_vt sl__op_skip = {"skip", skip_parse, skip_open, impl_free, SL__OPF_NEEDS_INPUT, &SKIP_SCHEMA};
 
 /* ---------------- repeat ---------------- */
+/* With op->live_cache set (an online tuner inserting the plan's cache at the repeat's input), the next epoch that
+ * starts is kept as it passes (elements share their buffers, as a cache op's do) and, once complete, replayed
+ * instead of opening the input again. The input must be deterministic for that to change nothing: the tuner asks
+ * only where the planner allows a cache (no random op upstream). An epoch that outgrows the budget is dropped and
+ * the repeat goes on as before. */
+enum { REC_NONE = 0, REC_FILLING, REC_REPLAY, REC_GAVE_UP };
 typedef struct {
   sl__it it;
   int64_t epochs;
   const sl_elem *seed;
   sl_elem seed_copy;
   bool any; /* the current epoch produced something: an empty input repeated forever must end, not spin */
+  int rec;  /* REC_* */
+  sl_elem *kept;
+  size_t nkept, capkept, at;
+  uint64_t bytes;
 } repeat_it;
+
+static void repeat_drop_kept(repeat_it *r) {
+  for (size_t i = 0; i < r->nkept; i++) sl_elem_clear(&r->kept[i]);
+  sl__free(r->kept);
+  r->kept = NULL;
+  r->nkept = r->capkept = r->at = 0;
+  sl__stats_held(r->it.op, -(int64_t)r->bytes);
+  r->bytes = 0;
+}
+
+/* Keeps a reference to e; false when over the budget or out of memory (the recording is then dropped). */
+static bool repeat_keep(repeat_it *r, const sl_elem *e, int64_t budget) {
+  size_t b = sl_elem_bytes(e);
+  if (r->bytes + b > (uint64_t)budget) return false;
+  if (r->nkept == r->capkept) {
+    size_t cap = r->capkept ? 2 * r->capkept : 256;
+    size_t nb;
+    if (!sl__mul_ok(cap, sizeof(sl_elem), &nb)) return false;
+    sl_elem *n = sl__realloc(r->kept, nb);
+    if (!n) return false;
+    r->kept = n;
+    r->capkept = cap;
+  }
+  sl_elem_copy(&r->kept[r->nkept++], e);
+  r->bytes += b;
+  sl__stats_held(r->it.op, (int64_t)b);
+  return true;
+}
 
 static int repeat_parse(sl__op *op, json_t *o) {
   int64_t *n = sl__calloc(1, sizeof *n);
@@ -154,9 +192,24 @@ static int repeat_next(sl__it *it, sl_elem *out) {
   int64_t count = *(int64_t *)it->op->impl;
   for (;;) {
     if (count >= 0 && r->epochs >= count) return SL_END;
+    if (r->rec == REC_REPLAY) {
+      if (r->at == r->nkept) {
+        r->at = 0;
+        if (++r->epochs, count >= 0 && r->epochs >= count) return SL_END;
+        if (sl__canceled(it->run)) return sl__err(SL_ECANCELED, "cancelled");
+      }
+      sl_elem_copy(out, &r->kept[r->at++]);
+      return 0;
+    }
     int rc = sl__it_pull(it, out);
     if (rc != SL_END) {
-      if (rc == 0) r->any = true;
+      if (rc == 0) {
+        r->any = true;
+        if (r->rec == REC_FILLING && !repeat_keep(r, out, atomic_load_explicit(&it->op->live_cache, memory_order_relaxed))) {
+          repeat_drop_kept(r);
+          r->rec = REC_GAVE_UP;
+        }
+      }
       return rc;
     }
     r->epochs++;
@@ -165,12 +218,19 @@ static int repeat_next(sl__it *it, sl_elem *out) {
     sl__it_free(it->input);
     it->input = NULL;
     if (sl__canceled(it->run)) return sl__err(SL_ECANCELED, "cancelled");
+    if (r->rec == REC_FILLING && r->nkept > 0) { /* a whole epoch kept: replay it from now on */
+      r->rec = REC_REPLAY;
+      r->at = 0;
+      continue;
+    }
+    if (r->rec == REC_NONE && atomic_load_explicit(&it->op->live_cache, memory_order_relaxed) > 0) r->rec = REC_FILLING;
     rc = sl__op_open_input(it->op, it->run, r->seed ? &r->seed_copy : NULL, &it->input);
     if (rc) return rc;
   }
 }
 static void repeat_free(sl__it *it) {
   repeat_it *r = (repeat_it *)it;
+  repeat_drop_kept(r);
   sl_elem_clear(&r->seed_copy);
   sl__free(it);
 }

@@ -156,6 +156,7 @@ static int parse_chain(sl_pipeline *p, json_t *arr, const char *path, bool neste
     if ((rc = vt->parse(op, obj)) || (rc = sl__op_infer(op, seed))) return rc;
     atomic_store(&op->active_par, (int)op->parallelism);
     atomic_store(&op->active_buf, (int)op->buffer);
+    atomic_store(&op->live_cache, 0);
     prev = op;
   }
   if (parent >= 0) { /* nothing: caller links the chain's last op */

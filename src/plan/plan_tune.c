@@ -17,9 +17,9 @@
 typedef struct tune_change {
   double t;           /* seconds since the tuner started */
   int op;
-  const char *knob;   /* "parallelism" or "buffer" (static strings) */
+  const char *knob;   /* "parallelism", "buffer" or "cache" (static strings) */
   int64_t from, to;
-  char why[320];
+  char why[480];
 } tune_change;
 
 struct sl_tuner {
@@ -39,7 +39,18 @@ struct sl_tuner {
   double *c_solved;    /* each op's CPU per output element at the last solve (-1: none yet) */
   double *c_prev;      /* the same in the window before (-1: none; tuner thread) */
   uint64_t t0;
+  bool cached;         /* a cache was inserted live (a repeat keeps and replays its input's epoch) */
 };
+
+/* The repeat op whose input is op k (a cache there can be inserted live, sl__op.live_cache), or -1. */
+static int repeat_over(const sl_tuner *a, int k) {
+  sl__op *in = sl__pipeline_op(a->p, k);
+  for (int j = 0; j < a->nops; j++) {
+    sl__op *op = sl__pipeline_op(a->p, j);
+    if (op->input == in && sl__op_model(op->vt->kind) == SL__MK_REPEAT) return j;
+  }
+  return -1;
+}
 
 static double proc_cpu_now(void) {
   struct timespec ts;
@@ -95,7 +106,9 @@ static void tune_window(sl_tuner *a, const sl_op_stats *now, const sl_op_stats *
   if (sl__trace_from_counters(&t, a->spec, a->origin, m, now, base, a->nops, secs, cpu, run_delay)) goto out;
   sl_plan_opts po = a->opts.plan;
   po.knobs = SL_PLAN_KNOBS_AUTOTUNE;
-  po.no_cache = true;    /* a live pipeline cannot take a new op */
+  /* A live pipeline cannot take a new op; a cache right before a repeat it can (the repeat keeps and replays its
+   * input's next epoch), once. */
+  po.no_cache = a->cached;
   po.no_prefetch = true;
   if (sl__plan_opts_resolve(&po, &po, true, SL_PLAN_KNOBS_AUTOTUNE)) goto out;
   /* The model alone (cheap) says whether the costs moved; only then is the plan solved again. */
@@ -116,6 +129,13 @@ static void tune_window(sl_tuner *a, const sl_op_stats *now, const sl_op_stats *
   for (int i = 0; i < a->nops; i++) a->c_prev[i] = M->ops[i].c;
   if (!confirmed) goto out;
   if (sl__plan_solve(&P, t, &po, 1.0)) goto out;
+  int rep = P->cache_at >= 0 ? repeat_over(a, P->cache_at) : -1;
+  if (P->cache_at >= 0 && rep < 0) { /* a cache elsewhere: the plan without one */
+    sl_plan_free(P);
+    P = NULL;
+    po.no_cache = true;
+    if (sl__plan_solve(&P, t, &po, 1.0)) goto out;
+  }
   for (int i = 0; i < a->nops; i++) a->c_solved[i] = M->ops[i].c;
   /* Change knobs only for a predicted gain of at least SL__TUNE_MIN_GAIN over the knobs in force (on the same
    * model): a marginal gain is within the model's error and not worth the churn. */
@@ -155,8 +175,23 @@ static void tune_window(sl_tuner *a, const sl_op_stats *now, const sl_op_stats *
              now_x > 0 ? 100 * (pred / now_x - 1) : 0, measured, secs);
   else
     snprintf(why, sizeof why, "%s; predicted %.0f elem/s", dr, pred);
+  if (rep >= 0) {
+    /* Twice the model's estimate of the epoch's bytes (an estimate), within the room the memory budget leaves. */
+    double room = P->M - P->mem + P->cache_bytes;
+    int64_t budget = (int64_t)fmin(fmax(fmin(room, 2 * P->cache_bytes), P->cache_bytes), 9e18);
+    char cwhy[480];
+    bool mb = P->cache_bytes >= 1e6;
+    snprintf(cwhy, sizeof cwhy, "cache after %s (%s %s), about %.1f %s, kept from the next epoch and replayed by the "
+             "repeat; %.300s", P->ops[P->cache_at].path, P->ops[P->cache_at].op, P->ops[P->cache_at].label,
+             P->cache_bytes / (mb ? 1e6 : 1e3), mb ? "MB" : "kB", why);
+    atomic_store_explicit(&sl__pipeline_op(a->p, rep)->live_cache, budget, memory_order_relaxed);
+    a->cached = true;
+    log_change(a, rep, "cache", 0, budget, cwhy);
+  }
   for (int i = 0; i < a->nops; i++) {
     sl__op *op = sl__pipeline_op(a->p, i);
+    /* The ops a new cache will spare keep their workers for the epoch it is filled from. */
+    if (rep >= 0 && sl__plan_upstream(P, i, P->cache_at)) continue;
     if (op->par_autotune && P->par[i] > 0) {
       int64_t want = P->par[i] < op->parallelism ? P->par[i] : op->parallelism; /* workers that exist */
       int was = atomic_load_explicit(&op->active_par, memory_order_relaxed);
