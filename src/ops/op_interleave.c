@@ -198,6 +198,13 @@ static int il_make(il_it *m, il_slot *s, sl_elem *els, int chunk) {
   return got;
 }
 
+/* Workers at work: the tuner's parallelism, except that an "autotune" interleave it sets to 1 makes its elements on
+ * the consumer's thread, as one planned at parallelism 1 does (no hand-offs: see op_map.c's pmap_workers). */
+static int il_workers(const sl__op *op) {
+  int n = atomic_load_explicit(&((sl__op *)op)->active_par, memory_order_relaxed);
+  return op->par_autotune && n <= 1 ? 0 : n;
+}
+
 static void *il_worker(void *p) {
   il_warg *wa = p;
   il_it *m = wa->m;
@@ -207,7 +214,7 @@ static void *il_worker(void *p) {
   pthread_mutex_lock(&m->mu);
   while (!m->stop) {
     int chunk = m->chunk, want = chunk < half ? chunk : half;
-    il_slot *s = wa->id < atomic_load_explicit(&op->active_par, memory_order_relaxed) ? il_pick(m, want, NULL) : NULL;
+    il_slot *s = wa->id < il_workers(op) ? il_pick(m, want, NULL) : NULL;
     if (!s) {
       m->waiting_workers++;
       sl__cond_wait_ms(&m->cv_work, &m->mu, 50);
@@ -360,9 +367,10 @@ static int il_next_par(sl__it *it, sl_elem *out) {
       pthread_mutex_unlock(&m->mu);
       return sl__err(SL_ECANCELED, "%s: cancelled", it->op->path);
     }
-    if (m->chunk > 1 && il_wants_work(m, s, 1)) {
+    if ((m->chunk > 1 || il_workers(it->op) == 0) && il_wants_work(m, s, 1)) {
       /* Cheap nested elements and no worker on this slot: make them here, which costs less than waking a worker
-       * and sleeping until it has. Their share of the source's time is inside this op's next() (see stolen). */
+       * and sleeping until it has (and with no workers, who else would). Their share of the source's time is
+       * inside this op's next() (see stolen). */
       sl__stat_add(&it->op->st.stolen, (uint64_t)il_make(m, s, m->cscratch, m->chunk));
       continue;
     }

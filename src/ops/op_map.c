@@ -221,6 +221,14 @@ struct pmap_it {
   bool deterministic;
 };
 
+/* Workers at work: the tuner's parallelism, except that an "autotune" map it sets to 1 runs on the consumer's
+ * thread (inline, no hand-offs), as a map planned at parallelism 1 does: the planner's model prices parallelism 1 as
+ * no thread boundary, and on cheap elements (a CSV line) a worker and its hand-offs cost more than the work. */
+static int pmap_workers(const sl__op *op) {
+  int n = atomic_load_explicit(&((sl__op *)op)->active_par, memory_order_relaxed);
+  return op->par_autotune && n <= 1 ? 0 : n;
+}
+
 /* Under mu: the next result in hand-off order when it is ready, else NULL. */
 static slot *pmap_ready(pmap_it *m) {
   if (m->deterministic) {
@@ -328,7 +336,7 @@ static void *pmap_worker(void *p) {
     bool spun = false;
     while (!m->stop && !m->input_done) {
       /* A worker the tuner has parked waits apart, so that a wake-up for space always reaches a working one. */
-      bool parked = wa->id >= atomic_load_explicit(&op->active_par, memory_order_relaxed);
+      bool parked = wa->id >= pmap_workers(op);
       if (!parked && m->cap - m->reserved >= want) break;
       if (!parked && !spun && chunk > 1 && !m->waiting_consumer &&
           m->waiting_workers + m->parked + 1 >= m->nthreads_ok) {
@@ -424,6 +432,40 @@ static void pmap_pass(pmap_it *m, slot *s) {
   else m->fifo_head++;
 }
 
+/* Inline (pmap_workers 0): the consumer pulls and maps the next element itself. Called without mu once nothing is
+ * in flight (no reservation: no worker between reserving and publishing, every result taken), so the sequence
+ * numbers and the ordered head move together and workers resume where it stops. */
+static int pmap_inline_next(pmap_it *m, sl_elem *out) {
+  sl__op *op = m->it.op;
+  map_cfg *c = op->impl;
+  for (;;) {
+    pthread_mutex_lock(&m->in_mu);
+    uint64_t seq = m->next_seq;
+    int rc = m->in_eof ? SL_END : sl__it_next(m->it.input, out);
+    if (rc) m->in_eof = true;
+    else m->next_seq++;
+    pthread_mutex_unlock(&m->in_mu);
+    pthread_mutex_lock(&m->mu);
+    if (rc) {
+      m->input_done = true;
+      m->end_seq = seq;
+    }
+    m->head = m->next_seq;
+    pthread_mutex_unlock(&m->mu);
+    if (rc) return rc; /* the input's end or error, at its position */
+    sl__stat_add(&op->st.in, 1);
+    bool keep = true;
+    rc = call_fn(op, c, out, m->it.epoch, seq, &keep);
+    if (rc) {
+      sl_elem_clear(out);
+      return rc;
+    }
+    if (keep) return 0;
+    sl_elem_clear(out);
+    sl__stat_add(&op->st.skipped, 1);
+  }
+}
+
 static int pmap_next(sl__it *it, sl_elem *out) {
   pmap_it *m = (pmap_it *)it;
   if (sl__claims_next(&m->cl, out)) return 0;
@@ -445,6 +487,11 @@ static int pmap_next(sl__it *it, sl_elem *out) {
     if (m->input_done && m->reserved == 0 && (!m->deterministic || m->head >= m->end_seq)) {
       pthread_mutex_unlock(&m->mu);
       return m->oom ? sl__op_err(it->op, SL_ENOMEM, "out of memory in a worker") : SL_END;
+    }
+    if (m->reserved == 0 && !m->input_done && pmap_workers(it->op) == 0) {
+      pthread_mutex_unlock(&m->mu);
+      if (wait0) sl__stat_add(&it->op->st.wait_ns, sl__now_ns() - wait0);
+      return pmap_inline_next(m, out);
     }
     if (sl__canceled(it->run)) {
       pthread_mutex_unlock(&m->mu);

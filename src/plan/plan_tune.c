@@ -40,6 +40,13 @@ struct sl_tuner {
   double *c_prev;      /* the same in the window before (-1: none; tuner thread) */
   uint64_t t0;
   bool cached;         /* a cache was inserted live (a repeat keeps and replays its input's epoch) */
+  /* The sequential trial (trial_step): 0 not yet, 1 running, 2 done. */
+  int trial, trial_windows;
+  double trial_base;   /* throughput of the window before the trial, with workers */
+  int *trial_par;      /* each op's parallelism in force before the trial */
+  int last_changes;    /* log length after the previous window: a window that changed knobs is no baseline */
+  bool seq_won;        /* the trial kept parallelism 1: the next solve (on the costs without hand-offs, which
+                        * still do not price them) gives no op workers back; a later drift may */
 };
 
 /* The repeat op whose input is op k (a cache there can be inserted live, sl__op.live_cache), or -1. */
@@ -96,6 +103,73 @@ static double drift_of(const sl_plan *P, const double *ref) {
   return d;
 }
 
+/* The counters of a running async pipeline include its hand-offs in every op's cost, so the model cannot see
+ * what parallelism 1 (no worker thread: an "autotune" map or interleave at 1 runs on its consumer's thread) would
+ * save; on cheap elements (tabular's CSV lines) that is most of the cost. As `sluice optimize` measures its
+ * all-sequential plan, the tuner tries it once: after the first solve, in a window that changed nothing, every
+ * tunable op goes to parallelism 1; the window after the switch is skipped and the next one compared with the
+ * last one with workers: the better measured is kept (reverting is logged with both figures). Returns true while
+ * the trial runs (the window is not solved on). */
+static bool trial_step(sl_tuner *a, double measured) {
+  if (a->trial == 2) return false;
+  if (a->trial == 1) {
+    if (++a->trial_windows < 2) return true;
+    a->trial = 2;
+    if (measured < a->trial_base) {
+      char why[200];
+      snprintf(why, sizeof why, "trial reverted: %.0f elem/s at parallelism 1 against %.0f with workers",
+               measured, a->trial_base);
+      for (int i = 0; i < a->nops; i++) {
+        sl__op *op = sl__pipeline_op(a->p, i);
+        int was = atomic_load_explicit(&op->active_par, memory_order_relaxed);
+        if (a->trial_par[i] != was) {
+          atomic_store_explicit(&op->active_par, a->trial_par[i], memory_order_relaxed);
+          log_change(a, i, "parallelism", was, a->trial_par[i], why);
+        }
+      }
+    }
+    a->seq_won = measured >= a->trial_base;
+    /* Either way the costs changed: the next window is modelled afresh. */
+    for (int i = 0; i < a->nops; i++) a->c_solved[i] = a->c_prev[i] = -1;
+    return true;
+  }
+  pthread_mutex_lock(&a->mu);
+  int n = a->nlog;
+  pthread_mutex_unlock(&a->mu);
+  bool quiet = n == a->last_changes;
+  a->last_changes = n;
+  if (atomic_load(&a->solves) < 1 || !quiet) return false;
+  bool any = false;
+  for (int i = 0; i < a->nops; i++) {
+    sl__op *op = sl__pipeline_op(a->p, i);
+    a->trial_par[i] = atomic_load_explicit(&op->active_par, memory_order_relaxed);
+    sl__model_kind mk = sl__op_model(op->vt->kind);
+    if (op->par_autotune && (mk == SL__MK_MAP || mk == SL__MK_INTERLEAVE) && a->trial_par[i] > 1) any = true;
+  }
+  if (!any) {
+    a->trial = 2;
+    return false;
+  }
+  char why[200];
+  snprintf(why, sizeof why, "trial: every tunable op at parallelism 1 (worker threads must earn their hand-offs); "
+           "%.0f elem/s measured with workers in the last window", measured);
+  for (int i = 0; i < a->nops; i++) {
+    sl__op *op = sl__pipeline_op(a->p, i);
+    sl__model_kind mk = sl__op_model(op->vt->kind);
+    if (op->par_autotune && (mk == SL__MK_MAP || mk == SL__MK_INTERLEAVE) && a->trial_par[i] > 1) {
+      atomic_store_explicit(&op->active_par, 1, memory_order_relaxed);
+      log_change(a, i, "parallelism", a->trial_par[i], 1, why);
+    }
+  }
+  a->trial = 1;
+  a->trial_windows = 0;
+  a->trial_base = measured;
+  pthread_mutex_lock(&a->mu);
+  a->last_changes = a->nlog;
+  pthread_mutex_unlock(&a->mu);
+  return true;
+}
+
 /* One window: model it, and when the costs drifted, solve and set the knobs. `m` is the machine with the load
  * other processes put on it during the window, run_delay the window's runqueue wait per CPU second: without them
  * a CPU-bound op that waited for a core on a shared machine would look like one waiting on I/O. */
@@ -104,6 +178,7 @@ static void tune_window(sl_tuner *a, const sl_op_stats *now, const sl_op_stats *
   sl_trace *t = NULL;
   sl_plan *M = NULL, *P = NULL;
   if (sl__trace_from_counters(&t, a->spec, a->origin, m, now, base, a->nops, secs, cpu, run_delay)) goto out;
+  if (trial_step(a, sl_trace_throughput(t))) goto out;
   sl_plan_opts po = a->opts.plan;
   po.knobs = SL_PLAN_KNOBS_AUTOTUNE;
   /* A live pipeline cannot take a new op; a cache right before a repeat it can (the repeat keeps and replays its
@@ -195,6 +270,7 @@ static void tune_window(sl_tuner *a, const sl_op_stats *now, const sl_op_stats *
     if (op->par_autotune && P->par[i] > 0) {
       int64_t want = P->par[i] < op->parallelism ? P->par[i] : op->parallelism; /* workers that exist */
       int was = atomic_load_explicit(&op->active_par, memory_order_relaxed);
+      if (a->seq_won && first && want > was) continue; /* measured slower with workers just now */
       if (want >= 1 && want != was) {
         atomic_store_explicit(&op->active_par, (int)want, memory_order_relaxed);
         log_change(a, i, "parallelism", was, want, why);
@@ -279,7 +355,8 @@ int sl_pipeline_tune(sl_tuner **out, sl_pipeline *p, const sl_tune_opts *opts) {
   a->origin = sl__strdup(sl__pipeline_origin(p) ? sl__pipeline_origin(p) : "<spec>");
   a->c_solved = sl__calloc((size_t)a->nops, sizeof *a->c_solved);
   a->c_prev = sl__calloc((size_t)a->nops, sizeof *a->c_prev);
-  int rc = !a->spec || !a->origin || !a->c_solved || !a->c_prev ? sl__oom("the tuner") : 0;
+  a->trial_par = sl__calloc((size_t)a->nops, sizeof *a->trial_par);
+  int rc = !a->spec || !a->origin || !a->c_solved || !a->c_prev || !a->trial_par ? sl__oom("the tuner") : 0;
   if (!rc) rc = sl_machine_probe(&a->m, NULL, 0);
   if (!rc) {
     for (int i = 0; i < a->nops; i++) a->c_solved[i] = a->c_prev[i] = -1;
@@ -298,6 +375,7 @@ int sl_pipeline_tune(sl_tuner **out, sl_pipeline *p, const sl_tune_opts *opts) {
     sl__free(a->origin);
     sl__free(a->c_solved);
     sl__free(a->c_prev);
+    sl__free(a->trial_par);
     sl__free(a);
     return rc;
   }
@@ -380,6 +458,7 @@ void sl_tuner_stop(sl_tuner *a) {
   sl__free(a->origin);
   sl__free(a->c_solved);
   sl__free(a->c_prev);
+  sl__free(a->trial_par);
   sl__free(a->log);
   sl__free(a);
 }

@@ -46,6 +46,22 @@ static bool run_until(sl_iter *it, sl_pipeline *p, sl_tuner *t, bool (*done)(sl_
 
 static bool solved(sl_pipeline *p, sl_tuner *t, void *arg) { return sl_tuner_solves(t) >= 1; }
 
+static bool log_has(sl_tuner *t, const char *what) {
+  char *log = NULL;
+  assert_int_equal(sl_tuner_log(&log, t, false), 0);
+  bool y = strstr(log, what) != NULL;
+  sl_free(log);
+  return y;
+}
+
+/* The sequential trial (plan_tune.c trial_step) is over: it was logged and the solve after it was made, or it was
+ * not made (no op had workers after the first solve) and a window after the first solve went by. */
+static bool trial_over(sl_pipeline *p, sl_tuner *t, void *arg) {
+  int *seen = arg; /* calls after the first solve without a trial line */
+  if (log_has(t, "trial: ")) return sl_tuner_solves(t) >= 2;
+  return sl_tuner_solves(t) >= 1 && ++*seen > 200;
+}
+
 /* Keeps the pipeline running for `secs` more (whatever the tuner does meanwhile: observed, not timed). */
 static void run_for(sl_iter *it, sl_pipeline *p, sl_tuner *t, double secs) {
   double end = now_s() + secs;
@@ -78,7 +94,9 @@ static void test_converges_on_spin4(void **st) {
   sl_iter *it = NULL;
   assert_int_equal(sl_pipeline_iter(&it, p), 0);
   bool ok = run_until(it, p, t, solved, NULL, 120);
-  run_for(it, p, t, 4 * o.interval);
+  int seen = 0;
+  bool over = ok && run_until(it, p, t, trial_over, &seen, 120);
+  run_for(it, p, t, 2 * o.interval);
   char *log = NULL, *js = NULL;
   assert_int_equal(sl_tuner_log(&log, t, false), 0);
   assert_int_equal(sl_tuner_log(&js, t, true), 0);
@@ -87,7 +105,15 @@ static void test_converges_on_spin4(void **st) {
   int64_t heavy = par_of(p, 2);
   sl_tuner_stop(t);
   assert_true(ok); /* the first window is always solved */
-  assert_int_equal(heavy, heavy0);
+  assert_true(over);
+  /* The first solve keeps the heavy stage's workers; the trial then runs it on one thread, and the figures decide:
+   * reverted (workers measured faster, as on 2 free cores), the heavy stage has its workers again; kept (a loaded
+   * machine), it stays at 1. Which one is the machine's doing: printed. */
+  bool trial = strstr(log, "trial: ") != NULL, reverted = strstr(log, "trial reverted") != NULL;
+  printf("trial: %s; heavy stage workers %lld (of %lld)\n", !trial ? "not made" : reverted ? "reverted" : "kept",
+         (long long)heavy, (long long)heavy0);
+  if (!trial || reverted) assert_int_equal(heavy, heavy0);
+  else assert_int_equal(heavy, 1);
   assert_true(js[0] == '[');
   for (const char *l = log; *l;) {
     const char *nl = strchr(l, '\n');
@@ -96,9 +122,13 @@ static void test_converges_on_spin4(void **st) {
     size_t n = (size_t)(nl - l) < sizeof line - 1 ? (size_t)(nl - l) : sizeof line - 1;
     memcpy(line, l, n);
     line[n] = 0;
-    assert_non_null(strstr(line, "bottleneck"));
-    assert_non_null(strstr(line, "predicted"));
     assert_non_null(strstr(line, " -> "));
+    if (!strstr(line, "trial")) {
+      assert_non_null(strstr(line, "bottleneck"));
+      assert_non_null(strstr(line, "predicted"));
+    } else {
+      assert_non_null(strstr(line, "elem/s"));
+    }
     l = nl + 1;
   }
   sl_free(log);
@@ -145,7 +175,9 @@ static void test_reacts_to_cost_change(void **st) {
   sl_iter *it = NULL;
   assert_int_equal(sl_pipeline_iter(&it, p), 0);
   bool ok1 = run_until(it, p, t, solved, NULL, 120);
-  run_for(it, p, t, 3 * o.interval); /* the first solve's knobs in force for a while */
+  int seen = 0;
+  ok1 = ok1 && run_until(it, p, t, trial_over, &seen, 120); /* and the sequential trial decided */
+  run_for(it, p, t, 3 * o.interval); /* the knobs in force for a while */
   int64_t light_before = par_of(p, 1);
   int changes_before = sl_tuner_changes(t);
   int solves0 = sl_tuner_solves(t);
