@@ -460,6 +460,7 @@ int sl__mpi_finalize(void) {
 typedef struct pend {
   MPI_Request req;
   void *buf;
+  size_t cap;
 } pend;
 
 typedef struct {
@@ -559,16 +560,17 @@ int sl__mpi_serve(uint64_t *sent, const sl_pipeline *full) {
   s.credit = sl__calloc((size_t)nt, sizeof *s.credit);
   s.stopped = sl__calloc((size_t)nt, sizeof *s.stopped);
   s.closed = sl__calloc((size_t)nt, sizeof *s.closed);
-  int npend = 0, cap = nt * window() + 1;
+  int npend = 0, cap = nt * window() + 1, nspare = 0;
   pend *pd = sl__calloc((size_t)cap, sizeof *pd);
-  if (!s.credit || !s.stopped || !s.closed || !pd) rc = rc ? rc : sl__oom("the worker's state");
+  pend *spare = sl__calloc((size_t)cap, sizeof *spare); /* the buffers of finished sends, packed into again */
+  if (!s.credit || !s.stopped || !s.closed || !pd || !spare) rc = rc ? rc : sl__oom("the worker's state");
   char err[1024] = "";
   if (rc) snprintf(err, sizeof err, "%s", sl_error_last());
   bool ended = rc != 0;
   int saved = rc;
   pthread_t beat;
   bool beating = false;
-  if (s.credit && s.stopped && s.closed && pd) {
+  if (s.credit && s.stopped && s.closed && pd && spare) {
     pthread_mutex_init(&s.beat_mu, NULL);
     pthread_cond_init(&s.beat_cv, NULL);
     atomic_init(&s.quit, false);
@@ -580,6 +582,7 @@ int sl__mpi_serve(uint64_t *sent, const sl_pipeline *full) {
     sl__free(s.stopped);
     sl__free(s.closed);
     sl__free(pd);
+    sl__free(spare);
     sl_iter_free(it);
     sl_pipeline_free(p);
     return rc;
@@ -594,7 +597,7 @@ int sl__mpi_serve(uint64_t *sent, const sl_pipeline *full) {
       int done = 0;
       MPI_Test(&pd[i].req, &done, MPI_STATUS_IGNORE);
       if (done) {
-        sl__free(pd[i].buf);
+        spare[nspare++] = pd[i]; /* at most cap buffers exist: spares and sends under way */
         pd[i] = pd[--npend];
       } else i++;
     }
@@ -636,10 +639,16 @@ int sl__mpi_serve(uint64_t *sent, const sl_pipeline *full) {
       continue;
     }
     void *buf = NULL;
-    size_t len = 0;
-    if (rc == 0) rc = sl__dist_pack(&buf, &len, &e);
+    size_t len = 0, bcap = 0;
+    if (nspare > 0) {
+      nspare--;
+      buf = spare[nspare].buf;
+      bcap = spare[nspare].cap;
+    }
+    if (rc == 0) rc = sl__dist_pack_into(&buf, &bcap, &len, &e);
     sl_elem_clear(&e);
     if (rc) {
+      sl__free(buf);
       ended = true;
       saved = rc;
       snprintf(err, sizeof err, "%s", sl_error_last());
@@ -653,7 +662,8 @@ int sl__mpi_serve(uint64_t *sent, const sl_pipeline *full) {
       saved = mpi_err(mrc, "sending an element", t);
       break;
     }
-    pd[npend++].buf = buf;
+    pd[npend].buf = buf;
+    pd[npend++].cap = bcap;
     if (npend == 1) { /* wake the heartbeat thread to drive this send */
       pthread_mutex_lock(&s.beat_mu);
       atomic_store(&s.sending, npend);
@@ -673,7 +683,9 @@ int sl__mpi_serve(uint64_t *sent, const sl_pipeline *full) {
   pthread_mutex_destroy(&s.beat_mu);
   pthread_cond_destroy(&s.beat_cv);
   for (int i = 0; i < npend; i++) sl__free(pd[i].buf); /* only after an MPI failure */
+  for (int i = 0; i < nspare; i++) sl__free(spare[i].buf);
   sl__free(pd);
+  sl__free(spare);
   sl__free(s.credit);
   sl__free(s.stopped);
   sl__free(s.closed);
