@@ -48,10 +48,16 @@ typedef struct sl_offload_opts {
   double worker_cores;   /* cores of one worker rank; 0: the traced machine's */
   double trainer_cores;  /* cores of the trainer rank; 0: the traced machine's */
   /* Added in version 2: */
-  double recv_bandwidth; /* bytes a rank moves per CPU second of its own: the transport's CPU, charged to the
-                          * trainer's cores (receive, unpack) and the workers' (pack, send); 0: not charged */
+  double recv_bandwidth; /* bytes a trainer receives and unpacks per CPU second of its own: the transport's CPU,
+                          * charged to the trainer's cores; 0: not charged */
+  /* Added in version 3: */
+  double send_bandwidth; /* bytes a worker packs and sends per CPU second of its own, charged to the workers'
+                          * cores; 0: recv_bandwidth (version 2 charged both ends alike) */
+  double min_gain;       /* a cut is taken only when its rate beats the trainer alone by this fraction (the
+                          * model's error on one machine, so that a plan does not pick an offload that measures
+                          * slower); 0: 0.10; a negative value: any gain */
 } sl_offload_opts;
-#define SL_OFFLOAD_OPTS_VERSION 2
+#define SL_OFFLOAD_OPTS_VERSION 3
 #define SL_OFFLOAD_OPTS_INIT {SL_OFFLOAD_OPTS_VERSION}
 
 /* The model's choice: where to cut, how many workers, and what it predicts. Rates are elements/s of the traced
@@ -69,9 +75,9 @@ typedef struct sl_offload_plan {
 
 /* Plans an offload from trace `t`: for each cut between top-level ops, the elements/s one trainer gets is the
  * least of its cores over the CPU below the cut, the workers' cores over the CPU above it (each side plus the
- * transport CPU of the bytes shipped, with opts.recv_bandwidth), and the link over the
- * bytes shipped per element; it picks the cut with the highest rate (the fewest bytes among equals) and the fewest
- * workers that reach it. *spec (may be NULL) gets the traced spec with one {"op": "offload"} at the cut (an offload
+ * transport CPU of the bytes shipped, with opts.recv_bandwidth and opts.send_bandwidth), and the link over the
+ * bytes shipped per element; it picks the cut with the highest rate (the fewest bytes among equals), if that beats
+ * the trainer alone by opts.min_gain, and the fewest workers that reach it. *spec (may be NULL) gets the traced spec with one {"op": "offload"} at the cut (an offload
  * already in it moved there); free with sl_free(). Errors: SL_EINVAL for a trace with no elements. */
 SL_EXTERN int sl_plan_offload(char **spec, sl_offload_plan *out, const sl_trace *t, const sl_offload_opts *opts);
 

@@ -11,19 +11,23 @@
 static void help(FILE *f) {
   fprintf(f,
           "usage: sluice optimize SPEC --workers K [-o OUT] [--link-gbps G] [--worker-cores C] [--trainer-cores C]\n"
-          "                       [--recv-gbps G] [--seconds S] [--json]\n\n"
+          "                       [--recv-gbps G] [--send-gbps G] [--min-gain F] [--seconds S] [--json]\n\n"
           "Traces SPEC for S seconds (default 2) and plans an offload to worker ranks (docs/distributed.md): for each\n"
           "cut between top-level ops, one trainer's rate is the least of its cores over the CPU per element below the\n"
           "cut, K workers' cores over the CPU above it, and the link over the bytes shipped per element. Writes SPEC\n"
-          "with {\"op\": \"offload\"} at the best cut (none when no cut beats the trainer alone) and prints the cut,\n"
+          "with {\"op\": \"offload\"} at the best cut (none when no cut beats the trainer alone by --min-gain) and prints the cut,\n"
           "the workers a trainer needs and the predicted rates. Measure with: mpirun -np 1+W sluice run OUT --workers W\n\n"
           "  --workers K        worker ranks per trainer at most\n"
           "  -o OUT             write the spec with the cut here (default: stdout, the summary to stderr)\n"
           "  --link-gbps G      link bandwidth a trainer receives at, in Gbit/s (default 10)\n"
           "  --worker-cores C   cores of one worker rank (default: this machine's)\n"
           "  --trainer-cores C  cores of the trainer (default: this machine's)\n"
-          "  --recv-gbps G      Gbit a rank moves per CPU second of its own: the transport's CPU is charged to the\n"
-          "                     trainer's and the workers' cores (default: not charged; measure it on loopback/TCP)\n"
+          "  --recv-gbps G      Gbit a trainer receives per CPU second of its own: the transport's CPU is charged to\n"
+          "                     the trainer's cores (default: not charged; measure it on loopback/TCP)\n"
+          "  --send-gbps G      Gbit a worker packs and sends per CPU second of its own, charged to the workers'\n"
+          "                     cores (default: --recv-gbps's figure)\n"
+          "  --min-gain F       take a cut only when it beats the trainer alone by this fraction (default 0.10,\n"
+          "                     the model's error on one machine)\n"
           "  --seconds S        trace for S seconds (default 2)\n"
           "  --json             print the summary as JSON on stdout\n");
 }
@@ -46,14 +50,21 @@ int cmd_optimize_workers(int argc, char **argv) {
       if (i + 1 >= argc) return cli_usage("optimize", "%s needs a file name", a);
       out = argv[++i];
     } else if (!strcmp(a, "--link-gbps") || !strcmp(a, "--worker-cores") || !strcmp(a, "--trainer-cores") ||
-               !strcmp(a, "--recv-gbps") || !strcmp(a, "--seconds")) {
+               !strcmp(a, "--recv-gbps") || !strcmp(a, "--send-gbps") || !strcmp(a, "--min-gain") ||
+               !strcmp(a, "--seconds")) {
       double v;
       if (!cli_parse_f64("optimize", a, i + 1 < argc ? argv[++i] : NULL, &v)) return CLI_USAGE;
+      if (!strcmp(a, "--min-gain")) {
+        if (!(v >= 0 && v < 100)) return cli_usage("optimize", "--min-gain must be 0 or more, not %s", argv[i]);
+        oo.min_gain = v > 0 ? v : -1; /* 0 on the command line: any gain (0 in the struct is the default) */
+        continue;
+      }
       if (!(v > 0)) return cli_usage("optimize", "%s must be positive, not %s", a, argv[i]);
       if (!strcmp(a, "--link-gbps")) gbps = v;
       else if (!strcmp(a, "--worker-cores")) oo.worker_cores = v;
       else if (!strcmp(a, "--trainer-cores")) oo.trainer_cores = v;
       else if (!strcmp(a, "--recv-gbps")) oo.recv_bandwidth = v * 1e9 / 8;
+      else if (!strcmp(a, "--send-gbps")) oo.send_bandwidth = v * 1e9 / 8;
       else seconds = v;
     } else if (!strcmp(a, "--json")) {
       json = true;
@@ -104,8 +115,9 @@ int cmd_optimize_workers(int argc, char **argv) {
             pl.cut, pl.bytes_per_element, pl.workers, pl.predicted, pl.limit, pl.predicted_local,
             sl_trace_throughput(t));
   } else {
-    fprintf(f, "no cut: the trainer alone is predicted fastest (%.1f elements/s; measured %.1f)\n",
-            pl.predicted_local, sl_trace_throughput(t));
+    fprintf(f, "no cut pays: none is predicted %.0f%% faster than the trainer alone (%.1f elements/s; measured "
+               "%.1f)\n", oo.min_gain > 0 ? oo.min_gain * 100 : oo.min_gain < 0 ? 0 : 10, pl.predicted_local,
+            sl_trace_throughput(t));
   }
   sl_free(text);
   sl_trace_free(t);

@@ -8,6 +8,9 @@
 /* Packs element e into one message: *out (sl__malloc'd, freed with sl__free) of *len bytes. SL_EINVAL for an element
  * over 2 GiB. */
 int sl__dist_pack(void **out, size_t *len, const sl_elem *e);
+/* Packs e into *buf of *cap bytes, replaced by a larger one (sl__malloc'd, *cap updated) when too small; *len gets
+ * the message's size. The caller frees *buf with sl__free, after a failure too. */
+int sl__dist_pack_into(void **buf, size_t *cap, size_t *len, const sl_elem *e);
 /* Unpacks message `msg` (the element takes references to it: payloads are not copied); component names go through
  * intern(ctx, name, len), which returns a name that outlives the element. SL_ECORRUPT naming rank `from` for a
  * malformed message. */

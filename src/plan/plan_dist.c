@@ -21,8 +21,12 @@ int sl_plan_offload(char **spec, sl_offload_plan *out, const sl_trace *t, const 
   if (spec) *spec = NULL;
   memset(out, 0, sizeof *out);
   sl_offload_opts o = SL_OFFLOAD_OPTS_INIT;
-  if (opts && opts->version >= 2) o = *opts;
-  else if (opts) memcpy(&o, opts, offsetof(sl_offload_opts, recv_bandwidth)); /* a version-1 caller's struct */
+  /* an older caller's struct is shorter: read only the fields its version has */
+  if (opts && opts->version >= 3) o = *opts;
+  else if (opts && opts->version == 2) memcpy(&o, opts, offsetof(sl_offload_opts, send_bandwidth));
+  else if (opts) memcpy(&o, opts, offsetof(sl_offload_opts, recv_bandwidth));
+  double send_bw = o.send_bandwidth > 0 ? o.send_bandwidth : o.recv_bandwidth;
+  double gain = o.min_gain > 0 ? o.min_gain : o.min_gain < 0 ? 0 : 0.10;
   const sl_machine *m = sl_trace_machine(t);
   double mc = m && m->cores > 0 ? m->cores : 1;
   int kmax = o.workers > 0 ? o.workers : 1;
@@ -103,19 +107,21 @@ int sl_plan_offload(char **spec, sl_offload_plan *out, const sl_trace *t, const 
     while (b > 0 && is_off[b]) b--;
     double ship = bytes[b], below = total - above;
     /* the trainer's cores also receive and unpack what crosses the cut, and the workers' pack and send it (over
-     * shared memory or TCP both ends copy every byte) */
-    double recv = o.recv_bandwidth > 0 ? ship / o.recv_bandwidth : 0;
+     * shared memory or TCP both ends copy every byte; a worker's send measured 2-3x its share on imagenet, as it
+     * also packs into a message and Open MPI copies that into shared memory) */
+    double recv = o.recv_bandwidth > 0 ? ship / o.recv_bandwidth : 0, send = send_bw > 0 ? ship / send_bw : 0;
     double r_t = below + recv > 0 ? tc / (below + recv) : INFINITY;
-    double r_w = above + recv > 0 ? kmax * wc / (above + recv) : INFINITY;
+    double r_w = above + send > 0 ? kmax * wc / (above + send) : INFINITY;
     double r_l = ship > 0 ? link / ship : INFINITY;
     double r = fmin(r_t, fmin(r_w, r_l));
-    bool better = r > out->predicted * 1.000001 ||
-                  (out->cut > 0 && r >= out->predicted * 0.999999 && ship < out->bytes_per_element);
+    /* against the trainer alone, the cut must win by the model's error; against another cut, by any margin */
+    double bar = out->cut > 0 ? out->predicted * 1.000001 : out->predicted_local * (1 + gain) * 1.000001;
+    bool better = r > bar || (out->cut > 0 && r >= out->predicted * 0.999999 && ship < out->bytes_per_element);
     if (!better || is_off[c - 1] || c < first_cut) continue;
     out->cut = c;
     out->predicted = r;
     out->bytes_per_element = ship;
-    out->worker_cpu = above + recv;
+    out->worker_cpu = above + send;
     out->trainer_cpu = below + recv;
     out->limit = r == r_l ? "link" : r == r_w ? "workers" : "trainer";
   }

@@ -234,8 +234,46 @@ static void test_wire_round_trip_and_corruption(void **s) {
   sl_elem_clear(&e);
 }
 
+/* A worker packs into the buffers of its finished sends: a buffer large enough is packed into where it is, a small
+ * one replaced by a larger; what comes out unpacks to the same element either way. */
+static void test_pack_into_reuses_the_buffer(void **s) {
+  sl_elem big, small, back;
+  sl_elem_init(&big);
+  sl_elem_init(&small);
+  make_elem(&big);
+  assert_int_equal(sl_elem_set_i64(&small, "i", 42), 0);
+  void *buf = NULL;
+  size_t cap = 0, len = 0;
+  assert_int_equal(sl__dist_pack_into(&buf, &cap, &len, &small), 0);
+  size_t small_len = len, small_cap = cap;
+  assert_true(cap >= len);
+  assert_int_equal(sl__dist_pack_into(&buf, &cap, &len, &big), 0); /* too small: replaced */
+  assert_true(len > small_len && cap >= len && cap > small_cap);
+  void *kept = buf;
+  size_t big_cap = cap;
+  const sl_elem *els[2] = {&small, &big};
+  for (int k = 0; k < 2; k++) {
+    assert_int_equal(sl__dist_pack_into(&buf, &cap, &len, els[k]), 0);
+    assert_ptr_equal(buf, kept); /* large enough: packed in place */
+    assert_int_equal(cap, big_cap);
+    sl_buf *b = sl_buf_alloc(len);
+    memcpy(sl_buf_data(b), buf, len);
+    assert_int_equal(sl__dist_unpack(&back, b, test_intern, NULL, 1), 0);
+    uint64_t d1, d2;
+    assert_int_equal(sl_elem_digest(&d1, els[k]), 0);
+    assert_int_equal(sl_elem_digest(&d2, &back), 0);
+    assert_true(d1 == d2);
+    sl_elem_clear(&back);
+    sl_buf_unref(b);
+  }
+  sl__free(buf);
+  sl_elem_clear(&big);
+  sl_elem_clear(&small);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_pack_into_reuses_the_buffer),
       cmocka_unit_test(test_shard_remainders), cmocka_unit_test(test_shard_auto_ompi_env),
       cmocka_unit_test(test_hooks),            cmocka_unit_test(test_worker_spec),
       cmocka_unit_test(test_wire_round_trip_and_corruption),

@@ -93,9 +93,13 @@ static void steady_state_through_a_shuffle(void **state) {
   assert_true(fabs(p.predicted - 4 / 0.0501) < 1e-6 * p.predicted);
   assert_string_equal(p.limit, "workers");
   /* a link of 10 MB/s: shipping decoded images (1 MB per batch) allows 10/s, shipping records (10 kB) leaves the
-   * trainer 50.1 ms per batch: 19.96/s. Records cross the cut before the shuffle (ops[2]) and before the decode
-   * (ops[3]) alike, at the same rate: the first of equals is kept. */
+   * trainer 50.1 ms per batch: 19.96/s, not 10% over the trainer alone (19.92/s): no cut pays. Taking any gain,
+   * records cross the cut before the shuffle (ops[2]) and before the decode (ops[3]) alike, at the same rate: the
+   * first of equals is kept. */
   o.link_bandwidth = 1e7;
+  assert_int_equal(sl_plan_offload(NULL, &p, t, &o), 0);
+  assert_int_equal(p.cut, 0);
+  o.min_gain = -1;
   assert_int_equal(sl_plan_offload(NULL, &p, t, &o), 0);
   assert_int_equal(p.cut, 2);
   assert_true(fabs(p.bytes_per_element - 1e4) < 1e-3);
@@ -118,6 +122,11 @@ static void receive_cost_on_the_trainer(void **state) {
   o.link_bandwidth = 1e12;
   o.recv_bandwidth = 2e7;
   sl_offload_plan p;
+  /* 20/s against 19.92/s alone: 0.4% is within the model's error, so by default no cut is taken */
+  assert_int_equal(sl_plan_offload(NULL, &p, t, &o), 0);
+  assert_int_equal(p.cut, 0);
+  assert_int_equal(p.workers, 0);
+  o.min_gain = -1; /* any gain */
   assert_int_equal(sl_plan_offload(NULL, &p, t, &o), 0);
   assert_int_equal(p.cut, 5);
   assert_true(fabs(p.trainer_cpu - 0.05) < 1e-9);
@@ -129,11 +138,88 @@ static void receive_cost_on_the_trainer(void **state) {
   assert_int_equal(p.cut, 0);
   assert_int_equal(p.workers, 0);
   assert_true(p.predicted == p.predicted_local);
-  /* a version-1 caller's struct has no recv_bandwidth: it is not read */
+  /* a version-1 caller's struct has no recv_bandwidth (nor min_gain): they are not read */
   o.version = 1;
   o.recv_bandwidth = 1;
+  o.min_gain = 0.5;
   assert_int_equal(sl_plan_offload(NULL, &p, t, &o), 0);
   assert_int_equal(p.cut, 4);
+  sl_trace_free(t);
+}
+
+/* Sending is charged to the workers, at its own rate. Receiving at 1 GB per CPU second costs the trainer 1 ms a
+ * batch (1 MB); sending at 20 MB per CPU second costs a worker 50 ms. Cut before the batch (ops[4]): 4 workers at
+ * 50.1 + 50 ms make 39.96/s, half of what the receive rate alone would say (4 / 51.1 ms = 78.3/s). At 4 MB per CPU
+ * second (250 ms a batch) decoded images lose to the trainer alone; records (10 kB: 2.5 ms a worker) leave the
+ * trainer 50.11 ms, 19.96/s: 0.2% over the trainer alone (19.92/s), and no cut pays. */
+static void send_cost_on_the_workers(void **state) {
+  (void)state;
+  sl_trace *t = chain_trace(SHUF, 5);
+  sl_offload_opts o = SL_OFFLOAD_OPTS_INIT;
+  o.workers = 4;
+  o.worker_cores = 1;
+  o.trainer_cores = 1;
+  o.link_bandwidth = 1e12;
+  o.recv_bandwidth = 1e9;
+  sl_offload_plan p;
+  /* without a send rate, the workers pay the receive rate */
+  assert_int_equal(sl_plan_offload(NULL, &p, t, &o), 0);
+  assert_int_equal(p.cut, 4);
+  assert_true(fabs(p.worker_cpu - 0.0511) < 1e-9);
+  assert_true(fabs(p.predicted - 4 / 0.0511) < 1e-6 * p.predicted);
+  o.send_bandwidth = 2e7;
+  assert_int_equal(sl_plan_offload(NULL, &p, t, &o), 0);
+  assert_int_equal(p.cut, 4);
+  assert_int_equal(p.workers, 4);
+  assert_true(fabs(p.worker_cpu - 0.1001) < 1e-9);
+  assert_true(fabs(p.trainer_cpu - 0.0011) < 1e-9);
+  assert_true(fabs(p.predicted - 4 / 0.1001) < 1e-6 * p.predicted);
+  assert_string_equal(p.limit, "workers");
+  o.send_bandwidth = 4e6;
+  assert_int_equal(sl_plan_offload(NULL, &p, t, &o), 0);
+  assert_int_equal(p.cut, 0);
+  assert_int_equal(p.workers, 0);
+  assert_true(p.predicted == p.predicted_local);
+  /* taking any gain: the records' cut, the first of equals (before the shuffle, ops[2]) */
+  o.min_gain = -1;
+  assert_int_equal(sl_plan_offload(NULL, &p, t, &o), 0);
+  assert_int_equal(p.cut, 2);
+  assert_true(fabs(p.trainer_cpu - 0.05011) < 1e-9);
+  assert_true(fabs(p.worker_cpu - 0.0026) < 1e-9);
+  assert_true(fabs(p.predicted - 1 / 0.05011) < 1e-6 * p.predicted);
+  assert_string_equal(p.limit, "trainer");
+  /* a version-2 caller's struct has no send_bandwidth: the workers pay the receive rate */
+  o.version = 2;
+  o.min_gain = 0;
+  assert_int_equal(sl_plan_offload(NULL, &p, t, &o), 0);
+  assert_int_equal(p.cut, 4);
+  assert_true(fabs(p.worker_cpu - 0.0511) < 1e-9);
+  sl_trace_free(t);
+}
+
+/* The gain a cut needs over the trainer alone (10% by default), the link free: a trainer of 2 cores alone makes
+ * 39.8/s (50.2 ms a batch); 1 worker of 1 core decoding for it (50.1 ms) makes 19.96/s and 1 worker of 1.1 cores
+ * 21.96/s: no cut. With 2.4 cores it makes 47.9/s, 20% over the trainer alone: cut. */
+static void a_cut_must_beat_the_trainer_alone(void **state) {
+  (void)state;
+  sl_trace *t = chain_trace(SHUF, 5);
+  sl_offload_opts o = SL_OFFLOAD_OPTS_INIT;
+  o.workers = 1;
+  o.worker_cores = 1;
+  o.trainer_cores = 2;
+  o.link_bandwidth = 1e12;
+  sl_offload_plan p;
+  assert_int_equal(sl_plan_offload(NULL, &p, t, &o), 0);
+  assert_true(fabs(p.predicted_local - 2 / 0.0502) < 1e-6 * p.predicted_local);
+  assert_int_equal(p.cut, 0);
+  o.worker_cores = 1.1;
+  assert_int_equal(sl_plan_offload(NULL, &p, t, &o), 0);
+  assert_int_equal(p.cut, 0);
+  o.worker_cores = 2.4;
+  assert_int_equal(sl_plan_offload(NULL, &p, t, &o), 0);
+  assert_int_equal(p.cut, 4); /* the batch stays on the trainer: 50.1 ms on the worker */
+  assert_int_equal(p.workers, 1);
+  assert_true(fabs(p.predicted - 2.4 / 0.0501) < 1e-6 * p.predicted);
   sl_trace_free(t);
 }
 
@@ -141,6 +227,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(steady_state_through_a_shuffle),
       cmocka_unit_test(receive_cost_on_the_trainer),
+      cmocka_unit_test(send_cost_on_the_workers),
+      cmocka_unit_test(a_cut_must_beat_the_trainer_alone),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
