@@ -47,7 +47,28 @@ struct sl_tuner {
   int last_changes;    /* log length after the previous window: a window that changed knobs is no baseline */
   bool seq_won;        /* the trial kept parallelism 1: the next solve (on the costs without hand-offs, which
                         * still do not price them) gives no op workers back; a later drift may */
+  /* A solve's changes on probation (pend_step): the knobs before them, the throughput of the window solved on. */
+  int pend, pend_windows;
+  double pend_base;
+  int *pend_par, *pend_buf, *tgt_par, *tgt_buf;
+  int *rej;            /* knob vectors reverted (SL__TUNE_REJ of them, 2 x nops each: parallelism, buffer) */
+  int nrej;
 };
+
+#define SL__TUNE_REJ 4
+/* A change is reverted when the window after it measured below this fraction of the one before (one window's
+ * noise on a shared machine is several per cent: only a clear loss is taken back). */
+#define SL__TUNE_KEEP 0.90
+
+static bool is_rejected(const sl_tuner *a, const int *par, const int *buf) {
+  int n = a->nrej < SL__TUNE_REJ ? a->nrej : SL__TUNE_REJ;
+  for (int r = 0; r < n; r++) {
+    const int *v = a->rej + (size_t)r * 2 * (size_t)a->nops;
+    if (!memcmp(v, par, (size_t)a->nops * sizeof *par) && !memcmp(v + a->nops, buf, (size_t)a->nops * sizeof *buf))
+      return true;
+  }
+  return false;
+}
 
 /* The repeat op whose input is op k (a cache there can be inserted live, sl__op.live_cache), or -1. */
 static int repeat_over(const sl_tuner *a, int k) {
@@ -170,6 +191,36 @@ static bool trial_step(sl_tuner *a, double measured) {
   return true;
 }
 
+/* The model's predictions are made on costs that hand-offs and time-sharing blur, so what a solve changed is on
+ * probation: the window of the change is skipped and the next one compared with the window it was solved on; a
+ * clear loss (below SL__TUNE_KEEP) is taken back (logged with both figures) and that knob vector is not set again.
+ * Returns true when the window is not to be solved on. */
+static bool pend_step(sl_tuner *a, double measured) {
+  if (!a->pend) return false;
+  if (++a->pend_windows < 2) return true;
+  a->pend = 0;
+  if (measured >= SL__TUNE_KEEP * a->pend_base) return false;
+  int *v = a->rej + (size_t)(a->nrej++ % SL__TUNE_REJ) * 2 * (size_t)a->nops;
+  char why[200];
+  snprintf(why, sizeof why, "reverted: %.0f elem/s measured after the change against %.0f before it", measured,
+           a->pend_base);
+  for (int i = 0; i < a->nops; i++) {
+    sl__op *op = sl__pipeline_op(a->p, i);
+    v[i] = atomic_load_explicit(&op->active_par, memory_order_relaxed);
+    v[a->nops + i] = atomic_load_explicit(&op->active_buf, memory_order_relaxed);
+    if (v[i] != a->pend_par[i]) {
+      atomic_store_explicit(&op->active_par, a->pend_par[i], memory_order_relaxed);
+      log_change(a, i, "parallelism", v[i], a->pend_par[i], why);
+    }
+    if (v[a->nops + i] != a->pend_buf[i]) {
+      atomic_store_explicit(&op->active_buf, a->pend_buf[i], memory_order_relaxed);
+      log_change(a, i, "buffer", v[a->nops + i], a->pend_buf[i], why);
+    }
+    a->c_prev[i] = -1; /* the costs go back to those solved on: no drift to confirm from this window */
+  }
+  return true;
+}
+
 /* One window: model it, and when the costs drifted, solve and set the knobs. `m` is the machine with the load
  * other processes put on it during the window, run_delay the window's runqueue wait per CPU second: without them
  * a CPU-bound op that waited for a core on a shared machine would look like one waiting on I/O. */
@@ -178,7 +229,7 @@ static void tune_window(sl_tuner *a, const sl_op_stats *now, const sl_op_stats *
   sl_trace *t = NULL;
   sl_plan *M = NULL, *P = NULL;
   if (sl__trace_from_counters(&t, a->spec, a->origin, m, now, base, a->nops, secs, cpu, run_delay)) goto out;
-  if (trial_step(a, sl_trace_throughput(t))) goto out;
+  if (trial_step(a, sl_trace_throughput(t)) || pend_step(a, sl_trace_throughput(t))) goto out;
   sl_plan_opts po = a->opts.plan;
   po.knobs = SL_PLAN_KNOBS_AUTOTUNE;
   /* A live pipeline cannot take a new op; a cache right before a repeat it can (the repeat keeps and replays its
@@ -263,26 +314,40 @@ static void tune_window(sl_tuner *a, const sl_op_stats *now, const sl_op_stats *
     a->cached = true;
     log_change(a, rep, "cache", 0, budget, cwhy);
   }
+  /* The knobs this solve sets (the cache aside), unless that vector was tried and reverted. */
   for (int i = 0; i < a->nops; i++) {
     sl__op *op = sl__pipeline_op(a->p, i);
+    a->pend_par[i] = a->tgt_par[i] = atomic_load_explicit(&op->active_par, memory_order_relaxed);
+    a->pend_buf[i] = a->tgt_buf[i] = atomic_load_explicit(&op->active_buf, memory_order_relaxed);
     /* The ops a new cache will spare keep their workers for the epoch it is filled from. */
     if (rep >= 0 && sl__plan_upstream(P, i, P->cache_at)) continue;
     if (op->par_autotune && P->par[i] > 0) {
       int64_t want = P->par[i] < op->parallelism ? P->par[i] : op->parallelism; /* workers that exist */
-      int was = atomic_load_explicit(&op->active_par, memory_order_relaxed);
-      if (a->seq_won && first && want > was) continue; /* measured slower with workers just now */
-      if (want >= 1 && want != was) {
-        atomic_store_explicit(&op->active_par, (int)want, memory_order_relaxed);
-        log_change(a, i, "parallelism", was, want, why);
+      bool back = a->seq_won && first && want > a->tgt_par[i]; /* measured slower with workers just now */
+      if (want >= 1 && !back) a->tgt_par[i] = (int)want;
+    }
+    if (op->buf_autotune && sl__op_model(op->vt->kind) == SL__MK_PREFETCH && P->buf[i] > 0)
+      a->tgt_buf[i] = (int)P->buf[i];
+  }
+  bool changed = false;
+  if (!is_rejected(a, a->tgt_par, a->tgt_buf))
+    for (int i = 0; i < a->nops; i++) {
+      sl__op *op = sl__pipeline_op(a->p, i);
+      if (a->tgt_par[i] != a->pend_par[i]) {
+        atomic_store_explicit(&op->active_par, a->tgt_par[i], memory_order_relaxed);
+        log_change(a, i, "parallelism", a->pend_par[i], a->tgt_par[i], why);
+        changed = true;
+      }
+      if (a->tgt_buf[i] != a->pend_buf[i]) {
+        atomic_store_explicit(&op->active_buf, a->tgt_buf[i], memory_order_relaxed);
+        log_change(a, i, "buffer", a->pend_buf[i], a->tgt_buf[i], why);
+        changed = true;
       }
     }
-    if (op->buf_autotune && sl__op_model(op->vt->kind) == SL__MK_PREFETCH && P->buf[i] > 0) {
-      int was = atomic_load_explicit(&op->active_buf, memory_order_relaxed);
-      if (P->buf[i] != was) {
-        atomic_store_explicit(&op->active_buf, (int)P->buf[i], memory_order_relaxed);
-        log_change(a, i, "buffer", was, P->buf[i], why);
-      }
-    }
+  if (changed) {
+    a->pend = 1;
+    a->pend_windows = 0;
+    a->pend_base = measured;
   }
   /* Counted once the knobs are set: a caller that saw the count grow reads the knobs of that solve. */
   atomic_fetch_add(&a->solves, 1);
@@ -356,7 +421,16 @@ int sl_pipeline_tune(sl_tuner **out, sl_pipeline *p, const sl_tune_opts *opts) {
   a->c_solved = sl__calloc((size_t)a->nops, sizeof *a->c_solved);
   a->c_prev = sl__calloc((size_t)a->nops, sizeof *a->c_prev);
   a->trial_par = sl__calloc((size_t)a->nops, sizeof *a->trial_par);
-  int rc = !a->spec || !a->origin || !a->c_solved || !a->c_prev || !a->trial_par ? sl__oom("the tuner") : 0;
+  a->pend_par = sl__calloc((size_t)a->nops, 4 * sizeof *a->pend_par); /* pend_par, pend_buf, tgt_par, tgt_buf */
+  a->rej = sl__calloc((size_t)a->nops, 2 * SL__TUNE_REJ * sizeof *a->rej);
+  int rc = !a->spec || !a->origin || !a->c_solved || !a->c_prev || !a->trial_par || !a->pend_par || !a->rej
+               ? sl__oom("the tuner")
+               : 0;
+  if (!rc) {
+    a->pend_buf = a->pend_par + a->nops;
+    a->tgt_par = a->pend_par + 2 * a->nops;
+    a->tgt_buf = a->pend_par + 3 * a->nops;
+  }
   if (!rc) rc = sl_machine_probe(&a->m, NULL, 0);
   if (!rc) {
     for (int i = 0; i < a->nops; i++) a->c_solved[i] = a->c_prev[i] = -1;
@@ -376,6 +450,8 @@ int sl_pipeline_tune(sl_tuner **out, sl_pipeline *p, const sl_tune_opts *opts) {
     sl__free(a->c_solved);
     sl__free(a->c_prev);
     sl__free(a->trial_par);
+    sl__free(a->pend_par);
+    sl__free(a->rej);
     sl__free(a);
     return rc;
   }
@@ -459,6 +535,8 @@ void sl_tuner_stop(sl_tuner *a) {
   sl__free(a->c_solved);
   sl__free(a->c_prev);
   sl__free(a->trial_par);
+  sl__free(a->pend_par);
+  sl__free(a->rej);
   sl__free(a->log);
   sl__free(a);
 }

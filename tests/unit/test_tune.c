@@ -287,6 +287,45 @@ static void test_tuner_inserts_cache(void **st) {
   sl_pipeline_free(p);
 }
 
+/* What the tuner does to a running pipeline, done by hand: an "autotune" map and interleave switched between
+ * workers and parallelism 1 (their consumer's thread) every few hundred elements give exactly the elements, in the
+ * order, of the same spec run sequentially. */
+static void test_inline_switch_keeps_order(void **st) {
+  const char *fmt = "{\"ops\": [{\"op\": \"range\", \"stop\": 6}, {\"op\": \"interleave\", \"cycle_length\": 3, "
+                    "\"parallelism\": %s, \"source\": [{\"op\": \"range\", \"stop\": 3000}]}, {\"op\": \"map\", "
+                    "\"fn\": \"spin\", \"args\": {\"us\": 0}, \"parallelism\": %s}]}";
+  char a[400], b[400];
+  snprintf(a, sizeof a, fmt, "1", "1");
+  snprintf(b, sizeof b, fmt, "\"autotune\"", "\"autotune\"");
+  sl_pipeline *ref = tu_pipeline(a), *p = tu_pipeline(b);
+  sl_iter *ir = NULL, *ip = NULL;
+  assert_int_equal(sl_pipeline_iter(&ir, ref), 0);
+  assert_int_equal(sl_pipeline_iter(&ip, p), 0);
+  sl_elem x, y;
+  sl_elem_init(&x);
+  sl_elem_init(&y);
+  int n = 0;
+  for (;; n++) {
+    if (n % 397 == 0) { /* 1, 2, 1, 2 ... on both ops, at odd moments */
+      int par = (n / 397) % 2 ? 2 : 1;
+      atomic_store(&sl__pipeline_op(p, 1)->active_par, par);
+      atomic_store(&sl__pipeline_op(p, 3)->active_par, par);
+    }
+    int rr = sl_iter_next(&x, ir), rp = sl_iter_next(&y, ip);
+    assert_int_equal(rr, rp);
+    if (rr == SL_END) break;
+    assert_int_equal(rr, 0);
+    assert_int_equal(*(const int64_t *)sl_comp_data(&x.c[0]), *(const int64_t *)sl_comp_data(&y.c[0]));
+    sl_elem_clear(&x);
+    sl_elem_clear(&y);
+  }
+  assert_int_equal(n, 6 * 3000);
+  sl_iter_free(ir);
+  sl_iter_free(ip);
+  sl_pipeline_free(ref);
+  sl_pipeline_free(p);
+}
+
 static void test_bad_options(void **st) {
   sl_pipeline *p = tu_pipeline(SPIN4);
   sl_tune_opts o = SL_TUNE_OPTS_INIT;
@@ -305,6 +344,6 @@ static void test_bad_options(void **st) {
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_bad_options), cmocka_unit_test(test_converges_on_spin4),
                                      cmocka_unit_test(test_reacts_to_cost_change), cmocka_unit_test(test_repeat_live_cache),
-                                     cmocka_unit_test(test_tuner_inserts_cache)};
+                                     cmocka_unit_test(test_tuner_inserts_cache), cmocka_unit_test(test_inline_switch_keeps_order)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
