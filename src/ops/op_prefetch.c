@@ -25,7 +25,16 @@ typedef struct {
   atomic_uint released;   /* consumer trips: likewise for the producer */
   pthread_t thread;
   bool started;
+  bool producing;         /* under mu: the producer is pulling a chunk (outside mu) */
+  bool consumer_pulling;  /* under mu: the consumer is pulling inline (outside mu) */
 } pf_it;
+
+/* An "autotune" prefetch the tuner sets to depth 0 makes nothing ahead: its consumer pulls the input itself, once
+ * the ring is empty and the producer is not pulling (a prefetch planned away costs no hand-off; the tuner's trial of
+ * the all-sequential configuration sets it so, and measures). */
+static bool pf_inline(const pf_it *f) {
+  return f->it.op->buf_autotune && atomic_load_explicit(&f->it.op->active_buf, memory_order_relaxed) <= 0;
+}
 
 static int pf_parse(sl__op *op, json_t *o) {
   int rc;
@@ -63,7 +72,8 @@ static void *pf_producer(void *p) {
       /* Hysteresis: with a full buffer, wait for a chunk's worth of room (at most half the depth). */
       int lim = pf_limit(f), half = lim / 2 < 1 ? 1 : lim / 2;
       k = lim - f->count;
-      if (f->stop || k >= (chunk < half ? chunk : half)) break;
+      if (f->stop) break;
+      if (!pf_inline(f) && !f->consumer_pulling && k >= (chunk < half ? chunk : half)) break;
       if (!spun && chunk > 1 && !f->waiting_consumer) {
         /* Cheap elements and the consumer is taking them: it gives room within microseconds. Poll a while. */
         spun = true;
@@ -76,6 +86,7 @@ static void *pf_producer(void *p) {
       if (sl__canceled(f->it.run)) f->stop = true;
     }
     bool stop = f->stop;
+    if (!stop) f->producing = true;
     pthread_mutex_unlock(&f->mu);
     if (stop) return NULL;
     if (k > chunk) k = chunk;
@@ -102,6 +113,7 @@ static void *pf_producer(void *p) {
       f->end_rc = rc;
       if (rc < 0) sl__errbox_capture(&f->err, rc);
     }
+    f->producing = false;
     bool wake = f->waiting_consumer > 0 && (f->done || f->count >= f->consumer_want || f->count >= pf_limit(f));
     if (got) {
       f->cheap = chunk > 1;
@@ -133,6 +145,23 @@ static int pf_next(sl__it *it, sl_elem *out) {
   f->cl.head = f->cl.n = 0;
   uint64_t w0 = 0;
   while (f->count == 0 && !f->done) {
+    if (pf_inline(f) && !f->producing) {
+      f->consumer_pulling = true;
+      pthread_mutex_unlock(&f->mu);
+      if (w0) sl__stat_add(&it->op->st.wait_ns, sl__now_ns() - w0);
+      int rc = sl__it_next(it->input, out);
+      if (rc == 0) sl__stat_add(&it->op->st.in, 1);
+      pthread_mutex_lock(&f->mu);
+      f->consumer_pulling = false;
+      if (rc) { /* the end or an error, as the producer would have queued it */
+        f->done = true;
+        f->end_rc = rc;
+        if (rc < 0) sl__errbox_capture(&f->err, rc); /* for later calls; this one returns it as set */
+      }
+      pthread_mutex_unlock(&f->mu);
+      pthread_cond_signal(&f->cv_space); /* a producer waiting for the pull to finish */
+      return rc;
+    }
     if (sl__canceled(it->run)) {
       pthread_mutex_unlock(&f->mu);
       return sl__err(SL_ECANCELED, "%s: cancelled", it->op->path);

@@ -43,7 +43,7 @@ struct sl_tuner {
   /* The sequential trial (trial_step): 0 not yet, 1 running, 2 done. */
   int trial, trial_windows;
   double trial_base;   /* throughput of the window before the trial, with workers */
-  int *trial_par;      /* each op's parallelism in force before the trial */
+  int *trial_par;      /* each op's parallelism in force before the trial, then (nops on) its output buffer */
   int last_changes;    /* log length after the previous window: a window that changed knobs is no baseline */
   bool seq_won;        /* the trial kept parallelism 1: the next solve (on the costs without hand-offs, which
                         * still do not price them) gives no op workers back; a later drift may */
@@ -60,12 +60,15 @@ struct sl_tuner {
  * noise on a shared machine is several per cent: only a clear loss is taken back). */
 #define SL__TUNE_KEEP 0.90
 
+/* Whether the knobs (par, buf) were tried and reverted: the same parallelism everywhere and the same buffers on or
+ * off (a depth of 3 instead of 9 is the same thread boundary, and was as slow). */
 static bool is_rejected(const sl_tuner *a, const int *par, const int *buf) {
   int n = a->nrej < SL__TUNE_REJ ? a->nrej : SL__TUNE_REJ;
   for (int r = 0; r < n; r++) {
     const int *v = a->rej + (size_t)r * 2 * (size_t)a->nops;
-    if (!memcmp(v, par, (size_t)a->nops * sizeof *par) && !memcmp(v + a->nops, buf, (size_t)a->nops * sizeof *buf))
-      return true;
+    bool same = true;
+    for (int i = 0; i < a->nops && same; i++) same = v[i] == par[i] && (v[a->nops + i] > 0) == (buf[i] > 0);
+    if (same) return true;
   }
   return false;
 }
@@ -147,6 +150,11 @@ static bool trial_step(sl_tuner *a, double measured) {
           atomic_store_explicit(&op->active_par, a->trial_par[i], memory_order_relaxed);
           log_change(a, i, "parallelism", was, a->trial_par[i], why);
         }
+        was = atomic_load_explicit(&op->active_buf, memory_order_relaxed);
+        if (a->trial_par[a->nops + i] != was) {
+          atomic_store_explicit(&op->active_buf, a->trial_par[a->nops + i], memory_order_relaxed);
+          log_change(a, i, "buffer", was, a->trial_par[a->nops + i], why);
+        }
       }
     }
     a->seq_won = measured >= a->trial_base;
@@ -164,6 +172,7 @@ static bool trial_step(sl_tuner *a, double measured) {
   for (int i = 0; i < a->nops; i++) {
     sl__op *op = sl__pipeline_op(a->p, i);
     a->trial_par[i] = atomic_load_explicit(&op->active_par, memory_order_relaxed);
+    a->trial_par[a->nops + i] = atomic_load_explicit(&op->active_buf, memory_order_relaxed);
     sl__model_kind mk = sl__op_model(op->vt->kind);
     if (op->par_autotune && (mk == SL__MK_MAP || mk == SL__MK_INTERLEAVE) && a->trial_par[i] > 1) any = true;
   }
@@ -172,14 +181,18 @@ static bool trial_step(sl_tuner *a, double measured) {
     return false;
   }
   char why[200];
-  snprintf(why, sizeof why, "trial: every tunable op at parallelism 1 (worker threads must earn their hand-offs); "
-           "%.0f elem/s measured with workers in the last window", measured);
+  snprintf(why, sizeof why, "trial: every tunable op at parallelism 1 and no prefetch ahead (worker threads must earn "
+           "their hand-offs); %.0f elem/s measured with workers in the last window", measured);
   for (int i = 0; i < a->nops; i++) {
     sl__op *op = sl__pipeline_op(a->p, i);
     sl__model_kind mk = sl__op_model(op->vt->kind);
     if (op->par_autotune && (mk == SL__MK_MAP || mk == SL__MK_INTERLEAVE) && a->trial_par[i] > 1) {
       atomic_store_explicit(&op->active_par, 1, memory_order_relaxed);
       log_change(a, i, "parallelism", a->trial_par[i], 1, why);
+    }
+    if (op->buf_autotune && mk == SL__MK_PREFETCH && a->trial_par[a->nops + i] > 0) {
+      atomic_store_explicit(&op->active_buf, 0, memory_order_relaxed);
+      log_change(a, i, "buffer", a->trial_par[a->nops + i], 0, why);
     }
   }
   a->trial = 1;
@@ -326,7 +339,8 @@ static void tune_window(sl_tuner *a, const sl_op_stats *now, const sl_op_stats *
       bool back = a->seq_won && first && want > a->tgt_par[i]; /* measured slower with workers just now */
       if (want >= 1 && !back) a->tgt_par[i] = (int)want;
     }
-    if (op->buf_autotune && sl__op_model(op->vt->kind) == SL__MK_PREFETCH && P->buf[i] > 0)
+    if (op->buf_autotune && sl__op_model(op->vt->kind) == SL__MK_PREFETCH && P->buf[i] > 0 &&
+        !(a->seq_won && first && a->tgt_buf[i] == 0)) /* the trial measured it better without */
       a->tgt_buf[i] = (int)P->buf[i];
   }
   bool changed = false;
@@ -420,7 +434,7 @@ int sl_pipeline_tune(sl_tuner **out, sl_pipeline *p, const sl_tune_opts *opts) {
   a->origin = sl__strdup(sl__pipeline_origin(p) ? sl__pipeline_origin(p) : "<spec>");
   a->c_solved = sl__calloc((size_t)a->nops, sizeof *a->c_solved);
   a->c_prev = sl__calloc((size_t)a->nops, sizeof *a->c_prev);
-  a->trial_par = sl__calloc((size_t)a->nops, sizeof *a->trial_par);
+  a->trial_par = sl__calloc((size_t)a->nops, 2 * sizeof *a->trial_par); /* parallelism, then prefetch depth */
   a->pend_par = sl__calloc((size_t)a->nops, 4 * sizeof *a->pend_par); /* pend_par, pend_buf, tgt_par, tgt_buf */
   a->rej = sl__calloc((size_t)a->nops, 2 * SL__TUNE_REJ * sizeof *a->rej);
   int rc = !a->spec || !a->origin || !a->c_solved || !a->c_prev || !a->trial_par || !a->pend_par || !a->rej

@@ -54,12 +54,11 @@ static bool log_has(sl_tuner *t, const char *what) {
   return y;
 }
 
-/* The sequential trial (plan_tune.c trial_step) is over: it was logged and the solve after it was made, or it was
- * not made (no op had workers after the first solve) and a window after the first solve went by. */
+/* The sequential trial (plan_tune.c trial_step) is over: it was logged and the solve after it was made. Both tests
+ * below keep workers after the first solve, so it is always made (within a few windows of that solve). */
 static bool trial_over(sl_pipeline *p, sl_tuner *t, void *arg) {
-  int *seen = arg; /* calls after the first solve without a trial line */
-  if (log_has(t, "trial: ")) return sl_tuner_solves(t) >= 2;
-  return sl_tuner_solves(t) >= 1 && ++*seen > 200;
+  (void)arg;
+  return log_has(t, "trial: ") && sl_tuner_solves(t) >= 2;
 }
 
 /* Keeps the pipeline running for `secs` more (whatever the tuner does meanwhile: observed, not timed). */
@@ -94,8 +93,7 @@ static void test_converges_on_spin4(void **st) {
   sl_iter *it = NULL;
   assert_int_equal(sl_pipeline_iter(&it, p), 0);
   bool ok = run_until(it, p, t, solved, NULL, 120);
-  int seen = 0;
-  bool over = ok && run_until(it, p, t, trial_over, &seen, 120);
+  bool over = ok && run_until(it, p, t, trial_over, NULL, 120);
   run_for(it, p, t, 2 * o.interval);
   char *log = NULL, *js = NULL;
   assert_int_equal(sl_tuner_log(&log, t, false), 0);
@@ -109,11 +107,11 @@ static void test_converges_on_spin4(void **st) {
   /* The first solve keeps the heavy stage's workers; the trial then runs it on one thread, and the figures decide:
    * reverted (workers measured faster, as on 2 free cores), the heavy stage has its workers again; kept (a loaded
    * machine), it stays at 1. Which one is the machine's doing: printed. */
-  bool trial = strstr(log, "trial: ") != NULL, reverted = strstr(log, "trial reverted") != NULL;
-  printf("trial: %s; heavy stage workers %lld (of %lld)\n", !trial ? "not made" : reverted ? "reverted" : "kept",
-         (long long)heavy, (long long)heavy0);
-  if (!trial || reverted) assert_int_equal(heavy, heavy0);
-  else assert_int_equal(heavy, 1);
+  bool reverted = strstr(log, "trial reverted") != NULL;
+  printf("trial: %s; heavy stage workers %lld (of %lld)\n", reverted ? "reverted" : "kept", (long long)heavy,
+         (long long)heavy0);
+  if (reverted) assert_int_equal(heavy, heavy0);
+  else assert_true(heavy == 1 || strstr(log, "drift")); /* kept, unless a later drift solve gave workers back */
   assert_true(js[0] == '[');
   for (const char *l = log; *l;) {
     const char *nl = strchr(l, '\n');
@@ -175,8 +173,7 @@ static void test_reacts_to_cost_change(void **st) {
   sl_iter *it = NULL;
   assert_int_equal(sl_pipeline_iter(&it, p), 0);
   bool ok1 = run_until(it, p, t, solved, NULL, 120);
-  int seen = 0;
-  ok1 = ok1 && run_until(it, p, t, trial_over, &seen, 120); /* and the sequential trial decided */
+  ok1 = ok1 && run_until(it, p, t, trial_over, NULL, 120); /* and the sequential trial decided */
   run_for(it, p, t, 3 * o.interval); /* the knobs in force for a while */
   int64_t light_before = par_of(p, 1);
   int changes_before = sl_tuner_changes(t);
@@ -288,15 +285,16 @@ static void test_tuner_inserts_cache(void **st) {
 }
 
 /* What the tuner does to a running pipeline, done by hand: an "autotune" map and interleave switched between
- * workers and parallelism 1 (their consumer's thread) every few hundred elements give exactly the elements, in the
- * order, of the same spec run sequentially. */
+ * workers and parallelism 1 (their consumer's thread), and an "autotune" prefetch between 4 ahead and none (its
+ * consumer pulls), every few hundred elements give exactly the elements, in the order, of the same spec run with
+ * fixed knobs. */
 static void test_inline_switch_keeps_order(void **st) {
   const char *fmt = "{\"ops\": [{\"op\": \"range\", \"stop\": 6}, {\"op\": \"interleave\", \"cycle_length\": 3, "
                     "\"parallelism\": %s, \"source\": [{\"op\": \"range\", \"stop\": 3000}]}, {\"op\": \"map\", "
-                    "\"fn\": \"spin\", \"args\": {\"us\": 0}, \"parallelism\": %s}]}";
+                    "\"fn\": \"spin\", \"args\": {\"us\": 0}, \"parallelism\": %s}, {\"op\": \"prefetch\", \"buffer\": %s}]}";
   char a[400], b[400];
-  snprintf(a, sizeof a, fmt, "1", "1");
-  snprintf(b, sizeof b, fmt, "\"autotune\"", "\"autotune\"");
+  snprintf(a, sizeof a, fmt, "1", "1", "1");
+  snprintf(b, sizeof b, fmt, "\"autotune\"", "\"autotune\"", "\"autotune\"");
   sl_pipeline *ref = tu_pipeline(a), *p = tu_pipeline(b);
   sl_iter *ir = NULL, *ip = NULL;
   assert_int_equal(sl_pipeline_iter(&ir, ref), 0);
@@ -310,6 +308,7 @@ static void test_inline_switch_keeps_order(void **st) {
       int par = (n / 397) % 2 ? 2 : 1;
       atomic_store(&sl__pipeline_op(p, 1)->active_par, par);
       atomic_store(&sl__pipeline_op(p, 3)->active_par, par);
+      atomic_store(&sl__pipeline_op(p, 4)->active_buf, par == 1 ? 0 : 4); /* the prefetch: none ahead, or 4 */
     }
     int rr = sl_iter_next(&x, ir), rp = sl_iter_next(&y, ip);
     assert_int_equal(rr, rp);
