@@ -167,7 +167,7 @@ static bool trial_step(sl_tuner *a, double measured) {
   pthread_mutex_unlock(&a->mu);
   bool quiet = n == a->last_changes;
   a->last_changes = n;
-  if (atomic_load(&a->solves) < 1 || !quiet) return false;
+  if (atomic_load(&a->solves) < 1 || !quiet || a->pend) return false; /* not while a change is on probation */
   bool any = false;
   for (int i = 0; i < a->nops; i++) {
     sl__op *op = sl__pipeline_op(a->p, i);
