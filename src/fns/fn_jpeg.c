@@ -6,6 +6,7 @@
  * rows above the window (jpeg_skip_scanlines), decodes only the iMCU columns that cover it (jpeg_crop_scanline)
  * and stops after its last row. */
 #include <math.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -186,7 +187,10 @@ int sl__jpeg_decode(const uint8_t *data, size_t len, const sl__jpeg_opts *o, con
     code = sl__err(SL_EINVAL, "decoded image too large");
     longjmp(jerr.jb, 3);
   }
-  buf = sl_buf_alloc(outsz);
+  /* Into the caller's slot of a shared buffer when it is this size (req->into: a slab a batch adopts), else new. */
+  size_t ooff = 0;
+  if (req && req->into && req->into_size == outsz) buf = sl_buf_ref(req->into), ooff = req->into_off;
+  else buf = sl_buf_alloc(outsz);
   /* Rows land in the output directly, or in scratch (wider rows after crop alignment, CMYK, before a resize, or
    * before an output pass: then one row of crow bytes more, or the resized image when the resizer has no pass). */
   size_t srow = (size_t)xw * (size_t)comps;
@@ -202,7 +206,7 @@ int sl__jpeg_decode(const uint8_t *data, size_t len, const sl__jpeg_opts *o, con
     code = sl__oom("decoded image");
     longjmp(jerr.jb, 3);
   }
-  uint8_t *dst = resize ? scratch + rowsz : sl_buf_data(buf);
+  uint8_t *obuf = (uint8_t *)sl_buf_data(buf) + ooff, *dst = resize ? scratch + rowsz : obuf;
   uint8_t *tail = !direct ? scratch + rowsz + winsz : NULL;
   if (y0 > 0) jpeg_skip_scanlines(&ci, (JDIMENSION)y0);
   int64_t row = 0;
@@ -255,15 +259,15 @@ int sl__jpeg_decode(const uint8_t *data, size_t len, const sl__jpeg_opts *o, con
     const uint8_t *win0 = win_direct ? dst + skip : dst;
     size_t wstride = win_direct ? srow : crow;
     if (fast_px) { /* the resampler's last pass is the output pass */
-      rc = sl__resample_u8_px(win0, (int)ch, (int)cw, wstride, sl_buf_data(buf), (int)th, (int)tw, channels,
+      rc = sl__resample_u8_px(win0, (int)ch, (int)cw, wstride, obuf, (int)th, (int)tw, channels,
                               req->method == SL__RESIZE_AREA, px);
     } else if (px) {
       rc = sl__resize_u8(win0, ch, cw, wstride, tail, th, tw, channels, req->method);
       for (int64_t y = 0; !rc && y < th; y++)
-        sl__px_row(tail + (size_t)y * (size_t)tw * (size_t)channels, (uint8_t *)sl_buf_data(buf) + (size_t)y * orow, tw,
+        sl__px_row(tail + (size_t)y * (size_t)tw * (size_t)channels, obuf + (size_t)y * orow, tw,
                    channels, px);
     } else {
-      rc = sl__resize_u8(win0, ch, cw, wstride, sl_buf_data(buf), th, tw, channels, req->method);
+      rc = sl__resize_u8(win0, ch, cw, wstride, obuf, th, tw, channels, req->method);
     }
     sl__free(scratch);
     if (rc) {
@@ -298,9 +302,70 @@ typedef struct {
   double flip_prob, value_scale;
   int nmean, nstd;
   double mean[4], std[4];
+  /* "batch_slab": the outputs of slab_n consecutive elements (by call->index) share one buffer, slot i % slab_n of
+   * slab i / slab_n, so that a batch of slab_n right after adopts it instead of copying (op_batch.c). The few slabs
+   * being filled (the parallel calls run close in index) are kept here; a slot already handed out, or a slab
+   * evicted, falls back to a buffer of the element's own. Shared by the map's threads: under `mu`. */
+  int64_t slab_n;
+  size_t slab_item; /* bytes of one output */
+  pthread_mutex_t mu;
+  struct {
+    uint64_t no;
+    sl_buf *buf;  /* the slab's reference held here while slots remain; NULL when the entry is free */
+    uint64_t *given; /* slab_n bits: slots handed out */
+    int64_t left;
+  } slab[4];
 } jpeg_state;
 
-static void jpeg_free(void *st) { sl__free(st); }
+enum { NSLAB = 4 };
+
+static void slab_drop(jpeg_state *s, int k) {
+  sl_buf_unref(s->slab[k].buf);
+  s->slab[k].buf = NULL;
+}
+
+static void jpeg_free(void *st) {
+  jpeg_state *s = st;
+  if (s && s->slab_n) {
+    for (int k = 0; k < NSLAB; k++) {
+      slab_drop(s, k);
+      sl__free(s->slab[k].given);
+    }
+    pthread_mutex_destroy(&s->mu);
+  }
+  sl__free(s);
+}
+
+/* The slot for element `index`: a new reference to its slab in *buf and its byte offset; *buf NULL when the element
+ * gets its own buffer (slot taken before, or no memory for a slab: the decode then allocates, and reports). */
+static void slab_slot(jpeg_state *s, uint64_t index, sl_buf **buf, size_t *off) {
+  uint64_t no = index / (uint64_t)s->slab_n, i = index % (uint64_t)s->slab_n;
+  *buf = NULL;
+  pthread_mutex_lock(&s->mu);
+  int k = -1, old = 0;
+  for (int j = 0; j < NSLAB; j++) {
+    if (s->slab[j].buf && s->slab[j].no == no) k = j;
+    if (!s->slab[j].buf || (s->slab[old].buf && s->slab[j].no < s->slab[old].no)) old = j;
+  }
+  if (k < 0 && (!s->slab[old].buf || s->slab[old].no < no)) { /* a newer slab replaces the oldest (or a free entry) */
+    sl_buf *b = sl_buf_alloc(s->slab_item * (size_t)s->slab_n); /* sizes checked at init */
+    if (b) {
+      slab_drop(s, old);
+      k = old;
+      s->slab[k].buf = b;
+      s->slab[k].no = no;
+      s->slab[k].left = s->slab_n;
+      memset(s->slab[k].given, 0, (size_t)(s->slab_n + 63) / 64 * sizeof(uint64_t));
+    }
+  }
+  if (k >= 0 && !(s->slab[k].given[i / 64] >> (i % 64) & 1)) {
+    s->slab[k].given[i / 64] |= (uint64_t)1 << (i % 64);
+    *buf = sl_buf_ref(s->slab[k].buf);
+    *off = (size_t)i * s->slab_item;
+    if (--s->slab[k].left == 0) slab_drop(s, k); /* every slot handed out: the elements hold it now */
+  }
+  pthread_mutex_unlock(&s->mu);
+}
 
 static int read_pair(const sl_args *a, const char *key, double *v, bool *given) {
   int n = 0;
@@ -427,6 +492,27 @@ static int jpeg_init_common(void **state, const sl_args *a, bool crop) {
     }
     if (ns) s->out_h = (int64_t)size[0], s->out_w = (int64_t)size[1];
     if ((rc = output_pass_init(s, a))) goto fail;
+    if ((rc = sl_args_int(&s->slab_n, a, "batch_slab", 0))) goto fail;
+    size_t item = 0, all;
+    if (s->slab_n < 0 || s->slab_n > (1 << 24)) {
+      rc = sl__err(SL_EINVAL, "%s.batch_slab: expected 0 (off) or a batch size up to 16777216", sl_args_path(a));
+      goto fail;
+    }
+    /* Only where every output has one size: a "size" to resize to and a fixed channel count. */
+    if (s->slab_n < 2 || !ns || ch == 0 ||
+        !sl__mul_ok((size_t)(s->out_h * s->out_w * ch), s->normalize ? sizeof(float) : 1, &item) ||
+        !sl__mul_ok(item, (size_t)s->slab_n, &all))
+      s->slab_n = 0;
+    s->slab_item = item;
+    if (s->slab_n) {
+      for (int k = 0; k < NSLAB; k++)
+        if (!(s->slab[k].given = sl__calloc((size_t)(s->slab_n + 63) / 64, sizeof(uint64_t)))) {
+          for (int j = 0; j < k; j++) sl__free(s->slab[j].given);
+          rc = sl__oom("decode_and_crop_jpeg's batch slabs");
+          goto fail;
+        }
+      pthread_mutex_init(&s->mu, NULL);
+    }
   }
   *state = s;
   return 0;
@@ -480,12 +566,21 @@ static int jpeg_call_common(const jpeg_state *s, sl_elem *e, sl_fn_call *call, b
     req.value_scale = s->value_scale;
   }
   sl_buf *buf;
+  size_t off = 0;
   int64_t shape[3];
+  if (crop && s->slab_n) {
+    slab_slot((jpeg_state *)s, call->index, &req.into, &req.into_off);
+    req.into_size = s->slab_item;
+  }
   rc = sl__jpeg_decode(sl_comp_data(c), c->size, &s->jo, crop ? &req : NULL, &buf, &shape[0], &shape[1], &shape[2]);
+  if (req.into) {
+    if (buf == req.into) off = req.into_off;
+    sl_buf_unref(req.into);
+  }
   if (rc)
     return sl__err_wrap(rc, "%s: element %llu ('%s', %zu bytes)", call->op_path, (unsigned long long)call->index,
                         s->comp, c->size);
-  rc = sl_elem_set_tensor(e, s->output, crop && s->normalize ? SL_FLOAT32 : SL_UINT8, 3, shape, buf, 0, NULL);
+  rc = sl_elem_set_tensor(e, s->output, crop && s->normalize ? SL_FLOAT32 : SL_UINT8, 3, shape, buf, off, NULL);
   sl_buf_unref(buf);
   if (rc) return rc;
   if (!s->keep && strcmp(s->comp, s->output)) sl_elem_remove(e, s->comp);
@@ -520,6 +615,8 @@ static const sl__arg CROP_ARGS[] = {
     {"mean", SL__ARG_NUMS, NULL, SL__LOHI, 1, 4, NULL, "with normalize: per-channel mean (default ImageNet's RGB, 0..255)"},
     {"std", SL__ARG_NUMS, NULL, SL__LOHI, 1, 4, NULL, "with normalize: per-channel divisor (default ImageNet's with the default mean, else 1)"},
     {"value_scale", SL__ARG_NUM, "1", 0, 0, 0, NULL, "with normalize: multiplies each value first (normalize's scale)"},
+    {"batch_slab", SL__ARG_INT, "0", SL__LOHI, 0, 16777216, NULL, "write the outputs of this many consecutive elements "
+     "into one buffer, which a batch of that size right after takes without copying (0: off; needs \"size\" and channels 1 or 3)"},
     {NULL}};
 static const sl__fn_io JPEG_READS[] = {{"component", "image/encoded", NULL, SL_BYTES, 0, SL__IO_CONSUMED}, {NULL}};
 static const sl__fn_io JPEG_WRITES[] = {{"output", "image", NULL, SL_UINT8, 3, 0}, {NULL}};

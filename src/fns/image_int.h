@@ -77,6 +77,10 @@ typedef struct sl__jpeg_req {
   int nmean, nstd;
   const double *mean, *std;
   double value_scale;
+  /* When set and the output is exactly into_size bytes, it is written at into_off in `into` (and *out is another
+   * reference to `into`): one slot of a shared slab. */
+  sl_buf *into;
+  size_t into_off, into_size;
 } sl__jpeg_req;
 
 /* Decodes `len` bytes of JPEG into a new HWC buffer (*out, caller unrefs) of *h x *w x *c, uint8 (float32 when

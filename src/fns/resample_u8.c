@@ -12,7 +12,7 @@
 #pragma GCC optimize("O3") /* the row loops are written for the vectoriser */
 #endif
 
-enum { PREC = 14 };
+enum { PREC = 14, PAD = 16 /* readable bytes after a resampled row */ };
 typedef int32_t v4i __attribute__((vector_size(16)));
 
 /* The row loops are also built for AVX2 and picked at load time (the baseline x86-64 has no 32-bit SIMD multiply). */
@@ -151,6 +151,74 @@ SL_CLONES static void hrow3_px(const uint8_t *src, void *dst, int dw, const taps
   }
 }
 
+#if defined(__GNUC__) && defined(__x86_64__)
+#include <immintrin.h>
+#define SL_HROW3_AVX2 1
+/* The 3-channel horizontal pass in AVX2, two output pixels per 256-bit register (one per 128-bit lane): each pair of
+ * taps is 8 source bytes shuffled into int16 (r_j, r_j+1, g_j, g_j+1, b_j, b_j+1, 0, 0) and multiplied-added
+ * (pmaddwd) with the pair's weights, so the int32 sums, and every output value, are hrow3_px's. `pw` holds each
+ * output pixel's weights as (k + 1) / 2 int32 pairs (w_j | w_j+1 << 16, the odd last one with 0). Output positions
+ * ascend (the flip picks the source pixel), each store writing one value past its pixel that the next overwrites;
+ * the last two positions go through a small buffer, so nothing past the row is written. Reads reach 8 bytes past
+ * the last tap's first byte: the row needs that padding. */
+__attribute__((target("avx2"))) static void hrow3_avx2(const uint8_t *src, void *dst, int dw, const taps *t,
+                                                       const int32_t *pw, const sl__px_out *o) {
+  int np = (t->ntap + 1) / 2;
+  const __m256i shuf = _mm256_setr_epi8(0, -128, 3, -128, 1, -128, 4, -128, 2, -128, 5, -128, -128, -128, -128, -128,
+                                        0, -128, 3, -128, 1, -128, 4, -128, 2, -128, 5, -128, -128, -128, -128, -128);
+  const __m256i rnd = _mm256_set1_epi32(1 << (PREC - 1)), zero = _mm256_setzero_si256(), max = _mm256_set1_epi32(255);
+  bool f32 = o && o->f32, flip = o && o->flip;
+  __m256 mul = _mm256_setzero_ps(), add = mul;
+  if (f32) {
+    mul = _mm256_setr_ps(o->mul[0], o->mul[1], o->mul[2], 0, o->mul[0], o->mul[1], o->mul[2], 0);
+    add = _mm256_setr_ps(o->add[0], o->add[1], o->add[2], 0, o->add[0], o->add[1], o->add[2], 0);
+  }
+  for (int p = 0; p < dw; p += 2) {
+    int x0 = flip ? dw - 1 - p : p, x1 = p + 1 < dw ? (flip ? dw - 2 - p : p + 1) : x0;
+    const uint8_t *s0 = src + (size_t)t->lo[x0] * 3, *s1 = src + (size_t)t->lo[x1] * 3;
+    const int32_t *w0 = pw + (size_t)x0 * (size_t)np, *w1 = pw + (size_t)x1 * (size_t)np;
+    __m256i acc = zero;
+    for (int j = 0; j < np; j++) {
+      __m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadl_epi64((const __m128i *)(s0 + 6 * j))),
+                                          _mm_loadl_epi64((const __m128i *)(s1 + 6 * j)), 1);
+      __m256i w = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_set1_epi32(w0[j])), _mm_set1_epi32(w1[j]), 1);
+      acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_shuffle_epi8(v, shuf), w));
+    }
+    acc = _mm256_min_epi32(_mm256_max_epi32(_mm256_srai_epi32(_mm256_add_epi32(acc, rnd), PREC), zero), max);
+    bool last = p + 2 >= dw; /* the stores of the last two positions would pass the row's end */
+    if (f32) {
+      __m256 f = _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(acc), mul), add);
+      float tmp[8], *d = last ? tmp : (float *)dst + (size_t)p * 3;
+      _mm_storeu_ps(d, _mm256_castps256_ps128(f));
+      _mm_storeu_ps(d + 3, _mm256_extractf128_ps(f, 1));
+      if (last) memcpy((float *)dst + (size_t)p * 3, tmp, (size_t)(dw - p) * 3 * sizeof(float));
+    } else {
+      __m256i b = _mm256_packus_epi16(_mm256_packs_epi32(acc, acc), zero);
+      uint8_t tmp[8], *d = last ? tmp : (uint8_t *)dst + (size_t)p * 3;
+      int32_t lo = _mm256_extract_epi32(b, 0), hi = _mm256_extract_epi32(b, 4);
+      memcpy(d, &lo, 4);
+      memcpy(d + 3, &hi, 4);
+      if (last) memcpy((uint8_t *)dst + (size_t)p * 3, tmp, (size_t)(dw - p) * 3);
+    }
+  }
+}
+
+/* hrow3_avx2's weight pairs from the taps; NULL (and the portable loops) without AVX2. */
+static int32_t *pair_weights(const taps *t, int dw) {
+  if (!__builtin_cpu_supports("avx2")) return NULL;
+  int k = t->ntap, np = (k + 1) / 2;
+  int32_t *pw = sl__mallocarray((size_t)dw * (size_t)np, sizeof(int32_t));
+  if (!pw) return NULL;
+  for (int x = 0; x < dw; x++)
+    for (int j = 0; j < np; j++) {
+      const int16_t *w = t->w + (size_t)x * (size_t)k + 2 * j;
+      uint16_t a = (uint16_t)w[0], b = 2 * j + 1 < k ? (uint16_t)w[1] : 0;
+      pw[(size_t)x * (size_t)np + (size_t)j] = (int32_t)((uint32_t)a | (uint32_t)b << 16);
+    }
+  return pw;
+}
+#endif
+
 SL_CLONES static void vrow(const uint8_t *src, size_t stride, int32_t *acc, uint8_t *dst, size_t len, const int16_t *w, int k) {
   for (size_t x = 0; x < len; x++) acc[x] = 0;
   for (int j = 0; j < k; j++) {
@@ -216,32 +284,42 @@ int sl__resample_u8_px(const uint8_t *src, int sh, int sw, size_t sstride, void 
   int rc = taps_make(&tv, sh, dh, box);
   if (!rc) rc = taps_make(&th, sw, dw, box);
   uint8_t *mid = NULL;
-  int32_t *acc = NULL;
+  int32_t *acc = NULL, *pw = NULL;
   size_t orow = (size_t)dw * (size_t)c, osz = px && px->f32 ? orow * sizeof(float) : orow;
   if (!rc) {
-    /* + the byte past the last pixel the 4-lane loop reads; then the output row of an output pass */
-    mid = sl__malloc(len + 4 + (px ? orow : 0));
+    /* + the bytes past the last pixel that the 4-lane and AVX2 loops read; then the output row of an output pass */
+    mid = sl__malloc(len + PAD + (px ? orow : 0));
     acc = sl__mallocarray(len, sizeof(int32_t));
     if (!mid || !acc) rc = sl__oom("resize rows");
-    else memset(mid + len, 0, 4);
+    else memset(mid + len, 0, PAD);
   }
+#ifdef SL_HROW3_AVX2
+  if (!rc && c == 3) pw = pair_weights(&th, dw); /* NULL: the portable loops */
+#endif
   if (!rc)
     for (int o = 0; o < dh; o++) {
       const uint8_t *s = src + (size_t)tv.lo[o] * sstride;
       int k = tv.ntap;
       if (tv.lo[o] + k > sh) k = sh - tv.lo[o];
       vrow(s, sstride, acc, mid, len, tv.w + (size_t)o * (size_t)tv.ntap, k);
+#ifdef SL_HROW3_AVX2
+      if (pw) {
+        hrow3_avx2(mid, (uint8_t *)dst + (size_t)o * osz, dw, &th, pw, px);
+        continue;
+      }
+#endif
       if (!px) {
         hrow(mid, (uint8_t *)dst + (size_t)o * orow, dw, c, &th);
       } else if (c == 3) {
         hrow3_px(mid, (uint8_t *)dst + (size_t)o * osz, dw, &th, px);
       } else {
-        hrow(mid, mid + len + 4, dw, c, &th);
-        px_row(mid + len + 4, (uint8_t *)dst + (size_t)o * osz, dw, c, px);
+        hrow(mid, mid + len + PAD, dw, c, &th);
+        px_row(mid + len + PAD, (uint8_t *)dst + (size_t)o * osz, dw, c, px);
       }
     }
   sl__free(mid);
   sl__free(acc);
+  sl__free(pw);
   taps_free(&tv);
   taps_free(&th);
   return rc;

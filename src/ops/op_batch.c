@@ -1,6 +1,6 @@
 /* ops/op_batch.c: `batch` and `padded_batch`: stack `size` elements into tensors with a leading dimension.
- * Numeric components are copied into one new buffer per component; byte strings become a rank-1 string array
- * (payload + offsets). padded_batch pads every dimension to the batch maximum (or a given shape). */
+ * Numeric components are copied into one new buffer per component (or, when the elements already sit side by side
+ * in one buffer, viewed there); byte strings become a rank-1 string array (payload + offsets). padded_batch pads every dimension to the batch maximum (or a given shape). */
 #include <string.h>
 
 #include "ops/stack_int.h"
@@ -176,6 +176,21 @@ int sl__stack_padded(sl__op *op, sl_elem *out, sl_elem *els, int64_t n, const sl
   void *data;
   sl_elem tmp;
   tmp.n = 0;
+  size_t esz0 = sl_dtype_size(c0->dtype), per0 = (size_t)per * esz0, end;
+  /* Built in place: when the n elements are views of consecutive slots of one buffer (a function that wrote its
+   * outputs into a shared slab, decode_and_crop_jpeg's "batch_slab"), the batch is a view of those slots: no copy. */
+  bool adopt = c0->buf && per0 > 0 && c0->size == per0 && sl__mul_ok((size_t)n, per0, &end) &&
+               sl__add_ok(end, c0->off, &end) && end <= sl_buf_size(c0->buf);
+  for (int64_t k = 1; adopt && k < n; k++) {
+    const sl_comp *c = sl_elem_get(&els[k], c0->name);
+    adopt = c->buf == c0->buf && c->size == per0 && c->off == c0->off + (size_t)k * per0;
+  }
+  if (adopt) {
+    int rc = sl_elem_set_tensor(&tmp, c0->name, c0->dtype, c0->rank + 1, oshape, c0->buf, c0->off, NULL);
+    if (rc) return sl__op_wrap(op, rc);
+    out->c[out->n++] = tmp.c[0];
+    return 0;
+  }
   int rc = sl_elem_new_tensor(&tmp, c0->name, c0->dtype, c0->rank + 1, oshape, &data);
   if (rc) return sl__op_wrap(op, rc);
   size_t esz = sl_dtype_size(c0->dtype);

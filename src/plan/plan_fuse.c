@@ -7,7 +7,7 @@
  * Then random_flip and normalize right after a decode_and_crop_jpeg fold into its output pass (one pass from the
  * decoded window to the flipped float32 tensor), under the same conditions. A rewritten spec draws the randomness
  * the original drew: every op whose pre-order index moved says where its seeds came from ("seed_op"), and a fused
- * op lists the crop's and the flip's ([crop, flip]). */
+ * op lists the crop's and the flip's ([crop, flip]). A fused op right before a batch writes into the batch's buffer. */
 #include <string.h>
 
 #include "ops/engine_int.h"
@@ -193,6 +193,21 @@ static int fold_after(json_t *ops, size_t i, const char *path, sl__str *notes) {
   return n;
 }
 
+/* A decode_and_crop_jpeg with a fixed output size right before a batch of N writes its outputs N to a buffer
+ * ("batch_slab"), which the batch then takes as it is: batches built in place, no copy. Not under on_error (a skipped
+ * element would shift every later batch across two slabs: correct, but copied). 0, or SL_ENOMEM. */
+static int slab_for_batch(json_t *ops, size_t i) {
+  json_t *o = json_array_get(ops, i), *args = json_object_get(o, "args"), *b = json_array_get(ops, i + 1);
+  const char *kind = json_string_value(json_object_get(b, "op"));
+  json_t *size = json_object_get(b, "size"), *ch = json_object_get(args, "channels");
+  if (!kind || sl__op_model(kind) != SL__MK_BATCH || !json_is_integer(size) || json_integer_value(size) < 2 ||
+      !json_is_object(args) || json_array_size(json_object_get(args, "size")) != 2 ||
+      (ch && !(json_is_integer(ch) && json_integer_value(ch) > 0)) || json_object_get(args, "batch_slab") ||
+      json_object_get(o, "on_error"))
+    return 0;
+  return json_object_set_new(args, "batch_slab", json_integer(json_integer_value(size))) ? sl__oom("the fused spec") : 0;
+}
+
 /* Folds flip and normalize into every decode_and_crop_jpeg of a chain (recursing into nested sources). */
 static int fold_chain(json_t *ops, const char *path, sl__str *notes) {
   int n = 0;
@@ -211,6 +226,7 @@ static int fold_chain(json_t *ops, const char *path, sl__str *notes) {
     int k = fold_after(ops, i, path, notes);
     if (k < 0) return k;
     n += k;
+    if ((k = slab_for_batch(ops, i)) < 0) return k;
   }
   return n;
 }

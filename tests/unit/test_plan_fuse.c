@@ -317,11 +317,44 @@ static void test_folded_pipeline_equal(void **st) {
     assert_int_equal(sl_pipeline_to_json(&js, f), 0);
     assert_null(strstr(js, "\"random_flip\""));
     assert_true((strstr(js, "\"normalize\": true") != NULL) == (i < 3));
+    assert_true((strstr(js, "\"batch_slab\": 4") != NULL) == (i == 1)); /* fixed size, right before a batch */
     sl_free(js);
     assert_int_equal(expect_equal_elements(p, f), expect_n[i]);
     sl_pipeline_free(p);
     sl_pipeline_free(f);
   }
+}
+
+/* batch_slab: the same elements as without; a batch whose elements sit in one slab, in order, is that slab (no
+ * copy), one straddling two slabs is copied. Slabs of 4, batches of 3: batch 0 is slab 0's slots 0-2, batch 1 slot 3
+ * of slab 0 and slots 0-1 of slab 1, ... */
+static void test_batch_slab_adopted(void **st) {
+  const char *spec = "{\"seed\": 4, \"ops\": [{\"op\": \"files\", \"glob\": \"%s/train-*\"}, "
+                     "{\"op\": \"interleave\", \"cycle_length\": 1, \"source\": [{\"op\": \"tfrecord\"}]}, "
+                     "{\"op\": \"map\", \"fn\": \"parse_example\", \"args\": {\"features\": {\"image/encoded\": "
+                     "{\"dtype\": \"bytes\"}}}}, {\"op\": \"map\", \"fn\": \"decode_and_crop_jpeg\", \"parallelism\": 2, "
+                     "\"args\": {\"random\": true, \"size\": [40, 30], \"flip_prob\": 0.5, \"normalize\": true%s}}, "
+                     "{\"op\": \"batch\", \"size\": 3}]}";
+  sl_pipeline *a = tu_pipelinef(spec, g_dir, ""), *b = tu_pipelinef(spec, g_dir, ", \"batch_slab\": 4");
+  assert_int_equal(expect_equal_elements(a, b), 4);
+  sl_iter *it;
+  assert_int_equal(sl_pipeline_iter(&it, b), 0);
+  size_t item = 40 * 30 * 3 * sizeof(float);
+  for (int k = 0; k < 4; k++) {
+    sl_elem e;
+    sl_elem_init(&e);
+    assert_int_equal(sl_iter_next(&e, it), 0);
+    sl_comp *c = sl_elem_get(&e, "image");
+    assert_non_null(c);
+    assert_int_equal(c->size, 3 * item);
+    /* batches 0 and 3 lie inside slabs 0 and 2 (elements 0-2, 9-11): views of the 4-slot buffer */
+    assert_int_equal(sl_buf_size(c->buf), (k == 0 || k == 3) ? 4 * item : 3 * item);
+    assert_int_equal(c->off, k == 3 ? item : 0);
+    sl_elem_clear(&e);
+  }
+  sl_iter_free(it);
+  sl_pipeline_free(a);
+  sl_pipeline_free(b);
 }
 
 /* The fused op under on_error "skip": a record whose JPEG is corrupt is dropped and counted as unfused. */
@@ -460,6 +493,7 @@ int main(void) {
       cmocka_unit_test(test_flip_normalize_folded),
       cmocka_unit_test(test_folded_pipeline_equal),
       cmocka_unit_test(test_folded_skips_corrupt),
+      cmocka_unit_test(test_batch_slab_adopted),
       cmocka_unit_test(test_optimizer_fuses_unless_told_not_to),
       cmocka_unit_test(test_seed_op_moves_seeds),
   };
