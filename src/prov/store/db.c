@@ -87,6 +87,8 @@ struct sl__pstmt {
 
 bool sl__pdb_is_pg(const sl__pdb *db) { return db->pg != NULL; }
 
+bool sl__pdb_readonly(sl__pdb *db) { return db->lite && sqlite3_db_readonly(db->lite, "main") == 1; }
+
 static bool is_pg_uri(const char *u) { return !strncmp(u, "postgresql://", 13) || !strncmp(u, "postgres://", 11); }
 
 /* The uri with any password removed, for messages. */
@@ -499,7 +501,7 @@ static int batch_flush1(sl__pdb *db, int i) {
     int k = 0;
     while ((SL_PDB_BATCH_ROWS >> k) > b->rows - at) k++;
     int rows = SL_PDB_BATCH_ROWS >> k;
-    sqlite3_stmt *st;
+    sqlite3_stmt *st = NULL;
     if ((rc = batch_stmt(db, i, k, &st))) break;
     const bval *v = b->v + (size_t)at * (size_t)nc;
     int br = SQLITE_OK;

@@ -16,6 +16,8 @@ typedef struct sl__pstmt sl__pstmt;
 int sl__pdb_open(sl__pdb **out, const char *uri, bool create);
 void sl__pdb_close(sl__pdb *db);
 bool sl__pdb_is_pg(const sl__pdb *db);
+/* True for an SQLite store opened read-only (PostgreSQL: false; a refused write reports itself). */
+bool sl__pdb_readonly(sl__pdb *db);
 /* Runs SQL without parameters or results (DDL, BEGIN). */
 int sl__pdb_exec(sl__pdb *db, const char *sql);
 /* Names of the tables in the database, lower-cased, in *names (count *n); free with sl__pdb_names_free. */

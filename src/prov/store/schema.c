@@ -221,6 +221,44 @@ static int create(sl_prov *p) {
   return 0;
 }
 
+/* MLMD's secondary indexes must all be there: a bulk load drops them and re-creates them at its end, so a load that
+ * died midway (killed, a crash) leaves a store without them, which would answer right but slowly. A store that can
+ * be written gets them back here; a read-only one is refused, naming the first one missing. */
+static int check_indexes(sl_prov *p) {
+  bool pg = sl__pdb_is_pg(p->db);
+  const char *const *ddl = pg ? PG_DDL : LITE_DDL;
+  size_t n = pg ? sizeof PG_DDL / sizeof *PG_DDL : sizeof LITE_DDL / sizeof *LITE_DDL;
+  sl__pstmt *st;
+  int rc = sl__pdb_prepare(p->db, &st, pg ? "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema()"
+                                          : "SELECT name FROM sqlite_master WHERE type = 'index'");
+  if (rc) return rc;
+  char have[4096];
+  size_t len = 0;
+  have[0] = 0;
+  while ((rc = sl__pstmt_step(st)) == 1) {
+    const char *nm = sl__pstmt_text(st, 0);
+    if (nm && !strncmp(nm, "idx_", 4)) len += (size_t)snprintf(have + len, len < sizeof have ? sizeof have - len : 0, " %s ", nm);
+  }
+  sl__pstmt_free(st);
+  if (rc < 0) return rc;
+  if (len >= sizeof have) return 0; /* more indexes than MLMD's: not ours to judge */
+  for (size_t i = 0; i < n; i++) {
+    if (strncmp(ddl[i], "CREATE INDEX IF NOT EXISTS ", 27)) continue;
+    const char *name = ddl[i] + 27;
+    size_t nl = strcspn(name, " ");
+    if (*name == '`') name++, nl -= 2;
+    char want[96];
+    snprintf(want, sizeof want, " %.*s ", (int)nl, name);
+    if (strstr(have, want)) continue;
+    if (sl__pdb_readonly(p->db))
+      return sl__err(SL_ECORRUPT, "%s: MLMD's index %.*s is missing (a bulk load that did not reach its end?); open "
+                                  "the store writable once to re-create it",
+                     p->uri, (int)nl, name);
+    return sl__prov_indexes(p, true);
+  }
+  return 0;
+}
+
 /* Verifies the schema, creating it in an empty database when allowed. Creation happens under the write lock
  * (SQLite BEGIN IMMEDIATE, a PostgreSQL advisory lock), re-checking inside, so racing processes create it once. */
 int sl__prov_schema(sl_prov *p, bool allow_create) {
@@ -234,7 +272,7 @@ int sl__prov_schema(sl_prov *p, bool allow_create) {
                          p->uri)
                : check(p, names, n);
     sl__pdb_names_free(names, n);
-    return rc;
+    return rc ? rc : check_indexes(p);
   }
   sl__pdb_names_free(names, n);
   bool pg = sl__pdb_is_pg(p->db);
