@@ -57,7 +57,7 @@ SL_EXTERN int sl_prov_rollback(sl_prov *p);
 
 /* Bulk loading (the corpus generator, imports): between sl_prov_bulk_begin and sl_prov_bulk_end, writes favour
  * speed over durability. On SQLite, synchronous=OFF and a large page cache (a crash may lose the last
- * transactions), and inside a transaction the rows are gathered and inserted 64 at a time (the same rows and ids
+ * transactions), and inside a transaction the rows are gathered and inserted 1,024 at a time (the same rows and ids
  * as one by one); on PostgreSQL, writes whose results are not needed are pipelined or copied. Either way a write's
  * error may surface later: at a read, the commit, or bulk_end; roll the transaction back then. Into a store without
  * executions, MLMD's secondary indexes are dropped and re-created by bulk_end (a load killed before that leaves

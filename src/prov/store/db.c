@@ -28,9 +28,11 @@ typedef void PGresult;
 #define SL_PDB_NCOPY 8
 #define SL_PDB_NBATCH 12
 /* Rows per multi-row INSERT: the statement's fixed cost (cursors opened, MLMD's AUTOINCREMENT counter read and
- * written back, halt and reset) is paid once per 64 rows; the remainder goes as 32, 16, ..., 1 rows. */
-#define SL_PDB_BATCH_ROWS 64
-#define SL_PDB_BATCH_SIZES 7
+ * written back, halt and reset) is paid once per 1,024 rows; the remainder goes as 512, 256, ..., 1 rows. (prov gen
+ * at 300 pipelines, CPU: 256 rows a statement 0.93x of 64 rows, 1,024 rows 0.95x of 256.) An SQLite built
+ * with fewer host parameters than rows x columns gets statements of fewer rows. */
+#define SL_PDB_BATCH_ROWS 1024
+#define SL_PDB_BATCH_SIZES 11
 
 /* A batched value: text and blobs live in the slot's arena, by offset (the arena may move as it grows). */
 typedef struct bval {
@@ -45,7 +47,7 @@ typedef struct batch_slot {
   int rows;
   char *arena;
   size_t alen, acap;
-  sqlite3_stmt *st[SL_PDB_BATCH_SIZES]; /* 64, 32, ..., 1 rows */
+  sqlite3_stmt *st[SL_PDB_BATCH_SIZES]; /* 1024, 512, ..., 1 rows */
 } batch_slot;
 
 struct sl__pdb {
@@ -498,8 +500,10 @@ static int batch_flush1(sl__pdb *db, int i) {
   batch_slot *b = &db->batch[i];
   int nc = b->spec->ncols, at = 0, rc = 0;
   while (!rc && at < b->rows) {
-    int k = 0;
-    while ((SL_PDB_BATCH_ROWS >> k) > b->rows - at) k++;
+    int k = 0, maxp = sqlite3_limit(db->lite, SQLITE_LIMIT_VARIABLE_NUMBER, -1);
+    while (k + 1 < SL_PDB_BATCH_SIZES &&
+           ((SL_PDB_BATCH_ROWS >> k) > b->rows - at || (SL_PDB_BATCH_ROWS >> k) * nc > maxp))
+      k++;
     int rows = SL_PDB_BATCH_ROWS >> k;
     sqlite3_stmt *st = NULL;
     if ((rc = batch_stmt(db, i, k, &st))) break;

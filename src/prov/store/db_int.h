@@ -56,7 +56,7 @@ int sl__pdb_copy_flush(sl__pdb *db);
  * steps without flushing them. */
 void sl__pstmt_copy_safe(sl__pstmt *st);
 /* SQLite row batches for bulk loads (SL_ERROR on PostgreSQL): appends a row of spec->ncols typed values to slot
- * `slot` (0..11); a slot's rows go in by one multi-row `spec->head (?, ...), (...) spec->tail` per 64, in the
+ * `slot` (0..11); a slot's rows go in by one multi-row `spec->head (?, ...), (...) spec->tail` per 1,024, in the
  * order they came, so a table's rows and ids are those single-row INSERTs would give. The values are copied. The
  * batches are flushed when a slot fills, before any statement not marked copy-safe steps, and before
  * sl__pdb_exec (COMMIT), which report their errors; a ROLLBACK through sl__pdb_exec drops them. */
