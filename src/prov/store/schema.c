@@ -221,42 +221,46 @@ static int create(sl_prov *p) {
   return 0;
 }
 
-/* MLMD's secondary indexes must all be there: a bulk load drops them and re-creates them at its end, so a load that
- * died midway (killed, a crash) leaves a store without them, which would answer right but slowly. A store that can
- * be written gets them back here; a read-only one is refused, naming the first one missing. */
-static int check_indexes(sl_prov *p) {
+/* A bulk load marks the store while MLMD's secondary indexes are dropped (SQLite: the header's user_version, which
+ * MLMD leaves 0; PostgreSQL: a comment on MLMDEnv), set before the first is dropped and cleared after the last is
+ * re-created, so a load that died midway (killed, a crash) is told apart from a store that never had some index
+ * (another MLMD release's; left alone). */
+#define LITE_MARK 1936483947 /* "slbk" */
+static const char PG_MARK[] = "sluice: bulk load under way, MLMD secondary indexes dropped"; /* no quote: spliced into SQL */
+
+static int marked(sl_prov *p, bool *on) {
   bool pg = sl__pdb_is_pg(p->db);
-  const char *const *ddl = pg ? PG_DDL : LITE_DDL;
-  size_t n = pg ? sizeof PG_DDL / sizeof *PG_DDL : sizeof LITE_DDL / sizeof *LITE_DDL;
   sl__pstmt *st;
-  int rc = sl__pdb_prepare(p->db, &st, pg ? "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema()"
-                                          : "SELECT name FROM sqlite_master WHERE type = 'index'");
+  int rc = sl__pdb_prepare(p->db, &st, pg ? "SELECT obj_description('mlmdenv'::regclass, 'pg_class')"
+                                          : "PRAGMA user_version");
   if (rc) return rc;
-  char have[4096];
-  size_t len = 0;
-  have[0] = 0;
-  while ((rc = sl__pstmt_step(st)) == 1) {
-    const char *nm = sl__pstmt_text(st, 0);
-    if (nm && !strncmp(nm, "idx_", 4)) len += (size_t)snprintf(have + len, len < sizeof have ? sizeof have - len : 0, " %s ", nm);
-  }
+  rc = sl__pstmt_step(st);
+  *on = rc == 1 && (pg ? sl__pstmt_text(st, 0) && !strcmp(sl__pstmt_text(st, 0), PG_MARK)
+                       : sl__pstmt_i64(st, 0) == LITE_MARK);
   sl__pstmt_free(st);
-  if (rc < 0) return rc;
-  if (len >= sizeof have) return 0; /* more indexes than MLMD's: not ours to judge */
-  for (size_t i = 0; i < n; i++) {
-    if (strncmp(ddl[i], "CREATE INDEX IF NOT EXISTS ", 27)) continue;
-    const char *name = ddl[i] + 27;
-    size_t nl = strcspn(name, " ");
-    if (*name == '`') name++, nl -= 2;
-    char want[96];
-    snprintf(want, sizeof want, " %.*s ", (int)nl, name);
-    if (strstr(have, want)) continue;
-    if (sl__pdb_readonly(p->db))
-      return sl__err(SL_ECORRUPT, "%s: MLMD's index %.*s is missing (a bulk load that did not reach its end?); open "
-                                  "the store writable once to re-create it",
-                     p->uri, (int)nl, name);
-    return sl__prov_indexes(p, true);
-  }
-  return 0;
+  return rc < 0 ? rc : 0;
+}
+
+static int mark(sl_prov *p, bool on) {
+  char sql[160];
+  if (sl__pdb_is_pg(p->db))
+    snprintf(sql, sizeof sql, on ? "COMMENT ON TABLE MLMDEnv IS '%s'" : "COMMENT ON TABLE MLMDEnv IS NULL", PG_MARK);
+  else
+    snprintf(sql, sizeof sql, "PRAGMA user_version = %d", on ? LITE_MARK : 0);
+  return sl__pdb_exec(p->db, sql);
+}
+
+/* A store a bulk load left without its indexes gets them back when it can be written; a read-only one is refused
+ * (it would answer right, but slowly, with nothing saying why). */
+static int check_indexes(sl_prov *p) {
+  bool on;
+  int rc = marked(p, &on);
+  if (rc || !on) return rc;
+  if (sl__pdb_readonly(p->db))
+    return sl__err(SL_ECORRUPT, "%s: a bulk load that did not reach its end left the store without MLMD's secondary "
+                                "indexes; open it writable once to re-create them",
+                   p->uri);
+  return sl__prov_indexes(p, true);
 }
 
 /* Verifies the schema, creating it in an empty database when allowed. Creation happens under the write lock
@@ -300,6 +304,10 @@ int sl__prov_indexes(sl_prov *p, bool create_them) {
   bool pg = sl__pdb_is_pg(p->db);
   const char *const *ddl = pg ? PG_DDL : LITE_DDL;
   size_t n = pg ? sizeof PG_DDL / sizeof *PG_DDL : sizeof LITE_DDL / sizeof *LITE_DDL;
+  if (!create_them) {
+    int rc = mark(p, true);
+    if (rc) return sl__err_wrap(rc, "marking the store for a bulk load");
+  }
   for (size_t i = 0; i < n; i++) {
     if (strncmp(ddl[i], "CREATE INDEX IF NOT EXISTS ", 27)) continue;
     int rc;
@@ -313,6 +321,10 @@ int sl__prov_indexes(sl_prov *p, bool create_them) {
       rc = sl__pdb_exec(p->db, sql);
     }
     if (rc) return sl__err_wrap(rc, "%s MLMD's indexes", create_them ? "re-creating" : "dropping");
+  }
+  if (create_them) {
+    int rc = mark(p, false);
+    if (rc) return sl__err_wrap(rc, "clearing the store's bulk load mark");
   }
   return 0;
 }
