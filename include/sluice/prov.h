@@ -60,8 +60,8 @@ SL_EXTERN int sl_prov_rollback(sl_prov *p);
  * transactions), and inside a transaction the rows are gathered and inserted 1,024 at a time (the same rows and ids
  * as one by one); on PostgreSQL, writes whose results are not needed are pipelined or copied. Either way a write's
  * error may surface later: at a read, the commit, or bulk_end; roll the transaction back then. Into a store without
- * executions, MLMD's secondary indexes are dropped and re-created by bulk_end (a load killed before that leaves
- * them missing: sl_prov_open re-creates them, or refuses a read-only store naming one). Group the writes with
+ * executions, MLMD's secondary indexes are dropped and re-created by bulk_end, the store marked meanwhile (after a
+ * load killed before its end, sl_prov_open re-creates them, or refuses a read-only store). Group the writes with
  * begin/commit inside as usual. Begin outside a transaction (SL_EINVAL otherwise). bulk_end restores the settings
  * and returns the first error; it does nothing outside a bulk load. */
 SL_EXTERN int sl_prov_bulk_begin(sl_prov *p);
