@@ -57,11 +57,13 @@ SL_EXTERN int sl_prov_rollback(sl_prov *p);
 
 /* Bulk loading (the corpus generator, imports): between sl_prov_bulk_begin and sl_prov_bulk_end, writes favour
  * speed over durability. On SQLite, synchronous=OFF and a large page cache (a crash may lose the last
- * transactions); into a store without executions, MLMD's secondary indexes are dropped and re-created by
- * bulk_end; on PostgreSQL, writes whose results are not needed are pipelined, so their errors surface at the next
- * round trip (a later write, a commit, or bulk_end). Group the writes with begin/commit inside as usual. Begin
- * outside a transaction (SL_EINVAL otherwise). bulk_end restores the settings and returns the first error; it
- * does nothing outside a bulk load. */
+ * transactions), and inside a transaction the rows are gathered and inserted 1,024 at a time (the same rows and ids
+ * as one by one); on PostgreSQL, writes whose results are not needed are pipelined or copied. Either way a write's
+ * error may surface later: at a read, the commit, or bulk_end; roll the transaction back then. Into a store without
+ * executions, MLMD's secondary indexes are dropped and re-created by bulk_end, the store marked meanwhile (after a
+ * load killed before its end, sl_prov_open re-creates them, or refuses a read-only store). Group the writes with
+ * begin/commit inside as usual. Begin outside a transaction (SL_EINVAL otherwise). bulk_end restores the settings
+ * and returns the first error; it does nothing outside a bulk load. */
 SL_EXTERN int sl_prov_bulk_begin(sl_prov *p);
 SL_EXTERN int sl_prov_bulk_end(sl_prov *p);
 

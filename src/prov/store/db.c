@@ -26,6 +26,29 @@ typedef void PGresult;
 
 #define SL_PDB_BUSY_MS 60000
 #define SL_PDB_NCOPY 8
+#define SL_PDB_NBATCH 12
+/* Rows per multi-row INSERT: the statement's fixed cost (cursors opened, MLMD's AUTOINCREMENT counter read and
+ * written back, halt and reset) is paid once per 1,024 rows; the remainder goes as 512, 256, ..., 1 rows. (prov gen
+ * at 300 pipelines, CPU: 256 rows a statement 0.93x of 64 rows, 1,024 rows 0.95x of 256.) An SQLite built
+ * with fewer host parameters than rows x columns gets statements of fewer rows. */
+#define SL_PDB_BATCH_ROWS 1024
+#define SL_PDB_BATCH_SIZES 11
+
+/* A batched value: text and blobs live in the slot's arena, by offset (the arena may move as it grows). */
+typedef struct bval {
+  int type;
+  int64_t i;
+  double d;
+  size_t off, n;
+} bval;
+typedef struct batch_slot {
+  const sl__pdb_batch_spec *spec;
+  bval *v; /* SL_PDB_BATCH_ROWS x ncols */
+  int rows;
+  char *arena;
+  size_t alen, acap;
+  sqlite3_stmt *st[SL_PDB_BATCH_SIZES]; /* 1024, 512, ..., 1 rows */
+} batch_slot;
 
 struct sl__pdb {
   sqlite3 *lite;
@@ -43,6 +66,9 @@ struct sl__pdb {
     size_t len, cap;
   } copy[SL_PDB_NCOPY];
   size_t copy_bytes;
+  /* Row batches (SQLite bulk loads): rows per slot, inserted by multi-row INSERTs (batch_flush). */
+  batch_slot batch[SL_PDB_NBATCH];
+  int batch_rows;
 };
 
 #define SL_PDB_MAXP 24
@@ -62,6 +88,8 @@ struct sl__pstmt {
 };
 
 bool sl__pdb_is_pg(const sl__pdb *db) { return db->pg != NULL; }
+
+bool sl__pdb_readonly(sl__pdb *db) { return db->lite && sqlite3_db_readonly(db->lite, "main") == 1; }
 
 static bool is_pg_uri(const char *u) { return !strncmp(u, "postgresql://", 13) || !strncmp(u, "postgres://", 11); }
 
@@ -198,6 +226,11 @@ int sl__pdb_open(sl__pdb **out, const char *uri, bool create) {
 
 void sl__pdb_close(sl__pdb *db) {
   if (!db) return;
+  for (int i = 0; i < SL_PDB_NBATCH; i++) { /* rows never flushed: the load was abandoned */
+    for (int k = 0; k < SL_PDB_BATCH_SIZES; k++) sqlite3_finalize(db->batch[i].st[k]);
+    sl__free(db->batch[i].v);
+    sl__free(db->batch[i].arena);
+  }
   if (db->lite) sqlite3_close_v2(db->lite);
 #ifdef SL_HAVE_POSTGRES
   if (db->pg) PQfinish(db->pg);
@@ -393,6 +426,128 @@ static int lite_err(sl__pdb *db, const char *what) {
   return sl__err(code, "%s: %s: %s", db->where, what, sqlite3_errmsg(db->lite));
 }
 
+/* ---- Row batches (SQLite bulk loads) ---- */
+
+int sl__pdb_batch_row(sl__pdb *db, int slot, const sl__pdb_batch_spec *spec, const sl__pdb_val *vals) {
+  if (!db->lite || slot < 0 || slot >= SL_PDB_NBATCH) return sl__err(SL_ERROR, "row batches are SQLite's");
+  if (spec->ncols < 1 || spec->ncols > SL_PDB_MAXP) return sl__err(SL_ERROR, "row batch: bad column count");
+  batch_slot *b = &db->batch[slot];
+  if (b->spec && b->spec != spec) return sl__err(SL_ERROR, "row batch slot %d holds another table's rows", slot);
+  b->spec = spec;
+  if (!b->v) {
+    b->v = sl__calloc((size_t)SL_PDB_BATCH_ROWS * (size_t)spec->ncols, sizeof *b->v);
+    if (!b->v) return sl__oom("row batch");
+  }
+  size_t need = b->alen;
+  for (int c = 0; c < spec->ncols; c++)
+    if ((vals[c].type == SL__V_TEXT || vals[c].type == SL__V_BLOB) && !sl__add_ok(need, vals[c].n, &need))
+      return sl__oom("row batch");
+  if (need > b->acap) {
+    size_t nc = b->acap ? b->acap : 16384;
+    while (nc < need)
+      if (!sl__mul_ok(nc, 2, &nc)) return sl__oom("row batch");
+    char *na = sl__realloc(b->arena, nc);
+    if (!na) return sl__oom("row batch");
+    b->arena = na;
+    b->acap = nc;
+  }
+  bval *o = b->v + (size_t)b->rows * (size_t)spec->ncols;
+  for (int c = 0; c < spec->ncols; c++) {
+    o[c].type = vals[c].type;
+    o[c].i = vals[c].i;
+    o[c].d = vals[c].d;
+    if (vals[c].type == SL__V_TEXT || vals[c].type == SL__V_BLOB) {
+      o[c].off = b->alen;
+      o[c].n = vals[c].n;
+      if (vals[c].n) memcpy(b->arena + b->alen, vals[c].s, vals[c].n);
+      b->alen += vals[c].n;
+    }
+  }
+  b->rows++;
+  db->batch_rows++;
+  return b->rows == SL_PDB_BATCH_ROWS ? sl__pdb_batch_flush(db) : 0;
+}
+
+/* The statement inserting 64 >> k rows of slot i, prepared on first use. */
+static int batch_stmt(sl__pdb *db, int i, int k, sqlite3_stmt **out) {
+  batch_slot *b = &db->batch[i];
+  if (!b->st[k]) {
+    int rows = SL_PDB_BATCH_ROWS >> k, nc = b->spec->ncols;
+    size_t hl = strlen(b->spec->head), tl = strlen(b->spec->tail), len = hl + tl + (size_t)rows * ((size_t)nc * 2 + 2) + 1;
+    char *sql = sl__malloc(len), *w = sql;
+    if (!sql) return sl__oom("row batch statement");
+    memcpy(w, b->spec->head, hl);
+    w += hl;
+    for (int r = 0; r < rows; r++) {
+      *w++ = r ? ',' : ' ';
+      *w++ = '(';
+      for (int c = 0; c < nc; c++) {
+        if (c) *w++ = ',';
+        *w++ = '?';
+      }
+      *w++ = ')';
+    }
+    memcpy(w, b->spec->tail, tl + 1);
+    int rc = sqlite3_prepare_v3(db->lite, sql, -1, SQLITE_PREPARE_PERSISTENT, &b->st[k], NULL);
+    sl__free(sql);
+    if (rc != SQLITE_OK) return lite_err(db, "prepare row batch");
+  }
+  *out = b->st[k];
+  return 0;
+}
+
+static int batch_flush1(sl__pdb *db, int i) {
+  batch_slot *b = &db->batch[i];
+  int nc = b->spec->ncols, at = 0, rc = 0;
+  while (!rc && at < b->rows) {
+    int k = 0, maxp = sqlite3_limit(db->lite, SQLITE_LIMIT_VARIABLE_NUMBER, -1);
+    while (k + 1 < SL_PDB_BATCH_SIZES &&
+           ((SL_PDB_BATCH_ROWS >> k) > b->rows - at || (SL_PDB_BATCH_ROWS >> k) * nc > maxp))
+      k++;
+    int rows = SL_PDB_BATCH_ROWS >> k;
+    sqlite3_stmt *st = NULL;
+    if ((rc = batch_stmt(db, i, k, &st))) break;
+    const bval *v = b->v + (size_t)at * (size_t)nc;
+    int br = SQLITE_OK;
+    for (int j = 0; br == SQLITE_OK && j < rows * nc; j++) {
+      switch (v[j].type) {
+      case SL__V_INT: br = sqlite3_bind_int64(st, j + 1, v[j].i); break;
+      case SL__V_DOUBLE: br = sqlite3_bind_double(st, j + 1, v[j].d); break;
+      case SL__V_TEXT: br = sqlite3_bind_text64(st, j + 1, b->arena + v[j].off, v[j].n, SQLITE_STATIC, SQLITE_UTF8); break;
+      case SL__V_BLOB: br = sqlite3_bind_blob64(st, j + 1, v[j].n ? b->arena + v[j].off : "", v[j].n, SQLITE_STATIC); break;
+      default: br = sqlite3_bind_null(st, j + 1); break;
+      }
+    }
+    if (br != SQLITE_OK) {
+      rc = br == SQLITE_NOMEM ? sl__oom("SQLite bind") : lite_err(db, "bind row batch");
+    } else if (sqlite3_step(st) != SQLITE_DONE) {
+      rc = sl__err(sqlite3_errcode(db->lite) == SQLITE_CONSTRAINT ? SL_EINVAL : SL_EIO, "%s: %s (one of %d rows "
+                   "batched for it): %s", db->where, b->spec->head, rows, sqlite3_errmsg(db->lite));
+    }
+    sqlite3_reset(st);
+    at += rows;
+  }
+  db->batch_rows -= b->rows;
+  b->rows = 0;
+  b->alen = 0;
+  return rc;
+}
+
+int sl__pdb_batch_flush(sl__pdb *db) {
+  int rc = 0;
+  for (int i = 0; db->batch_rows && i < SL_PDB_NBATCH; i++) {
+    if (!db->batch[i].rows) continue;
+    int r = batch_flush1(db, i);
+    if (!rc) rc = r;
+  }
+  return rc;
+}
+
+static void batch_discard(sl__pdb *db) {
+  for (int i = 0; i < SL_PDB_NBATCH; i++) db->batch[i].rows = 0, db->batch[i].alen = 0;
+  db->batch_rows = 0;
+}
+
 int sl__pdb_exec(sl__pdb *db, const char *sql) {
 #ifdef SL_HAVE_POSTGRES
   if (db->pg && db->copy_bytes) {
@@ -415,6 +570,15 @@ int sl__pdb_exec(sl__pdb *db, const char *sql) {
     return rc;
   }
 #endif
+  if (db->batch_rows) {
+    /* COMMIT and the like see every batched row; a ROLLBACK drops them with the rest of the transaction. */
+    if (!strncmp(sql, "ROLLBACK", 8)) {
+      batch_discard(db);
+    } else {
+      int rc = sl__pdb_batch_flush(db);
+      if (rc) return rc;
+    }
+  }
   char *em = NULL;
   if (sqlite3_exec(db->lite, sql, NULL, NULL, &em) != SQLITE_OK) {
     int rc = lite_err(db, "SQL");
@@ -695,6 +859,10 @@ int sl__pstmt_bind_null(sl__pstmt *st, int i) {
 
 int sl__pstmt_step(sl__pstmt *st) {
   if (st->ls) {
+    if (st->db->batch_rows && !st->copy_safe) {
+      int rc = sl__pdb_batch_flush(st->db); /* the statement may read or write rows still batched */
+      if (rc) return rc;
+    }
     int rc = sqlite3_step(st->ls);
     if (rc == SQLITE_ROW) return 1;
     if (rc == SQLITE_DONE) return 0;

@@ -16,6 +16,8 @@ typedef struct sl__pstmt sl__pstmt;
 int sl__pdb_open(sl__pdb **out, const char *uri, bool create);
 void sl__pdb_close(sl__pdb *db);
 bool sl__pdb_is_pg(const sl__pdb *db);
+/* True for an SQLite store opened read-only (PostgreSQL: false; a refused write reports itself). */
+bool sl__pdb_readonly(sl__pdb *db);
 /* Runs SQL without parameters or results (DDL, BEGIN). */
 int sl__pdb_exec(sl__pdb *db, const char *sql);
 /* Names of the tables in the database, lower-cased, in *names (count *n); free with sl__pdb_names_free. */
@@ -50,9 +52,29 @@ typedef struct sl__pdb_copy_spec {
 } sl__pdb_copy_spec;
 int sl__pdb_copy_row(sl__pdb *db, int slot, const sl__pdb_copy_spec *spec, const char *const *vals, int n);
 int sl__pdb_copy_flush(sl__pdb *db);
-/* Marks a statement that reads no table the COPY buffers write (types, contexts, sequences): it steps without
- * flushing them. */
+/* Marks a statement that reads no table the COPY buffers or row batches write (types, contexts, sequences): it
+ * steps without flushing them. */
 void sl__pstmt_copy_safe(sl__pstmt *st);
+/* SQLite row batches for bulk loads (SL_ERROR on PostgreSQL): appends a row of spec->ncols typed values to slot
+ * `slot` (0..11); a slot's rows go in by one multi-row `spec->head (?, ...), (...) spec->tail` per 1,024, in the
+ * order they came, so a table's rows and ids are those single-row INSERTs would give. The values are copied. The
+ * batches are flushed when a slot fills, before any statement not marked copy-safe steps, and before
+ * sl__pdb_exec (COMMIT), which report their errors; a ROLLBACK through sl__pdb_exec drops them. */
+enum { SL__V_NULL, SL__V_INT, SL__V_DOUBLE, SL__V_TEXT, SL__V_BLOB };
+typedef struct sl__pdb_val {
+  int type;
+  int64_t i;
+  double d;
+  const char *s; /* TEXT, BLOB: n bytes */
+  size_t n;
+} sl__pdb_val;
+typedef struct sl__pdb_batch_spec {
+  const char *head; /* "INSERT INTO T(cols) VALUES" */
+  const char *tail; /* "" or an ON CONFLICT clause */
+  int ncols;
+} sl__pdb_batch_spec;
+int sl__pdb_batch_row(sl__pdb *db, int slot, const sl__pdb_batch_spec *spec, const sl__pdb_val *vals);
+int sl__pdb_batch_flush(sl__pdb *db);
 /* 1: a row is ready; 0: done; < 0: error (message set). */
 int sl__pstmt_step(sl__pstmt *st);
 /* Ends the current execution and clears bindings, ready to bind again. */

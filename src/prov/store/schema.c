@@ -221,6 +221,48 @@ static int create(sl_prov *p) {
   return 0;
 }
 
+/* A bulk load marks the store while MLMD's secondary indexes are dropped (SQLite: the header's user_version, which
+ * MLMD leaves 0; PostgreSQL: a comment on MLMDEnv), set before the first is dropped and cleared after the last is
+ * re-created, so a load that died midway (killed, a crash) is told apart from a store that never had some index
+ * (another MLMD release's; left alone). */
+#define LITE_MARK 1936483947 /* "slbk" */
+static const char PG_MARK[] = "sluice: bulk load under way, MLMD secondary indexes dropped"; /* no quote: spliced into SQL */
+
+static int marked(sl_prov *p, bool *on) {
+  bool pg = sl__pdb_is_pg(p->db);
+  sl__pstmt *st;
+  int rc = sl__pdb_prepare(p->db, &st, pg ? "SELECT obj_description('mlmdenv'::regclass, 'pg_class')"
+                                          : "PRAGMA user_version");
+  if (rc) return rc;
+  rc = sl__pstmt_step(st);
+  *on = rc == 1 && (pg ? sl__pstmt_text(st, 0) && !strcmp(sl__pstmt_text(st, 0), PG_MARK)
+                       : sl__pstmt_i64(st, 0) == LITE_MARK);
+  sl__pstmt_free(st);
+  return rc < 0 ? rc : 0;
+}
+
+static int mark(sl_prov *p, bool on) {
+  char sql[160];
+  if (sl__pdb_is_pg(p->db))
+    snprintf(sql, sizeof sql, on ? "COMMENT ON TABLE MLMDEnv IS '%s'" : "COMMENT ON TABLE MLMDEnv IS NULL", PG_MARK);
+  else
+    snprintf(sql, sizeof sql, "PRAGMA user_version = %d", on ? LITE_MARK : 0);
+  return sl__pdb_exec(p->db, sql);
+}
+
+/* A store a bulk load left without its indexes gets them back when it can be written; a read-only one is refused
+ * (it would answer right, but slowly, with nothing saying why). */
+static int check_indexes(sl_prov *p) {
+  bool on;
+  int rc = marked(p, &on);
+  if (rc || !on) return rc;
+  if (sl__pdb_readonly(p->db))
+    return sl__err(SL_ECORRUPT, "%s: a bulk load that did not reach its end left the store without MLMD's secondary "
+                                "indexes; open it writable once to re-create them",
+                   p->uri);
+  return sl__prov_indexes(p, true);
+}
+
 /* Verifies the schema, creating it in an empty database when allowed. Creation happens under the write lock
  * (SQLite BEGIN IMMEDIATE, a PostgreSQL advisory lock), re-checking inside, so racing processes create it once. */
 int sl__prov_schema(sl_prov *p, bool allow_create) {
@@ -234,7 +276,7 @@ int sl__prov_schema(sl_prov *p, bool allow_create) {
                          p->uri)
                : check(p, names, n);
     sl__pdb_names_free(names, n);
-    return rc;
+    return rc ? rc : check_indexes(p);
   }
   sl__pdb_names_free(names, n);
   bool pg = sl__pdb_is_pg(p->db);
@@ -262,6 +304,10 @@ int sl__prov_indexes(sl_prov *p, bool create_them) {
   bool pg = sl__pdb_is_pg(p->db);
   const char *const *ddl = pg ? PG_DDL : LITE_DDL;
   size_t n = pg ? sizeof PG_DDL / sizeof *PG_DDL : sizeof LITE_DDL / sizeof *LITE_DDL;
+  if (!create_them) {
+    int rc = mark(p, true);
+    if (rc) return sl__err_wrap(rc, "marking the store for a bulk load");
+  }
   for (size_t i = 0; i < n; i++) {
     if (strncmp(ddl[i], "CREATE INDEX IF NOT EXISTS ", 27)) continue;
     int rc;
@@ -275,6 +321,10 @@ int sl__prov_indexes(sl_prov *p, bool create_them) {
       rc = sl__pdb_exec(p->db, sql);
     }
     if (rc) return sl__err_wrap(rc, "%s MLMD's indexes", create_them ? "re-creating" : "dropping");
+  }
+  if (create_them) {
+    int rc = mark(p, false);
+    if (rc) return sl__err_wrap(rc, "clearing the store's bulk load mark");
   }
   return 0;
 }

@@ -82,6 +82,13 @@ static const char *const SQL[SL__Q_NQ] = {
     [SL__Q_CTX_PUT_PG] = "WITH f AS (SELECT id FROM Context WHERE type_id = ? AND name = ?), i AS (INSERT INTO "
                          "Context(type_id, name, create_time_since_epoch, last_update_time_since_epoch) SELECT ?, ?, ?, "
                          "? WHERE NOT EXISTS (SELECT 1 FROM f) RETURNING id) SELECT id FROM f UNION ALL SELECT id FROM i",
+    /* SQLite bulk loads: the id AUTOINCREMENT would give next (the larger of the counter and the largest id). */
+    [SL__Q_SEQ_ART] = "SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'Artifact'), 0), "
+                      "coalesce((SELECT max(id) FROM Artifact), 0)) + 1",
+    [SL__Q_SEQ_EXEC] = "SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'Execution'), 0), "
+                       "coalesce((SELECT max(id) FROM Execution), 0)) + 1",
+    [SL__Q_SEQ_EVENT] = "SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'Event'), 0), "
+                        "coalesce((SELECT max(id) FROM Event), 0)) + 1",
 };
 
 int sl__prov_stmt(sl_prov *p, int which, sl__pstmt **out) {
@@ -140,6 +147,7 @@ int sl_prov_begin(sl_prov *p) {
   if (p->in_txn) return sl__err(SL_EINVAL, "a transaction is already open");
   int rc = sl__pdb_exec(p->db, sl__pdb_is_pg(p->db) ? "BEGIN" : "BEGIN IMMEDIATE");
   if (!rc) p->in_txn = 1;
+  memset(p->lite_next, 0, sizeof p->lite_next); /* another process may have written since our last transaction */
   return rc;
 }
 

@@ -121,6 +121,55 @@ static int take_id(sl_prov *p, int which, int64_t *id) {
   return 0;
 }
 
+/* SQLite bulk loads inside a transaction: rows go into multi-row INSERT batches (db.c) and the ids are assigned
+ * here, continuing the table's AUTOINCREMENT counter; the write lock the transaction holds keeps that counter ours,
+ * so the ids and rows are those single-row INSERTs would have written. */
+static bool lite_batch(const sl_prov *p) { return p->bulk && p->in_txn && !sl__pdb_is_pg(p->db); }
+static int lite_take_id(sl_prov *p, int which, int64_t *id) {
+  if (!p->lite_next[which]) {
+    sl__pstmt *st;
+    int rc = sl__prov_stmt(p, which == 2 ? SL__Q_SEQ_EVENT : which ? SL__Q_SEQ_EXEC : SL__Q_SEQ_ART, &st);
+    if (rc) return rc;
+    rc = sl__pstmt_step(st);
+    if (rc == 1) p->lite_next[which] = sl__pstmt_i64(st, 0);
+    sl__pstmt_reset(st);
+    if (rc < 0) return rc;
+    if (rc == 0 || p->lite_next[which] < 1) return sl__err(SL_ERROR, "%s: no next id for a bulk load", p->uri);
+  }
+  *id = p->lite_next[which]++;
+  return 0;
+}
+#define VI(x) ((sl__pdb_val){SL__V_INT, (x), 0, NULL, 0})
+static sl__pdb_val vtext(const char *s) {
+  return s ? (sl__pdb_val){SL__V_TEXT, 0, 0, s, strlen(s)} : (sl__pdb_val){SL__V_NULL, 0, 0, NULL, 0};
+}
+static const sl__pdb_batch_spec BATCH_ART = {"INSERT OR FAIL INTO Artifact(id, type_id, uri, state, name, "
+                                             "create_time_since_epoch, last_update_time_since_epoch) VALUES", "", 7};
+static const sl__pdb_batch_spec BATCH_EXEC = {"INSERT OR FAIL INTO Execution(id, type_id, last_known_state, name, "
+                                              "create_time_since_epoch, last_update_time_since_epoch) VALUES", "", 6};
+static const sl__pdb_batch_spec BATCH_EVENT = {
+    "INSERT OR FAIL INTO Event(id, artifact_id, execution_id, type, milliseconds_since_epoch) VALUES", "", 5};
+static const sl__pdb_batch_spec BATCH_PATH = {
+    "INSERT OR FAIL INTO EventPath(event_id, is_index_step, step_index, step_key) VALUES", "", 4};
+#define BATCH_PROP(TABLE, KEY)                                                                                        \
+  {"INSERT OR FAIL INTO " TABLE "(" KEY ", name, is_custom_property, int_value, double_value, string_value, proto_value, "    \
+   "bool_value) VALUES",                                                                                              \
+   " ON CONFLICT(" KEY ", name, is_custom_property) DO UPDATE SET int_value = excluded.int_value, double_value = "     \
+   "excluded.double_value, string_value = excluded.string_value, proto_value = excluded.proto_value, bool_value = "   \
+   "excluded.bool_value",                                                                                             \
+   8}
+static const sl__pdb_batch_spec BATCH_APROP = BATCH_PROP("ArtifactProperty", "artifact_id");
+static const sl__pdb_batch_spec BATCH_EPROP = BATCH_PROP("ExecutionProperty", "execution_id");
+static const sl__pdb_batch_spec BATCH_CPROP = BATCH_PROP("ContextProperty", "context_id");
+static const sl__pdb_batch_spec BATCH_ASSOC = {"INSERT OR FAIL INTO Association(context_id, execution_id) VALUES",
+                                               " ON CONFLICT DO NOTHING", 2};
+static const sl__pdb_batch_spec BATCH_ATTR = {"INSERT OR FAIL INTO Attribution(context_id, artifact_id) VALUES",
+                                              " ON CONFLICT DO NOTHING", 2};
+static const sl__pdb_batch_spec BATCH_PCTX = {"INSERT OR FAIL INTO ParentContext(context_id, parent_context_id) VALUES",
+                                              " ON CONFLICT DO NOTHING", 2};
+enum { BSLOT_ART, BSLOT_EXEC, BSLOT_EVENT, BSLOT_PATH, BSLOT_APROP, BSLOT_EPROP, BSLOT_CPROP, BSLOT_ASSOC,
+       BSLOT_ATTR, BSLOT_PCTX };
+
 /* The COPY buffers of a PostgreSQL bulk load (db.c): new rows straight into their tables; properties and
  * memberships through a session's staging table merged with the same ON CONFLICT as the single-row statements
  * (the last value of a property wins; a membership is kept once). */
@@ -169,6 +218,15 @@ int sl_prov_put_artifact(int64_t *id, sl_prov *p, int64_t type_id, const char *u
     if (id) *id = nid;
     return 0;
   }
+  if (lite_batch(p)) {
+    int64_t nid;
+    int rc = lite_take_id(p, 0, &nid);
+    if (rc) return rc;
+    sl__pdb_val v[] = {VI(nid), VI(type_id), vtext(uri), VI(state), vtext(name), VI(create_ms), VI(create_ms)};
+    if ((rc = sl__pdb_batch_row(p->db, BSLOT_ART, &BATCH_ART, v))) return rc;
+    if (id) *id = nid;
+    return 0;
+  }
   sl__pstmt *st;
   int rc = sl__prov_stmt(p, SL__Q_ART_INS, &st);
   if (rc) return rc;
@@ -195,6 +253,15 @@ int sl_prov_put_execution(int64_t *id, sl_prov *p, int64_t type_id, const char *
     snprintf(e, sizeof e, "%lld", (long long)update_ms);
     const char *v[] = {a, b, c, name, d, e};
     if ((rc = sl__pdb_copy_row(p->db, SLOT_EXEC, &COPY_EXEC, v, 6))) return rc;
+    if (id) *id = nid;
+    return 0;
+  }
+  if (lite_batch(p)) {
+    int64_t nid;
+    int rc = lite_take_id(p, 1, &nid);
+    if (rc) return rc;
+    sl__pdb_val v[] = {VI(nid), VI(type_id), VI(state), vtext(name), VI(create_ms), VI(update_ms)};
+    if ((rc = sl__pdb_batch_row(p->db, BSLOT_EXEC, &BATCH_EXEC, v))) return rc;
     if (id) *id = nid;
     return 0;
   }
@@ -227,6 +294,24 @@ static int event_copy(int64_t *id, sl_prov *p, int64_t artifact_id, int64_t exec
     snprintf(ix, sizeof ix, "%lld", (long long)path[i].index);
     const char *pv[] = {a, path[i].key ? "f" : "t", path[i].key ? NULL : ix, path[i].key};
     if ((rc = sl__pdb_copy_row(p->db, SLOT_PATH, &COPY_PATH, pv, 4))) return rc;
+  }
+  if (id) *id = eid;
+  return 0;
+}
+
+/* SQLite bulk loads: an event and its path as batched rows. */
+static int event_batch(int64_t *id, sl_prov *p, int64_t artifact_id, int64_t execution_id, int type, int64_t ms,
+                       const sl_prov_step *path, size_t npath) {
+  int64_t eid;
+  int rc = lite_take_id(p, 2, &eid);
+  if (rc) return rc;
+  sl__pdb_val v[] = {VI(eid), VI(artifact_id), VI(execution_id), VI(type), VI(ms)};
+  if ((rc = sl__pdb_batch_row(p->db, BSLOT_EVENT, &BATCH_EVENT, v))) return rc;
+  for (size_t i = 0; i < npath; i++) {
+    bool idx = path[i].key == NULL;
+    sl__pdb_val pv[] = {VI(eid), VI(idx ? 1 : 0), idx ? VI(path[i].index) : vtext(NULL),
+                        idx ? vtext(NULL) : vtext(path[i].key)};
+    if ((rc = sl__pdb_batch_row(p->db, BSLOT_PATH, &BATCH_PATH, pv))) return rc;
   }
   if (id) *id = eid;
   return 0;
@@ -326,6 +411,24 @@ int sl_prov_set_property(sl_prov *p, sl_prov_kind kind, int64_t id, const char *
     /* Written by a statement: after the staged values of the same key, so the last write still wins. */
     if ((rc = sl__pdb_copy_flush(p->db))) return rc;
   }
+  if (lite_batch(p)) {
+    sl__pdb_val b[8] = {VI(id), vtext(name), VI(custom ? 1 : 0)}; /* the rest NULL */
+    switch (v->type) {
+    case SL_PROV_T_INT: b[3] = VI(v->i); break;
+    case SL_PROV_T_DOUBLE: b[4] = (sl__pdb_val){SL__V_DOUBLE, 0, v->d, NULL, 0}; break;
+    case SL_PROV_T_STRING:
+    case SL_PROV_T_STRUCT:
+      if (!v->s) return sl__err(SL_EINVAL, "property '%s': string value is NULL", name);
+      b[5] = vtext(v->s);
+      break;
+    case SL_PROV_T_PROTO: b[6] = (sl__pdb_val){SL__V_BLOB, 0, 0, (const char *)v->bytes, v->len}; break;
+    case SL_PROV_T_BOOL: b[7] = VI(v->i ? 1 : 0); break;
+    default: return sl__err(SL_EINVAL, "property '%s': unknown value type %d", name, (int)v->type);
+    }
+    return kind == SL_PROV_ARTIFACT    ? sl__pdb_batch_row(p->db, BSLOT_APROP, &BATCH_APROP, b)
+           : kind == SL_PROV_EXECUTION ? sl__pdb_batch_row(p->db, BSLOT_EPROP, &BATCH_EPROP, b)
+                                       : sl__pdb_batch_row(p->db, BSLOT_CPROP, &BATCH_CPROP, b);
+  }
   sl__pstmt *st;
   rc = sl__prov_stmt(p, which, &st);
   if (rc) return rc;
@@ -352,6 +455,7 @@ int sl_prov_put_event(int64_t *id, sl_prov *p, int64_t artifact_id, int64_t exec
                       const sl_prov_step *path, size_t npath) {
   if (!ms) ms = sl__prov_now_ms();
   if (bulk_ids(p)) return event_copy(id, p, artifact_id, execution_id, type, ms, path, npath);
+  if (lite_batch(p)) return event_batch(id, p, artifact_id, execution_id, type, ms, path, npath);
   if (!id && npath == 2 && path[0].key && !path[1].key && sl__pdb_is_pg(p->db)) {
     /* TFX's [key, index] path, id not wanted: one statement. */
     sl__pstmt *st;
@@ -394,6 +498,12 @@ static int pair(sl_prov *p, int which, int64_t a, int64_t b) {
     const char *v[] = {x, y};
     return which == SL__Q_ASSOC ? sl__pdb_copy_row(p->db, SLOT_ASSOC, &COPY_ASSOC, v, 2)
                                 : sl__pdb_copy_row(p->db, SLOT_ATTR, &COPY_ATTR, v, 2);
+  }
+  if (lite_batch(p)) {
+    sl__pdb_val v[] = {VI(a), VI(b)};
+    return which == SL__Q_ASSOC  ? sl__pdb_batch_row(p->db, BSLOT_ASSOC, &BATCH_ASSOC, v)
+           : which == SL__Q_ATTR ? sl__pdb_batch_row(p->db, BSLOT_ATTR, &BATCH_ATTR, v)
+                                 : sl__pdb_batch_row(p->db, BSLOT_PCTX, &BATCH_PCTX, v);
   }
   sl__pstmt *st;
   int rc = sl__prov_stmt(p, which, &st);
