@@ -207,6 +207,7 @@ struct pmap_it {
   int consumer_want; /* results in hand-off order a waiting consumer is woken for (hysteresis) */
   uint64_t elem_ns;  /* the last publishing worker's running mean of wall time per element */
   int parked;       /* workers the tuner has parked */
+  bool inline_pull; /* under mu: the consumer is pulling an element itself (pmap_inline_next): no reservations */
   atomic_uint published; /* chunks published so far: a consumer about to sleep polls it for a while first */
   atomic_uint released;  /* consumer trips that gave room: likewise for a worker about to sleep */
   bool cheap;             /* the last chunk measured was of cheap elements */
@@ -336,7 +337,7 @@ static void *pmap_worker(void *p) {
     bool spun = false;
     while (!m->stop && !m->input_done) {
       /* A worker the tuner has parked waits apart, so that a wake-up for space always reaches a working one. */
-      bool parked = wa->id >= pmap_workers(op);
+      bool parked = wa->id >= pmap_workers(op) || m->inline_pull;
       if (!parked && m->cap - m->reserved >= want) break;
       if (!parked && !spun && chunk > 1 && !m->waiting_consumer &&
           m->waiting_workers + m->parked + 1 >= m->nthreads_ok) {
@@ -438,32 +439,40 @@ static void pmap_pass(pmap_it *m, slot *s) {
 static int pmap_inline_next(pmap_it *m, sl_elem *out) {
   sl__op *op = m->it.op;
   map_cfg *c = op->impl;
-  for (;;) {
-    pthread_mutex_lock(&m->in_mu);
-    uint64_t seq = m->next_seq;
-    int rc = m->in_eof ? SL_END : sl__it_next(m->it.input, out);
-    if (rc) m->in_eof = true;
-    else m->next_seq++;
-    pthread_mutex_unlock(&m->in_mu);
-    pthread_mutex_lock(&m->mu);
-    if (rc) {
-      m->input_done = true;
-      m->end_seq = seq;
-    }
-    m->head = m->next_seq;
-    pthread_mutex_unlock(&m->mu);
-    if (rc) return rc; /* the input's end or error, at its position */
-    sl__stat_add(&op->st.in, 1);
-    bool keep = true;
-    rc = call_fn(op, c, out, m->it.epoch, seq, &keep);
-    if (rc) {
-      sl_elem_clear(out);
-      return rc;
-    }
-    if (keep) return 0;
-    sl_elem_clear(out);
-    sl__stat_add(&op->st.skipped, 1);
+  /* Called with inline_pull set under mu in the same hold that saw no reservation: workers may not reserve while
+   * this pull is under way (the tuner may raise the parallelism meanwhile), so the sequence number it takes is the
+   * ordered head's. */
+  pthread_mutex_lock(&m->in_mu);
+  uint64_t seq = m->next_seq;
+  int rc = m->in_eof ? SL_END : sl__it_next(m->it.input, out);
+  if (rc) m->in_eof = true;
+  else m->next_seq++;
+  pthread_mutex_unlock(&m->in_mu);
+  pthread_mutex_lock(&m->mu);
+  if (rc) {
+    m->input_done = true;
+    m->end_seq = seq;
   }
+  m->head = rc ? seq : seq + 1;
+  m->inline_pull = false;
+  bool waiting = m->waiting_workers || m->parked;
+  pthread_mutex_unlock(&m->mu);
+  if (waiting) { /* a worker the tuner unparked meanwhile */
+    pthread_cond_broadcast(&m->cv_space);
+    pthread_cond_broadcast(&m->cv_park);
+  }
+  if (rc) return rc; /* the input's end or error, at its position */
+  sl__stat_add(&op->st.in, 1);
+  bool keep = true;
+  rc = call_fn(op, c, out, m->it.epoch, seq, &keep);
+  if (rc) {
+    sl_elem_clear(out);
+    return rc;
+  }
+  if (keep) return 0;
+  sl_elem_clear(out);
+  sl__stat_add(&op->st.skipped, 1);
+  return SLOT_DROPPED; /* nothing to hand out: pmap_next looks again */
 }
 
 static int pmap_next(sl__it *it, sl_elem *out) {
@@ -489,9 +498,15 @@ static int pmap_next(sl__it *it, sl_elem *out) {
       return m->oom ? sl__op_err(it->op, SL_ENOMEM, "out of memory in a worker") : SL_END;
     }
     if (m->reserved == 0 && !m->input_done && pmap_workers(it->op) == 0) {
+      m->inline_pull = true;
       pthread_mutex_unlock(&m->mu);
-      if (wait0) sl__stat_add(&it->op->st.wait_ns, sl__now_ns() - wait0);
-      return pmap_inline_next(m, out);
+      int rc = pmap_inline_next(m, out);
+      if (rc != SLOT_DROPPED) {
+        if (wait0) sl__stat_add(&it->op->st.wait_ns, sl__now_ns() - wait0);
+        return rc;
+      }
+      pthread_mutex_lock(&m->mu);
+      continue;
     }
     if (sl__canceled(it->run)) {
       pthread_mutex_unlock(&m->mu);
