@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <stdlib.h>
 
 #include "ops/engine_int.h"
 #include "plan/plan_int.h"
@@ -45,8 +46,8 @@ struct sl_tuner {
   double trial_base;   /* throughput of the window before the trial, with workers */
   int *trial_par;      /* each op's parallelism in force before the trial, then (nops on) its output buffer */
   int last_changes;    /* log length after the previous window: a window that changed knobs is no baseline */
-  bool seq_won;        /* the trial kept parallelism 1: the next solve (on the costs without hand-offs, which
-                        * still do not price them) gives no op workers back; a later drift may */
+  bool seq_won;        /* the trial kept parallelism 1: later solves (on costs that still do not price hand-offs)
+                        * give no op workers back unless the whole cost moved*/
   /* A solve's changes on probation (pend_step): the knobs before them, the throughput of the window solved on. */
   int pend, pend_windows;
   double pend_base;
@@ -112,18 +113,20 @@ static void log_change(sl_tuner *a, int op, const char *knob, int64_t from, int6
 }
 
 /* The largest change of an op's CPU per output element between the window modelled in P and the reference `ref`,
- * relative to the larger of the two, among ops that cost at least 10% of the window's total (a cheap op's sampling
- * noise is no drift). INFINITY when there is no reference. */
-static double drift_of(const sl_plan *P, const double *ref) {
-  double total = 0, d = 0;
-  for (int i = 0; i < P->nops; i++) total += P->ops[i].c;
+ * relative to the larger of the two windows' total CPU per element: an op's own figure in one window is blurred by
+ * sampling and by where hand-offs and waits fall (on tabular's inline ops they moved 30-60% from window to window
+ * while the total held within 3%), and a change that matters moves the total. INFINITY when there is no reference.
+ * With `total_only`, the change of the total alone. */
+static double drift_of(const sl_plan *P, const double *ref, bool total_only) {
+  double total = 0, total0 = 0, d = 0;
   for (int i = 0; i < P->nops; i++) {
-    double c = P->ops[i].c, c0 = ref[i];
-    if (c0 < 0) return INFINITY;
-    if (fmax(c, c0) < 0.10 * total) continue;
-    double r = fabs(c - c0) / fmax(fmax(c, c0), 1e-12);
-    if (r > d) d = r;
+    if (ref[i] < 0) return INFINITY;
+    total += P->ops[i].c;
+    total0 += ref[i];
   }
+  double norm = fmax(fmax(total, total0), 1e-12);
+  if (total_only) return fabs(total - total0) / norm;
+  for (int i = 0; i < P->nops; i++) d = fmax(d, fabs(P->ops[i].c - ref[i]) / norm);
   return d;
 }
 
@@ -266,9 +269,13 @@ static void tune_window(sl_tuner *a, const sl_op_stats *now, const sl_op_stats *
    * solved on. The same holds for costs that the tuner's own knob changes moved (hand-offs, waits for slots): the
    * plan is made again on what the new knobs cost, and changes nothing unless that predicts a gain. */
   double thr = a->opts.drift > 0 ? a->opts.drift : 0.2;
-  double drift = drift_of(M, a->c_solved);
+  double drift = drift_of(M, a->c_solved, false);
   bool first = isinf(drift);
-  bool confirmed = first || (drift > thr && drift_of(M, a->c_prev) <= thr);
+  bool confirmed = first || (drift > thr && drift_of(M, a->c_prev, false) <= thr);
+  /* After the trial measured parallelism 1 faster, workers come back only when the pipeline's whole cost moved (new
+   * data, a stage that became costly): the model, blind to hand-offs, predicts a gain from them on every solve. */
+  bool keep_seq = a->seq_won && (first || drift_of(M, a->c_solved, true) <= thr);
+  if (getenv("SL_TUNE_DEBUG")) { fprintf(stderr, "DBG %.2f thr %.0f drift %.2f conf %d:", (sl__now_ns()-a->t0)/1e9, sl_trace_throughput(t), drift, confirmed); for (int i = 0; i < a->nops; i++) fprintf(stderr, " %.1f", M->ops[i].c*1e6); fprintf(stderr, "\n"); }
   for (int i = 0; i < a->nops; i++) a->c_prev[i] = M->ops[i].c;
   if (!confirmed) goto out;
   if (sl__plan_solve(&P, t, &po, 1.0)) goto out;
@@ -308,9 +315,9 @@ static void tune_window(sl_tuner *a, const sl_op_stats *now, const sl_op_stats *
     for (int i = 0; i < P->nops; i++)
       if (b < 0 || P->ops[i].c > P->ops[b].c) b = i;
   char why[320];
-  char dr[64];
+  char dr[96];
   if (first) snprintf(dr, sizeof dr, "first solve");
-  else snprintf(dr, sizeof dr, "drift: a stage's CPU/element moved %.0f%% (two windows)", 100 * drift);
+  else snprintf(dr, sizeof dr, "drift: a stage's CPU/element moved by %.0f%% of the total (two windows)", 100 * drift);
   if (b >= 0)
     snprintf(why, sizeof why, "%s; bottleneck %s (%s %s) %.0f%% of CPU, %.0f elem/s per core; predicted %.0f elem/s "
              "(%+.0f%% over the knobs in force; %.0f measured in the last %.1f s)", dr, P->ops[b].path, P->ops[b].op, P->ops[b].label,
@@ -340,11 +347,11 @@ static void tune_window(sl_tuner *a, const sl_op_stats *now, const sl_op_stats *
     if (rep >= 0 && sl__plan_upstream(P, i, P->cache_at)) continue;
     if (op->par_autotune && P->par[i] > 0) {
       int64_t want = P->par[i] < op->parallelism ? P->par[i] : op->parallelism; /* workers that exist */
-      bool back = a->seq_won && first && want > a->tgt_par[i]; /* measured slower with workers just now */
+      bool back = keep_seq && want > a->tgt_par[i]; /* measured slower with workers */
       if (want >= 1 && !back) a->tgt_par[i] = (int)want;
     }
     if (op->buf_autotune && sl__op_model(op->vt->kind) == SL__MK_PREFETCH && P->buf[i] > 0 &&
-        !(a->seq_won && first && a->tgt_buf[i] == 0)) /* the trial measured it better without */
+        !(keep_seq && a->tgt_buf[i] == 0)) /* the trial measured it better without */
       a->tgt_buf[i] = (int)P->buf[i];
   }
   bool changed = false;
