@@ -179,8 +179,8 @@ typedef struct sl_tune_opts {
   double interval;      /* seconds between looks at the counters; 0: 1 (shorter windows hold too few timing samples
                          * of cheap ops). A window with fewer than
                          * SL_PLAN_MIN_ELEMENTS output elements grows into the next */
-  double drift;         /* re-solve when an op's CPU per output element (among ops costing >= 10% of the total) moved
-                         * by more than this fraction since the last solve, in two windows in a row that agree
+  double drift;         /* re-solve when an op's CPU per output element moved since the last solve by more than
+                         * this fraction of the pipeline's total CPU per element, in two windows in a row that agree
                          * with each other within it; 0: 0.2 */
 } sl_tune_opts;
 #define SL_TUNE_OPTS_VERSION 1
@@ -196,6 +196,14 @@ typedef struct sl_tune_opts {
  * Stop it with sl_tuner_stop before freeing `p`. Thread rules: start and stop from the thread that owns `p`;
  * sl_tuner_solves, sl_tuner_changes and sl_tuner_log are safe from any thread while it runs. */
 SL_EXTERN int sl_pipeline_tune(sl_tuner **out, sl_pipeline *p, const sl_tune_opts *opts);
+/* The rewrite the online tuner's caller applies before it builds the iterator, since a live pipeline cannot take a
+ * new op: every decode_jpeg followed by random_resized_crop or center_crop fused into decode_and_crop_jpeg, which
+ * decodes only the crop's window at the smallest DCT scale that keeps the output size, with random_flip and
+ * normalize after it folded into its output pass, as `sluice optimize` fuses them (same seeds; "fuse": false keeps
+ * an op apart). decode_jpeg + resize stays apart: the whole image is decoded either way, and fused it measured
+ * slower (ssd). *out is a new pipeline (sl_pipeline_free), NULL when nothing was fused; *note (may be NULL) says
+ * what was ("ops[5] decode_jpeg + ops[6] random_resized_crop, ..."; sl_free), NULL when nothing was. */
+SL_EXTERN int sl_pipeline_fuse_windows(sl_pipeline **out, const sl_pipeline *p, char **note);
 /* Solves made so far (counted once that solve's knobs are set), and knob changes made so far. */
 SL_EXTERN int sl_tuner_solves(const sl_tuner *t);
 SL_EXTERN int sl_tuner_changes(const sl_tuner *t);

@@ -249,6 +249,7 @@ typedef struct {
   sl_tuner *tuner;
   PyObject *tuner_logs; /* list of str */
   int tuner_solves;     /* solves of the tuners already stopped */
+  PyObject *fused;      /* tune=True: what sl_pipeline_fuse_windows fused when it was built (str), or None */
 } PipelineObject;
 
 static PyTypeObject PipelineType, IterType;
@@ -288,6 +289,29 @@ static int Pipeline_init(PipelineObject *self, PyObject *args, PyObject *kw) {
     raise_sl(SpecError, rc);
     return -1;
   }
+  /* tune=True: the window crops fused first, as `sluice run --tuner sluice` does (a live pipeline takes no new op). */
+  char *note = NULL;
+  if (tune) {
+    sl_pipeline *f = NULL;
+    if ((rc = sl_pipeline_fuse_windows(&f, p, &note))) {
+      sl_pipeline_free(p);
+      Py_DECREF(logs);
+      raise_sl(SpecError, rc);
+      return -1;
+    }
+    if (f) {
+      sl_pipeline_free(p);
+      p = f;
+    }
+  }
+  PyObject *fused = note ? PyUnicode_FromString(note) : Py_NewRef(Py_None);
+  sl_free(note);
+  if (!fused) {
+    sl_pipeline_free(p);
+    Py_DECREF(logs);
+    return -1;
+  }
+  Py_XSETREF(self->fused, fused);
   sl_pipeline_free(self->p);
   self->p = p;
   self->readonly = has_cache(p);
@@ -323,6 +347,7 @@ static void tuner_release(PipelineObject *self) {
 static void Pipeline_dealloc(PipelineObject *self) {
   tuner_release(self); /* none is left running: iterators hold their pipeline; this only guards */
   Py_XDECREF(self->tuner_logs);
+  Py_XDECREF(self->fused);
   sl_pipeline_free(self->p);
   Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -364,6 +389,10 @@ static PyObject *Pipeline_iter(PipelineObject *self) {
   }
   watch_sigint();
   return (PyObject *)o;
+}
+
+static PyObject *Pipeline_tuner_fused(PipelineObject *self, PyObject *unused) {
+  return Py_NewRef(self->fused ? self->fused : Py_None);
 }
 
 /* The change lists of the tuners so far (JSON text, one per tuned stretch of runs; the running tuner's last). */
@@ -527,6 +556,9 @@ static PyMethodDef Pipeline_methods[] = {
     {"_optimize", (PyCFunction)(void (*)(void))Pipeline_optimize, METH_VARARGS | METH_KEYWORDS, NULL},
     {"_report_html", (PyCFunction)(void (*)(void))Pipeline_report_html, METH_VARARGS | METH_KEYWORDS, NULL},
     {"_tuner_logs", (PyCFunction)Pipeline_tuner_logs, METH_NOARGS, NULL},
+    {"tuner_fused", (PyCFunction)Pipeline_tuner_fused, METH_NOARGS,
+     "tune=True: what was fused when the pipeline was built (decode_jpeg + a window crop, as sluice optimize fuses "
+     "them; a live pipeline takes no new op), or None."},
     {"tuner_solves", (PyCFunction)Pipeline_tuner_solves, METH_NOARGS,
      "Solves of the online tuner (tune=True) so far, over every run."},
     {NULL}};

@@ -26,6 +26,7 @@ static void run_help(FILE *f) {
           "                the planner's model and LP, re-solved from the counters every 1 s when the costs drift;\n"
           "                tries the all-sequential knobs once and keeps what measured faster, takes back a change\n"
           "                that measured clearly slower, and may keep a repeat's epoch in memory (the plan's cache);\n"
+          "                before the run, fuses decode_jpeg + random_resized_crop/center_crop as optimize does;\n"
           "                every change printed with its reason (--json and --record: tuner_changes)\n"
           "  --digest      print a digest of the output: the sum modulo 2^64 of each element's 64-bit hash\n"
           "                (XXH3 of its component names, dtypes, shapes and values), 16 hex digits. Runs that\n"
@@ -134,8 +135,23 @@ int cmd_run(int argc, char **argv) {
     return cli_fail(false, "%s", msg);
   }
   if (run_dist_is_worker()) return run_dist_serve(p, spec, json, quiet);
+  char *fused_note = NULL; /* --tuner sluice: what was fused before the run (a live pipeline takes no new op) */
+  if (stune) {
+    sl_pipeline *f = NULL;
+    if (sl_pipeline_fuse_windows(&f, p, &fused_note)) {
+      snprintf(msg, sizeof msg, "%s", sl_error_last());
+      if (json) cli_json_error(msg);
+      sl_pipeline_free(p);
+      return cli_fail(false, "%s", msg);
+    }
+    if (f) {
+      sl_pipeline_free(p);
+      p = f;
+    }
+  }
   if (cli_record_begin(record, "sluice.Run", spec, p, record_optional)) {
     if (json) cli_json_error(cli_last_error());
+    sl_free(fused_note);
     sl_pipeline_free(p);
     return CLI_FAIL;
   }
@@ -144,6 +160,7 @@ int cmd_run(int argc, char **argv) {
     snprintf(msg, sizeof msg, "%s", sl_error_last());
     if (json) cli_json_error(msg);
     cli_record(record, "sluice.Run", spec, p, NULL, 0, 0, 0, 0, msg);
+    sl_free(fused_note);
     sl_pipeline_free(p);
     return cli_fail(false, "%s", msg);
   }
@@ -153,6 +170,7 @@ int cmd_run(int argc, char **argv) {
     if (json) cli_json_error(msg);
     cli_record(record, "sluice.Run", spec, p, NULL, 0, 0, 0, 0, msg);
     sl_iter_free(it);
+    sl_free(fused_note);
     sl_pipeline_free(p);
     return cli_fail(false, "%s", msg);
   }
@@ -162,6 +180,7 @@ int cmd_run(int argc, char **argv) {
     if (json) cli_json_error(msg);
     cli_record(record, "sluice.Run", spec, p, NULL, 0, 0, 0, 0, msg);
     sl_iter_free(it);
+    sl_free(fused_note);
     sl_pipeline_free(p);
     return cli_fail(false, "%s", msg);
   }
@@ -239,7 +258,11 @@ int cmd_run(int argc, char **argv) {
            "\"mb_per_second\": %.3f, \"status\": \"%s\", \"tuner\": \"%s\", \"tuner_rounds\": %d",
            (long long)n, (long long)examples, bytes, wall, cpu, rate, wall > 0 ? (double)examples / wall : 0,
            wall > 0 ? bytes / wall / 1e6 : 0, status, autotune ? "autotune" : stune ? "sluice" : "none", rounds);
-    if (stune) printf(", \"tuner_changes\": %s", tlog ? tlog : "[]");
+    if (stune) {
+      printf(", \"tuner_changes\": %s, \"tuner_fused\": ", tlog ? tlog : "[]");
+      if (fused_note) cli_json_string(stdout, fused_note);
+      else printf("null");
+    }
     if (digest) printf(", \"digest\": \"%016llx\"", (unsigned long long)sum);
     print_skipped(p, true);
     run_dist_json(stdout);
@@ -264,12 +287,14 @@ int cmd_run(int argc, char **argv) {
       }
       printf("\n");
     }
+    if (stune && fused_note) printf("  tuner sluice: fused before the run: %s\n", fused_note);
     if (stune) printf("  tuner sluice: %d solves; changes:\n%s", rounds, tlog && *tlog ? tlog : "  (none)\n");
   }
   if (sig) cli_record_canceled();
   int rec = cli_record(record, "sluice.Run", spec, p, NULL, 0, rate, cpu, wall, rc < 0 ? errmsg : NULL);
   sl_free(tlog);
   sl_free(tjson);
+  sl_free(fused_note);
   sl_pipeline_free(p);
   if (rc < 0) return cli_fail(false, "%s", errmsg);
   if (rec && !sig) return CLI_FAIL; /* said by cli_record */

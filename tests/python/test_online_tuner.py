@@ -2,6 +2,7 @@
 # changes come back as dicts that agree with the knobs in force, and it stops with the last run (threads joined,
 # Ctrl-C still cancels). Asserts what the tuner guarantees (a solve per window once it has one, a chain of
 # changes), never a speed; loops wait for the tuner's windows with a generous safety deadline only.
+import json
 import os
 import signal
 import threading
@@ -127,3 +128,21 @@ def test_keyboard_interrupt_cancels_a_tuned_run_and_joins_the_tuner():
             pass
     timer.join()
     assert threads() <= before
+
+
+def test_tune_fuses_window_crops_first(data):
+    """tune=True builds the pipeline with decode_jpeg + random_resized_crop fused (a live pipeline takes no new op),
+    as `sluice run --tuner sluice` does; the batches keep their shapes and dtype; without tune nothing is fused."""
+    from conftest import image_spec
+    spec = image_spec(data)
+    assert sluice.Pipeline(spec).tuner_fused() is None
+    p = sluice.Pipeline(spec, tune=True)
+    note = p.tuner_fused()
+    assert "decode_jpeg + ops[5] random_resized_crop" in note and "normalize folded" in note
+    assert "decode_and_crop_jpeg" in json.dumps(p.spec())
+    plain = next(iter(sluice.Pipeline(spec)))
+    fused = next(iter(p))
+    assert fused["image"].shape == plain["image"].shape == (4, 32, 32, 3)
+    assert fused["image"].dtype == plain["image"].dtype
+    spin = sluice.Pipeline(SPIN, tune=True)
+    assert spin.tuner_fused() is None
