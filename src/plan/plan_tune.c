@@ -382,6 +382,16 @@ out:
   sl_trace_free(t);
 }
 
+/* Output elements a window needs (tuner thread): SL_PLAN_MIN_ELEMENTS when it is modelled; one when it is only
+ * waited out (the window of a trial's or a change's switch, the trial's settling one); half that when only its
+ * throughput is compared (the trial's, a probation's): on a slow pipeline (imagenet, 10 batches/s sequential) full
+ * windows made the trial last 8 s, past the 12 s the tuner is measured after. */
+static uint64_t window_min(const sl_tuner *a) {
+  if ((a->trial == 1 && a->trial_windows == 0) || a->trial == 3 || (a->pend && a->pend_windows == 0)) return 1;
+  if (a->trial == 1 || a->pend) return SL_PLAN_MIN_ELEMENTS / 2;
+  return SL_PLAN_MIN_ELEMENTS;
+}
+
 static void *tune_main(void *arg) {
   sl_tuner *a = arg;
   size_t n = (size_t)a->nops;
@@ -405,7 +415,7 @@ static void *tune_main(void *arg) {
     pthread_mutex_unlock(&a->mu);
     for (int i = 0; i < a->nops; i++) sl_pipeline_op_stats(&now[i], a->p, i);
     /* A window needs enough output elements to model; a short one grows into the next interval. */
-    if (now[root].elements_out >= base[root].elements_out + SL_PLAN_MIN_ELEMENTS) {
+    if (now[root].elements_out >= base[root].elements_out + window_min(a)) {
       uint64_t t1 = sl__now_ns();
       double c1 = proc_cpu_now(), secs = (double)(t1 - tw) * 1e-9, run_delay;
       sl__load_snap_take(&l1);
