@@ -40,6 +40,9 @@ void sl__px_row(const uint8_t *src, void *dst, int64_t w, int c, const sl__px_ou
 /* sl__resample_u8 whose output rows go through sl__px_row (dst then holds dh x dw pixels of o's type). */
 int sl__resample_u8_px(const uint8_t *src, int sh, int sw, size_t sstride, void *dst, int dh, int dw, int c, bool box,
                        const sl__px_out *o);
+/* true (the default): the resampler's passes run in AVX2 where the CPU has it; false: its portable loops (the same
+ * values; tests compare the two). Not to be changed while a resize runs. */
+extern bool sl__resample_avx2;
 /* The same for float32 images. */
 int sl__resize_f32(const float *src, int64_t sh, int64_t sw, size_t sstride, float *dst, int64_t dh, int64_t dw,
                    int c, int method);

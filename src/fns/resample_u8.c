@@ -1,7 +1,8 @@
 /* fns/resample_u8.c: the uint8 resizer of the image functions' hot path: a separable triangle (bilinear) filter
  * widened by the shrink factor (antialiased, as PIL's and stb's are), pixel centres aligned, edges clamped, in
- * 14-bit fixed point: the vertical pass first (a multiply-add over whole rows, which the compiler vectorises), then
- * the horizontal one on the fewer rows left, through a uint8 row in between. libyuv and OpenCV were measured first
+ * 14-bit fixed point: the vertical pass first (a multiply-add over whole rows: AVX2 with the sums in registers where
+ * the CPU has it, else a loop the compiler vectorises), then the horizontal one on the fewer rows left, through a uint8
+ * row in between. libyuv and OpenCV were measured first
  * (fns/fn_image.c's header says why they are not used). */
 #include <math.h>
 #include <string.h>
@@ -153,7 +154,7 @@ SL_CLONES static void hrow3_px(const uint8_t *src, void *dst, int dw, const taps
 
 #if defined(__GNUC__) && defined(__x86_64__)
 #include <immintrin.h>
-#define SL_HROW3_AVX2 1
+#define SL_RESAMPLE_AVX2 1
 /* The 3-channel horizontal pass in AVX2, two output pixels per 256-bit register (one per 128-bit lane): each pair of
  * taps is 8 source bytes shuffled into int16 (r_j, r_j+1, g_j, g_j+1, b_j, b_j+1, 0, 0) and multiplied-added
  * (pmaddwd) with the pair's weights, so the int32 sums, and every output value, are hrow3_px's. `pw` holds each
@@ -203,6 +204,46 @@ __attribute__((target("avx2"))) static void hrow3_avx2(const uint8_t *src, void 
   }
 }
 
+/* The vertical pass in AVX2, 32 bytes of the row at a time with the sums in registers: each pair of taps (rows j and
+ * j+1) is widened to int16, interleaved and multiplied-added (pmaddwd) with the pair's weights, so the int32 sums, and
+ * the bytes out (rounded, clamped by the saturating packs), are vrow's. The bytes past the last multiple of 32 go
+ * through the same arithmetic one at a time. */
+__attribute__((target("avx2"))) static void vrow_avx2(const uint8_t *src, size_t stride, uint8_t *dst, size_t len,
+                                                      const int16_t *w, int k) {
+  const __m256i rnd = _mm256_set1_epi32(1 << (PREC - 1));
+  size_t x = 0;
+  for (; x + 32 <= len; x += 32) {
+    __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
+    for (int j = 0; j < k; j += 2) {
+      __m256i r0 = _mm256_loadu_si256((const __m256i *)(src + (size_t)j * stride + x)), r1 = _mm256_setzero_si256();
+      uint16_t w1 = 0;
+      if (j + 1 < k) {
+        r1 = _mm256_loadu_si256((const __m256i *)(src + (size_t)(j + 1) * stride + x));
+        w1 = (uint16_t)w[j + 1];
+      }
+      __m256i wp = _mm256_set1_epi32((int32_t)((uint32_t)(uint16_t)w[j] | (uint32_t)w1 << 16));
+      __m256i lo0 = _mm256_cvtepu8_epi16(_mm256_castsi256_si128(r0));
+      __m256i hi0 = _mm256_cvtepu8_epi16(_mm256_extracti128_si256(r0, 1));
+      __m256i lo1 = _mm256_cvtepu8_epi16(_mm256_castsi256_si128(r1));
+      __m256i hi1 = _mm256_cvtepu8_epi16(_mm256_extracti128_si256(r1, 1));
+      a0 = _mm256_add_epi32(a0, _mm256_madd_epi16(_mm256_unpacklo_epi16(lo0, lo1), wp)); /* bytes 0-3, 8-11 */
+      a1 = _mm256_add_epi32(a1, _mm256_madd_epi16(_mm256_unpackhi_epi16(lo0, lo1), wp)); /* 4-7, 12-15 */
+      a2 = _mm256_add_epi32(a2, _mm256_madd_epi16(_mm256_unpacklo_epi16(hi0, hi1), wp)); /* 16-19, 24-27 */
+      a3 = _mm256_add_epi32(a3, _mm256_madd_epi16(_mm256_unpackhi_epi16(hi0, hi1), wp)); /* 20-23, 28-31 */
+    }
+    a0 = _mm256_srai_epi32(_mm256_add_epi32(a0, rnd), PREC), a1 = _mm256_srai_epi32(_mm256_add_epi32(a1, rnd), PREC);
+    a2 = _mm256_srai_epi32(_mm256_add_epi32(a2, rnd), PREC), a3 = _mm256_srai_epi32(_mm256_add_epi32(a3, rnd), PREC);
+    /* packs undoes the unpacks' lane order: bytes 0-15, then 16-31; packus puts 0-7, 16-23 | 8-15, 24-31 */
+    __m256i b = _mm256_packus_epi16(_mm256_packs_epi32(a0, a1), _mm256_packs_epi32(a2, a3));
+    _mm256_storeu_si256((__m256i *)(dst + x), _mm256_permute4x64_epi64(b, 0xd8));
+  }
+  for (; x < len; x++) {
+    int32_t v = 0;
+    for (int j = 0; j < k; j++) v += w[j] * src[(size_t)j * stride + x];
+    dst[x] = clamp_round(v);
+  }
+}
+
 /* hrow3_avx2's weight pairs from the taps; NULL (and the portable loops) without AVX2. */
 static int32_t *pair_weights(const taps *t, int dw) {
   if (!__builtin_cpu_supports("avx2")) return NULL;
@@ -218,6 +259,9 @@ static int32_t *pair_weights(const taps *t, int dw) {
   return pw;
 }
 #endif
+
+/* (tests clear it to compare the AVX2 passes with the portable loops) */
+bool sl__resample_avx2 = true;
 
 SL_CLONES static void vrow(const uint8_t *src, size_t stride, int32_t *acc, uint8_t *dst, size_t len, const int16_t *w, int k) {
   for (size_t x = 0; x < len; x++) acc[x] = 0;
@@ -293,16 +337,21 @@ int sl__resample_u8_px(const uint8_t *src, int sh, int sw, size_t sstride, void 
     if (!mid || !acc) rc = sl__oom("resize rows");
     else memset(mid + len, 0, PAD);
   }
-#ifdef SL_HROW3_AVX2
-  if (!rc && c == 3) pw = pair_weights(&th, dw); /* NULL: the portable loops */
+#ifdef SL_RESAMPLE_AVX2
+  bool avx2 = sl__resample_avx2 && __builtin_cpu_supports("avx2");
+  if (!rc && c == 3 && avx2) pw = pair_weights(&th, dw); /* NULL: the portable loops */
 #endif
   if (!rc)
     for (int o = 0; o < dh; o++) {
       const uint8_t *s = src + (size_t)tv.lo[o] * sstride;
       int k = tv.ntap;
       if (tv.lo[o] + k > sh) k = sh - tv.lo[o];
-      vrow(s, sstride, acc, mid, len, tv.w + (size_t)o * (size_t)tv.ntap, k);
-#ifdef SL_HROW3_AVX2
+#ifdef SL_RESAMPLE_AVX2
+      if (avx2) vrow_avx2(s, sstride, mid, len, tv.w + (size_t)o * (size_t)tv.ntap, k);
+      else
+#endif
+        vrow(s, sstride, acc, mid, len, tv.w + (size_t)o * (size_t)tv.ntap, k);
+#ifdef SL_RESAMPLE_AVX2
       if (pw) {
         hrow3_avx2(mid, (uint8_t *)dst + (size_t)o * osz, dw, &th, pw, px);
         continue;
