@@ -415,7 +415,11 @@ static void *tune_main(void *arg) {
     pthread_mutex_unlock(&a->mu);
     for (int i = 0; i < a->nops; i++) sl_pipeline_op_stats(&now[i], a->p, i);
     /* A window needs enough output elements to model; a short one grows into the next interval. */
-    if (now[root].elements_out >= base[root].elements_out + window_min(a)) {
+    /* A modelled window of a slow pipeline (imagenet-cacheable before its cache: 4 batches/s) takes a quarter of
+     * the minimum after two intervals: its per-image ops have hundreds of samples by then, and the first solve
+     * (which inserts the cache) would otherwise wait 8 s. */
+    uint64_t got = now[root].elements_out - base[root].elements_out, need = window_min(a);
+    if (got >= need || (need > 1 && got >= need / 4 && sl__now_ns() - tw >= (uint64_t)(2 * interval * 1e9))) {
       uint64_t t1 = sl__now_ns();
       double c1 = proc_cpu_now(), secs = (double)(t1 - tw) * 1e-9, run_delay;
       sl__load_snap_take(&l1);
