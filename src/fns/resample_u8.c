@@ -156,34 +156,40 @@ SL_CLONES static void hrow3_px(const uint8_t *src, void *dst, int dw, const taps
 #include <immintrin.h>
 #define SL_RESAMPLE_AVX2 1
 /* The 3-channel horizontal pass in AVX2, two output pixels per 256-bit register (one per 128-bit lane): each pair of
- * taps is 8 source bytes shuffled into int16 (r_j, r_j+1, g_j, g_j+1, b_j, b_j+1, 0, 0) and multiplied-added
- * (pmaddwd) with the pair's weights, so the int32 sums, and every output value, are hrow3_px's. `pw` holds each
- * output pixel's weights as (k + 1) / 2 int32 pairs (w_j | w_j+1 << 16, the odd last one with 0). Output positions
- * ascend (the flip picks the source pixel), each store writing one value past its pixel that the next overwrites;
- * the last two positions go through a small buffer, so nothing past the row is written. Reads reach 8 bytes past
- * the last tap's first byte: the row needs that padding. */
-__attribute__((target("avx2"))) static void hrow3_avx2(const uint8_t *src, void *dst, int dw, const taps *t,
-                                                       const int32_t *pw, const sl__px_out *o) {
-  int np = (t->ntap + 1) / 2;
-  const __m256i shuf = _mm256_setr_epi8(0, -128, 3, -128, 1, -128, 4, -128, 2, -128, 5, -128, -128, -128, -128, -128,
-                                        0, -128, 3, -128, 1, -128, 4, -128, 2, -128, 5, -128, -128, -128, -128, -128);
+ * taps is 6 source bytes shuffled into int16 (r_j, r_j+1, g_j, g_j+1, b_j, b_j+1, 0, 0) and multiplied-added
+ * (pmaddwd) with the pair's weights, so the int32 sums, and every output value, are hrow3_px's. One 16-byte load per
+ * pixel serves two tap pairs (two shuffles). `hp` is the row's plan from hplan_make: the source byte offset of each
+ * output position, then for each pair of positions and each tap pair one register of weights. Output positions
+ * ascend (the plan has the flip in it), each store writing one value past its pixel that the next overwrites; the
+ * last two positions go through a small buffer, so nothing past the row is written. Reads reach 16 bytes past the
+ * last tap's first byte: the row needs that padding. */
+__attribute__((target("avx2"))) static void hrow3_avx2(const uint8_t *src, void *dst, int dw, int np,
+                                                       const int32_t *hp, const sl__px_out *o) {
+  const __m256i shufa = _mm256_setr_epi8(0, -128, 3, -128, 1, -128, 4, -128, 2, -128, 5, -128, -128, -128, -128, -128,
+                                         0, -128, 3, -128, 1, -128, 4, -128, 2, -128, 5, -128, -128, -128, -128, -128);
+  const __m256i shufb = _mm256_setr_epi8(6, -128, 9, -128, 7, -128, 10, -128, 8, -128, 11, -128, -128, -128, -128,
+                                         -128, 6, -128, 9, -128, 7, -128, 10, -128, 8, -128, 11, -128, -128, -128, -128,
+                                         -128);
   const __m256i rnd = _mm256_set1_epi32(1 << (PREC - 1)), zero = _mm256_setzero_si256(), max = _mm256_set1_epi32(255);
-  bool f32 = o && o->f32, flip = o && o->flip;
+  bool f32 = o && o->f32;
   __m256 mul = _mm256_setzero_ps(), add = mul;
   if (f32) {
     mul = _mm256_setr_ps(o->mul[0], o->mul[1], o->mul[2], 0, o->mul[0], o->mul[1], o->mul[2], 0);
     add = _mm256_setr_ps(o->add[0], o->add[1], o->add[2], 0, o->add[0], o->add[1], o->add[2], 0);
   }
-  for (int p = 0; p < dw; p += 2) {
-    int x0 = flip ? dw - 1 - p : p, x1 = p + 1 < dw ? (flip ? dw - 2 - p : p + 1) : x0;
-    const uint8_t *s0 = src + (size_t)t->lo[x0] * 3, *s1 = src + (size_t)t->lo[x1] * 3;
-    const int32_t *w0 = pw + (size_t)x0 * (size_t)np, *w1 = pw + (size_t)x1 * (size_t)np;
+  int nq = (dw + 1) / 2;
+  const int32_t *off = hp, *wq = hp + 2 * nq;
+  for (int p = 0; p < dw; p += 2, wq += 8 * np) {
+    const uint8_t *s0 = src + off[p], *s1 = src + off[p + 1];
     __m256i acc = zero;
-    for (int j = 0; j < np; j++) {
-      __m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadl_epi64((const __m128i *)(s0 + 6 * j))),
-                                          _mm_loadl_epi64((const __m128i *)(s1 + 6 * j)), 1);
-      __m256i w = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_set1_epi32(w0[j])), _mm_set1_epi32(w1[j]), 1);
-      acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_shuffle_epi8(v, shuf), w));
+    for (int j = 0; j < np; j += 2) {
+      __m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(s0 + 6 * j))),
+                                          _mm_loadu_si128((const __m128i *)(s1 + 6 * j)), 1);
+      acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_shuffle_epi8(v, shufa),
+                                                    _mm256_loadu_si256((const __m256i *)(wq + 8 * j))));
+      if (j + 1 < np)
+        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_shuffle_epi8(v, shufb),
+                                                      _mm256_loadu_si256((const __m256i *)(wq + 8 * j + 8))));
     }
     acc = _mm256_min_epi32(_mm256_max_epi32(_mm256_srai_epi32(_mm256_add_epi32(acc, rnd), PREC), zero), max);
     bool last = p + 2 >= dw; /* the stores of the last two positions would pass the row's end */
@@ -244,19 +250,29 @@ __attribute__((target("avx2"))) static void vrow_avx2(const uint8_t *src, size_t
   }
 }
 
-/* hrow3_avx2's weight pairs from the taps; NULL (and the portable loops) without AVX2. */
-static int32_t *pair_weights(const taps *t, int dw) {
-  if (!__builtin_cpu_supports("avx2")) return NULL;
-  int k = t->ntap, np = (k + 1) / 2;
-  int32_t *pw = sl__mallocarray((size_t)dw * (size_t)np, sizeof(int32_t));
-  if (!pw) return NULL;
-  for (int x = 0; x < dw; x++)
+/* hrow3_avx2's plan of a row from the horizontal taps: the source byte offset of each output position (the flip
+ * applied: position p reads source pixel dw - 1 - p; an odd width repeats the last), then per pair of positions
+ * (p, p + 1) and tap pair j one register's worth of int32: (w_j | w_j+1 << 16) of p four times, then of p + 1 (the
+ * odd last tap with 0). NULL on allocation failure (the portable loops then run). */
+static int32_t *hplan_make(const taps *t, int dw, bool flip, int *np_out) {
+  int k = t->ntap, np = (k + 1) / 2, nq = (dw + 1) / 2;
+  size_t n;
+  if (!sl__mul_ok((size_t)nq, (size_t)np * 8 + 2, &n)) return NULL;
+  int32_t *hp = sl__mallocarray(n, sizeof(int32_t));
+  if (!hp) return NULL;
+  int32_t *wq = hp + 2 * nq;
+  for (int p = 0; p < 2 * nq; p++) {
+    int q = p < dw ? p : dw - 1, x = flip ? dw - 1 - q : q;
+    hp[p] = t->lo[x] * 3;
     for (int j = 0; j < np; j++) {
       const int16_t *w = t->w + (size_t)x * (size_t)k + 2 * j;
       uint16_t a = (uint16_t)w[0], b = 2 * j + 1 < k ? (uint16_t)w[1] : 0;
-      pw[(size_t)x * (size_t)np + (size_t)j] = (int32_t)((uint32_t)a | (uint32_t)b << 16);
+      int32_t v = (int32_t)((uint32_t)a | (uint32_t)b << 16);
+      for (int l = 0; l < 4; l++) wq[(size_t)(p / 2) * (size_t)np * 8 + (size_t)j * 8 + (size_t)(p % 2) * 4 + l] = v;
     }
-  return pw;
+  }
+  *np_out = np;
+  return hp;
 }
 #endif
 
@@ -328,7 +344,7 @@ int sl__resample_u8_px(const uint8_t *src, int sh, int sw, size_t sstride, void 
   int rc = taps_make(&tv, sh, dh, box);
   if (!rc) rc = taps_make(&th, sw, dw, box);
   uint8_t *mid = NULL;
-  int32_t *acc = NULL, *pw = NULL;
+  int32_t *acc = NULL, *hp = NULL;
   size_t orow = (size_t)dw * (size_t)c, osz = px && px->f32 ? orow * sizeof(float) : orow;
   if (!rc) {
     /* + the bytes past the last pixel that the 4-lane and AVX2 loops read; then the output row of an output pass */
@@ -339,7 +355,8 @@ int sl__resample_u8_px(const uint8_t *src, int sh, int sw, size_t sstride, void 
   }
 #ifdef SL_RESAMPLE_AVX2
   bool avx2 = sl__resample_avx2 && __builtin_cpu_supports("avx2");
-  if (!rc && c == 3 && avx2) pw = pair_weights(&th, dw); /* NULL: the portable loops */
+  int np = 0;
+  if (!rc && c == 3 && avx2) hp = hplan_make(&th, dw, px && px->flip, &np); /* NULL: the portable loops */
 #endif
   if (!rc)
     for (int o = 0; o < dh; o++) {
@@ -352,8 +369,8 @@ int sl__resample_u8_px(const uint8_t *src, int sh, int sw, size_t sstride, void 
 #endif
         vrow(s, sstride, acc, mid, len, tv.w + (size_t)o * (size_t)tv.ntap, k);
 #ifdef SL_RESAMPLE_AVX2
-      if (pw) {
-        hrow3_avx2(mid, (uint8_t *)dst + (size_t)o * osz, dw, &th, pw, px);
+      if (hp) {
+        hrow3_avx2(mid, (uint8_t *)dst + (size_t)o * osz, dw, np, hp, px);
         continue;
       }
 #endif
@@ -368,7 +385,7 @@ int sl__resample_u8_px(const uint8_t *src, int sh, int sw, size_t sstride, void 
     }
   sl__free(mid);
   sl__free(acc);
-  sl__free(pw);
+  sl__free(hp);
   taps_free(&tv);
   taps_free(&th);
   return rc;
