@@ -124,8 +124,8 @@ typedef struct sl_optimize_opts {
   sl_plan_opts plan;       /* the planner's options (its version may stay 0); plan.knobs 0: only "autotune" knobs */
   double trace_seconds;    /* how long to trace the input pipeline; 0: 2 s */
   double measure_seconds;  /* how long to run the tuned pipeline to measure it; 0 (default): do not measure */
-  int max_retraces;        /* re-trace and re-solve while measured < 90% of predicted, at most this often; 0: 2,
-                            * < 0: never */
+  int max_retraces;        /* re-trace and re-solve while measured is off the prediction by more than 10% (either
+                            * way), at most this often; 0: 2, < 0: never */
   const sl_machine *machine; /* machine description to use instead of probing; NULL (default): probe */
   sl_optimize_result *result; /* filled when not NULL */
   const sl_trace *trace;   /* a trace of the pipeline to start from instead of tracing it (checked: SL_EINVAL when

@@ -395,7 +395,7 @@ int sl_optimize(sl_plan **out, sl_pipeline *p, const sl_optimize_opts *opts) {
       double expect = other >= 0.25 ? sl_plan_predict_on(plan, fmax(plan->C - other, 0.05)) : sl_plan_predicted(plan);
       /* The hand-offs cost more CPU than the model charged: its choice between thread boundaries and none may be
        * wrong even when the throughput looked right (a noisy run can flatter a plan; CPU per element is steadier). */
-      bool cpu_off = hcpu > 0 && cpu > 1.1 * mcpu && opts->plan.handoff == 0;
+      bool cpu_off = hcpu > 0 && (cpu > 1.1 * mcpu || cpu < 0.9 * mcpu) && opts->plan.handoff == 0;
       /* A later plan is solved on better-calibrated costs: it is kept unless an earlier one measured clearly
        * faster (runs on a shared machine differ by several per cent). */
       if (!best || measured > 0.9 * best_measured) {
@@ -408,11 +408,13 @@ int sl_optimize(sl_plan **out, sl_pipeline *p, const sl_optimize_opts *opts) {
         sl_plan_free(plan);
       }
       plan = NULL;
-      if ((measured >= 0.9 * expect && !cpu_off) || res.rounds > opts->max_retraces) {
+      /* Off either way: a model that undersells its plan (ssd: predicted 0.84x of the measured) is as untrue as
+       * one that oversells it, and its next solve may pick other knobs on the corrected costs. */
+      if ((measured >= 0.9 * expect && measured <= 1.1 * expect && !cpu_off) || res.rounds > opts->max_retraces) {
         sl_trace_free(tm);
         break;
       }
-      /* Measured fell short: the model's costs were off under the new configuration. When the plan has thread
+      /* Measured fell short (or beat the model): its costs were off under the new configuration. When the plan has thread
        * boundaries, the process CPU the run spent beyond the ops' own costs is what its hand-offs cost here
        * (locks, wake-ups, cache misses, contention): learn that and solve again. Without boundaries, refresh the
        * ops' costs from the run. */
