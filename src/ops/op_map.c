@@ -171,6 +171,7 @@ static const sl__it_vt SMAP_IT = {smap_next, smap_free};
 enum { SLOT_FREE = 0, SLOT_BUSY = 1, SLOT_DONE = 2 };
 /* A result code (positive, never returned to callers) for an element the function dropped. */
 #define SLOT_DROPPED 2
+#define INLINE_GIVEN_BACK 3 /* pmap_inline_run: the parallelism rose, the hold is given back (not SL_END, which is 1) */
 typedef struct {
   sl_elem e;
   int rc;
@@ -484,15 +485,15 @@ static int pmap_inline_next(pmap_it *m, sl_elem *out) {
   return SLOT_DROPPED; /* nothing to hand out: look again */
 }
 
-/* Under the hold: the next element inline while the parallelism stays 0, else the hold given back and 1 returned
- * (the caller goes on with its workers). */
+/* Under the hold: the next element inline while the parallelism stays 0, else the hold given back and
+ * INLINE_GIVEN_BACK returned (the caller goes on with its workers). */
 static int pmap_inline_run(pmap_it *m, sl_elem *out) {
   while (pmap_workers(m->it.op) == 0) {
     int rc = pmap_inline_next(m, out);
     if (rc != SLOT_DROPPED) return rc;
   }
   pmap_inline_release(m, 0);
-  return 1;
+  return INLINE_GIVEN_BACK;
 }
 
 static int pmap_next(sl__it *it, sl_elem *out) {
@@ -500,7 +501,7 @@ static int pmap_next(sl__it *it, sl_elem *out) {
   if (sl__claims_next(&m->cl, out)) return 0;
   if (m->inline_hold) {
     int rc = pmap_inline_run(m, out);
-    if (rc != 1) return rc;
+    if (rc != INLINE_GIVEN_BACK) return rc;
   }
   pthread_mutex_lock(&m->mu);
   if (m->lent) atomic_fetch_add_explicit(&m->released, 1, memory_order_relaxed);
@@ -528,7 +529,7 @@ static int pmap_next(sl__it *it, sl_elem *out) {
       if (wait0) sl__stat_add(&it->op->st.wait_ns, sl__now_ns() - wait0);
       wait0 = 0;
       int rc = pmap_inline_run(m, out);
-      if (rc != 1) return rc;
+      if (rc != INLINE_GIVEN_BACK) return rc;
       pthread_mutex_lock(&m->mu);
       continue;
     }
