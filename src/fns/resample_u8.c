@@ -164,53 +164,76 @@ SL_CLONES static void hrow3_px(const uint8_t *src, void *dst, int dw, const taps
  * pixel serves two tap pairs (two shuffles). `hp` is the row's plan from hplan_make: the source byte offset of each
  * output position, then for each pair of positions and each tap pair one register of weights. Output positions
  * ascend (the plan has the flip in it), each store writing one value past its pixel that the next overwrites; the
- * last two positions go through a small buffer, so nothing past the row is written. Reads reach 16 bytes past the
+ * last two positions go through a small buffer, so nothing past the row is written. The loop is specialised for 1-3
+ * tap pairs and for each output type (2-4% less CPU for the fused op than one loop with those as variables). Reads reach 16 bytes past the
  * last tap's first byte: the row needs that padding. */
-__attribute__((target("avx2"))) static void hrow3_avx2(const uint8_t *src, void *dst, int dw, int np,
-                                                       const int32_t *hp, const sl__px_out *o) {
+/* One output pair (positions p, p + 1) into `d` (4 values each, the 4th overwritten by the next or a scratch). */
+static inline __attribute__((always_inline, target("avx2"))) void hpair(const uint8_t *src, const int32_t *off,
+                                                                        const int32_t *wq, int np, bool f32, __m256 mul,
+                                                                        __m256 add, void *d) {
   const __m256i shufa = _mm256_setr_epi8(0, -128, 3, -128, 1, -128, 4, -128, 2, -128, 5, -128, -128, -128, -128, -128,
                                          0, -128, 3, -128, 1, -128, 4, -128, 2, -128, 5, -128, -128, -128, -128, -128);
   const __m256i shufb = _mm256_setr_epi8(6, -128, 9, -128, 7, -128, 10, -128, 8, -128, 11, -128, -128, -128, -128,
                                          -128, 6, -128, 9, -128, 7, -128, 10, -128, 8, -128, 11, -128, -128, -128, -128,
                                          -128);
-  const __m256i rnd = _mm256_set1_epi32(1 << (PREC - 1)), zero = _mm256_setzero_si256(), max = _mm256_set1_epi32(255);
+  const uint8_t *s0 = src + off[0], *s1 = src + off[1];
+  __m256i acc = _mm256_setzero_si256();
+  for (int j = 0; j < np; j += 2) {
+    __m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(s0 + 6 * j))),
+                                        _mm_loadu_si128((const __m128i *)(s1 + 6 * j)), 1);
+    acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_shuffle_epi8(v, shufa),
+                                                  _mm256_loadu_si256((const __m256i *)(wq + 8 * j))));
+    if (j + 1 < np)
+      acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_shuffle_epi8(v, shufb),
+                                                    _mm256_loadu_si256((const __m256i *)(wq + 8 * j + 8))));
+  }
+  acc = _mm256_add_epi32(acc, _mm256_set1_epi32(1 << (PREC - 1)));
+  acc = _mm256_max_epi32(_mm256_srai_epi32(acc, PREC), _mm256_setzero_si256());
+  acc = _mm256_min_epi32(acc, _mm256_set1_epi32(255));
+  if (f32) {
+    __m256 f = _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(acc), mul), add);
+    _mm_storeu_ps((float *)d, _mm256_castps256_ps128(f));
+    _mm_storeu_ps((float *)d + 3, _mm256_extractf128_ps(f, 1));
+  } else {
+    __m256i b = _mm256_packus_epi16(_mm256_packs_epi32(acc, acc), _mm256_setzero_si256());
+    int32_t lo = _mm256_extract_epi32(b, 0), hi = _mm256_extract_epi32(b, 4);
+    memcpy(d, &lo, 4);
+    memcpy((uint8_t *)d + 3, &hi, 4);
+  }
+}
+
+/* The row loop for one tap-pair count and output type (constants when inlined below: unrolled, no branches). */
+static inline __attribute__((always_inline, target("avx2"))) void hrow3_loop(const uint8_t *src, void *dst, int dw,
+                                                                             int np, const int32_t *hp, bool f32,
+                                                                             __m256 mul, __m256 add) {
+  int nq = (dw + 1) / 2, p = 0;
+  size_t esz = f32 ? sizeof(float) : 1;
+  const int32_t *wq = hp + 2 * nq;
+  for (; p + 2 < dw; p += 2, wq += 8 * np)
+    hpair(src, hp + p, wq, np, f32, mul, add, (uint8_t *)dst + (size_t)p * 3 * esz);
+  /* the last one or two positions: their stores would pass the row's end */
+  float tmp[8];
+  hpair(src, hp + p, wq, np, f32, mul, add, tmp);
+  memcpy((uint8_t *)dst + (size_t)p * 3 * esz, tmp, (size_t)(dw - p) * 3 * esz);
+}
+
+__attribute__((target("avx2"))) static void hrow3_avx2(const uint8_t *src, void *dst, int dw, int np,
+                                                       const int32_t *hp, const sl__px_out *o) {
   bool f32 = o && o->f32;
   __m256 mul = _mm256_setzero_ps(), add = mul;
   if (f32) {
     mul = _mm256_setr_ps(o->mul[0], o->mul[1], o->mul[2], 0, o->mul[0], o->mul[1], o->mul[2], 0);
     add = _mm256_setr_ps(o->add[0], o->add[1], o->add[2], 0, o->add[0], o->add[1], o->add[2], 0);
   }
-  int nq = (dw + 1) / 2;
-  const int32_t *off = hp, *wq = hp + 2 * nq;
-  for (int p = 0; p < dw; p += 2, wq += 8 * np) {
-    const uint8_t *s0 = src + off[p], *s1 = src + off[p + 1];
-    __m256i acc = zero;
-    for (int j = 0; j < np; j += 2) {
-      __m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(s0 + 6 * j))),
-                                          _mm_loadu_si128((const __m128i *)(s1 + 6 * j)), 1);
-      acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_shuffle_epi8(v, shufa),
-                                                    _mm256_loadu_si256((const __m256i *)(wq + 8 * j))));
-      if (j + 1 < np)
-        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_shuffle_epi8(v, shufb),
-                                                      _mm256_loadu_si256((const __m256i *)(wq + 8 * j + 8))));
-    }
-    acc = _mm256_min_epi32(_mm256_max_epi32(_mm256_srai_epi32(_mm256_add_epi32(acc, rnd), PREC), zero), max);
-    bool last = p + 2 >= dw; /* the stores of the last two positions would pass the row's end */
-    if (f32) {
-      __m256 f = _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(acc), mul), add);
-      float tmp[8], *d = last ? tmp : (float *)dst + (size_t)p * 3;
-      _mm_storeu_ps(d, _mm256_castps256_ps128(f));
-      _mm_storeu_ps(d + 3, _mm256_extractf128_ps(f, 1));
-      if (last) memcpy((float *)dst + (size_t)p * 3, tmp, (size_t)(dw - p) * 3 * sizeof(float));
-    } else {
-      __m256i b = _mm256_packus_epi16(_mm256_packs_epi32(acc, acc), zero);
-      uint8_t tmp[8], *d = last ? tmp : (uint8_t *)dst + (size_t)p * 3;
-      int32_t lo = _mm256_extract_epi32(b, 0), hi = _mm256_extract_epi32(b, 4);
-      memcpy(d, &lo, 4);
-      memcpy(d + 3, &hi, 4);
-      if (last) memcpy((uint8_t *)dst + (size_t)p * 3, tmp, (size_t)(dw - p) * 3);
-    }
+#define HROW3(NP)                                                                                                     \
+  (f32 ? hrow3_loop(src, dst, dw, NP, hp, true, mul, add) : hrow3_loop(src, dst, dw, NP, hp, false, mul, add))
+  switch (np) {
+  case 1: HROW3(1); break;
+  case 2: HROW3(2); break;
+  case 3: HROW3(3); break;
+  default: HROW3(np); break;
   }
+#undef HROW3
 }
 
 /* The vertical pass in AVX2, 32 bytes of the row at a time with the sums in registers: each pair of taps (rows j and
