@@ -165,16 +165,23 @@ static int put_numeric(sl_elem *e, const feat_spec *f, const Sluice__Tf__Feature
   return 0;
 }
 
-static int put_bytes(sl_elem *e, const feat_spec *f, const Sluice__Tf__Feature *ft, const sl_fn_call *call) {
+/* (ft is this call's own unpacked message: a large single value is moved out of it, not copied) */
+static int put_bytes(sl_elem *e, const feat_spec *f, Sluice__Tf__Feature *ft, const sl_fn_call *call) {
   if (!ft) return sl_elem_set_bytes(e, f->name, NULL, 0, f->def_str, strlen(f->def_str));
   if (ft->kind_case != SLUICE__TF__FEATURE__KIND_BYTES_LIST)
     return sl__err(SL_EINVAL, "%s: element %llu: feature '%s' is numeric, declared bytes", call->op_path,
                    (unsigned long long)call->index, f->name);
-  const Sluice__Tf__BytesList *bl = ft->bytes_list;
+  Sluice__Tf__BytesList *bl = ft->bytes_list;
   if (f->rank == 0) {
     if (bl->n_value != 1)
       return sl__err(SL_EINVAL, "%s: element %llu: feature '%s' has %zu values, declared one", call->op_path,
                      (unsigned long long)call->index, f->name, bl->n_value);
+    sl_buf *b = bl->value[0].len > 4096 ? sl__example_take_bytes(bl, 0) : NULL; /* an encoded image, say */
+    if (b) {
+      int rc = sl_elem_set_bytes(e, f->name, b, 0, NULL, sl_buf_size(b));
+      sl_buf_unref(b);
+      return rc;
+    }
     return sl_elem_set_bytes(e, f->name, NULL, 0, bl->value[0].data, bl->value[0].len);
   }
   if (f->count >= 0 && (int64_t)bl->n_value != f->count)
@@ -222,7 +229,7 @@ static int pe_call(void *st, sl_elem *e, sl_fn_call *call) {
     return sl__err_wrap(rc, "%s: element %llu", call->op_path, (unsigned long long)call->index);
   for (int i = 0; i < s->n && !rc; i++) {
     const feat_spec *f = &s->f[i];
-    const Sluice__Tf__Feature *ft = NULL;
+    Sluice__Tf__Feature *ft = NULL;
     if (ex->features)
       for (size_t k = 0; k < ex->features->n_feature; k++)
         if (!strcmp(ex->features->feature[k]->key, f->name)) {

@@ -167,6 +167,17 @@ int sl__example_unpack(const void *data, size_t len, Sluice__Tf__Example **out) 
   return 0;
 }
 
+static void taken_release(void *data, void *payload) {
+  (void)payload;
+  sl__free(data);
+}
+
+sl_buf *sl__example_take_bytes(Sluice__Tf__BytesList *bl, size_t i) {
+  sl_buf *b = sl_buf_wrap(bl->value[i].data, bl->value[i].len, taken_release, NULL);
+  if (b) bl->value[i].data = NULL, bl->value[i].len = 0; /* free_unpacked skips a NULL value */
+  return b;
+}
+
 void sl__example_free_unpacked(Sluice__Tf__Example *ex) {
   if (ex) sluice__tf__example__free_unpacked(ex, &sl__pb_allocator);
 }

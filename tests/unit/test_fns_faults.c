@@ -97,10 +97,46 @@ static void test_text_tabular_oom(void **st) {
   free(dir);
 }
 
+/* parse_example moves a large bytes value (an encoded image) out of the unpacked message instead of copying it: the
+ * same bytes, and under failing allocations SL_ENOMEM and no leak whichever allocation fails. */
+static void make_record(sl_elem *e, void *ctx) {
+  sl_elem_set_bytes(e, "record", (sl_buf *)ctx, 0, NULL, sl_buf_size((sl_buf *)ctx));
+}
+static void test_parse_example_large_bytes(void **st) {
+  static uint8_t big[10000];
+  for (size_t i = 0; i < sizeof big; i++) big[i] = (uint8_t)(i * 7 + 3);
+  const void *v[2] = {big, "small"};
+  size_t len[2] = {sizeof big, 5};
+  int64_t label = 4;
+  sl_example *ex = sl_example_new();
+  assert_int_equal(sl_example_add_bytes(ex, "image/encoded", &v[0], &len[0], 1), 0);
+  assert_int_equal(sl_example_add_bytes(ex, "name", &v[1], &len[1], 1), 0);
+  assert_int_equal(sl_example_add_int64(ex, "label", &label, 1), 0);
+  sl_buf *rec;
+  assert_int_equal(sl_example_serialize(&rec, ex), 0);
+  sl_example_free(ex);
+  const char *args = "{\"features\": {\"image/encoded\": {\"dtype\": \"bytes\"}, \"name\": {\"dtype\": \"bytes\"}, "
+                     "\"label\": {\"dtype\": \"int64\"}}}";
+  sl_elem e;
+  sl_elem_init(&e);
+  make_record(&e, rec);
+  assert_int_equal(tf_run("parse_example", args, &e, 1), 0);
+  sl_comp *c = sl_elem_get(&e, "image/encoded"), *n = sl_elem_get(&e, "name");
+  assert_non_null(c);
+  assert_int_equal(c->size, sizeof big);
+  assert_memory_equal(sl_comp_data(c), big, sizeof big);
+  assert_int_equal(n->size, 5);
+  assert_memory_equal(sl_comp_data(n), "small", 5);
+  sl_elem_clear(&e);
+  sweep("parse_example", args, make_record, rec);
+  sl_buf_unref(rec);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_image_functions_oom),
       cmocka_unit_test(test_text_tabular_oom),
+      cmocka_unit_test(test_parse_example_large_bytes),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   tf_release_all();
