@@ -2,12 +2,26 @@
 import gzip
 import json
 import os
+import signal
 import subprocess
 import zlib
 
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def sigint_raises():
+    """A suite started in the background by a non-interactive shell (`make test &`) inherits SIGINT ignored, and
+    Python then installs no handler: the tests that send themselves SIGINT would wait forever for the
+    KeyboardInterrupt. Python's own handler is put in for the session."""
+    was = signal.getsignal(signal.SIGINT)
+    if was == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    if was == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, was)
 
 
 @pytest.fixture(scope="session")
