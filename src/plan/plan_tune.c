@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
-#include <stdlib.h>
 
 #include "ops/engine_int.h"
 #include "plan/plan_int.h"
@@ -47,7 +46,7 @@ struct sl_tuner {
   int *trial_par;      /* each op's parallelism in force before the trial, then (nops on) its output buffer */
   int last_changes;    /* log length after the previous window: a window that changed knobs is no baseline */
   bool seq_won;        /* the trial kept parallelism 1: later solves (on costs that still do not price hand-offs)
-                        * give no op workers back unless the whole cost moved*/
+                        * give no op workers back unless the whole cost moved */
   /* A solve's changes on probation (pend_step): the knobs before them, the throughput of the window solved on. */
   int pend, pend_windows;
   double pend_base;
@@ -275,7 +274,6 @@ static void tune_window(sl_tuner *a, const sl_op_stats *now, const sl_op_stats *
   /* After the trial measured parallelism 1 faster, workers come back only when the pipeline's whole cost moved (new
    * data, a stage that became costly): the model, blind to hand-offs, predicts a gain from them on every solve. */
   bool keep_seq = a->seq_won && (first || drift_of(M, a->c_solved, true) <= thr);
-  if (getenv("SL_TUNE_DEBUG")) { fprintf(stderr, "DBG %.2f thr %.0f drift %.2f conf %d:", (sl__now_ns()-a->t0)/1e9, sl_trace_throughput(t), drift, confirmed); for (int i = 0; i < a->nops; i++) fprintf(stderr, " %.1f", M->ops[i].c*1e6); fprintf(stderr, "\n"); }
   for (int i = 0; i < a->nops; i++) a->c_prev[i] = M->ops[i].c;
   if (!confirmed) goto out;
   if (sl__plan_solve(&P, t, &po, 1.0)) goto out;
