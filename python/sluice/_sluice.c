@@ -373,20 +373,25 @@ static PyObject *Pipeline_iter(PipelineObject *self) {
   if (live_iters) live_iters->prev = o;
   live_iters = o;
   pthread_mutex_unlock(&watch_mu);
-  int rc = sl_pipeline_iter(&o->it, self->p);
-  if (rc) {
-    o->it = NULL;
-    Py_DECREF(o);
-    return raise_sl(Error, rc);
-  }
-  self->live++;
+  int rc = 0;
+  /* The tuner before the run: its one-off probes measure process CPU, which the run's threads would add to. */
   if (self->tune && !self->tuner && (rc = sl_pipeline_tune(&self->tuner, self->p, &self->tune_opts))) {
     char msg[1024];
     snprintf(msg, sizeof msg, "%s", sl_error_last());
     self->tuner = NULL;
-    Py_DECREF(o); /* frees the run */
+    Py_DECREF(o);
     return raise_msg(Error, rc, msg);
   }
+  rc = sl_pipeline_iter(&o->it, self->p);
+  if (rc) {
+    o->it = NULL;
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", sl_error_last());
+    if (!self->live) tuner_release(self); /* the tuner started above watches no run */
+    Py_DECREF(o);
+    return raise_msg(Error, rc, msg);
+  }
+  self->live++;
   watch_sigint();
   return (PyObject *)o;
 }

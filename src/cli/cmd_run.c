@@ -155,11 +155,23 @@ int cmd_run(int argc, char **argv) {
     sl_pipeline_free(p);
     return CLI_FAIL;
   }
+  /* --tuner sluice: the planner's model, online (plan_tune.c). Started before the run, so that its one-off probes
+   * (the machine, the hand-off costs) measure a machine the pipeline's threads are not yet busy on. */
+  sl_tuner *stuner = NULL;
+  if (stune && sl_pipeline_tune(&stuner, p, NULL)) {
+    snprintf(msg, sizeof msg, "%s", sl_error_last());
+    if (json) cli_json_error(msg);
+    cli_record(record, "sluice.Run", spec, p, NULL, 0, 0, 0, 0, msg);
+    sl_free(fused_note);
+    sl_pipeline_free(p);
+    return cli_fail(false, "%s", msg);
+  }
   sl_iter *it = NULL;
   if (sl_pipeline_iter(&it, p)) {
     snprintf(msg, sizeof msg, "%s", sl_error_last());
     if (json) cli_json_error(msg);
     cli_record(record, "sluice.Run", spec, p, NULL, 0, 0, 0, 0, msg);
+    if (stuner) sl_tuner_stop(stuner);
     sl_free(fused_note);
     sl_pipeline_free(p);
     return cli_fail(false, "%s", msg);
@@ -170,16 +182,7 @@ int cmd_run(int argc, char **argv) {
     if (json) cli_json_error(msg);
     cli_record(record, "sluice.Run", spec, p, NULL, 0, 0, 0, 0, msg);
     sl_iter_free(it);
-    sl_free(fused_note);
-    sl_pipeline_free(p);
-    return cli_fail(false, "%s", msg);
-  }
-  sl_tuner *stuner = NULL; /* --tuner sluice: the planner's model, online (plan_tune.c) */
-  if (stune && sl_pipeline_tune(&stuner, p, NULL)) {
-    snprintf(msg, sizeof msg, "%s", sl_error_last());
-    if (json) cli_json_error(msg);
-    cli_record(record, "sluice.Run", spec, p, NULL, 0, 0, 0, 0, msg);
-    sl_iter_free(it);
+    if (stuner) sl_tuner_stop(stuner);
     sl_free(fused_note);
     sl_pipeline_free(p);
     return cli_fail(false, "%s", msg);

@@ -134,6 +134,8 @@ int sl__plan_force_parallelism(sl_plan *P, int64_t par);
 int sl__plan_as_traced(sl_plan *P);
 /* CPU seconds per output element the plan's model charges for its thread hand-offs. */
 double sl__plan_handoff_cpu(const sl_plan *P);
+/* The same for the parallelism `par` (one per op) instead of the plan's. */
+double sl__plan_handoff_cpu_for(const sl_plan *P, const int64_t *par);
 /* Fills a plan's model from a trace (no solving). */
 int sl__plan_model(sl_plan *P, const sl_trace *t, const sl_plan_opts *opts);
 /* The LP bound for cache point `cache_at` (-1 none) on `cores` cores; sets *limit. */

@@ -396,16 +396,18 @@ double sl_plan_cpu_per_element(const sl_plan *P) {
   return t;
 }
 
-double sl__plan_handoff_cpu(const sl_plan *P) {
+double sl__plan_handoff_cpu_for(const sl_plan *P, const int64_t *par) {
   sl__pm_units U;
   if (sl__plan_units_new(&U, P->nops)) return 0;
-  sl__plan_units_build(P, P->par, P->cache_at, 1, &U);
+  sl__plan_units_build(P, par, P->cache_at, 1, &U);
   double with = U.total;
-  sl__plan_units_build(P, P->par, P->cache_at, 0, &U);
+  sl__plan_units_build(P, par, P->cache_at, 0, &U);
   double without = U.total;
   sl__plan_units_free(&U);
   return with - without;
 }
+
+double sl__plan_handoff_cpu(const sl_plan *P) { return sl__plan_handoff_cpu_for(P, P->par); }
 
 double sl__plan_eval(const sl_plan *P, const int64_t *par, int cache_at, double cores) {
   sl__pm_units U;

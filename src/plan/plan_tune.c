@@ -43,10 +43,12 @@ struct sl_tuner {
   /* The sequential trial (trial_step): 0 not yet, 1 running, 3 decided (one window to settle), 2 done. */
   int trial, trial_windows;
   double trial_base;   /* throughput of the window before the trial, with workers */
+  double trial_base_cpu; /* that window's process CPU per element */
   int *trial_par;      /* each op's parallelism in force before the trial, then (nops on) its output buffer */
   int last_changes;    /* log length after the previous window: a window that changed knobs is no baseline */
   bool seq_won;        /* the trial kept parallelism 1: later solves (on costs that still do not price hand-offs)
                         * give no op workers back unless the whole cost moved */
+  bool seq_plan;       /* the knobs in force were solved on the trial's window (sequential costs): the same rule */
   /* A solve's changes on probation (pend_step): the knobs before them, the throughput of the window solved on. */
   int pend, pend_windows;
   double pend_base;
@@ -129,6 +131,102 @@ static double drift_of(const sl_plan *P, const double *ref, bool total_only) {
   return d;
 }
 
+/* Sets op i's parallelism and output buffer live, logging each that changes with `why`. */
+static void set_op_knobs(sl_tuner *a, int i, int par, int buf, const char *why) {
+  sl__op *op = sl__pipeline_op(a->p, i);
+  int cur = atomic_load_explicit(&op->active_par, memory_order_relaxed);
+  if (par != cur) {
+    atomic_store_explicit(&op->active_par, par, memory_order_relaxed);
+    log_change(a, i, "parallelism", cur, par, why);
+  }
+  cur = atomic_load_explicit(&op->active_buf, memory_order_relaxed);
+  if (buf != cur) {
+    atomic_store_explicit(&op->active_buf, buf, memory_order_relaxed);
+    log_change(a, i, "buffer", cur, buf, why);
+  }
+}
+
+/* The plan options of a window's solve: "autotune" knobs only, no prefetch inserted (a live pipeline takes no new
+ * op), a cache only once (right before a repeat, which keeps and replays its input's next epoch). */
+static int window_opts(const sl_tuner *a, sl_plan_opts *po) {
+  *po = a->opts.plan;
+  po->knobs = SL_PLAN_KNOBS_AUTOTUNE;
+  po->no_cache = a->cached;
+  po->no_prefetch = true;
+  return sl__plan_opts_resolve(po, po, true, SL_PLAN_KNOBS_AUTOTUNE);
+}
+
+/* The trial's window ran every tunable op at parallelism 1: its costs are a sequential trace's, hand-offs apart,
+ * as `sluice optimize` plans from. When the workers won the trial, the knobs are solved on that window (every
+ * boundary priced by the hand-off probe, no cache) instead of going back to those of the first solve, which was
+ * made on costs with the hand-offs inside (on ssd it gave seven maps two workers each, 1.91 ms of CPU per example
+ * against the offline plan's 1.74). Set only when the model predicts them SL__TUNE_MIN_GAIN better than the
+ * knobs before the trial, on probation against the throughput measured with those (a loss goes back to them).
+ * Returns true when it set them. */
+static bool seq_solve(sl_tuner *a, sl_trace *t, double measured) {
+  sl_plan_opts po;
+  sl_plan *P = NULL;
+  int64_t *was = sl__calloc((size_t)a->nops, sizeof *was);
+  bool set = false;
+  if (!was || window_opts(a, &po)) goto out;
+  po.no_cache = true;
+  /* An "autotune" op is async in its counters whatever it ran as; in this window the tunable maps and interleaves
+   * at 1 ran on their consumer's thread and a prefetch at depth 0 was pulled through: the model is told so, and
+   * prices the hand-offs of the boundaries a plan adds (as on optimize's sequential variant). */
+  for (int i = 0; i < a->nops && i < t->nops; i++) {
+    sl__op *op = sl__pipeline_op(a->p, i);
+    sl__model_kind mk = sl__op_model(op->vt->kind);
+    sl_op_stats *s = &t->ops[i].s;
+    if ((op->par_autotune && (mk == SL__MK_MAP || mk == SL__MK_INTERLEAVE) && s->parallelism <= 1) ||
+        (op->buf_autotune && mk == SL__MK_PREFETCH && s->buffer == 0))
+      s->async = false;
+  }
+  if (sl__plan_solve(&P, t, &po, 1.0)) goto out;
+  for (int i = 0; i < a->nops; i++) was[i] = a->trial_par[i];
+  /* What the hand-offs of the knobs before the trial really cost here: the process CPU per element the window
+   * before the trial spent beyond this one's (element sizes, cache misses, wake-ups; on ssd's 300x300 images the
+   * probe's 30 us spin elements undersell them). The model's hand-off costs are scaled to it, as optimize does
+   * after a measured run, and the plan is solved again. */
+  double cpu_seq = t->elements ? t->process_cpu / (double)t->elements : 0;
+  double hmodel = sl__plan_handoff_cpu_for(P, was), excess = a->trial_base_cpu - cpu_seq;
+  if (hmodel > 0 && cpu_seq > 0 && a->trial_base_cpu > 0) {
+    double hscale = fmin(fmax(excess / hmodel, 0.05), 100.0);
+    sl_plan_free(P);
+    P = NULL;
+    if (sl__plan_solve(&P, t, &po, hscale)) goto out;
+  }
+  double before = sl__plan_eval(P, was, -1, P->C);
+  if (!(P->predicted > (1 + SL__TUNE_MIN_GAIN) * before)) goto out;
+  for (int i = 0; i < a->nops; i++) {
+    sl__op *op = sl__pipeline_op(a->p, i);
+    a->pend_par[i] = a->trial_par[i]; /* a revert goes back to the knobs before the trial */
+    a->pend_buf[i] = a->trial_par[a->nops + i];
+    a->tgt_par[i] = atomic_load_explicit(&op->active_par, memory_order_relaxed);
+    a->tgt_buf[i] = atomic_load_explicit(&op->active_buf, memory_order_relaxed);
+    if (op->par_autotune && P->par[i] > 0)
+      a->tgt_par[i] = (int)(P->par[i] < op->parallelism ? P->par[i] : op->parallelism); /* workers that exist */
+    if (op->buf_autotune && sl__op_model(op->vt->kind) == SL__MK_PREFETCH) a->tgt_buf[i] = (int)P->buf[i];
+  }
+  char why[320];
+  snprintf(why, sizeof why, "trial: %.0f elem/s at parallelism 1 against %.0f with workers; solved on its window "
+           "(sequential costs, hand-offs priced): predicted %.0f elem/s against %.0f for the knobs before it",
+           measured, a->trial_base, P->predicted, before);
+  for (int i = 0; i < a->nops; i++) {
+    set_op_knobs(a, i, a->tgt_par[i], a->tgt_buf[i], why);
+    a->c_solved[i] = P->ops[i].c;
+    a->c_prev[i] = -1;
+  }
+  a->pend = 1;
+  a->pend_windows = 0;
+  a->pend_base = a->trial_base;
+  a->seq_plan = set = true;
+  atomic_fetch_add(&a->solves, 1); /* counted once the knobs are set, as tune_window's solves */
+out:
+  sl__free(was);
+  sl_plan_free(P);
+  return set;
+}
+
 /* The counters of a running async pipeline include its hand-offs in every op's cost, so the model cannot see
  * what parallelism 1 (no worker thread: an "autotune" map or interleave at 1 runs on its consumer's thread) would
  * save; on cheap elements (tabular's CSV lines) that is most of the cost. As `sluice optimize` measures its
@@ -136,7 +234,8 @@ static double drift_of(const sl_plan *P, const double *ref, bool total_only) {
  * tunable op goes to parallelism 1; the window after the switch is skipped and the next one compared with the
  * last one with workers: the better measured is kept (reverting is logged with both figures). Returns true while
  * the trial runs (the window is not solved on). */
-static bool trial_step(sl_tuner *a, double measured) {
+static bool trial_step(sl_tuner *a, sl_trace *t) {
+  double measured = sl_trace_throughput(t);
   if (a->trial == 2) return false;
   if (a->trial == 3) { /* the window after the decision: workers waking, buffers refilling; not solved on */
     a->trial = 2;
@@ -145,25 +244,17 @@ static bool trial_step(sl_tuner *a, double measured) {
   if (a->trial == 1) {
     if (++a->trial_windows < 2) return true;
     a->trial = 3;
-    if (measured < a->trial_base) {
+    a->seq_won = measured >= a->trial_base;
+    if (!a->seq_won && seq_solve(a, t, measured)) {
+      a->trial = 2; /* the change's probation skips the window in which it takes effect */
+      return true;
+    }
+    if (!a->seq_won) {
       char why[200];
       snprintf(why, sizeof why, "trial reverted: %.0f elem/s at parallelism 1 against %.0f with workers",
                measured, a->trial_base);
-      for (int i = 0; i < a->nops; i++) {
-        sl__op *op = sl__pipeline_op(a->p, i);
-        int was = atomic_load_explicit(&op->active_par, memory_order_relaxed);
-        if (a->trial_par[i] != was) {
-          atomic_store_explicit(&op->active_par, a->trial_par[i], memory_order_relaxed);
-          log_change(a, i, "parallelism", was, a->trial_par[i], why);
-        }
-        was = atomic_load_explicit(&op->active_buf, memory_order_relaxed);
-        if (a->trial_par[a->nops + i] != was) {
-          atomic_store_explicit(&op->active_buf, a->trial_par[a->nops + i], memory_order_relaxed);
-          log_change(a, i, "buffer", was, a->trial_par[a->nops + i], why);
-        }
-      }
+      for (int i = 0; i < a->nops; i++) set_op_knobs(a, i, a->trial_par[i], a->trial_par[a->nops + i], why);
     }
-    a->seq_won = measured >= a->trial_base;
     /* Either way the costs changed: the next window is modelled afresh. */
     for (int i = 0; i < a->nops; i++) a->c_solved[i] = a->c_prev[i] = -1;
     return true;
@@ -204,6 +295,7 @@ static bool trial_step(sl_tuner *a, double measured) {
   a->trial = 1;
   a->trial_windows = 0;
   a->trial_base = measured;
+  a->trial_base_cpu = t->elements ? t->process_cpu / (double)t->elements : 0;
   pthread_mutex_lock(&a->mu);
   a->last_changes = a->nlog;
   pthread_mutex_unlock(&a->mu);
@@ -223,6 +315,8 @@ static bool pend_step(sl_tuner *a, double measured) {
   char why[200];
   snprintf(why, sizeof why, "reverted: %.0f elem/s measured after the change against %.0f before it", measured,
            a->pend_base);
+  bool fresh = a->seq_plan; /* back to the knobs before the trial: their costs are modelled afresh, as after it */
+  a->seq_plan = false;
   for (int i = 0; i < a->nops; i++) {
     sl__op *op = sl__pipeline_op(a->p, i);
     v[i] = atomic_load_explicit(&op->active_par, memory_order_relaxed);
@@ -236,6 +330,7 @@ static bool pend_step(sl_tuner *a, double measured) {
       log_change(a, i, "buffer", v[a->nops + i], a->pend_buf[i], why);
     }
     a->c_prev[i] = -1; /* the costs go back to those solved on: no drift to confirm from this window */
+    if (fresh) a->c_solved[i] = -1;
   }
   return true;
 }
@@ -248,14 +343,9 @@ static void tune_window(sl_tuner *a, const sl_op_stats *now, const sl_op_stats *
   sl_trace *t = NULL;
   sl_plan *M = NULL, *P = NULL;
   if (sl__trace_from_counters(&t, a->spec, a->origin, m, now, base, a->nops, secs, cpu, run_delay)) goto out;
-  if (trial_step(a, sl_trace_throughput(t)) || pend_step(a, sl_trace_throughput(t))) goto out;
-  sl_plan_opts po = a->opts.plan;
-  po.knobs = SL_PLAN_KNOBS_AUTOTUNE;
-  /* A live pipeline cannot take a new op; a cache right before a repeat it can (the repeat keeps and replays its
-   * input's next epoch), once. */
-  po.no_cache = a->cached;
-  po.no_prefetch = true;
-  if (sl__plan_opts_resolve(&po, &po, true, SL_PLAN_KNOBS_AUTOTUNE)) goto out;
+  if (trial_step(a, t) || pend_step(a, sl_trace_throughput(t))) goto out;
+  sl_plan_opts po;
+  if (window_opts(a, &po)) goto out;
   /* The model alone (cheap) says whether the costs moved; only then is the plan solved again. */
   M = sl__calloc(1, sizeof *M);
   if (!M) goto out;
@@ -273,7 +363,7 @@ static void tune_window(sl_tuner *a, const sl_op_stats *now, const sl_op_stats *
   bool confirmed = first || (drift > thr && drift_of(M, a->c_prev, false) <= thr);
   /* After the trial measured parallelism 1 faster, workers come back only when the pipeline's whole cost moved (new
    * data, a stage that became costly): the model, blind to hand-offs, predicts a gain from them on every solve. */
-  bool keep_seq = a->seq_won && (first || drift_of(M, a->c_solved, true) <= thr);
+  bool keep_seq = (a->seq_won || a->seq_plan) && (first || drift_of(M, a->c_solved, true) <= thr);
   for (int i = 0; i < a->nops; i++) a->c_prev[i] = M->ops[i].c;
   if (!confirmed) goto out;
   if (sl__plan_solve(&P, t, &po, 1.0)) goto out;
@@ -469,6 +559,13 @@ int sl_pipeline_tune(sl_tuner **out, sl_pipeline *p, const sl_tune_opts *opts) {
     a->tgt_buf = a->pend_par + 3 * a->nops;
   }
   if (!rc) rc = sl_machine_probe(&a->m, NULL, 0);
+  if (!rc && a->opts.plan.handoff == 0) {
+    /* The hand-off probe (once per process, about 0.1 s) measures process CPU: here, before the caller iterates,
+     * not in the first window's solve, where the running pipeline's threads fell into its figures (on ssd a
+     * model charged 0.01-0.4 ms per batch for the same boundaries from one run to the next). */
+    double h, hc;
+    sl__trace_handoff_costs(&h, &hc);
+  }
   if (!rc) {
     for (int i = 0; i < a->nops; i++) a->c_solved[i] = a->c_prev[i] = -1;
     pthread_mutex_init(&a->mu, NULL);
