@@ -125,6 +125,7 @@ struct sl__op {
   /* repeat: bytes of its input's next whole epoch an online tuner lets it keep and replay instead of running the
    * input again (the plan's cache at the repeat's input, inserted live; 0: none). Set once, by the tuner. */
   atomic_int_fast64_t live_cache;
+  atomic_bool live_cache_settled; /* a repeat's live cache replays its epoch, or was given up (tuner thread reads) */
   atomic_uint_fast64_t opens; /* iterators made so far: the epoch number of the next one */
   pthread_mutex_t live_mu;    /* guards `live`, and the hand-over of a freed iterator's counts */
   sl__it *live;

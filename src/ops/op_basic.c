@@ -208,6 +208,7 @@ static int repeat_next(sl__it *it, sl_elem *out) {
         if (r->rec == REC_FILLING && !repeat_keep(r, out, atomic_load_explicit(&it->op->live_cache, memory_order_relaxed))) {
           repeat_drop_kept(r);
           r->rec = REC_GAVE_UP;
+          atomic_store_explicit(&it->op->live_cache_settled, true, memory_order_relaxed);
         }
       }
       return rc;
@@ -221,6 +222,7 @@ static int repeat_next(sl__it *it, sl_elem *out) {
     if (r->rec == REC_FILLING && r->nkept > 0) { /* a whole epoch kept: replay it from now on */
       r->rec = REC_REPLAY;
       r->at = 0;
+      atomic_store_explicit(&it->op->live_cache_settled, true, memory_order_relaxed);
       continue;
     }
     if (r->rec == REC_NONE && atomic_load_explicit(&it->op->live_cache, memory_order_relaxed) > 0) r->rec = REC_FILLING;

@@ -157,6 +157,7 @@ static int parse_chain(sl_pipeline *p, json_t *arr, const char *path, bool neste
     atomic_store(&op->active_par, (int)op->parallelism);
     atomic_store(&op->active_buf, (int)op->buffer);
     atomic_store(&op->live_cache, 0);
+    atomic_store(&op->live_cache_settled, false);
     prev = op;
   }
   if (parent >= 0) { /* nothing: caller links the chain's last op */

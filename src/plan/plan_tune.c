@@ -40,6 +40,8 @@ struct sl_tuner {
   double *c_prev;      /* the same in the window before (-1: none; tuner thread) */
   uint64_t t0;
   bool cached;         /* a cache was inserted live (a repeat keeps and replays its input's epoch) */
+  int cache_rep;       /* that repeat op */
+  bool cache_seen_settled; /* a window ended with that cache replaying (or given up) */
   /* The sequential trial (trial_step): 0 not yet, 1 running, 3 decided (one window to settle), 2 done. */
   int trial, trial_windows;
   double trial_base;   /* throughput of the window before the trial, with workers */
@@ -265,6 +267,16 @@ static bool trial_step(sl_tuner *a, sl_trace *t) {
   bool quiet = n == a->last_changes;
   a->last_changes = n;
   if (atomic_load(&a->solves) < 1 || !quiet || a->pend) return false; /* not while a change is on probation */
+  /* Nor while a cache inserted live is being filled: a window then replaying it runs many times faster, and the
+   * trial would compare the two (imagenet-cacheable: a trial started at 5 s was kept, and the replay ran on one
+   * thread at 0.62x the offline plan). */
+  if (a->cached && !atomic_load_explicit(&sl__pipeline_op(a->p, a->cache_rep)->live_cache_settled, memory_order_relaxed))
+    return false;
+  /* And the window in which it settled mixed filling and replay: no baseline for the trial either. */
+  if (a->cached && !a->cache_seen_settled) {
+    a->cache_seen_settled = true;
+    return false;
+  }
   bool any = false;
   for (int i = 0; i < a->nops; i++) {
     sl__op *op = sl__pipeline_op(a->p, i);
@@ -424,6 +436,7 @@ static void tune_window(sl_tuner *a, const sl_op_stats *now, const sl_op_stats *
              P->cache_bytes / (mb ? 1e6 : 1e3), mb ? "MB" : "kB", why);
     atomic_store_explicit(&sl__pipeline_op(a->p, rep)->live_cache, budget, memory_order_relaxed);
     a->cached = true;
+    a->cache_rep = rep;
     log_change(a, rep, "cache", 0, budget, cwhy);
   }
   /* The knobs this solve sets (the cache aside), unless that vector was tried and reverted. */
