@@ -333,14 +333,7 @@ static bool pend_step(sl_tuner *a, double measured) {
     sl__op *op = sl__pipeline_op(a->p, i);
     v[i] = atomic_load_explicit(&op->active_par, memory_order_relaxed);
     v[a->nops + i] = atomic_load_explicit(&op->active_buf, memory_order_relaxed);
-    if (v[i] != a->pend_par[i]) {
-      atomic_store_explicit(&op->active_par, a->pend_par[i], memory_order_relaxed);
-      log_change(a, i, "parallelism", v[i], a->pend_par[i], why);
-    }
-    if (v[a->nops + i] != a->pend_buf[i]) {
-      atomic_store_explicit(&op->active_buf, a->pend_buf[i], memory_order_relaxed);
-      log_change(a, i, "buffer", v[a->nops + i], a->pend_buf[i], why);
-    }
+    set_op_knobs(a, i, a->pend_par[i], a->pend_buf[i], why);
     a->c_prev[i] = -1; /* the costs go back to those solved on: no drift to confirm from this window */
     if (fresh) a->c_solved[i] = -1;
   }
