@@ -34,14 +34,28 @@ static void it_unlink(sl__it *it) {
 
 int sl__it_next(sl__it *it, sl_elem *out) {
   int rc;
-  if (!sl__sampler_tick(&it->smp)) {
+  bool tick = sl__sampler_tick(&it->smp);
+  if (!tick && !atomic_load_explicit(&it->nest_force, memory_order_relaxed)) {
     rc = it->vt->next(it, out);
   } else {
-    /* Inclusive time of this call; an op's own time is its inclusive time minus that of the inputs it pulls on
-     * its own thread (see sl_pipeline_op_stats), so children need no clock reads of their own here. */
+    /* Timed: its own sample is due, or a timed call that pulls from it subtracts this one's inclusive time
+     * (sl__nest). Only for its own sample are its input's calls timed too: a call timed for its caller needs its
+     * inclusive time alone (so a batch of 2048 times its 2048 pulls, not the whole chain under each). */
+    sl__nest saved, inner;
+    sl__nest_open(&saved);
+    if (tick) {
+      sl__it_force(it->input, 1);
+      atomic_store_explicit(&it->timing, true, memory_order_relaxed);
+    }
     uint64_t c0 = sl__cpu_ns(), w0 = sl__now_ns();
     rc = it->vt->next(it, out);
-    sl__stats_sample(it->op, &it->smp, sl__cpu_ns() - c0, sl__now_ns() - w0);
+    uint64_t dc = sl__cpu_ns() - c0, dw = sl__now_ns() - w0;
+    if (tick) {
+      atomic_store_explicit(&it->timing, false, memory_order_relaxed);
+      sl__it_force(it->input, -1); /* read again: a repeat replaces its input, and carries the mark over */
+    }
+    sl__nest_close(&saved, &inner, dc, dw);
+    if (tick) sl__stats_sample(it->op, &it->smp, dc, dw, &inner);
   }
   if (rc == 0) {
     size_t b = 0;
@@ -53,8 +67,11 @@ int sl__it_next(sl__it *it, sl_elem *out) {
 }
 
 int sl__it_pull_from(sl__it *it, sl__it *child, sl_elem *out) {
-  (void)it;
-  return sl__it_next(child, out);
+  if (!atomic_load_explicit(&it->timing, memory_order_relaxed)) return sl__it_next(child, out);
+  sl__it_force(child, 1); /* a timed call of `it` subtracts this pull */
+  int rc = sl__it_next(child, out);
+  sl__it_force(child, -1);
+  return rc;
 }
 
 int sl__it_pull(sl__it *it, sl_elem *out) {

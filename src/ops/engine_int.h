@@ -24,12 +24,9 @@ typedef struct sl__run sl__run;
 typedef struct sl__stats {
   atomic_uint_fast64_t out, in, bytes_out, disk_bytes, skipped;
   atomic_uint_fast64_t errors_skipped; /* the part of `skipped` a map's on_error "skip" dropped */
-  atomic_uint_fast64_t cpu_ns, wall_ns, samples;   /* inclusive time of next() calls on the consumer's side */
-  atomic_uint_fast64_t work_cpu_ns, work_wall_ns;  /* own work done on worker threads (map functions) */
+  atomic_uint_fast64_t cpu_ns, wall_ns, samples;   /* own time of next() calls on the consumer's side (sl__nest) */
+  atomic_uint_fast64_t work_cpu_ns, work_wall_ns;  /* own work done on worker threads (map functions, pulls) */
   atomic_uint_fast64_t wait_ns;
-  /* Elements of an async source (an interleave's nested chain) pulled on the consumer's thread after all: that
-   * share of the source's inclusive time is inside this op's next() time, and is subtracted from its own. */
-  atomic_uint_fast64_t stolen;
   atomic_uint_fast64_t occ_sum, occ_n, held, held_peak;
   /* Spread of per-call wall times (for buffer sizing): scaled sample counts and sums of squares in us^2. */
   atomic_uint_fast64_t next_n, next_sq_us, work_n, work_sq_us;
@@ -114,10 +111,6 @@ struct sl__op {
   int64_t buffer;      /* resolved output buffer, 0 for none */
   bool par_autotune, buf_autotune, async, random;
   bool serial; /* its function is SL_FN_SERIAL */
-  bool async_input;  /* its input is pulled on worker threads (prefetch, parallel map): not in its next() time */
-  bool work_covers_input; /* its timed worker work spans whole worker iterations, input pulls included (parallel
-                           * map, prefetch), so that hand-off costs count: own time subtracts the input's */
-  bool async_source; /* its nested source is pulled on worker threads (parallel interleave) */
   int64_t cardinality; /* per epoch: >= 0 known, -1 unknown, -2 infinite */
   uint64_t source_bytes; /* `files`: total size of the files listed (0: unknown) */
   atomic_int active_par;    /* parallelism in force: an online tuner may change it during a run */
@@ -131,6 +124,7 @@ struct sl__op {
   sl__it *live;
   atomic_uint_fast64_t avg_hint_ns; /* running mean of its sampled call time: new iterators' samplers start from
                                      * it, so that short-lived iterators sample at the op's long-run stride */
+  atomic_uint avg_nest16_hint; /* and of the calls timed inside its timed calls (x16), likewise */
   sl__stats st;
 };
 
@@ -148,9 +142,27 @@ struct sl__run {
 typedef struct sl__sampler {
   uint32_t countdown;  /* calls until the next timed one (timed when it is 1) */
   uint32_t stride;     /* 1 / the probability the next gap was drawn with: the weight of the next sample */
-  uint64_t avg_ns;     /* running mean of sampled wall time (0: none yet) */
+  uint64_t avg_ns;     /* running mean of sampled wall time, nested calls included (0: none yet) */
+  uint32_t avg_nest16; /* running mean of the op calls timed inside a timed call, x16 (their clock reads) */
   uint64_t rng;        /* xorshift state for the gaps */
 } sl__sampler;
+
+/* Own time. A timed region (a sampled next, a worker's timed chunk) times every op call nested in it on the same
+ * thread and subtracts their inclusive time from its own, in the same region: an op's own time is measured, not
+ * the difference of its inclusive time and its input's, each sampled apart (on a chain of ops run on one thread
+ * that difference was noisier than a light op's whole cost: 0 to 5x of a 10 us stage beside a 200 us one). */
+typedef struct sl__nest {
+  uint64_t cpu, wall; /* inclusive time of the timed calls nested in the region (their clock reads included) */
+  uint32_t n;         /* how many (for the stride: each costs its clock reads) */
+} sl__nest;
+/* Opens a region: the enclosing region's nested sums are saved in *saved and this one's start at zero. A region
+ * also marks the iterators it calls (sl__it.nest_force) so that their calls are timed whether or not their own
+ * samplers tick (a mark on the iterator, not a thread-local flag: the untimed path reads no thread-local). */
+void sl__nest_open(sl__nest *saved);
+/* Closes it: *inner gets the sums of the calls nested in it; the enclosing region (restored from *saved) gets this
+ * region's inclusive time (incl_cpu, incl_wall: 0 for a worker's region, which nothing encloses) and its clock
+ * reads. */
+void sl__nest_close(const sl__nest *saved, sl__nest *inner, uint64_t incl_cpu, uint64_t incl_wall);
 /* A sampler for op `op` (NULL: none), starting from the op's running mean; never times when SL_NO_TIMING is set. */
 void sl__sampler_init(sl__sampler *s, sl__op *op);
 /* True when this call is to be timed (and counts the call down otherwise). */
@@ -175,6 +187,10 @@ struct sl__it {
   sl__it *input;
   uint64_t epoch;
   sl__sampler smp;
+  /* Timed regions (sl__nest) that call this iterator now: its calls are timed for them. Set and cleared by the
+   * caller around its pulls; another thread that pulls meanwhile times its call for nothing (no region there). */
+  atomic_int nest_force;
+  atomic_bool timing; /* a timed call of it is under way (its nested pulls from other iterators mark those) */
   /* Counts kept by the iterator (one writer: relaxed load + store, no locked instruction per element) and added
    * to the op's counters when it is freed; readers add the live iterators' counts (sl__op_counts). */
   atomic_uint_fast64_t pend_out, pend_bytes, pend_in;
@@ -183,7 +199,11 @@ struct sl__it {
 
 /* Calls an iterator's next with counting and sampled timing. */
 int sl__it_next(sl__it *it, sl_elem *out);
-/* From inside an op's next: pulls from its input, subtracting the child's time from a timed call. */
+/* Marks `it` as called from a timed region (on > 0) or no longer (on < 0); NULL: nothing. */
+static inline void sl__it_force(sl__it *it, int on) {
+  if (it) atomic_fetch_add_explicit(&it->nest_force, on, memory_order_relaxed);
+}
+/* From inside an op's next: pulls from its input (a timed call of this op subtracts the pull's time, sl__nest). */
 int sl__it_pull(sl__it *it, sl_elem *out);
 /* Same for another child (an interleave's nested iterators); does not count an input element. */
 int sl__it_pull_from(sl__it *it, sl__it *child, sl_elem *out);
@@ -207,16 +227,17 @@ int sl__op_open(sl__op *op, sl__run *run, const sl_elem *seed_elem, sl__it **out
 
 /* Sampling of self time: the largest stride (a cheap op is timed once in SL__SAMPLE_STRIDE calls). */
 #define SL__SAMPLE_STRIDE 1024u
-/* Adds one sampled measurement (ns), scaled by the number of calls it stands for, and sets the next stride and
- * countdown: calls are timed often enough for good estimates but so that the clocks' cost (measured
- * once per process: a thread CPU clock read is a system call on some machines) stays near 0.25% of the op's time. */
-void sl__stats_sample(sl__op *op, sl__sampler *smp, uint64_t cpu_ns, uint64_t wall_ns);
+/* Adds one sampled measurement (ns, inclusive; the calls nested in it, `inner`, are subtracted: may be NULL),
+ * scaled by the number of calls it stands for, and sets the next stride and countdown: calls are timed often
+ * enough for good estimates but so that the clocks' cost (measured once per process: a thread CPU clock read is a
+ * system call on some machines), the nested calls' included, stays near 0.25% of the op's inclusive time. */
+void sl__stats_sample(sl__op *op, sl__sampler *smp, uint64_t cpu_ns, uint64_t wall_ns, const sl__nest *inner);
 /* False when SL_NO_TIMING is set (counts only; for measuring the cost of timing). */
 bool sl__timing_enabled(void);
-/* The same for work done on a worker thread (a map function call). */
-void sl__stats_work(sl__op *op, sl__sampler *smp, uint64_t cpu_ns, uint64_t wall_ns);
-/* The same for one timed chunk of n elements handled together (a parallel map worker's batch of cheap calls). */
-void sl__stats_work_n(sl__op *op, sl__sampler *smp, uint64_t cpu_ns, uint64_t wall_ns, uint64_t n);
+/* The same for one timed chunk of n elements a worker thread handled together (a parallel map worker's batch,
+ * a prefetch producer's pulls): its own time, the input pulls nested in it (`inner`) subtracted. */
+void sl__stats_work_n(sl__op *op, sl__sampler *smp, uint64_t cpu_ns, uint64_t wall_ns, uint64_t n,
+                      const sl__nest *inner);
 static inline void sl__stat_add(atomic_uint_fast64_t *c, uint64_t v) {
   atomic_fetch_add_explicit(c, v, memory_order_relaxed);
 }

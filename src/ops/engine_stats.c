@@ -7,10 +7,11 @@
 
 #include "ops/engine_int.h"
 
-/* Clock costs, measured once per process: the full cost of one timed call's clock reads (for the stride), and the
+/* Clock costs, measured once per process: the full cost of one timed call's clock reads (for the stride), the
  * part of it that falls inside the measured windows (subtracted from every sample, so that a cheap op sampled
- * rarely is not charged the clock's cost times its stride). Medians of a few trials. */
-static atomic_uint_fast64_t g_timer_ns, g_in_cpu_ns, g_in_wall_ns;
+ * rarely is not charged the clock's cost times its stride), and the part outside them that a call nested in a
+ * timed one adds to the enclosing call's time (charged to the nested call, sl__nest). Medians of a few trials. */
+static atomic_uint_fast64_t g_timer_ns, g_in_cpu_ns, g_in_wall_ns, g_out_cpu_ns, g_out_wall_ns;
 static int cmp_u64(const void *a, const void *b) {
   uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
   return x < y ? -1 : x > y;
@@ -19,7 +20,20 @@ static uint64_t timer_cost_ns(void) {
   uint64_t c = atomic_load_explicit(&g_timer_ns, memory_order_relaxed);
   if (c) return c;
   enum { R = 15 };
-  uint64_t full[R], icpu[R], iwall[R];
+  uint64_t full[R], icpu[R], iwall[R], ocpu[R], owall[R];
+  for (int r = 0; r < R; r++) {
+    /* A timed call with nothing inside, as an enclosing timed call sees it, less the same reads with none. */
+    uint64_t a = sl__cpu_ns(), aw = sl__now_ns();
+    uint64_t c0 = sl__cpu_ns(), w0 = sl__now_ns();
+    uint64_t c1 = sl__cpu_ns(), w1 = sl__now_ns();
+    uint64_t b = sl__cpu_ns(), bw = sl__now_ns();
+    uint64_t x = sl__cpu_ns(), xw = sl__now_ns();
+    uint64_t y = sl__cpu_ns(), yw = sl__now_ns();
+    int64_t oc = (int64_t)(b - a) - (int64_t)(y - x) - (int64_t)(c1 - c0);
+    int64_t ow = (int64_t)(bw - aw) - (int64_t)(yw - xw) - (int64_t)(w1 - w0);
+    ocpu[r] = oc > 0 ? (uint64_t)oc : 0;
+    owall[r] = ow > 0 ? (uint64_t)ow : 0;
+  }
   for (int r = 0; r < R; r++) {
     uint64_t t0 = sl__now_ns(); /* a timed call reads both clocks twice */
     (void)sl__cpu_ns();
@@ -36,6 +50,10 @@ static uint64_t timer_cost_ns(void) {
   qsort(full, R, sizeof full[0], cmp_u64);
   qsort(icpu, R, sizeof icpu[0], cmp_u64);
   qsort(iwall, R, sizeof iwall[0], cmp_u64);
+  qsort(ocpu, R, sizeof ocpu[0], cmp_u64);
+  qsort(owall, R, sizeof owall[0], cmp_u64);
+  atomic_store_explicit(&g_out_cpu_ns, ocpu[R / 2], memory_order_relaxed);
+  atomic_store_explicit(&g_out_wall_ns, owall[R / 2], memory_order_relaxed);
   atomic_store_explicit(&g_in_cpu_ns, icpu[R / 2], memory_order_relaxed);
   atomic_store_explicit(&g_in_wall_ns, iwall[R / 2], memory_order_relaxed);
   c = full[R / 2] ? full[R / 2] : 1;
@@ -56,18 +74,35 @@ bool sl__timing_enabled(void) {
   return s == 1;
 }
 
-/* A sample without the clock reads' own cost. */
-static void unbias(uint64_t *cpu_ns, uint64_t *wall_ns) {
+static _Thread_local sl__nest tl_nest;
+
+void sl__nest_open(sl__nest *saved) {
+  *saved = tl_nest;
+  memset(&tl_nest, 0, sizeof tl_nest);
+}
+
+void sl__nest_close(const sl__nest *saved, sl__nest *inner, uint64_t incl_cpu, uint64_t incl_wall) {
+  *inner = tl_nest;
+  tl_nest = *saved;
   timer_cost_ns();
-  uint64_t ic = atomic_load_explicit(&g_in_cpu_ns, memory_order_relaxed);
-  uint64_t iw = atomic_load_explicit(&g_in_wall_ns, memory_order_relaxed);
+  tl_nest.cpu += incl_cpu + atomic_load_explicit(&g_out_cpu_ns, memory_order_relaxed);
+  tl_nest.wall += incl_wall + atomic_load_explicit(&g_out_wall_ns, memory_order_relaxed);
+  tl_nest.n += 1 + inner->n;
+}
+
+/* A sample's own time: without the clock reads' own cost, and without the calls nested in it. */
+static void own_time(uint64_t *cpu_ns, uint64_t *wall_ns, const sl__nest *inner) {
+  timer_cost_ns();
+  uint64_t ic = atomic_load_explicit(&g_in_cpu_ns, memory_order_relaxed) + (inner ? inner->cpu : 0);
+  uint64_t iw = atomic_load_explicit(&g_in_wall_ns, memory_order_relaxed) + (inner ? inner->wall : 0);
   *cpu_ns = *cpu_ns > ic ? *cpu_ns - ic : 0;
   *wall_ns = *wall_ns > iw ? *wall_ns - iw : 0;
 }
 
-/* The next stride: clock cost <= ~0.25% of the calls' time, a power of two in 1..SL__SAMPLE_STRIDE. */
-static uint32_t next_stride(uint64_t wall_ns) {
-  uint64_t want = timer_cost_ns() * 400 / (wall_ns ? wall_ns : 1);
+/* The next stride: the clock reads of a timed call (its own and its nested calls', `nest16` / 16 of them on
+ * average) <= ~0.25% of the calls' inclusive time, a power of two in 1..SL__SAMPLE_STRIDE. */
+static uint32_t next_stride(uint64_t wall_ns, uint32_t nest16) {
+  uint64_t want = timer_cost_ns() * (16 + (uint64_t)nest16) * 25 / (wall_ns ? wall_ns : 1);
   uint32_t s = 1;
   while (s < want && s < SL__SAMPLE_STRIDE) s <<= 1;
   return s;
@@ -92,52 +127,62 @@ void sl__sampler_init(sl__sampler *s, sl__op *op) {
     s->stride = 1;
     return;
   }
-  s->stride = s->avg_ns ? next_stride(s->avg_ns) : 1;
+  s->avg_nest16 = op ? atomic_load_explicit(&op->avg_nest16_hint, memory_order_relaxed) : 0;
+  s->stride = s->avg_ns ? next_stride(s->avg_ns, s->avg_nest16) : 1;
   s->countdown = draw_gap(s, s->stride);
 }
 
-/* Updates the running mean (1/16 weight per sample) and draws the next gap; returns the sample's weight. */
-static uint64_t advance(sl__op *op, sl__sampler *smp, uint64_t wall_ns) {
+/* Updates the running means (1/16 weight per sample) of the inclusive wall time and of the nested timed calls, and
+ * draws the next gap; returns the sample's weight. */
+static uint64_t advance(sl__op *op, sl__sampler *smp, uint64_t cpu_ns, uint64_t wall_ns, const sl__nest *inner) {
   uint64_t scale = smp->stride ? smp->stride : 1;
-  if (!smp->avg_ns) smp->avg_ns = wall_ns ? wall_ns : 1;
-  else smp->avg_ns = smp->avg_ns - smp->avg_ns / 16 + wall_ns / 16;
-  smp->stride = next_stride(smp->avg_ns);
+  uint32_t n = inner ? (inner->n < 65536 ? inner->n : 65536) : 0;
+  /* The call's time without the nested calls' clock reads, which a call not timed does not make. */
+  uint64_t reads = (uint64_t)n * timer_cost_ns();
+  wall_ns = wall_ns > reads ? wall_ns - reads : 1;
+  if (!smp->avg_ns) {
+    smp->avg_ns = wall_ns;
+    smp->avg_nest16 = 16 * n;
+  } else if (cpu_ns / 4 > smp->avg_ns) {
+    /* A call that spent far more CPU than the mean wall time: the op's cost rose (a 10 us stage became 600 us). The
+     * stride follows at once, so that the next windows are not estimated from a few samples each standing for
+     * hundreds of calls. (CPU, not wall time: a cheap call preempted for a time slice is no new cost. A sample's
+     * weight is the stride its gap was drawn with, so the sums stay unbiased.) */
+    smp->avg_ns = wall_ns;
+    smp->avg_nest16 = smp->avg_nest16 - smp->avg_nest16 / 16 + n;
+  } else {
+    smp->avg_ns = smp->avg_ns - smp->avg_ns / 16 + wall_ns / 16;
+    smp->avg_nest16 = smp->avg_nest16 - smp->avg_nest16 / 16 + n;
+  }
+  smp->stride = next_stride(smp->avg_ns, smp->avg_nest16);
+  atomic_store_explicit(&op->avg_nest16_hint, smp->avg_nest16, memory_order_relaxed);
   smp->countdown = draw_gap(smp, smp->stride);
   atomic_store_explicit(&op->avg_hint_ns, smp->avg_ns, memory_order_relaxed);
   return scale;
 }
 
-void sl__stats_work(sl__op *op, sl__sampler *smp, uint64_t cpu_ns, uint64_t wall_ns) {
-  unbias(&cpu_ns, &wall_ns);
-  uint64_t scale = advance(op, smp, wall_ns);
-  sl__stat_add(&op->st.work_cpu_ns, cpu_ns * scale);
-  sl__stat_add(&op->st.work_wall_ns, wall_ns * scale);
-  uint64_t us = wall_ns / 1000;
-  sl__stat_add(&op->st.work_n, scale);
-  sl__stat_add(&op->st.work_sq_us, us * us * scale);
-}
-
-void sl__stats_work_n(sl__op *op, sl__sampler *smp, uint64_t cpu_ns, uint64_t wall_ns, uint64_t n) {
-  if (n <= 1) {
-    sl__stats_work(op, smp, cpu_ns, wall_ns);
-    return;
-  }
-  unbias(&cpu_ns, &wall_ns);
-  uint64_t scale = advance(op, smp, wall_ns); /* the stride is per timed chunk, as the ticks are */
-  sl__stat_add(&op->st.work_cpu_ns, cpu_ns * scale);
-  sl__stat_add(&op->st.work_wall_ns, wall_ns * scale);
+void sl__stats_work_n(sl__op *op, sl__sampler *smp, uint64_t cpu_ns, uint64_t wall_ns, uint64_t n,
+                      const sl__nest *inner) {
+  if (n < 1) n = 1;
+  /* The spread is of the whole chunk's wall time per element (the worker's service time), as before the nested
+   * calls were measured apart. */
   uint64_t us = wall_ns / n / 1000; /* per-element spread: the chunk's mean stands for each of its elements */
+  uint64_t scale = advance(op, smp, cpu_ns, wall_ns, inner); /* the stride is per timed chunk, as the ticks are */
+  own_time(&cpu_ns, &wall_ns, inner);
+  sl__stat_add(&op->st.work_cpu_ns, cpu_ns * scale);
+  sl__stat_add(&op->st.work_wall_ns, wall_ns * scale);
   sl__stat_add(&op->st.work_n, scale * n);
   sl__stat_add(&op->st.work_sq_us, us * us * scale * n);
 }
 
-void sl__stats_sample(sl__op *op, sl__sampler *smp, uint64_t cpu_ns, uint64_t wall_ns) {
-  unbias(&cpu_ns, &wall_ns);
-  uint64_t scale = advance(op, smp, wall_ns);
+void sl__stats_sample(sl__op *op, sl__sampler *smp, uint64_t cpu_ns, uint64_t wall_ns, const sl__nest *inner) {
+  /* The spread of call times stays that of the inclusive calls (what the consumer of a synchronous op waits). */
+  uint64_t us = wall_ns / 1000;
+  uint64_t scale = advance(op, smp, cpu_ns, wall_ns, inner);
+  own_time(&cpu_ns, &wall_ns, inner);
   sl__stat_add(&op->st.cpu_ns, cpu_ns * scale);
   sl__stat_add(&op->st.wall_ns, wall_ns * scale);
   sl__stat_add(&op->st.samples, 1);
-  uint64_t us = wall_ns / 1000;
   sl__stat_add(&op->st.next_n, scale);
   sl__stat_add(&op->st.next_sq_us, us * us * scale);
 }

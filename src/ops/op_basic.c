@@ -216,6 +216,8 @@ static int repeat_next(sl__it *it, sl_elem *out) {
     r->epochs++;
     if (!r->any || (count >= 0 && r->epochs >= count)) return SL_END;
     r->any = false;
+    /* A timed call of this op marked its input (sl__it_force): the next epoch's input carries the mark. */
+    int force = atomic_load_explicit(&it->input->nest_force, memory_order_relaxed);
     sl__it_free(it->input);
     it->input = NULL;
     if (sl__canceled(it->run)) return sl__err(SL_ECANCELED, "cancelled");
@@ -228,6 +230,7 @@ static int repeat_next(sl__it *it, sl_elem *out) {
     if (r->rec == REC_NONE && atomic_load_explicit(&it->op->live_cache, memory_order_relaxed) > 0) r->rec = REC_FILLING;
     rc = sl__op_open_input(it->op, it->run, r->seed ? &r->seed_copy : NULL, &it->input);
     if (rc) return rc;
+    sl__it_force(it->input, force);
   }
 }
 static void repeat_free(sl__it *it) {

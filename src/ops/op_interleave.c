@@ -72,7 +72,6 @@ static int il_parse(sl__op *op, json_t *o) {
   if (op->buf_autotune) op->buffer = 2;
   if (op->parallelism > c->cycle) op->parallelism = c->cycle;
   op->async = op->parallelism > 1;
-  op->async_source = op->async;
   op->cardinality = (op->input && op->input->cardinality == 0) ? 0 : -1;
   return 0;
 }
@@ -162,8 +161,9 @@ static il_slot *il_pick(il_it *m, int want, const il_slot *other) {
 
 /* Under mu, released while it works: makes up to `chunk` elements of slot s (as many as it has room for: cheap
  * nested elements a chunk at a time, expensive ones one by one, so that the consumer gets each as soon as it is
- * made) into `els`, then publishes them, the slot's end or its error. Returns the number made. */
-static int il_make(il_it *m, il_slot *s, sl_elem *els, int chunk) {
+ * made) into `els`, then publishes them, the slot's end or its error. Returns the number made. `consumer`: called
+ * inside this op's next (whose timed calls subtract the pulls), not by a worker. */
+static int il_make(il_it *m, il_slot *s, sl_elem *els, int chunk, bool consumer) {
   int k = m->qcap - s->qn;
   if (k > chunk) k = chunk;
   s->busy = true;
@@ -173,7 +173,7 @@ static int il_make(il_it *m, il_slot *s, sl_elem *els, int chunk) {
   int got = 0, rc = 0;
   while (got < k) {
     sl_elem_init(&els[got]);
-    if ((rc = sl__it_next(nit, &els[got]))) break;
+    if ((rc = consumer ? sl__it_pull_from(&m->it, nit, &els[got]) : sl__it_next(nit, &els[got]))) break;
     got++;
   }
   uint64_t wall = sl__now_ns() - t0;
@@ -224,7 +224,7 @@ static void *il_worker(void *p) {
     }
     /* Expensive elements: if another slot wants work too, let a sleeping worker take it. */
     if (chunk == 1 && m->waiting_workers && il_pick(m, 1, s)) pthread_cond_signal(&m->cv_work);
-    il_make(m, s, els, chunk);
+    il_make(m, s, els, chunk, false);
     /* In deterministic order the consumer waits for its current slot only. */
     if (m->waiting_consumer && (s == &m->slots[m->cur] || !((const il_cfg *)op->impl)->deterministic)) {
       /* After the unlock, so that the consumer does not block at once on the mutex. */
@@ -369,9 +369,9 @@ static int il_next_par(sl__it *it, sl_elem *out) {
     }
     if ((m->chunk > 1 || il_workers(it->op) == 0) && il_wants_work(m, s, 1)) {
       /* Cheap nested elements and no worker on this slot: make them here, which costs less than waking a worker
-       * and sleeping until it has (and with no workers, who else would). Their share of the source's time is
-       * inside this op's next() (see stolen). */
-      sl__stat_add(&it->op->st.stolen, (uint64_t)il_make(m, s, m->cscratch, m->chunk));
+       * and sleeping until it has (and with no workers, who else would). A timed call of this op times the
+       * source's calls made here and subtracts them (sl__nest). */
+      il_make(m, s, m->cscratch, m->chunk, true);
       continue;
     }
     if (!w0) w0 = sl__now_ns();

@@ -77,8 +77,6 @@ static int map_parse_common(sl__op *op, json_t *o, bool filter) {
     if (op->buf_autotune) op->buffer = 4 * op->parallelism > 16 ? 4 * op->parallelism : 16;
     if (op->parallelism > 1 && op->buffer < op->parallelism) op->buffer = op->parallelism;
     op->async = op->parallelism > 1 || op->par_autotune;
-    op->async_input = op->async;
-    op->work_covers_input = op->async;
   }
   op->cardinality = filter ? (op->input && op->input->cardinality == -2 ? -2 : -1)
                            : (op->input ? op->input->cardinality : -1);
@@ -284,6 +282,7 @@ static void *pmap_worker(void *p) {
   }
   /* One trip under mu per chunk: publish the last chunk's results, then reserve slots for the next. */
   uint64_t first = 0, nres = 0, c0 = 0, fw = 0;
+  sl__nest inner = {0, 0, 0}; /* the input pulls timed inside the last timed chunk */
   int k = 0, got = 0, end_rc = 0;
   bool timed = false;
   sl__errbox *in_err = NULL;
@@ -314,7 +313,7 @@ static void *pmap_worker(void *p) {
       atomic_fetch_add_explicit(&m->published, 1, memory_order_relaxed);
       if (got) {
         uint64_t w = sl__now_ns() - fw;
-        if (timed) sl__stats_work_n(op, &smp, sl__cpu_ns() - c0, w, (uint64_t)got);
+        if (timed) sl__stats_work_n(op, &smp, sl__cpu_ns() - c0, w, (uint64_t)got, &inner);
         chunk = sl__handoff_chunk(&mean_ns, w, (uint64_t)got);
         m->cheap = chunk > 1;
         m->elem_ns = mean_ns;
@@ -330,7 +329,7 @@ static void *pmap_worker(void *p) {
     }
     /* A timed iteration spans everything the worker does for its chunk: in CPU time from the top (waiting for
      * slots included), in wall time from the slots on (input pulls, functions, hand-off: the worker's service
-     * time). The op's own time then subtracts the input's inclusive time, so hand-off costs count as its own. */
+     * time). The input pulls are timed inside it and subtracted (sl__nest), so hand-off costs count as its own. */
     timed = sl__sampler_tick(&smp);
     c0 = timed ? sl__cpu_ns() : 0;
     /* Hysteresis: with a full buffer, wait until a chunk's worth of slots is free (at most low_water), so a
@@ -374,6 +373,11 @@ static void *pmap_worker(void *p) {
     if (wake) pthread_cond_signal(&m->cv_ready);
     if (pass) pthread_cond_signal(&m->cv_space);
     fw = sl__now_ns();
+    sl__nest saved;
+    if (timed) {
+      sl__nest_open(&saved);
+      sl__it_force(m->it.input, 1);
+    }
 
     /* Pull up to k inputs; their sequence numbers are fixed under the input lock. */
     pthread_mutex_lock(&m->in_mu);
@@ -421,6 +425,10 @@ static void *pmap_worker(void *p) {
         if (j < (uint64_t)got) pmap_store(sl, &els[j], rcs[j], boxes[j]);
         else pmap_store(sl, NULL, end_rc, in_err);
       }
+    if (timed) {
+      sl__it_force(m->it.input, -1);
+      sl__nest_close(&saved, &inner, 0, 0); /* a worker's region: nothing encloses it */
+    }
     pthread_mutex_lock(&m->mu);
   }
   sl__free(els);

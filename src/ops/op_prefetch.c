@@ -41,8 +41,6 @@ static int pf_parse(sl__op *op, json_t *o) {
   if ((rc = sl__knob_tunable(op, o, "buffer", 1, 1, &op->buffer, &op->buf_autotune))) return rc;
   if (op->buf_autotune) op->buffer = SL__AUTOTUNE_BUFFER;
   op->async = true;
-  op->async_input = true;
-  op->work_covers_input = true;
   op->cardinality = op->input ? op->input->cardinality : -1;
   return 0;
 }
@@ -62,7 +60,8 @@ static void *pf_producer(void *p) {
   uint64_t mean_ns = 0; /* running mean of the pulls' wall time per element (every chunk is timed for it) */
   for (;;) {
     /* A timed iteration spans the producer's whole work for one chunk (input pulls and hand-off) in CPU time,
-     * so that the hand-off counts as the prefetch's own; wall time is the pulls' (the producer's spread). */
+     * the pulls timed inside it and subtracted, so that the hand-off counts as the prefetch's own; wall time is
+     * the pulls' (the producer's spread). */
     bool timed = sl__sampler_tick(&smp);
     uint64_t c0 = timed ? sl__cpu_ns() : 0;
     pthread_mutex_lock(&f->mu);
@@ -92,12 +91,21 @@ static void *pf_producer(void *p) {
     if (k > chunk) k = chunk;
     uint64_t w0 = sl__now_ns();
     int got = 0, rc = 0;
+    sl__nest saved, inner;
+    if (timed) { /* the pulls are timed inside the chunk and subtracted */
+      sl__nest_open(&saved);
+      sl__it_force(f->it.input, 1);
+    }
     while (got < k) {
       sl_elem_init(&f->scratch[got]);
       if ((rc = sl__it_next(f->it.input, &f->scratch[got]))) break;
       got++;
     }
     uint64_t pw = sl__now_ns() - w0;
+    if (timed) {
+      sl__it_force(f->it.input, -1);
+      sl__nest_close(&saved, &inner, 0, 0); /* a worker's region: nothing encloses it */
+    }
     if (got) sl__stat_add(&op->st.in, (uint64_t)got);
     pthread_mutex_lock(&f->mu);
     for (int j = 0; j < got; j++) { /* only this thread adds: the room seen above is still there */
@@ -123,7 +131,7 @@ static void *pf_producer(void *p) {
     atomic_fetch_add_explicit(&f->published, 1, memory_order_relaxed);
     if (wake) pthread_cond_signal(&f->cv_ready); /* after the unlock: the consumer does not block on the mutex */
     if (got) {
-      if (timed) sl__stats_work_n(op, &smp, sl__cpu_ns() - c0, pw, (uint64_t)got);
+      if (timed) sl__stats_work_n(op, &smp, sl__cpu_ns() - c0, pw, (uint64_t)got, &inner);
       chunk = sl__handoff_chunk(&mean_ns, pw, (uint64_t)got);
     }
     if (rc) return NULL;

@@ -371,27 +371,10 @@ int sl_pipeline_op_stats(sl_op_stats *s, const sl_pipeline *p, int i) {
   s->random = op->random;
   s->serial = op->serial;
   sl__op_counts((sl__op *)op, &s->elements_out, &s->elements_in, &s->bytes_out);
-  /* Own time = inclusive next() time + work on worker threads - inclusive time of the inputs pulled inside
-   * either (same-thread inputs of sync ops; inputs pulled by the timed worker iterations of ops whose work covers
-   * them). Clamped only at the end: an op's parts may be negative estimates on their own. */
+  /* Own time: next() calls on the consumer's side and work on worker threads, each sample without the op calls
+   * timed inside it on the same thread (sl__nest). */
   double cpu = (double)LD(op->st.cpu_ns) + (double)LD(op->st.work_cpu_ns);
   double wall = (double)LD(op->st.wall_ns) + (double)LD(op->st.work_wall_ns);
-  const sl__op *kids[2] = {op->async_input && !op->work_covers_input ? NULL : op->input,
-                           op->async_source ? NULL : op->source};
-  for (int k = 0; k < 2; k++)
-    if (kids[k]) {
-      cpu -= (double)LD(kids[k]->st.cpu_ns);
-      wall -= (double)LD(kids[k]->st.wall_ns);
-    }
-  uint64_t stolen = LD(op->st.stolen);
-  if (op->async_source && op->source && stolen) {
-    uint64_t src_out, src_in, src_bytes;
-    sl__op_counts(op->source, &src_out, &src_in, &src_bytes);
-    double share = src_out ? (double)stolen / (double)src_out : 0;
-    share = share > 1 ? 1 : share;
-    cpu -= share * (double)LD(op->source->st.cpu_ns);
-    wall -= share * (double)LD(op->source->st.wall_ns);
-  }
   s->cpu_seconds = (cpu > 0 ? cpu : 0) * 1e-9;
   s->wall_seconds = (wall > 0 ? wall : 0) * 1e-9;
   s->wait_seconds = ns_s(LD(op->st.wait_ns));

@@ -78,9 +78,9 @@ static void thread_groups(const sl_plan *P, int i, int g, int *next, int *grp) {
   if (o->source >= 0) thread_groups(P, o->source, o->kind == SL__PK_INTERLEAVE && o->async0 ? (*next)++ : g, next, grp);
 }
 
-/* Per-op own times are differences of sampled inclusive times, so an op's own wall and CPU can each be off by a
- * few per cent of its thread's time: a cheap op can show wall well above its CPU while a neighbour shows the
- * reverse. When the thread as a whole spent no more wall than CPU (stretched by the runqueue delay), none of its
+/* Per-op own times are sampled estimates (a light op's from few timed calls, each of which a preemption can
+ * stretch), so an op's own wall and CPU can each be off by a few per cent of its thread's time: a cheap op can show
+ * wall well above its CPU while a neighbour shows the reverse. When the thread as a whole spent no more wall than CPU (stretched by the runqueue delay), none of its
  * ops waited on I/O: they are all CPU-bound. */
 static void no_phantom_waits(sl_plan *P) {
   int *grp = sl__calloc((size_t)P->nops, sizeof *grp);

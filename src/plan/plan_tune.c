@@ -148,6 +148,22 @@ static void set_op_knobs(sl_tuner *a, int i, int par, int buf, const char *why) 
   }
 }
 
+/* The bottleneck sentence of a solve ("bottleneck ops[2] (map spin) 77% of CPU, 4969 elem/s per core") into buf;
+ * false when the plan names none. Under a CPU limit (the LP's sum over all ops) the op named is the costliest one,
+ * which gains most from cores; the per-op rates of a live window are blurred by its waits on locks and hand-offs. */
+static bool bottleneck_words(char *buf, size_t n, const sl_plan *P) {
+  int b = sl_plan_bottleneck(P);
+  double total = 0;
+  for (int i = 0; i < P->nops; i++) total += P->ops[i].c;
+  if (!strcmp(sl_plan_limit(P), "cpu"))
+    for (int i = 0; i < P->nops; i++)
+      if (b < 0 || P->ops[i].c > P->ops[b].c) b = i;
+  if (b < 0) return false;
+  snprintf(buf, n, "bottleneck %s (%s %s) %.0f%% of CPU, %.0f elem/s per core", P->ops[b].path, P->ops[b].op,
+           P->ops[b].label, total > 0 ? 100 * P->ops[b].c / total : 0, P->ops[b].c > 0 ? 1 / P->ops[b].c : 0);
+  return true;
+}
+
 /* The plan options of a window's solve: "autotune" knobs only, no prefetch inserted (a live pipeline takes no new
  * op), a cache only once (right before a repeat, which keeps and replays its input's next epoch). */
 static int window_opts(const sl_tuner *a, sl_plan_opts *po) {
@@ -209,10 +225,11 @@ static bool seq_solve(sl_tuner *a, sl_trace *t, double measured) {
       a->tgt_par[i] = (int)(P->par[i] < op->parallelism ? P->par[i] : op->parallelism); /* workers that exist */
     if (op->buf_autotune && sl__op_model(op->vt->kind) == SL__MK_PREFETCH) a->tgt_buf[i] = (int)P->buf[i];
   }
-  char why[320];
+  char why[400], bn[160];
+  if (!bottleneck_words(bn, sizeof bn, P)) snprintf(bn, sizeof bn, "no bottleneck named");
   snprintf(why, sizeof why, "trial: %.0f elem/s at parallelism 1 against %.0f with workers; solved on its window "
-           "(sequential costs, hand-offs priced): predicted %.0f elem/s against %.0f for the knobs before it",
-           measured, a->trial_base, P->predicted, before);
+           "(sequential costs, hand-offs priced): %s; predicted %.0f elem/s against %.0f for the knobs before it",
+           measured, a->trial_base, bn, P->predicted, before);
   for (int i = 0; i < a->nops; i++) {
     set_op_knobs(a, i, a->tgt_par[i], a->tgt_buf[i], why);
     a->c_solved[i] = P->ops[i].c;
@@ -399,23 +416,13 @@ static void tune_window(sl_tuner *a, const sl_op_stats *now, const sl_op_stats *
     goto out;
   }
   double pred = sl_plan_predicted(P);
-  /* The op to name: under a CPU limit (the LP's sum over all ops) the costliest one, which gains most from cores;
-   * the per-op rates of a live window are blurred by its waits on locks and hand-offs. */
-  int b = sl_plan_bottleneck(P);
-  double total = 0;
-  for (int i = 0; i < P->nops; i++) total += P->ops[i].c;
-  if (!strcmp(sl_plan_limit(P), "cpu"))
-    for (int i = 0; i < P->nops; i++)
-      if (b < 0 || P->ops[i].c > P->ops[b].c) b = i;
-  char why[320];
+  char why[480], bn[160];
   char dr[96];
   if (first) snprintf(dr, sizeof dr, "first solve");
   else snprintf(dr, sizeof dr, "drift: a stage's CPU/element moved by %.0f%% of the total (two windows)", 100 * drift);
-  if (b >= 0)
-    snprintf(why, sizeof why, "%s; bottleneck %s (%s %s) %.0f%% of CPU, %.0f elem/s per core; predicted %.0f elem/s "
-             "(%+.0f%% over the knobs in force; %.0f measured in the last %.1f s)", dr, P->ops[b].path, P->ops[b].op, P->ops[b].label,
-             total > 0 ? 100 * P->ops[b].c / total : 0, P->ops[b].c > 0 ? 1 / P->ops[b].c : 0, pred,
-             now_x > 0 ? 100 * (pred / now_x - 1) : 0, measured, secs);
+  if (bottleneck_words(bn, sizeof bn, P))
+    snprintf(why, sizeof why, "%s; %s; predicted %.0f elem/s (%+.0f%% over the knobs in force; %.0f measured in the "
+             "last %.1f s)", dr, bn, pred, now_x > 0 ? 100 * (pred / now_x - 1) : 0, measured, secs);
   else
     snprintf(why, sizeof why, "%s; predicted %.0f elem/s", dr, pred);
   if (rep >= 0) {

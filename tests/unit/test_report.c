@@ -164,7 +164,7 @@ static sl_report_trace_opts ropts(void) {
 
 static void test_trace_report(void **st) {
   sl_pipeline *p = tu_pipeline(SPIN_SPEC("spin <&> \\\"q\\\" 'a'"));
-  sl_trace *t = trace_of(p, 150);
+  sl_trace *t = trace_of(p, 500); /* 1000 elements: the light stages are timed 1 call in 64-128 */
   sl_report_trace_opts o = ropts();
   o.source = "t<1>.json";
   char *html = NULL;

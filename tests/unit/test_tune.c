@@ -124,8 +124,17 @@ static void test_converges_on_spin4(void **st) {
   if (first && first < trial_at) assert_true(!lowered || lowered > trial_at);
   else printf("the first window did not name the heavy stage: nothing asserted of the first solve\n");
   if (reverted) assert_non_null(strstr(log, "ops[2] (map spin) parallelism 1 -> 2: trial reverted"));
-  /* Workers won the trial and the knobs were solved on its window (sequential costs): the heavy stage got them. */
-  if (strstr(log, "solved on its window")) assert_non_null(strstr(log, "ops[2] (map spin) parallelism 1 -> 2: trial: "));
+  /* Workers won the trial and the knobs were solved on its window (sequential costs): when that window named the
+   * heavy stage, it got the workers. A window's costs are sampled: when each op's own cost in a chain on one thread
+   * was the difference of two sampled inclusive times, beside other load (CI) the light stages' came out at 0 and
+   * 5x, and once the prefetch's at 54% (own times are now measured inside each timed call, sl__nest); a misnamed
+   * window's solve is on probation, which measures the change and takes it back. Printed. */
+  const char *win = strstr(log, "solved on its window");
+  const char *win_end = win ? strchr(win, '\n') : NULL, *named = win ? strstr(win, "bottleneck ops[2] (map spin)") : NULL;
+  if (named && (!win_end || named < win_end))
+    assert_non_null(strstr(log, "ops[2] (map spin) parallelism 1 -> 2: trial: "));
+  else if (win)
+    printf("the trial's window did not name the heavy stage: its solve is on probation, nothing asserted of it\n");
   assert_true(js[0] == '[');
   for (const char *l = log; *l;) {
     const char *nl = strchr(l, '\n');
