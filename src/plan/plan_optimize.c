@@ -256,17 +256,22 @@ static int long_enough(sl_trace **t0, bool *rep, sl_pipeline *p, const sl_optimi
 }
 
 /* Runs each of a and b `rounds` times, alternating (a shared machine's load drifts: alternation spreads it over
- * both), each for `secs` after a warm-up; the medians of their throughputs into *ma, *mb. */
+ * both), each for `secs` after a warm-up; the medians of their throughputs into *ma, *mb, and (least_cpu, may be
+ * NULL) the least process CPU per element any run of a, of b spent. */
 static int alternate(double *ma, double *mb, sl_pipeline *a, sl_pipeline *b, int rounds, double secs,
-                     const sl_machine *m, bool rep) {
+                     const sl_machine *m, bool rep, double least_cpu[2]) {
   double ra[9], rb[9];
   if (rounds > 9) rounds = 9;
+  if (least_cpu) least_cpu[0] = least_cpu[1] = 0;
   for (int k = 0; k < rounds; k++) {
     for (int w = 0; w < 2; w++) {
       sl_trace *t = NULL;
       int rc = trace_of(&t, (k + w) % 2 ? b : a, secs, secs * 0.25, m, rep, 0);
       if (rc) return rc;
       ((k + w) % 2 ? rb : ra)[k] = sl_trace_throughput(t);
+      double cpu = t->elements ? t->process_cpu / (double)t->elements : 0;
+      double *least = least_cpu ? &least_cpu[(k + w) % 2] : NULL;
+      if (least && cpu > 0 && (*least == 0 || cpu < *least)) *least = cpu;
       sl_trace_free(t);
     }
   }
@@ -293,7 +298,7 @@ static int runoff(bool *b_won, const sl_plan *a, const sl_plan *b, const sl_pipe
   double ma = 0, mb = 0;
   int rc = plan_pipeline(&qa, a, p);
   if (!rc) rc = plan_pipeline(&qb, b, p);
-  if (!rc) rc = alternate(&ma, &mb, qa, qb, SL__PLAN_CHECK_ROUNDS, opts->measure_seconds / SL__PLAN_CHECK_ROUNDS, m, rep);
+  if (!rc) rc = alternate(&ma, &mb, qa, qb, SL__PLAN_CHECK_ROUNDS, opts->measure_seconds / SL__PLAN_CHECK_ROUNDS, m, rep, NULL);
   sl_pipeline_free(qa);
   sl_pipeline_free(qb);
   if (!rc) *b_won = mb > ma;
@@ -319,6 +324,7 @@ int sl_optimize(sl_plan **out, sl_pipeline *p, const sl_optimize_opts *opts) {
   if (!opts->trace && (rc = sl__plan_fuse(&fused, p))) return rc;
   if (fused) p = fused;
   sl_optimize_result res = {0};
+  double least_cpu[2] = {0, 0}; /* the least process CPU per element of the final check's runs: input, plan */
   sl_trace *t0 = NULL, *ts = NULL, *tc = NULL;
   sl_plan *plan = NULL, *best = NULL;
   double best_measured = -1, hscale = 1;
@@ -511,7 +517,7 @@ int sl_optimize(sl_plan **out, sl_pipeline *p, const sl_optimize_opts *opts) {
       if ((rc = sl_plan_spec_json(&js, plan))) goto done;
       rc = sl_pipeline_from_json(&q, js, strlen(js), sl__pipeline_origin(p));
       sl__free(js);
-      if (!rc) rc = alternate(&mi, &mp, p, q, SL__PLAN_CHECK_ROUNDS, secs, &t0->machine, rep);
+      if (!rc) rc = alternate(&mi, &mp, p, q, SL__PLAN_CHECK_ROUNDS, secs, &t0->machine, rep, least_cpu);
       sl_pipeline_free(q);
       if (rc) goto done;
       res.baseline = mi;
@@ -530,6 +536,7 @@ int sl_optimize(sl_plan **out, sl_pipeline *p, const sl_optimize_opts *opts) {
           res.measured_cpu = t0->elements ? t0->process_cpu / (double)t0->elements : 0;
           res.measure_other_load = t0->machine.other_load;
           res.kept_input = true;
+          least_cpu[1] = least_cpu[0]; /* the runs of the input are the runs of this plan */
         } else {
           sl_plan_free(in);
         }
@@ -540,9 +547,13 @@ int sl_optimize(sl_plan **out, sl_pipeline *p, const sl_optimize_opts *opts) {
   res.bound = sl_plan_bound(plan);
   /* The bound holds for runs that spend at least its CPU per element (throughput <= cores / CPU per element). A
    * measured run of the final plan that spent less (decode costs that vary with the data, caches warmer than in
-   * the trace) could exceed it: the bound is then taken at that run's CPU per element, and the result says so. */
-  if (res.measured_cpu > 0 && !strcmp(sl_plan_limit(plan), "cpu") && plan->C / res.measured_cpu > res.bound) {
-    res.bound = plan->C / res.measured_cpu;
+   * the trace, a run past its warm-up) could exceed it: the bound is then taken at the least CPU per element any
+   * run of the final plan spent, and the result says so. (The median run's figure was not enough: the bench's
+   * longer runs of imagenet's plan spent 10% less CPU per image than optimize's, and measured 1.10x that bound.) */
+  double least = res.measured_cpu;
+  if (least_cpu[1] > 0 && (least <= 0 || least_cpu[1] < least)) least = least_cpu[1];
+  if (least > 0 && !strcmp(sl_plan_limit(plan), "cpu") && plan->C / least > res.bound) {
+    res.bound = plan->C / least;
     res.bound_from_run = true;
   }
   res.model_cpu = sl_plan_cpu_per_element(plan);

@@ -3,6 +3,7 @@
  * SL_TEST_THREADED SL_TEST_TIMEOUT(300) */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -163,12 +164,17 @@ static void test_nested_error_surfaces(void **s) {
   sl_pipeline_free(p);
 }
 
+/* The consumer counts the elements it has seen (seen); the cancelling thread waits for the first one, so that the
+ * cancel falls mid-stream whatever the load (a fixed delay from the start may come before any element). */
 typedef struct {
   sl_iter *it;
+  atomic_llong seen;
 } cancel_arg;
 static void *canceller(void *a) {
+  cancel_arg *c = a;
+  while (atomic_load(&c->seen) == 0) usleep(200);
   usleep(20000);
-  sl_iter_cancel(((cancel_arg *)a)->it);
+  sl_iter_cancel(c->it);
   return NULL;
 }
 
@@ -177,7 +183,7 @@ static void test_cancel_from_another_thread(void **s) {
                      "\"parallelism\": 2}, {\"op\": \"prefetch\", \"buffer\": 4}]}");
   sl_iter *it;
   assert_int_equal(sl_pipeline_iter(&it, p), 0);
-  cancel_arg a = {it};
+  cancel_arg a = {it, 0};
   pthread_t t;
   pthread_create(&t, NULL, canceller, &a);
   sl_elem e;
@@ -186,7 +192,7 @@ static void test_cancel_from_another_thread(void **s) {
   int64_t n = 0;
   while ((rc = sl_iter_next(&e, it)) == 0) {
     sl_elem_clear(&e);
-    n++;
+    atomic_store(&a.seen, ++n);
   }
   pthread_join(t, NULL);
   assert_int_equal(rc, SL_ECANCELED);
@@ -464,9 +470,13 @@ static void test_interleave_own_time_excludes_its_source(void **s) {
 }
 
 /* Cancels from another thread while cheap elements stream through every async op; what came before is in order. */
+/* Cancels the iterator a few milliseconds after its consumer has seen an element: mid-stream on any load (a
+ * fixed 5 ms from the start was, under ASan beside other tests, sometimes before the first element). */
 static void *cancel_soon(void *a) {
+  cancel_arg *c = a;
+  while (atomic_load(&c->seen) == 0) usleep(200);
   usleep(5000);
-  sl_iter_cancel(a);
+  sl_iter_cancel(c->it);
   return NULL;
 }
 static void test_cheap_cancel_mid_stream(void **s) {
@@ -477,7 +487,8 @@ static void test_cheap_cancel_mid_stream(void **s) {
     sl_iter *it;
     assert_int_equal(sl_pipeline_iter(&it, p), 0);
     pthread_t t;
-    pthread_create(&t, NULL, cancel_soon, it);
+    cancel_arg ca = {it, 0};
+    pthread_create(&t, NULL, cancel_soon, &ca);
     sl_elem e;
     sl_elem_init(&e);
     int rc;
@@ -486,7 +497,7 @@ static void test_cheap_cancel_mid_stream(void **s) {
       sl_comp_get_i64(&v, sl_elem_get(&e, "value"));
       assert_int_equal(v, n / 6 * 2 + (n % 2)); /* each pair of inputs gives 3 + 3 elements, alternating */
       sl_elem_clear(&e);
-      n++;
+      atomic_store(&ca.seen, ++n);
       if (slow && n % 100 == 0) usleep(1000);
     }
     pthread_join(t, NULL);
