@@ -166,8 +166,11 @@ static int pf_next(sl__it *it, sl_elem *out) {
         f->end_rc = rc;
         if (rc < 0) sl__errbox_capture(&f->err, rc); /* for later calls; this one returns it as set */
       }
+      /* A producer waits for the pull to finish only when the depth was raised meanwhile; at depth 0 it sleeps
+       * until then, and waking it for every element cost a futex wake-up each. */
+      bool wake = f->waiting_producer && (f->done || !pf_inline(f));
       pthread_mutex_unlock(&f->mu);
-      pthread_cond_signal(&f->cv_space); /* a producer waiting for the pull to finish */
+      if (wake) pthread_cond_signal(&f->cv_space);
       return rc;
     }
     if (sl__canceled(it->run)) {
