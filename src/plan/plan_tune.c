@@ -133,19 +133,23 @@ static double drift_of(const sl_plan *P, const double *ref, bool total_only) {
   return d;
 }
 
-/* Sets op i's parallelism and output buffer live, logging each that changes with `why`. */
-static void set_op_knobs(sl_tuner *a, int i, int par, int buf, const char *why) {
+/* Sets op i's parallelism and output buffer live, logging each that changes with `why`; true when one changed. */
+static bool set_op_knobs(sl_tuner *a, int i, int par, int buf, const char *why) {
   sl__op *op = sl__pipeline_op(a->p, i);
+  bool changed = false;
   int cur = atomic_load_explicit(&op->active_par, memory_order_relaxed);
   if (par != cur) {
     atomic_store_explicit(&op->active_par, par, memory_order_relaxed);
     log_change(a, i, "parallelism", cur, par, why);
+    changed = true;
   }
   cur = atomic_load_explicit(&op->active_buf, memory_order_relaxed);
   if (buf != cur) {
     atomic_store_explicit(&op->active_buf, buf, memory_order_relaxed);
     log_change(a, i, "buffer", cur, buf, why);
+    changed = true;
   }
+  return changed;
 }
 
 /* The bottleneck sentence of a solve ("bottleneck ops[2] (map spin) 77% of CPU, 4969 elem/s per core") into buf;
@@ -457,19 +461,8 @@ static void tune_window(sl_tuner *a, const sl_op_stats *now, const sl_op_stats *
   }
   bool changed = false;
   if (!is_rejected(a, a->tgt_par, a->tgt_buf))
-    for (int i = 0; i < a->nops; i++) {
-      sl__op *op = sl__pipeline_op(a->p, i);
-      if (a->tgt_par[i] != a->pend_par[i]) {
-        atomic_store_explicit(&op->active_par, a->tgt_par[i], memory_order_relaxed);
-        log_change(a, i, "parallelism", a->pend_par[i], a->tgt_par[i], why);
-        changed = true;
-      }
-      if (a->tgt_buf[i] != a->pend_buf[i]) {
-        atomic_store_explicit(&op->active_buf, a->tgt_buf[i], memory_order_relaxed);
-        log_change(a, i, "buffer", a->pend_buf[i], a->tgt_buf[i], why);
-        changed = true;
-      }
-    }
+    for (int i = 0; i < a->nops; i++)
+      if (set_op_knobs(a, i, a->tgt_par[i], a->tgt_buf[i], why)) changed = true;
   if (changed) {
     a->pend = 1;
     a->pend_windows = 0;
