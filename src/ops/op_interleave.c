@@ -49,6 +49,10 @@ struct il_it {
   uint64_t mean_ns;
   int nthreads;
   int waiting_consumer, waiting_workers;
+  /* Written by the consumer under mu, read by workers under mu: while no worker may work (an "autotune" interleave
+   * the tuner set to 1) and nothing is buffered, the consumer pulls from the slots itself, as il_next_seq does,
+   * without the lock, the buffers or the clock reads of a trip per element; workers leave the slots alone. */
+  bool direct;
   /* Consumer only: elements claimed on its last trip under mu, and the slot each came from (to release it). */
   sl__claims cl;
   il_slot *cl_slot[SL__HANDOFF_MAX];
@@ -97,7 +101,7 @@ static int il_fill(il_it *m, il_slot *s) {
   s->exhausted = false;
   s->err = 0;
   if (m->parallel) {
-    pthread_cond_broadcast(&m->cv_work);
+    if (!m->direct) pthread_cond_broadcast(&m->cv_work);
     pthread_mutex_unlock(&m->mu);
   }
   return 0;
@@ -214,7 +218,7 @@ static void *il_worker(void *p) {
   pthread_mutex_lock(&m->mu);
   while (!m->stop) {
     int chunk = m->chunk, want = chunk < half ? chunk : half;
-    il_slot *s = wa->id < il_workers(op) ? il_pick(m, want, NULL) : NULL;
+    il_slot *s = wa->id < il_workers(op) && !m->direct ? il_pick(m, want, NULL) : NULL;
     if (!s) {
       m->waiting_workers++;
       sl__cond_wait_ms(&m->cv_work, &m->mu, 50);
@@ -274,9 +278,28 @@ static il_slot *il_claimable(il_it *m, const il_cfg *c) {
   return NULL;
 }
 
+/* Under mu: whether the consumer may pull from the slots itself: no worker may work, none is inside a slot, and
+ * nothing is buffered, claimed, exhausted or failed that the parallel path has yet to hand out. */
+static bool il_may_go_direct(const il_it *m) {
+  if (il_workers(m->it.op) > 0 || m->cl.n) return false;
+  for (int i = 0; i < m->cycle; i++) {
+    const il_slot *t = &m->slots[i];
+    if (t->busy || t->qn || t->exhausted || t->err) return false;
+  }
+  return true;
+}
+
 static int il_next_par(sl__it *it, sl_elem *out) {
   il_it *m = (il_it *)it;
   const il_cfg *c = it->op->impl;
+  if (m->direct) {
+    if (il_workers(it->op) == 0) return il_next_seq(it, out);
+    /* The tuner raised the parallelism: hand the slots back to the workers. */
+    pthread_mutex_lock(&m->mu);
+    m->direct = false;
+    pthread_cond_broadcast(&m->cv_work);
+    pthread_mutex_unlock(&m->mu);
+  }
   if (sl__claims_next(&m->cl, out)) return 0;
   uint64_t w0 = 0;
   pthread_mutex_lock(&m->mu);
@@ -289,6 +312,11 @@ static int il_next_par(sl__it *it, sl_elem *out) {
   }
   for (int i = 0; i < m->cl.n && m->waiting_workers && !wake; i++) wake = il_worth_waking(m, m->cl_slot[i]);
   m->cl.head = m->cl.n = 0;
+  if (il_may_go_direct(m)) {
+    m->direct = true;
+    pthread_mutex_unlock(&m->mu);
+    return il_next_seq(it, out);
+  }
   for (;;) {
     il_slot *s = &m->slots[m->cur];
     if (!s->it) {

@@ -544,6 +544,31 @@ static void test_cheap_handoff_under_live_knob_changes(void **s) {
   sl_pipeline_free(p);
 }
 
+/* The same for an "autotune" interleave: at parallelism 1 its consumer pulls from the open chains itself (no
+ * workers, no buffers), and it hands the chains back to the workers whenever the parallelism rises again, at any
+ * moment in a chain or a block: the elements and their order are the sequential interleave's. */
+static void test_interleave_under_live_knob_changes(void **s) {
+  const char *fmt = "{\"ops\": [{\"op\": \"range\", \"stop\": 30}, {\"op\": \"interleave\", \"cycle_length\": 3, "
+                    "\"block_length\": 2, \"parallelism\": %s, \"source\": [{\"op\": \"repeat\", \"count\": 700}]}, "
+                    "{\"op\": \"prefetch\", \"buffer\": %s}]}";
+  static int64_t want[21000], got[21000];
+  sl_pipeline *ref = tu_pipelinef(fmt, "1", "1");
+  assert_int_equal(tu_collect_i64(ref, "value", want, 21000), 21000);
+  sl_pipeline_free(ref);
+  sl_pipeline *p = tu_pipelinef(fmt, "\"autotune\"", "\"autotune\"");
+  toggle_arg t = {p, false};
+  pthread_t th;
+  pthread_create(&th, NULL, toggler, &t);
+  int rc;
+  int64_t n = drain(p, got, 21000, 997, 200, &rc);
+  atomic_store(&t.done, true);
+  pthread_join(th, NULL);
+  assert_int_equal(rc, SL_END);
+  assert_int_equal(n, 21000);
+  assert_memory_equal(want, got, sizeof want);
+  sl_pipeline_free(p);
+}
+
 /* Expensive elements are handed over one by one as soon as each is made, not held back to fill a chunk. Asserted
  * without a clock: the producer's policy (a chunk of 1 for an expensive element), and, end to end, that the
  * consumer has its first element while the producer is still far from done (held back for a chunk, it would get
@@ -607,6 +632,7 @@ int main(void) {
       cmocka_unit_test(test_cheap_cancel_mid_stream),
       cmocka_unit_test(test_map_on_error_skip),
       cmocka_unit_test(test_cheap_handoff_under_live_knob_changes),
+      cmocka_unit_test(test_interleave_under_live_knob_changes),
       cmocka_unit_test(test_expensive_elements_are_not_batched),
   };
   return cmocka_run_group_tests(tests, setup, NULL);
