@@ -225,8 +225,9 @@ int sl__op_open_input(sl__op *op, sl__run *run, const sl_elem *seed_elem, sl__it
 /* Opens an op's iterator (recursively opens inputs). */
 int sl__op_open(sl__op *op, sl__run *run, const sl_elem *seed_elem, sl__it **out);
 
-/* Sampling of self time: the largest stride (a cheap op is timed once in SL__SAMPLE_STRIDE calls). */
-#define SL__SAMPLE_STRIDE 1024u
+/* Sampling of self time: the largest stride (a cheap op is timed once in SL__SAMPLE_STRIDE calls; a tuner window of
+ * such an op at 500k calls/s still holds about 120 samples a second). */
+#define SL__SAMPLE_STRIDE 4096u
 /* Adds one sampled measurement (ns, inclusive; the calls nested in it, `inner`, are subtracted: may be NULL),
  * scaled by the number of calls it stands for, and sets the next stride and countdown: calls are timed often
  * enough for good estimates but so that the clocks' cost (measured once per process: a thread CPU clock read is a
