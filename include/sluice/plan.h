@@ -96,8 +96,9 @@ typedef struct sl_optimize_result {
                        * median of the alternating runs */
   double predicted;   /* the model's throughput for the final plan */
   double measured;    /* measured throughput of the tuned pipeline (0 when measure_seconds is 0) */
-  double bound;       /* the LP bound, or (bound_from_run) cores over the least CPU per element a measured run of
-                       * the final plan spent when that is higher */
+  double bound;       /* the LP bound, or (bound_from_run) the bound at the least CPU per element a measured run
+                       * of the final plan spent when that is lower than the model's: cores over it (limit "cpu"),
+                       * the LP's times model / run (limits "sequential" and "serial", one thread's work) */
   int rounds;         /* solves made (1 + re-traces, at most 3) */
   double other_load;  /* most cores other processes kept busy during any of the runs (-1 unknown) */
   double model_cpu;   /* the final plan's CPU seconds per element (sl_plan_cpu_per_element) */
@@ -109,8 +110,8 @@ typedef struct sl_optimize_result {
   bool checked;       /* baseline and measured are the medians of alternating runs of the input and the final plan */
   uint64_t trace_elements; /* output elements the trace the plan was built from saw */
   bool repeated_input; /* the input was finite and too short: it was traced and measured under a root repeat */
-  bool bound_from_run; /* bound is cores over the least CPU per element a measured run of the final plan spent,
-                        * which was below the LP's (sl_plan_bound does not hold for that run) */
+  bool bound_from_run; /* bound is at the least CPU per element a measured run of the final plan spent, which
+                        * was below the LP's (sl_plan_bound does not hold for that run) */
   /* Operator fusion (decode_jpeg + crop/resize into one op): the input's process CPU per element traced fused and
    * unfused (0, 0: nothing to fuse, or a given trace); fused: the plan is of the fused pipeline, which is kept only
    * when it spent no more CPU per element. */

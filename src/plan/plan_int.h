@@ -23,6 +23,10 @@
 #define SL__PLAN_CHECK_ROUNDS 3
 /* The median of v[0..n) (sorted in place); 0 for n = 0. */
 double sl__plan_median(double *v, int n);
+/* The bound at a measured run's CPU per element `run_cpu` (s) when that is below the model's `model_cpu`: cores `C`
+ * over it for limit "cpu" (when higher than `bound`), `bound` times model / run for "sequential" and "serial" (one
+ * thread's work); `bound` unchanged otherwise (disk, waits, no run). */
+double sl__plan_bound_at_run(const char *limit, double C, double bound, double model_cpu, double run_cpu);
 
 enum { SL__WAIT_NONE, SL__WAIT_CORE, SL__WAIT_IO };
 

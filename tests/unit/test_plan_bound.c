@@ -142,9 +142,23 @@ static void test_measured_run_within_bound(void **st) {
   sl_pipeline_free(p);
 }
 
+/* The bound at a measured run's CPU per element: only ever raised, only for CPU-set limits. */
+static void test_bound_at_run(void **st) {
+  (void)st;
+  assert_float_equal(sl__plan_bound_at_run("cpu", 2, 200, 0.01, 0.008), 250, 1e-9);
+  assert_float_equal(sl__plan_bound_at_run("cpu", 2, 200, 0.01, 0.012), 200, 1e-9);
+  assert_float_equal(sl__plan_bound_at_run("sequential", 2, 149.5, 0.0067, 0.0045), 149.5 * 0.0067 / 0.0045, 1e-9);
+  assert_float_equal(sl__plan_bound_at_run("serial", 2, 100, 0.004, 0.002), 200, 1e-9);
+  assert_float_equal(sl__plan_bound_at_run("sequential", 2, 100, 0.004, 0.005), 100, 1e-9);
+  assert_float_equal(sl__plan_bound_at_run("disk", 2, 100, 0.004, 0.002), 100, 1e-9);
+  assert_float_equal(sl__plan_bound_at_run("wait", 2, 100, 0.004, 0.002), 100, 1e-9);
+  assert_float_equal(sl__plan_bound_at_run("cpu", 2, 100, 0.004, 0), 100, 1e-9);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_bound_is_C_over_sum_c), cmocka_unit_test(test_bound_sequential_op),
-      cmocka_unit_test(test_costs_capped_by_process_cpu), cmocka_unit_test(test_measured_run_within_bound)};
+      cmocka_unit_test(test_costs_capped_by_process_cpu), cmocka_unit_test(test_measured_run_within_bound),
+      cmocka_unit_test(test_bound_at_run)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
