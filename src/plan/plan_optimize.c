@@ -87,6 +87,8 @@ static int refresh_costs(sl_trace **out, const sl_trace *first, const sl_trace *
   if (!a || !b) {
     sl__free(a);
     sl__free(b);
+    sl_trace_free(*out); /* the caller takes *out only on success */
+    *out = NULL;
     return sl__oom("a trace");
   }
   int na = core_ops(first, a), nb = core_ops(tuned, b);
