@@ -37,12 +37,21 @@ int sl__it_next(sl__it *it, sl_elem *out) {
   bool tick = sl__sampler_tick(&it->smp);
   if (!tick && !atomic_load_explicit(&it->nest_force, memory_order_relaxed)) {
     rc = it->vt->next(it, out);
+  } else if (!tick && sl__nest_wall_only()) {
+    /* Timed only for a sampled call above it on this thread, which reads this call's CPU from its wall time
+     * (sl__nest_open): the wall clock alone, no system call. */
+    sl__nest saved, inner;
+    sl__nest_open(&saved, false);
+    uint64_t w0 = sl__now_ns();
+    rc = it->vt->next(it, out);
+    uint64_t dw = sl__now_ns() - w0;
+    sl__nest_close_wall(&saved, &inner, dw);
   } else {
     /* Timed: its own sample is due, or a timed call that pulls from it subtracts this one's inclusive time
      * (sl__nest). Only for its own sample are its input's calls timed too: a call timed for its caller needs its
      * inclusive time alone (so a batch of 2048 times its 2048 pulls, not the whole chain under each). */
     sl__nest saved, inner;
-    sl__nest_open(&saved);
+    sl__nest_open(&saved, tick);
     if (tick) {
       sl__it_force(it->input, 1);
       atomic_store_explicit(&it->timing, true, memory_order_relaxed);

@@ -153,16 +153,29 @@ typedef struct sl__sampler {
  * that difference was noisier than a light op's whole cost: 0 to 5x of a 10 us stage beside a 200 us one). */
 typedef struct sl__nest {
   uint64_t cpu, wall; /* inclusive time of the timed calls nested in the region (their clock reads included) */
-  uint32_t n;         /* how many (for the stride: each costs its clock reads) */
+  uint64_t wall_nc;   /* the part of `wall` whose CPU was not read (calls timed on the wall clock alone) */
+  uint32_t n;         /* how many were timed on both clocks (for the stride: each costs its clock reads) */
+  uint32_t nw;        /* how many on the wall clock alone */
+  bool wall_only;     /* this region times the calls nested in it on the wall clock alone */
 } sl__nest;
 /* Opens a region: the enclosing region's nested sums are saved in *saved and this one's start at zero. A region
  * also marks the iterators it calls (sl__it.nest_force) so that their calls are timed whether or not their own
- * samplers tick (a mark on the iterator, not a thread-local flag: the untimed path reads no thread-local). */
-void sl__nest_open(sl__nest *saved);
+ * samplers tick (a mark on the iterator, not a thread-local flag: the untimed path reads no thread-local).
+ * wall_only: the calls timed for this region alone read the wall clock only (a consumer's sampled call: the thread
+ * CPU clock is a system call, about 1.5-3 us here with its after-effects, and a sampled batch of 2048 would make
+ * 4096 of them; their CPU is estimated, sl__nest_close_wall). A worker's region reads both (it spans waiting). */
+void sl__nest_open(sl__nest *saved, bool wall_only);
+/* True when the innermost open region on this thread times its nested calls on the wall clock alone. */
+bool sl__nest_wall_only(void);
 /* Closes it: *inner gets the sums of the calls nested in it; the enclosing region (restored from *saved) gets this
  * region's inclusive time (incl_cpu, incl_wall: 0 for a worker's region, which nothing encloses) and its clock
  * reads. */
 void sl__nest_close(const sl__nest *saved, sl__nest *inner, uint64_t incl_cpu, uint64_t incl_wall);
+/* The same for a call timed on the wall clock alone: the enclosing region gets its inclusive wall time as time
+ * whose CPU it did not read. The enclosing call's own CPU then counts that wall time as the nested calls' CPU less
+ * the time the call spent off the CPU (its wall less its CPU): a sampled call waits in its pulls, not in its own
+ * work, so its own CPU is its own wall time, at most its CPU less the nested calls'. */
+void sl__nest_close_wall(const sl__nest *saved, sl__nest *inner, uint64_t incl_wall);
 /* A sampler for op `op` (NULL: none), starting from the op's running mean; never times when SL_NO_TIMING is set. */
 void sl__sampler_init(sl__sampler *s, sl__op *op);
 /* True when this call is to be timed (and counts the call down otherwise). */

@@ -12,6 +12,9 @@
  * rarely is not charged the clock's cost times its stride), and the part outside them that a call nested in a
  * timed one adds to the enclosing call's time (charged to the nested call, sl__nest). Medians of a few trials. */
 static atomic_uint_fast64_t g_timer_ns, g_in_cpu_ns, g_in_wall_ns, g_out_cpu_ns, g_out_wall_ns;
+/* The same for a call timed on the wall clock alone (sl__nest_close_wall): its reads, and their part outside its
+ * window that the enclosing call sees. */
+static atomic_uint_fast64_t g_timerw_ns, g_outw_wall_ns;
 static int cmp_u64(const void *a, const void *b) {
   uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
   return x < y ? -1 : x > y;
@@ -20,7 +23,15 @@ static uint64_t timer_cost_ns(void) {
   uint64_t c = atomic_load_explicit(&g_timer_ns, memory_order_relaxed);
   if (c) return c;
   enum { R = 15 };
-  uint64_t full[R], icpu[R], iwall[R], ocpu[R], owall[R];
+  uint64_t full[R], icpu[R], iwall[R], ocpu[R], owall[R], fullw[R], owallw[R];
+  for (int r = 0; r < R; r++) {
+    uint64_t aw = sl__now_ns(), w0 = sl__now_ns(), w1 = sl__now_ns(), bw = sl__now_ns();
+    uint64_t xw = sl__now_ns(), yw = sl__now_ns();
+    int64_t ow = (int64_t)(bw - aw) - (int64_t)(yw - xw) - (int64_t)(w1 - w0);
+    owallw[r] = ow > 0 ? (uint64_t)ow : 0;
+    (void)sl__now_ns();
+    fullw[r] = sl__now_ns() - yw;
+  }
   for (int r = 0; r < R; r++) {
     /* A timed call with nothing inside, as an enclosing timed call sees it, less the same reads with none. */
     uint64_t a = sl__cpu_ns(), aw = sl__now_ns();
@@ -52,6 +63,10 @@ static uint64_t timer_cost_ns(void) {
   qsort(iwall, R, sizeof iwall[0], cmp_u64);
   qsort(ocpu, R, sizeof ocpu[0], cmp_u64);
   qsort(owall, R, sizeof owall[0], cmp_u64);
+  qsort(fullw, R, sizeof fullw[0], cmp_u64);
+  qsort(owallw, R, sizeof owallw[0], cmp_u64);
+  atomic_store_explicit(&g_outw_wall_ns, owallw[R / 2], memory_order_relaxed);
+  atomic_store_explicit(&g_timerw_ns, fullw[R / 2] ? fullw[R / 2] : 1, memory_order_relaxed);
   atomic_store_explicit(&g_out_cpu_ns, ocpu[R / 2], memory_order_relaxed);
   atomic_store_explicit(&g_out_wall_ns, owall[R / 2], memory_order_relaxed);
   atomic_store_explicit(&g_in_cpu_ns, icpu[R / 2], memory_order_relaxed);
@@ -76,10 +91,13 @@ bool sl__timing_enabled(void) {
 
 static _Thread_local sl__nest tl_nest;
 
-void sl__nest_open(sl__nest *saved) {
+void sl__nest_open(sl__nest *saved, bool wall_only) {
   *saved = tl_nest;
   memset(&tl_nest, 0, sizeof tl_nest);
+  tl_nest.wall_only = wall_only;
 }
+
+bool sl__nest_wall_only(void) { return tl_nest.wall_only; }
 
 void sl__nest_close(const sl__nest *saved, sl__nest *inner, uint64_t incl_cpu, uint64_t incl_wall) {
   *inner = tl_nest;
@@ -88,6 +106,18 @@ void sl__nest_close(const sl__nest *saved, sl__nest *inner, uint64_t incl_cpu, u
   tl_nest.cpu += incl_cpu + atomic_load_explicit(&g_out_cpu_ns, memory_order_relaxed);
   tl_nest.wall += incl_wall + atomic_load_explicit(&g_out_wall_ns, memory_order_relaxed);
   tl_nest.n += 1 + inner->n;
+  tl_nest.nw += inner->nw;
+}
+
+void sl__nest_close_wall(const sl__nest *saved, sl__nest *inner, uint64_t incl_wall) {
+  *inner = tl_nest;
+  tl_nest = *saved;
+  timer_cost_ns();
+  uint64_t w = incl_wall + atomic_load_explicit(&g_outw_wall_ns, memory_order_relaxed);
+  tl_nest.wall += w;
+  tl_nest.wall_nc += w; /* the calls timed inside it are in its wall time too, their CPU unread from here */
+  tl_nest.n += inner->n;
+  tl_nest.nw += 1 + inner->nw;
 }
 
 /* A sample's own time: without the clock reads' own cost, and without the calls nested in it. */
@@ -95,8 +125,24 @@ static void own_time(uint64_t *cpu_ns, uint64_t *wall_ns, const sl__nest *inner)
   timer_cost_ns();
   uint64_t ic = atomic_load_explicit(&g_in_cpu_ns, memory_order_relaxed) + (inner ? inner->cpu : 0);
   uint64_t iw = atomic_load_explicit(&g_in_wall_ns, memory_order_relaxed) + (inner ? inner->wall : 0);
+  if (inner && inner->wall_nc) {
+    /* The CPU of the calls timed on the wall clock alone: their wall time less the time this call was off the
+     * CPU (sl__nest_close_wall). */
+    uint64_t off = *wall_ns > *cpu_ns ? *wall_ns - *cpu_ns : 0;
+    ic += inner->wall_nc > off ? inner->wall_nc - off : 0;
+  }
   *cpu_ns = *cpu_ns > ic ? *cpu_ns - ic : 0;
   *wall_ns = *wall_ns > iw ? *wall_ns - iw : 0;
+}
+
+/* Clock reads of the calls nested in a timed one, x16, in units of one timed call's reads (those on the wall clock
+ * alone cost a fraction of one); capped at 16 x 65536. */
+static uint32_t nest16_of(const sl__nest *inner) {
+  if (!inner) return 0;
+  uint64_t full = timer_cost_ns();
+  uint64_t w = atomic_load_explicit(&g_timerw_ns, memory_order_relaxed);
+  uint64_t x = 16 * (uint64_t)inner->n + 16 * (uint64_t)inner->nw * w / full;
+  return x < 16u * 65536u ? (uint32_t)x : 16u * 65536u;
 }
 
 /* The next stride: the clock reads of a timed call (its own and its nested calls', `nest16` / 16 of them on
@@ -136,23 +182,23 @@ void sl__sampler_init(sl__sampler *s, sl__op *op) {
  * draws the next gap; returns the sample's weight. */
 static uint64_t advance(sl__op *op, sl__sampler *smp, uint64_t cpu_ns, uint64_t wall_ns, const sl__nest *inner) {
   uint64_t scale = smp->stride ? smp->stride : 1;
-  uint32_t n = inner ? (inner->n < 65536 ? inner->n : 65536) : 0;
+  uint32_t n16 = nest16_of(inner);
   /* The call's time without the nested calls' clock reads, which a call not timed does not make. */
-  uint64_t reads = (uint64_t)n * timer_cost_ns();
+  uint64_t reads = (uint64_t)n16 * timer_cost_ns() / 16;
   wall_ns = wall_ns > reads ? wall_ns - reads : 1;
   if (!smp->avg_ns) {
     smp->avg_ns = wall_ns;
-    smp->avg_nest16 = 16 * n;
+    smp->avg_nest16 = n16;
   } else if (cpu_ns / 4 > smp->avg_ns) {
     /* A call that spent far more CPU than the mean wall time: the op's cost rose (a 10 us stage became 600 us). The
      * stride follows at once, so that the next windows are not estimated from a few samples each standing for
      * hundreds of calls. (CPU, not wall time: a cheap call preempted for a time slice is no new cost. A sample's
      * weight is the stride its gap was drawn with, so the sums stay unbiased.) */
     smp->avg_ns = wall_ns;
-    smp->avg_nest16 = smp->avg_nest16 - smp->avg_nest16 / 16 + n;
+    smp->avg_nest16 = smp->avg_nest16 - smp->avg_nest16 / 16 + n16 / 16;
   } else {
     smp->avg_ns = smp->avg_ns - smp->avg_ns / 16 + wall_ns / 16;
-    smp->avg_nest16 = smp->avg_nest16 - smp->avg_nest16 / 16 + n;
+    smp->avg_nest16 = smp->avg_nest16 - smp->avg_nest16 / 16 + n16 / 16;
   }
   smp->stride = next_stride(smp->avg_ns, smp->avg_nest16);
   atomic_store_explicit(&op->avg_nest16_hint, smp->avg_nest16, memory_order_relaxed);

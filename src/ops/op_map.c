@@ -282,7 +282,7 @@ static void *pmap_worker(void *p) {
   }
   /* One trip under mu per chunk: publish the last chunk's results, then reserve slots for the next. */
   uint64_t first = 0, nres = 0, c0 = 0, fw = 0;
-  sl__nest inner = {0, 0, 0}; /* the input pulls timed inside the last timed chunk */
+  sl__nest inner = {0}; /* the input pulls timed inside the last timed chunk */
   int k = 0, got = 0, end_rc = 0;
   bool timed = false;
   sl__errbox *in_err = NULL;
@@ -375,7 +375,7 @@ static void *pmap_worker(void *p) {
     fw = sl__now_ns();
     sl__nest saved;
     if (timed) {
-      sl__nest_open(&saved);
+      sl__nest_open(&saved, false);
       sl__it_force(m->it.input, 1);
     }
 

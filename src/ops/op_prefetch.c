@@ -93,7 +93,7 @@ static void *pf_producer(void *p) {
     int got = 0, rc = 0;
     sl__nest saved, inner;
     if (timed) { /* the pulls are timed inside the chunk and subtracted */
-      sl__nest_open(&saved);
+      sl__nest_open(&saved, false);
       sl__it_force(f->it.input, 1);
     }
     while (got < k) {
