@@ -125,6 +125,33 @@ static void test_short_lived_iterators(void **st) {
   sl_pipeline_free(p);
 }
 
+/* A sampled call times its pull on the wall clock alone (unless the pulled op's own sample is due: both ops here
+ * are sampled about 1 call in 16-64) and takes that pull's CPU as its wall time less the time the call was off the
+ * CPU: a spin above a sleeping input keeps its own CPU (not its CPU less the sleep: 1.6 us when I tried that). */
+static void test_own_cpu_over_waiting_input(void **st) {
+  sl_pipeline *p = tu_pipeline("{\"name\": \"ow\", \"ops\": [{\"op\": \"range\", \"stop\": 100000000}, {\"op\": "
+                               "\"map\", \"fn\": \"sleep_io\", \"args\": {\"us\": 50}}, {\"op\": \"map\", \"fn\": "
+                               "\"spin\", \"args\": {\"us\": 20}}]}");
+  sl_trace_opts to = SL_TRACE_OPTS_INIT;
+  to.seconds = 0.6;
+  to.no_disk_probe = true;
+  sl_trace *t = NULL;
+  assert_int_equal(sl_trace_run(&t, p, &to), 0);
+  sl_op_stats sl, sp;
+  assert_int_equal(sl_trace_op(&sl, t, 1), 0);
+  assert_int_equal(sl_trace_op(&sp, t, 2), 0);
+  assert_true(sp.elements_out > 500);
+  double n = (double)sp.elements_out;
+  double spin_cpu = sp.cpu_seconds / n * 1e6, sleep_cpu = sl.cpu_seconds / n * 1e6, sleep_wall = sl.wall_seconds / n * 1e6;
+  printf("# spin over sleep_io: spin %.1f us CPU (burns 20), sleep_io %.1f us CPU, %.0f us wall (sleeps 50)\n", spin_cpu,
+         sleep_cpu, sleep_wall);
+  assert_true(spin_cpu > 10 && spin_cpu < 40);
+  assert_true(sleep_cpu < 30); /* about 11 us: the sleep's system calls */
+  assert_true(sleep_wall > 40);
+  sl_trace_free(t);
+  sl_pipeline_free(p);
+}
+
 /* Parallel interleave workers open nested chains (and repeat re-opens them) at the same time: a trace of that has
  * every element counted, and runs clean under TSan. */
 static void test_parallel_interleave(void **st) {
@@ -217,7 +244,7 @@ int main(void) {
       cmocka_unit_test(test_machine_probe),
       cmocka_unit_test(test_disk_bound_reader),
       cmocka_unit_test(test_trace_deadline),
-      cmocka_unit_test(test_short_lived_iterators),
+      cmocka_unit_test(test_short_lived_iterators), cmocka_unit_test(test_own_cpu_over_waiting_input),
       cmocka_unit_test(test_parallel_interleave),
       cmocka_unit_test(test_trace_mutations),
   };
