@@ -52,19 +52,21 @@ int sl__it_next(sl__it *it, sl_elem *out) {
      * inclusive time alone (so a batch of 2048 times its 2048 pulls, not the whole chain under each). */
     sl__nest saved, inner;
     sl__nest_open(&saved, tick);
+    bool cpu = !tick || sl__sampler_cpu_due(&it->smp, it->op);
     if (tick) {
       sl__it_force(it->input, 1);
       atomic_store_explicit(&it->timing, true, memory_order_relaxed);
     }
-    uint64_t c0 = sl__cpu_ns(), w0 = sl__now_ns();
+    uint64_t c0 = cpu ? sl__cpu_ns() : 0, w0 = sl__now_ns();
     rc = it->vt->next(it, out);
-    uint64_t dc = sl__cpu_ns() - c0, dw = sl__now_ns() - w0;
+    uint64_t dc = cpu ? sl__cpu_ns() - c0 : 0, dw = sl__now_ns() - w0;
     if (tick) {
       atomic_store_explicit(&it->timing, false, memory_order_relaxed);
       sl__it_force(it->input, -1); /* read again: a repeat replaces its input, and carries the mark over */
     }
-    sl__nest_close(&saved, &inner, dc, dw);
-    if (tick) sl__stats_sample(it->op, &it->smp, dc, dw, &inner);
+    if (cpu) sl__nest_close(&saved, &inner, dc, dw);
+    else sl__nest_close_wall(&saved, &inner, dw);
+    if (tick) sl__stats_sample(it->op, &it->smp, dc, dw, &inner, cpu);
   }
   if (rc == 0) {
     size_t b = 0;

@@ -14,7 +14,7 @@
 static atomic_uint_fast64_t g_timer_ns, g_in_cpu_ns, g_in_wall_ns, g_out_cpu_ns, g_out_wall_ns;
 /* The same for a call timed on the wall clock alone (sl__nest_close_wall): its reads, and their part outside its
  * window that the enclosing call sees. */
-static atomic_uint_fast64_t g_timerw_ns, g_outw_wall_ns;
+static atomic_uint_fast64_t g_timerw_ns, g_outw_wall_ns, g_inw_wall_ns;
 static int cmp_u64(const void *a, const void *b) {
   uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
   return x < y ? -1 : x > y;
@@ -23,9 +23,10 @@ static uint64_t timer_cost_ns(void) {
   uint64_t c = atomic_load_explicit(&g_timer_ns, memory_order_relaxed);
   if (c) return c;
   enum { R = 15 };
-  uint64_t full[R], icpu[R], iwall[R], ocpu[R], owall[R], fullw[R], owallw[R];
+  uint64_t full[R], icpu[R], iwall[R], ocpu[R], owall[R], fullw[R], owallw[R], iwallw[R];
   for (int r = 0; r < R; r++) {
     uint64_t aw = sl__now_ns(), w0 = sl__now_ns(), w1 = sl__now_ns(), bw = sl__now_ns();
+    iwallw[r] = w1 - w0;
     uint64_t xw = sl__now_ns(), yw = sl__now_ns();
     int64_t ow = (int64_t)(bw - aw) - (int64_t)(yw - xw) - (int64_t)(w1 - w0);
     owallw[r] = ow > 0 ? (uint64_t)ow : 0;
@@ -65,6 +66,8 @@ static uint64_t timer_cost_ns(void) {
   qsort(owall, R, sizeof owall[0], cmp_u64);
   qsort(fullw, R, sizeof fullw[0], cmp_u64);
   qsort(owallw, R, sizeof owallw[0], cmp_u64);
+  qsort(iwallw, R, sizeof iwallw[0], cmp_u64);
+  atomic_store_explicit(&g_inw_wall_ns, iwallw[R / 2], memory_order_relaxed);
   atomic_store_explicit(&g_outw_wall_ns, owallw[R / 2], memory_order_relaxed);
   atomic_store_explicit(&g_timerw_ns, fullw[R / 2] ? fullw[R / 2] : 1, memory_order_relaxed);
   atomic_store_explicit(&g_out_cpu_ns, ocpu[R / 2], memory_order_relaxed);
@@ -167,6 +170,7 @@ static uint32_t draw_gap(sl__sampler *s, uint32_t stride) {
 
 void sl__sampler_init(sl__sampler *s, sl__op *op) {
   s->rng = sl__mix64((uint64_t)(uintptr_t)s ^ sl__now_ns()) | 1;
+  s->cpu_skip = 0;
   s->avg_ns = op ? atomic_load_explicit(&op->avg_hint_ns, memory_order_relaxed) : 0;
   if (!sl__timing_enabled() || (op && op->no_timing)) {
     s->countdown = UINT32_MAX;
@@ -221,11 +225,64 @@ void sl__stats_work_n(sl__op *op, sl__sampler *smp, uint64_t cpu_ns, uint64_t wa
   sl__stat_add(&op->st.work_sq_us, us * us * scale * n);
 }
 
-void sl__stats_sample(sl__op *op, sl__sampler *smp, uint64_t cpu_ns, uint64_t wall_ns, const sl__nest *inner) {
+bool sl__sampler_cpu_due(sl__sampler *s, const sl__op *op) {
+  if (s->avg_ns >= SL__CPU_ALWAYS_NS || !atomic_load_explicit(&op->own_wall_mean64, memory_order_relaxed)) return true;
+  if (s->cpu_skip) {
+    s->cpu_skip--;
+    return false;
+  }
+  s->cpu_skip = SL__CPU_EVERY - 1;
+  return true;
+}
+
+/* A sample whose own wall time is this far above the op's mean (and by at least SL__SLICE_NS) was off the CPU for
+ * a time slice (or waited): a wall-clock-only one is charged the op's mean CPU, not its wall time at the ratio (a
+ * 3 ms slice at a stride of 128 would charge 0.4 s), and one that read both clocks stays out of the means. Longer
+ * calls of an op's own work (a bucket's batch, a new file opened) are far shorter than a slice. */
+#define SL__SLICE_MULT 8u
+#define SL__SLICE_NS 200000u
+static bool off_for_a_slice(uint64_t own_wall_ns, uint64_t mean_wall64) {
+  uint64_t mean = mean_wall64 / 64;
+  return own_wall_ns > SL__SLICE_NS + mean && own_wall_ns > SL__SLICE_MULT * mean;
+}
+
+/* Own time of a sampled call that read the wall clock alone: its CPU is its own wall time times the op's ratio. */
+static void own_time_wall(const sl__op *op, uint64_t *cpu_ns, uint64_t *wall_ns, const sl__nest *inner) {
+  timer_cost_ns();
+  uint64_t iw = atomic_load_explicit(&g_inw_wall_ns, memory_order_relaxed) + (inner ? inner->wall : 0);
+  *wall_ns = *wall_ns > iw ? *wall_ns - iw : 0;
+  uint64_t c = atomic_load_explicit(&op->own_cpu_mean64, memory_order_relaxed);
+  uint64_t w = atomic_load_explicit(&op->own_wall_mean64, memory_order_relaxed);
+  if (w && off_for_a_slice(*wall_ns, w)) *cpu_ns = c / 64;
+  else *cpu_ns = w ? (uint64_t)((double)*wall_ns * ((double)c / (double)w)) : *wall_ns;
+}
+
+/* Updates the op's running means of own CPU and wall time (x64, weight 1/8) from a sample that read both clocks.
+ * Several threads may do so at once: a lost update only drops one sample from the means. */
+static void own_means_add(sl__op *op, uint64_t cpu_ns, uint64_t wall_ns) {
+  uint64_t c = atomic_load_explicit(&op->own_cpu_mean64, memory_order_relaxed);
+  uint64_t w = atomic_load_explicit(&op->own_wall_mean64, memory_order_relaxed);
+  if (cpu_ns > UINT64_MAX / 128 || wall_ns > UINT64_MAX / 128) return;
+  if (w && off_for_a_slice(wall_ns, w) && cpu_ns < wall_ns / 2) return;
+  c = w ? c - c / 8 + cpu_ns * 8 : cpu_ns * 64;
+  w = w ? w - w / 8 + wall_ns * 8 : wall_ns * 64;
+  atomic_store_explicit(&op->own_cpu_mean64, c, memory_order_relaxed);
+  atomic_store_explicit(&op->own_wall_mean64, w ? w : 1, memory_order_relaxed); /* 0 means "none yet" */
+}
+
+void sl__stats_sample(sl__op *op, sl__sampler *smp, uint64_t cpu_ns, uint64_t wall_ns, const sl__nest *inner,
+                      bool cpu_read) {
   /* The spread of call times stays that of the inclusive calls (what the consumer of a synchronous op waits). */
   uint64_t us = wall_ns / 1000;
-  uint64_t scale = advance(op, smp, cpu_ns, wall_ns, inner);
-  own_time(&cpu_ns, &wall_ns, inner);
+  /* Without the CPU clock the jump to a risen cost (advance) goes by the wall time: a cheap call preempted for a
+   * time slice then samples often for a few dozen calls, which costs little. */
+  uint64_t scale = advance(op, smp, cpu_read ? cpu_ns : wall_ns, wall_ns, inner);
+  if (cpu_read) {
+    own_time(&cpu_ns, &wall_ns, inner);
+    own_means_add(op, cpu_ns, wall_ns);
+  } else {
+    own_time_wall(op, &cpu_ns, &wall_ns, inner);
+  }
   sl__stat_add(&op->st.cpu_ns, cpu_ns * scale);
   sl__stat_add(&op->st.wall_ns, wall_ns * scale);
   sl__stat_add(&op->st.samples, 1);

@@ -125,18 +125,25 @@ static void test_short_lived_iterators(void **st) {
   sl_pipeline_free(p);
 }
 
+/* Traces `spec` for `seconds` (no disk probe); *p gets the pipeline, to free with the trace. */
+static sl_trace *trace_spec(sl_pipeline **p, const char *spec, double seconds) {
+  *p = tu_pipeline(spec);
+  sl_trace_opts to = SL_TRACE_OPTS_INIT;
+  to.seconds = seconds;
+  to.no_disk_probe = true;
+  sl_trace *t = NULL;
+  assert_int_equal(sl_trace_run(&t, *p, &to), 0);
+  return t;
+}
+
 /* A sampled call times its pull on the wall clock alone (unless the pulled op's own sample is due: both ops here
  * are sampled about 1 call in 16-64) and takes that pull's CPU as its wall time less the time the call was off the
  * CPU: a spin above a sleeping input keeps its own CPU (not its CPU less the sleep: 1.6 us when I tried that). */
 static void test_own_cpu_over_waiting_input(void **st) {
-  sl_pipeline *p = tu_pipeline("{\"name\": \"ow\", \"ops\": [{\"op\": \"range\", \"stop\": 100000000}, {\"op\": "
+  sl_pipeline *p;
+  sl_trace *t = trace_spec(&p, "{\"name\": \"ow\", \"ops\": [{\"op\": \"range\", \"stop\": 100000000}, {\"op\": "
                                "\"map\", \"fn\": \"sleep_io\", \"args\": {\"us\": 50}}, {\"op\": \"map\", \"fn\": "
-                               "\"spin\", \"args\": {\"us\": 20}}]}");
-  sl_trace_opts to = SL_TRACE_OPTS_INIT;
-  to.seconds = 0.6;
-  to.no_disk_probe = true;
-  sl_trace *t = NULL;
-  assert_int_equal(sl_trace_run(&t, p, &to), 0);
+                               "\"spin\", \"args\": {\"us\": 20}}]}", 0.6);
   sl_op_stats sl, sp;
   assert_int_equal(sl_trace_op(&sl, t, 1), 0);
   assert_int_equal(sl_trace_op(&sp, t, 2), 0);
@@ -148,6 +155,27 @@ static void test_own_cpu_over_waiting_input(void **st) {
   assert_true(spin_cpu > 10 && spin_cpu < 40);
   assert_true(sleep_cpu < 30); /* about 11 us: the sleep's system calls */
   assert_true(sleep_wall > 40);
+  sl_trace_free(t);
+  sl_pipeline_free(p);
+}
+
+/* Cheap ops (calls under SL__CPU_ALWAYS_NS) read the thread CPU clock on one sampled call in SL__CPU_EVERY; the
+ * others are charged their own wall time at the op's CPU/wall ratio. Two 5 us spins keep about 5 us of CPU each
+ * (with nothing charged for the wall-clock-only samples they would show about a quarter of it). */
+static void test_cheap_ops_cpu_from_ratio(void **st) {
+  sl_pipeline *p;
+  sl_trace *t = trace_spec(&p, "{\"name\": \"cr\", \"ops\": [{\"op\": \"range\", \"stop\": 100000000}, {\"op\": "
+                               "\"map\", \"fn\": \"spin\", \"args\": {\"us\": 5}}, {\"op\": \"map\", \"fn\": "
+                               "\"spin\", \"args\": {\"us\": 5}}]}", 0.5);
+  for (int i = 1; i <= 2; i++) {
+    sl_op_stats s;
+    assert_int_equal(sl_trace_op(&s, t, i), 0);
+    assert_true(s.elements_out > 1000);
+    double us = s.cpu_seconds / (double)s.elements_out * 1e6;
+    printf("# spin 5 us, ops[%d]: %.2f us of CPU per element, %.2f us wall\n", i, us,
+           s.wall_seconds / (double)s.elements_out * 1e6);
+    assert_true(us > 2.5 && us < 15); /* 6-9 us idle or beside two hogs: spin reads the clock while it spins */
+  }
   sl_trace_free(t);
   sl_pipeline_free(p);
 }
@@ -245,6 +273,7 @@ int main(void) {
       cmocka_unit_test(test_disk_bound_reader),
       cmocka_unit_test(test_trace_deadline),
       cmocka_unit_test(test_short_lived_iterators), cmocka_unit_test(test_own_cpu_over_waiting_input),
+      cmocka_unit_test(test_cheap_ops_cpu_from_ratio),
       cmocka_unit_test(test_parallel_interleave),
       cmocka_unit_test(test_trace_mutations),
   };
