@@ -117,6 +117,10 @@ typedef struct sl_optimize_result {
    * when it spent no more CPU per element. */
   double fused_cpu, unfused_cpu;
   bool fused;
+  /* The share of the free cores the prediction counts on when the plan is CPU-bound: 1, or what a measured run of
+   * a CPU-bound plan kept busy when it fell more than 10% short while spending the model's CPU per element (its
+   * threads blocked and woke, leaving a core idle). The bound keeps every core. */
+  double core_share;
 } sl_optimize_result;
 
 /* Options of sl_optimize / sl_pipeline_optimize. Every field left 0 takes its default. */

@@ -157,13 +157,15 @@ int cmd_optimize(int argc, char **argv) {
                    "\"other_load\": %.3f, \"model_cpu_per_element\": %.9f, \"measured_cpu_per_element\": %.9f, "
                    "\"measure_other_load\": %.3f, \"predicted_on_free_cores\": %.3f, \"kept_input\": %s, "
                    "\"alternating\": %s, \"trace_elements\": %llu, \"min_trace_elements\": %d, \"repeated_input\": %s, "
-                   "\"bound_from_run\": %s, \"fused\": %s, \"fused_cpu_per_element\": %.9f, \"unfused_cpu_per_element\": %.9f}\n",
+                   "\"bound_from_run\": %s, \"fused\": %s, \"fused_cpu_per_element\": %.9f, \"unfused_cpu_per_element\": %.9f, "
+                   "\"core_share\": %.4f}\n",
               res.baseline, res.bound, res.predicted, res.measured,
               res.measured > 0 && res.predicted > 0 ? res.measured / res.predicted - 1 : 0, speedup, res.rounds,
               sl_plan_limit(pl), res.other_load, res.model_cpu, res.measured_cpu, res.measure_other_load,
               res.predicted_free, res.kept_input ? "true" : "false", res.checked ? "true" : "false",
               (unsigned long long)res.trace_elements, SL_PLAN_MIN_ELEMENTS, res.repeated_input ? "true" : "false",
-              res.bound_from_run ? "true" : "false", res.fused ? "true" : "false", res.fused_cpu, res.unfused_cpu);
+              res.bound_from_run ? "true" : "false", res.fused ? "true" : "false", res.fused_cpu, res.unfused_cpu,
+              res.core_share);
     } else {
       if (res.repeated_input)
         fprintf(sum, "note:       a trace of the input saw too few elements to plan from (at least %d needed) and the "
@@ -177,7 +179,12 @@ int cmd_optimize(int argc, char **argv) {
               res.checked ? "median of runs alternating with the plan's" : "traced");
       fprintf(sum, "bound:      %10.1f elem/s (LP, limited by %s%s)\n", res.bound, sl_plan_limit(pl),
               res.bound_from_run ? "; at the measured run's CPU per element, below the trace's" : "");
-      fprintf(sum, "predicted:  %10.1f elem/s\n", res.predicted);
+      if (res.core_share > 0 && res.core_share < 1)
+        fprintf(sum, "predicted:  %10.1f elem/s (on %.0f%% of the cores: a run of the CPU-bound plan kept that share "
+                     "busy; its threads block and wake, leaving a core idle)\n",
+                res.predicted, 100 * res.core_share);
+      else
+        fprintf(sum, "predicted:  %10.1f elem/s\n", res.predicted);
       if (res.measured > 0) {
         fprintf(sum, "measured:   %10.1f elem/s (%+.1f%% vs predicted, %d solve%s%s)\n", res.measured,
                 100.0 * (res.measured / res.predicted - 1), res.rounds, res.rounds > 1 ? "s" : "",

@@ -27,6 +27,10 @@ double sl__plan_median(double *v, int n);
  * over it for limit "cpu" (when higher than `bound`), `bound` times model / run for "sequential" and "serial" (one
  * thread's work); `bound` unchanged otherwise (disk, waits, no run). */
 double sl__plan_bound_at_run(const char *limit, double C, double bound, double model_cpu, double run_cpu);
+/* The share of the `avail` cores a run of a CPU-bound plan kept busy (`used` cores: its process CPU over its wall
+ * time), for sl__plan_solve's core_share: within [0.5, 1] (a run that used under half its cores was held back by
+ * something other than wake-ups; the model is not bent that far). */
+double sl__plan_learn_share(double used, double avail);
 
 enum { SL__WAIT_NONE, SL__WAIT_CORE, SL__WAIT_IO };
 
@@ -88,6 +92,9 @@ struct sl_plan {
   double resid;         /* the consumer's CPU per output element outside the ops (its loop, freeing elements) */
   bool seq_trace;       /* built on the trace of the input's sequential variant (sl_optimize) */
   double hscale;        /* multiplies both: 1, or learned from a measured run (sl__plan_solve) */
+  double core_share;    /* share of the free cores a CPU-bound run keeps busy: 1, or learned from measured runs
+                         * (sl__plan_set_core_share): threads that block and wake leave a core idle while another
+                         * waits its turn on the other (this 2-vCPU VM: ~10% idle with 7 threads). Predictions only. */
   sl_machine machine;
   /* results */
   double bound, bound_nocache, predicted;
@@ -130,6 +137,9 @@ static inline bool sl__plan_only_autotune(const sl_plan_opts *o) { return o->kno
 
 /* sl_plan_solve with the hand-off costs multiplied by `hscale` (learned by the optimizer from a measured run). */
 int sl__plan_solve(sl_plan **out, const sl_trace *t, const sl_plan_opts *opts, double hscale);
+/* Counts a CPU-bound prediction on `share` (in (0, 1]) of the cores and re-evaluates P->predicted; the LP bound
+ * keeps every core. */
+void sl__plan_set_core_share(sl_plan *P, double share);
 /* Sets every tunable parallelism (outside a cache) to `par`, then re-sizes buffers and re-evaluates the
  * prediction. 1 when nothing changed, 0 when done, < 0 on error. */
 int sl__plan_force_parallelism(sl_plan *P, int64_t par);

@@ -381,6 +381,11 @@ void sl__plan_units_build(const sl_plan *P, const int64_t *par, int cache_at, do
   assign(P, par, cache_at, P->root, top, 1, h, U);
 }
 
+void sl__plan_set_core_share(sl_plan *P, double share) {
+  P->core_share = share > 0 && share <= 1 ? share : 1;
+  P->predicted = sl__plan_eval(P, P->par, P->cache_at, P->C);
+}
+
 double sl_plan_predict_on(const sl_plan *P, double cores) {
   if (!(cores > 0)) return 0;
   double x = sl__plan_eval(P, P->par, P->cache_at, cores);
@@ -413,7 +418,8 @@ double sl__plan_eval(const sl_plan *P, const int64_t *par, int cache_at, double 
   sl__pm_units U;
   if (sl__plan_units_new(&U, P->nops)) return -1;
   sl__plan_units_build(P, par, cache_at, 1, &U);
-  double X = U.total > 0 ? cores / U.total : SL__PLAN_X_MAX;
+  /* All cores busy, less the share a measured run left idle (core_share; the LP bound keeps them all). */
+  double X = U.total > 0 ? cores * P->core_share / U.total : SL__PLAN_X_MAX;
   /* Time-sharing: when more threads are busy than there are cores, a sequential thread is preempted by the
    * others, so it cannot be planned near a full core: it gets SEQ_HEADROOM of one. (The fluid model alone let one
    * thread need 0.78 of a core beside two decode workers on 2 cores; measured, it got about 2/3.) Busy: at the

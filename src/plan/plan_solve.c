@@ -199,6 +199,7 @@ int sl__plan_solve(sl_plan **out, const sl_trace *t, const sl_plan_opts *opts, d
   sl_plan *P = sl__calloc(1, sizeof *P);
   if (!P) return sl__oom("a plan");
   P->hscale = hscale;
+  P->core_share = 1;
   sl__pm_cache *tmp = NULL;
   int64_t *p1 = NULL, *b1 = NULL;
   int rc = sl__plan_model(P, t, opts);

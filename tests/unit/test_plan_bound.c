@@ -155,10 +155,42 @@ static void test_bound_at_run(void **st) {
   assert_float_equal(sl__plan_bound_at_run("cpu", 2, 100, 0.004, 0), 100, 1e-9);
 }
 
+/* A learned core share lowers the prediction of a CPU-bound plan in proportion and leaves the bound (every core)
+ * where it was; the share is what a run kept busy of the cores it had, kept within [0.5, 1]. */
+static void test_core_share(void **st) {
+  (void)st;
+  sl_pipeline *p = tu_pipeline(SPIN3("1"));
+  const double us[] = {0.1, 20, 100, 30};
+  sl_trace *t = planted(p, us, 2, 0);
+  sl_plan_opts o = SL_PLAN_OPTS_INIT;
+  o.knobs = SL_PLAN_KNOBS_ALL;
+  o.handoff = SL_PLAN_HANDOFF_NONE;
+  o.no_cache = true;
+  sl_plan *full = NULL, *part = NULL;
+  assert_int_equal(sl_plan_solve(&full, t, &o), 0);
+  assert_int_equal(sl_plan_solve(&part, t, &o), 0);
+  sl__plan_set_core_share(part, 0.9);
+  assert_string_equal(sl_plan_limit(full), "cpu");
+  assert_float_equal(sl_plan_bound(part), sl_plan_bound(full), 1e-9 * sl_plan_bound(full));
+  printf("predicted %.0f elem/s at every core, %.0f at a share of 0.9; bound %.0f\n", sl_plan_predicted(full),
+         sl_plan_predicted(part), sl_plan_bound(full));
+  assert_true(fabs(sl_plan_predicted(part) / sl_plan_predicted(full) - 0.9) < 0.01);
+  assert_true(fabs(sl_plan_predict_on(part, 1) / sl_plan_predict_on(full, 1) - 0.9) < 0.01);
+  sl_plan_free(full);
+  sl_plan_free(part);
+  sl_trace_free(t);
+  sl_pipeline_free(p);
+  assert_float_equal(sl__plan_learn_share(1.8, 2), 0.9, 1e-12);
+  assert_float_equal(sl__plan_learn_share(2.1, 2), 1, 1e-12);
+  assert_float_equal(sl__plan_learn_share(0.4, 2), 0.5, 1e-12);
+  assert_float_equal(sl__plan_learn_share(0, 2), 1, 1e-12);
+  assert_float_equal(sl__plan_learn_share(1.5, 0), 1, 1e-12);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_bound_is_C_over_sum_c), cmocka_unit_test(test_bound_sequential_op),
       cmocka_unit_test(test_costs_capped_by_process_cpu), cmocka_unit_test(test_measured_run_within_bound),
-      cmocka_unit_test(test_bound_at_run)};
+      cmocka_unit_test(test_bound_at_run), cmocka_unit_test(test_core_share)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
