@@ -169,8 +169,8 @@ int cmd_optimize(int argc, char **argv) {
     } else {
       if (res.repeated_input)
         fprintf(sum, "note:       a trace of the input saw too few elements to plan from (at least %d needed) and the "
-                     "input may end: it was traced and measured repeated (the written spec does not repeat); the "
-                     "trace saw %llu\n",
+                     "input may end: it was traced and measured repeated (the written spec does not repeat), and "
+                     "the repeated trace saw %llu\n",
                 SL_PLAN_MIN_ELEMENTS, (unsigned long long)res.trace_elements);
       if (res.unfused_cpu > 0)
         fprintf(sum, "fusion:     %s: the input traced fused spent %.1f us of CPU per element, unfused %.1f us\n",
