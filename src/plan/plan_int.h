@@ -28,7 +28,7 @@ double sl__plan_median(double *v, int n);
  * thread's work); `bound` unchanged otherwise (disk, waits, no run). */
 double sl__plan_bound_at_run(const char *limit, double C, double bound, double model_cpu, double run_cpu);
 /* The share of the `avail` cores a run of a CPU-bound plan kept busy (`used` cores: its process CPU over its wall
- * time), for sl__plan_solve's core_share: within [0.5, 1] (a run that used under half its cores was held back by
+ * time), for sl__plan_set_core_share: within [0.5, 1] (a run that used under half its cores was held back by
  * something other than wake-ups; the model is not bent that far). */
 double sl__plan_learn_share(double used, double avail);
 

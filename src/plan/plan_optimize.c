@@ -182,25 +182,30 @@ static int measure_plan(sl_trace **tm, const sl_plan *plan, const sl_pipeline *p
   return rc;
 }
 
-/* What plan P should reach on the cores `other` processes left it (-1: unknown; under a quarter core: ignored). */
+/* The cores `other` processes left plan P (-1: unknown; under a quarter core: ignored, all of P's). */
+static double free_cores(const sl_plan *P, double other) {
+  return other >= 0.25 ? fmax(P->C - other, 0.05) : P->C;
+}
+
+/* What plan P should reach on the cores `other` processes left it. */
 static double expect_on(const sl_plan *P, double other) {
-  return other >= 0.25 ? sl_plan_predict_on(P, fmax(P->C - other, 0.05)) : sl_plan_predicted(P);
+  return other >= 0.25 ? sl_plan_predict_on(P, free_cores(P, other)) : sl_plan_predicted(P);
 }
 
 /* The share of its free cores a measured run `tm` of plan P says a CPU-bound prediction should count on: 1 unless P
- * is CPU-bound and the run fell more than 10% short of `expect` (P's prediction on the cores other processes left)
+ * is CPU-bound and the run fell more than 10% short of P's prediction on the cores other processes left it
  * while spending within 10% of the model's CPU per element. Then the costs were right and cores sat idle: its
  * threads blocked and woke while another waited its turn for a core (on this 2-vCPU VM a woken thread is queued
  * on a busy CPU while the other idles: in a run of imagenet-cacheable's plan 9% of both CPUs were idle, 80% of that
  * time with one of its threads runnable on the other CPU). The model cannot see that from the ops' costs; the
  * share is a property of the plan's threads (runs of two plans of one pipeline kept 1.60 and 1.75 of 2 cores busy),
  * so it is applied to the plan it was measured on. */
-static double run_share(const sl_plan *P, const sl_trace *tm, double expect) {
+static double run_share(const sl_plan *P, const sl_trace *tm) {
   if (strcmp(sl_plan_limit(P), "cpu") || !tm->elements || !(tm->seconds > 0)) return 1;
   double measured = sl_trace_throughput(tm), cpu = tm->process_cpu / (double)tm->elements;
   double mcpu = sl_plan_cpu_per_element(P), other = tm->machine.other_load;
-  if (!(measured < 0.9 * expect) || !(cpu >= 0.9 * mcpu && cpu <= 1.1 * mcpu)) return 1;
-  return sl__plan_learn_share(tm->process_cpu / tm->seconds, other >= 0.25 ? fmax(P->C - other, 0.05) : P->C);
+  if (!(measured < 0.9 * expect_on(P, other)) || !(cpu >= 0.9 * mcpu && cpu <= 1.1 * mcpu)) return 1;
+  return sl__plan_learn_share(tm->process_cpu / tm->seconds, free_cores(P, other));
 }
 
 /* True when the plan gives an op the planner may set more than one worker. */
@@ -430,7 +435,7 @@ int sl_optimize(sl_plan **out, sl_pipeline *p, const sl_optimize_opts *opts) {
       /* The hand-offs cost more CPU than the model charged: its choice between thread boundaries and none may be
        * wrong even when the throughput looked right (a noisy run can flatter a plan; CPU per element is steadier). */
       bool cpu_off = hcpu > 0 && (cpu > 1.1 * mcpu || cpu < 0.9 * mcpu) && opts->plan.handoff == 0;
-      double share = run_share(plan, tm, expect);
+      double share = run_share(plan, tm);
       /* A later plan is solved on better-calibrated costs: it is kept unless an earlier one measured clearly
        * faster (runs on a shared machine differ by several per cent). */
       if (!best || measured > 0.9 * best_measured) {
@@ -512,7 +517,7 @@ int sl_optimize(sl_plan **out, sl_pipeline *p, const sl_optimize_opts *opts) {
           top_measured = measured;
           top_cpu = tm->elements ? tm->process_cpu / (double)tm->elements : 0;
           top_load = tm->machine.other_load;
-          top_share = run_share(top, tm, expect_on(top, tm->machine.other_load));
+          top_share = run_share(top, tm);
         }
         sl_trace_free(tm);
         res.rounds++;

@@ -37,6 +37,15 @@ static sl_trace *planted(sl_pipeline *p, const double *us, double cores, double 
   return t;
 }
 
+/* Planner options for the planted traces: knobs of kind `knobs`, no hand-off costs, no cache. */
+static sl_plan_opts planted_opts(sl_plan_knobs knobs) {
+  sl_plan_opts o = SL_PLAN_OPTS_INIT;
+  o.knobs = knobs;
+  o.handoff = SL_PLAN_HANDOFF_NONE;
+  o.no_cache = true;
+  return o;
+}
+
 #define SPIN3(par2)                                                                                              \
   "{\"name\": \"b\", \"ops\": [{\"op\": \"range\", \"stop\": 100000000}, {\"op\": \"map\", \"fn\": \"spin\", "   \
   "\"args\": {\"us\": 20}}, {\"op\": \"map\", \"fn\": \"spin\", \"args\": {\"us\": 100}, \"parallelism\": " par2 \
@@ -47,10 +56,7 @@ static void test_bound_is_C_over_sum_c(void **st) {
   const double us[] = {0.1, 20, 100, 30};
   for (double cores = 1; cores <= 8; cores *= 2) {
     sl_trace *t = planted(p, us, cores, 0);
-    sl_plan_opts o = SL_PLAN_OPTS_INIT;
-    o.knobs = SL_PLAN_KNOBS_ALL;
-    o.handoff = SL_PLAN_HANDOFF_NONE;
-    o.no_cache = true;
+    sl_plan_opts o = planted_opts(SL_PLAN_KNOBS_ALL);
     sl_plan *pl = NULL;
     assert_int_equal(sl_plan_solve(&pl, t, &o), 0);
     double want = cores / 150.1e-6;
@@ -68,10 +74,7 @@ static void test_bound_sequential_op(void **st) {
   sl_pipeline *p = tu_pipeline(SPIN3("1"));
   const double us[] = {0.1, 20, 100, 30};
   sl_trace *t = planted(p, us, 4, 0);
-  sl_plan_opts o = SL_PLAN_OPTS_INIT;
-  o.knobs = SL_PLAN_KNOBS_AUTOTUNE;
-  o.handoff = SL_PLAN_HANDOFF_NONE;
-  o.no_cache = true;
+  sl_plan_opts o = planted_opts(SL_PLAN_KNOBS_AUTOTUNE);
   sl_plan *pl = NULL;
   assert_int_equal(sl_plan_solve(&pl, t, &o), 0);
   /* The three maps share the consumer's thread: one core for 150 us of work per element. */
@@ -88,10 +91,7 @@ static void test_costs_capped_by_process_cpu(void **st) {
   sl_pipeline *p = tu_pipeline(SPIN3("1"));
   const double us[] = {0.1, 20, 100, 30};
   sl_trace *t = planted(p, us, 2, -10000 * 50e-6); /* the process spent 100 us per element, the ops say 150 */
-  sl_plan_opts o = SL_PLAN_OPTS_INIT;
-  o.knobs = SL_PLAN_KNOBS_ALL;
-  o.handoff = SL_PLAN_HANDOFF_NONE;
-  o.no_cache = true;
+  sl_plan_opts o = planted_opts(SL_PLAN_KNOBS_ALL);
   sl_plan *pl = NULL;
   assert_int_equal(sl_plan_solve(&pl, t, &o), 0);
   assert_true(fabs(sl_plan_bound(pl) / (2 / 100.1e-6) - 1) <= 0.01);
@@ -162,10 +162,7 @@ static void test_core_share(void **st) {
   sl_pipeline *p = tu_pipeline(SPIN3("1"));
   const double us[] = {0.1, 20, 100, 30};
   sl_trace *t = planted(p, us, 2, 0);
-  sl_plan_opts o = SL_PLAN_OPTS_INIT;
-  o.knobs = SL_PLAN_KNOBS_ALL;
-  o.handoff = SL_PLAN_HANDOFF_NONE;
-  o.no_cache = true;
+  sl_plan_opts o = planted_opts(SL_PLAN_KNOBS_ALL);
   sl_plan *full = NULL, *part = NULL;
   assert_int_equal(sl_plan_solve(&full, t, &o), 0);
   assert_int_equal(sl_plan_solve(&part, t, &o), 0);
