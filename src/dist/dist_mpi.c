@@ -17,7 +17,8 @@
 #include "ops/engine_int.h"
 
 /* Protocol (tags on MPI_COMM_WORLD):
- *  trainer -> worker  CREDIT (int32 n): n more elements may be sent to me; STOP: I take no more.
+ *  trainer -> worker  CREDIT (int32 n): n more elements may be sent to me; STOP (int32 lost): I take no more, and
+ *                     (lost != 0) a rank of the job died.
  *  worker -> trainer  DATA (a packed element); END: no more from me (the stream ended, or the answer to STOP);
  *                     ERROR (text): the worker's pipeline failed, nothing more follows; BEAT: I am alive.
  * Each trainer grants every worker WINDOW credits and returns them as it consumes, so at most WINDOW elements per
@@ -32,6 +33,9 @@ static bool g_inited; /* by us: we finalise */
 static bool g_served; /* a worker that reached sl__mpi_serve (it tells the trainers how it ended) */
 static pid_t *g_pids;   /* every rank's pid, for a fast liveness check of ranks on this host */
 static unsigned long *g_hosts;
+/* This rank knows that a rank of the job died. MPI_Finalize is collective (Open MPI 4 fences every rank through
+ * PMIx) and without fault tolerance it can wait for the dead rank forever: a rank that knows skips it. */
+static atomic_bool g_lost;
 
 static int mpi_err(int rc, const char *what, int peer) {
   char s[MPI_MAX_ERROR_STRING];
@@ -253,11 +257,13 @@ static int t_check(tstream *s) {
     if (rank_gone(r)) {
       s->ended[w] = true;
       s->live--;
+      atomic_store(&g_lost, true);
       return sl__err(SL_EIO, "rank %d (worker) died: its process is gone", r);
     }
     if (t - s->heard[w] > lim) {
       s->ended[w] = true;
       s->live--;
+      atomic_store(&g_lost, true);
       return sl__err(SL_EIO, "rank %d (worker) sent nothing for %.0f s (SLUICE_DIST_TIMEOUT): presumed dead", r, lim);
     }
   }
@@ -325,7 +331,7 @@ static void t_close(void *stream) {
   tstream *s = stream;
   if (!s) return;
   for (int w = 0; w < s->nw; w++)
-    if (!s->ended[w] && send_small(s->first + w, TAG_STOP, 0)) {
+    if (!s->ended[w] && send_small(s->first + w, TAG_STOP, atomic_load(&g_lost) ? 1 : 0)) {
       s->ended[w] = true;
       s->live--;
     }
@@ -446,12 +452,16 @@ int sl__mpi_finalize(void) {
     pthread_mutex_unlock(&g_mu);
   }
   sl__dist_register(NULL);
+  /* a rank on this host that is gone, whoever saw it or not (Open MPI fences in MPI_Finalize: no rank ends
+   * normally before every rank has entered it) */
+  for (int r = 0; g_pids && r < g_size; r++)
+    if (r != g_rank && rank_gone(r)) atomic_store(&g_lost, true);
   sl__free(g_pids);
   sl__free(g_hosts);
   g_pids = NULL;
   g_hosts = NULL;
   int rc = MPI_SUCCESS;
-  if (g_inited) rc = MPI_Finalize();
+  if (g_inited && !atomic_load(&g_lost)) rc = MPI_Finalize();
   g_inited = false;
   return rc == MPI_SUCCESS ? 0 : sl__err(SL_ERROR, "MPI_Finalize failed (%d)", rc);
 }
@@ -528,7 +538,10 @@ static int w_poll(wstate *s) {
     int t = st.MPI_SOURCE;
     if (t < 0 || t >= s->nt) continue;
     if (st.MPI_TAG == TAG_CREDIT && v > 0) s->credit[t] += v;
-    else if (st.MPI_TAG == TAG_STOP) s->stopped[t] = true;
+    else if (st.MPI_TAG == TAG_STOP) {
+      s->stopped[t] = true;
+      if (v) atomic_store(&g_lost, true); /* a trainer saw a rank die: this one must not finalise either */
+    }
   }
 }
 
