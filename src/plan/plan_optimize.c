@@ -193,8 +193,8 @@ static double expect_on(const sl_plan *P, double other) {
 }
 
 /* The share of its free cores a measured run `tm` of plan P says a CPU-bound prediction should count on: 1 unless P
- * is CPU-bound and the run fell more than 10% short of P's prediction on the cores other processes left it
- * while spending within 10% of the model's CPU per element. Then the costs were right and cores sat idle: its
+ * is CPU-bound and the run fell short of P's prediction on the cores other processes left it while spending within
+ * 10% of the model's CPU per element. Then the costs were right and cores sat idle: its
  * threads blocked and woke while another waited its turn for a core (on this 2-vCPU VM a woken thread is queued
  * on a busy CPU while the other idles: in a run of imagenet-cacheable's plan 9% of both CPUs were idle, 80% of that
  * time with one of its threads runnable on the other CPU). The model cannot see that from the ops' costs; the
@@ -204,7 +204,9 @@ static double run_share(const sl_plan *P, const sl_trace *tm) {
   if (strcmp(sl_plan_limit(P), "cpu") || !tm->elements || !(tm->seconds > 0)) return 1;
   double measured = sl_trace_throughput(tm), cpu = tm->process_cpu / (double)tm->elements;
   double mcpu = sl_plan_cpu_per_element(P), other = tm->machine.other_load;
-  if (!(measured < 0.9 * expect_on(P, other)) || !(cpu >= 0.9 * mcpu && cpu <= 1.1 * mcpu)) return 1;
+  /* Any shortfall, not only one past 10%: the bench's runs of ssd's plan kept 1.93 of 2 cores busy, optimize's
+   * prediction counted on 2 and was 6-11% over in two benches, each time within the loop's 10%. */
+  if (!(measured < expect_on(P, other)) || !(cpu >= 0.9 * mcpu && cpu <= 1.1 * mcpu)) return 1;
   return sl__plan_learn_share(tm->process_cpu / tm->seconds, free_cores(P, other));
 }
 
