@@ -167,6 +167,47 @@ void sl__normalize_defaults(const sl_args *a, double *mean, int *nmean, double *
   }
 }
 
+int sl__px_args_parse(sl__px_args *s, const sl_args *a) {
+  int rc;
+  s->has_flip = sl_args_has(a, "flip_prob");
+  s->nmean = s->nstd = 0;
+  if ((rc = sl_args_double(&s->flip_prob, a, "flip_prob", 0.5)) || (rc = sl_args_bool(&s->normalize, a, "normalize", false)) ||
+      (rc = sl_args_double(&s->value_scale, a, "value_scale", 1.0)) ||
+      (rc = sl_args_doubles(s->mean, &s->nmean, a, "mean", 4)) || (rc = sl_args_doubles(s->std, &s->nstd, a, "std", 4)))
+    return rc;
+  if (!(s->flip_prob >= 0 && s->flip_prob <= 1))
+    return sl__err(SL_EINVAL, "%s.flip_prob: must be in [0, 1]", sl_args_path(a));
+  bool any = sl_args_has(a, "mean") || sl_args_has(a, "std") || sl_args_has(a, "value_scale");
+  if (any && !s->normalize)
+    return sl__err(SL_EINVAL, "%s: \"mean\", \"std\" and \"value_scale\" need \"normalize\": true", sl_args_path(a));
+  sl__normalize_defaults(a, s->mean, &s->nmean, s->std, &s->nstd);
+  if (s->nmean < 1) return sl__err(SL_EINVAL, "%s.mean: needs at least one value", sl_args_path(a));
+  for (int i = 0; i < s->nstd; i++)
+    if (s->std[i] == 0) return sl__err(SL_EINVAL, "%s.std[%d]: must not be 0", sl_args_path(a), i);
+  return 0;
+}
+
+sl__px_out sl__px_draw(const sl__px_args *s, const sl_fn_call *call) {
+  sl__px_out px = {0};
+  if (s->has_flip) { /* random_flip's draw: one uniform against prob */
+    sl_rng fr;
+    sl_rng_seed(&fr, call->nseeds >= 2 && call->seeds ? call->seeds[1] : sl__mix64(call->seed ^ 0xf11bu));
+    px.flip = sl_rng_uniform(&fr) < s->flip_prob;
+  }
+  px.f32 = s->normalize;
+  return px;
+}
+
+bool sl__px_norm(sl__px_out *o, int c, int nmean, const double *mean, int nstd, const double *std, double value_scale) {
+  if (c < 1 || c > 4 || (nmean != 1 && nmean != c) || (nstd != 1 && nstd != c)) return false;
+  for (int k = 0; k < c; k++) { /* normalize's own arithmetic (norm_call) */
+    double m = mean[nmean == 1 ? 0 : k], d = std[nstd == 1 ? 0 : k];
+    o->mul[k] = (float)(value_scale / d);
+    o->add[k] = (float)(-m / d);
+  }
+  return true;
+}
+
 int sl__image_dims(const sl_comp *img, const sl_fn_call *call, int64_t *h, int64_t *w, int64_t *c) {
   if ((img->dtype != SL_UINT8 && img->dtype != SL_FLOAT32) || (img->rank != 3 && img->rank != 2))
     return elem_err(call, SL_EINVAL, "'%s' is %s rank %d; expected an image (uint8 or float32, HWC or HW)",
@@ -227,6 +268,7 @@ typedef struct {
   double prob;
   const char *boxes, *num_boxes;
   bool clip;
+  sl__px_args px; /* random_resized_crop: random_flip and normalize folded in */
 } img_state;
 
 static void img_free(void *st) { sl__free(st); }
@@ -269,6 +311,51 @@ static int get_image(const img_state *s, sl_elem *e, sl_fn_call *call, sl_comp *
   return rc ? rc : sl__image_dims(*img, call, h, w, c);
 }
 
+static int norm_write(sl_elem *e, const char *output, const sl_comp *img, const float *mul, const float *add);
+static void flip_rows(uint8_t *p, int64_t h, int64_t w, size_t px);
+
+/* random_resized_crop with random_flip and normalize folded in (plan_fuse.c, or by hand): the values the three ops
+ * give in turn, in one op (no hand-offs between them). A uint8 image resized bilinear or area goes through the
+ * resampler's output pass (one pass from the window to the flipped float32 tensor); otherwise the window is
+ * resized as unfused, then flipped and normalised by the two ops' own loops. */
+static int crop_resize_px(sl_elem *e, const img_state *s, const sl_fn_call *call, const sl_comp *img, int64_t c,
+                          const sl__win *win) {
+  sl__px_out px = sl__px_draw(&s->px, call);
+  if (px.f32 && !sl__px_norm(&px, (int)c, s->px.nmean, s->px.mean, s->px.nstd, s->px.std, s->px.value_scale))
+    return elem_err(call, SL_EINVAL, "'%s' has %lld channel(s) but mean has %d values and std %d", s->comp,
+                    (long long)c, s->px.nmean, s->px.nstd);
+  int rc = 0;
+  if (img->dtype == SL_UINT8 && c <= 4 && (win->h != s->h || win->w != s->w) &&
+      (s->method == SL__RESIZE_BILINEAR || s->method == SL__RESIZE_AREA)) {
+    sl_comp src;
+    comp_hold(&src, img);
+    int64_t shape[3] = {s->h, s->w, c};
+    void *data;
+    size_t stride = (size_t)src.shape[1] * (size_t)c;
+    rc = dims_ok(win->h, win->w, s->h, s->w, stride, (size_t)c);
+    if (!rc) rc = sl_elem_new_tensor(e, s->output, px.f32 ? SL_FLOAT32 : SL_UINT8, src.rank, shape, &data);
+    if (!rc) {
+      const uint8_t *p = (const uint8_t *)sl_comp_data(&src) + (size_t)win->y * stride + (size_t)win->x * (size_t)c;
+      rc = sl__resample_u8_px(p, (int)win->h, (int)win->w, stride, data, (int)s->h, (int)s->w, (int)c,
+                              s->method == SL__RESIZE_AREA, &px);
+      if (rc) sl_elem_remove(e, s->output);
+    }
+    comp_release(&src);
+  } else {
+    rc = crop_resize(e, s->output, img, c, win, s->h, s->w, s->method);
+    sl_comp *out = rc ? NULL : sl_elem_get(e, s->output);
+    if (!rc && px.flip) {
+      size_t pxb = (size_t)c * sl_dtype_size(out->dtype);
+      uint8_t *p = sl_comp_mutable_data(out);
+      if (!p) rc = sl__oom("random_resized_crop");
+      else if (pxb > 64) rc = elem_err(call, SL_EINVAL, "'%s' has too many channels (%lld)", s->comp, (long long)c);
+      else flip_rows(p, s->h, s->w, pxb);
+    }
+    if (!rc && px.f32) rc = norm_write(e, s->output, out, px.mul, px.add);
+  }
+  return rc ? sl__err_wrap(rc, "%s: element %llu", call->op_path, (unsigned long long)call->index) : 0;
+}
+
 /* ---------------- random_resized_crop ---------------- */
 static int rrc_init(void **state, const sl_args *a, void *payload) {
   img_state *s;
@@ -277,7 +364,7 @@ static int rrc_init(void **state, const sl_args *a, void *payload) {
   s->scale[0] = 0.08, s->scale[1] = 1.0, s->ratio[0] = 3.0 / 4.0, s->ratio[1] = 4.0 / 3.0;
   int ns = 0, nr = 0;
   if ((rc = read_size(a, s, true)) || (rc = sl_args_doubles(s->scale, &ns, a, "scale", 2)) ||
-      (rc = sl_args_doubles(s->ratio, &nr, a, "ratio", 2)))
+      (rc = sl_args_doubles(s->ratio, &nr, a, "ratio", 2)) || (rc = sl__px_args_parse(&s->px, a)))
     goto fail;
   if ((sl_args_has(a, "scale") && ns != 2) || (sl_args_has(a, "ratio") && nr != 2) ||
       !(s->scale[0] > 0 && s->scale[0] <= s->scale[1] && s->scale[1] <= 1) ||
@@ -302,6 +389,7 @@ static int rrc_call(void *st, sl_elem *e, sl_fn_call *call) {
   sl_rng_seed(&rng, call->seed);
   sl__win win;
   sl__crop_sample(&rng, h, w, s->scale, s->ratio, &win);
+  if (s->px.has_flip || s->px.normalize) return crop_resize_px(e, s, call, img, c, &win);
   rc = crop_resize(e, s->output, img, c, &win, s->h, s->w, s->method);
   return rc ? sl__err_wrap(rc, "%s: element %llu", call->op_path, (unsigned long long)call->index) : 0;
 }
@@ -474,9 +562,16 @@ static int flip_call(void *st, sl_elem *e, sl_fn_call *call) {
   if (!flip) return 0;
   uint8_t *p = sl_comp_mutable_data(img);
   if (!p) return sl__oom("random_flip");
-  size_t px = (size_t)c * sl_dtype_size(img->dtype), stride = (size_t)w * px;
+  size_t px = (size_t)c * sl_dtype_size(img->dtype);
+  if (px > 64) return elem_err(call, SL_EINVAL, "'%s' has too many channels (%lld)", s->comp, (long long)c);
+  flip_rows(p, h, w, px);
+  return 0;
+}
+
+/* Mirrors h rows of w pixels of px (<= 64) bytes each, in place. */
+static void flip_rows(uint8_t *p, int64_t h, int64_t w, size_t px) {
   uint8_t tmp[64];
-  if (px > sizeof tmp) return elem_err(call, SL_EINVAL, "'%s' has too many channels (%lld)", s->comp, (long long)c);
+  size_t stride = (size_t)w * px;
   for (int64_t y = 0; y < h; y++) {
     uint8_t *row = p + (size_t)y * stride;
     for (int64_t x = 0; x < w / 2; x++) {
@@ -486,7 +581,6 @@ static int flip_call(void *st, sl_elem *e, sl_fn_call *call) {
       memcpy(r, tmp, px);
     }
   }
-  return 0;
 }
 
 /* ---------------- normalize: (x * scale - mean) / std per channel, to float32 ---------------- */
@@ -529,7 +623,7 @@ static int norm_call(void *st, sl_elem *e, sl_fn_call *call) {
   if (img->dtype == SL_BYTES || img->rank < 1)
     return elem_err(call, SL_EINVAL, "'%s' is %s rank %d; expected a numeric tensor with channels last", s->comp,
                     sl_dtype_name(img->dtype), img->rank);
-  int64_t c = img->shape[img->rank - 1], n = sl_comp_count(img);
+  int64_t c = img->shape[img->rank - 1];
   if ((s->nmean != 1 && s->nmean != c) || (s->nstd != 1 && s->nstd != c))
     return elem_err(call, SL_EINVAL, "'%s' has %lld channels but mean has %d values and std %d", s->comp,
                     (long long)c, s->nmean, s->nstd);
@@ -540,10 +634,16 @@ static int norm_call(void *st, sl_elem *e, sl_fn_call *call) {
     mul[k] = (float)(s->scale / d);
     add[k] = (float)(-m / d);
   }
+  return norm_write(e, s->output, img, mul, add);
+}
+
+/* The float32 tensor `output` of img's values times mul plus add per channel (the last dimension). */
+static int norm_write(sl_elem *e, const char *output, const sl_comp *img, const float *mul, const float *add) {
+  int64_t c = img->shape[img->rank - 1], n = sl_comp_count(img);
   sl_comp src;
   comp_hold(&src, img);
   float *out;
-  rc = sl_elem_new_tensor(e, s->output, SL_FLOAT32, src.rank, src.shape, (void **)&out);
+  int rc = sl_elem_new_tensor(e, output, SL_FLOAT32, src.rank, src.shape, (void **)&out);
   if (!rc) {
     const void *in = sl_comp_data(&src);
     if (src.dtype == SL_UINT8 && c == 3) {
@@ -801,9 +901,18 @@ static const sl__arg RRC_ARGS[] = {
     {"size", SL__ARG_NUMS, NULL, SL__ARGF_REQUIRED | SL__LOHI, 2, 2, NULL, "the output [height, width]"},
     {"scale", SL__ARG_NUMS, NULL, SL__LOHI, 2, 2, NULL, "crop area as a fraction of the image [min, max] (default [0.08, 1])"},
     {"ratio", SL__ARG_NUMS, NULL, SL__LOHI, 2, 2, NULL, "crop aspect ratio [min, max] (default [3/4, 4/3])"},
+    SL__PX_ARGS,
     {NULL}};
+/* size_infer, and float32 with normalize folded in. */
+static int rrc_infer(sl__struct *s, json_t *args, const char *path, const char *origin) {
+  int rc = size_infer(s, args, path, origin);
+  json_t *o = json_object_get(args, "output"), *c = json_object_get(args, "component");
+  sl__comp_desc *d = sl__struct_get(s, json_is_string(o) ? json_string_value(o) : json_is_string(c) ? json_string_value(c) : "image");
+  if (!rc && d && json_is_true(json_object_get(args, "normalize"))) d->dtype = SL_FLOAT32;
+  return rc;
+}
 static const sl__fn_schema RRC_SCHEMA = {"crops a random window (area and aspect in ranges) and resizes it",
-                                         RRC_ARGS, IMG_READS, IMG_WRITES, size_infer};
+                                         RRC_ARGS, IMG_READS, IMG_WRITES, rrc_infer};
 static const sl__arg RESIZE_ARGS[] = {
     IMG_IO_ARGS,
     IMG_METHOD_ARG,

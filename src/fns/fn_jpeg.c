@@ -169,16 +169,11 @@ int sl__jpeg_decode(const uint8_t *data, size_t len, const sl__jpeg_opts *o, con
   const sl__px_out *px = req && req->px && (req->px->flip || req->px->f32) ? req->px : NULL;
   sl__px_out pxv;
   if (px && px->f32) {
-    if (channels > 4 || (req->nmean != 1 && req->nmean != channels) || (req->nstd != 1 && req->nstd != channels)) {
+    pxv = *px;
+    if (!sl__px_norm(&pxv, channels, req->nmean, req->mean, req->nstd, req->std, req->value_scale)) {
       code = sl__err(SL_EINVAL, "the image has %d channel(s) but mean has %d values and std %d", channels, req->nmean,
                      req->nstd);
       longjmp(jerr.jb, 3);
-    }
-    pxv = *px;
-    for (int k = 0; k < channels; k++) { /* normalize's own arithmetic (fn_image.c) */
-      double m = req->mean[req->nmean == 1 ? 0 : k], d = req->std[req->nstd == 1 ? 0 : k];
-      pxv.mul[k] = (float)(req->value_scale / d);
-      pxv.add[k] = (float)(-m / d);
     }
     px = &pxv;
   }
@@ -301,10 +296,7 @@ typedef struct {
   int64_t center_h, center_w, shorter; /* the center_crop and resize modes (see sl__jpeg_req) */
   double center_frac;
   /* random_flip and normalize folded in by the planner (or asked for by hand) */
-  bool has_flip, normalize;
-  double flip_prob, value_scale;
-  int nmean, nstd;
-  double mean[4], std[4];
+  sl__px_args px;
   /* "batch_slab": the outputs of slab_n consecutive elements (by call->index) share one buffer, slot i % slab_n of
    * slab i / slab_n, so that a batch of slab_n right after adopts it instead of copying (op_batch.c). The few slabs
    * being filled (the parallel calls run close in index) are kept here; a slot already handed out, or a slab
@@ -376,27 +368,6 @@ static int read_pair(const sl_args *a, const char *key, double *v, bool *given) 
   if (rc) return rc;
   if (sl_args_has(a, key) && n != 2) return sl__err(SL_EINVAL, "%s.%s: expected two numbers", sl_args_path(a), key);
   if (given) *given = n == 2;
-  return 0;
-}
-
-/* "flip_prob" (random_flip's prob) and "normalize" with "mean", "std", "value_scale" (normalize's mean, std and
- * scale, with its defaults): the output pass (sl__px_out). */
-static int output_pass_init(jpeg_state *s, const sl_args *a) {
-  int rc;
-  s->has_flip = sl_args_has(a, "flip_prob");
-  if ((rc = sl_args_double(&s->flip_prob, a, "flip_prob", 0.5)) || (rc = sl_args_bool(&s->normalize, a, "normalize", false)) ||
-      (rc = sl_args_double(&s->value_scale, a, "value_scale", 1.0)) ||
-      (rc = sl_args_doubles(s->mean, &s->nmean, a, "mean", 4)) || (rc = sl_args_doubles(s->std, &s->nstd, a, "std", 4)))
-    return rc;
-  if (!(s->flip_prob >= 0 && s->flip_prob <= 1))
-    return sl__err(SL_EINVAL, "%s.flip_prob: must be in [0, 1]", sl_args_path(a));
-  bool any = sl_args_has(a, "mean") || sl_args_has(a, "std") || sl_args_has(a, "value_scale");
-  if (any && !s->normalize)
-    return sl__err(SL_EINVAL, "%s: \"mean\", \"std\" and \"value_scale\" need \"normalize\": true", sl_args_path(a));
-  sl__normalize_defaults(a, s->mean, &s->nmean, s->std, &s->nstd);
-  if (s->nmean < 1) return sl__err(SL_EINVAL, "%s.mean: needs at least one value", sl_args_path(a));
-  for (int i = 0; i < s->nstd; i++)
-    if (s->std[i] == 0) return sl__err(SL_EINVAL, "%s.std[%d]: must not be 0", sl_args_path(a), i);
   return 0;
 }
 
@@ -494,7 +465,7 @@ static int jpeg_init_common(void **state, const sl_args *a, bool crop) {
       s->win = (sl__win){(int64_t)win[0], (int64_t)win[1], (int64_t)win[2], (int64_t)win[3]};
     }
     if (ns) s->out_h = (int64_t)size[0], s->out_w = (int64_t)size[1];
-    if ((rc = output_pass_init(s, a))) goto fail;
+    if ((rc = sl__px_args_parse(&s->px, a))) goto fail;
     if ((rc = sl_args_int(&s->slab_n, a, "batch_slab", 0))) goto fail;
     size_t item = 0, all;
     if (s->slab_n < 0 || s->slab_n > (1 << 24)) {
@@ -503,7 +474,7 @@ static int jpeg_init_common(void **state, const sl_args *a, bool crop) {
     }
     /* Only where every output has one size: a "size" to resize to and a fixed channel count. */
     if (s->slab_n < 2 || !ns || ch == 0 ||
-        !sl__mul_ok((size_t)(s->out_h * s->out_w * ch), s->normalize ? sizeof(float) : 1, &item) ||
+        !sl__mul_ok((size_t)(s->out_h * s->out_w * ch), s->px.normalize ? sizeof(float) : 1, &item) ||
         !sl__mul_ok(item, (size_t)s->slab_n, &all))
       s->slab_n = 0;
     s->slab_item = item;
@@ -552,21 +523,14 @@ static int jpeg_call_common(const jpeg_state *s, sl_elem *e, sl_fn_call *call, b
     req.shorter = s->shorter;
   }
   sl__px_out px = {0};
-  if (crop && (s->has_flip || s->normalize)) {
-    if (s->has_flip) {
-      /* The flip's own seed: the one the unfused random_flip op had when the planner folded it in (seeds[1]);
-       * written by hand, one derived from this op's. random_flip's draw: one uniform against prob. */
-      sl_rng fr;
-      sl_rng_seed(&fr, call->nseeds >= 2 && call->seeds ? call->seeds[1] : sl__mix64(call->seed ^ 0xf11bu));
-      px.flip = sl_rng_uniform(&fr) < s->flip_prob;
-    }
-    px.f32 = s->normalize;
+  if (crop && (s->px.has_flip || s->px.normalize)) {
+    px = sl__px_draw(&s->px, call);
     req.px = &px;
-    req.nmean = s->nmean;
-    req.nstd = s->nstd;
-    req.mean = s->mean;
-    req.std = s->std;
-    req.value_scale = s->value_scale;
+    req.nmean = s->px.nmean;
+    req.nstd = s->px.nstd;
+    req.mean = s->px.mean;
+    req.std = s->px.std;
+    req.value_scale = s->px.value_scale;
   }
   sl_buf *buf;
   size_t off = 0;
@@ -583,7 +547,7 @@ static int jpeg_call_common(const jpeg_state *s, sl_elem *e, sl_fn_call *call, b
   if (rc)
     return sl__err_wrap(rc, "%s: element %llu ('%s', %zu bytes)", call->op_path, (unsigned long long)call->index,
                         s->comp, c->size);
-  rc = sl_elem_set_tensor(e, s->output, crop && s->normalize ? SL_FLOAT32 : SL_UINT8, 3, shape, buf, off, NULL);
+  rc = sl_elem_set_tensor(e, s->output, crop && s->px.normalize ? SL_FLOAT32 : SL_UINT8, 3, shape, buf, off, NULL);
   sl_buf_unref(buf);
   if (rc) return rc;
   if (!s->keep && strcmp(s->comp, s->output)) sl_elem_remove(e, s->comp);
@@ -613,11 +577,7 @@ static const sl__arg CROP_ARGS[] = {
     {"center_fraction", SL__ARG_NUM, NULL, 0, 0, 0, NULL, "a centred window of this fraction of each side (center_crop's fraction)"},
     {"full", SL__ARG_BOOL, "false", 0, 0, 0, NULL, "the whole image, resized to \"size\" or by \"shorter_side\" (what resize does)"},
     {"shorter_side", SL__ARG_INT, NULL, 0, 0, 0, NULL, "with \"full\": resize so the shorter side is this, keeping the aspect ratio"},
-    {"flip_prob", SL__ARG_NUM, NULL, SL__LOHI, 0, 1, NULL, "flip left-right with this probability in the output pass (random_flip's prob)"},
-    {"normalize", SL__ARG_BOOL, "false", 0, 0, 0, NULL, "float32 output (x * value_scale - mean) / std per channel, as normalize (false: uint8)"},
-    {"mean", SL__ARG_NUMS, NULL, SL__LOHI, 1, 4, NULL, "with normalize: per-channel mean (default ImageNet's RGB, 0..255)"},
-    {"std", SL__ARG_NUMS, NULL, SL__LOHI, 1, 4, NULL, "with normalize: per-channel divisor (default ImageNet's with the default mean, else 1)"},
-    {"value_scale", SL__ARG_NUM, "1", 0, 0, 0, NULL, "with normalize: multiplies each value first (normalize's scale)"},
+    SL__PX_ARGS,
     {"batch_slab", SL__ARG_INT, "0", SL__LOHI, 0, 16777216, NULL, "write the outputs of this many consecutive elements "
      "into one buffer, which a batch of that size right after takes without copying (0: off; needs \"size\" and channels 1 or 3)"},
     {NULL}};

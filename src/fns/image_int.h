@@ -34,6 +34,29 @@ typedef struct sl__px_out {
   bool flip, f32;
   float mul[4], add[4];
 } sl__px_out;
+/* The output pass's args: "flip_prob" (random_flip's prob) and "normalize" with "mean", "std", "value_scale"
+ * (normalize's mean, std and scale, with its defaults), as the planner folds random_flip and normalize into
+ * decode_and_crop_jpeg and random_resized_crop (plan_fuse.c), or as written by hand. */
+typedef struct sl__px_args {
+  bool has_flip, normalize;
+  double flip_prob, value_scale;
+  int nmean, nstd;
+  double mean[4], std[4];
+} sl__px_args;
+/* Their schema entries (sl__arg). */
+#define SL__PX_ARGS                                                                                                   \
+  {"flip_prob", SL__ARG_NUM, NULL, SL__LOHI, 0, 1, NULL, "flip left-right with this probability in the output pass (random_flip's prob)"}, \
+      {"normalize", SL__ARG_BOOL, "false", 0, 0, 0, NULL, "float32 output (x * value_scale - mean) / std per channel, as normalize (false: as the input)"}, \
+      {"mean", SL__ARG_NUMS, NULL, SL__LOHI, 1, 4, NULL, "with normalize: per-channel mean (default ImageNet's RGB, 0..255)"}, \
+      {"std", SL__ARG_NUMS, NULL, SL__LOHI, 1, 4, NULL, "with normalize: per-channel divisor (default ImageNet's with the default mean, else 1)"}, \
+      {"value_scale", SL__ARG_NUM, "1", 0, 0, 0, NULL, "with normalize: multiplies each value first (normalize's scale)"}
+/* Parses them from a (SL_EINVAL naming the arg when one is wrong). */
+int sl__px_args_parse(sl__px_args *s, const sl_args *a);
+/* The element's output pass from s: the flip drawn from the folded random_flip's own seed (call->seeds[1]; written
+ * by hand, one derived from the op's), float32 when normalising (mul/add are set by sl__px_norm). */
+sl__px_out sl__px_draw(const sl__px_args *s, const sl_fn_call *call);
+/* normalize's arithmetic as o's mul/add for c channels; false when c > 4 or mean/std fit neither 1 nor c. */
+bool sl__px_norm(sl__px_out *o, int c, int nmean, const double *mean, int nstd, const double *std, double value_scale);
 /* One output row of w pixels of c channels (c <= 4 when f32) from uint8 src to dst (uint8, or float32 when o->f32),
  * mirrored when o->flip. Each value is the uint8 value times mul plus add, exactly as normalize does. */
 void sl__px_row(const uint8_t *src, void *dst, int64_t w, int c, const sl__px_out *o);

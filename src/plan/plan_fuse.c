@@ -4,8 +4,9 @@
  * and at the smallest DCT scale (n/8) that still gives the output size, then resizes what is left. Fusion is
  * conservative: both ops plain maps with only the args this file knows, the crop reading the decoder's output and
  * writing over it (so the element keeps the same components, shapes and dtypes), and neither marked "fuse": false.
- * Then random_flip and normalize right after a decode_and_crop_jpeg fold into its output pass (one pass from the
- * decoded window to the flipped float32 tensor), under the same conditions. A rewritten spec draws the randomness
+ * Then random_flip and normalize right after a decode_and_crop_jpeg, or after a random_resized_crop left on its own
+ * (one after a cache), fold into its output pass (one pass from the window to the flipped float32 tensor), under
+ * the same conditions. A rewritten spec draws the randomness
  * the original drew: every op whose pre-order index moved says where its seeds came from ("seed_op"), and a fused
  * op lists the crop's and the flip's ([crop, flip]). A fused op right before a batch writes into the batch's buffer. */
 #include <string.h>
@@ -147,14 +148,16 @@ static int fuse_chain(json_t *ops, const char *path, bool windows_only, sl__str 
   return n;
 }
 
-/* Folds random_flip and normalize (either order, each once) that follow decode_and_crop_jpeg op o into its output
- * pass. Returns the number folded, 0 when none qualifies, or SL_ENOMEM. */
-static int fold_after(json_t *ops, size_t i, const char *path, sl__str *notes) {
+/* Folds random_flip and normalize (either order, each once) that follow op i, a decode_and_crop_jpeg or a
+ * random_resized_crop (fn f), into its output pass. Returns the number folded, 0 when none qualifies, or
+ * SL_ENOMEM. */
+static int fold_after(json_t *ops, size_t i, const char *f, const char *path, sl__str *notes) {
   static const char *const flip_keys[] = {"component", "output", "prob", "method", NULL};
   static const char *const norm_keys[] = {"component", "output", "scale", "mean", "std", NULL};
   json_t *o = json_array_get(ops, i), *args = json_object_get(o, "args");
   if (args && !json_is_object(args)) return 0;
-  const char *img = str_arg(args, "output", "image");
+  /* the image it writes: decode_and_crop_jpeg's output defaults to "image", a crop's to its input */
+  const char *img = str_arg(args, "output", strcmp(f, "random_resized_crop") ? "image" : str_arg(args, "component", "image"));
   int n = 0;
   while (i + 1 < json_array_size(ops)) {
     json_t *b = json_array_get(ops, i + 1), *ba = json_object_get(b, "args");
@@ -184,8 +187,8 @@ static int fold_after(json_t *ops, size_t i, const char *path, sl__str *notes) {
       break;
     }
     rc |= merge_knobs(o, o, b);
-    if (rc || sl__str_printf(notes, "%s%s[%zu] %s folded into %s[%zu] decode_and_crop_jpeg", notes->len ? ", " : "",
-                             path, i + 1 + (size_t)n, g, path, i) ||
+    if (rc || sl__str_printf(notes, "%s%s[%zu] %s folded into %s[%zu] %s", notes->len ? ", " : "",
+                             path, i + 1 + (size_t)n, g, path, i, f) ||
         json_array_remove(ops, i + 1))
       return sl__oom("the fused spec");
     n++;
@@ -208,7 +211,9 @@ static int slab_for_batch(json_t *ops, size_t i) {
   return json_object_set_new(args, "batch_slab", json_integer(json_integer_value(size))) ? sl__oom("the fused spec") : 0;
 }
 
-/* Folds flip and normalize into every decode_and_crop_jpeg of a chain (recursing into nested sources). */
+/* Folds flip and normalize into every decode_and_crop_jpeg and random_resized_crop of a chain (recursing into
+ * nested sources). A random_resized_crop not fused with a decoder is one after a cache (imagenet-cacheable): its
+ * flip and normalize were two more thread pools, hand-offs and passes over each image. */
 static int fold_chain(json_t *ops, const char *path, sl__str *notes) {
   int n = 0;
   for (size_t i = 0; i < json_array_size(ops); i++) {
@@ -222,11 +227,11 @@ static int fold_chain(json_t *ops, const char *path, sl__str *notes) {
       n += k;
     }
     const char *f = map_fn(o);
-    if (!f || strcmp(f, "decode_and_crop_jpeg")) continue;
-    int k = fold_after(ops, i, path, notes);
+    if (!f || (strcmp(f, "decode_and_crop_jpeg") && strcmp(f, "random_resized_crop"))) continue;
+    int k = fold_after(ops, i, f, path, notes);
     if (k < 0) return k;
     n += k;
-    if ((k = slab_for_batch(ops, i)) < 0) return k;
+    if (!strcmp(f, "decode_and_crop_jpeg") && (k = slab_for_batch(ops, i)) < 0) return k;
   }
   return n;
 }
@@ -278,7 +283,7 @@ static int fuse_spec(json_t *spec, bool windows_only, char **note) {
   if (n > 0) {
     const char *old = json_string_value(json_object_get(spec, "comment"));
     sl__str c = {0};
-    int rc = sl__str_printf(&c, "%s%sfused by the planner into decode_and_crop_jpeg (later ops renumbered): %s",
+    int rc = sl__str_printf(&c, "%s%sfused by the planner (later ops renumbered): %s",
                             old ? old : "", old ? "; " : "", notes.s);
     if (rc || json_object_set_new(spec, "comment", json_string(c.s))) n = sl__oom("the fused spec");
     sl__str_dispose(&c);

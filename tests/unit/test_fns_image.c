@@ -68,6 +68,20 @@ static void test_random_resized_crop(void **st) {
   tf_expect_msg("size");
   assert_int_equal(tf_open(&fn, "random_resized_crop", "{\"size\": [8, 8], \"scale\": [0, 1]}"), SL_EINVAL);
   assert_int_equal(tf_open(&fn, "random_resized_crop", "{\"size\": [8, 8], \"ratio\": [2, 1]}"), SL_EINVAL);
+  /* the output pass's args (random_flip and normalize folded in): each wrong one named */
+  assert_int_equal(tf_open(&fn, "random_resized_crop", "{\"size\": [8, 8], \"flip_prob\": 1.5}"), SL_EINVAL);
+  tf_expect_msg("flip_prob");
+  assert_int_equal(tf_open(&fn, "random_resized_crop", "{\"size\": [8, 8], \"mean\": [1, 2, 3]}"), SL_EINVAL);
+  tf_expect_msg("need \"normalize\": true");
+  assert_int_equal(tf_open(&fn, "random_resized_crop", "{\"size\": [8, 8], \"normalize\": true, \"std\": [0]}"), SL_EINVAL);
+  tf_expect_msg("std[0]");
+  /* a normalize folded in whose mean fits neither 1 nor the image's 3 channels: the element's error names it */
+  sl_elem_init(&a);
+  set_image(&a, "image", px, 90, 120, 3);
+  assert_int_equal(tf_run("random_resized_crop", "{\"size\": [8, 8], \"normalize\": true, \"mean\": [1, 2]}", &a, 1),
+                   SL_EINVAL);
+  tf_expect_msg("mean has 2 values");
+  sl_elem_clear(&a);
   free(px);
 }
 

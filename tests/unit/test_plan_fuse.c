@@ -313,8 +313,8 @@ static int expect_equal_elements(sl_pipeline *a, sl_pipeline *b) {
 
 /* A spec, its fused rewrite: the rewrite folds flip and normalize (and the crop when given) and yields the same
  * elements: same flips (the seeds of the original ops), same values within float rounding. Exact crops only
- * (center_crop at DCT scale 1, or decode_and_crop_jpeg as written), so that any difference is the pass's. Padded
- * and ragged batches, drop_remainder, a random op after the fused one. */
+ * (center_crop at DCT scale 1, or decode_and_crop_jpeg as written, or random_resized_crop on a decoded image), so
+ * that any difference is the pass's. Padded and ragged batches, drop_remainder, a random op after the fused one. */
 static void test_folded_pipeline_equal(void **st) {
   const char *mid[] = {
       "{\"op\": \"map\", \"fn\": \"decode_jpeg\", \"parallelism\": 2, \"args\": {\"channels\": 3}}, "
@@ -329,9 +329,25 @@ static void test_folded_pipeline_equal(void **st) {
       "{\"op\": \"padded_batch\", \"size\": 5}",
       "{\"op\": \"map\", \"fn\": \"decode_jpeg\", \"args\": {\"channels\": 3}}, "
       "{\"op\": \"map\", \"fn\": \"center_crop\", \"args\": {\"fraction\": 0.5}}, {\"op\": \"map\", \"fn\": \"random_flip\"}, "
-      "{\"op\": \"padded_batch\", \"size\": 5}"};
-  const int expect_n[] = {3, 3, 3, 3}; /* 12 images: 5 + 5 + 2, or 4 x 3 */
-  for (int i = 0; i < 4; i++) {
+      "{\"op\": \"padded_batch\", \"size\": 5}",
+      /* a random_resized_crop on its own (the decoder kept apart): uint8 resized bilinear, the resampler's pass */
+      "{\"op\": \"map\", \"fn\": \"decode_jpeg\", \"fuse\": false, \"args\": {\"channels\": 3}}, "
+      "{\"op\": \"map\", \"fn\": \"random_resized_crop\", \"parallelism\": 2, \"args\": {\"size\": [40, 30]}}, "
+      "{\"op\": \"map\", \"fn\": \"normalize\"}, {\"op\": \"map\", \"fn\": \"random_flip\", \"args\": {\"prob\": 0.6}}, "
+      "{\"op\": \"batch\", \"size\": 4, \"drop_remainder\": true}",
+      /* nearest: resized as unfused, then the two ops' loops */
+      "{\"op\": \"map\", \"fn\": \"decode_jpeg\", \"fuse\": false, \"args\": {\"channels\": 3}}, "
+      "{\"op\": \"map\", \"fn\": \"random_resized_crop\", \"args\": {\"size\": [33, 21], \"method\": \"nearest\"}}, "
+      "{\"op\": \"map\", \"fn\": \"random_flip\"}, {\"op\": \"map\", \"fn\": \"normalize\", \"args\": {\"mean\": [5], \"std\": [2]}}, "
+      "{\"op\": \"padded_batch\", \"size\": 5}",
+      /* a float32 image: flipped in float */
+      "{\"op\": \"map\", \"fn\": \"decode_jpeg\", \"fuse\": false, \"args\": {\"channels\": 3}}, "
+      "{\"op\": \"map\", \"fn\": \"cast\", \"args\": {\"dtype\": \"float32\"}}, "
+      "{\"op\": \"map\", \"fn\": \"random_resized_crop\", \"args\": {\"size\": [20, 24]}}, "
+      "{\"op\": \"map\", \"fn\": \"random_flip\"}, {\"op\": \"padded_batch\", \"size\": 5}"};
+  const int expect_n[] = {3, 3, 3, 3, 3, 3, 3}; /* 12 images: 5 + 5 + 2, or 4 x 3 */
+  const bool normalized[] = {true, true, true, false, true, true, false};
+  for (int i = 0; i < 7; i++) {
     sl_pipeline *p = tu_pipelinef("{\"seed\": 9, \"ops\": [{\"op\": \"files\", \"glob\": \"%s/train-*\"}, "
                                   "{\"op\": \"interleave\", \"cycle_length\": 1, \"source\": [{\"op\": \"tfrecord\"}]}, "
                                   "{\"op\": \"map\", \"fn\": \"parse_example\", \"args\": {\"features\": {\"image/encoded\": "
@@ -343,7 +359,7 @@ static void test_folded_pipeline_equal(void **st) {
     char *js = NULL;
     assert_int_equal(sl_pipeline_to_json(&js, f), 0);
     assert_null(strstr(js, "\"random_flip\""));
-    assert_true((strstr(js, "\"normalize\": true") != NULL) == (i < 3));
+    assert_true((strstr(js, "\"normalize\": true") != NULL) == normalized[i]);
     assert_true((strstr(js, "\"batch_slab\": 4") != NULL) == (i == 1)); /* fixed size, right before a batch */
     sl_free(js);
     assert_int_equal(expect_equal_elements(p, f), expect_n[i]);
