@@ -269,9 +269,15 @@ typedef struct {
   const char *boxes, *num_boxes;
   bool clip;
   sl__px_args px; /* random_resized_crop: random_flip and normalize folded in */
+  sl__slabs slabs; /* random_resized_crop: "batch_slab" */
 } img_state;
 
-static void img_free(void *st) { sl__free(st); }
+static void img_free(void *st) { sl__free(st); } /* also the other functions' states */
+static void rrc_free(void *st) {
+  img_state *s = st;
+  if (s) sl__slabs_dispose(&s->slabs);
+  sl__free(s);
+}
 
 static int img_state_new(img_state **out, const sl_args *a, const char *defcomp, const char *what) {
   img_state *s = sl__calloc(1, sizeof *s);
@@ -330,16 +336,24 @@ static int crop_resize_px(sl_elem *e, const img_state *s, const sl_fn_call *call
     sl_comp src;
     comp_hold(&src, img);
     int64_t shape[3] = {s->h, s->w, c};
-    void *data;
-    size_t stride = (size_t)src.shape[1] * (size_t)c;
+    sl_dtype dt = px.f32 ? SL_FLOAT32 : SL_UINT8;
+    void *data = NULL;
+    size_t stride = (size_t)src.shape[1] * (size_t)c, off = 0;
+    sl_buf *slab = NULL; /* the element's slot in a slab the batch after takes whole ("batch_slab") */
     rc = dims_ok(win->h, win->w, s->h, s->w, stride, (size_t)c);
-    if (!rc) rc = sl_elem_new_tensor(e, s->output, px.f32 ? SL_FLOAT32 : SL_UINT8, src.rank, shape, &data);
+    if (!rc) {
+      sl__slabs_slot(&((img_state *)s)->slabs, call->index, (size_t)(s->h * s->w * c) * sl_dtype_size(dt), &slab, &off);
+      if (slab) data = (uint8_t *)sl_buf_data(slab) + off;
+      else rc = sl_elem_new_tensor(e, s->output, dt, src.rank, shape, &data);
+    }
     if (!rc) {
       const uint8_t *p = (const uint8_t *)sl_comp_data(&src) + (size_t)win->y * stride + (size_t)win->x * (size_t)c;
       rc = sl__resample_u8_px(p, (int)win->h, (int)win->w, stride, data, (int)s->h, (int)s->w, (int)c,
                               s->method == SL__RESIZE_AREA, &px);
-      if (rc) sl_elem_remove(e, s->output);
+      if (!rc && slab) rc = sl_elem_set_tensor(e, s->output, dt, src.rank, shape, slab, off, NULL);
+      else if (rc && !slab) sl_elem_remove(e, s->output);
     }
+    sl_buf_unref(slab);
     comp_release(&src);
   } else {
     rc = crop_resize(e, s->output, img, c, win, s->h, s->w, s->method);
@@ -366,6 +380,12 @@ static int rrc_init(void **state, const sl_args *a, void *payload) {
   if ((rc = read_size(a, s, true)) || (rc = sl_args_doubles(s->scale, &ns, a, "scale", 2)) ||
       (rc = sl_args_doubles(s->ratio, &nr, a, "ratio", 2)) || (rc = sl__px_args_parse(&s->px, a)))
     goto fail;
+  int64_t slab_n;
+  if ((rc = sl_args_int(&slab_n, a, "batch_slab", 0))) goto fail;
+  if (slab_n < 0 || slab_n > (1 << 24)) {
+    rc = sl__err(SL_EINVAL, "%s.batch_slab: expected 0 (off) or a batch size up to 16777216", sl_args_path(a));
+    goto fail;
+  }
   if ((sl_args_has(a, "scale") && ns != 2) || (sl_args_has(a, "ratio") && nr != 2) ||
       !(s->scale[0] > 0 && s->scale[0] <= s->scale[1] && s->scale[1] <= 1) ||
       !(s->ratio[0] > 0 && s->ratio[0] <= s->ratio[1])) {
@@ -373,6 +393,8 @@ static int rrc_init(void **state, const sl_args *a, void *payload) {
                  sl_args_path(a));
     goto fail;
   }
+  /* the channel count comes with the first image: its output's size fixes the slabs' */
+  if ((rc = sl__slabs_init(&s->slabs, slab_n, 0, "random_resized_crop's batch slabs"))) goto fail;
   *state = s;
   return 0;
 fail:
@@ -389,7 +411,7 @@ static int rrc_call(void *st, sl_elem *e, sl_fn_call *call) {
   sl_rng_seed(&rng, call->seed);
   sl__win win;
   sl__crop_sample(&rng, h, w, s->scale, s->ratio, &win);
-  if (s->px.has_flip || s->px.normalize) return crop_resize_px(e, s, call, img, c, &win);
+  if (s->px.has_flip || s->px.normalize || s->slabs.n) return crop_resize_px(e, s, call, img, c, &win);
   rc = crop_resize(e, s->output, img, c, &win, s->h, s->w, s->method);
   return rc ? sl__err_wrap(rc, "%s: element %llu", call->op_path, (unsigned long long)call->index) : 0;
 }
@@ -902,6 +924,7 @@ static const sl__arg RRC_ARGS[] = {
     {"scale", SL__ARG_NUMS, NULL, SL__LOHI, 2, 2, NULL, "crop area as a fraction of the image [min, max] (default [0.08, 1])"},
     {"ratio", SL__ARG_NUMS, NULL, SL__LOHI, 2, 2, NULL, "crop aspect ratio [min, max] (default [3/4, 4/3])"},
     SL__PX_ARGS,
+    SL__SLAB_ARG("the first output's size fixes the slot's: an image of another channel count gets its own buffer"),
     {NULL}};
 /* size_infer, and float32 with normalize folded in. */
 static int rrc_infer(sl__struct *s, json_t *args, const char *path, const char *origin) {
@@ -1038,7 +1061,7 @@ static const sl__fn_schema PAD_SCHEMA = {"pads an element's boxes (and labels) t
                                          PAD_ARGS, NULL, NULL, pad_infer};
 
 const sl__fn_entry sl__fns_image[] = {
-    {"random_resized_crop", {SL_FN_DEF_VERSION, SL_FN_RANDOM, rrc_init, rrc_call, img_free}, &RRC_SCHEMA},
+    {"random_resized_crop", {SL_FN_DEF_VERSION, SL_FN_RANDOM, rrc_init, rrc_call, rrc_free}, &RRC_SCHEMA},
     {"resize", {SL_FN_DEF_VERSION, 0, resize_init, resize_call, img_free}, &RESIZE_SCHEMA},
     {"center_crop", {SL_FN_DEF_VERSION, 0, cc_init, cc_call, img_free}, &CC_SCHEMA},
     {"random_flip", {SL_FN_DEF_VERSION, SL_FN_RANDOM, flip_init, flip_call, img_free}, &FLIP_SCHEMA},

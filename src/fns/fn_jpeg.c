@@ -297,69 +297,14 @@ typedef struct {
   double center_frac;
   /* random_flip and normalize folded in by the planner (or asked for by hand) */
   sl__px_args px;
-  /* "batch_slab": the outputs of slab_n consecutive elements (by call->index) share one buffer, slot i % slab_n of
-   * slab i / slab_n, so that a batch of slab_n right after adopts it instead of copying (op_batch.c). The few slabs
-   * being filled (the parallel calls run close in index) are kept here; a slot already handed out, or a slab
-   * evicted, falls back to a buffer of the element's own. Shared by the map's threads: under `mu`. */
-  int64_t slab_n;
+  sl__slabs slabs;  /* "batch_slab" (image_int.h) */
   size_t slab_item; /* bytes of one output */
-  pthread_mutex_t mu;
-  struct {
-    uint64_t no;
-    sl_buf *buf;  /* the slab's reference held here while slots remain; NULL when the entry is free */
-    uint64_t *given; /* slab_n bits: slots handed out */
-    int64_t left;
-  } slab[4];
 } jpeg_state;
-
-enum { NSLAB = 4 };
-
-static void slab_drop(jpeg_state *s, int k) {
-  sl_buf_unref(s->slab[k].buf);
-  s->slab[k].buf = NULL;
-}
 
 static void jpeg_free(void *st) {
   jpeg_state *s = st;
-  if (s && s->slab_n) {
-    for (int k = 0; k < NSLAB; k++) {
-      slab_drop(s, k);
-      sl__free(s->slab[k].given);
-    }
-    pthread_mutex_destroy(&s->mu);
-  }
+  if (s) sl__slabs_dispose(&s->slabs);
   sl__free(s);
-}
-
-/* The slot for element `index`: a new reference to its slab in *buf and its byte offset; *buf NULL when the element
- * gets its own buffer (slot taken before, or no memory for a slab: the decode then allocates, and reports). */
-static void slab_slot(jpeg_state *s, uint64_t index, sl_buf **buf, size_t *off) {
-  uint64_t no = index / (uint64_t)s->slab_n, i = index % (uint64_t)s->slab_n;
-  *buf = NULL;
-  pthread_mutex_lock(&s->mu);
-  int k = -1, old = 0;
-  for (int j = 0; j < NSLAB; j++) {
-    if (s->slab[j].buf && s->slab[j].no == no) k = j;
-    if (!s->slab[j].buf || (s->slab[old].buf && s->slab[j].no < s->slab[old].no)) old = j;
-  }
-  if (k < 0 && (!s->slab[old].buf || s->slab[old].no < no)) { /* a newer slab replaces the oldest (or a free entry) */
-    sl_buf *b = sl_buf_alloc(s->slab_item * (size_t)s->slab_n); /* sizes checked at init */
-    if (b) {
-      slab_drop(s, old);
-      k = old;
-      s->slab[k].buf = b;
-      s->slab[k].no = no;
-      s->slab[k].left = s->slab_n;
-      memset(s->slab[k].given, 0, (size_t)(s->slab_n + 63) / 64 * sizeof(uint64_t));
-    }
-  }
-  if (k >= 0 && !(s->slab[k].given[i / 64] >> (i % 64) & 1)) {
-    s->slab[k].given[i / 64] |= (uint64_t)1 << (i % 64);
-    *buf = sl_buf_ref(s->slab[k].buf);
-    *off = (size_t)i * s->slab_item;
-    if (--s->slab[k].left == 0) slab_drop(s, k); /* every slot handed out: the elements hold it now */
-  }
-  pthread_mutex_unlock(&s->mu);
 }
 
 static int read_pair(const sl_args *a, const char *key, double *v, bool *given) {
@@ -466,27 +411,18 @@ static int jpeg_init_common(void **state, const sl_args *a, bool crop) {
     }
     if (ns) s->out_h = (int64_t)size[0], s->out_w = (int64_t)size[1];
     if ((rc = sl__px_args_parse(&s->px, a))) goto fail;
-    if ((rc = sl_args_int(&s->slab_n, a, "batch_slab", 0))) goto fail;
-    size_t item = 0, all;
-    if (s->slab_n < 0 || s->slab_n > (1 << 24)) {
+    int64_t slab_n;
+    if ((rc = sl_args_int(&slab_n, a, "batch_slab", 0))) goto fail;
+    size_t item = 0;
+    if (slab_n < 0 || slab_n > (1 << 24)) {
       rc = sl__err(SL_EINVAL, "%s.batch_slab: expected 0 (off) or a batch size up to 16777216", sl_args_path(a));
       goto fail;
     }
     /* Only where every output has one size: a "size" to resize to and a fixed channel count. */
-    if (s->slab_n < 2 || !ns || ch == 0 ||
-        !sl__mul_ok((size_t)(s->out_h * s->out_w * ch), s->px.normalize ? sizeof(float) : 1, &item) ||
-        !sl__mul_ok(item, (size_t)s->slab_n, &all))
-      s->slab_n = 0;
+    if (!ns || ch == 0 || !sl__mul_ok((size_t)(s->out_h * s->out_w * ch), s->px.normalize ? sizeof(float) : 1, &item))
+      slab_n = 0;
     s->slab_item = item;
-    if (s->slab_n) {
-      for (int k = 0; k < NSLAB; k++)
-        if (!(s->slab[k].given = sl__calloc((size_t)(s->slab_n + 63) / 64, sizeof(uint64_t)))) {
-          for (int j = 0; j < k; j++) sl__free(s->slab[j].given);
-          rc = sl__oom("decode_and_crop_jpeg's batch slabs");
-          goto fail;
-        }
-      pthread_mutex_init(&s->mu, NULL);
-    }
+    if ((rc = sl__slabs_init(&s->slabs, slab_n, item, "decode_and_crop_jpeg's batch slabs"))) goto fail;
   }
   *state = s;
   return 0;
@@ -535,8 +471,8 @@ static int jpeg_call_common(const jpeg_state *s, sl_elem *e, sl_fn_call *call, b
   sl_buf *buf;
   size_t off = 0;
   int64_t shape[3];
-  if (crop && s->slab_n) {
-    slab_slot((jpeg_state *)s, call->index, &req.into, &req.into_off);
+  if (crop && s->slabs.n) {
+    sl__slabs_slot(&((jpeg_state *)s)->slabs, call->index, s->slab_item, &req.into, &req.into_off);
     req.into_size = s->slab_item;
   }
   rc = sl__jpeg_decode(sl_comp_data(c), c->size, &s->jo, crop ? &req : NULL, &buf, &shape[0], &shape[1], &shape[2]);
@@ -578,8 +514,7 @@ static const sl__arg CROP_ARGS[] = {
     {"full", SL__ARG_BOOL, "false", 0, 0, 0, NULL, "the whole image, resized to \"size\" or by \"shorter_side\" (what resize does)"},
     {"shorter_side", SL__ARG_INT, NULL, 0, 0, 0, NULL, "with \"full\": resize so the shorter side is this, keeping the aspect ratio"},
     SL__PX_ARGS,
-    {"batch_slab", SL__ARG_INT, "0", SL__LOHI, 0, 16777216, NULL, "write the outputs of this many consecutive elements "
-     "into one buffer, which a batch of that size right after takes without copying (0: off; needs \"size\" and channels 1 or 3)"},
+    SL__SLAB_ARG("needs \"size\" and channels 1 or 3"),
     {NULL}};
 static const sl__fn_io JPEG_READS[] = {{"component", "image/encoded", NULL, SL_BYTES, 0, SL__IO_CONSUMED}, {NULL}};
 static const sl__fn_io JPEG_WRITES[] = {{"output", "image", NULL, SL_UINT8, 3, 0}, {NULL}};

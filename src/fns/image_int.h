@@ -4,6 +4,8 @@
 #ifndef SL_FNS_IMAGE_H
 #define SL_FNS_IMAGE_H
 
+#include <pthread.h>
+
 #include "fns/fns_int.h"
 
 /* A crop window in pixels: rows [y, y+h), columns [x, x+w). */
@@ -69,6 +71,33 @@ extern bool sl__resample_avx2;
 /* The same for float32 images. */
 int sl__resize_f32(const float *src, int64_t sh, int64_t sw, size_t sstride, float *dst, int64_t dh, int64_t dw,
                    int c, int method);
+
+/* "batch_slab": the outputs of n consecutive elements (by call->index) share one buffer, slot i % n of slab i / n,
+ * so that a batch of n right after adopts it instead of copying (op_batch.c). The few slabs being filled (a map's
+ * parallel calls run close in index) are kept here; a slot already handed out, or a slab evicted, falls back to a
+ * buffer of the element's own. Shared by a map's threads (its own mutex). */
+enum { SL__NSLAB = 4 };
+typedef struct sl__slabs {
+  int64_t n;   /* 0: off */
+  size_t item; /* bytes of one output; 0 until the first output fixes it */
+  pthread_mutex_t mu;
+  struct {
+    uint64_t no;
+    sl_buf *buf;     /* the slab's reference held here while slots remain; NULL when the entry is free */
+    uint64_t *given; /* n bits: slots handed out */
+    int64_t left;
+  } e[SL__NSLAB];
+} sl__slabs;
+/* n < 2: off (0, nothing allocated). item: every output's size, or 0 when the first output's size is to fix it.
+ * SL_ENOMEM naming `what`. */
+int sl__slabs_init(sl__slabs *s, int64_t n, size_t item, const char *what);
+void sl__slabs_dispose(sl__slabs *s);
+/* The slot for element `index`, whose output is `item` bytes: a new reference to its slab in *buf and its byte
+ * offset; *buf NULL when the element gets its own buffer (off, another size, slot taken before, no memory). */
+void sl__slabs_slot(sl__slabs *s, uint64_t index, size_t item, sl_buf **buf, size_t *off);
+#define SL__SLAB_ARG(needs)                                                                                       \
+  {"batch_slab", SL__ARG_INT, "0", SL__LOHI, 0, 16777216, NULL, "write the outputs of this many consecutive elements " \
+   "into one buffer, which a batch of that size right after takes without copying (0: off; " needs ")"}
 
 /* Reads an image component (uint8 or float32, rank 3 HWC or rank 2 HW) into h, w, c. */
 /* normalize's defaults, for it and the fused op that folds it in: without "mean", ImageNet's RGB mean and std in

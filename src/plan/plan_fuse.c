@@ -196,9 +196,10 @@ static int fold_after(json_t *ops, size_t i, const char *f, const char *path, sl
   return n;
 }
 
-/* A decode_and_crop_jpeg with a fixed output size right before a batch of N writes its outputs N to a buffer
- * ("batch_slab"), which the batch then takes as it is: batches built in place, no copy. Not under on_error (a skipped
- * element would shift every later batch across two slabs: correct, but copied). 0, or SL_ENOMEM. */
+/* A decode_and_crop_jpeg or random_resized_crop with a fixed output size right before a batch of N writes its
+ * outputs N to a buffer ("batch_slab"), which the batch then takes as it is: batches built in place, no copy. Not
+ * under on_error (a skipped element would shift every later batch across two slabs: correct, but copied). 0, or
+ * SL_ENOMEM. */
 static int slab_for_batch(json_t *ops, size_t i) {
   json_t *o = json_array_get(ops, i), *args = json_object_get(o, "args"), *b = json_array_get(ops, i + 1);
   const char *kind = json_string_value(json_object_get(b, "op"));
@@ -231,7 +232,7 @@ static int fold_chain(json_t *ops, const char *path, sl__str *notes) {
     int k = fold_after(ops, i, f, path, notes);
     if (k < 0) return k;
     n += k;
-    if (!strcmp(f, "decode_and_crop_jpeg") && (k = slab_for_batch(ops, i)) < 0) return k;
+    if ((k = slab_for_batch(ops, i)) < 0) return k;
   }
   return n;
 }

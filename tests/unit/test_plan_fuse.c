@@ -360,7 +360,7 @@ static void test_folded_pipeline_equal(void **st) {
     assert_int_equal(sl_pipeline_to_json(&js, f), 0);
     assert_null(strstr(js, "\"random_flip\""));
     assert_true((strstr(js, "\"normalize\": true") != NULL) == normalized[i]);
-    assert_true((strstr(js, "\"batch_slab\": 4") != NULL) == (i == 1)); /* fixed size, right before a batch */
+    assert_true((strstr(js, "\"batch_slab\": 4") != NULL) == (i == 1 || i == 4)); /* fixed size, right before a batch */
     sl_free(js);
     assert_int_equal(expect_equal_elements(p, f), expect_n[i]);
     sl_pipeline_free(p);
@@ -372,12 +372,17 @@ static void test_folded_pipeline_equal(void **st) {
  * copy), one straddling two slabs is copied. Slabs of 4, batches of 3: batch 0 is slab 0's slots 0-2, batch 1 slot 3
  * of slab 0 and slots 0-1 of slab 1, ... */
 static void test_batch_slab_adopted(void **st) {
-  const char *spec = "{\"seed\": 4, \"ops\": [{\"op\": \"files\", \"glob\": \"%s/train-*\"}, "
-                     "{\"op\": \"interleave\", \"cycle_length\": 1, \"source\": [{\"op\": \"tfrecord\"}]}, "
-                     "{\"op\": \"map\", \"fn\": \"parse_example\", \"args\": {\"features\": {\"image/encoded\": "
-                     "{\"dtype\": \"bytes\"}}}}, {\"op\": \"map\", \"fn\": \"decode_and_crop_jpeg\", \"parallelism\": 2, "
-                     "\"args\": {\"random\": true, \"size\": [40, 30], \"flip_prob\": 0.5, \"normalize\": true%s}}, "
-                     "{\"op\": \"batch\", \"size\": 3}]}";
+  /* decode_and_crop_jpeg, and random_resized_crop on a decoded image (its slot size fixed by its first output) */
+  const char *mid[] = {"{\"op\": \"map\", \"fn\": \"decode_and_crop_jpeg\", \"parallelism\": 2, \"args\": {\"random\": true, ",
+                       "{\"op\": \"map\", \"fn\": \"decode_jpeg\"}, {\"op\": \"map\", \"fn\": \"random_resized_crop\", "
+                       "\"parallelism\": 2, \"args\": {"};
+  for (int m = 0; m < 2; m++) {
+  char spec[1024];
+  snprintf(spec, sizeof spec, "{\"seed\": 4, \"ops\": [{\"op\": \"files\", \"glob\": \"%%s/train-*\"}, "
+           "{\"op\": \"interleave\", \"cycle_length\": 1, \"source\": [{\"op\": \"tfrecord\"}]}, "
+           "{\"op\": \"map\", \"fn\": \"parse_example\", \"args\": {\"features\": {\"image/encoded\": "
+           "{\"dtype\": \"bytes\"}}}}, %s\"size\": [40, 30], \"flip_prob\": 0.5, \"normalize\": true%%s}}, "
+           "{\"op\": \"batch\", \"size\": 3}]}", mid[m]);
   sl_pipeline *a = tu_pipelinef(spec, g_dir, ""), *b = tu_pipelinef(spec, g_dir, ", \"batch_slab\": 4");
   assert_int_equal(expect_equal_elements(a, b), 4);
   sl_iter *it;
@@ -398,6 +403,7 @@ static void test_batch_slab_adopted(void **st) {
   sl_iter_free(it);
   sl_pipeline_free(a);
   sl_pipeline_free(b);
+  }
 }
 
 /* The fused op under on_error "skip": a record whose JPEG is corrupt is dropped and counted as unfused. */
