@@ -317,7 +317,8 @@ static int get_image(const img_state *s, sl_elem *e, sl_fn_call *call, sl_comp *
   return rc ? rc : sl__image_dims(*img, call, h, w, c);
 }
 
-static int norm_write(sl_elem *e, const char *output, const sl_comp *img, const float *mul, const float *add);
+static int norm_write(sl_elem *e, const char *output, const sl_comp *img, const float *mul, const float *add,
+                      sl__slabs *slabs, uint64_t index);
 static void flip_rows(uint8_t *p, int64_t h, int64_t w, size_t px);
 
 /* random_resized_crop with random_flip and normalize folded in (plan_fuse.c, or by hand): the values the three ops
@@ -365,7 +366,7 @@ static int crop_resize_px(sl_elem *e, const img_state *s, const sl_fn_call *call
       else if (pxb > 64) rc = elem_err(call, SL_EINVAL, "'%s' has too many channels (%lld)", s->comp, (long long)c);
       else flip_rows(p, s->h, s->w, pxb);
     }
-    if (!rc && px.f32) rc = norm_write(e, s->output, out, px.mul, px.add);
+    if (!rc && px.f32) rc = norm_write(e, s->output, out, px.mul, px.add, NULL, 0);
   }
   return rc ? sl__err_wrap(rc, "%s: element %llu", call->op_path, (unsigned long long)call->index) : 0;
 }
@@ -611,7 +612,13 @@ typedef struct {
   double scale;
   int nmean, nstd;
   double mean[64], std[64];
+  sl__slabs slabs; /* "batch_slab" */
 } norm_state;
+static void norm_free(void *st) {
+  norm_state *s = st;
+  if (s) sl__slabs_dispose(&s->slabs);
+  sl__free(s);
+}
 static int norm_init(void **state, const sl_args *a, void *payload) {
   norm_state *s = sl__calloc(1, sizeof *s);
   if (!s) return sl__oom("normalize");
@@ -631,6 +638,10 @@ static int norm_init(void **state, const sl_args *a, void *payload) {
     rc = sl__err(SL_EINVAL, "%s: mean and std need at least one value", sl_args_path(a));
     goto fail;
   }
+  int64_t slab_n;
+  if ((rc = sl_args_int(&slab_n, a, "batch_slab", 0)) ||
+      (rc = sl__slabs_init(&s->slabs, slab_n, 0, "normalize's batch slabs")))
+    goto fail;
   *state = s;
   return 0;
 fail:
@@ -656,16 +667,23 @@ static int norm_call(void *st, sl_elem *e, sl_fn_call *call) {
     mul[k] = (float)(s->scale / d);
     add[k] = (float)(-m / d);
   }
-  return norm_write(e, s->output, img, mul, add);
+  return norm_write(e, s->output, img, mul, add, &((norm_state *)s)->slabs, call->index);
 }
 
-/* The float32 tensor `output` of img's values times mul plus add per channel (the last dimension). */
-static int norm_write(sl_elem *e, const char *output, const sl_comp *img, const float *mul, const float *add) {
+/* The float32 tensor `output` of img's values times mul plus add per channel (the last dimension); in element
+ * `index`'s slot of a slab when slabs (may be NULL) gives one. */
+static int norm_write(sl_elem *e, const char *output, const sl_comp *img, const float *mul, const float *add,
+                      sl__slabs *slabs, uint64_t index) {
   int64_t c = img->shape[img->rank - 1], n = sl_comp_count(img);
   sl_comp src;
   comp_hold(&src, img);
-  float *out;
-  int rc = sl_elem_new_tensor(e, output, SL_FLOAT32, src.rank, src.shape, (void **)&out);
+  float *out = NULL;
+  sl_buf *slab = NULL;
+  size_t off = 0, item;
+  if (slabs && sl__mul_ok((size_t)n, sizeof(float), &item)) sl__slabs_slot(slabs, index, item, &slab, &off);
+  int rc = 0;
+  if (slab) out = (float *)(void *)((uint8_t *)sl_buf_data(slab) + off);
+  else rc = sl_elem_new_tensor(e, output, SL_FLOAT32, src.rank, src.shape, (void **)&out);
   if (!rc) {
     const void *in = sl_comp_data(&src);
     if (src.dtype == SL_UINT8 && c == 3) {
@@ -690,6 +708,8 @@ static int norm_write(sl_elem *e, const char *output, const sl_comp *img, const 
       }
     }
   }
+  if (!rc && slab) rc = sl_elem_set_tensor(e, output, SL_FLOAT32, src.rank, src.shape, slab, off, NULL);
+  sl_buf_unref(slab);
   comp_release(&src);
   return rc;
 }
@@ -924,7 +944,7 @@ static const sl__arg RRC_ARGS[] = {
     {"scale", SL__ARG_NUMS, NULL, SL__LOHI, 2, 2, NULL, "crop area as a fraction of the image [min, max] (default [0.08, 1])"},
     {"ratio", SL__ARG_NUMS, NULL, SL__LOHI, 2, 2, NULL, "crop aspect ratio [min, max] (default [3/4, 4/3])"},
     SL__PX_ARGS,
-    SL__SLAB_ARG("the first output's size fixes the slot's: an image of another channel count gets its own buffer"),
+    SL__SLAB_ARG("the first output's size fixes the slot's: an output of another size gets its own buffer"),
     {NULL}};
 /* size_infer, and float32 with normalize folded in. */
 static int rrc_infer(sl__struct *s, json_t *args, const char *path, const char *origin) {
@@ -971,6 +991,7 @@ static const sl__arg NORM_ARGS[] = {
     {"scale", SL__ARG_NUM, "1", 0, 0, 0, NULL, "multiplies each value first"},
     {"mean", SL__ARG_NUMS, NULL, SL__LOHI, 1, 64, NULL, "per-channel mean subtracted (default ImageNet's RGB, 0..255)"},
     {"std", SL__ARG_NUMS, NULL, SL__LOHI, 1, 64, NULL, "per-channel divisor (default ImageNet's with the default mean, else 1)"},
+    SL__SLAB_ARG("the first output's size fixes the slot's: an output of another size gets its own buffer"),
     {NULL}};
 static const sl__fn_io NORM_READS[] = {{"component", "image", NULL, SL__DT_ANY, -1, 0}, {NULL}};
 static const sl__fn_io NORM_WRITES[] = {{"output", NULL, "component", SL_FLOAT32, SL__RANK_SAME, 0}, {NULL}};
@@ -1065,7 +1086,7 @@ const sl__fn_entry sl__fns_image[] = {
     {"resize", {SL_FN_DEF_VERSION, 0, resize_init, resize_call, img_free}, &RESIZE_SCHEMA},
     {"center_crop", {SL_FN_DEF_VERSION, 0, cc_init, cc_call, img_free}, &CC_SCHEMA},
     {"random_flip", {SL_FN_DEF_VERSION, SL_FN_RANDOM, flip_init, flip_call, img_free}, &FLIP_SCHEMA},
-    {"normalize", {SL_FN_DEF_VERSION, 0, norm_init, norm_call, img_free}, &NORM_SCHEMA},
+    {"normalize", {SL_FN_DEF_VERSION, 0, norm_init, norm_call, norm_free}, &NORM_SCHEMA},
     {"cast", {SL_FN_DEF_VERSION, 0, cast_init, cast_call, img_free}, &CAST_SCHEMA},
     {"pad_boxes", {SL_FN_DEF_VERSION, 0, pad_init, pad_call, img_free}, &PAD_SCHEMA},
     {NULL, {0, 0, NULL, NULL, NULL}, NULL},

@@ -196,25 +196,34 @@ static int fold_after(json_t *ops, size_t i, const char *f, const char *path, sl
   return n;
 }
 
-/* A decode_and_crop_jpeg or random_resized_crop with a fixed output size right before a batch of N writes its
- * outputs N to a buffer ("batch_slab"), which the batch then takes as it is: batches built in place, no copy. Not
- * under on_error (a skipped element would shift every later batch across two slabs: correct, but copied). 0, or
- * SL_ENOMEM. */
-static int slab_for_batch(json_t *ops, size_t i) {
+/* Op i (fn f: a decode_and_crop_jpeg, a random_resized_crop or a normalize) right before a batch of N writes its
+ * outputs N to a buffer ("batch_slab"), which the batch then takes as it is: batches built in place, no copy (ssd's
+ * normalize made 32 MB of float32 per batch that the batch then copied on the consumer's thread). A decoder needs a
+ * fixed output size; the others' first output fixes the slot size (another size gets its own buffer). Not under
+ * on_error (a skipped element would shift every later batch across two slabs: correct, but copied). 1 when set, 0
+ * when not, or SL_ENOMEM. */
+static int slab_for_batch(json_t *ops, size_t i, const char *f, const char *path, sl__str *notes) {
   json_t *o = json_array_get(ops, i), *args = json_object_get(o, "args"), *b = json_array_get(ops, i + 1);
   const char *kind = json_string_value(json_object_get(b, "op"));
   json_t *size = json_object_get(b, "size"), *ch = json_object_get(args, "channels");
-  if (!kind || sl__op_model(kind) != SL__MK_BATCH || !json_is_integer(size) || json_integer_value(size) < 2 ||
-      !json_is_object(args) || json_array_size(json_object_get(args, "size")) != 2 ||
-      (ch && !(json_is_integer(ch) && json_integer_value(ch) > 0)) || json_object_get(args, "batch_slab") ||
-      json_object_get(o, "on_error"))
+  if (!kind || strcmp(kind, "batch") || !json_is_integer(size) || json_integer_value(size) < 2 ||
+      (args && !json_is_object(args)) || json_object_get(args, "batch_slab") || json_object_get(o, "on_error"))
     return 0;
-  return json_object_set_new(args, "batch_slab", json_integer(json_integer_value(size))) ? sl__oom("the fused spec") : 0;
+  if (!strcmp(f, "decode_and_crop_jpeg") &&
+      (json_array_size(json_object_get(args, "size")) != 2 || (ch && !(json_is_integer(ch) && json_integer_value(ch) > 0))))
+    return 0;
+  if (!args && (!(args = json_object()) || json_object_set_new(o, "args", args))) return sl__oom("the fused spec");
+  if (json_object_set_new(args, "batch_slab", json_integer(json_integer_value(size))) ||
+      sl__str_printf(notes, "%s%s[%zu] %s writes into the %s[%zu] batch's buffer", notes->len ? ", " : "", path, i, f,
+                     path, i + 1))
+    return sl__oom("the fused spec");
+  return 1;
 }
 
 /* Folds flip and normalize into every decode_and_crop_jpeg and random_resized_crop of a chain (recursing into
- * nested sources). A random_resized_crop not fused with a decoder is one after a cache (imagenet-cacheable): its
- * flip and normalize were two more thread pools, hand-offs and passes over each image. */
+ * nested sources), and has such an op or a normalize right before a batch write into the batch's buffer. A
+ * random_resized_crop not fused with a decoder is one after a cache (imagenet-cacheable): its flip and normalize
+ * were two more thread pools, hand-offs and passes over each image. */
 static int fold_chain(json_t *ops, const char *path, sl__str *notes) {
   int n = 0;
   for (size_t i = 0; i < json_array_size(ops); i++) {
@@ -228,11 +237,12 @@ static int fold_chain(json_t *ops, const char *path, sl__str *notes) {
       n += k;
     }
     const char *f = map_fn(o);
-    if (!f || (strcmp(f, "decode_and_crop_jpeg") && strcmp(f, "random_resized_crop"))) continue;
-    int k = fold_after(ops, i, f, path, notes);
+    if (!f || (strcmp(f, "decode_and_crop_jpeg") && strcmp(f, "random_resized_crop") && strcmp(f, "normalize"))) continue;
+    int k = strcmp(f, "normalize") ? fold_after(ops, i, f, path, notes) : 0;
     if (k < 0) return k;
     n += k;
-    if ((k = slab_for_batch(ops, i)) < 0) return k;
+    if ((k = slab_for_batch(ops, i, f, path, notes)) < 0) return k;
+    n += k;
   }
   return n;
 }
