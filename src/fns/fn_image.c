@@ -350,7 +350,7 @@ static int crop_resize_px(sl_elem *e, const img_state *s, const sl_fn_call *call
     if (!rc) {
       const uint8_t *p = (const uint8_t *)sl_comp_data(&src) + (size_t)win->y * stride + (size_t)win->x * (size_t)c;
       rc = sl__resample_u8_px(p, (int)win->h, (int)win->w, stride, data, (int)s->h, (int)s->w, (int)c,
-                              s->method == SL__RESIZE_AREA, &px);
+                              s->method == SL__RESIZE_AREA, px.flip || px.f32 ? &px : NULL);
       if (!rc && slab) rc = sl_elem_set_tensor(e, s->output, dt, src.rank, shape, slab, off, NULL);
       else if (rc && !slab) sl_elem_remove(e, s->output);
     }

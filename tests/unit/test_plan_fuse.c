@@ -347,10 +347,14 @@ static void test_folded_pipeline_equal(void **st) {
       "{\"op\": \"map\", \"fn\": \"decode_jpeg\", \"fuse\": false, \"args\": {\"channels\": 3}}, "
       "{\"op\": \"map\", \"fn\": \"cast\", \"args\": {\"dtype\": \"float32\"}}, "
       "{\"op\": \"map\", \"fn\": \"random_resized_crop\", \"args\": {\"size\": [20, 24]}}, "
-      "{\"op\": \"map\", \"fn\": \"random_flip\"}, {\"op\": \"padded_batch\", \"size\": 5}"};
-  const int expect_n[] = {3, 3, 3, 3, 3, 3, 3}; /* 12 images: 5 + 5 + 2, or 4 x 3 */
-  const bool normalized[] = {true, true, true, false, true, true, false};
-  for (int i = 0; i < 7; i++) {
+      "{\"op\": \"map\", \"fn\": \"random_flip\"}, {\"op\": \"padded_batch\", \"size\": 5}",
+      /* nothing to fold: only the batch's slab */
+      "{\"op\": \"map\", \"fn\": \"decode_jpeg\", \"fuse\": false, \"args\": {\"channels\": 3}}, "
+      "{\"op\": \"map\", \"fn\": \"random_resized_crop\", \"args\": {\"size\": [40, 30]}}, "
+      "{\"op\": \"batch\", \"size\": 4, \"drop_remainder\": true}"};
+  const int expect_n[] = {3, 3, 3, 3, 3, 3, 3, 3}; /* 12 images: 5 + 5 + 2, or 4 x 3 */
+  const bool normalized[] = {true, true, true, false, true, true, false, false};
+  for (int i = 0; i < 8; i++) {
     sl_pipeline *p = tu_pipelinef("{\"seed\": 9, \"ops\": [{\"op\": \"files\", \"glob\": \"%s/train-*\"}, "
                                   "{\"op\": \"interleave\", \"cycle_length\": 1, \"source\": [{\"op\": \"tfrecord\"}]}, "
                                   "{\"op\": \"map\", \"fn\": \"parse_example\", \"args\": {\"features\": {\"image/encoded\": "
@@ -363,7 +367,7 @@ static void test_folded_pipeline_equal(void **st) {
     assert_int_equal(sl_pipeline_to_json(&js, f), 0);
     assert_null(strstr(js, "\"random_flip\""));
     assert_true((strstr(js, "\"normalize\": true") != NULL) == normalized[i]);
-    assert_true((strstr(js, "\"batch_slab\": 4") != NULL) == (i == 1 || i == 4)); /* fixed size, right before a batch */
+    assert_true((strstr(js, "\"batch_slab\": 4") != NULL) == (i == 1 || i == 4 || i == 7)); /* right before a batch */
     sl_free(js);
     assert_int_equal(expect_equal_elements(p, f), expect_n[i]);
     sl_pipeline_free(p);
