@@ -184,10 +184,42 @@ static void test_core_share(void **st) {
   assert_float_equal(sl__plan_learn_share(1.5, 0), 1, 1e-12);
 }
 
+/* A share is learned only from a plan whose prediction counts on every core: a run of the plan on 2 cores that keeps
+ * all three spins on one thread (the CPU-limited LP's plan with its parallelism forced to 1) keeps one core busy by design, and falling a little
+ * short of its prediction there teaches nothing; a plan with the 100 us spin on workers does learn from the same
+ * shortfall. */
+static void test_share_only_when_cpu_bound(void **st) {
+  (void)st;
+  const double us[] = {0.1, 20, 100, 30};
+  sl_pipeline *pw = tu_pipeline(SPIN3("\"autotune\""));
+  sl_trace *tw = planted(pw, us, 2, 0);
+  sl_plan_opts o = planted_opts(SL_PLAN_KNOBS_AUTOTUNE);
+  sl_plan *seq = NULL, *wk = NULL;
+  assert_int_equal(sl_plan_solve(&seq, tw, &o), 0);
+  assert_true(sl__plan_force_parallelism(seq, 1) >= 0); /* as the sequential challenger is made */
+  assert_int_equal(sl_plan_solve(&wk, tw, &o), 0);
+  double cs = sl_plan_cpu_per_element(seq), cw = sl_plan_cpu_per_element(wk);
+  printf("one thread: predicted %.0f of %.0f on every core; workers: %.0f of %.0f\n", sl_plan_predicted(seq), 2 / cs,
+         sl_plan_predicted(wk), 2 / cw);
+  assert_string_equal(sl_plan_limit(seq), "cpu");
+  assert_true(sl_plan_predicted(seq) < 0.6 * 2 / cs);
+  assert_float_equal(sl__plan_run_share(seq, 0.95 * sl_plan_predicted(seq), cs, 0.95, -1), 1, 1e-12);
+  assert_true(sl_plan_predicted(wk) > 0.95 * 2 / cw);
+  assert_float_equal(sl__plan_run_share(wk, 0.9 * sl_plan_predicted(wk), cw, 1.8, -1), 0.9, 1e-9);
+  /* Not from a run that spent other than the model's CPU per element, nor from one at or above the prediction. */
+  assert_float_equal(sl__plan_run_share(wk, 0.9 * sl_plan_predicted(wk), 1.2 * cw, 1.8, -1), 1, 1e-12);
+  assert_float_equal(sl__plan_run_share(wk, sl_plan_predicted(wk), cw, 1.8, -1), 1, 1e-12);
+  sl_plan_free(seq);
+  sl_plan_free(wk);
+  sl_trace_free(tw);
+  sl_pipeline_free(pw);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_bound_is_C_over_sum_c), cmocka_unit_test(test_bound_sequential_op),
       cmocka_unit_test(test_costs_capped_by_process_cpu), cmocka_unit_test(test_measured_run_within_bound),
-      cmocka_unit_test(test_bound_at_run), cmocka_unit_test(test_core_share)};
+      cmocka_unit_test(test_bound_at_run), cmocka_unit_test(test_core_share),
+      cmocka_unit_test(test_share_only_when_cpu_bound)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
