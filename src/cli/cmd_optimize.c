@@ -181,7 +181,7 @@ int cmd_optimize(int argc, char **argv) {
               res.bound_from_run ? "; at the measured run's CPU per element, below the trace's" : "");
       if (res.core_share > 0 && res.core_share < 1)
         fprintf(sum, "predicted:  %10.1f elem/s (on %.0f%% of the cores: a run of the CPU-bound plan kept that share "
-                     "busy; its threads block and wake, leaving a core idle)\n",
+                     "busy; its threads block and wake, leaving the rest idle)\n",
                 res.predicted, 100 * res.core_share);
       else
         fprintf(sum, "predicted:  %10.1f elem/s\n", res.predicted);

@@ -29,7 +29,7 @@ double sl__plan_median(double *v, int n);
 double sl__plan_bound_at_run(const char *limit, double C, double bound, double model_cpu, double run_cpu);
 /* The share of the `avail` cores a run of a CPU-bound plan kept busy (`used` cores: its process CPU over its wall
  * time), for sl__plan_set_core_share: within [0.5, 1] (a run that used under half its cores was held back by
- * something other than wake-ups; the model is not bent that far). */
+ * something other than wake-ups; the model is not bent that far), and 1 from 99% busy up. */
 double sl__plan_learn_share(double used, double avail);
 /* The core share (sl__plan_learn_share) a run of plan P that measured `measured` elements/s at `cpu` process CPU
  * seconds per element with `busy` cores busy, `other` cores taken by other processes (-1 unknown), teaches: 1 unless

@@ -637,7 +637,10 @@ double sl__plan_bound_at_run(const char *limit, double C, double bound, double m
 
 double sl__plan_learn_share(double used, double avail) {
   if (!(used > 0) || !(avail > 0)) return 1;
-  return fmin(fmax(used / avail, 0.5), 1.0);
+  /* 99% busy is every core busy (the process's own start-up and clock reads): no share to learn, nor to print as
+   * "100% of the cores". */
+  if (used >= 0.99 * avail) return 1;
+  return fmax(used / avail, 0.5);
 }
 
 int sl_pipeline_optimize(sl_pipeline *p, const sl_optimize_opts *opts) {

@@ -179,6 +179,7 @@ static void test_core_share(void **st) {
   sl_pipeline_free(p);
   assert_float_equal(sl__plan_learn_share(1.8, 2), 0.9, 1e-12);
   assert_float_equal(sl__plan_learn_share(2.1, 2), 1, 1e-12);
+  assert_float_equal(sl__plan_learn_share(1.985, 2), 1, 1e-12); /* 99% busy: every core */
   assert_float_equal(sl__plan_learn_share(0.4, 2), 0.5, 1e-12);
   assert_float_equal(sl__plan_learn_share(0, 2), 1, 1e-12);
   assert_float_equal(sl__plan_learn_share(1.5, 0), 1, 1e-12);
