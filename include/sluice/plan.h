@@ -102,7 +102,8 @@ typedef struct sl_optimize_result {
   int rounds;         /* solves made (1 + re-traces, at most 3) */
   double other_load;  /* most cores other processes kept busy during any of the runs (-1 unknown) */
   double model_cpu;   /* the final plan's CPU seconds per element (sl_plan_cpu_per_element) */
-  double measured_cpu; /* process CPU seconds per element in the measured run of the final plan (0: not run) */
+  double measured_cpu; /* process CPU seconds per element in the measured runs of the final plan (checked: the
+                        * median of its alternating runs; 0: not run) */
   double measure_other_load; /* cores other processes kept busy during the measured run of the final plan */
   double predicted_free; /* the model's throughput for the final plan on the cores those processes left free */
   bool kept_input;    /* the plan measured below SL_PLAN_KEEP_RATIO x the input (medians of alternating runs): the
@@ -118,9 +119,13 @@ typedef struct sl_optimize_result {
   double fused_cpu, unfused_cpu;
   bool fused;
   /* The share of the free cores the prediction counts on when the plan is CPU-bound: 1, or what a measured run of
-   * a CPU-bound plan kept busy when it fell more than 10% short while spending the model's CPU per element (its
-   * threads blocked and woke, leaving a core idle). The bound keeps every core. */
+   * a plan expected to keep every free core busy kept busy when it fell short while spending within 10% of the
+   * model's CPU per element (its threads blocked and woke, leaving the rest idle). The bound keeps every core. */
   double core_share;
+  /* checked: the input's process CPU per element in the trace the plan was built from and in the alternating runs
+   * (median). The same work: their ratio is how much slower (> 1) or faster the machine ran the final runs than the
+   * trace, which the prediction, made at the trace's speed, cannot know. 0: not measured. */
+  double input_cpu_traced, input_cpu_checked;
 } sl_optimize_result;
 
 /* Options of sl_optimize / sl_pipeline_optimize. Every field left 0 takes its default. */

@@ -1,12 +1,22 @@
 /* cli/cmd_optimize.c: `sluice optimize SPEC -o TUNED`: traces the spec, solves the model, writes the planned spec,
  * runs it, and prints predicted vs measured throughput and the speed-up over the input spec. */
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli_int.h"
 #include "run_dist_int.h"
+
+/* How much more CPU per element (+) or less the input spent in the final alternating runs than in its trace: the
+ * machine's change of speed between the trace the plan was made from and the runs it was measured by (0: not
+ * measured). Said in the summary from SPEED_NOTE on. */
+#define SPEED_NOTE 0.05
+static double speed_change(const sl_optimize_result *r) {
+  return r->checked && r->input_cpu_traced > 0 && r->input_cpu_checked > 0 ? r->input_cpu_checked / r->input_cpu_traced - 1
+                                                                            : 0;
+}
 
 static void optimize_help(FILE *f) {
   fprintf(f,
@@ -158,14 +168,15 @@ int cmd_optimize(int argc, char **argv) {
                    "\"measure_other_load\": %.3f, \"predicted_on_free_cores\": %.3f, \"kept_input\": %s, "
                    "\"alternating\": %s, \"trace_elements\": %llu, \"min_trace_elements\": %d, \"repeated_input\": %s, "
                    "\"bound_from_run\": %s, \"fused\": %s, \"fused_cpu_per_element\": %.9f, \"unfused_cpu_per_element\": %.9f, "
-                   "\"core_share\": %.4f}\n",
+                   "\"core_share\": %.4f, \"input_cpu_traced\": %.9f, \"input_cpu_checked\": %.9f, "
+                   "\"machine_speed_change\": %.4f}\n",
               res.baseline, res.bound, res.predicted, res.measured,
               res.measured > 0 && res.predicted > 0 ? res.measured / res.predicted - 1 : 0, speedup, res.rounds,
               sl_plan_limit(pl), res.other_load, res.model_cpu, res.measured_cpu, res.measure_other_load,
               res.predicted_free, res.kept_input ? "true" : "false", res.checked ? "true" : "false",
               (unsigned long long)res.trace_elements, SL_PLAN_MIN_ELEMENTS, res.repeated_input ? "true" : "false",
               res.bound_from_run ? "true" : "false", res.fused ? "true" : "false", res.fused_cpu, res.unfused_cpu,
-              res.core_share);
+              res.core_share, res.input_cpu_traced, res.input_cpu_checked, speed_change(&res));
     } else {
       if (res.repeated_input)
         fprintf(sum, "note:       a trace of the input saw too few elements to plan from (at least %d needed) and the "
@@ -196,6 +207,20 @@ int cmd_optimize(int argc, char **argv) {
         fprintf(sum, "CPU/element: %9.1f us in the model, %.1f us measured (%+.1f%%; independent of other load)\n",
                 res.model_cpu * 1e6, res.measured_cpu * 1e6,
                 res.model_cpu > 0 ? 100.0 * (res.measured_cpu / res.model_cpu - 1) : 0.0);
+        double sc = speed_change(&res);
+        if (fabs(sc) >= SPEED_NOTE) {
+          /* At the final runs' speed: a CPU-limited plan's throughput scales with the machine's speed. */
+          const char *lim = sl_plan_limit(pl);
+          bool cpu_set = !strcmp(lim, "cpu") || !strcmp(lim, "sequential") || !strcmp(lim, "serial");
+          fprintf(sum, "machine:    the input spent %.1f us of CPU per element in these runs, %.1f in its trace (%+.1f%%): "
+                       "the same work, so the machine ran %s than when the plan was made (or the input's own threads spent %s)",
+                  res.input_cpu_checked * 1e6, res.input_cpu_traced * 1e6, 100 * sc, sc > 0 ? "slower" : "faster",
+                  sc > 0 ? "more" : "less");
+          if (cpu_set && res.measured > 0)
+            fprintf(sum, "; at this speed the prediction is %.1f elem/s (measured %+.1f%%)",
+                    res.predicted / (1 + sc), 100.0 * (res.measured * (1 + sc) / res.predicted - 1));
+          fprintf(sum, "\n");
+        }
       } else {
         fprintf(sum, "speed-up:   %10.2fx over the input spec (predicted; not measured)\n", speedup);
       }

@@ -382,11 +382,7 @@ static int rrc_init(void **state, const sl_args *a, void *payload) {
       (rc = sl_args_doubles(s->ratio, &nr, a, "ratio", 2)) || (rc = sl__px_args_parse(&s->px, a)))
     goto fail;
   int64_t slab_n;
-  if ((rc = sl_args_int(&slab_n, a, "batch_slab", 0))) goto fail;
-  if (slab_n < 0 || slab_n > (1 << 24)) {
-    rc = sl__err(SL_EINVAL, "%s.batch_slab: expected 0 (off) or a batch size up to 16777216", sl_args_path(a));
-    goto fail;
-  }
+  if ((rc = sl_args_int(&slab_n, a, "batch_slab", 0))) goto fail; /* 0..16777216 by the arg table */
   if ((sl_args_has(a, "scale") && ns != 2) || (sl_args_has(a, "ratio") && nr != 2) ||
       !(s->scale[0] > 0 && s->scale[0] <= s->scale[1] && s->scale[1] <= 1) ||
       !(s->ratio[0] > 0 && s->ratio[0] <= s->ratio[1])) {

@@ -413,11 +413,7 @@ static int jpeg_init_common(void **state, const sl_args *a, bool crop) {
     if ((rc = sl__px_args_parse(&s->px, a))) goto fail;
     int64_t slab_n;
     if ((rc = sl_args_int(&slab_n, a, "batch_slab", 0))) goto fail;
-    size_t item = 0;
-    if (slab_n < 0 || slab_n > (1 << 24)) {
-      rc = sl__err(SL_EINVAL, "%s.batch_slab: expected 0 (off) or a batch size up to 16777216", sl_args_path(a));
-      goto fail;
-    }
+    size_t item = 0; /* (the arg table holds batch_slab to 0..16777216: SL__SLAB_ARG) */
     /* Only where every output has one size: a "size" to resize to and a fixed channel count. */
     if (!ns || ch == 0 || !sl__mul_ok((size_t)(s->out_h * s->out_w * ch), s->px.normalize ? sizeof(float) : 1, &item))
       slab_n = 0;

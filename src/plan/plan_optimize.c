@@ -300,27 +300,33 @@ static int long_enough(sl_trace **t0, bool *rep, sl_pipeline *p, const sl_optimi
 }
 
 /* Runs each of a and b `rounds` times, alternating (a shared machine's load drifts: alternation spreads it over
- * both), each for `secs` after a warm-up; the medians of their throughputs into *ma, *mb, and (least_cpu, may be
- * NULL) the least process CPU per element any run of a, of b spent. */
+ * both), each for `secs` after a warm-up; the medians of their throughputs into *ma, *mb, and (each may be NULL) the
+ * least and the median process CPU per element the runs of a, of b spent. */
 static int alternate(double *ma, double *mb, sl_pipeline *a, sl_pipeline *b, int rounds, double secs,
-                     const sl_machine *m, bool rep, double least_cpu[2]) {
-  double ra[9], rb[9];
+                     const sl_machine *m, bool rep, double least_cpu[2], double median_cpu[2]) {
+  double r[2][9], c[2][9];
   if (rounds > 9) rounds = 9;
   if (least_cpu) least_cpu[0] = least_cpu[1] = 0;
   for (int k = 0; k < rounds; k++) {
     for (int w = 0; w < 2; w++) {
+      int side = (k + w) % 2;
       sl_trace *t = NULL;
-      int rc = trace_of(&t, (k + w) % 2 ? b : a, secs, secs * 0.25, m, rep, 0);
+      int rc = trace_of(&t, side ? b : a, secs, secs * 0.25, m, rep, 0);
       if (rc) return rc;
-      ((k + w) % 2 ? rb : ra)[k] = sl_trace_throughput(t);
+      r[side][k] = sl_trace_throughput(t);
       double cpu = t->elements ? t->process_cpu / (double)t->elements : 0;
-      double *least = least_cpu ? &least_cpu[(k + w) % 2] : NULL;
+      c[side][k] = cpu;
+      double *least = least_cpu ? &least_cpu[side] : NULL;
       if (least && cpu > 0 && (*least == 0 || cpu < *least)) *least = cpu;
       sl_trace_free(t);
     }
   }
-  *ma = sl__plan_median(ra, rounds);
-  *mb = sl__plan_median(rb, rounds);
+  *ma = sl__plan_median(r[0], rounds);
+  *mb = sl__plan_median(r[1], rounds);
+  if (median_cpu) {
+    median_cpu[0] = sl__plan_median(c[0], rounds);
+    median_cpu[1] = sl__plan_median(c[1], rounds);
+  }
   return 0;
 }
 
@@ -342,7 +348,7 @@ static int runoff(bool *b_won, const sl_plan *a, const sl_plan *b, const sl_pipe
   double ma = 0, mb = 0;
   int rc = plan_pipeline(&qa, a, p);
   if (!rc) rc = plan_pipeline(&qb, b, p);
-  if (!rc) rc = alternate(&ma, &mb, qa, qb, SL__PLAN_CHECK_ROUNDS, opts->measure_seconds / SL__PLAN_CHECK_ROUNDS, m, rep, NULL);
+  if (!rc) rc = alternate(&ma, &mb, qa, qb, SL__PLAN_CHECK_ROUNDS, opts->measure_seconds / SL__PLAN_CHECK_ROUNDS, m, rep, NULL, NULL);
   sl_pipeline_free(qa);
   sl_pipeline_free(qb);
   if (!rc) *b_won = mb > ma;
@@ -564,16 +570,22 @@ int sl_optimize(sl_plan **out, sl_pipeline *p, const sl_optimize_opts *opts) {
     {
       sl_pipeline *q = NULL;
       char *js = NULL;
-      double mi = 0, mp = 0, secs = opts->measure_seconds / SL__PLAN_CHECK_ROUNDS;
+      double mi = 0, mp = 0, secs = opts->measure_seconds / SL__PLAN_CHECK_ROUNDS, med_cpu[2] = {0, 0};
       if ((rc = sl_plan_spec_json(&js, plan))) goto done;
       rc = sl_pipeline_from_json(&q, js, strlen(js), sl__pipeline_origin(p));
       sl__free(js);
-      if (!rc) rc = alternate(&mi, &mp, p, q, SL__PLAN_CHECK_ROUNDS, secs, &t0->machine, rep, least_cpu);
+      if (!rc) rc = alternate(&mi, &mp, p, q, SL__PLAN_CHECK_ROUNDS, secs, &t0->machine, rep, least_cpu, med_cpu);
       sl_pipeline_free(q);
       if (rc) goto done;
       res.baseline = mi;
       res.measured = mp;
       res.checked = true;
+      /* The CPU per element of the runs the measured throughput comes from. And the input's, against its own trace's:
+       * the same work, so a change there is the machine's speed, not the plan's (this VM's runs of one spec moved
+       * 10-15% within minutes), and the prediction, made at the trace's speed, is told apart from it. */
+      if (med_cpu[1] > 0) res.measured_cpu = med_cpu[1];
+      res.input_cpu_traced = t0->elements ? t0->process_cpu / (double)t0->elements : 0;
+      res.input_cpu_checked = med_cpu[0];
       if (mp < SL_PLAN_KEEP_RATIO * mi) {
         sl_plan *in = NULL;
         if ((rc = sl__plan_solve(&in, t0, &opts->plan, hscale)) || (rc = sl__plan_as_traced(in))) {
@@ -584,7 +596,7 @@ int sl_optimize(sl_plan **out, sl_pipeline *p, const sl_optimize_opts *opts) {
           sl_plan_free(plan);
           plan = in;
           res.measured = mi;
-          res.measured_cpu = t0->elements ? t0->process_cpu / (double)t0->elements : 0;
+          res.measured_cpu = med_cpu[0] > 0 ? med_cpu[0] : t0->elements ? t0->process_cpu / (double)t0->elements : 0;
           res.measure_other_load = t0->machine.other_load;
           res.kept_input = true;
           least_cpu[1] = least_cpu[0]; /* the runs of the input are the runs of this plan */

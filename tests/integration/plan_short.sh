@@ -38,6 +38,9 @@ assert r["alternating"] is True, r
 assert r["bound_from_run"] in (True, False), r
 # never slower: either the plan measured at least 0.97x the input (medians of alternating runs) or the input is kept
 assert r["kept_input"] or r["measured"] >= 0.97 * r["baseline"], r
+# the machine's change of speed: the input's CPU per element in its trace and in the alternating runs, both measured
+assert r["input_cpu_traced"] > 0 and r["input_cpu_checked"] > 0, r
+assert abs(r["machine_speed_change"] - (r["input_cpu_checked"] / r["input_cpu_traced"] - 1)) < 1e-3, r
 t = json.load(open(sys.argv[2]))
 ops = [o["op"] for o in t["ops"]]
 assert "repeat" not in ops, ops

@@ -46,6 +46,8 @@ def test_optimize_plans_the_autotune_knobs():
     p = sluice.Pipeline(small() | {"ops": small()["ops"][:1] + [{"op": "repeat"}] + small()["ops"][1:]})
     summary = p.optimize(seconds=0.5, cores=2, consumer_cores=1)
     assert summary["predicted"] > 0 and summary["bound"] > 0
+    # The input's CPU per element in its trace and in the final runs are measured only with measure > 0.
+    assert summary["input_cpu_traced"] == 0 and summary["input_cpu_checked"] == 0
     ops = summary["spec"]["ops"]
     spin = [op for op in ops if op.get("fn") == "spin"]
     prefetch = [op for op in ops if op["op"] == "prefetch"]
