@@ -34,7 +34,7 @@ double sl__plan_learn_share(double used, double avail);
 /* The core share (sl__plan_learn_share) a run of plan P that measured `measured` elements/s at `cpu` process CPU
  * seconds per element with `busy` cores busy, `other` cores taken by other processes (-1 unknown), teaches: 1 unless
  * P's LP is CPU-limited, its prediction counts on every free core, and the run fell short of it while spending
- * within 10% of the model's CPU per element (plan_optimize.c says why). */
+ * within 10% of the model's CPU per element (plan_optimize.c says why); the share is of the cores `other` left. */
 double sl__plan_run_share(const sl_plan *P, double measured, double cpu, double busy, double other);
 
 enum { SL__WAIT_NONE, SL__WAIT_CORE, SL__WAIT_IO };

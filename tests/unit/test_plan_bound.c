@@ -207,6 +207,8 @@ static void test_share_only_when_cpu_bound(void **st) {
   assert_float_equal(sl__plan_run_share(seq, 0.95 * sl_plan_predicted(seq), cs, 0.95, -1), 1, 1e-12);
   assert_true(sl_plan_predicted(wk) > 0.95 * 2 / cw);
   assert_float_equal(sl__plan_run_share(wk, 0.9 * sl_plan_predicted(wk), cw, 1.8, -1), 0.9, 1e-9);
+  /* Of the cores other processes left, even under the quarter core a prediction ignores. */
+  assert_float_equal(sl__plan_run_share(wk, 0.9 * sl_plan_predicted(wk), cw, 1.62, 0.2), 0.9, 1e-9);
   /* Not from a run that spent other than the model's CPU per element, nor from one at or above the prediction. */
   assert_float_equal(sl__plan_run_share(wk, 0.9 * sl_plan_predicted(wk), 1.2 * cw, 1.8, -1), 1, 1e-12);
   assert_float_equal(sl__plan_run_share(wk, sl_plan_predicted(wk), cw, 1.8, -1), 1, 1e-12);
