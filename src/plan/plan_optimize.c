@@ -599,7 +599,7 @@ int sl_optimize(sl_plan **out, sl_pipeline *p, const sl_optimize_opts *opts) {
           sl_plan_free(plan);
           plan = in;
           res.measured = mi;
-          res.measured_cpu = med_cpu[0] > 0 ? med_cpu[0] : t0->elements ? t0->process_cpu / (double)t0->elements : 0;
+          res.measured_cpu = med_cpu[0] > 0 ? med_cpu[0] : res.input_cpu_traced;
           res.measure_other_load = t0->machine.other_load;
           res.kept_input = true;
           least_cpu[1] = least_cpu[0]; /* the runs of the input are the runs of this plan */
