@@ -315,7 +315,7 @@ int sl_elem_set_tensor(sl_elem *e, const char *name, sl_dtype dt, int rank, cons
     if (bytes) memcpy(tmp.inl, data, bytes);
   } else {
     tmp.buf = sl_buf_alloc(bytes);
-    if (!tmp.buf) return SL_ENOMEM;
+    if (!tmp.buf) return sl__err(SL_ENOMEM, "out of memory allocating %zu bytes for tensor '%s'", bytes, name);
     memcpy(sl_buf_data(tmp.buf), data, bytes);
   }
   sl_comp *c = slot_for(e, name);
@@ -336,7 +336,7 @@ int sl_elem_new_tensor(sl_elem *e, const char *name, sl_dtype dt, int rank, cons
   if (rc) return rc;
   if (bytes > SL_INLINE_BYTES) {
     tmp.buf = sl_buf_alloc(bytes);
-    if (!tmp.buf) return SL_ENOMEM;
+    if (!tmp.buf) return sl__err(SL_ENOMEM, "out of memory allocating %zu bytes for tensor '%s'", bytes, name);
   }
   sl_comp *c = slot_for(e, name);
   if (!c) {
@@ -365,7 +365,7 @@ int sl_elem_set_bytes(sl_elem *e, const char *name, sl_buf *buf, size_t off, con
     if (len) memcpy(tmp.inl, data, len);
   } else {
     tmp.buf = sl_buf_alloc(len);
-    if (!tmp.buf) return SL_ENOMEM;
+    if (!tmp.buf) return sl__err(SL_ENOMEM, "out of memory allocating %zu bytes for '%s'", len, name);
     memcpy(sl_buf_data(tmp.buf), data, len);
   }
   sl_comp *c = slot_for(e, name);

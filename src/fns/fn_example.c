@@ -189,11 +189,13 @@ static int put_bytes(sl_elem *e, const feat_spec *f, Sluice__Tf__Feature *ft, co
                    (unsigned long long)call->index, f->name, bl->n_value, (long long)f->count);
   size_t total = 0;
   for (size_t i = 0; i < bl->n_value; i++) total += bl->value[i].len;
-  sl_buf *data = sl_buf_alloc(total), *offs = sl_buf_alloc((bl->n_value + 1) * 8);
+  size_t offs_bytes;
+  if (!sl__mul_ok(bl->n_value + 1, 8, &offs_bytes)) return sl__oom("a bytes feature's offsets");
+  sl_buf *data = sl_buf_alloc(total), *offs = sl_buf_alloc(offs_bytes);
   if (!data || !offs) {
     sl_buf_unref(data);
     sl_buf_unref(offs);
-    return SL_ENOMEM;
+    return sl__oom("a bytes feature");
   }
   uint64_t *o = sl_buf_data(offs), pos = 0;
   for (size_t i = 0; i < bl->n_value; i++) {

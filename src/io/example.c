@@ -151,7 +151,7 @@ int sl_example_serialize(sl_buf **out, const sl_example *ex) {
   sl_buf *b = sl_buf_alloc(sz);
   if (!b) {
     sl__free(entries);
-    return SL_ENOMEM;
+    return sl__oom("a packed tf.Example");
   }
   sluice__tf__example__pack(&msg, sl_buf_data(b));
   sl__free(entries);

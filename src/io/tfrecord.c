@@ -184,7 +184,7 @@ int sl_tfrecord_reader_next(sl_buf **rec, size_t *len, sl_tfrecord_reader *r) {
   /* Uncompressed: the length is bounded by the file. Compressed: grow as bytes arrive. */
   size_t cap = r->comp == SL_COMPRESSION_NONE ? (size_t)n : (n < (1u << 20) ? (size_t)n : (1u << 20));
   sl_buf *b = sl_buf_alloc(cap);
-  if (!b) return SL_ENOMEM;
+  if (!b) return sl__oom("a record");
   size_t have = 0;
   while (have < n) {
     if (have == cap) {
@@ -192,7 +192,7 @@ int sl_tfrecord_reader_next(sl_buf **rec, size_t *len, sl_tfrecord_reader *r) {
       sl_buf *nb = sl_buf_alloc(ncap);
       if (!nb) {
         sl_buf_unref(b);
-        return SL_ENOMEM;
+        return sl__oom("a record");
       }
       memcpy(sl_buf_data(nb), sl_buf_data(b), have);
       sl_buf_unref(b);

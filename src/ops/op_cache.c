@@ -147,7 +147,7 @@ static int deserialize(sl__op *op, sl_buf *buf, sl_elem *out) {
       if (!sl__mul_ok((size_t)cnt + 1, 8, &ob)) goto bad;
       NEED(ob);
       c->offs = sl_buf_alloc(ob);
-      if (!c->offs) return SL_ENOMEM;
+      if (!c->offs) return sl__oom("a cached component's offsets");
       memcpy(sl_buf_data(c->offs), p, ob);
       p += ob;
     } else if (dt != SL_BYTES && sz != (uint64_t)cnt * sl_dtype_size((sl_dtype)dt)) {
@@ -286,7 +286,7 @@ static int cache_next(sl__it *it, sl_elem *out) {
     memcpy(&len, rh, 4);
     memcpy(&crc, rh + 4, 4);
     sl_buf *b = sl_buf_alloc(len);
-    if (!b) return SL_ENOMEM;
+    if (!b) return sl__op_err(it->op, SL_ENOMEM, "%s: out of memory reading cache record %zu (%u bytes)", c->file, ci->pos, len);
     if (read_full(fileno(ci->f), sl_buf_data(b), len, &got) || got != len ||
         sl_crc32c_mask(sl_crc32c(sl_buf_data(b), len)) != crc) {
       sl_buf_unref(b);

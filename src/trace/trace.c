@@ -124,7 +124,7 @@ static int identity_chain(json_t *arr, json_t *out) {
     if (!kind) kind = "?";
     if (sl__op_outside_identity(kind)) continue;
     json_t *c = json_object();
-    if (!c) return SL_ENOMEM;
+    if (!c) return sl__oom("the pipeline's identity");
     const char *k;
     json_t *v;
     json_object_foreach(o, k, v) {
@@ -135,15 +135,15 @@ static int identity_chain(json_t *arr, json_t *out) {
     json_decref(c);
     if (!s || json_array_append_new(out, json_string(s))) {
       sl__free(s);
-      return SL_ENOMEM;
+      return sl__oom("the pipeline's identity");
     }
     sl__free(s);
     json_t *src = json_object_get(o, "source");
     if (src) {
-      if (json_array_append_new(out, json_string("{source:"))) return SL_ENOMEM;
+      if (json_array_append_new(out, json_string("{source:"))) return sl__oom("the pipeline's identity");
       int rc = identity_chain(src, out);
       if (rc) return rc;
-      if (json_array_append_new(out, json_string("}"))) return SL_ENOMEM;
+      if (json_array_append_new(out, json_string("}"))) return sl__oom("the pipeline's identity");
     }
   }
   return 0;
