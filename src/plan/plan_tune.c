@@ -179,16 +179,18 @@ static int window_opts(const sl_tuner *a, sl_plan_opts *po) {
 }
 
 /* The trial's window ran every tunable op at parallelism 1: its costs are a sequential trace's, hand-offs apart,
- * as `sluice optimize` plans from. When the workers won the trial, the knobs are solved on that window (every
- * boundary priced by the hand-off probe, no cache) instead of going back to those of the first solve, which was
- * made on costs with the hand-offs inside (on ssd it gave seven maps two workers each, 1.91 ms of CPU per example
- * against the offline plan's 1.74). Set only when the model predicts them SL__TUNE_MIN_GAIN better than the
- * knobs before the trial, on probation against the throughput measured with those (a loss goes back to them).
- * Returns true when it set them. */
+ * as `sluice optimize` plans from, and the knobs are solved on that window (every boundary priced by the hand-off
+ * probe, no cache), whichever side won. When the workers won, instead of going back to the knobs of the first
+ * solve, which was made on costs with the hand-offs inside (on ssd it gave seven maps two workers each, 1.91 ms of
+ * CPU per example against the offline plan's 1.74). When parallelism 1 won, because all-or-nothing is not the only
+ * choice: tabular's trial kept every op at 1 (workers everywhere had lost), while optimize's plan, solved on the
+ * same kind of window, gave parse_csv alone two workers and ran 1.09x the sequential pipeline. The solve is set
+ * only when the model predicts it SL__TUNE_MIN_GAIN better than the winner's knobs, on probation against the
+ * throughput the winner measured (a loss goes back to the winner's knobs). Returns true when it set them. */
 static bool seq_solve(sl_tuner *a, sl_trace *t, double measured) {
   sl_plan_opts po;
   sl_plan *P = NULL;
-  int64_t *was = sl__calloc((size_t)a->nops, sizeof *was);
+  int64_t *was = sl__calloc((size_t)a->nops, sizeof *was), *win = NULL;
   bool set = false;
   if (!was || window_opts(a, &po)) goto out;
   po.no_cache = true;
@@ -205,24 +207,35 @@ static bool seq_solve(sl_tuner *a, sl_trace *t, double measured) {
   }
   if (sl__plan_solve(&P, t, &po, 1.0)) goto out;
   for (int i = 0; i < a->nops; i++) was[i] = a->trial_par[i];
+  win = was; /* the knobs the solve must beat: the trial's (parallelism 1) when it won */
+  if (a->seq_won) {
+    win = sl__calloc((size_t)a->nops, sizeof *win);
+    if (!win) goto out;
+    for (int i = 0; i < a->nops; i++)
+      win[i] = atomic_load_explicit(&sl__pipeline_op(a->p, i)->active_par, memory_order_relaxed);
+  }
   /* What the hand-offs of the knobs before the trial really cost here: the process CPU per element the window
    * before the trial spent beyond this one's (element sizes, cache misses, wake-ups; on ssd's 300x300 images the
    * probe's 30 us spin elements undersell them). The model's hand-off costs are scaled to it, as optimize does
-   * after a measured run, and the plan is solved again. */
+   * after a measured run, and the plan is solved again. Not when parallelism 1 won: then the workers' excess was
+   * that of every op at full parallelism sharing the cores (tabular: 8 threads on 2 cores, 22-25 us per element
+   * against 4.2 sequential, 1.45x the probe's price), which priced a plan adding one op's workers out; the probe's
+   * price stands, and probation judges the plan. */
   double cpu_seq = t->elements ? t->process_cpu / (double)t->elements : 0;
   double hmodel = sl__plan_handoff_cpu_for(P, was), excess = a->trial_base_cpu - cpu_seq;
-  if (hmodel > 0 && cpu_seq > 0 && a->trial_base_cpu > 0) {
+  if (!a->seq_won && hmodel > 0 && cpu_seq > 0 && a->trial_base_cpu > 0) {
     double hscale = fmin(fmax(excess / hmodel, 0.05), 100.0);
     sl_plan_free(P);
     P = NULL;
     if (sl__plan_solve(&P, t, &po, hscale)) goto out;
   }
-  double before = sl__plan_eval(P, was, -1, P->C);
+  double before = sl__plan_eval(P, win, -1, P->C);
   if (!(P->predicted > (1 + SL__TUNE_MIN_GAIN) * before)) goto out;
   for (int i = 0; i < a->nops; i++) {
     sl__op *op = sl__pipeline_op(a->p, i);
-    a->pend_par[i] = a->trial_par[i]; /* a revert goes back to the knobs before the trial */
-    a->pend_buf[i] = a->trial_par[a->nops + i];
+    /* a revert goes back to the winner's knobs */
+    a->pend_par[i] = a->seq_won ? atomic_load_explicit(&op->active_par, memory_order_relaxed) : a->trial_par[i];
+    a->pend_buf[i] = a->seq_won ? atomic_load_explicit(&op->active_buf, memory_order_relaxed) : a->trial_par[a->nops + i];
     a->tgt_par[i] = atomic_load_explicit(&op->active_par, memory_order_relaxed);
     a->tgt_buf[i] = atomic_load_explicit(&op->active_buf, memory_order_relaxed);
     if (op->par_autotune && P->par[i] > 0)
@@ -232,8 +245,8 @@ static bool seq_solve(sl_tuner *a, sl_trace *t, double measured) {
   char why[400], bn[160];
   if (!bottleneck_words(bn, sizeof bn, P)) snprintf(bn, sizeof bn, "no bottleneck named");
   snprintf(why, sizeof why, "trial: %.0f elem/s at parallelism 1 against %.0f with workers; solved on its window "
-           "(sequential costs, hand-offs priced): %s; predicted %.0f elem/s against %.0f for the knobs before it",
-           measured, a->trial_base, bn, P->predicted, before);
+           "(sequential costs, hand-offs priced): %s; predicted %.0f elem/s against %.0f for the knobs %s", measured,
+           a->trial_base, bn, P->predicted, before, a->seq_won ? "of the trial" : "before it");
   for (int i = 0; i < a->nops; i++) {
     set_op_knobs(a, i, a->tgt_par[i], a->tgt_buf[i], why);
     a->c_solved[i] = P->ops[i].c;
@@ -241,10 +254,11 @@ static bool seq_solve(sl_tuner *a, sl_trace *t, double measured) {
   }
   a->pend = 1;
   a->pend_windows = 0;
-  a->pend_base = a->trial_base;
+  a->pend_base = a->seq_won ? measured : a->trial_base;
   a->seq_plan = set = true;
   atomic_fetch_add(&a->solves, 1); /* counted once the knobs are set, as tune_window's solves */
 out:
+  if (win && win != was) sl__free(win);
   sl__free(was);
   sl_plan_free(P);
   return set;
@@ -268,7 +282,7 @@ static bool trial_step(sl_tuner *a, sl_trace *t) {
     if (++a->trial_windows < 2) return true;
     a->trial = 3;
     a->seq_won = measured >= a->trial_base;
-    if (!a->seq_won && seq_solve(a, t, measured)) {
+    if (seq_solve(a, t, measured)) {
       a->trial = 2; /* the change's probation skips the window in which it takes effect */
       return true;
     }
@@ -343,7 +357,15 @@ static bool pend_step(sl_tuner *a, double measured) {
   if (!a->pend) return false;
   if (++a->pend_windows < 2) return true;
   a->pend = 0;
-  if (measured >= SL__TUNE_KEEP * a->pend_base) return false;
+  if (measured >= SL__TUNE_KEEP * a->pend_base) {
+    /* Kept knobs solved on the window of a trial that parallelism 1 won: the costs they run at (their hand-offs now
+     * inside) are the new reference, not a drift from the sequential ones (a solve on them, blind to hand-offs, gave
+     * tabular's hash_bucket workers too and ran at 0.43x the plan); the next solve is a first one, which gives no
+     * op more workers (keep_seq). */
+    if (a->seq_plan && a->seq_won)
+      for (int i = 0; i < a->nops; i++) a->c_solved[i] = a->c_prev[i] = -1;
+    return false;
+  }
   int *v = a->rej + (size_t)(a->nrej++ % SL__TUNE_REJ) * 2 * (size_t)a->nops;
   char why[200];
   snprintf(why, sizeof why, "reverted: %.0f elem/s measured after the change against %.0f before it", measured,
