@@ -286,7 +286,9 @@ static int cache_next(sl__it *it, sl_elem *out) {
     memcpy(&len, rh, 4);
     memcpy(&crc, rh + 4, 4);
     sl_buf *b = sl_buf_alloc(len);
-    if (!b) return sl__op_err(it->op, SL_ENOMEM, "%s: out of memory reading cache record %zu (%u bytes)", c->file, ci->pos, len);
+    if (!b)
+      return sl__op_err(it->op, SL_ENOMEM, "%s: out of memory reading cache record %zu (%u bytes)", c->file, ci->pos,
+                        len);
     if (read_full(fileno(ci->f), sl_buf_data(b), len, &got) || got != len ||
         sl_crc32c_mask(sl_crc32c(sl_buf_data(b), len)) != crc) {
       sl_buf_unref(b);

@@ -190,7 +190,7 @@ static int window_opts(const sl_tuner *a, sl_plan_opts *po) {
 static bool seq_solve(sl_tuner *a, sl_trace *t, double measured) {
   sl_plan_opts po;
   sl_plan *P = NULL;
-  int64_t *was = sl__calloc((size_t)a->nops, sizeof *was), *win = NULL;
+  int64_t *was = sl__calloc((size_t)a->nops, sizeof *was);
   bool set = false;
   if (!was || window_opts(a, &po)) goto out;
   po.no_cache = true;
@@ -206,14 +206,10 @@ static bool seq_solve(sl_tuner *a, sl_trace *t, double measured) {
       s->async = false;
   }
   if (sl__plan_solve(&P, t, &po, 1.0)) goto out;
-  for (int i = 0; i < a->nops; i++) was[i] = a->trial_par[i];
-  win = was; /* the knobs the solve must beat: the trial's (parallelism 1) when it won */
-  if (a->seq_won) {
-    win = sl__calloc((size_t)a->nops, sizeof *win);
-    if (!win) goto out;
-    for (int i = 0; i < a->nops; i++)
-      win[i] = atomic_load_explicit(&sl__pipeline_op(a->p, i)->active_par, memory_order_relaxed);
-  }
+  /* The knobs the solve must beat: the winner's (those in force when parallelism 1 won, else those before the trial) */
+  for (int i = 0; i < a->nops; i++)
+    was[i] = a->seq_won ? atomic_load_explicit(&sl__pipeline_op(a->p, i)->active_par, memory_order_relaxed)
+                        : a->trial_par[i];
   /* What the hand-offs of the knobs before the trial really cost here: the process CPU per element the window
    * before the trial spent beyond this one's (element sizes, cache misses, wake-ups; on ssd's 300x300 images the
    * probe's 30 us spin elements undersell them). The model's hand-off costs are scaled to it, as optimize does
@@ -229,13 +225,14 @@ static bool seq_solve(sl_tuner *a, sl_trace *t, double measured) {
     P = NULL;
     if (sl__plan_solve(&P, t, &po, hscale)) goto out;
   }
-  double before = sl__plan_eval(P, win, -1, P->C);
+  double before = sl__plan_eval(P, was, -1, P->C);
   if (!(P->predicted > (1 + SL__TUNE_MIN_GAIN) * before)) goto out;
   for (int i = 0; i < a->nops; i++) {
     sl__op *op = sl__pipeline_op(a->p, i);
     /* a revert goes back to the winner's knobs */
-    a->pend_par[i] = a->seq_won ? atomic_load_explicit(&op->active_par, memory_order_relaxed) : a->trial_par[i];
-    a->pend_buf[i] = a->seq_won ? atomic_load_explicit(&op->active_buf, memory_order_relaxed) : a->trial_par[a->nops + i];
+    a->pend_par[i] = (int)was[i];
+    a->pend_buf[i] = a->seq_won ? atomic_load_explicit(&op->active_buf, memory_order_relaxed)
+                                : a->trial_par[a->nops + i];
     a->tgt_par[i] = atomic_load_explicit(&op->active_par, memory_order_relaxed);
     a->tgt_buf[i] = atomic_load_explicit(&op->active_buf, memory_order_relaxed);
     if (op->par_autotune && P->par[i] > 0)
@@ -258,7 +255,6 @@ static bool seq_solve(sl_tuner *a, sl_trace *t, double measured) {
   a->seq_plan = set = true;
   atomic_fetch_add(&a->solves, 1); /* counted once the knobs are set, as tune_window's solves */
 out:
-  if (win && win != was) sl__free(win);
   sl__free(was);
   sl_plan_free(P);
   return set;
