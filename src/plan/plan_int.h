@@ -23,6 +23,14 @@
 #define SL__PLAN_CHECK_ROUNDS 3
 /* The median of v[0..n) (sorted in place); 0 for n = 0. */
 double sl__plan_median(double *v, int n);
+/* Two configurations measured within this fraction of each other are a tie on this machine (medians of a few
+ * short runs move that much), and within it one that spends at most SL__PLAN_CHEAPER of the other's CPU per
+ * element is preferred: it leaves cores to the consumer and to other load. */
+#define SL__PLAN_TIE 0.03
+#define SL__PLAN_CHEAPER 0.8
+/* Whether configuration b (median throughput mb, CPU per element cb) is to be preferred to a (ma, ca): the higher
+ * throughput, except within SL__PLAN_TIE where the clearly cheaper one wins (a CPU figure <= 0 is unknown). */
+bool sl__plan_prefer(double ma, double ca, double mb, double cb);
 /* The bound at a measured run's CPU per element `run_cpu` (s) when that is below the model's `model_cpu`: cores `C`
  * over it for limit "cpu" (when higher than `bound`), `bound` times model / run for "sequential" and "serial" (one
  * thread's work); `bound` unchanged otherwise (disk, waits, no run). */
