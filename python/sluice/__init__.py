@@ -88,8 +88,9 @@ class Pipeline(_sluice.Pipeline):
 
     ``tune=True`` runs the online tuner (``sluice run --tuner sluice``) while the pipeline is iterated: it re-solves
     the planner's model from the live counters and sets the ``"autotune"`` knobs of the running pipeline; see
-    ``tuner_changes()``; before that, decode_jpeg followed by random_resized_crop or center_crop is fused into
-    one op that decodes only the window, as ``sluice optimize`` fuses them (``tuner_fused()`` says what was). A dict
+    ``tuner_changes()``; before that, decode_jpeg followed by random_resized_crop, center_crop or resize is fused
+    into one op that decodes only the window it needs, as ``sluice optimize`` fuses them (``tuner_fused()`` says
+    what was). A dict
     sets its options: ``{"interval": seconds between looks (1), "drift": the cost
     change that makes it solve again (0.2)}``."""
 

@@ -249,7 +249,7 @@ typedef struct {
   sl_tuner *tuner;
   PyObject *tuner_logs; /* list of str */
   int tuner_solves;     /* solves of the tuners already stopped */
-  PyObject *fused;      /* tune=True: what sl_pipeline_fuse_windows fused when it was built (str), or None */
+  PyObject *fused;      /* tune=True: what sl_pipeline_fuse fused when it was built (str), or None */
 } PipelineObject;
 
 static PyTypeObject PipelineType, IterType;
@@ -293,7 +293,7 @@ static int Pipeline_init(PipelineObject *self, PyObject *args, PyObject *kw) {
   char *note = NULL;
   if (tune) {
     sl_pipeline *f = NULL;
-    if ((rc = sl_pipeline_fuse_windows(&f, p, &note))) {
+    if ((rc = sl_pipeline_fuse(&f, p, &note))) {
       sl_pipeline_free(p);
       Py_DECREF(logs);
       raise_sl(SpecError, rc);

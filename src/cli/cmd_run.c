@@ -27,7 +27,7 @@ static void run_help(FILE *f) {
           "                tries the all-sequential knobs once and keeps what measured faster (within 3%%: what spent\n"
           "                clearly less CPU), takes back a change that measured clearly slower (or added CPU for no\n"
           "                gain beyond 3%%), and may keep a repeat's epoch in memory (the plan's cache);\n"
-          "                before the run, fuses decode_jpeg + random_resized_crop/center_crop as optimize does;\n"
+          "                before the run, fuses decode_jpeg + random_resized_crop/center_crop/resize as optimize does;\n"
           "                every change printed with its reason (--json and --record: tuner_changes)\n"
           "  --digest      print a digest of the output: the sum modulo 2^64 of each element's 64-bit hash\n"
           "                (XXH3 of its component names, dtypes, shapes and values), 16 hex digits. Runs that\n"
@@ -139,7 +139,7 @@ int cmd_run(int argc, char **argv) {
   char *fused_note = NULL; /* --tuner sluice: what was fused before the run (a live pipeline takes no new op) */
   if (stune) {
     sl_pipeline *f = NULL;
-    if (sl_pipeline_fuse_windows(&f, p, &fused_note)) {
+    if (sl_pipeline_fuse(&f, p, &fused_note)) {
       snprintf(msg, sizeof msg, "%s", sl_error_last());
       if (json) cli_json_error(msg);
       sl_pipeline_free(p);

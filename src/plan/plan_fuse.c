@@ -119,7 +119,7 @@ static json_t *fuse_pair(json_t *a, json_t *b, const char *crop, bool *oom) {
 
 /* Fuses the pairs of one chain (recursing into nested sources); path is the chain's JSON path prefix. Returns the
  * count or SL_ENOMEM; notes collects "ops[4] decode_jpeg + ops[5] random_resized_crop". */
-static int fuse_chain(json_t *ops, const char *path, bool windows_only, sl__str *notes) {
+static int fuse_chain(json_t *ops, const char *path, sl__str *notes) {
   int n = 0;
   for (size_t i = 0; i < json_array_size(ops); i++) {
     json_t *o = json_array_get(ops, i);
@@ -127,14 +127,14 @@ static int fuse_chain(json_t *ops, const char *path, bool windows_only, sl__str 
     if (json_is_array(src)) {
       sl__str sp = {0};
       if (sl__str_printf(&sp, "%s[%zu].source", path, i)) return sl__oom("the fused spec");
-      int k = fuse_chain(src, sp.s, windows_only, notes);
+      int k = fuse_chain(src, sp.s, notes);
       sl__str_dispose(&sp);
       if (k < 0) return k;
       n += k;
     }
     const char *f = map_fn(o), *g = i + 1 < json_array_size(ops) ? map_fn(json_array_get(ops, i + 1)) : NULL;
     if (!f || !g || strcmp(f, "decode_jpeg") ||
-        (strcmp(g, "random_resized_crop") && strcmp(g, "center_crop") && (windows_only || strcmp(g, "resize"))))
+        (strcmp(g, "random_resized_crop") && strcmp(g, "center_crop") && strcmp(g, "resize")))
       continue;
     bool oom = false;
     json_t *fused = fuse_pair(o, json_array_get(ops, i + 1), g, &oom);
@@ -279,13 +279,12 @@ void sl__plan_seeds_unpin(json_t *ops) {
   (void)seed_walk(ops, &idx, false); /* deletes only: cannot fail */
 }
 
-/* sl__plan_fuse_spec, or with windows_only only the crops that take a window of the image; *note (when not NULL)
- * gets what was fused (sl__free), NULL when nothing was. */
-static int fuse_spec(json_t *spec, bool windows_only, char **note) {
+/* sl__plan_fuse_spec; *note (when not NULL) gets what was fused (sl__free), NULL when nothing was. */
+static int fuse_spec(json_t *spec, char **note) {
   sl__str notes = {0};
   json_t *ops = json_object_get(spec, "ops");
   int n = sl__plan_seeds_pin(ops);
-  if (n == 0) n = fuse_chain(ops, "ops", windows_only, &notes);
+  if (n == 0) n = fuse_chain(ops, "ops", &notes);
   if (n >= 0) {
     int k = fold_chain(ops, "ops", &notes);
     n = k < 0 ? k : n + k;
@@ -305,16 +304,16 @@ static int fuse_spec(json_t *spec, bool windows_only, char **note) {
 }
 
 int sl__plan_fuse_spec(json_t *spec) {
-  return fuse_spec(spec, false, NULL);
+  return fuse_spec(spec, NULL);
 }
 
 /* p's spec fused (fuse_spec) into a new pipeline *out, NULL when nothing was fused. */
-static int fuse_pipeline(sl_pipeline **out, const sl_pipeline *p, bool windows_only, char **note) {
+static int fuse_pipeline(sl_pipeline **out, const sl_pipeline *p, char **note) {
   *out = NULL;
   if (note) *note = NULL;
   json_t *spec = json_deep_copy(sl__pipeline_spec(p));
   if (!spec) return sl__oom("the fused spec");
-  int n = fuse_spec(spec, windows_only, note), rc = n < 0 ? n : 0;
+  int n = fuse_spec(spec, note), rc = n < 0 ? n : 0;
   if (n > 0) {
     char *js = json_dumps(spec, JSON_COMPACT | JSON_PRESERVE_ORDER);
     rc = js ? sl_pipeline_from_json(out, js, strlen(js), sl__pipeline_origin(p)) : sl__oom("the fused spec");
@@ -330,10 +329,10 @@ static int fuse_pipeline(sl_pipeline **out, const sl_pipeline *p, bool windows_o
 }
 
 int sl__plan_fuse(sl_pipeline **out, const sl_pipeline *p) {
-  return fuse_pipeline(out, p, false, NULL);
+  return fuse_pipeline(out, p, NULL);
 }
 
-int sl_pipeline_fuse_windows(sl_pipeline **out, const sl_pipeline *p, char **note) {
-  if (!out || !p) return sl__err(SL_EINVAL, "sl_pipeline_fuse_windows: out and p are required");
-  return fuse_pipeline(out, p, true, note);
+int sl_pipeline_fuse(sl_pipeline **out, const sl_pipeline *p, char **note) {
+  if (!out || !p) return sl__err(SL_EINVAL, "sl_pipeline_fuse: out and p are required");
+  return fuse_pipeline(out, p, note);
 }

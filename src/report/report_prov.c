@@ -67,7 +67,7 @@ static void columns(sl__html *h, const char *cls, const char *aria, char labels[
   double bw = (x1 - x0) / (double)(n ? n : 1);
   for (size_t i = 0; i < n; i++) {
     double hgt = (y1 - y0) * v[i] / hi, x = x0 + bw * (double)i;
-    char tip[96];
+    char tip[24 + 2 + 320]; /* a label, ": ", and room for any %.0f */
     snprintf(tip, sizeof tip, "%s: %.0f", labels[i], v[i]);
     sl__h_raw(h, "<g class=\"bin\">\n");
     sl__svg_rect(h, x + bw * 0.1, y1 - hgt, bw * 0.8, hgt, "#6b8fc7", tip);

@@ -224,34 +224,28 @@ static void expect_same_structure(sl_pipeline *a, sl_pipeline *b) {
   sl_iter_free(ib);
 }
 
-/* The online tuner's rewrite before a run: window crops fused (same structure as unfused), resize kept apart (a
- * whole-image decode either way: fused it measured slower), and the note says what was fused. */
-static void test_fuse_windows_for_the_tuner(void **st) {
+/* The online tuner's rewrite before a run: crops and resize fused (same structure as unfused), and the note says
+ * what was fused. */
+static void test_fuse_for_the_tuner(void **st) {
+  (void)st;
   const char *crops[] = {"{\"op\": \"map\", \"fn\": \"random_resized_crop\", \"args\": {\"size\": [64, 48]}}",
                          "{\"op\": \"map\", \"fn\": \"center_crop\", \"args\": {\"size\": [100, 120]}}",
                          "{\"op\": \"map\", \"fn\": \"resize\", \"args\": {\"size\": [50, 70], \"method\": \"area\"}}"};
+  const char *want[] = {"ops[3] decode_jpeg + ops[4] random_resized_crop", "ops[4] center_crop", "ops[4] resize"};
   for (int i = 0; i < 3; i++) {
     sl_pipeline *p = spec_pipeline(crops[i]), *f = NULL;
     char *note = (char *)"unset";
-    assert_int_equal(sl_pipeline_fuse_windows(&f, p, &note), 0);
-    if (i == 2) { /* resize apart; only the normalize before the batch writes into its buffer */
-      assert_non_null(f);
-      assert_non_null(note);
-      assert_string_equal(note, "ops[6] normalize writes into the ops[7] batch's buffer");
-      expect_same_structure(p, f);
-      sl_pipeline_free(f);
-    } else {
-      assert_non_null(f);
-      assert_non_null(note);
-      assert_non_null(strstr(note, i == 0 ? "ops[3] decode_jpeg + ops[4] random_resized_crop" : "ops[4] center_crop"));
-      assert_non_null(strstr(note, "normalize folded into ops[3] decode_and_crop_jpeg"));
-      expect_same_structure(p, f);
-      sl_pipeline_free(f);
-    }
+    assert_int_equal(sl_pipeline_fuse(&f, p, &note), 0);
+    assert_non_null(f);
+    assert_non_null(note);
+    assert_non_null(strstr(note, want[i]));
+    assert_non_null(strstr(note, "normalize folded into ops[3] decode_and_crop_jpeg"));
+    expect_same_structure(p, f);
+    sl_pipeline_free(f);
     sl_free(note);
     sl_pipeline_free(p);
   }
-  assert_int_equal(sl_pipeline_fuse_windows(NULL, NULL, NULL), SL_EINVAL);
+  assert_int_equal(sl_pipeline_fuse(NULL, NULL, NULL), SL_EINVAL);
 }
 
 static void test_fused_pipeline_same_elements(void **st) {
@@ -574,7 +568,7 @@ int main(void) {
       cmocka_unit_test(test_center_crop_and_resize_are_fused),
       cmocka_unit_test(test_what_stays_apart),
       cmocka_unit_test(test_fused_pipeline_same_elements),
-      cmocka_unit_test(test_fuse_windows_for_the_tuner),
+      cmocka_unit_test(test_fuse_for_the_tuner),
       cmocka_unit_test(test_flip_normalize_folded),
       cmocka_unit_test(test_folded_pipeline_equal),
       cmocka_unit_test(test_folded_skips_corrupt),
