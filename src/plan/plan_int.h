@@ -21,6 +21,8 @@
 
 /* Runs each of the plan and the input makes in `sluice optimize`'s final comparison. */
 #define SL__PLAN_CHECK_ROUNDS 3
+/* The process CPU seconds per output element a trace spent; 0 when it saw none. */
+double sl__plan_trace_cpu(const sl_trace *t);
 /* The median of v[0..n) (sorted in place); 0 for n = 0. */
 double sl__plan_median(double *v, int n);
 /* Two configurations measured within this fraction of each other are a tie on this machine (medians of a few

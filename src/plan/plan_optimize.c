@@ -218,7 +218,7 @@ double sl__plan_run_share(const sl_plan *P, double measured, double cpu, double 
 
 static double run_share(const sl_plan *P, const sl_trace *tm) {
   if (!tm->elements || !(tm->seconds > 0)) return 1;
-  return sl__plan_run_share(P, sl_trace_throughput(tm), tm->process_cpu / (double)tm->elements,
+  return sl__plan_run_share(P, sl_trace_throughput(tm), sl__plan_trace_cpu(tm),
                             tm->process_cpu / tm->seconds, tm->machine.other_load);
 }
 
@@ -242,6 +242,10 @@ static int sequential_plan(sl_plan **out, const sl_trace *t, const sl_plan_opts 
   rc = sl__plan_solve(out, tq, &so, hscale);
   sl_trace_free(tq);
   return rc;
+}
+
+double sl__plan_trace_cpu(const sl_trace *t) {
+  return t->elements ? t->process_cpu / (double)t->elements : 0;
 }
 
 double sl__plan_median(double *v, int n) {
@@ -323,7 +327,7 @@ static int alternate(double *ma, double *mb, sl_pipeline *a, sl_pipeline *b, int
       int rc = trace_of(&t, side ? b : a, secs, secs * 0.25, m, rep, 0);
       if (rc) return rc;
       r[side][k] = sl_trace_throughput(t);
-      double cpu = t->elements ? t->process_cpu / (double)t->elements : 0;
+      double cpu = sl__plan_trace_cpu(t);
       c[side][k] = cpu;
       double *least = least_cpu ? &least_cpu[side] : NULL;
       if (least && cpu > 0 && (*least == 0 || cpu < *least)) *least = cpu;
@@ -411,8 +415,8 @@ int sl_optimize(sl_plan **out, sl_pipeline *p, const sl_optimize_opts *opts) {
   if (fused) {
     sl_trace *tu = NULL;
     if ((rc = trace_of(&tu, unfused, t0->seconds, trace_warmup(opts->trace_seconds), &t0->machine, rep, 0))) goto done;
-    res.fused_cpu = t0->elements ? t0->process_cpu / (double)t0->elements : 0;
-    res.unfused_cpu = tu->elements ? tu->process_cpu / (double)tu->elements : 0;
+    res.fused_cpu = sl__plan_trace_cpu(t0);
+    res.unfused_cpu = sl__plan_trace_cpu(tu);
     if (tu->elements >= SL_PLAN_MIN_ELEMENTS && res.unfused_cpu > 0 && res.unfused_cpu < res.fused_cpu) {
       sl_trace_free(t0);
       t0 = tu;
@@ -459,7 +463,7 @@ int sl_optimize(sl_plan **out, sl_pipeline *p, const sl_optimize_opts *opts) {
       double measured = sl_trace_throughput(tm);
       if (tm->machine.other_load > res.other_load) res.other_load = tm->machine.other_load;
       double hcpu = sl__plan_handoff_cpu(plan), mcpu = sl_plan_cpu_per_element(plan);
-      double cpu = tm->elements ? tm->process_cpu / (double)tm->elements : 0;
+      double cpu = sl__plan_trace_cpu(tm);
       /* What this plan should have reached on the cores other processes left it: a shortfall that their load
        * explains is no reason to doubt the model. */
       double other = tm->machine.other_load;
@@ -540,7 +544,7 @@ int sl_optimize(sl_plan **out, sl_pipeline *p, const sl_optimize_opts *opts) {
         ch[k]->seq_trace = ts != NULL;
         sl_trace *tm = NULL;
         if ((rc = measure_plan(&tm, ch[k], p, opts, &t0->machine, rep))) break;
-        double measured = sl_trace_throughput(tm), cpu = tm->elements ? tm->process_cpu / (double)tm->elements : 0;
+        double measured = sl_trace_throughput(tm), cpu = sl__plan_trace_cpu(tm);
         if (tm->machine.other_load > res.other_load) res.other_load = tm->machine.other_load;
         if (!top || sl__plan_prefer(top_measured, top_cpu, measured, cpu)) {
           sl_plan_free(top);
@@ -599,7 +603,7 @@ int sl_optimize(sl_plan **out, sl_pipeline *p, const sl_optimize_opts *opts) {
        * the same work, so a change there is the machine's speed, not the plan's (this VM's runs of one spec moved
        * 10-15% within minutes), and the prediction, made at the trace's speed, is told apart from it. */
       if (med_cpu[1] > 0) res.measured_cpu = med_cpu[1];
-      res.input_cpu_traced = t0->elements ? t0->process_cpu / (double)t0->elements : 0;
+      res.input_cpu_traced = sl__plan_trace_cpu(t0);
       res.input_cpu_checked = med_cpu[0];
       if (mp < SL_PLAN_KEEP_RATIO * mi) {
         sl_plan *in = NULL;

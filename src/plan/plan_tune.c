@@ -228,7 +228,7 @@ static bool seq_solve(sl_tuner *a, sl_trace *t, double measured) {
    * that of every op at full parallelism sharing the cores (tabular: 8 threads on 2 cores, 22-25 us per element
    * against 4.2 sequential, 1.45x the probe's price), which priced a plan adding one op's workers out; the probe's
    * price stands, and probation judges the plan. */
-  double cpu_seq = t->elements ? t->process_cpu / (double)t->elements : 0;
+  double cpu_seq = sl__plan_trace_cpu(t);
   double hmodel = sl__plan_handoff_cpu_for(P, was), excess = a->trial_base_cpu - cpu_seq;
   if (!a->seq_won && hmodel > 0 && cpu_seq > 0 && a->trial_base_cpu > 0) {
     double hscale = fmin(fmax(excess / hmodel, 0.05), 100.0);
@@ -289,7 +289,7 @@ static bool trial_step(sl_tuner *a, sl_trace *t) {
     a->trial = 3;
     /* Within a tie, parallelism 1 wins at clearly less CPU per element, as in optimize's runoff. */
     a->seq_won = sl__plan_prefer(a->trial_base, a->trial_base_cpu, measured,
-                                 t->elements ? t->process_cpu / (double)t->elements : 0);
+                                 sl__plan_trace_cpu(t));
     if (seq_solve(a, t, measured)) {
       a->trial = 2; /* the change's probation skips the window in which it takes effect */
       return true;
@@ -350,7 +350,7 @@ static bool trial_step(sl_tuner *a, sl_trace *t) {
   a->trial = 1;
   a->trial_windows = 0;
   a->trial_base = measured;
-  a->trial_base_cpu = t->elements ? t->process_cpu / (double)t->elements : 0;
+  a->trial_base_cpu = sl__plan_trace_cpu(t);
   pthread_mutex_lock(&a->mu);
   a->last_changes = a->nlog;
   pthread_mutex_unlock(&a->mu);
@@ -368,7 +368,7 @@ static bool trial_step(sl_tuner *a, sl_trace *t) {
 static bool pend_step(sl_tuner *a, const sl_trace *t) {
   if (!a->pend) return false;
   if (++a->pend_windows < 2) return true;
-  double measured = sl_trace_throughput(t), cpu = t->elements ? t->process_cpu / (double)t->elements : 0;
+  double measured = sl_trace_throughput(t), cpu = sl__plan_trace_cpu(t);
   a->pend_sum += measured;
   a->pend_cpu_sum += cpu;
   int n = a->pend_windows - 1;
@@ -508,7 +508,7 @@ static void tune_window(sl_tuner *a, const sl_op_stats *now, const sl_op_stats *
   if (!is_rejected(a, a->tgt_par, a->tgt_buf))
     for (int i = 0; i < a->nops; i++)
       if (set_op_knobs(a, i, a->tgt_par[i], a->tgt_buf[i], why)) changed = true;
-  if (changed) pend_start(a, measured, t->elements ? t->process_cpu / (double)t->elements : 0);
+  if (changed) pend_start(a, measured, sl__plan_trace_cpu(t));
   /* Counted once the knobs are set: a caller that saw the count grow reads the knobs of that solve. */
   atomic_fetch_add(&a->solves, 1);
 out:

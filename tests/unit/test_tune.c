@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "ops/engine_int.h"
+#include "trace/trace_int.h"
 #include "testutil.h"
 
 static double now_s(void) {
@@ -47,18 +48,11 @@ static bool run_until(sl_iter *it, sl_pipeline *p, sl_tuner *t, bool (*done)(sl_
 
 static bool solved(sl_pipeline *p, sl_tuner *t, void *arg) { return sl_tuner_solves(t) >= 1; }
 
-/* The machine's busy CPU seconds so far (all processes, /proc/stat) and this process's; both 0 when unreadable. */
-static void cpu_now(double *machine, double *self) {
-  *machine = *self = 0;
-  FILE *f = fopen("/proc/stat", "r");
-  unsigned long long v[8] = {0};
-  if (f && fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6],
-                  &v[7]) == 8)
-    *machine = (double)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / (double)sysconf(_SC_CLK_TCK);
-  if (f) fclose(f);
+/* This process's CPU seconds so far. */
+static double self_cpu(void) {
   struct timespec ts;
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  *self = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 static bool log_has(sl_tuner *t, const char *what) {
@@ -107,13 +101,16 @@ static void test_converges_on_spin4(void **st) {
   assert_int_equal(sl_pipeline_tune(&t, p, &o), 0);
   sl_iter *it = NULL;
   assert_int_equal(sl_pipeline_iter(&it, p), 0);
-  double m0, s0, m1, s1, w0 = now_s();
-  cpu_now(&m0, &s0);
+  sl__load_snap l0, l1;
+  double w0 = now_s(), s0 = self_cpu();
+  sl__load_snap_take(&l0);
   bool ok = run_until(it, p, t, solved, NULL, 120);
-  cpu_now(&m1, &s1);
-  /* Cores other processes kept busy until the first solve: with most of the machine taken (two CPU hogs on 2
-   * cores), the model's costs are time-shared ones and its first solve once lowered the heavy stage too. */
-  double other = now_s() > w0 ? ((m1 - m0) - (s1 - s0)) / (now_s() - w0) : 0;
+  sl__load_snap_take(&l1);
+  /* Cores other processes kept busy until the first solve (unknown: -1, asserted as a free machine): with most of
+   * the machine taken (two CPU hogs on 2 cores), the model's costs are time-shared ones and its first solve once
+   * lowered the heavy stage too. */
+  double other, delay;
+  sl__load_between(&other, &delay, &l0, &l1, now_s() - w0, self_cpu() - s0, (int)sysconf(_SC_NPROCESSORS_ONLN));
   bool over = ok && run_until(it, p, t, trial_over, NULL, 120);
   run_for(it, p, t, 2 * o.interval);
   char *log = NULL, *js = NULL;
