@@ -60,6 +60,7 @@ static int fn_open(fn_inst *f, const char *name, const char *args) {
   f->obj = json_loads(args, 0, NULL);
   f->args.obj = f->obj;
   f->args.path = "bench.args";
+  f->args.schema = f->fn.schema ? f->fn.schema->args : NULL;
   return f->fn.def.init ? f->fn.def.init(&f->state, &f->args, f->fn.payload) : 0;
 }
 static void fn_close(fn_inst *f) {

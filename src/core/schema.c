@@ -284,6 +284,8 @@ static int check_value(const char *path, const sl__arg *a, json_t *v) {
   return 0;
 }
 
+int sl__arg_check_value(const char *path, const sl__arg *a, json_t *v) { return check_value(path, a, v); }
+
 int sl__args_check(const sl__arg *schema, json_t *obj, const char *path, const char *const *skip, const char *what,
                    const char *word) {
   return check_obj(schema, obj, path, skip, what, word);

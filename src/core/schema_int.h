@@ -66,6 +66,8 @@ const char *sl__name_suggest(const char *const *names, size_t n, const char *nam
  * entries ("knob", "arg"). SL_EINVAL with a message naming the path, the valid range or the nearest name. */
 int sl__args_check(const sl__arg *schema, json_t *obj, const char *path, const char *const *skip, const char *what,
                    const char *word);
+/* Checks one value `v` of entry `a` (its type and range; "autotune" where tunable) at `path`.`a->name`. */
+int sl__arg_check_value(const char *path, const sl__arg *a, json_t *v);
 /* The default of `key` in `schema` as a JSON value (new reference), or NULL when it has none. */
 json_t *sl__arg_default(const sl__arg *schema, const char *key);
 /* The type's name for docs and messages ("integer", "\"a\" | \"b\"", ...). */

@@ -22,8 +22,7 @@ typedef struct {
 static int spin_init(void **state, const sl_args *a, void *payload) {
   spin_state *s = sl__calloc(1, sizeof *s);
   if (!s) return sl__oom("spin");
-  int rc = sl_args_int(&s->us, a, "us", 100);
-  if (!rc && s->us < 0) rc = sl__err(SL_EINVAL, "%s.us: must be >= 0", sl_args_path(a));
+  int rc = sl__get_int(&s->us, a, "us");
   if (rc) {
     sl__free(s);
     return rc;
@@ -61,8 +60,8 @@ static int len_init(void **state, const sl_args *a, void *payload) {
   len_state *s = sl__calloc(1, sizeof *s);
   if (!s) return sl__oom("length");
   int rc;
-  if ((rc = sl_args_string(&s->comp, a, "component", NULL)) || (rc = sl_args_int(&s->min, a, "min", 0)) ||
-      (rc = sl_args_int(&s->max, a, "max", INT64_MAX))) {
+  if ((rc = sl__get_str(&s->comp, a, "component")) || (rc = sl__get_int(&s->min, a, "min")) ||
+      (rc = sl__get_int(&s->max, a, "max"))) {
     sl__free(s);
     return rc;
   }
@@ -150,7 +149,11 @@ static const sl__arg SELECT_ARGS[] = {
      "the components kept, in this order"},
     {NULL}};
 /* select: the element becomes the listed components, each of which must exist. */
-static int select_infer(sl__struct *s, json_t *args, const char *path, const char *origin) {
+static int select_infer(sl__struct *s, const sl_args *a, const char *origin) {
+  json_t *args = a->obj;
+  const char *path = a->path;
+  (void)args;
+  (void)path;
   (void)origin;
   json_t *keep = json_object_get(args, "keep");
   sl__struct out = {0};

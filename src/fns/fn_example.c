@@ -37,7 +37,7 @@ static int pe_init(void **state, const sl_args *a, void *payload) {
   pe_state *s = sl__calloc(1, sizeof *s);
   if (!s) return sl__oom("parse_example");
   int rc;
-  if ((rc = sl_args_string(&s->component, a, "component", "record")) || (rc = sl_args_bool(&s->keep, a, "keep", false)))
+  if ((rc = sl__get_str(&s->component, a, "component")) || (rc = sl__get_bool(&s->keep, a, "keep")))
     goto fail;
   json_t *feats = a->obj ? json_object_get(a->obj, "features") : NULL;
   if (!json_is_object(feats) || json_object_size(feats) == 0) {
@@ -263,9 +263,13 @@ static const sl__arg PE_ARGS[] = {
      "feature name -> {\"dtype\", \"shape\" (-1: variable length), \"default\"}; each becomes a component", PE_FEATURE},
     {"keep", SL__ARG_BOOL, "false", 0, 0, 0, NULL, "keep the serialised record after parsing"},
     {NULL}};
-static const sl__fn_io PE_READS[] = {{"component", "record", NULL, SL_BYTES, 0, SL__IO_CONSUMED}, {NULL}};
+static const sl__fn_io PE_READS[] = {{"component", NULL, NULL, SL_BYTES, 0, SL__IO_CONSUMED}, {NULL}};
 /* Each feature becomes a component of its dtype and shape ([-1]: a length that varies between elements). */
-static int pe_infer(sl__struct *s, json_t *args, const char *path, const char *origin) {
+static int pe_infer(sl__struct *s, const sl_args *a, const char *origin) {
+  json_t *args = a->obj;
+  const char *path = a->path;
+  (void)args;
+  (void)path;
   (void)path;
   const char *key;
   json_t *v;

@@ -171,9 +171,9 @@ int sl__px_args_parse(sl__px_args *s, const sl_args *a) {
   int rc;
   s->has_flip = sl_args_has(a, "flip_prob");
   s->nmean = s->nstd = 0;
-  if ((rc = sl_args_double(&s->flip_prob, a, "flip_prob", 0.5)) || (rc = sl_args_bool(&s->normalize, a, "normalize", false)) ||
-      (rc = sl_args_double(&s->value_scale, a, "value_scale", 1.0)) ||
-      (rc = sl_args_doubles(s->mean, &s->nmean, a, "mean", 4)) || (rc = sl_args_doubles(s->std, &s->nstd, a, "std", 4)))
+  if ((rc = sl__get_num_or(&s->flip_prob, a, "flip_prob", 0.5)) || (rc = sl__get_bool(&s->normalize, a, "normalize")) ||
+      (rc = sl__get_num(&s->value_scale, a, "value_scale")) ||
+      (rc = sl__get_nums(s->mean, &s->nmean, a, "mean", 4)) || (rc = sl__get_nums(s->std, &s->nstd, a, "std", 4)))
     return rc;
   if (!(s->flip_prob >= 0 && s->flip_prob <= 1))
     return sl__err(SL_EINVAL, "%s.flip_prob: must be in [0, 1]", sl_args_path(a));
@@ -284,9 +284,9 @@ static int img_state_new(img_state **out, const sl_args *a, const char *defcomp,
   if (!s) return sl__oom(what);
   int rc;
   const char *method;
-  if ((rc = sl_args_string(&s->comp, a, "component", defcomp)) ||
-      (rc = sl_args_string(&s->output, a, "output", s->comp)) ||
-      (rc = sl_args_string(&method, a, "method", "bilinear")) ||
+  if ((rc = sl__get_str(&s->comp, a, "component")) ||
+      (rc = sl__get_str_or(&s->output, a, "output", s->comp)) ||
+      (rc = sl__get_str(&method, a, "method")) ||
       (rc = sl__resize_method_parse(&s->method, method, sl_args_path(a)))) {
     sl__free(s);
     return rc;
@@ -298,7 +298,7 @@ static int img_state_new(img_state **out, const sl_args *a, const char *defcomp,
 static int read_size(const sl_args *a, img_state *s, bool required) {
   double v[2];
   int n = 0;
-  int rc = sl_args_doubles(v, &n, a, "size", 2);
+  int rc = sl__get_nums(v, &n, a, "size", 2);
   if (rc) return rc;
   if (!sl_args_has(a, "size")) {
     if (required) return sl__err(SL_EINVAL, "%s.size: required ([height, width])", sl_args_path(a));
@@ -378,11 +378,11 @@ static int rrc_init(void **state, const sl_args *a, void *payload) {
   if (rc) return rc;
   s->scale[0] = 0.08, s->scale[1] = 1.0, s->ratio[0] = 3.0 / 4.0, s->ratio[1] = 4.0 / 3.0;
   int ns = 0, nr = 0;
-  if ((rc = read_size(a, s, true)) || (rc = sl_args_doubles(s->scale, &ns, a, "scale", 2)) ||
-      (rc = sl_args_doubles(s->ratio, &nr, a, "ratio", 2)) || (rc = sl__px_args_parse(&s->px, a)))
+  if ((rc = read_size(a, s, true)) || (rc = sl__get_nums(s->scale, &ns, a, "scale", 2)) ||
+      (rc = sl__get_nums(s->ratio, &nr, a, "ratio", 2)) || (rc = sl__px_args_parse(&s->px, a)))
     goto fail;
   int64_t slab_n;
-  if ((rc = sl_args_int(&slab_n, a, "batch_slab", 0))) goto fail; /* 0..16777216 by the arg table */
+  if ((rc = sl__get_int(&slab_n, a, "batch_slab"))) goto fail; /* 0..16777216 by the arg table */
   if ((sl_args_has(a, "scale") && ns != 2) || (sl_args_has(a, "ratio") && nr != 2) ||
       !(s->scale[0] > 0 && s->scale[0] <= s->scale[1] && s->scale[1] <= 1) ||
       !(s->ratio[0] > 0 && s->ratio[0] <= s->ratio[1])) {
@@ -418,7 +418,7 @@ static int resize_init(void **state, const sl_args *a, void *payload) {
   img_state *s;
   int rc = img_state_new(&s, a, "image", "resize");
   if (rc) return rc;
-  if ((rc = read_size(a, s, false)) || (rc = sl_args_int(&s->shorter, a, "shorter_side", 0))) goto fail;
+  if ((rc = read_size(a, s, false)) || (rc = sl__get_int(&s->shorter, a, "shorter_side"))) goto fail;
   if ((s->h > 0) == (s->shorter > 0)) {
     rc = sl__err(SL_EINVAL, "%s: give exactly one of \"size\" ([height, width]) and \"shorter_side\" (> 0)",
                  sl_args_path(a));
@@ -457,7 +457,7 @@ static int cc_init(void **state, const sl_args *a, void *payload) {
   img_state *s;
   int rc = img_state_new(&s, a, "image", "center_crop");
   if (rc) return rc;
-  if ((rc = read_size(a, s, false)) || (rc = sl_args_double(&s->fraction, a, "fraction", 0))) goto fail;
+  if ((rc = read_size(a, s, false)) || (rc = sl__get_num(&s->fraction, a, "fraction"))) goto fail;
   if ((s->h > 0) == (s->fraction > 0) || s->fraction > 1) {
     rc = sl__err(SL_EINVAL, "%s: give exactly one of \"size\" ([height, width]) and \"fraction\" (0 < f <= 1)",
                  sl_args_path(a));
@@ -495,9 +495,9 @@ static int flip_init(void **state, const sl_args *a, void *payload) {
   int rc = img_state_new(&s, a, "image", "random_flip");
   if (rc) return rc;
   const char *inv;
-  if ((rc = sl_args_double(&s->prob, a, "prob", 0.5)) || (rc = sl_args_string(&s->boxes, a, "boxes", NULL)) ||
-      (rc = sl_args_string(&s->num_boxes, a, "num_boxes", NULL)) ||
-      (rc = sl_args_string(&inv, a, "on_invalid_box", "error")))
+  if ((rc = sl__get_num(&s->prob, a, "prob")) || (rc = sl__get_str(&s->boxes, a, "boxes")) ||
+      (rc = sl__get_str(&s->num_boxes, a, "num_boxes")) ||
+      (rc = sl__get_str(&inv, a, "on_invalid_box")))
     goto fail;
   if (!(s->prob >= 0 && s->prob <= 1)) {
     rc = sl__err(SL_EINVAL, "%s.prob: must be in [0, 1]", sl_args_path(a));
@@ -619,10 +619,10 @@ static int norm_init(void **state, const sl_args *a, void *payload) {
   norm_state *s = sl__calloc(1, sizeof *s);
   if (!s) return sl__oom("normalize");
   int rc;
-  if ((rc = sl_args_string(&s->comp, a, "component", "image")) ||
-      (rc = sl_args_string(&s->output, a, "output", s->comp)) || (rc = sl_args_double(&s->scale, a, "scale", 1.0)) ||
-      (rc = sl_args_doubles(s->mean, &s->nmean, a, "mean", 64)) ||
-      (rc = sl_args_doubles(s->std, &s->nstd, a, "std", 64)))
+  if ((rc = sl__get_str(&s->comp, a, "component")) ||
+      (rc = sl__get_str_or(&s->output, a, "output", s->comp)) || (rc = sl__get_num(&s->scale, a, "scale")) ||
+      (rc = sl__get_nums(s->mean, &s->nmean, a, "mean", 64)) ||
+      (rc = sl__get_nums(s->std, &s->nstd, a, "std", 64)))
     goto fail;
   sl__normalize_defaults(a, s->mean, &s->nmean, s->std, &s->nstd);
   for (int i = 0; i < s->nstd; i++)
@@ -635,7 +635,7 @@ static int norm_init(void **state, const sl_args *a, void *payload) {
     goto fail;
   }
   int64_t slab_n;
-  if ((rc = sl_args_int(&slab_n, a, "batch_slab", 0)) ||
+  if ((rc = sl__get_int(&slab_n, a, "batch_slab")) ||
       (rc = sl__slabs_init(&s->slabs, slab_n, 0, "normalize's batch slabs")))
     goto fail;
   *state = s;
@@ -721,9 +721,9 @@ static int cast_init(void **state, const sl_args *a, void *payload) {
   if (!s) return sl__oom("cast");
   const char *dt;
   int rc;
-  if ((rc = sl_args_string(&s->comp, a, "component", "image")) ||
-      (rc = sl_args_string(&s->output, a, "output", s->comp)) || (rc = sl_args_string(&dt, a, "dtype", NULL)) ||
-      (rc = sl_args_double(&s->scale, a, "scale", 1.0)))
+  if ((rc = sl__get_str(&s->comp, a, "component")) ||
+      (rc = sl__get_str_or(&s->output, a, "output", s->comp)) || (rc = sl__get_str(&dt, a, "dtype")) ||
+      (rc = sl__get_num(&s->scale, a, "scale")))
     goto fail;
   if (!dt) {
     rc = sl__err(SL_EINVAL, "%s.dtype: required (uint8, int32, int64, float32, float64)", sl_args_path(a));
@@ -809,24 +809,18 @@ static int pad_init(void **state, const sl_args *a, void *payload) {
   pad_state *s = sl__calloc(1, sizeof *s);
   if (!s) return sl__oom("pad_boxes");
   static const char *const keys[4] = {"ymin", "xmin", "ymax", "xmax"};
-  static const char *const defs[4] = {"image/object/bbox/ymin", "image/object/bbox/xmin", "image/object/bbox/ymax",
-                                      "image/object/bbox/xmax"};
   const char *inv;
   int rc;
-  if ((rc = sl_args_string(&s->boxes, a, "boxes", NULL)) ||
-      (rc = sl_args_string(&s->labels, a, "labels", "image/object/class/label")) ||
-      (rc = sl_args_string(&s->output, a, "output", "boxes")) ||
-      (rc = sl_args_string(&s->labels_output, a, "labels_output", "labels")) ||
-      (rc = sl_args_string(&s->num_output, a, "num_output", "num_boxes")) || (rc = sl_args_int(&s->max, a, "max", 100)) ||
-      (rc = sl_args_double(&s->pad, a, "pad_value", 0)) || (rc = sl_args_double(&s->label_pad, a, "label_pad_value", -1)) ||
-      (rc = sl_args_string(&inv, a, "on_invalid_box", "error")) || (rc = sl_args_bool(&s->keep, a, "keep", false)))
+  if ((rc = sl__get_str(&s->boxes, a, "boxes")) ||
+      (rc = sl__get_str(&s->labels, a, "labels")) ||
+      (rc = sl__get_str(&s->output, a, "output")) ||
+      (rc = sl__get_str(&s->labels_output, a, "labels_output")) ||
+      (rc = sl__get_str(&s->num_output, a, "num_output")) || (rc = sl__get_int(&s->max, a, "max")) ||
+      (rc = sl__get_num(&s->pad, a, "pad_value")) || (rc = sl__get_num(&s->label_pad, a, "label_pad_value")) ||
+      (rc = sl__get_str(&inv, a, "on_invalid_box")) || (rc = sl__get_bool(&s->keep, a, "keep")))
     goto fail;
-  for (int k = 0; k < 4 && !rc; k++) rc = sl_args_string(&s->coord[k], a, keys[k], defs[k]);
+  for (int k = 0; k < 4 && !rc; k++) rc = sl__get_str(&s->coord[k], a, keys[k]);
   if (rc) goto fail;
-  if (s->max < 1 || s->max > 1000000) {
-    rc = sl__err(SL_EINVAL, "%s.max: must be in 1..1000000", sl_args_path(a));
-    goto fail;
-  }
   if (strcmp(inv, "error") && strcmp(inv, "clip")) {
     rc = sl__err(SL_EINVAL, "%s.on_invalid_box: expected \"error\" or \"clip\"", sl_args_path(a));
     goto fail;
@@ -916,14 +910,26 @@ done:
       {"output", SL__ARG_COMP, NULL, 0, 0, 0, NULL, "the component written (default: the component, replaced)"}
 #define IMG_METHOD_ARG                                                                                           \
   {"method", SL__ARG_ENUM, "bilinear", 0, 0, 0, "bilinear|area|bicubic|nearest", "the resize method"}
-static const sl__fn_io IMG_READS[] = {{"component", "image", NULL, SL__DT_ANY, 3, 0}, {NULL}};
+static const sl__fn_io IMG_READS[] = {{"component", NULL, NULL, SL__DT_ANY, 3, 0}, {NULL}};
 static const sl__fn_io IMG_WRITES[] = {{"output", NULL, "component", SL__DT_SAME, SL__RANK_SAME, 0}, {NULL}};
+/* The component an image function writes: "output", else its "component" (the tables give their defaults). */
+static int out_name(const char **out, const sl_args *a) {
+  const char *comp;
+  int rc = sl__get_str(&comp, a, "component");
+  return rc ? rc : sl__get_str_or(out, a, "output", comp);
+}
 /* The output's height and width when "size" fixes them. */
-static int size_infer(sl__struct *s, json_t *args, const char *path, const char *origin) {
+static int size_infer(sl__struct *s, const sl_args *a, const char *origin) {
+  json_t *args = a->obj;
+  const char *path = a->path;
+  (void)args;
+  (void)path;
   (void)path;
   (void)origin;
-  json_t *o = json_object_get(args, "output"), *c = json_object_get(args, "component"), *size = json_object_get(args, "size");
-  const char *name = json_is_string(o) ? json_string_value(o) : json_is_string(c) ? json_string_value(c) : "image";
+  json_t *size = json_object_get(args, "size");
+  const char *name;
+  int rc = out_name(&name, a);
+  if (rc) return rc;
   sl__comp_desc *d = sl__struct_get(s, name);
   if (!d) return 0;
   if (json_array_size(size) == 2 && d->rank == 3)
@@ -943,10 +949,15 @@ static const sl__arg RRC_ARGS[] = {
     SL__SLAB_ARG("the first output's size fixes the slot's: an output of another size gets its own buffer"),
     {NULL}};
 /* size_infer, and float32 with normalize folded in. */
-static int rrc_infer(sl__struct *s, json_t *args, const char *path, const char *origin) {
-  int rc = size_infer(s, args, path, origin);
-  json_t *o = json_object_get(args, "output"), *c = json_object_get(args, "component");
-  sl__comp_desc *d = sl__struct_get(s, json_is_string(o) ? json_string_value(o) : json_is_string(c) ? json_string_value(c) : "image");
+static int rrc_infer(sl__struct *s, const sl_args *a, const char *origin) {
+  json_t *args = a->obj;
+  const char *path = a->path;
+  (void)args;
+  (void)path;
+  const char *name;
+  int rc = size_infer(s, a, origin);
+  if (!rc) rc = out_name(&name, a);
+  sl__comp_desc *d = rc ? NULL : sl__struct_get(s, name);
   if (!rc && d && json_is_true(json_object_get(args, "normalize"))) d->dtype = SL_FLOAT32;
   return rc;
 }
@@ -976,7 +987,7 @@ static const sl__arg FLIP_ARGS[] = {
     {"num_boxes", SL__ARG_COMP, NULL, 0, 0, 0, NULL, "the number of valid boxes (the rest is padding)"},
     {"on_invalid_box", SL__ARG_ENUM, "error", 0, 0, 0, "error|clip", "a box outside [0, 1] fails, or is clipped"},
     {NULL}};
-static const sl__fn_io FLIP_READS[] = {{"component", "image", NULL, SL__DT_ANY, 3, 0},
+static const sl__fn_io FLIP_READS[] = {{"component", NULL, NULL, SL__DT_ANY, 3, 0},
                                        {"boxes", NULL, NULL, SL_FLOAT32, 2, SL__IO_OPTIONAL},
                                        {"num_boxes", NULL, NULL, SL__DT_ANY, 0, SL__IO_OPTIONAL},
                                        {NULL}};
@@ -989,7 +1000,7 @@ static const sl__arg NORM_ARGS[] = {
     {"std", SL__ARG_NUMS, NULL, SL__LOHI, 1, 64, NULL, "per-channel divisor (default ImageNet's with the default mean, else 1)"},
     SL__SLAB_ARG("the first output's size fixes the slot's: an output of another size gets its own buffer"),
     {NULL}};
-static const sl__fn_io NORM_READS[] = {{"component", "image", NULL, SL__DT_ANY, -1, 0}, {NULL}};
+static const sl__fn_io NORM_READS[] = {{"component", NULL, NULL, SL__DT_ANY, -1, 0}, {NULL}};
 static const sl__fn_io NORM_WRITES[] = {{"output", NULL, "component", SL_FLOAT32, SL__RANK_SAME, 0}, {NULL}};
 static const sl__fn_schema NORM_SCHEMA = {"(x * scale - mean) / std per channel, as float32", NORM_ARGS,
                                           NORM_READS, NORM_WRITES, NULL};
@@ -999,11 +1010,16 @@ static const sl__arg CAST_ARGS[] = {
     {"scale", SL__ARG_NUM, "1", 0, 0, 0, NULL, "multiplies each value"},
     {NULL}};
 /* The output's dtype is the one named. */
-static int cast_infer(sl__struct *s, json_t *args, const char *path, const char *origin) {
+static int cast_infer(sl__struct *s, const sl_args *a, const char *origin) {
+  json_t *args = a->obj;
+  const char *path = a->path;
+  (void)args;
+  (void)path;
   (void)path;
   (void)origin;
-  json_t *o = json_object_get(args, "output"), *c = json_object_get(args, "component");
-  const char *name = json_is_string(o) ? json_string_value(o) : json_is_string(c) ? json_string_value(c) : "image";
+  const char *name;
+  int rc = out_name(&name, a);
+  if (rc) return rc;
   sl__comp_desc *d = sl__struct_get(s, name);
   sl_dtype dt;
   const char *dn = json_string_value(json_object_get(args, "dtype"));
@@ -1030,49 +1046,51 @@ static const sl__arg PAD_ARGS[] = {
     {"on_invalid_box", SL__ARG_ENUM, "error", 0, 0, 0, "error|clip", "a box outside [0, 1] fails, or is clipped"},
     {"keep", SL__ARG_BOOL, "false", 0, 0, 0, NULL, "keep the input box components"},
     {NULL}};
-static const char *arg_or(json_t *args, const char *key, const char *def) {
-  json_t *v = json_object_get(args, key);
-  return json_is_string(v) ? json_string_value(v) : def;
-}
 /* Reads the boxes (or the four coordinate lists) and, when present, the labels; writes fixed-size boxes, labels
  * and a count. */
-static int pad_infer(sl__struct *s, json_t *args, const char *path, const char *origin) {
+static int pad_infer(sl__struct *s, const sl_args *a, const char *origin) {
+  json_t *args = a->obj;
+  const char *path = a->path;
+  (void)args;
+  (void)path;
   static const char *const keys[4] = {"ymin", "xmin", "ymax", "xmax"};
-  static const char *const defs[4] = {"image/object/bbox/ymin", "image/object/bbox/xmin", "image/object/bbox/ymax",
-                                      "image/object/bbox/xmax"};
-  const char *boxes = arg_or(args, "boxes", NULL), *labels = arg_or(args, "labels", "image/object/class/label");
-  const char *need[4];
-  int nneed = 0;
+  const char *boxes, *labels, *out, *labels_out, *num_out, *need[4];
+  int64_t max;
+  bool keep;
+  int rc, nneed = 0;
+  if ((rc = sl__get_str(&boxes, a, "boxes")) || (rc = sl__get_str(&labels, a, "labels")) ||
+      (rc = sl__get_str(&out, a, "output")) || (rc = sl__get_str(&labels_out, a, "labels_output")) ||
+      (rc = sl__get_str(&num_out, a, "num_output")) || (rc = sl__get_int(&max, a, "max")) ||
+      (rc = sl__get_bool(&keep, a, "keep")))
+    return rc;
   if (boxes) need[nneed++] = boxes;
   else
-    for (int k = 0; k < 4; k++) need[nneed++] = arg_or(args, keys[k], defs[k]);
+    for (int k = 0; k < 4; k++)
+      if ((rc = sl__get_str(&need[nneed++], a, keys[k]))) return rc;
   for (int k = 0; k < nneed && !s->open; k++)
     if (!sl__struct_get(s, need[k])) {
       sl__str have = {0};
       if (sl__struct_names(&have, s)) return SL_ENOMEM;
-      int rc = sl__err(SL_EINVAL, "%s: reads component '%s', which no earlier op makes (the element has: %s)", path,
+      rc = sl__err(SL_EINVAL, "%s: reads component '%s', which no earlier op makes (the element has: %s)", path,
                        need[k], have.s);
       sl__str_dispose(&have);
       return rc;
     }
   bool has_labels = labels[0] && (sl__struct_get(s, labels) || s->open);
-  bool keep = json_is_true(json_object_get(args, "keep"));
   if (!keep) {
     for (int k = 0; k < nneed; k++) sl__struct_remove(s, need[k]);
     if (has_labels) sl__struct_remove(s, labels);
   }
-  json_t *mx = json_object_get(args, "max");
-  int64_t max = json_is_integer(mx) ? (int64_t)json_integer_value(mx) : 100;
   sl__comp_desc *c;
-  int rc = sl__struct_put(s, arg_or(args, "output", "boxes"), SL_FLOAT32, 2, origin, &c);
+  rc = sl__struct_put(s, out, SL_FLOAT32, 2, origin, &c);
   if (rc) return rc;
   c->dims[0] = max;
   c->dims[1] = 4;
   if (has_labels) {
-    if ((rc = sl__struct_put(s, arg_or(args, "labels_output", "labels"), SL_INT64, 1, origin, &c))) return rc;
+    if ((rc = sl__struct_put(s, labels_out, SL_INT64, 1, origin, &c))) return rc;
     c->dims[0] = max;
   }
-  return sl__struct_put(s, arg_or(args, "num_output", "num_boxes"), SL_INT32, 0, origin, NULL);
+  return sl__struct_put(s, num_out, SL_INT32, 0, origin, NULL);
 }
 static const sl__fn_schema PAD_SCHEMA = {"pads an element's boxes (and labels) to a fixed number, with a count",
                                          PAD_ARGS, NULL, NULL, pad_infer};

@@ -309,7 +309,7 @@ static void jpeg_free(void *st) {
 
 static int read_pair(const sl_args *a, const char *key, double *v, bool *given) {
   int n = 0;
-  int rc = sl_args_doubles(v, &n, a, key, 2);
+  int rc = sl__get_nums(v, &n, a, key, 2);
   if (rc) return rc;
   if (sl_args_has(a, key) && n != 2) return sl__err(SL_EINVAL, "%s.%s: expected two numbers", sl_args_path(a), key);
   if (given) *given = n == 2;
@@ -322,36 +322,32 @@ static int jpeg_init_common(void **state, const sl_args *a, bool crop) {
   int64_t ch, maxpx;
   const char *method;
   int rc;
-  if ((rc = sl_args_string(&s->comp, a, "component", "image/encoded")) ||
-      (rc = sl_args_string(&s->output, a, "output", "image")) || (rc = sl_args_bool(&s->keep, a, "keep", false)) ||
-      (rc = sl_args_int(&ch, a, "channels", 3)) || (rc = sl_args_bool(&s->jo.strict, a, "strict", true)) ||
-      (rc = sl_args_int(&maxpx, a, "max_pixels", 100000000)) ||
-      (rc = sl_args_string(&method, a, "method", "bilinear")))
+  if ((rc = sl__get_str(&s->comp, a, "component")) ||
+      (rc = sl__get_str(&s->output, a, "output")) || (rc = sl__get_bool(&s->keep, a, "keep")) ||
+      (rc = sl__get_int(&ch, a, "channels")) || (rc = sl__get_bool(&s->jo.strict, a, "strict")) ||
+      (rc = sl__get_int(&maxpx, a, "max_pixels")))
     goto fail;
   if (ch != 0 && ch != 1 && ch != 3) {
     rc = sl__err(SL_EINVAL, "%s.channels: expected 0 (as stored), 1 or 3, found %lld", sl_args_path(a), (long long)ch);
     goto fail;
   }
-  if (maxpx < 1) {
-    rc = sl__err(SL_EINVAL, "%s.max_pixels: must be >= 1", sl_args_path(a));
-    goto fail;
-  }
   s->jo.channels = (int)ch;
   s->jo.max_pixels = maxpx;
   if (crop) {
-    if ((rc = sl__resize_method_parse(&s->method, method, sl_args_path(a)))) goto fail;
+    if ((rc = sl__get_str(&method, a, "method")) || (rc = sl__resize_method_parse(&s->method, method, sl_args_path(a))))
+      goto fail;
     double win[4], size[2], center[2];
     int nw = 0, ns = 0, nc = 0;
     bool full;
-    if ((rc = sl_args_doubles(win, &nw, a, "crop", 4)) || (rc = sl_args_doubles(size, &ns, a, "size", 2)) ||
-        (rc = sl_args_doubles(center, &nc, a, "center", 2)) ||
-        (rc = sl_args_double(&s->center_frac, a, "center_fraction", 0)) ||
-        (rc = sl_args_int(&s->shorter, a, "shorter_side", 0)) || (rc = sl_args_bool(&full, a, "full", false)))
+    if ((rc = sl__get_nums(win, &nw, a, "crop", 4)) || (rc = sl__get_nums(size, &ns, a, "size", 2)) ||
+        (rc = sl__get_nums(center, &nc, a, "center", 2)) ||
+        (rc = sl__get_num(&s->center_frac, a, "center_fraction")) ||
+        (rc = sl__get_int(&s->shorter, a, "shorter_side")) || (rc = sl__get_bool(&full, a, "full")))
       goto fail;
     bool has_scale, has_ratio, other = nc || s->center_frac > 0 || full;
     s->scale[0] = 0.08, s->scale[1] = 1.0, s->ratio[0] = 3.0 / 4.0, s->ratio[1] = 4.0 / 3.0;
     if ((rc = read_pair(a, "scale", s->scale, &has_scale)) || (rc = read_pair(a, "ratio", s->ratio, &has_ratio)) ||
-        (rc = sl_args_bool(&s->random, a, "random", !nw && !other)))
+        (rc = sl__get_bool_or(&s->random, a, "random", !nw && !other)))
       goto fail;
     if ((nw > 0) + s->random + (nc > 0) + (s->center_frac > 0) + full > 1) {
       rc = sl__err(SL_EINVAL, "%s: give one of \"crop\", \"random\": true, \"center\", \"center_fraction\" and "
@@ -412,7 +408,7 @@ static int jpeg_init_common(void **state, const sl_args *a, bool crop) {
     if (ns) s->out_h = (int64_t)size[0], s->out_w = (int64_t)size[1];
     if ((rc = sl__px_args_parse(&s->px, a))) goto fail;
     int64_t slab_n;
-    if ((rc = sl_args_int(&slab_n, a, "batch_slab", 0))) goto fail;
+    if ((rc = sl__get_int(&slab_n, a, "batch_slab"))) goto fail;
     size_t item = 0; /* (the arg table holds batch_slab to 0..16777216: SL__SLAB_ARG) */
     /* Only where every output has one size: a "size" to resize to and a fixed channel count. */
     if (!ns || ch == 0 || !sl__mul_ok((size_t)(s->out_h * s->out_w * ch), s->px.normalize ? sizeof(float) : 1, &item))
@@ -512,17 +508,23 @@ static const sl__arg CROP_ARGS[] = {
     SL__PX_ARGS,
     SL__SLAB_ARG("needs \"size\" and channels 1 or 3"),
     {NULL}};
-static const sl__fn_io JPEG_READS[] = {{"component", "image/encoded", NULL, SL_BYTES, 0, SL__IO_CONSUMED}, {NULL}};
-static const sl__fn_io JPEG_WRITES[] = {{"output", "image", NULL, SL_UINT8, 3, 0}, {NULL}};
+static const sl__fn_io JPEG_READS[] = {{"component", NULL, NULL, SL_BYTES, 0, SL__IO_CONSUMED}, {NULL}};
+static const sl__fn_io JPEG_WRITES[] = {{"output", NULL, NULL, SL_UINT8, 3, 0}, {NULL}};
 /* [height, width, channels]: channels known unless 0 (as stored), height and width when a crop size is given. */
-static int jpeg_infer(sl__struct *s, json_t *args, const char *path, const char *origin) {
+static int jpeg_infer(sl__struct *s, const sl_args *a, const char *origin) {
+  json_t *args = a->obj;
+  const char *path = a->path;
+  (void)args;
+  (void)path;
   (void)path;
   (void)origin;
-  json_t *o = json_object_get(args, "output");
-  sl__comp_desc *c = sl__struct_get(s, json_is_string(o) ? json_string_value(o) : "image");
+  const char *out;
+  int64_t n;
+  int rc;
+  if ((rc = sl__get_str(&out, a, "output")) || (rc = sl__get_int(&n, a, "channels"))) return rc;
+  sl__comp_desc *c = sl__struct_get(s, out);
   if (!c) return 0;
-  json_t *ch = json_object_get(args, "channels"), *size = json_object_get(args, "size");
-  int64_t n = json_is_integer(ch) ? (int64_t)json_integer_value(ch) : 3;
+  json_t *size = json_object_get(args, "size");
   c->dims[2] = n > 0 ? n : SL__DIM_UNKNOWN;
   if (json_is_true(json_object_get(args, "normalize"))) c->dtype = SL_FLOAT32; /* the folded normalize */
   if (json_array_size(size) == 2)

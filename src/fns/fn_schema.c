@@ -13,10 +13,13 @@ int sl__fn_check_args(const sl__fn_schema *sc, json_t *args, const char *path, c
   return sl__args_check(sc->args, args, path, NULL, what, "arg");
 }
 
-/* The component name an io entry resolves to, or NULL (an optional entry not given). */
+/* The component name an io entry resolves to, or NULL (an optional entry not given): its arg's value, else the
+ * arg's default in the table (the one place it is written), else the fixed name of an entry without an arg. */
 static const char *io_name(const sl__fn_schema *sc, const sl__fn_io *io, json_t *args) {
   json_t *v = io->arg ? json_object_get(args, io->arg) : NULL;
   if (json_is_string(v)) return json_string_value(v);
+  const sl__arg *a = io->arg ? sl__arg_find(sc->args, io->arg) : NULL;
+  if (a && a->def) return a->def;
   if (io->name) return io->name;
   if (io->like)
     for (const sl__fn_io *r = sc->reads; r && (r->arg || r->name); r++)
@@ -90,5 +93,6 @@ int sl__fn_infer(sl__struct *s, const sl__fn_schema *sc, json_t *args, const cha
     for (int j = 0; j < nwritten; j++) rewritten |= !strcmp(consumed[i], written[j]);
     if (!rewritten) sl__struct_remove(s, consumed[i]);
   }
-  return sc->infer ? sc->infer(s, args, path, origin) : 0;
+  sl_args view = {args, path, sc->args, NULL};
+  return sc->infer ? sc->infer(s, &view, origin) : 0;
 }

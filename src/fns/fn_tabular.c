@@ -40,8 +40,8 @@ static int csv_init(void **state, const sl_args *a, void *payload) {
   if (!s) return sl__oom("parse_csv");
   const char *delim, *on_error;
   int rc;
-  if ((rc = sl_args_string(&s->comp, a, "component", "line")) || (rc = sl_args_string(&delim, a, "delimiter", ",")) ||
-      (rc = sl_args_string(&on_error, a, "on_error", "error")) || (rc = sl_args_bool(&s->keep, a, "keep", false)))
+  if ((rc = sl__get_str(&s->comp, a, "component")) || (rc = sl__get_str(&delim, a, "delimiter")) ||
+      (rc = sl__get_str(&on_error, a, "on_error")) || (rc = sl__get_bool(&s->keep, a, "keep")))
     goto fail;
   if (strlen(delim) != 1 || delim[0] == '"' || delim[0] == '\n') {
     rc = sl__err(SL_EINVAL, "%s.delimiter: expected one character (not a quote or newline)", sl_args_path(a));
@@ -348,14 +348,14 @@ static int hb_init(void **state, const sl_args *a, void *payload) {
   hb_state *s = sl__calloc(1, sizeof *s);
   if (!s) return sl__oom("hash_bucket");
   int rc;
-  if ((rc = sl_args_string(&s->comp, a, "component", NULL)) || (rc = sl_args_int(&s->buckets, a, "buckets", 0)) ||
-      (rc = sl_args_int(&s->seed, a, "seed", 0)))
+  if ((rc = sl__get_str(&s->comp, a, "component")) || (rc = sl__get_int(&s->buckets, a, "buckets")) ||
+      (rc = sl__get_int(&s->seed, a, "seed")))
     goto fail;
   if (!s->comp) {
     rc = sl__err(SL_EINVAL, "%s.component: required", sl_args_path(a));
     goto fail;
   }
-  if ((rc = sl_args_string(&s->output, a, "output", s->comp))) goto fail;
+  if ((rc = sl__get_str_or(&s->output, a, "output", s->comp))) goto fail;
   if (s->buckets < 1) {
     rc = sl__err(SL_EINVAL, "%s.buckets: required, >= 1", sl_args_path(a));
     goto fail;
@@ -400,8 +400,8 @@ static int l1p_init(void **state, const sl_args *a, void *payload) {
   l1p_state *s = sl__calloc(1, sizeof *s);
   if (!s) return sl__oom("log1p");
   int rc;
-  if ((rc = sl_args_string(&s->comp, a, "component", NULL)) ||
-      (rc = sl_args_bool(&s->clip, a, "clip_negative", true))) {
+  if ((rc = sl__get_str(&s->comp, a, "component")) ||
+      (rc = sl__get_bool(&s->clip, a, "clip_negative"))) {
     sl__free(s);
     return rc;
   }
@@ -409,7 +409,7 @@ static int l1p_init(void **state, const sl_args *a, void *payload) {
     sl__free(s);
     return sl__err(SL_EINVAL, "%s.component: required", sl_args_path(a));
   }
-  if ((rc = sl_args_string(&s->output, a, "output", s->comp))) {
+  if ((rc = sl__get_str_or(&s->output, a, "output", s->comp))) {
     sl__free(s);
     return rc;
   }
@@ -467,9 +467,13 @@ static const sl__arg CSV_ARGS[] = {
     {"on_error", SL__ARG_ENUM, "error", 0, 0, 0, "error|skip", "a malformed line fails the run, or is dropped"},
     {"keep", SL__ARG_BOOL, "false", 0, 0, 0, NULL, "keep the line after parsing"},
     {NULL}};
-static const sl__fn_io CSV_READS[] = {{"component", "line", NULL, SL_BYTES, 0, SL__IO_CONSUMED}, {NULL}};
+static const sl__fn_io CSV_READS[] = {{"component", NULL, NULL, SL_BYTES, 0, SL__IO_CONSUMED}, {NULL}};
 /* Each column group becomes a component: a scalar, or a vector of `count` values. */
-static int csv_infer(sl__struct *s, json_t *args, const char *path, const char *origin) {
+static int csv_infer(sl__struct *s, const sl_args *a, const char *origin) {
+  json_t *args = a->obj;
+  const char *path = a->path;
+  (void)args;
+  (void)path;
   (void)path;
   json_t *cols = json_object_get(args, "columns");
   for (size_t i = 0; i < json_array_size(cols); i++) {

@@ -143,12 +143,12 @@ static int tok_init(void **state, const sl_args *a, void *payload) {
   const char *vocab;
   int64_t unk, bos, eos;
   int rc;
-  if ((rc = sl_args_string(&s->comp, a, "component", "line")) ||
-      (rc = sl_args_string(&s->output, a, "output", "tokens")) || (rc = sl_args_string(&vocab, a, "vocab", NULL)) ||
-      (rc = sl_args_bool(&s->lowercase, a, "lowercase", false)) || (rc = sl_args_bool(&s->keep, a, "keep", false)) ||
-      (rc = sl_args_bool(&s->split_punct, a, "split_punctuation", true)) ||
-      (rc = sl_args_int(&unk, a, "unknown_id", -2)) || (rc = sl_args_int(&bos, a, "bos_id", -1)) ||
-      (rc = sl_args_int(&eos, a, "eos_id", -1)))
+  if ((rc = sl__get_str(&s->comp, a, "component")) ||
+      (rc = sl__get_str(&s->output, a, "output")) || (rc = sl__get_str(&vocab, a, "vocab")) ||
+      (rc = sl__get_bool(&s->lowercase, a, "lowercase")) || (rc = sl__get_bool(&s->keep, a, "keep")) ||
+      (rc = sl__get_bool(&s->split_punct, a, "split_punctuation")) ||
+      (rc = sl__get_int(&unk, a, "unknown_id")) || (rc = sl__get_int(&bos, a, "bos_id")) ||
+      (rc = sl__get_int(&eos, a, "eos_id")))
     goto fail;
   if (!vocab) {
     rc = sl__err(SL_EINVAL, "%s.vocab: required (a file of one token per line)", sl_args_path(a));
@@ -248,14 +248,20 @@ static const sl__arg TOK_ARGS[] = {
     {"bos_id", SL__ARG_INT, "-1", SL__LOHI, -1, 2147483647, NULL, "id put first (-1: none)"},
     {"eos_id", SL__ARG_INT, "-1", SL__LOHI, -1, 2147483647, NULL, "id put last (-1: none)"},
     {NULL}};
-static const sl__fn_io TOK_READS[] = {{"component", "line", NULL, SL_BYTES, 0, SL__IO_CONSUMED}, {NULL}};
-static const sl__fn_io TOK_WRITES[] = {{"output", "tokens", NULL, SL_INT32, 1, 0}, {NULL}};
+static const sl__fn_io TOK_READS[] = {{"component", NULL, NULL, SL_BYTES, 0, SL__IO_CONSUMED}, {NULL}};
+static const sl__fn_io TOK_WRITES[] = {{"output", NULL, NULL, SL_INT32, 1, 0}, {NULL}};
 /* The token list's length varies from element to element. */
-static int tok_infer(sl__struct *s, json_t *args, const char *path, const char *origin) {
+static int tok_infer(sl__struct *s, const sl_args *a, const char *origin) {
+  json_t *args = a->obj;
+  const char *path = a->path;
+  (void)args;
+  (void)path;
   (void)path;
   (void)origin;
-  json_t *o = json_object_get(args, "output");
-  sl__comp_desc *c = sl__struct_get(s, json_is_string(o) ? json_string_value(o) : "tokens");
+  const char *out;
+  int rc = sl__get_str(&out, a, "output");
+  if (rc) return rc;
+  sl__comp_desc *c = sl__struct_get(s, out);
   if (c) c->dims[0] = SL__DIM_VARIES;
   return 0;
 }

@@ -32,7 +32,7 @@ typedef struct sl__fn_schema {
   const char *doc;
   const sl__arg *args;
   const sl__fn_io *reads, *writes;
-  int (*infer)(sl__struct *s, json_t *args, const char *path, const char *origin);
+  int (*infer)(sl__struct *s, const sl_args *a, const char *origin);
   /* Optional, for a function flagged SL_FN_RANDOM whose randomness depends on its args: false when an instance with
    * these args draws nothing (the planner may then cache above it). Conservative: true when unsure. */
   bool (*is_random)(json_t *args);

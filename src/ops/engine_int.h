@@ -276,16 +276,16 @@ int sl__op_err(const sl__op *op, int code, const char *fmt, ...) __attribute__((
 /* Wraps the current thread error with the op's name. */
 int sl__op_wrap(const sl__op *op, int code);
 
-/* Knob readers for parse(): they name the JSON path on errors. */
-int sl__knob_int(const sl__op *op, json_t *obj, const char *key, int64_t def, int64_t min, int64_t *out);
-/* An int knob that also accepts "autotune" (sets *autotune and leaves *out = def). */
-int sl__knob_tunable(const sl__op *op, json_t *obj, const char *key, int64_t def, int64_t min, int64_t *out,
-                     bool *autotune);
-int sl__knob_bool(const sl__op *op, json_t *obj, const char *key, bool def, bool *out);
-int sl__knob_str(const sl__op *op, json_t *obj, const char *key, const char *def, const char **out);
-int sl__knob_double(const sl__op *op, json_t *obj, const char *key, double def, double *out);
-/* Fails on keys of `obj` that are not in the NULL-terminated list (catches typos in specs). */
-int sl__knob_check_keys(const sl__op *op, json_t *obj, const char *const *allowed);
+/* The view parse() reads its knobs through (sl__get_int(&v, &k, "size"), ...): the op's knob table gives each
+ * default, range and tunability; errors name the op's JSON path. Borrows obj. */
+sl_args sl__op_knobs(const sl__op *op, json_t *obj);
+
+/* Upper bounds of the knobs that size threads and buffers (their tables' ranges): what one process can hold
+ * whatever the element size, checked when the spec is validated, so that no size reaches an int or an allocation
+ * unchecked. docs/spec.md lists them with each knob. */
+#define SL__MAX_WORKERS 256
+#define SL__MAX_BUFFER 65536
+#define SL__MAX_CYCLE 4096
 
 /* Documented defaults for "autotune" knobs until the planner has run (docs/spec.md). */
 int64_t sl__autotune_parallelism(void);

@@ -22,9 +22,9 @@ static int range_parse(sl__op *op, json_t *o) {
   if (!c) return sl__oom("range");
   op->impl = c;
   int rc;
-  if ((rc = sl__knob_int(op, o, "start", 0, INT64_MIN, &c->start)) ||
-      (rc = sl__knob_int(op, o, "stop", INT64_MAX, INT64_MIN, &c->stop)) ||
-      (rc = sl__knob_int(op, o, "step", 1, INT64_MIN, &c->step)))
+  sl_args k = sl__op_knobs(op, o);
+  if ((rc = sl__get_int(&c->start, &k, "start")) || (rc = sl__get_int_or(&c->stop, &k, "stop", INT64_MAX)) ||
+      (rc = sl__get_int(&c->step, &k, "step")))
     return rc;
   if (c->step == 0) return sl__err(SL_EINVAL, "%s.step: must not be 0", op->path);
   if (!json_object_get(o, "stop")) op->cardinality = -2;
@@ -78,8 +78,8 @@ static int take_parse(sl__op *op, json_t *o) {
   if (!n) return sl__oom("take");
   op->impl = n;
   int rc;
-  if (!json_object_get(o, "count")) return sl__err(SL_EINVAL, "%s.count: required", op->path);
-  if ((rc = sl__knob_int(op, o, "count", 0, 0, n))) return rc;
+  sl_args k = sl__op_knobs(op, o);
+  if ((rc = sl__get_int(n, &k, "count"))) return rc;
   int64_t ic = in_card(op);
   op->cardinality = ic == -2 ? *n : ic >= 0 ? (ic < *n ? ic : *n) : -1;
   if (ic == -1) op->cardinality = -1;
@@ -179,7 +179,8 @@ static int repeat_parse(sl__op *op, json_t *o) {
   if (!n) return sl__oom("repeat");
   op->impl = n;
   int rc;
-  if ((rc = sl__knob_int(op, o, "count", -1, -1, n))) return rc;
+  sl_args k = sl__op_knobs(op, o);
+  if ((rc = sl__get_int(n, &k, "count"))) return rc;
   int64_t ic = in_card(op);
   if (*n == -1) op->cardinality = ic == 0 ? 0 : -2;
   else if (ic >= 0) {
@@ -331,18 +332,19 @@ static int shard_parse(sl__op *op, json_t *o) {
   if (!c) return sl__oom("shard");
   op->impl = c;
   int rc;
-  if (!json_object_get(o, "num_shards")) return sl__err(SL_EINVAL, "%s.num_shards: required", op->path);
+  sl_args k = sl__op_knobs(op, o);
   bool anum = is_auto(o, "num_shards"), aidx = is_auto(o, "index");
   int64_t num = 1, index = 0;
   if ((anum || aidx) && (rc = shard_auto(op, &num, &index))) return rc;
-  if (!anum && (rc = sl__knob_int(op, o, "num_shards", 1, 1, &num))) return rc;
-  if (!aidx && (rc = sl__knob_int(op, o, "index", 0, 0, &index))) return rc;
+  if (!anum && (rc = sl__get_int(&num, &k, "num_shards"))) return rc;
+  if (!aidx && (rc = sl__get_int(&index, &k, "index"))) return rc;
   c->num = num;
   c->index = index;
   /* A launched run (num_shards "auto") is training: every rank must make the same number of steps, so the default
    * pads; a fixed number keeps tf.data's shard (exactly once, uneven). */
   const char *rem = NULL;
-  if ((rc = sl__knob_str(op, o, "remainder", anum ? "pad" : "keep", &rem))) return rc;
+  if ((rc = sl__get_str(&rem, &k, "remainder"))) return rc;
+  if (!rem) rem = anum ? "pad" : "keep"; /* computed: the table's doc says how */
   if (!strcmp(rem, "keep")) c->remainder = SHARD_KEEP;
   else if (!strcmp(rem, "drop")) c->remainder = SHARD_DROP;
   else if (!strcmp(rem, "pad")) c->remainder = SHARD_PAD;

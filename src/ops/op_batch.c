@@ -21,16 +21,15 @@ typedef struct {
 } batch_it;
 
 static int batch_parse_common(sl__op *op, json_t *o, bool padded) {
+  sl_args k = sl__op_knobs(op, o);
   batch_cfg *c = sl__calloc(1, sizeof *c);
   if (!c) return sl__oom("batch");
   op->impl = c;
   c->padded = padded;
   int rc;
-  if (!json_object_get(o, "size")) return sl__err(SL_EINVAL, "%s.size: required", op->path);
-  if ((rc = sl__knob_int(op, o, "size", 1, 1, &c->size)) ||
-      (rc = sl__knob_bool(op, o, "drop_remainder", false, &c->drop_remainder)))
+  if ((rc = sl__get_int(&c->size, &k, "size")) ||
+      (rc = sl__get_bool(&c->drop_remainder, &k, "drop_remainder")))
     return rc;
-  if (c->size > (1 << 24)) return sl__err(SL_EINVAL, "%s.size: %lld is too large (max 16777216)", op->path, (long long)c->size);
   if (padded) {
     c->pad_shapes = json_object_get(o, "padded_shapes");
     c->pad_values = json_object_get(o, "padding_values");

@@ -43,13 +43,14 @@ static int read_int_array(sl__op *op, json_t *o, const char *key, int64_t *out, 
 }
 
 static int bucket_parse(sl__op *op, json_t *o) {
+  sl_args k = sl__op_knobs(op, o);
   bucket_cfg *c = sl__calloc(1, sizeof *c);
   if (!c) return sl__oom("bucket_by_sequence_length");
   op->impl = c;
   int rc, nbound, nsize;
-  if ((rc = sl__knob_str(op, o, "component", NULL, &c->comp)) ||
-      (rc = sl__knob_bool(op, o, "drop_remainder", false, &c->drop_remainder)) ||
-      (rc = sl__knob_bool(op, o, "pad_to_bucket_boundary", false, &c->pad_to_boundary)))
+  if ((rc = sl__get_str(&c->comp, &k, "component")) ||
+      (rc = sl__get_bool(&c->drop_remainder, &k, "drop_remainder")) ||
+      (rc = sl__get_bool(&c->pad_to_boundary, &k, "pad_to_bucket_boundary")))
     return rc;
   if (!c->comp) return sl__err(SL_EINVAL, "%s.component: required (the component whose length picks the bucket)", op->path);
   if ((rc = read_int_array(op, o, "boundaries", c->bound, MAX_BUCKETS - 1, &nbound)) ||

@@ -49,13 +49,14 @@ static uint64_t upstream_fingerprint(const sl__op *op) {
 }
 
 static int cache_parse(sl__op *op, json_t *o) {
+  sl_args k = sl__op_knobs(op, o);
   cache_cfg *c = sl__calloc(1, sizeof *c);
   if (!c) return sl__oom("cache");
   pthread_mutex_init(&c->mu, NULL);
   op->impl = c;
   const char *file;
   int rc;
-  if ((rc = sl__knob_str(op, o, "file", NULL, &file))) return rc;
+  if ((rc = sl__get_str(&file, &k, "file"))) return rc;
   if (file && *file) {
     c->file = sl__resolve_path(op->pl, file);
     if (!c->file) return sl__oom("cache");

@@ -59,21 +59,25 @@ struct il_it {
 };
 
 static int il_parse(sl__op *op, json_t *o) {
+  sl_args k = sl__op_knobs(op, o);
   il_cfg *c = sl__calloc(1, sizeof *c);
   if (!c) return sl__oom("interleave");
   op->impl = c;
   int rc;
   bool cyc_auto;
-  if ((rc = sl__knob_tunable(op, o, "cycle_length", sl__autotune_parallelism(), 1, &c->cycle, &cyc_auto)) ||
-      (rc = sl__knob_int(op, o, "block_length", 1, 1, &c->block_length)) ||
-      (rc = sl__knob_tunable(op, o, "parallelism", 1, 1, &op->parallelism, &op->par_autotune)) ||
-      (rc = sl__knob_bool(op, o, "deterministic", true, &c->deterministic)) ||
-      (rc = sl__knob_tunable(op, o, "buffer", 2, 1, &op->buffer, &op->buf_autotune)))
+  if ((rc = sl__get_tunable_or(&c->cycle, &cyc_auto, &k, "cycle_length", sl__autotune_parallelism())) ||
+      (rc = sl__get_int(&c->block_length, &k, "block_length")) ||
+      (rc = sl__get_tunable(&op->parallelism, &op->par_autotune, &k, "parallelism")) ||
+      (rc = sl__get_bool(&c->deterministic, &k, "deterministic")) ||
+      (rc = sl__get_tunable(&op->buffer, &op->buf_autotune, &k, "buffer")))
     return rc;
-  if (c->cycle > 4096)
-    return sl__err(SL_EINVAL, "%s.cycle_length: %lld is too large (max 4096)", op->path, (long long)c->cycle);
   if (op->par_autotune) op->parallelism = sl__autotune_parallelism();
   if (op->buf_autotune) op->buffer = 2;
+  /* Each open chain has a buffer of its own: together they are held to what one op's buffer may hold. */
+  if (c->cycle * op->buffer > SL__MAX_BUFFER)
+    return sl__err(SL_EINVAL, "%s: cycle_length %lld x buffer %lld is %lld slots, more than the %d one op may hold",
+                   op->path, (long long)c->cycle, (long long)op->buffer, (long long)(c->cycle * op->buffer),
+                   SL__MAX_BUFFER);
   if (op->parallelism > c->cycle) op->parallelism = c->cycle;
   op->async = op->parallelism > 1;
   op->cardinality = (op->input && op->input->cardinality == 0) ? 0 : -1;
@@ -492,13 +496,13 @@ static void il_free_op(sl__op *op) { sl__free(op->impl); }
 
 static const sl__arg IL_KNOBS[] = {
     {"source", SL__ARG_CHAIN, NULL, SL__ARGF_REQUIRED, 0, 0, NULL, "the chain run for each input element"},
-    {"cycle_length", SL__ARG_INT, NULL, SL__ARGF_TUNABLE | SL__ARGF_KNOB | SL__ARGF_LO, 1, 0, NULL,
+    {"cycle_length", SL__ARG_INT, NULL, SL__ARGF_TUNABLE | SL__ARGF_KNOB | SL__LOHI, 1, SL__MAX_CYCLE, NULL,
      "nested chains open at once (default: the number of cores)"},
     {"block_length", SL__ARG_INT, "1", SL__ARGF_LO, 1, 0, NULL, "elements taken from a chain before moving on"},
-    {"parallelism", SL__ARG_INT, "1", SL__ARGF_TUNABLE | SL__ARGF_KNOB | SL__ARGF_LO, 1, 0, NULL,
+    {"parallelism", SL__ARG_INT, "1", SL__ARGF_TUNABLE | SL__ARGF_KNOB | SL__LOHI, 1, SL__MAX_WORKERS, NULL,
      "worker threads pulling the chains"},
     {"deterministic", SL__ARG_BOOL, "true", 0, 0, 0, NULL, "keep the round-robin order under parallelism"},
-    {"buffer", SL__ARG_INT, "2", SL__ARGF_TUNABLE | SL__ARGF_KNOB | SL__ARGF_LO, 1, 0, NULL,
+    {"buffer", SL__ARG_INT, "2", SL__ARGF_TUNABLE | SL__ARGF_KNOB | SL__LOHI, 1, 1024, NULL,
      "elements buffered per chain under parallelism"},
     {NULL}};
 static int il_infer(sl__op *op, sl__struct *s, const sl__struct *src) {

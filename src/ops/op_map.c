@@ -19,13 +19,14 @@ typedef struct {
 } map_cfg;
 
 static int map_parse_common(sl__op *op, json_t *o, bool filter) {
+  sl_args k = sl__op_knobs(op, o);
   map_cfg *c = sl__calloc(1, sizeof *c);
   if (!c) return sl__oom("map");
   op->impl = c;
   c->is_filter = filter;
   int rc;
   const char *fn;
-  if ((rc = sl__knob_str(op, o, "fn", NULL, &fn))) return rc;
+  if ((rc = sl__get_str(&fn, &k, "fn"))) return rc;
   if (!fn) return sl__err(SL_EINVAL, "%s.fn: required (the function to run)", op->path);
   if (sl__fn_lookup(fn, &c->fn)) {
     const char **names = NULL;
@@ -63,11 +64,11 @@ static int map_parse_common(sl__op *op, json_t *o, bool filter) {
                                                      !c->fn.schema->is_random(args));
   op->serial = (c->fn.def.flags & SL_FN_SERIAL) != 0;
   if (!filter) {
-    if ((rc = sl__knob_tunable(op, o, "parallelism", 1, 1, &op->parallelism, &op->par_autotune))) return rc;
+    if ((rc = sl__get_tunable(&op->parallelism, &op->par_autotune, &k, "parallelism"))) return rc;
     if (op->par_autotune) op->parallelism = sl__autotune_parallelism();
-    if ((rc = sl__knob_bool(op, o, "deterministic", true, &c->deterministic))) return rc;
+    if ((rc = sl__get_bool(&c->deterministic, &k, "deterministic"))) return rc;
     const char *oe;
-    if ((rc = sl__knob_str(op, o, "on_error", "error", &oe))) return rc;
+    if ((rc = sl__get_str(&oe, &k, "on_error"))) return rc;
     if (!strcmp(oe, "skip")) c->skip_errors = true;
     else if (strcmp(oe, "error")) /* the words of parse_csv's on_error and tfrecord's on_corrupt */
       return sl__err(SL_EINVAL, "%s.on_error: expected \"error\" or \"skip\", found \"%s\"", op->path, oe);
@@ -77,7 +78,7 @@ static int map_parse_common(sl__op *op, json_t *o, bool filter) {
      * 4 alternating pairs; the tuner that set those workers on a ring of 16 ran 0.75x the plan). */
     int64_t least = op->par_autotune ? 32 : 16, perw = 4 * op->parallelism > least ? 4 * op->parallelism : least;
     int64_t defbuf = op->parallelism > 1 ? perw : 0;
-    if ((rc = sl__knob_tunable(op, o, "buffer", defbuf, 0, &op->buffer, &op->buf_autotune))) return rc;
+    if ((rc = sl__get_tunable_or(&op->buffer, &op->buf_autotune, &k, "buffer", defbuf))) return rc;
     if (op->buf_autotune) op->buffer = perw;
     if (op->parallelism > 1 && op->buffer < op->parallelism) op->buffer = op->parallelism;
     op->async = op->parallelism > 1 || op->par_autotune;
@@ -676,9 +677,10 @@ static int map_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out)
 static const sl__arg MAP_KNOBS[] = {
     {"fn", SL__ARG_STR, NULL, SL__ARGF_REQUIRED, 0, 0, NULL, "the function (docs/functions.md)"},
     {"args", SL__ARG_OBJECT, NULL, 0, 0, 0, NULL, "the function's args"},
-    {"parallelism", SL__ARG_INT, "1", SL__ARGF_TUNABLE | SL__ARGF_KNOB | SL__ARGF_LO, 1, 0, NULL, "worker threads"},
+    {"parallelism", SL__ARG_INT, "1", SL__ARGF_TUNABLE | SL__ARGF_KNOB | SL__LOHI, 1, SL__MAX_WORKERS, NULL,
+     "worker threads"},
     {"deterministic", SL__ARG_BOOL, "true", 0, 0, 0, NULL, "keep the input order under parallelism"},
-    {"buffer", SL__ARG_INT, NULL, SL__ARGF_TUNABLE | SL__ARGF_KNOB | SL__ARGF_LO, 0, 0, NULL,
+    {"buffer", SL__ARG_INT, NULL, SL__ARGF_TUNABLE | SL__ARGF_KNOB | SL__LOHI, 0, SL__MAX_BUFFER, NULL,
      "output slots (default: 4 per worker, at least 16 (32 when parallelism is \"autotune\"), under parallelism; else 0)"},
     {"on_error", SL__ARG_ENUM, "error", 0, 0, 0, "error|skip",
      "a function error fails the run, or drops the element and counts it (tf.data's ignore_errors)"},

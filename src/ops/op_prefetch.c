@@ -37,8 +37,9 @@ static bool pf_inline(const pf_it *f) {
 }
 
 static int pf_parse(sl__op *op, json_t *o) {
+  sl_args k = sl__op_knobs(op, o);
   int rc;
-  if ((rc = sl__knob_tunable(op, o, "buffer", 1, 1, &op->buffer, &op->buf_autotune))) return rc;
+  if ((rc = sl__get_tunable(&op->buffer, &op->buf_autotune, &k, "buffer"))) return rc;
   if (op->buf_autotune) op->buffer = SL__AUTOTUNE_BUFFER;
   op->async = true;
   op->cardinality = op->input ? op->input->cardinality : -1;
@@ -272,7 +273,8 @@ static int pf_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out) 
 }
 
 static const sl__arg PF_KNOBS[] = {
-    {"buffer", SL__ARG_INT, "1", SL__ARGF_TUNABLE | SL__ARGF_KNOB | SL__ARGF_LO, 1, 0, NULL, "elements made ahead"},
+    {"buffer", SL__ARG_INT, "1", SL__ARGF_TUNABLE | SL__ARGF_KNOB | SL__LOHI, 1, SL__MAX_BUFFER, NULL,
+     "elements made ahead"},
     {NULL}};
 static const sl__op_schema PF_SCHEMA = {SL__MK_PREFETCH, SL__OPS_NO_IDENTITY,
                                         "makes elements ahead on its own thread", PF_KNOBS, NULL};

@@ -50,13 +50,14 @@ static int files_glob(sl__op *op, files_cfg *c, const char *pat, const char *whe
 }
 
 static int files_parse(sl__op *op, json_t *o) {
+  sl_args k = sl__op_knobs(op, o);
   files_cfg *c = sl__calloc(1, sizeof *c);
   if (!c) return sl__oom("files");
   op->impl = c;
   int rc;
-  if ((rc = sl__knob_bool(op, o, "shuffle", false, &c->shuffle)) ||
-      (rc = sl__knob_bool(op, o, "reshuffle_each_iteration", true, &c->reshuffle)) ||
-      (rc = sl__knob_int(op, o, "seed", -1, -1, &c->seed)))
+  if ((rc = sl__get_bool(&c->shuffle, &k, "shuffle")) ||
+      (rc = sl__get_bool(&c->reshuffle, &k, "reshuffle_each_iteration")) ||
+      (rc = sl__get_int(&c->seed, &k, "seed")))
     return rc;
   json_t *g = json_object_get(o, "glob"), *l = json_object_get(o, "list");
   if (!g && !l) return sl__err(SL_EINVAL, "%s: needs \"glob\" (a pattern or a list of them) or \"list\" (paths)", op->path);
@@ -201,14 +202,15 @@ typedef struct {
 } tfr_it;
 
 static int tfr_parse(sl__op *op, json_t *o) {
+  sl_args k = sl__op_knobs(op, o);
   tfr_cfg *c = sl__calloc(1, sizeof *c);
   if (!c) return sl__oom("tfrecord");
   op->impl = c;
   const char *comp, *oc;
   int rc;
-  if ((rc = sl__knob_str(op, o, "compression", "NONE", &comp)) ||
-      (rc = sl__knob_str(op, o, "on_corrupt", "error", &oc)) ||
-      (rc = sl__knob_str(op, o, "component", "filename", &c->component)))
+  if ((rc = sl__get_str(&comp, &k, "compression")) ||
+      (rc = sl__get_str(&oc, &k, "on_corrupt")) ||
+      (rc = sl__get_str(&c->component, &k, "component")))
     return rc;
   if (sl_compression_parse(&c->comp, comp)) return sl__err_wrap(SL_EINVAL, "%s.compression", op->path);
   if (!strcmp(oc, "skip")) c->skip_corrupt = true;
@@ -308,12 +310,13 @@ typedef struct {
 } lines_it;
 
 static int lines_parse(sl__op *op, json_t *o) {
+  sl_args k = sl__op_knobs(op, o);
   lines_cfg *c = sl__calloc(1, sizeof *c);
   if (!c) return sl__oom("lines");
   op->impl = c;
   int rc;
-  if ((rc = sl__knob_str(op, o, "component", "filename", &c->component)) ||
-      (rc = sl__knob_bool(op, o, "skip_empty", false, &c->skip_empty)))
+  if ((rc = sl__get_str(&c->component, &k, "component")) ||
+      (rc = sl__get_bool(&c->skip_empty, &k, "skip_empty")))
     return rc;
   op->cardinality = -1;
   return 0;

@@ -20,15 +20,14 @@ typedef struct {
 } shuf_it;
 
 static int shuf_parse(sl__op *op, json_t *o) {
+  sl_args k = sl__op_knobs(op, o);
   shuf_cfg *c = sl__calloc(1, sizeof *c);
   if (!c) return sl__oom("shuffle");
   op->impl = c;
   int rc;
-  if (!json_object_get(o, "buffer")) return sl__err(SL_EINVAL, "%s.buffer: required", op->path);
-  if ((rc = sl__knob_int(op, o, "buffer", 1, 1, &c->buffer)) || (rc = sl__knob_int(op, o, "seed", -1, -1, &c->seed)) ||
-      (rc = sl__knob_bool(op, o, "reshuffle_each_iteration", true, &c->reshuffle)))
+  if ((rc = sl__get_int(&c->buffer, &k, "buffer")) || (rc = sl__get_int(&c->seed, &k, "seed")) ||
+      (rc = sl__get_bool(&c->reshuffle, &k, "reshuffle_each_iteration")))
     return rc;
-  if (c->buffer > (1 << 26)) return sl__err(SL_EINVAL, "%s.buffer: %lld is too large", op->path, (long long)c->buffer);
   op->random = true;
   op->buffer = c->buffer;
   op->cardinality = op->input ? op->input->cardinality : -1;
@@ -109,7 +108,8 @@ static int shuf_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out
 static void shuf_free_op(sl__op *op) { sl__free(op->impl); }
 
 static const sl__arg SHUF_KNOBS[] = {
-    {"buffer", SL__ARG_INT, "1", SL__ARGF_LO, 1, 0, NULL, "elements to choose from (changes the order: not a knob)"},
+    {"buffer", SL__ARG_INT, NULL, SL__ARGF_REQUIRED | SL__LOHI, 1, 67108864, NULL,
+     "elements to choose from (changes the order: not a knob)"},
     {"seed", SL__ARG_INT, "-1", SL__ARGF_LO, -1, 0, NULL, "the seed (-1: from the pipeline's)"},
     {"reshuffle_each_iteration", SL__ARG_BOOL, "true", 0, 0, 0, NULL, "a new order each epoch"},
     {NULL}};

@@ -74,7 +74,7 @@ static void test_text_tabular_oom(void **st) {
   sl__fn fn;
   assert_int_equal(sl__fn_lookup("tokenize", &fn), 0);
   json_t *obj = json_loads(args, 0, NULL);
-  sl_args a = {obj, "ops[1].args"};
+  sl_args a = {obj, "ops[1].args", fn.schema->args, NULL};
   for (int k = 0; k < 20; k++) {
     void *state = NULL;
     tu_faultsim_install();

@@ -32,6 +32,7 @@ static inline int tf_open(tf_fn *f, const char *name, const char *args_json) {
   assert_non_null(f->obj);
   f->args.obj = f->obj;
   f->args.path = "ops[1].args";
+  f->args.schema = f->fn.schema ? f->fn.schema->args : NULL;
   int rc = f->fn.def.init ? f->fn.def.init(&f->state, &f->args, f->fn.payload) : 0;
   if (rc) {
     json_decref(f->obj);

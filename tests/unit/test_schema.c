@@ -241,67 +241,192 @@ static void test_defaults_are_applied(void **s) {
       json_decref(o);
       if (ts[i].nested) {
         /* Entries' defaults are read by their function from the entry itself. */
-      } else if (ts[i].vt) {
-        sl__op op = {.vt = ts[i].vt, .path = "ops[0]"};
+      } else {
+        /* Ops and functions read through the same getters, over their own table. */
+        json_t *e = json_object();
+        sl_args args = {e, "x[1]", ts[i].t, NULL};
         int64_t iv = -12345;
+        double dvl = -12345;
         bool bv = !json_is_true(dv), at;
         const char *sv = "fallback";
         switch (a->type) {
         case SL__ARG_INT:
-          if (a->flags & SL__ARGF_TUNABLE) {
-            json_t *e = json_object();
-            assert_int_equal(sl__knob_tunable(&op, e, a->name, -12345, INT64_MIN, &iv, &at), 0);
-            json_decref(e);
-          } else {
-            assert_int_equal(sl__knob_int(&op, empty, a->name, -12345, INT64_MIN, &iv), 0);
-          }
-          assert_int_equal(iv, json_integer_value(dv));
-          break;
-        case SL__ARG_BOOL:
-          assert_int_equal(sl__knob_bool(&op, empty, a->name, bv, &bv), 0);
-          assert_int_equal(bv, json_is_true(dv));
-          break;
-        case SL__ARG_STR:
-        case SL__ARG_ENUM:
-        case SL__ARG_COMP:
-          assert_int_equal(sl__knob_str(&op, empty, a->name, "fallback", &sv), 0);
-          assert_string_equal(sv, json_string_value(dv));
-          break;
-        default: break;
-        }
-      } else {
-        sl_args args = {empty, "x[1].args", ts[i].t};
-        int64_t iv = -12345;
-        double dvl = -12345;
-        bool bv = !json_is_true(dv);
-        const char *sv = "fallback";
-        switch (a->type) {
-        case SL__ARG_INT:
-          assert_int_equal(sl_args_int(&iv, &args, a->name, -12345), 0);
+          if (a->flags & SL__ARGF_TUNABLE) assert_int_equal(sl__get_tunable(&iv, &at, &args, a->name), 0);
+          else assert_int_equal(sl__get_int(&iv, &args, a->name), 0);
           assert_int_equal(iv, json_integer_value(dv));
           break;
         case SL__ARG_NUM:
-          assert_int_equal(sl_args_double(&dvl, &args, a->name, -12345), 0);
+          assert_int_equal(sl__get_num(&dvl, &args, a->name), 0);
           assert_true(dvl == json_number_value(dv));
           break;
         case SL__ARG_BOOL:
-          assert_int_equal(sl_args_bool(&bv, &args, a->name, bv), 0);
+          assert_int_equal(sl__get_bool(&bv, &args, a->name), 0);
           assert_int_equal(bv, json_is_true(dv));
           break;
         case SL__ARG_STR:
         case SL__ARG_ENUM:
         case SL__ARG_COMP:
-          assert_int_equal(sl_args_string(&sv, &args, a->name, "fallback"), 0);
+          assert_int_equal(sl__get_str(&sv, &args, a->name), 0);
           assert_string_equal(sv, json_string_value(dv));
           break;
         default: break;
         }
+        json_decref(e);
       }
       json_decref(dv);
       applied++;
     }
   json_decref(empty);
   assert_true(applied > 40);
+}
+
+
+/* ---- what a pipeline built without a key uses is the table's default ----
+ * Every op and built-in function is built in a pipeline from a spec that gives only its required keys, with the
+ * getters' read hook on: each entry of its table that has a default must have been read through the getters,
+ * absent from the spec, with the default's value. An op or function that read a key another way (its own JSON
+ * lookup and fallback) or never read it would fail here. */
+typedef struct {
+  char path[64], key[64];
+  json_t *value; /* a copy */
+  bool given;
+} read_rec;
+typedef struct {
+  read_rec r[512];
+  int n;
+} read_log;
+
+static void log_read(const char *path, const char *key, json_t *value, bool given, void *payload) {
+  read_log *l = payload;
+  if (l->n >= 512) return;
+  read_rec *r = &l->r[l->n++];
+  snprintf(r->path, sizeof r->path, "%s", path);
+  snprintf(r->key, sizeof r->key, "%s", key);
+  r->value = value ? json_deep_copy(value) : NULL;
+  r->given = given;
+}
+
+static void log_clear(read_log *l) {
+  for (int i = 0; i < l->n; i++) json_decref(l->r[i].value);
+  l->n = 0;
+}
+
+static json_t *synth(const sl__arg *a);
+/* A value of the entry's type within its range, for a required key. */
+static json_t *synth(const sl__arg *a) {
+  double lo = (a->flags & SL__ARGF_LO) ? a->lo : 1;
+  size_t len = (a->flags & SL__ARGF_LO) && a->lo > 0 ? (size_t)a->lo : 1;
+  json_t *arr;
+  switch (a->type) {
+  case SL__ARG_INT: return json_integer(lo > 1 ? (json_int_t)lo : 1 > lo && (a->flags & SL__ARGF_HI) && a->hi < 1 ? (json_int_t)lo : 1);
+  case SL__ARG_NUM: return json_real(lo > 1 ? lo : 1);
+  case SL__ARG_BOOL: return json_false();
+  case SL__ARG_ENUM: {
+    char first[64];
+    snprintf(first, sizeof first, "%s", a->values);
+    *strchrnul(first, '|') = 0;
+    return json_string(first);
+  }
+  case SL__ARG_NUMS:
+  case SL__ARG_INTS:
+    arr = json_array();
+    for (size_t i = 0; i < len; i++) json_array_append_new(arr, json_integer((json_int_t)(i + 2)));
+    return arr;
+  case SL__ARG_STRS: return json_pack("[s]", "x");
+  case SL__ARG_OBJECT:
+  case SL__ARG_ARRAY: {
+    /* one entry holding its own required keys */
+    json_t *entry = json_object();
+    for (const sl__arg *b = a->items; b && b->name; b++)
+      if (b->flags & SL__ARGF_REQUIRED) json_object_set_new(entry, b->name, synth(b));
+    if (a->type == SL__ARG_OBJECT) return a->items ? json_pack("{s:o}", "x", entry) : (json_decref(entry), json_object());
+    return a->items ? json_pack("[o]", entry) : (json_decref(entry), json_array());
+  }
+  case SL__ARG_CHAIN: return json_pack("[{s:s, s:i}]", "op", "range", "stop", 1);
+  default: return json_string("x");
+  }
+}
+
+/* Checks the log for `path`: every defaulted entry of `t` read, not given, at its default; `skip` lists entries read
+ * only in some configurations (documented in their table's doc). */
+static void expect_defaults_read(const read_log *l, const char *owner, const char *path, const sl__arg *t,
+                                 const char *const *skip, int *checked) {
+  for (const sl__arg *a = t; a->name; a++) {
+    if (!a->def) continue;
+    bool skipped = false;
+    for (const char *const *k = skip; k && *k; k++) skipped |= !strcmp(*k, a->name);
+    if (skipped) continue;
+    const read_rec *hit = NULL;
+    for (int i = 0; i < l->n && !hit; i++)
+      if (!strcmp(l->r[i].path, path) && !strcmp(l->r[i].key, a->name)) hit = &l->r[i];
+    if (!hit) fail_msg("%s: %s.%s has a default in its table but the built pipeline never read it through the getters "
+                       "(the build said: %s)", owner, path, a->name, sl_error_last());
+    json_t *dv = sl__arg_default(t, a->name);
+    assert_non_null(dv);
+    if (hit->given || !hit->value || !json_equal(hit->value, dv)) {
+      char *got = hit->value ? json_dumps(hit->value, JSON_ENCODE_ANY) : NULL;
+      fail_msg("%s: %s.%s: the pipeline used %s, the table's default is %s", owner, path, a->name, got ? got : "nothing",
+               a->def);
+    }
+    json_decref(dv);
+    (*checked)++;
+  }
+}
+
+static void build_quietly(json_t *spec) {
+  char *text = json_dumps(spec, 0);
+  assert_non_null(text);
+  sl_pipeline *p = NULL;
+  sl_error_clear();
+  (void)sl_pipeline_from_json(&p, text, strlen(text), "<test>");
+  sl_pipeline_free(p);
+  free(text);
+}
+
+/* Entries read only in some configurations (their docs say when). */
+static const char *const *conditional(const char *owner) {
+  static const char *const shard[] = {"index", NULL};
+  static const char *const none[] = {NULL};
+  if (!strcmp(owner, "shard")) return shard; /* read unless "auto" */
+  return none;
+}
+
+static void test_pipelines_use_the_schema_defaults(void **s) {
+  (void)s;
+  static read_log l;
+  int checked = 0;
+  sl__args_read_hook(log_read, &l);
+  /* ops: after a range (or first, for a source) */
+  for (size_t i = 0; sl__op_at(i); i++) {
+    const sl__op_vt *vt = sl__op_at(i);
+    json_t *op = json_pack("{s:s}", "op", vt->kind);
+    for (const sl__arg *a = vt->schema->knobs; a->name; a++)
+      if (a->flags & SL__ARGF_REQUIRED) json_object_set_new(op, a->name, synth(a));
+    if (!strcmp(vt->kind, "map") || !strcmp(vt->kind, "filter"))
+      json_object_set_new(op, "fn", json_string(!strcmp(vt->kind, "map") ? "spin" : "length"));
+    bool source = vt->flags & SL__OPF_SOURCE;
+    json_t *spec = source ? json_pack("{s:[o]}", "ops", op) : json_pack("{s:[{s:s, s:i}, o]}", "ops", "op", "range",
+                                                                       "stop", 2, op);
+    build_quietly(spec); /* a structure error after parse is no matter here */
+    expect_defaults_read(&l, vt->kind, source ? "ops[0]" : "ops[1]", vt->schema->knobs, conditional(vt->kind), &checked);
+    log_clear(&l);
+    json_decref(spec);
+  }
+  /* functions: in a map (or filter) after a range */
+  for (size_t i = 0; i < sl__fn_builtin_count(); i++) {
+    const sl__fn_entry *e = sl__fn_builtin(i);
+    json_t *args = json_object();
+    for (const sl__arg *a = e->schema->args; a->name; a++)
+      if (a->flags & SL__ARGF_REQUIRED) json_object_set_new(args, a->name, synth(a));
+    json_t *spec = json_pack("{s:[{s:s, s:i}, {s:s, s:s, s:o}]}", "ops", "op", "range", "stop", 2, "op",
+                             (e->def.flags & SL_FN_FILTER) ? "filter" : "map", "fn", e->name, "args", args);
+    build_quietly(spec);
+    expect_defaults_read(&l, e->name, "ops[1].args", e->schema->args, conditional(e->name), &checked);
+    log_clear(&l);
+    json_decref(spec);
+  }
+  sl__args_read_hook(NULL, NULL);
+  assert_true(checked > 60);
 }
 
 /* ---- the issue's specs, through a whole pipeline ---- */
@@ -634,14 +759,16 @@ static void md_ops(sl__str *b) {
   }
 }
 
-static void md_io(sl__str *b, const char *verb, const sl__fn_io *io) {
+static void md_io(sl__str *b, const char *verb, const sl__fn_io *io, const sl__arg *args) {
   bool any = false;
   for (const sl__fn_io *x = io; x && (x->arg || x->name || x->like); x++) {
     sl__str_printf(b, "%s", any ? "; " : verb);
     any = true;
     if (x->arg) sl__str_printf(b, "the component `%s` names", x->arg);
     else sl__str_printf(b, "`%s`", x->name);
-    if (x->arg && x->name) sl__str_printf(b, " (default `%s`)", x->name);
+    const sl__arg *a = x->arg ? sl__arg_find(args, x->arg) : NULL;
+    if (x->arg && x->name) fail_msg("io entry '%s' states a name: its default belongs in the arg table", x->arg);
+    if (a && a->def) sl__str_printf(b, " (default `%s`)", a->def);
     else if (x->arg && x->like) sl__str_printf(b, " (default: the one `%s` names)", x->like);
     if (x->dtype >= 0) sl__str_printf(b, ", %s", sl_dtype_name((sl_dtype)x->dtype));
     else if (x->dtype == SL__DT_SAME) sl__str_printf(b, ", of the input's dtype");
@@ -659,8 +786,8 @@ static void md_fns(sl__str *b) {
     const sl__fn_schema *sc = e->schema;
     sl__str_printf(b, "\n### `%s` args\n%c%s%s.\n", e->name, toupper((unsigned char)sc->doc[0]), sc->doc + 1,
                    (e->def.flags & SL_FN_RANDOM) ? " (random)" : "");
-    md_io(b, "Reads ", sc->reads);
-    md_io(b, "Writes ", sc->writes);
+    md_io(b, "Reads ", sc->reads, sc->args);
+    md_io(b, "Writes ", sc->writes, sc->args);
     if (sc->infer && !sc->writes) sl__str_printf(b, "What it writes depends on its args (below).\n");
     sl__str_printf(b, "\n");
     if (sc->args[0].name) md_table(b, sc->args, "arg");
@@ -737,6 +864,7 @@ int main(void) {
       cmocka_unit_test(test_unknown_names_suggest_the_nearest),
       cmocka_unit_test(test_types_and_ranges_are_enforced),
       cmocka_unit_test(test_defaults_are_applied),
+      cmocka_unit_test(test_pipelines_use_the_schema_defaults),
       cmocka_unit_test(test_the_issue_specs),
       cmocka_unit_test(test_structure),
       cmocka_unit_test(test_user_function_args),
