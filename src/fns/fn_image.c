@@ -376,14 +376,13 @@ static int rrc_init(void **state, const sl_args *a, void *payload) {
   img_state *s;
   int rc = img_state_new(&s, a, "image", "random_resized_crop");
   if (rc) return rc;
-  s->scale[0] = 0.08, s->scale[1] = 1.0, s->ratio[0] = 3.0 / 4.0, s->ratio[1] = 4.0 / 3.0;
   int ns = 0, nr = 0;
   if ((rc = read_size(a, s, true)) || (rc = sl__get_nums(s->scale, &ns, a, "scale", 2)) ||
       (rc = sl__get_nums(s->ratio, &nr, a, "ratio", 2)) || (rc = sl__px_args_parse(&s->px, a)))
     goto fail;
   int64_t slab_n;
   if ((rc = sl__get_int(&slab_n, a, "batch_slab"))) goto fail; /* 0..16777216 by the arg table */
-  if ((sl_args_has(a, "scale") && ns != 2) || (sl_args_has(a, "ratio") && nr != 2) ||
+  if (ns != 2 || nr != 2 ||
       !(s->scale[0] > 0 && s->scale[0] <= s->scale[1] && s->scale[1] <= 1) ||
       !(s->ratio[0] > 0 && s->ratio[0] <= s->ratio[1])) {
     rc = sl__err(SL_EINVAL, "%s: scale must be [min, max] with 0 < min <= max <= 1, ratio [min, max] with 0 < min <= max",
@@ -943,8 +942,8 @@ static const sl__arg RRC_ARGS[] = {
     IMG_IO_ARGS,
     IMG_METHOD_ARG,
     {"size", SL__ARG_NUMS, NULL, SL__ARGF_REQUIRED | SL__LOHI, 2, 2, NULL, "the output [height, width]"},
-    {"scale", SL__ARG_NUMS, NULL, SL__LOHI, 2, 2, NULL, "crop area as a fraction of the image [min, max] (default [0.08, 1])"},
-    {"ratio", SL__ARG_NUMS, NULL, SL__LOHI, 2, 2, NULL, "crop aspect ratio [min, max] (default [3/4, 4/3])"},
+    {"scale", SL__ARG_NUMS, "[0.08, 1]", SL__LOHI, 2, 2, NULL, "crop area as a fraction of the image [min, max]"},
+    {"ratio", SL__ARG_NUMS, "[0.75, 1.3333333333333333]", SL__LOHI, 2, 2, NULL, "crop aspect ratio [min, max] (3/4, 4/3)"},
     SL__PX_ARGS,
     SL__SLAB_ARG("the first output's size fixes the slot's: an output of another size gets its own buffer"),
     {NULL}};

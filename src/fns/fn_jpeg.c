@@ -312,7 +312,7 @@ static int read_pair(const sl_args *a, const char *key, double *v, bool *given) 
   int rc = sl__get_nums(v, &n, a, key, 2);
   if (rc) return rc;
   if (sl_args_has(a, key) && n != 2) return sl__err(SL_EINVAL, "%s.%s: expected two numbers", sl_args_path(a), key);
-  if (given) *given = n == 2;
+  if (given) *given = sl_args_has(a, key);
   return 0;
 }
 
@@ -345,7 +345,6 @@ static int jpeg_init_common(void **state, const sl_args *a, bool crop) {
         (rc = sl__get_int(&s->shorter, a, "shorter_side")) || (rc = sl__get_bool(&full, a, "full")))
       goto fail;
     bool has_scale, has_ratio, other = nc || s->center_frac > 0 || full;
-    s->scale[0] = 0.08, s->scale[1] = 1.0, s->ratio[0] = 3.0 / 4.0, s->ratio[1] = 4.0 / 3.0;
     if ((rc = read_pair(a, "scale", s->scale, &has_scale)) || (rc = read_pair(a, "ratio", s->ratio, &has_ratio)) ||
         (rc = sl__get_bool_or(&s->random, a, "random", !nw && !other)))
       goto fail;
@@ -498,8 +497,8 @@ static const sl__arg CROP_ARGS[] = {
     {"method", SL__ARG_ENUM, "bilinear", 0, 0, 0, "bilinear|area|bicubic|nearest", "the resize method when \"size\" is given"},
     {"crop", SL__ARG_NUMS, NULL, SL__LOHI, 4, 4, NULL, "a fixed window [y, x, height, width] (else \"random\")"},
     {"size", SL__ARG_NUMS, NULL, SL__LOHI, 2, 2, NULL, "resize the crop to [height, width]"},
-    {"scale", SL__ARG_NUMS, NULL, SL__LOHI, 2, 2, NULL, "random window area as a fraction of the image [min, max] (default [0.08, 1])"},
-    {"ratio", SL__ARG_NUMS, NULL, SL__LOHI, 2, 2, NULL, "random window aspect ratio [min, max] (default [3/4, 4/3])"},
+    {"scale", SL__ARG_NUMS, "[0.08, 1]", SL__LOHI, 2, 2, NULL, "random window area as a fraction of the image [min, max]"},
+    {"ratio", SL__ARG_NUMS, "[0.75, 1.3333333333333333]", SL__LOHI, 2, 2, NULL, "random window aspect ratio [min, max] (3/4, 4/3)"},
     {"random", SL__ARG_BOOL, NULL, 0, 0, 0, NULL, "sample the window per element (default: true unless \"crop\" is given)"},
     {"center", SL__ARG_NUMS, NULL, SL__LOHI, 2, 2, NULL, "a centred window [height, width], not resized (center_crop's size)"},
     {"center_fraction", SL__ARG_NUM, NULL, 0, 0, 0, NULL, "a centred window of this fraction of each side (center_crop's fraction)"},
