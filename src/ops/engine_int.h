@@ -322,6 +322,8 @@ const sl__op_schema *sl__op_schema_of(const char *kind);
 /* The model kind of op `kind` (SL__MK_SEQ when unknown) and its name ("map", "source", ...). */
 sl__model_kind sl__op_model(const char *kind);
 const char *sl__model_kind_name(sl__model_kind k);
+/* True when op `kind`'s table lists knob `key` as tunable (the planner and the tuners may set it). */
+bool sl__op_tunable(const char *kind, const char *key);
 /* True when `key` of op `kind` is a performance knob (not part of the pipeline's identity). */
 bool sl__op_is_knob(const char *kind, const char *key);
 /* True when op `kind` is never part of the pipeline's identity (prefetch, cache). */

@@ -26,6 +26,12 @@ sl__model_kind sl__op_model(const char *kind) {
   return s ? s->model : SL__MK_SEQ;
 }
 
+bool sl__op_tunable(const char *kind, const char *key) {
+  const sl__op_schema *s = sl__op_schema_of(kind);
+  const sl__arg *a = s ? sl__arg_find(s->knobs, key) : NULL;
+  return a && (a->flags & SL__ARGF_TUNABLE);
+}
+
 bool sl__op_is_knob(const char *kind, const char *key) {
   const sl__op_schema *s = sl__op_schema_of(kind);
   const sl__arg *a = s ? sl__arg_find(s->knobs, key) : NULL;

@@ -11,7 +11,8 @@
 #include "plan/plan_int.h"
 
 typedef struct at_node {
-  int kind;
+  sl__model_kind kind;
+  bool has_par; /* its table lists a tunable parallelism */
   bool par_tunable, buf_tunable;
   double self;    /* seconds of own work per element produced */
   double bytes;   /* bytes per element produced */
@@ -45,8 +46,8 @@ static double wait_time(double x, double y, double n) {
 
 static bool is_async(const at_model *m, int i) {
   const at_node *d = &m->nodes[i];
-  if (d->kind == SL__PK_PREFETCH) return true;
-  return (d->kind == SL__PK_MAP || d->kind == SL__PK_INTERLEAVE) && (m->par[i] > 1 || d->par_tunable);
+  if (d->kind == SL__MK_PREFETCH) return true;
+  return d->has_par && (m->par[i] > 1 || d->par_tunable);
 }
 
 /* Output time of node i when its consumer asks every x seconds. A sync node adds its own time to its inputs'; an
@@ -54,7 +55,7 @@ static bool is_async(const at_model *m, int i) {
  * producer is the inputs' output time (tf.data's AsyncKnownRatio). */
 static double output_time(const at_model *m, int i, double x) {
   const at_node *d = &m->nodes[i];
-  double p = (d->kind == SL__PK_MAP || d->kind == SL__PK_INTERLEAVE) ? (double)m->par[i] : 1;
+  double p = d->has_par ? (double)m->par[i] : 1;
   if (p < 1) p = 1;
   bool async = is_async(m, i);
   double xc = async ? d->self / p : x + d->self;
@@ -62,7 +63,7 @@ static double output_time(const at_model *m, int i, double x) {
   if (d->input >= 0) in += d->r_in * output_time(m, d->input, d->r_in > 0 ? xc / d->r_in : xc);
   if (d->source >= 0) in += d->r_src * output_time(m, d->source, d->r_src > 0 ? xc / d->r_src : xc);
   if (!async) return d->self + in;
-  double n = d->kind == SL__PK_PREFETCH ? (double)m->buf[i] : p;
+  double n = d->kind == SL__MK_PREFETCH ? (double)m->buf[i] : p;
   return d->self / p + wait_time(x, in, n);
 }
 
@@ -79,7 +80,7 @@ static double buffered_bytes(const at_model *m) {
   double b = 0;
   for (int i = 0; i < m->n; i++) {
     const at_node *d = &m->nodes[i];
-    if (d->kind == SL__PK_PREFETCH) b += (double)m->buf[i] * d->bytes;
+    if (d->kind == SL__MK_PREFETCH) b += (double)m->buf[i] * d->bytes;
     else if (is_async(m, i)) b += (double)m->par[i] * d->bytes;
   }
   return b;
@@ -146,12 +147,10 @@ int sl_autotune_solve(int64_t *par, int64_t *buf, const sl_pipeline *p, const sl
   for (int i = 0; i < m.n; i++) {
     const sl__op *op = sl__pipeline_op(p, i);
     at_node *d = &m.nodes[i];
-    sl__model_kind mk = sl__op_model(op->vt->kind);
-    d->kind = mk == SL__MK_MAP ? SL__PK_MAP : mk == SL__MK_INTERLEAVE ? SL__PK_INTERLEAVE
-              : mk == SL__MK_PREFETCH                             ? SL__PK_PREFETCH
-                                                                  : SL__PK_SEQ;
-    d->par_tunable = op->par_autotune && (d->kind == SL__PK_MAP || d->kind == SL__PK_INTERLEAVE);
-    d->buf_tunable = op->buf_autotune && d->kind == SL__PK_PREFETCH;
+    d->kind = sl__op_model(op->vt->kind);
+    d->has_par = sl__op_tunable(op->vt->kind, "parallelism");
+    d->par_tunable = op->par_autotune; /* set only where its table says parallelism is tunable */
+    d->buf_tunable = op->buf_autotune && d->kind == SL__MK_PREFETCH;
     double n = (double)st[i].elements_out;
     d->self = n > 0 ? st[i].cpu_seconds / n : 0;
     d->bytes = n > 0 ? (double)st[i].bytes_out / n : 0;

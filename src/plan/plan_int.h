@@ -49,10 +49,14 @@ double sl__plan_run_share(const sl_plan *P, double measured, double cpu, double 
 
 enum { SL__WAIT_NONE, SL__WAIT_CORE, SL__WAIT_IO };
 
-enum { SL__PK_SEQ, SL__PK_MAP, SL__PK_FILTER, SL__PK_INTERLEAVE, SL__PK_PREFETCH, SL__PK_CACHE, SL__PK_BATCH, SL__PK_SHUFFLE, SL__PK_REPEAT };
+/* The buffer the plan gives op i: its planned buffer, except a map's, which exists only under workers. */
+int64_t sl__plan_buffer_of(const sl_plan *P, int i);
 
 typedef struct sl__pm_op {
-  int kind;
+  sl__model_kind kind;           /* what its op's schema declares it is to the planner */
+  /* Its tunable knobs, from its op's table (SL__ARGF_TUNABLE): a "parallelism" runs its work on that many worker
+   * threads, a "buffer" holds elements handed between threads, a "cycle_length" keeps that many nested chains. */
+  bool has_par, has_buf, has_cyc;
   const char *path, *label, *op; /* owned by the plan (strs) */
   int parent, input, source;     /* -1 when none */
   bool nested;

@@ -14,21 +14,6 @@
 /* Seconds to hand out one element from an in-memory cache (a reference count). */
 #define CACHE_READ_S 2e-7
 
-/* The planner's node for an op: from the model kind its schema declares. */
-static int kind_of(const char *op) {
-  switch (sl__op_model(op)) {
-  case SL__MK_MAP: return SL__PK_MAP;
-  case SL__MK_FILTER: return SL__PK_FILTER;
-  case SL__MK_INTERLEAVE: return SL__PK_INTERLEAVE;
-  case SL__MK_PREFETCH: return SL__PK_PREFETCH;
-  case SL__MK_CACHE: return SL__PK_CACHE;
-  case SL__MK_BATCH: return SL__PK_BATCH;
-  case SL__MK_SHUFFLE: return SL__PK_SHUFFLE;
-  case SL__MK_REPEAT: return SL__PK_REPEAT;
-  default: return SL__PK_SEQ;
-  }
-}
-
 static bool knob_auto(json_t *o, const char *key) {
   json_t *v = json_object_get(o, key);
   return json_is_string(v) && !strcmp(json_string_value(v), "autotune");
@@ -44,6 +29,10 @@ static double handoff_for(const sl_plan *P, double d) {
   return P->hscale * (d < SL__PLAN_CHEAP_ELEMENT_S ? P->handoff_cheap : P->handoff);
 }
 
+int64_t sl__plan_buffer_of(const sl_plan *P, int i) {
+  return P->ops[i].kind == SL__MK_MAP && P->par[i] <= 1 ? 0 : P->buf[i];
+}
+
 bool sl__plan_upstream(const sl_plan *P, int j, int k) {
   for (int x = j; x >= 0; x = P->ops[x].parent)
     if (x == k) return true;
@@ -57,7 +46,7 @@ bool sl__plan_upstream(const sl_plan *P, int j, int k) {
 static void visit_ratios(sl_plan *P, int i, double v) {
   sl__pm_op *o = &P->ops[i];
   o->V = v;
-  bool pass = o->kind == SL__PK_SHUFFLE || o->kind == SL__PK_PREFETCH;
+  bool pass = o->kind == SL__MK_SHUFFLE || o->kind == SL__MK_PREFETCH;
   int kids[2] = {o->input, o->source};
   for (int k = 0; k < 2; k++) {
     int c = kids[k];
@@ -73,9 +62,9 @@ static void visit_ratios(sl_plan *P, int i, double v) {
 static void thread_groups(const sl_plan *P, int i, int g, int *next, int *grp) {
   const sl__pm_op *o = &P->ops[i];
   grp[i] = g;
-  bool own_input = o->kind == SL__PK_PREFETCH || (o->kind == SL__PK_MAP && o->async0);
+  bool own_input = o->kind == SL__MK_PREFETCH || (o->kind == SL__MK_MAP && o->async0);
   if (o->input >= 0) thread_groups(P, o->input, own_input ? (*next)++ : g, next, grp);
-  if (o->source >= 0) thread_groups(P, o->source, o->kind == SL__PK_INTERLEAVE && o->async0 ? (*next)++ : g, next, grp);
+  if (o->source >= 0) thread_groups(P, o->source, o->kind == SL__MK_INTERLEAVE && o->async0 ? (*next)++ : g, next, grp);
 }
 
 /* Per-op own times are sampled estimates (a light op's from few timed calls, each of which a preemption can
@@ -125,7 +114,10 @@ int sl__plan_model(sl_plan *P, const sl_trace *t, const sl_plan_opts *opts) {
     o->path = P->strs[3 * i];
     o->label = P->strs[3 * i + 1];
     o->op = P->strs[3 * i + 2];
-    o->kind = kind_of(s->op);
+    o->kind = sl__op_model(s->op);
+    o->has_par = sl__op_tunable(s->op, "parallelism");
+    o->has_buf = sl__op_tunable(s->op, "buffer");
+    o->has_cyc = sl__op_tunable(s->op, "cycle_length");
     o->parent = s->parent;
     o->input = o->source = -1;
     o->nested = s->nested;
@@ -137,13 +129,13 @@ int sl__plan_model(sl_plan *P, const sl_trace *t, const sl_plan_opts *opts) {
     o->card = s->cardinality;
     json_t *js = sl__spec_op_at(P->spec, s->path);
     if (!js) return sl__err(SL_EINVAL, "trace: %s is not an op of the traced spec", s->path);
-    o->par_tunable = (o->kind == SL__PK_MAP || o->kind == SL__PK_INTERLEAVE) && (!sl__plan_only_autotune(opts) || t->ops[i].par_autotune);
-    o->buf_tunable = (o->kind == SL__PK_MAP || o->kind == SL__PK_INTERLEAVE || o->kind == SL__PK_PREFETCH) &&
+    o->par_tunable = o->has_par && (!sl__plan_only_autotune(opts) || t->ops[i].par_autotune);
+    o->buf_tunable = o->has_buf &&
                      (!sl__plan_only_autotune(opts) || t->ops[i].buf_autotune);
-    o->cyc_tunable = o->kind == SL__PK_INTERLEAVE && knob_auto(js, "cycle_length");
+    o->cyc_tunable = o->has_cyc && knob_auto(js, "cycle_length");
     o->cyc0 = knob_int(js, "cycle_length", o->par0);
-    o->batch_size = o->kind == SL__PK_BATCH ? knob_int(js, "size", 1) : 0;
-    o->shuffle_buf = o->kind == SL__PK_SHUFFLE ? knob_int(js, "buffer", 1) : 0;
+    o->batch_size = o->kind == SL__MK_BATCH ? knob_int(js, "size", 1) : 0;
+    o->shuffle_buf = o->kind == SL__MK_SHUFFLE ? knob_int(js, "buffer", 1) : 0;
     o->n = (double)s->elements_out;
     o->d = o->n > 0 ? s->cpu_seconds / o->n : 0;
     o->bytes = o->n > 0 ? (double)s->bytes_out / o->n : 0;
@@ -204,7 +196,7 @@ int sl__plan_model(sl_plan *P, const sl_trace *t, const sl_plan_opts *opts) {
     if (o->card == -1 && t->ended) {
       bool rep = false;
       for (int j = 0; j < P->nops; j++)
-        if (P->ops[j].kind == SL__PK_REPEAT && sl__plan_upstream(P, j, i)) rep = true;
+        if (P->ops[j].kind == SL__MK_REPEAT && sl__plan_upstream(P, j, i)) rep = true;
       if (!rep) o->card = (int64_t)o->n;
     }
   }
@@ -269,7 +261,7 @@ int sl__plan_model(sl_plan *P, const sl_trace *t, const sl_plan_opts *opts) {
   for (int i = 0; i < P->nops; i++) {
     sl__pm_op *o = &P->ops[i];
     o->elem_cost = o->d;
-    if (o->kind == SL__PK_INTERLEAVE && o->V > 0) {
+    if (o->kind == SL__MK_INTERLEAVE && o->V > 0) {
       double sub = 0;
       for (int j = 0; j < P->nops; j++)
         if (j != i && sl__plan_upstream(P, j, i) && !(o->input >= 0 && sl__plan_upstream(P, j, o->input)))
@@ -329,7 +321,7 @@ static void assign(const sl_plan *P, const int64_t *par, int cache_at, int i, in
     U->total += cc;
   }
   int64_t p = par[i];
-  if (o->kind == SL__PK_MAP && (p < 0 || p > 1)) {
+  if (o->kind == SL__MK_MAP && (p < 0 || p > 1)) {
     int pool = unit_add(U, p < 0 ? 0 : (double)p * mult, p < 0 ? i : -1);
     U->cost[pool] += c + hv;
     U->tcost[pool] += tt + hv;
@@ -339,13 +331,13 @@ static void assign(const sl_plan *P, const int64_t *par, int cache_at, int i, in
   }
   U->cost[u] += c;
   U->tcost[u] += tt;
-  if (o->kind == SL__PK_PREFETCH) {
+  if (o->kind == SL__MK_PREFETCH) {
     if (o->input >= 0) assign(P, par, cache_at, o->input, unit_add(U, mult, -1), mult, h, U);
     return;
   }
   if (o->input >= 0) assign(P, par, cache_at, o->input, u, mult, h, U);
   if (o->source >= 0) {
-    if (o->kind == SL__PK_INTERLEAVE && (p < 0 || p > 1)) {
+    if (o->kind == SL__MK_INTERLEAVE && (p < 0 || p > 1)) {
       double pm = p < 0 ? mult : (double)p * mult;
       int pool = unit_add(U, p < 0 ? 0 : pm, p < 0 ? i : -1);
       U->cost[pool] += hv;
@@ -445,7 +437,7 @@ double sl_plan_op_rate(const sl_plan *P, int i) {
   /* The rate the bottleneck is picked by: min(p, cores) / max(c, tt), p 1 for an op without workers. */
   const sl__pm_op *o = &P->ops[i];
   if (!(o->c > 0) && !(o->tt > 0)) return INFINITY;
-  double p = (o->kind == SL__PK_MAP || o->kind == SL__PK_INTERLEAVE) && !o->serial ? fmin((double)o->par0, P->C) : 1;
+  double p = o->has_par && !o->serial ? fmin((double)o->par0, P->C) : 1;
   return p / fmax(o->c, o->tt);
 }
 
@@ -476,19 +468,19 @@ double sl__plan_memory(const sl_plan *P, const int64_t *par, const int64_t *buf,
     double ob = o->bytes + SL__PLAN_ELEM_OVERHEAD;
     double b = ob > sl__plan_in_bytes(P, i) ? ob : sl__plan_in_bytes(P, i);
     switch (o->kind) {
-    case SL__PK_MAP:
+    case SL__MK_MAP:
       m += par[i] > 1 ? (double)(buf[i] > par[i] ? buf[i] : par[i]) * b : b;
       break;
-    case SL__PK_PREFETCH:
+    case SL__MK_PREFETCH:
       m += (double)(buf[i] + 1) * ob;
       break;
-    case SL__PK_INTERLEAVE:
+    case SL__MK_INTERLEAVE:
       m += par[i] > 1 ? (double)cyc[i] * (double)buf[i] * ob + ob : ob;
       break;
-    case SL__PK_BATCH:
+    case SL__MK_BATCH:
       m += (double)o->batch_size * sl__plan_in_bytes(P, i) + ob;
       break;
-    case SL__PK_SHUFFLE:
+    case SL__MK_SHUFFLE:
       m += (double)o->shuffle_buf * sl__plan_in_bytes(P, i);
       break;
     default:
@@ -511,9 +503,9 @@ void sl__plan_fmt_bytes(char *b, size_t n, double v) {
 void sl__plan_min_buffers(const sl_plan *P, const int64_t *par, int64_t *buf) {
   for (int i = 0; i < P->nops; i++) {
     const sl__pm_op *o = &P->ops[i];
-    if (o->kind == SL__PK_MAP) buf[i] = o->buf_tunable ? (par[i] > 1 ? par[i] : 0) : o->buf0;
-    else if (o->kind == SL__PK_PREFETCH) buf[i] = o->buf_tunable ? 1 : o->buf0;
-    else if (o->kind == SL__PK_INTERLEAVE) buf[i] = o->buf_tunable ? 1 : o->buf0;
+    if (o->kind == SL__MK_MAP) buf[i] = o->buf_tunable ? (par[i] > 1 ? par[i] : 0) : o->buf0;
+    else if (o->kind == SL__MK_PREFETCH) buf[i] = o->buf_tunable ? 1 : o->buf0;
+    else if (o->kind == SL__MK_INTERLEAVE) buf[i] = o->buf_tunable ? 1 : o->buf0;
     else buf[i] = o->buf0;
   }
 }

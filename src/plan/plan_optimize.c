@@ -127,8 +127,7 @@ static int seq_variant(sl_pipeline **out, const sl_trace *t0, const sl_pipeline 
     const sl__trace_op *o = &t0->ops[i];
     if (o->s.parent == -1) root = i;
     bool tunable = !sl__plan_only_autotune(po) || o->par_autotune;
-    sl__model_kind mk = sl__op_model(o->s.op);
-    if ((mk != SL__MK_MAP && mk != SL__MK_INTERLEAVE) || !tunable || o->s.parallelism <= 1) continue;
+    if (!sl__op_tunable(o->s.op, "parallelism") || !tunable || o->s.parallelism <= 1) continue;
     json_t *js = sl__spec_op_at(spec, o->s.path);
     if (!js) continue;
     json_object_set_new(js, "parallelism", json_integer(1));

@@ -22,7 +22,7 @@ static void name_of(const sl__pm_op *o, char *b, size_t n) {
 }
 
 static double util(const sl_plan *P, const sl__pm_op *o) {
-  double p = o->kind == SL__PK_MAP || o->kind == SL__PK_INTERLEAVE ? (double)o->par0 : 1;
+  double p = o->has_par ? (double)o->par0 : 1;
   if (p > P->C) p = P->C;
   return P->T > 0 ? o->d * o->n / (P->T * p) : 0;
 }
@@ -129,7 +129,7 @@ static int prose_of(const sl_plan *P, sl__str *s) {
   if (P->bottleneck >= 0) {
     const sl__pm_op *o = &P->ops[P->bottleneck];
     name_of(o, nm, sizeof nm);
-    double p = o->kind == SL__PK_MAP || o->kind == SL__PK_INTERLEAVE ? (double)o->par0 : 1;
+    double p = o->has_par ? (double)o->par0 : 1;
     if (o->tt > 1.5 * o->c)
       rc |= sl__str_printf(s, "Bottleneck: %s (%s): waits %s per output element (I/O or sleep, %s of it CPU) at "
                               "parallelism %.0f, so at most %s elem/s as traced; it needs threads, not cores.\n",
@@ -175,12 +175,11 @@ static int prose_of(const sl_plan *P, sl__str *s) {
   int shown = 0;
   for (int i = 0; i < P->nops; i++) {
     const sl__pm_op *o = &P->ops[i];
-    if (o->kind == SL__PK_MAP && (o->par_tunable || o->buf_tunable) && (P->par[i] != o->par0 || P->par[i] > 1)) {
+    /* The knobs the plan sets: workers (with the buffer they hand off through), or a buffer alone. */
+    if (o->has_par && (o->par_tunable || o->buf_tunable) && (P->par[i] != o->par0 || P->par[i] > 1)) {
       rc |= sl__str_printf(s, "%s %s par %lld", shown++ ? "," : "", o->path, (long long)P->par[i]);
-      if (P->par[i] > 1) rc |= sl__str_printf(s, " buf %lld", (long long)P->buf[i]);
-    } else if (o->kind == SL__PK_INTERLEAVE && o->par_tunable) {
-      rc |= sl__str_printf(s, "%s %s par %lld", shown++ ? "," : "", o->path, (long long)P->par[i]);
-    } else if (o->kind == SL__PK_PREFETCH && o->buf_tunable) {
+      if (o->buf_tunable && P->par[i] > 1) rc |= sl__str_printf(s, " buf %lld", (long long)P->buf[i]);
+    } else if (!o->has_par && o->buf_tunable) {
       rc |= sl__str_printf(s, "%s %s buf %lld", shown++ ? "," : "", o->path, (long long)P->buf[i]);
     }
   }

@@ -6,15 +6,17 @@
 #include "plan/plan_fuse_int.h"
 #include "plan/plan_int.h"
 
-/* Replaces any "autotune" knob left in op object o (the tunable knobs its schema lists) with a number: 1, or for a
- * buffer none for a map and the autotune default elsewhere. */
+/* Settles any "autotune" knob the plan left in op object o (the tunable knobs its table lists): to the table's
+ * default, or, where the table computes it (a map's buffer, an interleave's cycle), by removing it so the op
+ * computes it when built. */
 static void settle_autotune(json_t *o, const char *kind) {
   const sl__op_schema *sc = sl__op_schema_of(kind);
   for (const sl__arg *a = sc ? sc->knobs : NULL; a && a->name; a++) {
     json_t *v = json_object_get(o, a->name);
     if (!(a->flags & SL__ARGF_TUNABLE) || !json_is_string(v)) continue;
-    int64_t def = strcmp(a->name, "buffer") ? 1 : sc->model == SL__MK_MAP ? 0 : SL__AUTOTUNE_BUFFER;
-    json_object_set_new(o, a->name, json_integer(def));
+    json_t *def = sl__arg_default(sc->knobs, a->name);
+    if (def) json_object_set_new(o, a->name, def);
+    else json_object_del(o, a->name);
   }
 }
 
@@ -39,16 +41,10 @@ json_t *sl__plan_spec(const sl_plan *P) {
     const sl__pm_op *o = &P->ops[i];
     json_t *js = sl__spec_op_at(spec, o->path);
     if (!js) continue;
-    if (o->kind == SL__PK_MAP) {
-      if (o->par_tunable) rc |= json_object_set_new(js, "parallelism", json_integer(P->par[i]));
-      if (o->buf_tunable) rc |= json_object_set_new(js, "buffer", json_integer(P->par[i] > 1 ? P->buf[i] : 0));
-    } else if (o->kind == SL__PK_INTERLEAVE) {
-      if (o->par_tunable) rc |= json_object_set_new(js, "parallelism", json_integer(P->par[i]));
-      if (o->buf_tunable) rc |= json_object_set_new(js, "buffer", json_integer(P->buf[i]));
-      if (o->cyc_tunable || P->cyc[i] != o->cyc0) rc |= json_object_set_new(js, "cycle_length", json_integer(P->cyc[i]));
-    } else if (o->kind == SL__PK_PREFETCH) {
-      if (o->buf_tunable) rc |= json_object_set_new(js, "buffer", json_integer(P->buf[i]));
-    }
+    if (o->par_tunable) rc |= json_object_set_new(js, "parallelism", json_integer(P->par[i]));
+    if (o->buf_tunable) rc |= json_object_set_new(js, "buffer", json_integer(sl__plan_buffer_of(P, i)));
+    if (o->has_cyc && (o->cyc_tunable || P->cyc[i] != o->cyc0))
+      rc |= json_object_set_new(js, "cycle_length", json_integer(P->cyc[i]));
   }
   settle_chain(json_object_get(spec, "ops"));
   json_t *ops = json_object_get(spec, "ops");

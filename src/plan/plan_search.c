@@ -36,7 +36,7 @@ int sl__plan_search_parallelism(sl_plan *P, int cache_at) {
       /* The pool's threads: the op's own work for a map, its source chain's too for an interleave; an op that
        * waits needs a thread for its whole wall time. */
       th = X * o->tt;
-      if (o->kind == SL__PK_INTERLEAVE)
+      if (o->kind == SL__MK_INTERLEAVE)
         for (int j = 0; j < P->nops; j++)
           if (j != i && sl__plan_upstream(P, j, i) && !sl__plan_upstream(P, j, o->input >= 0 ? o->input : -2) &&
               !(cache_at >= 0 && sl__plan_upstream(P, j, cache_at)))
@@ -111,12 +111,12 @@ void sl__plan_size_buffers(sl_plan *P) {
     if (!cached) {
       /* Latency: CPU, or wall where a sync op waits on something other than CPU (I/O); an async op's wall is
        * mostly waiting for its own workers, which the CPU terms already count. */
-      bool async = o->async0 || o->kind == SL__PK_PREFETCH;
+      bool async = o->async0 || o->kind == SL__MK_PREFETCH;
       L += !async && o->w > o->c ? o->w : o->c;
       busy += X * o->c;
     }
     P->cyc[i] = o->cyc0;
-    if (o->kind == SL__PK_MAP) {
+    if (o->kind == SL__MK_MAP) {
       if (!o->buf_tunable) P->buf[i] = o->buf0;
       else if (P->par[i] > 1) {
         /* Room for the spread of call times, between p + 1 and 4p slots. */
@@ -129,14 +129,14 @@ void sl__plan_size_buffers(sl_plan *P) {
         if (o->elem_cost < SL__PLAN_CHEAP_ELEMENT_S && P->buf[i] < SL__HANDOFF_CHEAP_BUFFER) P->buf[i] = SL__HANDOFF_CHEAP_BUFFER;
       }
       else P->buf[i] = 0;
-    } else if (o->kind == SL__PK_INTERLEAVE) {
+    } else if (o->kind == SL__MK_INTERLEAVE) {
       if (P->par[i] > P->cyc[i]) {
         if (o->cyc_tunable) P->cyc[i] = P->par[i];
         else P->par[i] = P->cyc[i];
       }
       P->buf[i] = o->buf_tunable ? (int64_t)fmin(ceil(1.0 + fmax(1.0, 2.0 * o->cv)), 8) : o->buf0;
       if (o->buf_tunable && o->elem_cost < SL__PLAN_CHEAP_ELEMENT_S) P->buf[i] = SL__HANDOFF_CHEAP_BUFFER / 2;
-    } else if (o->kind == SL__PK_PREFETCH) {
+    } else if (o->kind == SL__MK_PREFETCH) {
       int in = o->input;
       double cv = in >= 0 ? P->ops[in].cv : 0;
       P->buf[i] = o->buf_tunable ? (int64_t)fmin(ceil(fmax(1.0, 1.0 + 2.0 * cv)), 16) : o->buf0;
@@ -155,7 +155,7 @@ void sl__plan_size_buffers(sl_plan *P) {
     P->prefetch_buf = (int64_t)depth;
   }
   /* The root prefetch that was already there gets the same depth. */
-  if (P->ops[P->root].kind == SL__PK_PREFETCH && P->ops[P->root].buf_tunable) {
+  if (P->ops[P->root].kind == SL__MK_PREFETCH && P->ops[P->root].buf_tunable) {
     double depth = ceil(X * L - busy);
     if (!(depth >= 1)) depth = 1;
     depth += fmin(ceil(2.0 * P->ops[P->root].cv), 8);
@@ -192,7 +192,7 @@ int sl__plan_fit_memory(sl_plan *P) {
     for (int i = 0; i < P->nops; i++) {
       const sl__pm_op *o = &P->ops[i];
       double h = (double)P->par[i] * (o->bytes + sl__plan_in_bytes(P, i));
-      if (o->kind == SL__PK_MAP && o->par_tunable && P->par[i] > 1 && h > held) held = h, w = i;
+      if (o->kind == SL__MK_MAP && o->par_tunable && P->par[i] > 1 && h > held) held = h, w = i;
     }
     if (w < 0) break;
     P->par[w]--;

@@ -26,10 +26,10 @@ static int cache_candidates(const sl_plan *P, double budget, double base_bound, 
   *ncands = 0;
   int existing = -1;
   for (int i = 0; i < P->nops; i++)
-    if (P->ops[i].kind == SL__PK_CACHE) existing = i;
+    if (P->ops[i].kind == SL__MK_CACHE) existing = i;
   for (int k = 0; k < P->nops; k++) {
     const sl__pm_op *o = &P->ops[k];
-    if (o->nested || o->kind == SL__PK_PREFETCH || o->kind == SL__PK_CACHE) continue;
+    if (o->nested || o->kind == SL__MK_PREFETCH || o->kind == SL__MK_CACHE) continue;
     if (existing >= 0) continue;
     sl__pm_cache *c = &cands[(*ncands)++];
     memset(c, 0, sizeof *c);
@@ -47,7 +47,7 @@ static int cache_candidates(const sl_plan *P, double budget, double base_bound, 
     }
     bool reread = false;
     for (int r = 0; r < P->nops; r++)
-      if (P->ops[r].kind == SL__PK_REPEAT && r != k && sl__plan_upstream(P, k, r)) reread = true;
+      if (P->ops[r].kind == SL__MK_REPEAT && r != k && sl__plan_upstream(P, k, r)) reread = true;
     if (!reread) {
       snprintf(c->why, sizeof c->why, "no repeat downstream (one pass reads each element once)");
       continue;
@@ -206,7 +206,7 @@ int sl__plan_solve(sl_plan **out, const sl_trace *t, const sl_plan_opts *opts, d
   if (rc) goto fail;
   P->cache_at = -1;
   P->more_mem_cache_at = -1;
-  P->add_prefetch = !opts->no_prefetch && P->ops[P->root].kind != SL__PK_PREFETCH;
+  P->add_prefetch = !opts->no_prefetch && P->ops[P->root].kind != SL__MK_PREFETCH;
   /* The least the pipeline can hold: tunable ops at parallelism 1, smallest buffers. */
   p1 = sl__calloc((size_t)P->nops, sizeof *p1);
   b1 = sl__calloc((size_t)P->nops, sizeof *b1);
@@ -281,12 +281,10 @@ int sl_plan_cache_point(const sl_plan *P) { return P->cache_at; }
 const char *sl_plan_limit(const sl_plan *P) { return P->limit ? P->limit : "none"; }
 int64_t sl_plan_parallelism(const sl_plan *P, int i) {
   if (i < 0 || i >= P->nops) return 0;
-  int k = P->ops[i].kind;
-  return k == SL__PK_MAP || k == SL__PK_INTERLEAVE ? P->par[i] : 0;
+  return P->ops[i].has_par ? P->par[i] : 0;
 }
 int64_t sl_plan_buffer(const sl_plan *P, int i) {
   if (i < 0 || i >= P->nops) return 0;
-  int k = P->ops[i].kind;
-  return k == SL__PK_MAP || k == SL__PK_INTERLEAVE || k == SL__PK_PREFETCH ? P->buf[i] : 0;
+  return P->ops[i].has_buf ? P->buf[i] : 0;
 }
 int64_t sl_plan_memory(const sl_plan *P) { return (int64_t)fmin(P->mem, 9e18); }

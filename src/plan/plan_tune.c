@@ -212,7 +212,7 @@ static bool seq_solve(sl_tuner *a, sl_trace *t, double measured) {
     sl__op *op = sl__pipeline_op(a->p, i);
     sl__model_kind mk = sl__op_model(op->vt->kind);
     sl_op_stats *s = &t->ops[i].s;
-    if ((op->par_autotune && (mk == SL__MK_MAP || mk == SL__MK_INTERLEAVE) && s->parallelism <= 1) ||
+    if ((op->par_autotune && s->parallelism <= 1) ||
         (op->buf_autotune && mk == SL__MK_PREFETCH && s->buffer == 0))
       s->async = false;
   }
@@ -325,8 +325,7 @@ static bool trial_step(sl_tuner *a, sl_trace *t) {
     sl__op *op = sl__pipeline_op(a->p, i);
     a->trial_par[i] = atomic_load_explicit(&op->active_par, memory_order_relaxed);
     a->trial_par[a->nops + i] = atomic_load_explicit(&op->active_buf, memory_order_relaxed);
-    sl__model_kind mk = sl__op_model(op->vt->kind);
-    if (op->par_autotune && (mk == SL__MK_MAP || mk == SL__MK_INTERLEAVE) && a->trial_par[i] > 1) any = true;
+    if (op->par_autotune && a->trial_par[i] > 1) any = true; /* par_autotune: its table says parallelism is tunable */
   }
   if (!any) {
     a->trial = 2;
@@ -338,7 +337,7 @@ static bool trial_step(sl_tuner *a, sl_trace *t) {
   for (int i = 0; i < a->nops; i++) {
     sl__op *op = sl__pipeline_op(a->p, i);
     sl__model_kind mk = sl__op_model(op->vt->kind);
-    if (op->par_autotune && (mk == SL__MK_MAP || mk == SL__MK_INTERLEAVE) && a->trial_par[i] > 1) {
+    if (op->par_autotune && a->trial_par[i] > 1) {
       atomic_store_explicit(&op->active_par, 1, memory_order_relaxed);
       log_change(a, i, "parallelism", a->trial_par[i], 1, why);
     }
