@@ -14,7 +14,7 @@
 
 #include "dist/dist_int.h"
 #include "ops/dist_hook_int.h"
-#include "ops/engine_int.h"
+#include "ops/pipeline_int.h"
 
 /* Protocol (tags on MPI_COMM_WORLD):
  *  trainer -> worker  CREDIT (int32 n): n more elements may be sent to me; STOP (int32 lost): I take no more, and

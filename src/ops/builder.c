@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ops/engine_int.h"
+#include "ops/pipeline_int.h"
 
 #define MAX_DEPTH 8
 

@@ -6,7 +6,7 @@
 
 #include <jansson.h>
 
-#include "ops/engine_int.h"
+#include "ops/pipeline_int.h"
 
 typedef struct sl__dist_hooks {
   /* shard "auto": the number of shards and this process's index (0, or an error code with the message set). NULL:

@@ -3,7 +3,7 @@
 #define _GNU_SOURCE /* PTHREAD_MUTEX_ADAPTIVE_NP, where the C library has it */
 #include <time.h>
 
-#include "ops/engine_int.h"
+#include "ops/op_async_int.h"
 
 void sl__cond_wait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, int ms) {
   struct timespec ts;

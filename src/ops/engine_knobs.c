@@ -4,7 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ops/engine_int.h"
+#include "ops/op_int.h"
 
 sl_args sl__op_knobs(const sl__op *op, json_t *obj) {
   return (sl_args){obj, op->path, op->vt && op->vt->schema ? op->vt->schema->knobs : NULL, NULL};

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "ops/dist_hook_int.h"
-#include "ops/engine_int.h"
+#include "ops/op_int.h"
 
 static int64_t in_card(const sl__op *op) { return op->input ? op->input->cardinality : -1; }
 

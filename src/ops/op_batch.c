@@ -3,6 +3,7 @@
  * in one buffer, viewed there); byte strings become a rank-1 string array (payload + offsets). padded_batch pads every dimension to the batch maximum (or a given shape). */
 #include <string.h>
 
+#include "ops/op_int.h"
 #include "ops/stack_int.h"
 
 typedef struct {

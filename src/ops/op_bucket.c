@@ -6,6 +6,7 @@
  * unless drop_remainder. Synchronous: it runs on the consumer's thread. */
 #include <string.h>
 
+#include "ops/op_int.h"
 #include "ops/stack_int.h"
 
 #define MAX_BUCKETS 64

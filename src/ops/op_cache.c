@@ -12,7 +12,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#include "ops/engine_int.h"
+#include "ops/op_int.h"
 #include "sluice/tfrecord.h"
 
 enum { C_EMPTY = 0, C_FILLING = 1, C_COMPLETE = 2 };

@@ -5,7 +5,7 @@
  * so the order in which input elements enter the cycle does not depend on timing. */
 #include <string.h>
 
-#include "ops/engine_int.h"
+#include "ops/op_async_int.h"
 
 typedef struct {
   int64_t cycle, block_length;

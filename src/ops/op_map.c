@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "fns/fns_int.h"
-#include "ops/engine_int.h"
+#include "ops/op_async_int.h"
 
 typedef struct {
   sl__fn fn;

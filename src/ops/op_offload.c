@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "ops/dist_hook_int.h"
-#include "ops/engine_int.h"
+#include "ops/op_int.h"
 
 static sl__dist_hooks g_hooks;
 static bool g_have_hooks;

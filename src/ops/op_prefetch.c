@@ -2,7 +2,7 @@
  * consumer overlaps its work with the upstream's. Errors are queued like elements and end the stream. */
 #include <string.h>
 
-#include "ops/engine_int.h"
+#include "ops/op_async_int.h"
 
 typedef struct {
   sl__it it;

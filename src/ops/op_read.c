@@ -7,7 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "ops/engine_int.h"
+#include "ops/op_int.h"
 #include "sluice/tfrecord.h"
 
 /* ---------------- files ---------------- */

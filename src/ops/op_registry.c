@@ -3,7 +3,7 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "ops/engine_int.h"
+#include "ops/pipeline_int.h"
 
 extern const sl__op_vt sl__op_range, sl__op_files, sl__op_tfrecord, sl__op_lines, sl__op_interleave, sl__op_map,
     sl__op_filter, sl__op_shuffle, sl__op_batch, sl__op_padded_batch, sl__op_take, sl__op_skip, sl__op_repeat,

@@ -3,7 +3,7 @@
  * element structure through the pipeline (sl_pipeline_structure). The schemas live beside each op in op_*.c. */
 #include <string.h>
 
-#include "ops/engine_int.h"
+#include "ops/op_int.h"
 
 static const char *const MODEL_NAMES[SL__MK_COUNT] = {
     [SL__MK_SEQ] = "sequential", [SL__MK_SOURCE] = "source",   [SL__MK_READER] = "reader",

@@ -3,7 +3,7 @@
  * reshuffle_each_iteration (default true) each epoch (each re-open by repeat) draws a new order. */
 #include <string.h>
 
-#include "ops/engine_int.h"
+#include "ops/op_int.h"
 
 typedef struct {
   int64_t buffer;

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "ops/engine_int.h"
+#include "ops/op_async_int.h"
 
 /* A pipeline: its ops in pre-order, each chained to its input (engine_int.h reads it through sl__pipeline_*). */
 struct sl_pipeline {

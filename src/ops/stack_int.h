@@ -3,7 +3,7 @@
 #ifndef SL_OPS_STACK_H
 #define SL_OPS_STACK_H
 
-#include "ops/engine_int.h"
+#include "ops/pipeline_int.h"
 
 /* Byte strings: component c0 (a single string in every element) becomes a rank-1 string array appended to out. */
 int sl__stack_bytes(sl__op *op, sl_elem *out, sl_elem *els, int64_t n, const sl_comp *c0);

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ops/engine_int.h"
+#include "ops/pipeline_int.h"
 #include "plan/plan_int.h"
 
 typedef struct at_node {

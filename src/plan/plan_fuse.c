@@ -11,7 +11,7 @@
  * op lists the crop's and the flip's ([crop, flip]). A fused op right before a batch writes into the batch's buffer. */
 #include <string.h>
 
-#include "ops/engine_int.h"
+#include "ops/pipeline_int.h"
 #include "plan/plan_fuse_int.h"
 
 static const char *map_fn(json_t *op) {

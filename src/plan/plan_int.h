@@ -6,7 +6,7 @@
 
 #include <jansson.h>
 
-#include "ops/engine_int.h"
+#include "ops/pipeline_int.h"
 #include "sluice/plan.h"
 #include "trace/trace_int.h"
 

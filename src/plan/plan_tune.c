@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "ops/engine_int.h"
+#include "ops/pipeline_int.h"
 #include "plan/plan_int.h"
 
 /* The least predicted gain (over the knobs in force, on the same model) worth changing knobs for. */

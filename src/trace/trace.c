@@ -10,7 +10,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "ops/engine_int.h"
+#include "ops/pipeline_int.h"
 #include "trace/trace_int.h"
 
 #define TRACE_FORMAT "sluice-trace"

@@ -1,18 +1,31 @@
 #!/usr/bin/env bash
 # tests/integration/include_rules.sh: the dependency rules of docs/conventions.md, checked on every #include "..."
-# line of src/. Layer order: core, io, fns, ops, trace, plan, prov/store, prov/analytics, gen, dist, report, cli.
+# line of src/. The layer order is src/layers.txt's (read here; docs/conventions.md must show the same list).
 # A file may include the public headers ("sluice.h", "sluice/x.h"), headers of its own folder, and the _int.h
-# headers of folders before it, written relative to src/ ("ops/engine_int.h"); src/cli/ only the public headers and
-# its own. Each broken rule is printed as file:line: the include, and the rule.
+# headers of folders before it, written relative to src/ ("ops/pipeline_int.h"); src/cli/ only the public headers
+# and its own. A header for one audience stays with it: ops/op_int.h (op authors), ops/op_async_int.h (threaded ops)
+# and ops/engine_int.h (the engine) are for src/ops/ only; other layers see ops/pipeline_int.h. Each broken rule is
+# printed as file:line: the include, and the rule.
 set -uo pipefail
 SRC=${SL_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
 cd "$SRC/src" || exit 1
 
-# The rank of each folder (path under src/ without the file name); a folder not listed is not a layer.
-declare -A RANK=([core]=0 [io]=1 [fns]=2 [ops]=3 [trace]=4 [plan]=5 [prov]=6 [prov/store]=6
-  [prov/analytics]=7 [gen]=8 [dist]=9 [report]=10 [cli]=11)
+# The rank of each folder (path under src/ without the file name), from src/layers.txt; a folder not listed is not a
+# layer.
+declare -A RANK=()
+order=()
+while read -r folder _; do
+  RANK[$folder]=${#order[@]}
+  order+=("$folder")
+done < <(grep -E '^[a-z]' layers.txt | grep -vE '^[^ ]+\.c[[:space:]]')
 
 broken=0
+# docs/conventions.md shows the order as one line: "    core, io, fns, ...".
+want=$(IFS=,; echo "${order[*]}" | sed 's/,/, /g')
+if ! grep -qxF "    $want" ../docs/conventions.md; then
+  echo "docs/conventions.md: its layer order is not src/layers.txt's; write the line:    $want"
+  broken=$((broken + 1))
+fi
 report() { # file line include rule
   echo "$1:$2: #include \"$3\": $4"
   broken=$((broken + 1))
@@ -49,6 +62,13 @@ while IFS= read -r f; do
       continue
     fi
     ir=${RANK[$idir]:--1}
+    case "$inc" in
+      ops/op_int.h | ops/op_async_int.h | ops/engine_int.h)
+        if [ "$dir" != ops ]; then
+          report "src/$f" "$line" "$inc" "a header for op authors and the engine; src/$dir/ sees ops/pipeline_int.h"
+          continue
+        fi ;;
+    esac
     if [ "$ir" -lt 0 ]; then
       report "src/$f" "$line" "$inc" "src/$idir/ is not a layer"
     elif [ "$idir" != "$dir" ] && [[ "$inc" != *_int.h ]]; then

@@ -4,7 +4,10 @@
 # e.g. core calling into fns, shows only here). Each of libsluice's object files may reference sl_/sl__ functions
 # defined in its own folder or in folders before it; each reference up the order is printed.
 set -uo pipefail
+SRC=${SL_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
 BIN=${SL_BIN:?}
+# The layer order, from src/layers.txt: "folder rank" pairs.
+layers=$(grep -E '^[a-z]' "$SRC/src/layers.txt" | awk '$1 !~ /\.c$/ {print $1, n++}' | tr '\n' ' ')
 OBJ=$BIN/src/CMakeFiles/sluice_obj.dir
 [ -d "$OBJ" ] || { echo "layer_calls: no object directory $OBJ"; exit 1; }
 command -v nm >/dev/null || { echo "layer_calls: nm not found"; exit 77; }
@@ -12,9 +15,8 @@ cd "$OBJ"
 mapfile -t objs < <(find . -name '*.o' | sed 's|^\./||' | sort)
 # One nm for the definitions, one for the references, joined in awk: "file: calls sym, defined in dir".
 out=$( { nm -A --defined-only -g "${objs[@]}" | awk '$2 ~ /^[TDBR]$/ && $3 ~ /^sl_/ {print "D", $1, $3}'
-         nm -A -u "${objs[@]}" | awk '$3 ~ /^sl_/ {print "U", $1, $3}'; } | awk '
-  BEGIN { n = split("core io fns ops trace plan prov prov/store prov/analytics gen dist report cli", L, " ")
-          split("0 1 2 3 4 5 6 6 7 8 9 10 11", R, " "); for (i = 1; i <= n; i++) rank[L[i]] = R[i] }
+         nm -A -u "${objs[@]}" | awk '$3 ~ /^sl_/ {print "U", $1, $3}'; } | awk -v layers="$layers" '
+  BEGIN { n = split(layers, L, " "); for (i = 1; i < n; i += 2) rank[L[i]] = L[i + 1] }
   function dir(f) { sub(/:.*/, "", f); sub(/\/[^\/]*$/, "", f); return f }
   $1 == "D" { def[$3] = dir($2); next }
   { refs[++m] = dir($2) "\t" $2 "\t" $3 }

@@ -10,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ops/engine_int.h" /* the knobs in force (active_par, active_buf), which a live tuner changes */
+#include "ops/op_async_int.h" /* the hand-off helpers; the knobs in force (active_par, active_buf), which a live tuner changes */
 #include "testutil.h"
 
 

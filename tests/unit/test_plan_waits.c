@@ -4,7 +4,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "ops/engine_int.h"
+#include "ops/pipeline_int.h"
 #include "plan/plan_int.h"
 #include "testutil.h"
 

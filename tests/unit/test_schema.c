@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "fns/fns_int.h"
-#include "ops/engine_int.h"
+#include "ops/pipeline_int.h"
 #include "sluice/gen.h"
 #include "testutil.h"
 

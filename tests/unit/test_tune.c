@@ -8,7 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ops/engine_int.h"
+#include "ops/pipeline_int.h"
 #include "trace/trace_int.h"
 #include "testutil.h"
 
