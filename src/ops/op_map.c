@@ -262,19 +262,148 @@ static void pmap_store(slot *sl, sl_elem *e, int rc, sl__errbox *err) {
   sl->err = err;
 }
 
+/* A worker's chunk: the elements it pulled and made, their results, and its timing. */
+typedef struct pmap_chunk {
+  sl_elem *els;                      /* SL__HANDOFF_MAX elements */
+  int rcs[SL__HANDOFF_MAX];
+  sl__errbox *boxes[SL__HANDOFF_MAX];
+  uint64_t first, nres;              /* sequence number of the first result, results (an input error is one more) */
+  int k, got, end_rc;                /* slots reserved, elements pulled, the input's end (SL_END or an error) */
+  sl__errbox *in_err;
+  sl__sampler smp;
+  int chunk;                         /* elements to reserve next time */
+  uint64_t mean_ns;                  /* running mean of wall time per element (every chunk is timed on the wall) */
+  bool timed;
+  uint64_t c0, fw;                   /* CPU at the top of a timed chunk, wall when its slots were reserved */
+  sl__nest inner;                    /* the input pulls timed inside the last timed chunk */
+} pmap_chunk;
+
+/* Under mu: publishes the last chunk's results (their slots become done) and folds its timing into the chunk size.
+ * Returns whether the consumer waits for what was published. */
+static bool pmap_publish(pmap_it *m, pmap_chunk *w) {
+  sl__op *op = m->it.op;
+  for (uint64_t j = 0; j < w->nres; j++) {
+    slot *sl;
+    if (m->deterministic) {
+      sl = &m->ring[(w->first + j) % (uint64_t)m->cap];
+    } else { /* unordered: results sit in the ring by arrival; fifo lists their sequence numbers */
+      sl = &m->ring[m->fifo_tail % (uint64_t)m->cap];
+      m->fifo[m->fifo_tail % (uint64_t)m->cap] = w->first + j;
+      m->fifo_tail++;
+      if (j < (uint64_t)w->got) pmap_store(sl, &w->els[j], w->rcs[j], w->boxes[j]);
+      else pmap_store(sl, NULL, w->end_rc, w->in_err); /* the input's error: the last result */
+    }
+    sl->state = SLOT_DONE;
+  }
+  m->reserved -= w->k - (int)w->nres; /* reservations not used */
+  if (w->end_rc != 0 && !m->input_done) {
+    m->input_done = true;
+    m->end_seq = w->first + w->nres;
+  }
+  /* Wake the consumer only for what it waits for: the next result in order (or any, unordered), or the end. */
+  bool wake = m->waiting_consumer && (m->input_done || pmap_ready_run(m, m->consumer_want));
+  atomic_fetch_add_explicit(&m->published, 1, memory_order_relaxed);
+  if (w->got) {
+    uint64_t wall = sl__now_ns() - w->fw;
+    if (w->timed) sl__stats_work_n(op, &w->smp, sl__cpu_ns() - w->c0, wall, (uint64_t)w->got, &w->inner);
+    w->chunk = sl__handoff_chunk(&w->mean_ns, wall, (uint64_t)w->got);
+    m->cheap = w->chunk > 1;
+    m->elem_ns = w->mean_ns;
+    if (w->chunk > m->chunk_max) w->chunk = m->chunk_max;
+  }
+  return wake;
+}
+
+/* Under mu: waits until there is room for a chunk (or the run stops); *wake is the consumer's pending wake-up, sent
+ * before any sleep. Returns false when the worker is to stop. */
+static bool pmap_wait_room(pmap_it *m, const worker_arg *wa, pmap_chunk *w, bool *wake) {
+  /* Hysteresis: with a full buffer, wait until a chunk's worth of slots is free (at most low_water), so a
+   * fast consumer and the workers do not wake each other for every element. */
+  int want = w->chunk < m->low_water ? w->chunk : m->low_water;
+  bool spun = false;
+  while (!m->stop && !m->input_done) {
+    /* A worker the tuner has parked waits apart, so that a wake-up for space always reaches a working one. */
+    bool parked = wa->id >= pmap_workers(m->it.op) || m->inline_pull;
+    if (!parked && m->cap - m->reserved >= want) break;
+    if (!parked && !spun && w->chunk > 1 && !m->waiting_consumer &&
+        m->waiting_workers + m->parked + 1 >= m->nthreads_ok) {
+      /* The last worker at work, making cheap elements, and the consumer is taking them: it gives room within
+       * microseconds. Poll for it a while, then sleep. */
+      if (*wake) pthread_cond_signal(&m->cv_ready);
+      *wake = false;
+      spun = true;
+      sl__handoff_poll(&m->mu, &m->released);
+      continue;
+    }
+    if (*wake) pthread_cond_signal(&m->cv_ready); /* before sleeping: the consumer must not wait for it */
+    *wake = false;
+    int *count = parked ? &m->parked : &m->waiting_workers;
+    (*count)++;
+    sl__cond_wait_ms(parked ? &m->cv_park : &m->cv_space, &m->mu, 50);
+    (*count)--;
+    if (sl__canceled(m->it.run)) m->stop = true;
+  }
+  return !m->stop && !m->input_done;
+}
+
+/* Outside mu: pulls up to w->k inputs (their sequence numbers fixed under the input lock) and runs the function on
+ * each; in order, the results go straight to their slots. */
+static void pmap_make(pmap_it *m, pmap_chunk *w) {
+  sl__op *op = m->it.op;
+  map_cfg *c = op->impl;
+  pthread_mutex_lock(&m->in_mu);
+  w->first = m->next_seq;
+  w->got = 0;
+  w->end_rc = 0;
+  while (w->got < w->k && !m->in_eof) {
+    sl_elem_init(&w->els[w->got]);
+    int rc = sl__it_next(m->it.input, &w->els[w->got]);
+    if (rc) {
+      w->end_rc = rc;
+      m->in_eof = true;
+      break;
+    }
+    w->got++;
+  }
+  w->nres = (uint64_t)w->got + (w->end_rc < 0 ? 1 : 0); /* an input error is one more result */
+  m->next_seq += w->nres;
+  w->in_err = NULL;
+  if (w->end_rc < 0) {
+    w->in_err = sl__malloc(sizeof *w->in_err);
+    if (w->in_err) sl__errbox_capture(w->in_err, w->end_rc);
+  }
+  pthread_mutex_unlock(&m->in_mu);
+  if (w->got) sl__stat_add(&op->st.in, (uint64_t)w->got);
+  for (int j = 0; j < w->got; j++) {
+    bool keep = true;
+    w->rcs[j] = call_fn(op, c, &w->els[j], m->it.epoch, w->first + (uint64_t)j, &keep);
+    w->boxes[j] = NULL;
+    if (w->rcs[j]) {
+      sl_elem_clear(&w->els[j]);
+      w->boxes[j] = sl__malloc(sizeof(sl__errbox));
+      if (w->boxes[j]) sl__errbox_capture(w->boxes[j], w->rcs[j]);
+    } else if (!keep) {
+      /* A map function may drop its element (parse_csv's on_error "skip"): its slot says so. */
+      sl_elem_clear(&w->els[j]);
+      sl__stat_add(&op->st.skipped, 1);
+      w->rcs[j] = SLOT_DROPPED;
+    }
+  }
+  if (m->deterministic)
+    for (uint64_t j = 0; j < w->nres; j++) {
+      slot *sl = &m->ring[(w->first + j) % (uint64_t)m->cap];
+      if (j < (uint64_t)w->got) pmap_store(sl, &w->els[j], w->rcs[j], w->boxes[j]);
+      else pmap_store(sl, NULL, w->end_rc, w->in_err);
+    }
+}
+
 static void *pmap_worker(void *p) {
   worker_arg *wa = p;
   pmap_it *m = wa->m;
-  sl__op *op = m->it.op;
-  map_cfg *c = op->impl;
-  sl__sampler smp;
-  sl__sampler_init(&smp, op);
-  int chunk = 1;
-  uint64_t mean_ns = 0; /* running mean of wall time per element (every chunk is timed on the wall clock for it) */
-  sl_elem *els = sl__calloc(SL__HANDOFF_MAX, sizeof *els);
-  int rcs[SL__HANDOFF_MAX];
-  sl__errbox *boxes[SL__HANDOFF_MAX];
-  if (!els) { /* cannot run: leave the work to the other workers, or report it when every one failed */
+  pmap_chunk w = {.chunk = 1};
+  sl__sampler_init(&w.smp, m->it.op);
+  w.els = sl__calloc(SL__HANDOFF_MAX, sizeof *w.els);
+  if (!w.els) { /* cannot run: leave the work to the other workers, or report it when every one failed */
     pthread_mutex_lock(&m->mu);
     if (--m->nthreads_ok == 0 && !m->input_done) {
       m->input_done = true;
@@ -286,157 +415,49 @@ static void *pmap_worker(void *p) {
     return NULL;
   }
   /* One trip under mu per chunk: publish the last chunk's results, then reserve slots for the next. */
-  uint64_t first = 0, nres = 0, c0 = 0, fw = 0;
-  sl__nest inner = {0}; /* the input pulls timed inside the last timed chunk */
-  int k = 0, got = 0, end_rc = 0;
-  bool timed = false;
-  sl__errbox *in_err = NULL;
   pthread_mutex_lock(&m->mu);
   for (;;) {
-    bool wake = false; /* the consumer waits for what this chunk published */
-    if (k) {
-      for (uint64_t j = 0; j < nres; j++) {
-        slot *sl;
-        if (m->deterministic) {
-          sl = &m->ring[(first + j) % (uint64_t)m->cap];
-        } else { /* unordered: results sit in the ring by arrival; fifo lists their sequence numbers */
-          sl = &m->ring[m->fifo_tail % (uint64_t)m->cap];
-          m->fifo[m->fifo_tail % (uint64_t)m->cap] = first + j;
-          m->fifo_tail++;
-          if (j < (uint64_t)got) pmap_store(sl, &els[j], rcs[j], boxes[j]);
-          else pmap_store(sl, NULL, end_rc, in_err); /* the input's error: the last result */
-        }
-        sl->state = SLOT_DONE;
-      }
-      m->reserved -= k - (int)nres; /* reservations not used */
-      if (end_rc != 0 && !m->input_done) {
-        m->input_done = true;
-        m->end_seq = first + nres;
-      }
-      /* Wake the consumer only for what it waits for: the next result in order (or any, unordered), or the end. */
-      wake = m->waiting_consumer && (m->input_done || pmap_ready_run(m, m->consumer_want));
-      atomic_fetch_add_explicit(&m->published, 1, memory_order_relaxed);
-      if (got) {
-        uint64_t w = sl__now_ns() - fw;
-        if (timed) sl__stats_work_n(op, &smp, sl__cpu_ns() - c0, w, (uint64_t)got, &inner);
-        chunk = sl__handoff_chunk(&mean_ns, w, (uint64_t)got);
-        m->cheap = chunk > 1;
-        m->elem_ns = mean_ns;
-        if (chunk > m->chunk_max) chunk = m->chunk_max;
-      }
-      if (end_rc != 0) {
-        pthread_mutex_unlock(&m->mu);
-        pthread_cond_broadcast(&m->cv_space);
-        pthread_cond_broadcast(&m->cv_park);
-        if (wake) pthread_cond_signal(&m->cv_ready);
-        break;
-      }
+    bool wake = w.k ? pmap_publish(m, &w) : false; /* the consumer waits for what this chunk published */
+    if (w.k && w.end_rc != 0) {
+      pthread_mutex_unlock(&m->mu);
+      pthread_cond_broadcast(&m->cv_space);
+      pthread_cond_broadcast(&m->cv_park);
+      if (wake) pthread_cond_signal(&m->cv_ready);
+      break;
     }
     /* A timed iteration spans everything the worker does for its chunk: in CPU time from the top (waiting for
      * slots included), in wall time from the slots on (input pulls, functions, hand-off: the worker's service
      * time). The input pulls are timed inside it and subtracted (sl__nest), so hand-off costs count as its own. */
-    timed = sl__sampler_tick(&smp);
-    c0 = timed ? sl__cpu_ns() : 0;
-    /* Hysteresis: with a full buffer, wait until a chunk's worth of slots is free (at most low_water), so a
-     * fast consumer and the workers do not wake each other for every element. */
-    int want = chunk < m->low_water ? chunk : m->low_water;
-    bool spun = false;
-    while (!m->stop && !m->input_done) {
-      /* A worker the tuner has parked waits apart, so that a wake-up for space always reaches a working one. */
-      bool parked = wa->id >= pmap_workers(op) || m->inline_pull;
-      if (!parked && m->cap - m->reserved >= want) break;
-      if (!parked && !spun && chunk > 1 && !m->waiting_consumer &&
-          m->waiting_workers + m->parked + 1 >= m->nthreads_ok) {
-        /* The last worker at work, making cheap elements, and the consumer is taking them: it gives room within
-         * microseconds. Poll for it a while, then sleep. */
-        if (wake) pthread_cond_signal(&m->cv_ready);
-        wake = false;
-        spun = true;
-        sl__handoff_poll(&m->mu, &m->released);
-        continue;
-      }
-      if (wake) pthread_cond_signal(&m->cv_ready); /* before sleeping: the consumer must not wait for it */
-      wake = false;
-      int *count = parked ? &m->parked : &m->waiting_workers;
-      (*count)++;
-      sl__cond_wait_ms(parked ? &m->cv_park : &m->cv_space, &m->mu, 50);
-      (*count)--;
-      if (sl__canceled(m->it.run)) m->stop = true;
-    }
-    if (m->stop || m->input_done) {
+    w.timed = sl__sampler_tick(&w.smp);
+    w.c0 = w.timed ? sl__cpu_ns() : 0;
+    if (!pmap_wait_room(m, wa, &w, &wake)) {
       pthread_mutex_unlock(&m->mu);
       if (wake) pthread_cond_signal(&m->cv_ready);
       break;
     }
-    k = m->cap - m->reserved;
-    if (k > chunk) k = chunk;
-    m->reserved += k;
+    w.k = m->cap - m->reserved;
+    if (w.k > w.chunk) w.k = w.chunk;
+    m->reserved += w.k;
     /* Woken for space with more left than this chunk needs: pass the wake-up on to another worker. */
     bool pass = m->waiting_workers && m->cap - m->reserved >= m->low_water;
     pthread_mutex_unlock(&m->mu);
     /* Signals go out after the unlock, so that the woken thread does not block at once on the mutex. */
     if (wake) pthread_cond_signal(&m->cv_ready);
     if (pass) pthread_cond_signal(&m->cv_space);
-    fw = sl__now_ns();
+    w.fw = sl__now_ns();
     sl__nest saved;
-    if (timed) {
+    if (w.timed) {
       sl__nest_open(&saved, false);
       sl__it_force(m->it.input, 1);
     }
-
-    /* Pull up to k inputs; their sequence numbers are fixed under the input lock. */
-    pthread_mutex_lock(&m->in_mu);
-    first = m->next_seq;
-    got = 0;
-    end_rc = 0;
-    while (got < k && !m->in_eof) {
-      sl_elem_init(&els[got]);
-      int rc = sl__it_next(m->it.input, &els[got]);
-      if (rc) {
-        end_rc = rc;
-        m->in_eof = true;
-        break;
-      }
-      got++;
-    }
-    nres = (uint64_t)got + (end_rc < 0 ? 1 : 0); /* an input error is one more result */
-    m->next_seq += nres;
-    in_err = NULL;
-    if (end_rc < 0) {
-      in_err = sl__malloc(sizeof *in_err);
-      if (in_err) sl__errbox_capture(in_err, end_rc);
-    }
-    pthread_mutex_unlock(&m->in_mu);
-    if (got) sl__stat_add(&op->st.in, (uint64_t)got);
-
-    for (int j = 0; j < got; j++) {
-      bool keep = true;
-      rcs[j] = call_fn(op, c, &els[j], m->it.epoch, first + (uint64_t)j, &keep);
-      boxes[j] = NULL;
-      if (rcs[j]) {
-        sl_elem_clear(&els[j]);
-        boxes[j] = sl__malloc(sizeof(sl__errbox));
-        if (boxes[j]) sl__errbox_capture(boxes[j], rcs[j]);
-      } else if (!keep) {
-        /* A map function may drop its element (parse_csv's on_error "skip"): its slot says so. */
-        sl_elem_clear(&els[j]);
-        sl__stat_add(&op->st.skipped, 1);
-        rcs[j] = SLOT_DROPPED;
-      }
-    }
-    if (m->deterministic)
-      for (uint64_t j = 0; j < nres; j++) {
-        slot *sl = &m->ring[(first + j) % (uint64_t)m->cap];
-        if (j < (uint64_t)got) pmap_store(sl, &els[j], rcs[j], boxes[j]);
-        else pmap_store(sl, NULL, end_rc, in_err);
-      }
-    if (timed) {
+    pmap_make(m, &w);
+    if (w.timed) {
       sl__it_force(m->it.input, -1);
-      sl__nest_close(&saved, &inner, 0, 0); /* a worker's region: nothing encloses it */
+      sl__nest_close(&saved, &w.inner, 0, 0); /* a worker's region: nothing encloses it */
     }
     pthread_mutex_lock(&m->mu);
   }
-  sl__free(els);
+  sl__free(w.els);
   return NULL;
 }
 

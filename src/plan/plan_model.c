@@ -91,18 +91,9 @@ static void no_phantom_waits(sl_plan *P) {
   sl__free(grp);
 }
 
-int sl__plan_model(sl_plan *P, const sl_trace *t, const sl_plan_opts *opts) {
-  P->opts = *opts;
-  P->nops = t->nops;
-  P->spec = json_deep_copy(t->spec);
-  P->ops = sl__calloc((size_t)t->nops, sizeof *P->ops);
-  P->strs = sl__calloc((size_t)t->nops * 3, sizeof *P->strs);
-  P->par = sl__calloc((size_t)t->nops, sizeof *P->par);
-  P->buf = sl__calloc((size_t)t->nops, sizeof *P->buf);
-  P->cyc = sl__calloc((size_t)t->nops, sizeof *P->cyc);
-  P->cands = sl__calloc((size_t)t->nops, sizeof *P->cands);
-  if (!P->spec || !P->ops || !P->strs || !P->par || !P->buf || !P->cyc || !P->cands) return sl__oom("a plan");
-  P->machine = t->machine;
+/* The plan's nodes from the trace's ops: what each is (its declared model kind and tunable knobs) and its
+ * per-element figures as traced. */
+static int model_ops(sl_plan *P, const sl_trace *t, const sl_plan_opts *opts) {
   P->root = -1;
   for (int i = 0; i < t->nops; i++) {
     const sl_op_stats *s = &t->ops[i].s;
@@ -143,7 +134,11 @@ int sl__plan_model(sl_plan *P, const sl_trace *t, const sl_plan_opts *opts) {
     if (s->parent == -1) P->root = i;
   }
   if (P->root < 0) return sl__err(SL_EINVAL, "trace: no root op");
-  /* Children: an op whose path extends its parent's with ".source" is the parent's nested source. */
+  return 0;
+}
+
+/* Children: an op whose path extends its parent's with ".source" is the parent's nested source. */
+static void model_links(sl_plan *P) {
   for (int i = 0; i < P->nops; i++) {
     int p = P->ops[i].parent;
     if (p < 0) continue;
@@ -153,6 +148,10 @@ int sl__plan_model(sl_plan *P, const sl_trace *t, const sl_plan_opts *opts) {
     else
       P->ops[p].input = i;
   }
+}
+
+/* Per-output-element costs and what each op's wall time beyond its CPU was. */
+static int model_times(sl_plan *P, const sl_trace *t) {
   P->N = (double)t->ops[P->root].s.elements_out;
   P->T = t->seconds;
   P->traced_rate = t->seconds > 0 ? P->N / t->seconds : 0;
@@ -205,7 +204,11 @@ int sl__plan_model(sl_plan *P, const sl_trace *t, const sl_plan_opts *opts) {
    * their CPU is queueing for a core, or for inputs that were themselves short of CPU. */
   if (t->seconds > 0 && t->machine.cores > 0 && t->process_cpu >= 0.85 * t->seconds * t->machine.cores)
     for (int i = 0; i < P->nops; i++) P->ops[i].tt = P->ops[i].c;
-  /* Budgets. */
+  return 0;
+}
+
+/* The budgets: cores (less the consumer's), memory, disk bandwidth, hand-off prices. */
+static int model_budgets(sl_plan *P, const sl_trace *t, const sl_plan_opts *opts) {
   double C = opts->cores > 0 ? opts->cores : t->machine.cores;
   if (opts->cores < 0 || !isfinite(opts->cores) || opts->cores > 1e6)
     return sl__err(SL_EINVAL, "infeasible budget: %g cores", opts->cores);
@@ -228,6 +231,11 @@ int sl__plan_model(sl_plan *P, const sl_trace *t, const sl_plan_opts *opts) {
     P->handoff = P->handoff_cheap = opts->handoff > 0 ? opts->handoff : 0; /* < 0: none */
   }
   if (!(P->hscale >= 0) || !isfinite(P->hscale)) P->hscale = 1;
+  return 0;
+}
+
+/* The consumer's residual CPU, waits, and the ops' costs held to what the process spent. */
+static void model_residual(sl_plan *P, const sl_trace *t) {
   /* CPU the process spent beyond the ops' own: the consumer's loop and freeing what it consumed. It stays on the
    * consumer's thread, so a root prefetch overlaps it with the pipeline. */
   double sum = 0; /* the trace's own totals: the process CPU covers elements still in buffers too */
@@ -256,8 +264,11 @@ int sl__plan_model(sl_plan *P, const sl_trace *t, const sl_plan_opts *opts) {
       if (cpu_bound) o->tt = o->c;
     }
   }
-  /* What one element costs to make where a thread boundary could sit: an op's own per-element CPU, or for an
-   * interleave its source chain's CPU per element it yields. */
+}
+
+/* What one element costs to make where a thread boundary could sit. */
+static void model_elem_costs(sl_plan *P) {
+  /* An op's own per-element CPU, or for an interleave its source chain's CPU per element it yields. */
   for (int i = 0; i < P->nops; i++) {
     sl__pm_op *o = &P->ops[i];
     o->elem_cost = o->d;
@@ -269,6 +280,26 @@ int sl__plan_model(sl_plan *P, const sl_trace *t, const sl_plan_opts *opts) {
       o->elem_cost = sub / o->V;
     }
   }
+}
+
+int sl__plan_model(sl_plan *P, const sl_trace *t, const sl_plan_opts *opts) {
+  P->opts = *opts;
+  P->nops = t->nops;
+  P->spec = json_deep_copy(t->spec);
+  P->ops = sl__calloc((size_t)t->nops, sizeof *P->ops);
+  P->strs = sl__calloc((size_t)t->nops * 3, sizeof *P->strs);
+  P->par = sl__calloc((size_t)t->nops, sizeof *P->par);
+  P->buf = sl__calloc((size_t)t->nops, sizeof *P->buf);
+  P->cyc = sl__calloc((size_t)t->nops, sizeof *P->cyc);
+  P->cands = sl__calloc((size_t)t->nops, sizeof *P->cands);
+  if (!P->spec || !P->ops || !P->strs || !P->par || !P->buf || !P->cyc || !P->cands) return sl__oom("a plan");
+  P->machine = t->machine;
+  int rc = model_ops(P, t, opts);
+  if (rc) return rc;
+  model_links(P);
+  if ((rc = model_times(P, t)) || (rc = model_budgets(P, t, opts))) return rc;
+  model_residual(P, t);
+  model_elem_costs(P);
   return 0;
 }
 

@@ -373,6 +373,273 @@ static int runoff(bool *b_won, const sl_plan *a, const sl_plan *b, const sl_pipe
   return rc;
 }
 
+/* One optimize run's state, handed from step to step. */
+typedef struct opt_run {
+  const sl_optimize_opts *opts;
+  sl_pipeline *p;                /* the pipeline planned: the fused one when fusion is kept */
+  sl_pipeline *fused;            /* owned, or NULL */
+  sl_optimize_result res;
+  sl_trace *t0, *ts, *tc;        /* the input's trace, its sequential variant's, costs refreshed from runs */
+  const sl_trace *tb;            /* the trace the model is built on (ts, else t0) */
+  sl_plan *plan, *best;
+  double best_measured, best_share, hscale;
+  double least_cpu[2];           /* the least process CPU per element of the final check's runs: input, plan */
+  bool rep;                      /* the input is finite and short: traces and measurements run it under a repeat */
+} opt_run;
+
+/* The input's trace (the caller's, or one taken now), long enough, and the fusion kept only where it pays. */
+static int opt_trace_input(opt_run *r, sl_pipeline *unfused) {
+  const sl_optimize_opts *opts = r->opts;
+  int rc;
+  if (opts->trace) {
+    /* Start from the caller's trace: a copy, checked against the pipeline. */
+    char *js = NULL;
+    if ((rc = sl_trace_check_spec(opts->trace, r->p)) || (rc = sl_trace_to_json(&js, opts->trace))) return rc;
+    rc = sl_trace_from_json(&r->t0, js, strlen(js), opts->trace->origin);
+    sl__free(js);
+  } else {
+    rc = trace_of(&r->t0, r->p, opts->trace_seconds, trace_warmup(opts->trace_seconds), opts->machine, false, 0);
+  }
+  if (rc || (rc = long_enough(&r->t0, &r->rep, r->p, opts))) return rc;
+  /* Fusion must pay on this data: the unfused input is traced as long, and the fused one kept only when it spent
+   * no more process CPU per element (a fused op that cannot decode at a smaller DCT scale decodes and resizes as
+   * the two ops did, and may cost more: docs/planner.md). */
+  if (!r->fused) return 0;
+  sl_trace *tu = NULL;
+  if ((rc = trace_of(&tu, unfused, r->t0->seconds, trace_warmup(opts->trace_seconds), &r->t0->machine, r->rep, 0)))
+    return rc;
+  r->res.fused_cpu = sl__plan_trace_cpu(r->t0);
+  r->res.unfused_cpu = sl__plan_trace_cpu(tu);
+  if (tu->elements >= SL_PLAN_MIN_ELEMENTS && r->res.unfused_cpu > 0 && r->res.unfused_cpu < r->res.fused_cpu) {
+    sl_trace_free(r->t0);
+    r->t0 = tu;
+    r->p = unfused;
+    sl_pipeline_free(r->fused);
+    r->fused = NULL;
+  } else {
+    sl_trace_free(tu);
+    r->res.fused = true;
+  }
+  return 0;
+}
+
+/* The model's costs come from the sequential variant when the input has thread boundaries to remove. */
+static int opt_seq_costs(opt_run *r) {
+  sl_pipeline *q = NULL;
+  int rc = seq_variant(&q, r->t0, r->p, &r->opts->plan);
+  if (rc || !q) return rc;
+  const sl_trace *t0 = r->t0;
+  rc = trace_of(&r->ts, q, t0->seconds, trace_warmup(t0->seconds), &t0->machine, r->rep, 0);
+  if (!rc && r->ts->elements < SL_PLAN_MIN_ELEMENTS) { /* the sequential variant is slower: trace it longer */
+    sl_trace_free(r->ts);
+    r->ts = NULL;
+    rc = trace_of(&r->ts, q, SL__PLAN_MAX_TRACE, trace_warmup(t0->seconds), &t0->machine, r->rep,
+                  (int64_t)(1.5 * SL_PLAN_MIN_ELEMENTS));
+  }
+  sl_pipeline_free(q);
+  if (!rc) keep_autotune_marks(r->ts, t0);
+  return rc;
+}
+
+/* Keeps the measured plan as the best so far, unless an earlier one measured clearly faster (a later plan is solved
+ * on better-calibrated costs; runs on a shared machine differ by several per cent). Takes r->plan either way. */
+static void opt_keep_best(opt_run *r, double measured, double share, double cpu, double load) {
+  if (!r->best || measured > 0.9 * r->best_measured) {
+    sl_plan_free(r->best);
+    r->best = r->plan;
+    r->best_measured = measured;
+    r->best_share = share;
+    r->res.measured_cpu = cpu;
+    r->res.measure_other_load = load;
+  } else {
+    sl_plan_free(r->plan);
+  }
+  r->plan = NULL;
+}
+
+/* Measures the model's plan and solves again on what the run taught while it is off, at most max_retraces times;
+ * leaves the best in r->best. */
+static int opt_measure_rounds(opt_run *r) {
+  const sl_optimize_opts *opts = r->opts;
+  int rc;
+  for (;;) {
+    sl_trace *tm = NULL;
+    if ((rc = measure_plan(&tm, r->plan, r->p, opts, &r->t0->machine, r->rep))) return rc;
+    double measured = sl_trace_throughput(tm);
+    if (tm->machine.other_load > r->res.other_load) r->res.other_load = tm->machine.other_load;
+    double hcpu = sl__plan_handoff_cpu(r->plan), mcpu = sl_plan_cpu_per_element(r->plan);
+    double cpu = sl__plan_trace_cpu(tm);
+    /* What this plan should have reached on the cores other processes left it: a shortfall that their load
+     * explains is no reason to doubt the model. */
+    double expect = expect_on(r->plan, tm->machine.other_load);
+    /* The hand-offs cost more CPU than the model charged: its choice between thread boundaries and none may be
+     * wrong even when the throughput looked right (a noisy run can flatter a plan; CPU per element is steadier). */
+    bool cpu_off = hcpu > 0 && (cpu > 1.1 * mcpu || cpu < 0.9 * mcpu) && opts->plan.handoff == 0;
+    double share = run_share(r->plan, tm);
+    opt_keep_best(r, measured, share, cpu, tm->machine.other_load);
+    /* Off either way: a model that undersells its plan is as untrue as one that oversells it, and its next solve
+     * may pick other knobs on the corrected costs. */
+    if ((measured >= 0.9 * expect * share && measured <= 1.1 * expect && !cpu_off) ||
+        r->res.rounds > opts->max_retraces) {
+      sl_trace_free(tm);
+      return 0;
+    }
+    /* Measured fell short (or beat the model): its costs were off under the new configuration. When the plan has
+     * thread boundaries, the process CPU the run spent beyond the ops' own costs is what its hand-offs cost here
+     * (locks, wake-ups, cache misses, contention): learn that and solve again. When the run spent less than the
+     * model's ops alone, or there are no boundaries, the ops' costs were off: refresh them from the run. */
+    if (hcpu > 0 && cpu > 0 && opts->plan.handoff == 0 && cpu >= mcpu - hcpu) {
+      double excess = cpu - (mcpu - hcpu);
+      r->hscale *= fmin(fmax(excess / hcpu, 0.05), 100.0);
+    } else {
+      sl_trace *tn = NULL;
+      rc = refresh_costs(&tn, r->tc ? r->tc : r->tb, tm);
+      if (rc) {
+        sl_trace_free(tm);
+        return rc;
+      }
+      sl_trace_free(r->tc);
+      r->tc = tn;
+    }
+    sl_trace_free(tm);
+    if ((rc = sl__plan_solve(&r->plan, r->tc ? r->tc : r->tb, &opts->plan, r->hscale))) return rc;
+    r->plan->seq_trace = r->ts != NULL;
+    r->res.rounds++;
+  }
+}
+
+/* Challengers of the model's plan, each measured once: the model prices time-sharing and hand-offs only
+ * approximately, and a few per cent separate these on a busy machine.
+ *  - every tunable op at a worker per core (Plumber's heuristic, what tf.data users write by hand);
+ *  - every tunable parallelism at 1 (worker threads must earn their hand-offs on this machine);
+ *  - the plan without the root prefetch it added, when no consumer is planned for (the measured runs have
+ *    none: a prefetch then only hands each element across threads).
+ * The best of them and the model's plan are then run alternately and the higher median wins (see runoff()). */
+static int opt_challengers(opt_run *r) {
+  const sl_optimize_opts *opts = r->opts;
+  sl_plan *ch[3] = {NULL, NULL, NULL};
+  const sl_trace *tt = r->tc ? r->tc : r->tb;
+  int rc = sl__plan_solve(&ch[0], tt, &opts->plan, r->hscale);
+  if (!rc) {
+    int fr = sl__plan_force_parallelism(ch[0], (int64_t)ceil(ch[0]->C));
+    if (fr < 0) rc = fr;
+    if (fr != 0) sl_plan_free(ch[0]), ch[0] = NULL; /* fr > 0: already at a worker per core */
+  }
+  if (!rc && has_workers(r->best)) rc = sequential_plan(&ch[1], tt, &opts->plan, r->hscale);
+  if (!rc && r->best->add_prefetch && opts->plan.consumer_cores == 0) {
+    sl_plan_opts np = opts->plan;
+    np.no_prefetch = true;
+    rc = sl__plan_solve(&ch[2], tt, &np, r->hscale);
+  }
+  sl_plan *top = NULL;
+  double top_measured = -1, top_cpu = 0, top_load = 0, top_share = 1;
+  for (int k = 0; k < 3 && !rc; k++) {
+    if (!ch[k]) continue;
+    ch[k]->seq_trace = r->ts != NULL;
+    sl_trace *tm = NULL;
+    if ((rc = measure_plan(&tm, ch[k], r->p, opts, &r->t0->machine, r->rep))) break;
+    double measured = sl_trace_throughput(tm), cpu = sl__plan_trace_cpu(tm);
+    if (tm->machine.other_load > r->res.other_load) r->res.other_load = tm->machine.other_load;
+    if (!top || sl__plan_prefer(top_measured, top_cpu, measured, cpu)) {
+      sl_plan_free(top);
+      top = ch[k];
+      ch[k] = NULL;
+      top_measured = measured;
+      top_cpu = cpu;
+      top_load = tm->machine.other_load;
+      top_share = run_share(top, tm);
+    }
+    sl_trace_free(tm);
+    r->res.rounds++;
+  }
+  for (int k = 0; k < 3; k++) sl_plan_free(ch[k]);
+  bool won = false;
+  /* A challenger far behind in its one run is out; one close to or ahead of the plan runs off against it. */
+  if (!rc && top && top_measured >= 0.9 * r->best_measured)
+    rc = runoff(&won, r->best, top, r->p, opts, &r->t0->machine, r->rep);
+  if (!rc && won) {
+    sl_plan_free(r->best);
+    r->best = top;
+    top = NULL;
+    r->best_measured = top_measured;
+    r->best_share = top_share;
+    r->res.measured_cpu = top_cpu;
+    r->res.measure_other_load = top_load;
+  }
+  sl_plan_free(top);
+  return rc;
+}
+
+/* Never slower than what the caller gave. One run each decides little on a shared machine: the plan (r->plan) and
+ * the input are run alternately, SL__PLAN_CHECK_ROUNDS short runs each, and compared by their medians. When the
+ * plan's median is below SL_PLAN_KEEP_RATIO of the input's, the result is the input's own configuration
+ * ("autotune" knobs at the values they resolved to), unless the input holds more than the memory budget. The
+ * caller's --cores/--consumer-cores do not exempt a plan: the runs here have no consumer either. */
+static int opt_final_check(opt_run *r) {
+  const sl_optimize_opts *opts = r->opts;
+  sl_optimize_result *res = &r->res;
+  sl_pipeline *q = NULL;
+  char *js = NULL;
+  double mi = 0, mp = 0, secs = opts->measure_seconds / SL__PLAN_CHECK_ROUNDS, med_cpu[2] = {0, 0};
+  int rc = sl_plan_spec_json(&js, r->plan);
+  if (rc) return rc;
+  rc = sl_pipeline_from_json(&q, js, strlen(js), sl__pipeline_origin(r->p));
+  sl__free(js);
+  if (!rc)
+    rc = alternate(&mi, &mp, r->p, q, SL__PLAN_CHECK_ROUNDS, secs, &r->t0->machine, r->rep, r->least_cpu, med_cpu);
+  sl_pipeline_free(q);
+  if (rc) return rc;
+  res->baseline = mi;
+  res->measured = mp;
+  res->checked = true;
+  /* The CPU per element of the runs the measured throughput comes from. And the input's, against its own trace's:
+   * the same work, so a change there is the machine's speed, not the plan's, and the prediction, made at the
+   * trace's speed, is told apart from it. */
+  if (med_cpu[1] > 0) res->measured_cpu = med_cpu[1];
+  res->input_cpu_traced = sl__plan_trace_cpu(r->t0);
+  res->input_cpu_checked = med_cpu[0];
+  if (mp >= SL_PLAN_KEEP_RATIO * mi) return 0;
+  sl_plan *in = NULL;
+  if ((rc = sl__plan_solve(&in, r->t0, &opts->plan, r->hscale)) || (rc = sl__plan_as_traced(in))) {
+    sl_plan_free(in);
+    return rc;
+  }
+  if (in->mem > in->M) {
+    sl_plan_free(in);
+    return 0;
+  }
+  sl_plan_free(r->plan);
+  r->plan = in;
+  res->measured = mi;
+  res->measured_cpu = med_cpu[0] > 0 ? med_cpu[0] : res->input_cpu_traced;
+  res->measure_other_load = r->t0->machine.other_load;
+  res->kept_input = true;
+  r->least_cpu[1] = r->least_cpu[0]; /* the runs of the input are the runs of this plan */
+  return 0;
+}
+
+/* The final plan's figures. The bound holds for runs that spend at least its CPU per element (throughput <= cores /
+ * CPU per element). A measured run of the final plan that spent less (decode costs that vary with the data, caches
+ * warmer than in the trace, a run past its warm-up) could exceed it: the bound is then taken at the least CPU per
+ * element any run of the final plan spent, and the result says so. */
+static void opt_result(opt_run *r) {
+  sl_optimize_result *res = &r->res;
+  sl_plan *plan = r->plan;
+  res->predicted = sl_plan_predicted(plan);
+  res->bound = sl_plan_bound(plan);
+  res->core_share = plan->core_share;
+  double least = res->measured_cpu;
+  if (r->least_cpu[1] > 0 && (least <= 0 || r->least_cpu[1] < least)) least = r->least_cpu[1];
+  res->model_cpu = sl_plan_cpu_per_element(plan);
+  double at_run = sl__plan_bound_at_run(sl_plan_limit(plan), plan->C, res->bound, res->model_cpu, least);
+  if (at_run > res->bound) {
+    res->bound = at_run;
+    res->bound_from_run = true;
+  }
+  if (res->measured > 0 && res->measure_other_load >= 0)
+    res->predicted_free = sl_plan_predict_on(plan, fmax(plan->C - res->measure_other_load, 0.05));
+}
+
 int sl_optimize(sl_plan **out, sl_pipeline *p, const sl_optimize_opts *opts) {
   *out = NULL;
   sl_optimize_opts o = SL_OPTIMIZE_OPTS_INIT;
@@ -385,273 +652,44 @@ int sl_optimize(sl_plan **out, sl_pipeline *p, const sl_optimize_opts *opts) {
   if (!(o.trace_seconds > 0)) o.trace_seconds = 2.0;
   if (o.max_retraces == 0) o.max_retraces = 2;
   else if (o.max_retraces < 0) o.max_retraces = 0;
-  opts = &o;
+  opt_run r = {.opts = &o, .p = p, .best_measured = -1, .best_share = 1, .hscale = 1};
   /* Fusion first (plan_fuse.c): everything below traces and plans the fused pipeline. A given trace is of the
    * unfused one, so then nothing is fused. */
-  sl_pipeline *fused = NULL, *unfused = p;
-  if (!opts->trace && (rc = sl__plan_fuse(&fused, p))) return rc;
-  if (fused) p = fused;
-  sl_optimize_result res = {0};
-  double least_cpu[2] = {0, 0}; /* the least process CPU per element of the final check's runs: input, plan */
-  sl_trace *t0 = NULL, *ts = NULL, *tc = NULL;
-  sl_plan *plan = NULL, *best = NULL;
-  double best_measured = -1, best_share = 1, hscale = 1;
-  bool rep = false; /* the input is finite and short: traces and measurements run it under a root repeat */
-  if (opts->trace) {
-    /* Start from the caller's trace: a copy, checked against the pipeline. */
-    char *js = NULL;
-    if ((rc = sl_trace_check_spec(opts->trace, p)) || (rc = sl_trace_to_json(&js, opts->trace))) goto done;
-    rc = sl_trace_from_json(&t0, js, strlen(js), opts->trace->origin);
-    sl__free(js);
-  } else {
-    rc = trace_of(&t0, p, opts->trace_seconds, trace_warmup(opts->trace_seconds), opts->machine, false, 0);
-  }
-  if (rc) goto done;
-  if ((rc = long_enough(&t0, &rep, p, opts))) goto done;
-  /* Fusion must pay on this data: the unfused input is traced as long, and the fused one kept only when it spent
-   * no more process CPU per element (a fused op that cannot decode at a smaller DCT scale decodes and resizes as
-   * the two ops did, and may cost more: on the suite's ssd, 1.80 against 1.62 ms per image). */
-  if (fused) {
-    sl_trace *tu = NULL;
-    if ((rc = trace_of(&tu, unfused, t0->seconds, trace_warmup(opts->trace_seconds), &t0->machine, rep, 0))) goto done;
-    res.fused_cpu = sl__plan_trace_cpu(t0);
-    res.unfused_cpu = sl__plan_trace_cpu(tu);
-    if (tu->elements >= SL_PLAN_MIN_ELEMENTS && res.unfused_cpu > 0 && res.unfused_cpu < res.fused_cpu) {
-      sl_trace_free(t0);
-      t0 = tu;
-      p = unfused;
-      sl_pipeline_free(fused);
-      fused = NULL;
-    } else {
-      sl_trace_free(tu);
-      res.fused = true;
-    }
-  }
+  if (!o.trace && (rc = sl__plan_fuse(&r.fused, p))) return rc;
+  if (r.fused) r.p = r.fused;
+  if ((rc = opt_trace_input(&r, p))) goto done;
   /* Measured runs need as many elements as a trace: a slow pipeline is measured for longer. */
-  if (o.measure_seconds > 0 && sl_trace_throughput(t0) > 0)
-    o.measure_seconds = fmax(o.measure_seconds, fmin(1.5 * SL_PLAN_MIN_ELEMENTS / sl_trace_throughput(t0), SL__PLAN_MAX_TRACE));
-  res.trace_elements = t0->elements;
-  res.repeated_input = rep;
-  res.baseline = sl_trace_throughput(t0);
-  res.other_load = t0->machine.other_load;
-  {
-    /* The model's costs come from the sequential variant when the input has thread boundaries to remove. */
-    sl_pipeline *q = NULL;
-    if ((rc = seq_variant(&q, t0, p, &opts->plan))) goto done;
-    if (q) {
-      rc = trace_of(&ts, q, t0->seconds, trace_warmup(t0->seconds), &t0->machine, rep, 0);
-      if (!rc && ts->elements < SL_PLAN_MIN_ELEMENTS) { /* the sequential variant is slower: trace it longer */
-        sl_trace_free(ts);
-        ts = NULL;
-        rc = trace_of(&ts, q, SL__PLAN_MAX_TRACE, trace_warmup(t0->seconds), &t0->machine, rep,
-                      (int64_t)(1.5 * SL_PLAN_MIN_ELEMENTS));
-      }
-      sl_pipeline_free(q);
-      if (rc) goto done;
-      keep_autotune_marks(ts, t0);
-    }
+  if (o.measure_seconds > 0 && sl_trace_throughput(r.t0) > 0)
+    o.measure_seconds = fmax(o.measure_seconds, fmin(1.5 * SL_PLAN_MIN_ELEMENTS / sl_trace_throughput(r.t0),
+                                                     SL__PLAN_MAX_TRACE));
+  r.res.trace_elements = r.t0->elements;
+  r.res.repeated_input = r.rep;
+  r.res.baseline = sl_trace_throughput(r.t0);
+  r.res.other_load = r.t0->machine.other_load;
+  if ((rc = opt_seq_costs(&r))) goto done;
+  r.tb = r.ts ? r.ts : r.t0;
+  if ((rc = sl__plan_solve(&r.plan, r.tb, &o.plan, r.hscale))) goto done;
+  r.plan->seq_trace = r.ts != NULL;
+  r.res.rounds = 1;
+  if (o.measure_seconds > 0) {
+    if ((rc = opt_measure_rounds(&r)) || (rc = opt_challengers(&r))) goto done;
+    r.plan = r.best;
+    r.best = NULL;
+    r.res.measured = r.best_measured;
+    sl__plan_set_core_share(r.plan, r.best_share);
+    if ((rc = opt_final_check(&r))) goto done;
   }
-  const sl_trace *tb = ts ? ts : t0; /* the trace the model is built on */
-  if ((rc = sl__plan_solve(&plan, tb, &opts->plan, hscale))) goto done;
-  plan->seq_trace = ts != NULL;
-  res.rounds = 1;
-  if (opts->measure_seconds > 0) {
-    for (;;) {
-      sl_trace *tm = NULL;
-      if ((rc = measure_plan(&tm, plan, p, opts, &t0->machine, rep))) goto done;
-      double measured = sl_trace_throughput(tm);
-      if (tm->machine.other_load > res.other_load) res.other_load = tm->machine.other_load;
-      double hcpu = sl__plan_handoff_cpu(plan), mcpu = sl_plan_cpu_per_element(plan);
-      double cpu = sl__plan_trace_cpu(tm);
-      /* What this plan should have reached on the cores other processes left it: a shortfall that their load
-       * explains is no reason to doubt the model. */
-      double other = tm->machine.other_load;
-      double expect = expect_on(plan, other);
-      /* The hand-offs cost more CPU than the model charged: its choice between thread boundaries and none may be
-       * wrong even when the throughput looked right (a noisy run can flatter a plan; CPU per element is steadier). */
-      bool cpu_off = hcpu > 0 && (cpu > 1.1 * mcpu || cpu < 0.9 * mcpu) && opts->plan.handoff == 0;
-      double share = run_share(plan, tm);
-      /* A later plan is solved on better-calibrated costs: it is kept unless an earlier one measured clearly
-       * faster (runs on a shared machine differ by several per cent). */
-      if (!best || measured > 0.9 * best_measured) {
-        sl_plan_free(best);
-        best = plan;
-        best_measured = measured;
-        best_share = share;
-        res.measured_cpu = cpu;
-        res.measure_other_load = tm->machine.other_load;
-      } else {
-        sl_plan_free(plan);
-      }
-      plan = NULL;
-      /* Off either way: a model that undersells its plan (ssd: predicted 0.84x of the measured) is as untrue as
-       * one that oversells it, and its next solve may pick other knobs on the corrected costs. */
-      if ((measured >= 0.9 * expect * share && measured <= 1.1 * expect && !cpu_off) || res.rounds > opts->max_retraces) {
-        sl_trace_free(tm);
-        break;
-      }
-      /* Measured fell short (or beat the model): its costs were off under the new configuration. When the plan has thread
-       * boundaries, the process CPU the run spent beyond the ops' own costs is what its hand-offs cost here
-       * (locks, wake-ups, cache misses, contention): learn that and solve again. Without boundaries, refresh the
-       * ops' costs from the run. */
-      /* The run spent less than the model's ops alone (imagenet-cacheable: 14.7 ms per batch against 19.7 in the
-       * sequential variant's trace): the ops' costs, not the hand-offs, were off; refresh them from the run. */
-      if (hcpu > 0 && cpu > 0 && opts->plan.handoff == 0 && cpu >= mcpu - hcpu) {
-        double excess = cpu - (mcpu - hcpu);
-        hscale *= fmin(fmax(excess / hcpu, 0.05), 100.0);
-      } else {
-        sl_trace *tn = NULL;
-        rc = refresh_costs(&tn, tc ? tc : tb, tm);
-        if (rc) {
-          sl_trace_free(tm);
-          goto done;
-        }
-        sl_trace_free(tc);
-        tc = tn;
-      }
-      sl_trace_free(tm);
-      if ((rc = sl__plan_solve(&plan, tc ? tc : tb, &opts->plan, hscale))) goto done;
-      plan->seq_trace = ts != NULL;
-      res.rounds++;
-    }
-    /* Challengers of the model's plan, each measured once: the model prices time-sharing and hand-offs only
-     * approximately, and a few per cent separate these on a busy machine.
-     *  - every tunable op at a worker per core (Plumber's heuristic, what tf.data users write by hand);
-     *  - every tunable parallelism at 1 (worker threads must earn their hand-offs on this machine);
-     *  - the plan without the root prefetch it added, when no consumer is planned for (the measured runs have
-     *    none: a prefetch then only hands each element across threads; on tabular it cost 5%).
-     * The best of them and the model's plan are then run alternately and the higher median wins (see runoff()). */
-    {
-      sl_plan *ch[3] = {NULL, NULL, NULL};
-      const sl_trace *tt = tc ? tc : tb;
-      rc = sl__plan_solve(&ch[0], tt, &opts->plan, hscale);
-      if (!rc) {
-        int fr = sl__plan_force_parallelism(ch[0], (int64_t)ceil(ch[0]->C));
-        if (fr < 0) rc = fr;
-        if (fr != 0) sl_plan_free(ch[0]), ch[0] = NULL; /* fr > 0: already at a worker per core */
-      }
-      if (!rc && has_workers(best)) rc = sequential_plan(&ch[1], tt, &opts->plan, hscale);
-      if (!rc && best->add_prefetch && opts->plan.consumer_cores == 0) {
-        sl_plan_opts np = opts->plan;
-        np.no_prefetch = true;
-        rc = sl__plan_solve(&ch[2], tt, &np, hscale);
-      }
-      sl_plan *top = NULL;
-      double top_measured = -1, top_cpu = 0, top_load = 0, top_share = 1;
-      for (int k = 0; k < 3 && !rc; k++) {
-        if (!ch[k]) continue;
-        ch[k]->seq_trace = ts != NULL;
-        sl_trace *tm = NULL;
-        if ((rc = measure_plan(&tm, ch[k], p, opts, &t0->machine, rep))) break;
-        double measured = sl_trace_throughput(tm), cpu = sl__plan_trace_cpu(tm);
-        if (tm->machine.other_load > res.other_load) res.other_load = tm->machine.other_load;
-        if (!top || sl__plan_prefer(top_measured, top_cpu, measured, cpu)) {
-          sl_plan_free(top);
-          top = ch[k];
-          ch[k] = NULL;
-          top_measured = measured;
-          top_cpu = cpu;
-          top_load = tm->machine.other_load;
-          top_share = run_share(top, tm);
-        }
-        sl_trace_free(tm);
-        res.rounds++;
-      }
-      for (int k = 0; k < 3; k++) sl_plan_free(ch[k]);
-      bool won = false;
-      /* A challenger far behind in its one run is out; one close to or ahead of the plan runs off against it. */
-      if (!rc && top && top_measured >= 0.9 * best_measured)
-        rc = runoff(&won, best, top, p, opts, &t0->machine, rep);
-      if (!rc && won) {
-        sl_plan_free(best);
-        best = top;
-        top = NULL;
-        best_measured = top_measured;
-        best_share = top_share;
-        res.measured_cpu = top_cpu;
-        res.measure_other_load = top_load;
-      }
-      sl_plan_free(top);
-      if (rc) goto done;
-    }
-    plan = best;
-    best = NULL;
-    res.measured = best_measured;
-    sl__plan_set_core_share(plan, best_share);
-    /* Never slower than what the caller gave. One run each decides little on a shared machine: the plan and the
-     * input are run alternately, SL__PLAN_CHECK_ROUNDS short runs each, and compared by their medians. When the
-     * plan's median is below SL_PLAN_KEEP_RATIO of the input's, the result is the input's own configuration
-     * ("autotune" knobs at the values they resolved to), unless the input holds more than the memory budget. The
-     * caller's --cores/--consumer-cores do not exempt a plan: the runs here have no consumer either, and a plan
-     * slower than its input on them (on 2 cores with --consumer-cores 1, a plan without the input's prefetch
-     * measured 0.62-0.77x) is no plan to hand back. */
-    {
-      sl_pipeline *q = NULL;
-      char *js = NULL;
-      double mi = 0, mp = 0, secs = opts->measure_seconds / SL__PLAN_CHECK_ROUNDS, med_cpu[2] = {0, 0};
-      if ((rc = sl_plan_spec_json(&js, plan))) goto done;
-      rc = sl_pipeline_from_json(&q, js, strlen(js), sl__pipeline_origin(p));
-      sl__free(js);
-      if (!rc) rc = alternate(&mi, &mp, p, q, SL__PLAN_CHECK_ROUNDS, secs, &t0->machine, rep, least_cpu, med_cpu);
-      sl_pipeline_free(q);
-      if (rc) goto done;
-      res.baseline = mi;
-      res.measured = mp;
-      res.checked = true;
-      /* The CPU per element of the runs the measured throughput comes from. And the input's, against its own trace's:
-       * the same work, so a change there is the machine's speed, not the plan's (this VM's runs of one spec moved
-       * 10-15% within minutes), and the prediction, made at the trace's speed, is told apart from it. */
-      if (med_cpu[1] > 0) res.measured_cpu = med_cpu[1];
-      res.input_cpu_traced = sl__plan_trace_cpu(t0);
-      res.input_cpu_checked = med_cpu[0];
-      if (mp < SL_PLAN_KEEP_RATIO * mi) {
-        sl_plan *in = NULL;
-        if ((rc = sl__plan_solve(&in, t0, &opts->plan, hscale)) || (rc = sl__plan_as_traced(in))) {
-          sl_plan_free(in);
-          goto done;
-        }
-        if (in->mem <= in->M) {
-          sl_plan_free(plan);
-          plan = in;
-          res.measured = mi;
-          res.measured_cpu = med_cpu[0] > 0 ? med_cpu[0] : res.input_cpu_traced;
-          res.measure_other_load = t0->machine.other_load;
-          res.kept_input = true;
-          least_cpu[1] = least_cpu[0]; /* the runs of the input are the runs of this plan */
-        } else {
-          sl_plan_free(in);
-        }
-      }
-    }
-  }
-  res.predicted = sl_plan_predicted(plan);
-  res.bound = sl_plan_bound(plan);
-  res.core_share = plan->core_share;
-  /* The bound holds for runs that spend at least its CPU per element (throughput <= cores / CPU per element). A
-   * measured run of the final plan that spent less (decode costs that vary with the data, caches warmer than in
-   * the trace, a run past its warm-up) could exceed it: the bound is then taken at the least CPU per element any
-   * run of the final plan spent, and the result says so. (The median run's figure was not enough: the bench's
-   * longer runs of imagenet's plan spent 10% less CPU per image than optimize's, and measured 1.10x that bound.) */
-  double least = res.measured_cpu;
-  if (least_cpu[1] > 0 && (least <= 0 || least_cpu[1] < least)) least = least_cpu[1];
-  res.model_cpu = sl_plan_cpu_per_element(plan);
-  double at_run = sl__plan_bound_at_run(sl_plan_limit(plan), plan->C, res.bound, res.model_cpu, least);
-  if (at_run > res.bound) {
-    res.bound = at_run;
-    res.bound_from_run = true;
-  }
-  if (res.measured > 0 && res.measure_other_load >= 0)
-    res.predicted_free = sl_plan_predict_on(plan, fmax(plan->C - res.measure_other_load, 0.05));
-  *out = plan;
-  plan = NULL;
+  opt_result(&r);
+  *out = r.plan;
+  r.plan = NULL;
 done:
-  if (opts->result) *opts->result = res;
-  sl_plan_free(plan);
-  sl_plan_free(best);
-  sl_trace_free(t0);
-  sl_trace_free(ts);
-  sl_trace_free(tc);
-  sl_pipeline_free(fused);
+  if (o.result) *o.result = r.res;
+  sl_plan_free(r.plan);
+  sl_plan_free(r.best);
+  sl_trace_free(r.t0);
+  sl_trace_free(r.ts);
+  sl_trace_free(r.tc);
+  sl_pipeline_free(r.fused);
   return rc;
 }
 
