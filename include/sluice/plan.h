@@ -59,7 +59,8 @@ SL_EXTERN void sl_plan_free(sl_plan *pl);
 SL_EXTERN double sl_plan_bound(const sl_plan *pl);
 SL_EXTERN double sl_plan_predicted(const sl_plan *pl);
 /* The model's throughput for the chosen plan if only `cores` cores were free (e.g. the machine's cores minus what
- * other processes use): the same integer knobs, evaluated on fewer cores. */
+ * other processes use): the same integer knobs, evaluated on fewer cores. NaN when it could not be evaluated (out
+ * of memory: sl_error_last() says so), never a made-up 0. */
 SL_EXTERN double sl_plan_predict_on(const sl_plan *pl, double cores);
 /* CPU seconds the plan's model spends per output element (all ops, hand-offs included): with the process CPU per
  * element of a measured run, a check of the model that does not depend on what else the machine runs. */

@@ -158,7 +158,7 @@ static inline bool sl__plan_only_autotune(const sl_plan_opts *o) { return o->kno
 int sl__plan_solve(sl_plan **out, const sl_trace *t, const sl_plan_opts *opts, double hscale);
 /* Counts a CPU-bound prediction on `share` (in (0, 1]) of the cores and re-evaluates P->predicted; the LP bound
  * keeps every core. */
-void sl__plan_set_core_share(sl_plan *P, double share);
+int sl__plan_set_core_share(sl_plan *P, double share);
 /* Sets every tunable parallelism (outside a cache) to `par`, then re-sizes buffers and re-evaluates the
  * prediction. 1 when nothing changed, 0 when done, < 0 on error. */
 int sl__plan_force_parallelism(sl_plan *P, int64_t par);

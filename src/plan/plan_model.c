@@ -404,15 +404,16 @@ void sl__plan_units_build(const sl_plan *P, const int64_t *par, int cache_at, do
   assign(P, par, cache_at, P->root, top, 1, h, U);
 }
 
-void sl__plan_set_core_share(sl_plan *P, double share) {
+int sl__plan_set_core_share(sl_plan *P, double share) {
   P->core_share = share > 0 && share <= 1 ? share : 1;
   P->predicted = sl__plan_eval(P, P->par, P->cache_at, P->C);
+  return P->predicted < 0 ? SL_ENOMEM : 0;
 }
 
 double sl_plan_predict_on(const sl_plan *P, double cores) {
   if (!(cores > 0)) return 0;
   double x = sl__plan_eval(P, P->par, P->cache_at, cores);
-  return x > 0 ? x : 0;
+  return x < 0 ? NAN : x; /* out of memory: sl__plan_eval said so (sl_error_last) */
 }
 
 double sl_plan_cpu_per_element(const sl_plan *P) {
@@ -439,7 +440,10 @@ double sl__plan_handoff_cpu(const sl_plan *P) { return sl__plan_handoff_cpu_for(
 
 double sl__plan_eval(const sl_plan *P, const int64_t *par, int cache_at, double cores) {
   sl__pm_units U;
-  if (sl__plan_units_new(&U, P->nops)) return -1;
+  if (sl__plan_units_new(&U, P->nops)) {
+    sl__oom("the model's units");
+    return -1;
+  }
   sl__plan_units_build(P, par, cache_at, 1, &U);
   /* All cores busy, less the share a measured run left idle (core_share; the LP bound keeps them all). */
   double X = U.total > 0 ? cores * P->core_share / U.total : SL__PLAN_X_MAX;

@@ -186,7 +186,7 @@ static double free_cores(const sl_plan *P, double other) {
   return other >= 0.25 ? fmax(P->C - other, 0.05) : P->C;
 }
 
-/* What plan P should reach on the cores `other` processes left it. */
+/* What plan P should reach on the cores `other` processes left it (NaN: out of memory, sl_error_last says). */
 static double expect_on(const sl_plan *P, double other) {
   return other >= 0.25 ? sl_plan_predict_on(P, free_cores(P, other)) : sl_plan_predicted(P);
 }
@@ -472,6 +472,10 @@ static int opt_measure_rounds(opt_run *r) {
     /* What this plan should have reached on the cores other processes left it: a shortfall that their load
      * explains is no reason to doubt the model. */
     double expect = expect_on(r->plan, tm->machine.other_load);
+    if (isnan(expect)) {
+      sl_trace_free(tm);
+      return SL_ENOMEM;
+    }
     /* The hand-offs cost more CPU than the model charged: its choice between thread boundaries and none may be
      * wrong even when the throughput looked right (a noisy run can flatter a plan; CPU per element is steadier). */
     bool cpu_off = hcpu > 0 && (cpu > 1.1 * mcpu || cpu < 0.9 * mcpu) && opts->plan.handoff == 0;
@@ -622,7 +626,7 @@ static int opt_final_check(opt_run *r) {
  * CPU per element). A measured run of the final plan that spent less (decode costs that vary with the data, caches
  * warmer than in the trace, a run past its warm-up) could exceed it: the bound is then taken at the least CPU per
  * element any run of the final plan spent, and the result says so. */
-static void opt_result(opt_run *r) {
+static int opt_result(opt_run *r) {
   sl_optimize_result *res = &r->res;
   sl_plan *plan = r->plan;
   res->predicted = sl_plan_predicted(plan);
@@ -638,6 +642,7 @@ static void opt_result(opt_run *r) {
   }
   if (res->measured > 0 && res->measure_other_load >= 0)
     res->predicted_free = sl_plan_predict_on(plan, fmax(plan->C - res->measure_other_load, 0.05));
+  return isnan(res->predicted_free) ? SL_ENOMEM : 0;
 }
 
 int sl_optimize(sl_plan **out, sl_pipeline *p, const sl_optimize_opts *opts) {
@@ -676,10 +681,9 @@ int sl_optimize(sl_plan **out, sl_pipeline *p, const sl_optimize_opts *opts) {
     r.plan = r.best;
     r.best = NULL;
     r.res.measured = r.best_measured;
-    sl__plan_set_core_share(r.plan, r.best_share);
-    if ((rc = opt_final_check(&r))) goto done;
+    if ((rc = sl__plan_set_core_share(r.plan, r.best_share)) || (rc = opt_final_check(&r))) goto done;
   }
-  opt_result(&r);
+  if ((rc = opt_result(&r))) goto done;
   *out = r.plan;
   r.plan = NULL;
 done:

@@ -237,7 +237,7 @@ static bool seq_solve(sl_tuner *a, sl_trace *t, double measured) {
     if (sl__plan_solve(&P, t, &po, hscale)) goto out;
   }
   double before = sl__plan_eval(P, was, -1, P->C);
-  if (!(P->predicted > (1 + SL__TUNE_MIN_GAIN) * before)) goto out;
+  if (before < 0 || !(P->predicted > (1 + SL__TUNE_MIN_GAIN) * before)) goto out; /* < 0: out of memory */
   for (int i = 0; i < a->nops; i++) {
     sl__op *op = sl__pipeline_op(a->p, i);
     /* a revert goes back to the winner's knobs */
@@ -455,6 +455,7 @@ static void tune_window(sl_tuner *a, const sl_op_stats *now, const sl_op_stats *
   for (int i = 0; i < a->nops; i++) cur[i] = P->ops[i].par0;
   double now_x = sl__plan_eval(P, cur, -1, P->C);
   sl__free(cur);
+  if (now_x < 0) goto out; /* out of memory: no change */
   double measured = sl_trace_throughput(t);
   /* Nor when the plan's prediction does not beat what the window measured: the model's costs from one window of a
    * running pipeline (sampled, under time-sharing) can be low or high, and a change it cannot justify against the
