@@ -67,44 +67,27 @@ int cmd_optimize(int argc, char **argv) {
   oo.plan.knobs = SL_PLAN_KNOBS_ALL;
   oo.measure_seconds = 3;
   oo.result = &res;
-  for (int i = 1; i < argc; i++) /* the offload planner: its own options (cmd_optimize_dist.c) */
-    if (!strcmp(argv[i], "--workers")) return cmd_optimize_workers(argc, argv);
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    int r;
-    if (cli_is_help(a)) {
-      optimize_help(stdout);
-      return CLI_OK;
-    } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
-      if (i + 1 >= argc) return cli_usage("optimize", "%s needs a file name", a);
-      out = argv[++i];
-    } else if (!strcmp(a, "--trace")) {
-      if (i + 1 >= argc) return cli_usage("optimize", "--trace needs a file name");
-      trace_path = argv[++i];
-    } else if (!strcmp(a, "--seconds")) {
-      if (!cli_parse_f64("optimize", a, i + 1 < argc ? argv[++i] : NULL, &oo.trace_seconds)) return CLI_USAGE;
-      if (!(oo.trace_seconds > 0))
-        return cli_usage("optimize", "--seconds must be a positive number of seconds, not %s", argv[i]);
-    } else if (!strcmp(a, "--measure")) {
-      if (!cli_parse_f64("optimize", a, i + 1 < argc ? argv[++i] : NULL, &oo.measure_seconds)) return CLI_USAGE;
-      if (!(oo.measure_seconds >= 0)) return cli_usage("optimize", "--measure must not be negative (got %s)", argv[i]);
-    } else if (!strcmp(a, "--record")) {
-      if (i + 1 >= argc) return cli_usage("optimize", "--record needs a store (a path, sqlite:PATH or postgresql://...)");
-      record = argv[++i];
-    } else if (!strcmp(a, "--json")) {
-      json = true;
-    } else if (!strcmp(a, "--report")) {
-      report = true;
-    } else if ((r = cli_plan_option("optimize", argc, argv, &i, &oo.plan)) != 0) {
-      if (r < 0) return CLI_USAGE;
-    } else if (a[0] == '-') {
-      return cli_usage("optimize", "unknown option '%s'", a);
-    } else if (!spec) {
-      spec = a;
-    } else {
-      return cli_usage("optimize", "more than one spec given ('%s', '%s')", spec, a);
-    }
-  }
+  if (cli_has_option(argc, argv, "--workers")) return cmd_optimize_workers(argc, argv); /* cmd_optimize_dist.c */
+  cli_plan_args pa;
+  cli_opt plan[CLI_PLAN_NOPTS];
+  cli_plan_table(plan, &pa, &oo.plan);
+  const cli_opt opts[] = {
+      {.name = "-o", .alias = "--output", .type = CLI_STR, .dst = &out, .needs = "a file name"},
+      {.name = "--trace", .type = CLI_STR, .dst = &trace_path, .needs = "a file name"},
+      {.name = "--seconds", .type = CLI_NUM, .dst = &oo.trace_seconds, .lo = 0, .lo_open = true, .hi = HUGE_VAL,
+       .must = "a positive number of seconds"},
+      {.name = "--measure", .type = CLI_NUM, .dst = &oo.measure_seconds, .lo = 0, .hi = HUGE_VAL,
+       .must = "0 or more seconds"},
+      {.name = "--record", .type = CLI_STR, .dst = &record, .needs = "a store (a path, sqlite:PATH or postgresql://...)"},
+      {.name = "--json", .type = CLI_FLAG, .dst = &json},
+      {.name = "--report", .type = CLI_FLAG, .dst = &report},
+      {.name = NULL},
+  };
+  const cli_args args = {.cmd = "optimize", .opts = opts, .more = plan, .help = optimize_help, .pos = &spec,
+                         .npos = 1, .noun = "spec"};
+  int parsed = cli_parse(&args, argc, argv);
+  if (parsed) return parsed < 0 ? CLI_OK : parsed;
+  cli_plan_apply(&pa);
   if (!spec) return cli_usage("optimize", "a SPEC file is required");
   record = cli_record_target(record);
   double t_start = cli_now();

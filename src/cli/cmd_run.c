@@ -1,4 +1,5 @@
 /* cli/cmd_run.c: `sluice run` (run a spec, report throughput) and `sluice validate` (build it without running). */
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,50 +79,29 @@ int cmd_run(int argc, char **argv) {
   const char *record = NULL;
   bool json = false, quiet = false, autotune = false, digest = false, record_optional = false, stune = false;
   int64_t workers = 0;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (cli_is_help(a)) {
-      run_help(stdout);
-      return CLI_OK;
-    } else if (!strcmp(a, "--take")) {
-      if (!cli_parse_i64("run", a, i + 1 < argc ? argv[++i] : NULL, &take)) return CLI_USAGE;
-      if (take <= 0) return cli_usage("run", "--take must be a positive number of elements, not %s", argv[i]);
-    } else if (!strcmp(a, "--seconds")) {
-      if (!cli_parse_f64("run", a, i + 1 < argc ? argv[++i] : NULL, &seconds)) return CLI_USAGE;
-      if (!(seconds > 0)) return cli_usage("run", "--seconds must be a positive number of seconds, not %s", argv[i]);
-    } else if (!strcmp(a, "--warmup-caches")) {
-      warm_caches = true;
-    } else if (!strcmp(a, "--warmup")) {
-      if (!cli_parse_f64("run", a, i + 1 < argc ? argv[++i] : NULL, &warmup)) return CLI_USAGE;
-      if (!(warmup >= 0)) return cli_usage("run", "--warmup must not be negative (got %s)", argv[i]);
-    } else if (!strcmp(a, "--record")) {
-      if (i + 1 >= argc) return cli_usage("run", "--record needs a store (a path, sqlite:PATH or postgresql://...)");
-      record = argv[++i];
-    } else if (!strcmp(a, "--record-optional")) {
-      record_optional = true;
-    } else if (!strcmp(a, "--tuner")) {
-      if (i + 1 >= argc) return cli_usage("run", "--tuner needs a name (sluice, autotune or none)");
-      const char *t = argv[++i];
-      if (!strcmp(t, "autotune")) autotune = true;
-      else if (!strcmp(t, "sluice")) stune = true;
-      else if (strcmp(t, "none")) return cli_usage("run", "--tuner: unknown tuner '%s' (known: sluice, autotune, none)", t);
-    } else if (!strcmp(a, "--json")) {
-      json = true;
-    } else if (!strcmp(a, "--digest")) {
-      digest = true;
-    } else if (!strcmp(a, "--workers")) {
-      if (!cli_parse_i64("run", a, i + 1 < argc ? argv[++i] : NULL, &workers)) return CLI_USAGE;
-      if (workers < 0 || workers > 1 << 20) return cli_usage("run", "--workers must be 0 or more ranks, not %s", argv[i]);
-    } else if (!strcmp(a, "--quiet")) {
-      quiet = true;
-    } else if (a[0] == '-') {
-      return cli_usage("run", "unknown option '%s'", a);
-    } else if (!spec) {
-      spec = a;
-    } else {
-      return cli_usage("run", "more than one spec given ('%s', '%s')", spec, a);
-    }
-  }
+  const char *tuner_name = "none";
+  const cli_opt opts[] = {
+      {.name = "--take", .type = CLI_INT, .dst = &take, .lo = 1, .hi = INT64_MAX, .must = "a positive number of elements"},
+      {.name = "--seconds", .type = CLI_NUM, .dst = &seconds, .lo = 0, .lo_open = true, .hi = HUGE_VAL,
+       .must = "a positive number of seconds"},
+      {.name = "--warmup", .type = CLI_NUM, .dst = &warmup, .lo = 0, .hi = HUGE_VAL, .must = "0 or more seconds"},
+      {.name = "--warmup-caches", .type = CLI_FLAG, .dst = &warm_caches},
+      {.name = "--record", .type = CLI_STR, .dst = &record, .needs = "a store (a path, sqlite:PATH or postgresql://...)"},
+      {.name = "--record-optional", .type = CLI_FLAG, .dst = &record_optional},
+      {.name = "--tuner", .type = CLI_STR, .dst = &tuner_name, .needs = "a name (sluice, autotune or none)"},
+      {.name = "--json", .type = CLI_FLAG, .dst = &json},
+      {.name = "--digest", .type = CLI_FLAG, .dst = &digest},
+      {.name = "--workers", .type = CLI_INT, .dst = &workers, .lo = 0, .hi = 1 << 20, .must = "0 or more ranks (at most 2^20)"},
+      {.name = "--quiet", .type = CLI_FLAG, .dst = &quiet},
+      {.name = NULL},
+  };
+  const cli_args args = {.cmd = "run", .opts = opts, .help = run_help, .pos = &spec, .npos = 1, .noun = "spec"};
+  int parsed = cli_parse(&args, argc, argv);
+  if (parsed) return parsed < 0 ? CLI_OK : parsed;
+  if (!strcmp(tuner_name, "autotune")) autotune = true;
+  else if (!strcmp(tuner_name, "sluice")) stune = true;
+  else if (strcmp(tuner_name, "none"))
+    return cli_usage("run", "--tuner: unknown tuner '%s' (known: sluice, autotune, none)", tuner_name);
   if (!spec) return cli_usage("run", "a SPEC file is required");
   record = cli_record_target(record);
   sl_pipeline *p = NULL;
@@ -319,23 +299,14 @@ static void validate_help(FILE *f) {
 int cmd_validate(int argc, char **argv) {
   const char *spec = NULL;
   bool print = false, print_spec = false;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (cli_is_help(a)) {
-      validate_help(stdout);
-      return CLI_OK;
-    } else if (!strcmp(a, "--print")) {
-      print = true;
-    } else if (!strcmp(a, "--print-spec")) {
-      print_spec = true;
-    } else if (a[0] == '-') {
-      return cli_usage("validate", "unknown option '%s'", a);
-    } else if (!spec) {
-      spec = a;
-    } else {
-      return cli_usage("validate", "more than one spec given ('%s', '%s')", spec, a);
-    }
-  }
+  const cli_opt opts[] = {
+      {.name = "--print", .type = CLI_FLAG, .dst = &print},
+      {.name = "--print-spec", .type = CLI_FLAG, .dst = &print_spec},
+      {.name = NULL},
+  };
+  const cli_args args = {.cmd = "validate", .opts = opts, .help = validate_help, .pos = &spec, .npos = 1, .noun = "spec"};
+  int parsed = cli_parse(&args, argc, argv);
+  if (parsed) return parsed < 0 ? CLI_OK : parsed;
   if (!spec) return cli_usage("validate", "a SPEC file is required");
   sl_pipeline *p = NULL;
   char msg[1024];
