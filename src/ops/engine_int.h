@@ -154,7 +154,7 @@ typedef struct sl__sampler {
 /* Own time. A timed region (a sampled next, a worker's timed chunk) times every op call nested in it on the same
  * thread and subtracts their inclusive time from its own, in the same region: an op's own time is measured, not
  * the difference of its inclusive time and its input's, each sampled apart (on a chain of ops run on one thread
- * that difference was noisier than a light op's whole cost: 0 to 5x of a 10 us stage beside a 200 us one). */
+ * that difference was noisier than a light op's whole cost; docs/trace-format.md has the figures). */
 typedef struct sl__nest {
   uint64_t cpu, wall; /* inclusive time of the timed calls nested in the region (their clock reads included) */
   uint64_t wall_nc;   /* the part of `wall` whose CPU was not read (calls timed on the wall clock alone) */
@@ -166,8 +166,8 @@ typedef struct sl__nest {
  * also marks the iterators it calls (sl__it.nest_force) so that their calls are timed whether or not their own
  * samplers tick (a mark on the iterator, not a thread-local flag: the untimed path reads no thread-local).
  * wall_only: the calls timed for this region alone read the wall clock only (a consumer's sampled call: the thread
- * CPU clock is a system call, about 1.5-3 us here with its after-effects, and a sampled batch of 2048 would make
- * 4096 of them; their CPU is estimated, sl__nest_close_wall). A worker's region reads both (it spans waiting). */
+ * CPU clock is a system call with after-effects, and a sampled batch would make two per element; their CPU is
+ * estimated, sl__nest_close_wall; docs/trace-format.md has the figures). A worker's region reads both (it spans waiting). */
 void sl__nest_open(sl__nest *saved, bool wall_only);
 /* True when the innermost open region on this thread times its nested calls on the wall clock alone. */
 bool sl__nest_wall_only(void);
@@ -254,8 +254,8 @@ void sl__stats_sample(sl__op *op, sl__sampler *smp, uint64_t cpu_ns, uint64_t wa
 /* Whether this sampled call reads the thread CPU clock too. A call of a cheap op (a mean under SL__CPU_ALWAYS_NS)
  * does so one time in SL__CPU_EVERY (and until its op has one such sample): the others read the wall clock alone
  * and are charged their own wall time times the op's CPU/wall ratio over the ones that read both. The system call
- * is not just a cost: the call timed after it runs slower (on this VM's kernel every system call flushes the TLB),
- * about 0.3 us on a CSV op of 0.4-1.5 us, and a sample stands for `stride` calls. The wall-clock-only samples do not
+ * is not just a cost: the call timed after it runs slower (a kernel that flushes the TLB on every system call), by
+ * a large part of a cheap op's cost (docs/trace-format.md), and a sample stands for `stride` calls. The wall-clock-only samples do not
  * carry that excess; the ratio barely moves with it. Worker iterations always read both. */
 bool sl__sampler_cpu_due(sl__sampler *s, const sl__op *op);
 #define SL__CPU_EVERY 4u
