@@ -214,9 +214,8 @@ SL_EXTERN int sl_pipeline_tune(sl_tuner **out, sl_pipeline *p, const sl_tune_opt
  * new op: every decode_jpeg followed by random_resized_crop, center_crop or resize fused into decode_and_crop_jpeg,
  * which decodes only the crop's window at the smallest DCT scale that keeps the output size, with random_flip and
  * normalize after it folded into its output pass, as `sluice optimize` fuses them (same seeds; "fuse": false keeps
- * an op apart). A resize decodes the whole image either way; fused it spent the same CPU per image on ssd run
- * sequentially (1.68 against 1.69 ms) and lets the decoder's workers resize too: under the tuner, 1,104 against
- * 1,058 examples/s (medians of 5 alternating runs, 2026-12-05). *out is a new pipeline (sl_pipeline_free), NULL when
+ * an op apart). A resize decodes the whole image either way; fused, the decoder's workers resize too, for no more CPU
+ * per image (docs/planner.md has the measurements). *out is a new pipeline (sl_pipeline_free), NULL when
  * nothing was fused; *note (may be NULL) says what was ("ops[5] decode_jpeg + ops[6] random_resized_crop, ...";
  * sl_free), NULL when nothing was. */
 SL_EXTERN int sl_pipeline_fuse(sl_pipeline **out, const sl_pipeline *p, char **note);

@@ -25,11 +25,53 @@ int cli_fail(bool lib, const char *fmt, ...) __attribute__((format(printf, 2, 3)
 const char *cli_last_error(void);
 /* Usage error: prints the message and a hint to use --help. Returns CLI_USAGE. */
 int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* True when argv[i] is -h or --help. */
+/* True when arg is -h, --help or help. */
 bool cli_is_help(const char *arg);
-/* Parses an integer / a double option value; prints a usage error naming the option when malformed. */
-bool cli_parse_i64(const char *cmd, const char *opt, const char *val, int64_t *out);
-bool cli_parse_f64(const char *cmd, const char *opt, const char *val, double *out);
+
+/* The option parser of every command (cli_opt.c). A command lists its options in a table; cli_parse reads argv[1..]
+ * against it. Values follow the option (`--take 5`) or join it (`--take=5`); a value option takes the next argument
+ * whatever it looks like (`--depth -3`); an option given twice keeps its last value; after `--` every argument is
+ * positional, and so is `-` alone. -h, --help or help anywhere prints the help. */
+typedef enum {
+  CLI_FLAG, /* dst: bool *, set true */
+  CLI_SET,  /* dst: int *, set to .set (--up / --down choose one value) */
+  CLI_STR,  /* dst: const char **, the argument itself */
+  CLI_INT,  /* dst: int64_t *, a decimal integer (never wrapped: beyond int64 is refused) */
+  CLI_NUM,  /* dst: double *, a number (NaN refused) */
+  CLI_SIZE, /* dst: int64_t *, bytes: 512M, 2G, 64kB, 1000000 */
+} cli_opt_type;
+
+typedef struct cli_opt {
+  const char *name;  /* "--take"; NULL ends the table */
+  const char *alias; /* another spelling ("-n", "--output"), or NULL */
+  cli_opt_type type;
+  void *dst;
+  int set;           /* CLI_SET: the value stored */
+  /* INT, NUM and SIZE: the range, checked when `must` is set; the refusal reads "--take must be <must>, not 0" */
+  double lo, hi;
+  bool lo_open, hi_open; /* the bound itself is outside the range */
+  const char *must;
+  const char *needs; /* what the value is, for "--record needs <needs>" (default "a value") */
+  bool *given;       /* set true when the option is on the command line (optional) */
+} cli_opt;
+
+typedef struct cli_args {
+  const char *cmd;       /* "run", "prov ls": the command named in messages */
+  const cli_opt *opts;   /* the command's options */
+  const cli_opt *more;   /* a second table (the planner options), or NULL */
+  void (*help)(FILE *f); /* prints the --help text (or NULL, and `usage` is the text) */
+  const char *usage;
+  const char **pos;      /* the positional arguments, in order: at most npos (the unset keep their value) */
+  int npos;
+  const char *noun;      /* with npos 1: "spec" says "more than one spec given ('a', 'b')" */
+  const char *hint;      /* said after "unknown option 'X'" (or NULL) */
+} cli_args;
+
+/* 0; -1 after printing the help (the command returns CLI_OK); CLI_USAGE after a usage message naming the option
+ * and the value (an unknown option, a missing or malformed value, a value out of the option's range). */
+int cli_parse(const cli_args *a, int argc, char **argv);
+/* True when `name` (or `name=...`) is among argv[1..] before any `--`. */
+bool cli_has_option(int argc, char **argv, const char *name);
 
 /* A progress line on a terminal (stderr), redrawn at most 10 times a second; silent when not a tty. */
 typedef struct cli_progress {
@@ -94,10 +136,16 @@ int cmd_report(int argc, char **argv);
  * and returns CLI_FAIL. */
 int cli_write_text(const char *cmd, const char *path, const char *text);
 
-/* Planner options shared by analyze and optimize (cmd_analyze.c). cli_plan_option returns 1 when argv[*i] was a
- * planner option (consuming its value), 0 when it was not, -1 after printing a usage error. */
-bool cli_parse_bytes(const char *cmd, const char *opt, const char *val, int64_t *out);
-int cli_plan_option(const char *cmd, int argc, char **argv, int *i, sl_plan_opts *o);
+/* The planner options shared by analyze, optimize and report (cmd_analyze.c): cli_plan_table fills `t` (ended by
+ * a NULL name) with options that write into `pa`; cli_plan_apply then sets what they say in pa->o. */
+typedef struct cli_plan_args {
+  sl_plan_opts *o;
+  int64_t disk_bw;
+  int knobs; /* -1: as o has it */
+} cli_plan_args;
+enum { CLI_PLAN_NOPTS = 8 };
+void cli_plan_table(cli_opt t[CLI_PLAN_NOPTS], cli_plan_args *pa, sl_plan_opts *o);
+void cli_plan_apply(cli_plan_args *pa);
 const char *cli_plan_options_help(void);
 /* Loads the trace at `path` (analyze, report) and, when `spec` is not NULL, checks that it is a trace of that spec;
  * prints what was wrong and returns CLI_FAIL, else CLI_OK. *out is set when the trace loaded (free it either way). */

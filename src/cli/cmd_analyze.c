@@ -1,66 +1,34 @@
 /* cli/cmd_analyze.c: `sluice analyze TRACE`: the model's view of a trace (per-op table, bottleneck, LP bound,
  * plan, what-ifs), and the planner options shared with `sluice optimize`. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli_int.h"
 
-bool cli_parse_bytes(const char *cmd, const char *opt, const char *val, int64_t *out) {
-  char *end;
-  if (!val) {
-    cli_usage(cmd, "%s needs a value", opt);
-    return false;
-  }
-  double v = strtod(val, &end);
-  double mul = 1;
-  if (*end == 'k' || *end == 'K') mul = 1e3, end++;
-  else if (*end == 'm' || *end == 'M') mul = 1e6, end++;
-  else if (*end == 'g' || *end == 'G') mul = 1e9, end++;
-  if (*end == 'B' || *end == 'b') end++;
-  if (end == val || *end || v < 0) {
-    cli_usage(cmd, "%s: '%s' is not a size (e.g. 512M, 2G, 1000000)", opt, val);
-    return false;
-  }
-  *out = (int64_t)(v * mul);
-  return true;
+void cli_plan_table(cli_opt t[CLI_PLAN_NOPTS], cli_plan_args *pa, sl_plan_opts *o) {
+  pa->o = o;
+  pa->disk_bw = -1;
+  pa->knobs = -1;
+  const cli_opt T[CLI_PLAN_NOPTS] = {
+      {.name = "--cores", .type = CLI_NUM, .dst = &o->cores, .lo = 0, .lo_open = true, .hi = HUGE_VAL,
+       .must = "more than 0 cores (an infeasible budget otherwise)"},
+      {.name = "--consumer-cores", .type = CLI_NUM, .dst = &o->consumer_cores},
+      {.name = "--memory", .type = CLI_SIZE, .dst = &o->memory, .lo = 1, .hi = 9e18,
+       .must = "at least one element's bytes (an infeasible budget otherwise)"},
+      {.name = "--disk-bw", .type = CLI_SIZE, .dst = &pa->disk_bw},
+      {.name = "--no-cache", .type = CLI_FLAG, .dst = &o->no_cache},
+      {.name = "--no-prefetch", .type = CLI_FLAG, .dst = &o->no_prefetch},
+      {.name = "--only-autotune", .type = CLI_SET, .dst = &pa->knobs, .set = SL_PLAN_KNOBS_AUTOTUNE},
+      {.name = NULL},
+  };
+  memcpy(t, T, sizeof T);
 }
 
-int cli_plan_option(const char *cmd, int argc, char **argv, int *i, sl_plan_opts *o) {
-  const char *a = argv[*i];
-  const char *v = *i + 1 < argc ? argv[*i + 1] : NULL;
-  if (!strcmp(a, "--cores")) {
-    if (!cli_parse_f64(cmd, a, v, &o->cores)) return -1;
-    if (o->cores <= 0) {
-      cli_usage(cmd, "--cores: infeasible budget %s (needs more than 0 cores)", v);
-      return -1;
-    }
-  } else if (!strcmp(a, "--consumer-cores")) {
-    if (!cli_parse_f64(cmd, a, v, &o->consumer_cores)) return -1;
-  } else if (!strcmp(a, "--memory")) {
-    if (!cli_parse_bytes(cmd, a, v, &o->memory)) return -1;
-    if (o->memory <= 0) {
-      cli_usage(cmd, "--memory: infeasible budget %s (needs at least one element's bytes)", v);
-      return -1;
-    }
-  } else if (!strcmp(a, "--disk-bw")) {
-    int64_t b;
-    if (!cli_parse_bytes(cmd, a, v, &b)) return -1;
-    o->disk_bandwidth = (double)b;
-  } else if (!strcmp(a, "--no-cache")) {
-    o->no_cache = true;
-    return 1;
-  } else if (!strcmp(a, "--no-prefetch")) {
-    o->no_prefetch = true;
-    return 1;
-  } else if (!strcmp(a, "--only-autotune")) {
-    o->knobs = SL_PLAN_KNOBS_AUTOTUNE;
-    return 1;
-  } else {
-    return 0;
-  }
-  (*i)++;
-  return 1;
+void cli_plan_apply(cli_plan_args *pa) {
+  if (pa->disk_bw >= 0) pa->o->disk_bandwidth = (double)pa->disk_bw;
+  if (pa->knobs >= 0) pa->o->knobs = (sl_plan_knobs)pa->knobs;
 }
 
 const char *cli_plan_options_help(void) {
@@ -104,27 +72,19 @@ int cmd_analyze(int argc, char **argv) {
   const char *path = NULL, *spec = NULL;
   bool json = false;
   sl_plan_opts po = SL_PLAN_OPTS_INIT;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    int r;
-    if (cli_is_help(a)) {
-      analyze_help(stdout);
-      return CLI_OK;
-    } else if (!strcmp(a, "--json")) {
-      json = true;
-    } else if (!strcmp(a, "--spec")) {
-      if (i + 1 >= argc) return cli_usage("analyze", "--spec needs a file");
-      spec = argv[++i];
-    } else if ((r = cli_plan_option("analyze", argc, argv, &i, &po)) != 0) {
-      if (r < 0) return CLI_USAGE;
-    } else if (a[0] == '-') {
-      return cli_usage("analyze", "unknown option '%s'", a);
-    } else if (!path) {
-      path = a;
-    } else {
-      return cli_usage("analyze", "more than one trace given ('%s', '%s')", path, a);
-    }
-  }
+  cli_plan_args pa;
+  cli_opt plan[CLI_PLAN_NOPTS];
+  cli_plan_table(plan, &pa, &po);
+  const cli_opt opts[] = {
+      {.name = "--json", .type = CLI_FLAG, .dst = &json},
+      {.name = "--spec", .type = CLI_STR, .dst = &spec, .needs = "a file"},
+      {.name = NULL},
+  };
+  const cli_args args = {.cmd = "analyze", .opts = opts, .more = plan, .help = analyze_help, .pos = &path, .npos = 1,
+                         .noun = "trace"};
+  int parsed = cli_parse(&args, argc, argv);
+  if (parsed) return parsed < 0 ? CLI_OK : parsed;
+  cli_plan_apply(&pa);
   if (!path) return cli_usage("analyze", "a TRACE file is required (make one with 'sluice trace SPEC -o TRACE')");
   sl_trace *t = NULL;
   int rc = cli_load_trace(path, spec, &t);

@@ -41,41 +41,27 @@ int cmd_gen(int argc, char **argv) {
   o.threads = cores < 1 ? 1 : cores > 16 ? 16 : (int)cores;
   const char *kind = NULL;
   bool quiet = false;
-  int64_t v;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (cli_is_help(a)) {
-      gen_help(stdout);
-      return CLI_OK;
-    } else if (!strcmp(a, "--out")) {
-      if (i + 1 >= argc) return cli_usage("gen", "--out needs a value");
-      o.out_dir = argv[++i];
-    } else if (!strcmp(a, "--n")) {
-      if (!cli_parse_i64("gen", a, i + 1 < argc ? argv[++i] : NULL, &o.n)) return CLI_USAGE;
-    } else if (!strcmp(a, "--shards") || !strcmp(a, "--quality") || !strcmp(a, "--threads")) {
-      if (!cli_parse_i64("gen", a, i + 1 < argc ? argv[++i] : NULL, &v)) return CLI_USAGE;
-      if (v < 1 || v > 100000) return cli_usage("gen", "%s: %lld is out of range", a, (long long)v);
-      if (!strcmp(a, "--shards")) o.shards = (int)v;
-      else if (!strcmp(a, "--quality")) o.quality = (int)v;
-      else o.threads = (int)v;
-    } else if (!strcmp(a, "--seed")) {
-      if (!cli_parse_i64("gen", a, i + 1 < argc ? argv[++i] : NULL, &v)) return CLI_USAGE;
-      o.seed = (uint64_t)v;
-    } else if (!strcmp(a, "--chroma")) {
-      if (!cli_parse_i64("gen", a, i + 1 < argc ? argv[++i] : NULL, &v)) return CLI_USAGE;
-      o.chroma = (int)v;
-    } else if (!strcmp(a, "--vocab-size")) {
-      if (!cli_parse_i64("gen", a, i + 1 < argc ? argv[++i] : NULL, &o.vocab_size)) return CLI_USAGE;
-    } else if (!strcmp(a, "--quiet")) {
-      quiet = true;
-    } else if (a[0] == '-') {
-      return cli_usage("gen", "unknown option '%s'", a);
-    } else if (!kind) {
-      kind = a;
-    } else {
-      return cli_usage("gen", "more than one dataset given ('%s', '%s')", kind, a);
-    }
-  }
+  int64_t shards = o.shards, quality = o.quality, threads = o.threads, seed = (int64_t)o.seed, chroma = o.chroma;
+  const cli_opt opts[] = {
+      {.name = "--out", .type = CLI_STR, .dst = &o.out_dir},
+      {.name = "--n", .type = CLI_INT, .dst = &o.n},
+      {.name = "--shards", .type = CLI_INT, .dst = &shards, .lo = 1, .hi = 100000, .must = "in 1..100000"},
+      {.name = "--quality", .type = CLI_INT, .dst = &quality, .lo = 1, .hi = 100000, .must = "in 1..100000"},
+      {.name = "--threads", .type = CLI_INT, .dst = &threads, .lo = 1, .hi = 100000, .must = "in 1..100000"},
+      {.name = "--seed", .type = CLI_INT, .dst = &seed},
+      {.name = "--chroma", .type = CLI_INT, .dst = &chroma, .lo = 0, .hi = 1000, .must = "444 or 420"},
+      {.name = "--vocab-size", .type = CLI_INT, .dst = &o.vocab_size},
+      {.name = "--quiet", .type = CLI_FLAG, .dst = &quiet},
+      {.name = NULL},
+  };
+  const cli_args args = {.cmd = "gen", .opts = opts, .help = gen_help, .pos = &kind, .npos = 1, .noun = "dataset"};
+  int parsed = cli_parse(&args, argc, argv);
+  if (parsed) return parsed < 0 ? CLI_OK : parsed;
+  o.shards = (int)shards;
+  o.quality = (int)quality;
+  o.threads = (int)threads;
+  o.seed = (uint64_t)seed; /* a negative seed is one of the 2^64 seeds as well */
+  o.chroma = (int)chroma;
   if (!kind) return cli_usage("gen", "a dataset is required (imagenet, ssd, text, tabular)");
   if (sl_gen_kind_parse(&o.kind, kind)) return cli_usage("gen", "%s", sl_error_last());
   if (!o.out_dir) return cli_usage("gen", "--out DIR is required");

@@ -142,24 +142,15 @@ int cmd_head(int argc, char **argv) {
   const char *spec = NULL;
   int64_t take = 5;
   bool json = false;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (cli_is_help(a)) {
-      head_help(stdout);
-      return CLI_OK;
-    } else if (!strcmp(a, "-n") || !strcmp(a, "--take")) {
-      if (!cli_parse_i64("head", a, i + 1 < argc ? argv[++i] : NULL, &take)) return CLI_USAGE;
-      if (take <= 0) return cli_usage("head", "%s must be a positive number of elements, not %s", a, argv[i]);
-    } else if (!strcmp(a, "--json")) {
-      json = true;
-    } else if (a[0] == '-') {
-      return cli_usage("head", "unknown option '%s'", a);
-    } else if (!spec) {
-      spec = a;
-    } else {
-      return cli_usage("head", "more than one spec given ('%s', '%s')", spec, a);
-    }
-  }
+  const cli_opt opts[] = {
+      {.name = "-n", .alias = "--take", .type = CLI_INT, .dst = &take, .lo = 1, .hi = INT64_MAX,
+       .must = "a positive number of elements"},
+      {.name = "--json", .type = CLI_FLAG, .dst = &json},
+      {.name = NULL},
+  };
+  const cli_args args = {.cmd = "head", .opts = opts, .help = head_help, .pos = &spec, .npos = 1, .noun = "spec"};
+  int parsed = cli_parse(&args, argc, argv);
+  if (parsed) return parsed < 0 ? CLI_OK : parsed;
   if (!spec) return cli_usage("head", "a SPEC file is required");
   sl_pipeline *p = NULL;
   sl_iter *it = NULL;

@@ -59,6 +59,87 @@ static int fail_json(bool json, const char *fmt, ...) {
   return cli_fail(false, "%s", m);
 }
 
+/* The --json summary line. */
+static void print_json(FILE *sum, const char *spec, const char *out, const sl_optimize_result *r, const sl_plan *pl,
+                       double speedup) {
+  fprintf(sum, "{\"status\": \"ok\", \"spec\": ");
+  cli_json_string(sum, spec);
+  fprintf(sum, ", \"tuned\": ");
+  if (out) cli_json_string(sum, out);
+  else fprintf(sum, "null");
+  fprintf(sum, ", \"baseline\": %.3f, \"bound\": %.3f, \"predicted\": %.3f, "
+               "\"measured\": %.3f, \"prediction_error\": %.4f, \"speedup\": %.4f, \"rounds\": %d, \"limit\": \"%s\", "
+               "\"other_load\": %.3f, \"model_cpu_per_element\": %.9f, \"measured_cpu_per_element\": %.9f, "
+               "\"measure_other_load\": %.3f, \"predicted_on_free_cores\": %.3f, \"kept_input\": %s, "
+               "\"alternating\": %s, \"trace_elements\": %llu, \"min_trace_elements\": %d, \"repeated_input\": %s, "
+               "\"bound_from_run\": %s, \"fused\": %s, \"fused_cpu_per_element\": %.9f, \"unfused_cpu_per_element\": %.9f, "
+               "\"core_share\": %.4f, \"input_cpu_traced\": %.9f, \"input_cpu_checked\": %.9f, "
+               "\"machine_speed_change\": %.4f}\n",
+          r->baseline, r->bound, r->predicted, r->measured,
+          r->measured > 0 && r->predicted > 0 ? r->measured / r->predicted - 1 : 0, speedup, r->rounds,
+          sl_plan_limit(pl), r->other_load, r->model_cpu, r->measured_cpu, r->measure_other_load,
+          r->predicted_free, r->kept_input ? "true" : "false", r->checked ? "true" : "false",
+          (unsigned long long)r->trace_elements, SL_PLAN_MIN_ELEMENTS, r->repeated_input ? "true" : "false",
+          r->bound_from_run ? "true" : "false", r->fused ? "true" : "false", r->fused_cpu, r->unfused_cpu,
+          r->core_share, r->input_cpu_traced, r->input_cpu_checked, speed_change(r));
+}
+
+/* The summary in text: the notes, the figures and what they mean. */
+static void print_text(FILE *sum, const sl_optimize_result *r, const sl_plan *pl, double speedup) {
+  if (r->repeated_input)
+    fprintf(sum, "note:       a trace of the input saw too few elements to plan from (at least %d needed) and the "
+                 "input may end: it was traced and measured repeated (the written spec does not repeat), and "
+                 "the repeated trace saw %llu\n",
+            SL_PLAN_MIN_ELEMENTS, (unsigned long long)r->trace_elements);
+  if (r->unfused_cpu > 0)
+    fprintf(sum, "fusion:     %s: the input traced fused spent %.1f us of CPU per element, unfused %.1f us\n",
+            r->fused ? "kept" : "not kept", r->fused_cpu * 1e6, r->unfused_cpu * 1e6);
+  fprintf(sum, "input spec: %10.1f elem/s (%s)\n", r->baseline,
+          r->checked ? "median of runs alternating with the plan's" : "traced");
+  fprintf(sum, "bound:      %10.1f elem/s (LP, limited by %s%s)\n", r->bound, sl_plan_limit(pl),
+          r->bound_from_run ? "; at the measured run's CPU per element, below the trace's" : "");
+  if (r->core_share > 0 && r->core_share < 1)
+    fprintf(sum, "predicted:  %10.1f elem/s (on %.0f%% of the cores: a run of the CPU-bound plan kept that share "
+                 "busy; its threads block and wake, leaving the rest idle)\n",
+            r->predicted, 100 * r->core_share);
+  else
+    fprintf(sum, "predicted:  %10.1f elem/s\n", r->predicted);
+  if (r->measured > 0) {
+    fprintf(sum, "measured:   %10.1f elem/s (%+.1f%% vs predicted, %d solve%s%s)\n", r->measured,
+            100.0 * (r->measured / r->predicted - 1), r->rounds, r->rounds > 1 ? "s" : "",
+            r->checked ? "; median of alternating runs" : "");
+    fprintf(sum, "speed-up:   %10.2fx over the input spec (measured)\n", speedup);
+    if (r->kept_input)
+      fprintf(sum, "kept:       the input's own configuration: the plan measured below %.2fx the input in "
+                   "alternating runs, so the input's knobs are written\n", SL_PLAN_KEEP_RATIO);
+    fprintf(sum, "CPU/element: %9.1f us in the model, %.1f us measured (%+.1f%%; independent of other load)\n",
+            r->model_cpu * 1e6, r->measured_cpu * 1e6,
+            r->model_cpu > 0 ? 100.0 * (r->measured_cpu / r->model_cpu - 1) : 0.0);
+    double sc = speed_change(r);
+    if (fabs(sc) >= SPEED_NOTE) {
+      /* At the final runs' speed: a CPU-limited plan's throughput scales with the machine's speed. */
+      const char *lim = sl_plan_limit(pl);
+      bool cpu_set = !strcmp(lim, "cpu") || !strcmp(lim, "sequential") || !strcmp(lim, "serial");
+      fprintf(sum, "machine:    the input spent %.1f us of CPU per element in these runs, %.1f in its trace (%+.1f%%): "
+                   "the same work, so the machine ran %s than when the plan was made (or the input's own threads spent %s)",
+              r->input_cpu_checked * 1e6, r->input_cpu_traced * 1e6, 100 * sc, sc > 0 ? "slower" : "faster",
+              sc > 0 ? "more" : "less");
+      if (cpu_set && r->measured > 0)
+        fprintf(sum, "; at this speed the prediction is %.1f elem/s (measured %+.1f%%)",
+                r->predicted / (1 + sc), 100.0 * (r->measured * (1 + sc) / r->predicted - 1));
+      fprintf(sum, "\n");
+    }
+  } else {
+    fprintf(sum, "speed-up:   %10.2fx over the input spec (predicted; not measured)\n", speedup);
+  }
+  if (r->other_load >= 0.25)
+    fprintf(sum, "warning:    other processes kept up to %.2f cores busy during these runs\n", r->other_load);
+  if (r->measured > 0 && r->measure_other_load >= 0.25 && r->predicted_free > 0)
+    fprintf(sum, "load-adj.:  %10.1f elem/s predicted on the cores other processes left free during the measured "
+                 "run (%.2f busy elsewhere): measured %+.1f%%\n", r->predicted_free, r->measure_other_load,
+            100.0 * (r->measured / r->predicted_free - 1));
+}
+
 int cmd_optimize(int argc, char **argv) {
   const char *spec = NULL, *out = NULL, *trace_path = NULL, *record = NULL;
   bool json = false, report = false;
@@ -67,44 +148,27 @@ int cmd_optimize(int argc, char **argv) {
   oo.plan.knobs = SL_PLAN_KNOBS_ALL;
   oo.measure_seconds = 3;
   oo.result = &res;
-  for (int i = 1; i < argc; i++) /* the offload planner: its own options (cmd_optimize_dist.c) */
-    if (!strcmp(argv[i], "--workers")) return cmd_optimize_workers(argc, argv);
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    int r;
-    if (cli_is_help(a)) {
-      optimize_help(stdout);
-      return CLI_OK;
-    } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
-      if (i + 1 >= argc) return cli_usage("optimize", "%s needs a file name", a);
-      out = argv[++i];
-    } else if (!strcmp(a, "--trace")) {
-      if (i + 1 >= argc) return cli_usage("optimize", "--trace needs a file name");
-      trace_path = argv[++i];
-    } else if (!strcmp(a, "--seconds")) {
-      if (!cli_parse_f64("optimize", a, i + 1 < argc ? argv[++i] : NULL, &oo.trace_seconds)) return CLI_USAGE;
-      if (!(oo.trace_seconds > 0))
-        return cli_usage("optimize", "--seconds must be a positive number of seconds, not %s", argv[i]);
-    } else if (!strcmp(a, "--measure")) {
-      if (!cli_parse_f64("optimize", a, i + 1 < argc ? argv[++i] : NULL, &oo.measure_seconds)) return CLI_USAGE;
-      if (!(oo.measure_seconds >= 0)) return cli_usage("optimize", "--measure must not be negative (got %s)", argv[i]);
-    } else if (!strcmp(a, "--record")) {
-      if (i + 1 >= argc) return cli_usage("optimize", "--record needs a store (a path, sqlite:PATH or postgresql://...)");
-      record = argv[++i];
-    } else if (!strcmp(a, "--json")) {
-      json = true;
-    } else if (!strcmp(a, "--report")) {
-      report = true;
-    } else if ((r = cli_plan_option("optimize", argc, argv, &i, &oo.plan)) != 0) {
-      if (r < 0) return CLI_USAGE;
-    } else if (a[0] == '-') {
-      return cli_usage("optimize", "unknown option '%s'", a);
-    } else if (!spec) {
-      spec = a;
-    } else {
-      return cli_usage("optimize", "more than one spec given ('%s', '%s')", spec, a);
-    }
-  }
+  if (cli_has_option(argc, argv, "--workers")) return cmd_optimize_workers(argc, argv); /* cmd_optimize_dist.c */
+  cli_plan_args pa;
+  cli_opt plan[CLI_PLAN_NOPTS];
+  cli_plan_table(plan, &pa, &oo.plan);
+  const cli_opt opts[] = {
+      {.name = "-o", .alias = "--output", .type = CLI_STR, .dst = &out, .needs = "a file name"},
+      {.name = "--trace", .type = CLI_STR, .dst = &trace_path, .needs = "a file name"},
+      {.name = "--seconds", .type = CLI_NUM, .dst = &oo.trace_seconds, .lo = 0, .lo_open = true, .hi = HUGE_VAL,
+       .must = "a positive number of seconds"},
+      {.name = "--measure", .type = CLI_NUM, .dst = &oo.measure_seconds, .lo = 0, .hi = HUGE_VAL,
+       .must = "0 or more seconds"},
+      {.name = "--record", .type = CLI_STR, .dst = &record, .needs = "a store (a path, sqlite:PATH or postgresql://...)"},
+      {.name = "--json", .type = CLI_FLAG, .dst = &json},
+      {.name = "--report", .type = CLI_FLAG, .dst = &report},
+      {.name = NULL},
+  };
+  const cli_args args = {.cmd = "optimize", .opts = opts, .more = plan, .help = optimize_help, .pos = &spec,
+                         .npos = 1, .noun = "spec"};
+  int parsed = cli_parse(&args, argc, argv);
+  if (parsed) return parsed < 0 ? CLI_OK : parsed;
+  cli_plan_apply(&pa);
   if (!spec) return cli_usage("optimize", "a SPEC file is required");
   record = cli_record_target(record);
   double t_start = cli_now();
@@ -157,82 +221,9 @@ int cmd_optimize(int argc, char **argv) {
   }
   if (rc == CLI_OK) {
     double speedup = res.baseline > 0 ? (res.measured > 0 ? res.measured : res.predicted) / res.baseline : 0;
-    if (json) {
-      fprintf(sum, "{\"status\": \"ok\", \"spec\": ");
-      cli_json_string(sum, spec);
-      fprintf(sum, ", \"tuned\": ");
-      if (out) cli_json_string(sum, out);
-      else fprintf(sum, "null");
-      fprintf(sum, ", \"baseline\": %.3f, \"bound\": %.3f, \"predicted\": %.3f, "
-                   "\"measured\": %.3f, \"prediction_error\": %.4f, \"speedup\": %.4f, \"rounds\": %d, \"limit\": \"%s\", "
-                   "\"other_load\": %.3f, \"model_cpu_per_element\": %.9f, \"measured_cpu_per_element\": %.9f, "
-                   "\"measure_other_load\": %.3f, \"predicted_on_free_cores\": %.3f, \"kept_input\": %s, "
-                   "\"alternating\": %s, \"trace_elements\": %llu, \"min_trace_elements\": %d, \"repeated_input\": %s, "
-                   "\"bound_from_run\": %s, \"fused\": %s, \"fused_cpu_per_element\": %.9f, \"unfused_cpu_per_element\": %.9f, "
-                   "\"core_share\": %.4f, \"input_cpu_traced\": %.9f, \"input_cpu_checked\": %.9f, "
-                   "\"machine_speed_change\": %.4f}\n",
-              res.baseline, res.bound, res.predicted, res.measured,
-              res.measured > 0 && res.predicted > 0 ? res.measured / res.predicted - 1 : 0, speedup, res.rounds,
-              sl_plan_limit(pl), res.other_load, res.model_cpu, res.measured_cpu, res.measure_other_load,
-              res.predicted_free, res.kept_input ? "true" : "false", res.checked ? "true" : "false",
-              (unsigned long long)res.trace_elements, SL_PLAN_MIN_ELEMENTS, res.repeated_input ? "true" : "false",
-              res.bound_from_run ? "true" : "false", res.fused ? "true" : "false", res.fused_cpu, res.unfused_cpu,
-              res.core_share, res.input_cpu_traced, res.input_cpu_checked, speed_change(&res));
-    } else {
-      if (res.repeated_input)
-        fprintf(sum, "note:       a trace of the input saw too few elements to plan from (at least %d needed) and the "
-                     "input may end: it was traced and measured repeated (the written spec does not repeat), and "
-                     "the repeated trace saw %llu\n",
-                SL_PLAN_MIN_ELEMENTS, (unsigned long long)res.trace_elements);
-      if (res.unfused_cpu > 0)
-        fprintf(sum, "fusion:     %s: the input traced fused spent %.1f us of CPU per element, unfused %.1f us\n",
-                res.fused ? "kept" : "not kept", res.fused_cpu * 1e6, res.unfused_cpu * 1e6);
-      fprintf(sum, "input spec: %10.1f elem/s (%s)\n", res.baseline,
-              res.checked ? "median of runs alternating with the plan's" : "traced");
-      fprintf(sum, "bound:      %10.1f elem/s (LP, limited by %s%s)\n", res.bound, sl_plan_limit(pl),
-              res.bound_from_run ? "; at the measured run's CPU per element, below the trace's" : "");
-      if (res.core_share > 0 && res.core_share < 1)
-        fprintf(sum, "predicted:  %10.1f elem/s (on %.0f%% of the cores: a run of the CPU-bound plan kept that share "
-                     "busy; its threads block and wake, leaving the rest idle)\n",
-                res.predicted, 100 * res.core_share);
-      else
-        fprintf(sum, "predicted:  %10.1f elem/s\n", res.predicted);
-      if (res.measured > 0) {
-        fprintf(sum, "measured:   %10.1f elem/s (%+.1f%% vs predicted, %d solve%s%s)\n", res.measured,
-                100.0 * (res.measured / res.predicted - 1), res.rounds, res.rounds > 1 ? "s" : "",
-                res.checked ? "; median of alternating runs" : "");
-        fprintf(sum, "speed-up:   %10.2fx over the input spec (measured)\n", speedup);
-        if (res.kept_input)
-          fprintf(sum, "kept:       the input's own configuration: the plan measured below %.2fx the input in "
-                       "alternating runs, so the input's knobs are written\n", SL_PLAN_KEEP_RATIO);
-        fprintf(sum, "CPU/element: %9.1f us in the model, %.1f us measured (%+.1f%%; independent of other load)\n",
-                res.model_cpu * 1e6, res.measured_cpu * 1e6,
-                res.model_cpu > 0 ? 100.0 * (res.measured_cpu / res.model_cpu - 1) : 0.0);
-        double sc = speed_change(&res);
-        if (fabs(sc) >= SPEED_NOTE) {
-          /* At the final runs' speed: a CPU-limited plan's throughput scales with the machine's speed. */
-          const char *lim = sl_plan_limit(pl);
-          bool cpu_set = !strcmp(lim, "cpu") || !strcmp(lim, "sequential") || !strcmp(lim, "serial");
-          fprintf(sum, "machine:    the input spent %.1f us of CPU per element in these runs, %.1f in its trace (%+.1f%%): "
-                       "the same work, so the machine ran %s than when the plan was made (or the input's own threads spent %s)",
-                  res.input_cpu_checked * 1e6, res.input_cpu_traced * 1e6, 100 * sc, sc > 0 ? "slower" : "faster",
-                  sc > 0 ? "more" : "less");
-          if (cpu_set && res.measured > 0)
-            fprintf(sum, "; at this speed the prediction is %.1f elem/s (measured %+.1f%%)",
-                    res.predicted / (1 + sc), 100.0 * (res.measured * (1 + sc) / res.predicted - 1));
-          fprintf(sum, "\n");
-        }
-      } else {
-        fprintf(sum, "speed-up:   %10.2fx over the input spec (predicted; not measured)\n", speedup);
-      }
-      if (res.other_load >= 0.25)
-        fprintf(sum, "warning:    other processes kept up to %.2f cores busy during these runs\n", res.other_load);
-      if (res.measured > 0 && res.measure_other_load >= 0.25 && res.predicted_free > 0)
-        fprintf(sum, "load-adj.:  %10.1f elem/s predicted on the cores other processes left free during the measured "
-                     "run (%.2f busy elsewhere): measured %+.1f%%\n", res.predicted_free, res.measure_other_load,
-                100.0 * (res.measured / res.predicted_free - 1));
-      if (out) fprintf(sum, "wrote %s\n", out);
-    }
+    if (json) print_json(sum, spec, out, &res, pl, speedup);
+    else print_text(sum, &res, pl, speedup);
+    if (!json && out) fprintf(sum, "wrote %s\n", out);
     if (report) {
       char *s = NULL;
       if (!sl_plan_report(&s, pl, false)) fprintf(sum, "\n%s", s);

@@ -38,45 +38,32 @@ int cmd_optimize_workers(int argc, char **argv) {
   double gbps = 10, seconds = 2;
   bool json = false;
   int64_t k = 0;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (cli_is_help(a)) {
-      help(stdout);
-      return CLI_OK;
-    } else if (!strcmp(a, "--workers")) {
-      if (!cli_parse_i64("optimize", a, i + 1 < argc ? argv[++i] : NULL, &k)) return CLI_USAGE;
-      if (k < 1 || k > 1 << 20) return cli_usage("optimize", "--workers must be 1 or more, not %s", argv[i]);
-    } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
-      if (i + 1 >= argc) return cli_usage("optimize", "%s needs a file name", a);
-      out = argv[++i];
-    } else if (!strcmp(a, "--link-gbps") || !strcmp(a, "--worker-cores") || !strcmp(a, "--trainer-cores") ||
-               !strcmp(a, "--recv-gbps") || !strcmp(a, "--send-gbps") || !strcmp(a, "--min-gain") ||
-               !strcmp(a, "--seconds")) {
-      double v;
-      if (!cli_parse_f64("optimize", a, i + 1 < argc ? argv[++i] : NULL, &v)) return CLI_USAGE;
-      if (!strcmp(a, "--min-gain")) {
-        if (!(v >= 0 && v < 100)) return cli_usage("optimize", "--min-gain must be 0 or more, not %s", argv[i]);
-        oo.min_gain = v > 0 ? v : -1; /* 0 on the command line: any gain (0 in the struct is the default) */
-        continue;
-      }
-      if (!(v > 0)) return cli_usage("optimize", "%s must be positive, not %s", a, argv[i]);
-      if (!strcmp(a, "--link-gbps")) gbps = v;
-      else if (!strcmp(a, "--worker-cores")) oo.worker_cores = v;
-      else if (!strcmp(a, "--trainer-cores")) oo.trainer_cores = v;
-      else if (!strcmp(a, "--recv-gbps")) oo.recv_bandwidth = v * 1e9 / 8;
-      else if (!strcmp(a, "--send-gbps")) oo.send_bandwidth = v * 1e9 / 8;
-      else seconds = v;
-    } else if (!strcmp(a, "--json")) {
-      json = true;
-    } else if (a[0] == '-') {
-      return cli_usage("optimize", "--workers: unknown option '%s' (the offload planner takes the options in "
-                       "`sluice optimize --workers 1 --help`)", a);
-    } else if (!spec) {
-      spec = a;
-    } else {
-      return cli_usage("optimize", "more than one spec given ('%s', '%s')", spec, a);
-    }
-  }
+  double min_gain = -1, worker_cores = 0, trainer_cores = 0, recv = 0, send = 0;
+#define POSITIVE .lo = 0, .lo_open = true, .hi = HUGE_VAL, .must = "positive"
+  const cli_opt opts[] = {
+      {.name = "--workers", .type = CLI_INT, .dst = &k, .lo = 1, .hi = 1 << 20, .must = "1 or more (at most 2^20)"},
+      {.name = "-o", .alias = "--output", .type = CLI_STR, .dst = &out, .needs = "a file name"},
+      {.name = "--link-gbps", .type = CLI_NUM, .dst = &gbps, POSITIVE},
+      {.name = "--worker-cores", .type = CLI_NUM, .dst = &worker_cores, POSITIVE},
+      {.name = "--trainer-cores", .type = CLI_NUM, .dst = &trainer_cores, POSITIVE},
+      {.name = "--recv-gbps", .type = CLI_NUM, .dst = &recv, POSITIVE},
+      {.name = "--send-gbps", .type = CLI_NUM, .dst = &send, POSITIVE},
+      {.name = "--min-gain", .type = CLI_NUM, .dst = &min_gain, .lo = 0, .hi = 100, .hi_open = true,
+       .must = "0 or more (below 100)"},
+      {.name = "--seconds", .type = CLI_NUM, .dst = &seconds, POSITIVE},
+      {.name = "--json", .type = CLI_FLAG, .dst = &json},
+      {.name = NULL},
+  };
+#undef POSITIVE
+  const cli_args args = {.cmd = "optimize", .opts = opts, .help = help, .pos = &spec, .npos = 1, .noun = "spec",
+                         .hint = " (the offload planner takes the options in `sluice optimize --workers 1 --help`)"};
+  int parsed = cli_parse(&args, argc, argv);
+  if (parsed) return parsed < 0 ? CLI_OK : parsed;
+  if (min_gain >= 0) oo.min_gain = min_gain > 0 ? min_gain : -1; /* 0 on the command line: any gain (0 in the struct is the default) */
+  if (worker_cores > 0) oo.worker_cores = worker_cores;
+  if (trainer_cores > 0) oo.trainer_cores = trainer_cores;
+  if (recv > 0) oo.recv_bandwidth = recv * 1e9 / 8;
+  if (send > 0) oo.send_bandwidth = send * 1e9 / 8;
   if (!spec) return cli_usage("optimize", "a SPEC file is required");
   oo.workers = (int)k;
   oo.link_bandwidth = gbps * 1e9 / 8;

@@ -2,6 +2,7 @@
  * and dispatch to the analytics subcommands (cmd_prov_an.c: gen, graphlets, stats, waste, train, simulate,
  * should-train). Every subcommand has --help and --json. */
 #include <jansson.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,17 +42,13 @@ static void print_json_string(const char *s) {
 static int prov_init(int argc, char **argv) {
   bool json = false;
   const char *db = NULL;
-  for (int i = 1; i < argc; i++) {
-    if (cli_is_help(argv[i])) {
-      printf("usage: sluice prov init DB [--json]\n\nCreates an ML Metadata (schema v10) store. DB is a file path, "
-             "sqlite:PATH or postgresql://user@host:port/dbname.\nAn existing MLMD v10 store is left as it is.\n");
-      return CLI_OK;
-    }
-    if (!strcmp(argv[i], "--json")) json = true;
-    else if (argv[i][0] == '-' && argv[i][1]) return cli_usage("prov init", "unknown option %s", argv[i]);
-    else if (!db) db = argv[i];
-    else return cli_usage("prov init", "unexpected argument %s", argv[i]);
-  }
+  const cli_opt opts[] = {{.name = "--json", .type = CLI_FLAG, .dst = &json}, {.name = NULL}};
+  const cli_args args = {.cmd = "prov init", .opts = opts, .pos = &db, .npos = 1, .noun = "DB",
+                         .usage = "usage: sluice prov init DB [--json]\n\nCreates an ML Metadata (schema v10) store. DB "
+                                  "is a file path, sqlite:PATH or postgresql://user@host:port/dbname.\nAn existing MLMD "
+                                  "v10 store is left as it is.\n"};
+  int parsed = cli_parse(&args, argc, argv);
+  if (parsed) return parsed < 0 ? CLI_OK : parsed;
   if (!db) return cli_usage("prov init", "DB is required");
   sl_prov *p;
   if (open_store(&p, "init", db, SL_PROV_CREATE)) return CLI_FAIL;
@@ -90,30 +87,30 @@ static int prov_ls(int argc, char **argv) {
   sl_prov_query q = {0};
   bool limit_set = false;
   q.limit = 1000; /* a terminal's worth by default; --limit 0 lists all */
-  int npos = 0;
-  for (int i = 1; i < argc; i++) {
-    if (cli_is_help(argv[i])) {
-      printf("usage: sluice prov ls DB [artifacts|executions|contexts|types] [--type NAME] [--context ID] "
-             "[--name NAME] [--limit N] [--json]\n\nLists the store's nodes (executions by default) in id order, "
-             "filtered by type name, context (its members; for contexts, its children) or name.\nAt most 1000 "
-             "unless --limit says otherwise (--limit 0: all).\n");
-      return CLI_OK;
-    }
-    int64_t v;
-    if (!strcmp(argv[i], "--json")) json = true;
-    else if (!strcmp(argv[i], "--type") && i + 1 < argc) q.type_name = argv[++i];
-    else if (!strcmp(argv[i], "--name") && i + 1 < argc) q.name = argv[++i];
-    else if (!strcmp(argv[i], "--context")) {
-      if (!cli_parse_i64("prov ls", "--context", i + 1 < argc ? argv[++i] : NULL, &v)) return CLI_USAGE;
-      q.context_id = v;
-    } else if (!strcmp(argv[i], "--limit")) {
-      if (!cli_parse_i64("prov ls", "--limit", i + 1 < argc ? argv[++i] : NULL, &v)) return CLI_USAGE;
-      q.limit = v > 0 ? (size_t)v : 0;
-      limit_set = true;
-    } else if (argv[i][0] == '-' && argv[i][1]) return cli_usage("prov ls", "unknown option %s", argv[i]);
-    else if (npos == 0) db = argv[i], npos++;
-    else if (npos == 1) what = argv[i], npos++;
-    else return cli_usage("prov ls", "unexpected argument %s", argv[i]);
+  int64_t context = 0, limit = -1;
+  const cli_opt opts[] = {
+      {.name = "--json", .type = CLI_FLAG, .dst = &json},
+      {.name = "--type", .type = CLI_STR, .dst = &q.type_name},
+      {.name = "--name", .type = CLI_STR, .dst = &q.name},
+      {.name = "--context", .type = CLI_INT, .dst = &context, .lo = 0, .hi = INT64_MAX, .must = "a context id"},
+      {.name = "--limit", .type = CLI_INT, .dst = &limit, .lo = 0, .hi = INT64_MAX, .must = "0 (all) or more"},
+      {.name = NULL},
+  };
+  const char *pos[2] = {NULL, what};
+  const cli_args args = {.cmd = "prov ls", .opts = opts, .pos = pos, .npos = 2,
+                         .usage = "usage: sluice prov ls DB [artifacts|executions|contexts|types] [--type NAME] "
+                                  "[--context ID] [--name NAME] [--limit N] [--json]\n\nLists the store's nodes "
+                                  "(executions by default) in id order, filtered by type name, context (its members; "
+                                  "for contexts, its children) or name.\nAt most 1000 unless --limit says otherwise "
+                                  "(--limit 0: all).\n"};
+  int parsed = cli_parse(&args, argc, argv);
+  if (parsed) return parsed < 0 ? CLI_OK : parsed;
+  db = pos[0];
+  what = pos[1];
+  q.context_id = context;
+  if (limit >= 0) {
+    q.limit = (size_t)limit;
+    limit_set = true;
   }
   if (!db) return cli_usage("prov ls", "DB is required");
   sl_prov_kind kind;
@@ -205,31 +202,43 @@ static void print_props(const sl_prov_node *n) {
   }
 }
 
+/* Parses `DB ID [options]` for show and lineage (a->pos holds two): the node's kind is ID's prefix (a:, e:, c:), else
+ * the last of --artifact/--execution/--context (*k_opt, -1: none), else artifact. 0, -1 after --help, or CLI_USAGE
+ * after a message. */
+static int parse_node(const cli_args *a, int argc, char **argv, const int *k_opt, bool contexts, const char **db,
+                      sl_prov_kind *kind, int64_t *id) {
+  int parsed = cli_parse(a, argc, argv);
+  if (parsed) return parsed;
+  const char *ref = a->pos[1];
+  if (!a->pos[0] || !ref) return cli_usage(a->cmd, "DB and ID are required");
+  *db = a->pos[0];
+  *kind = *k_opt >= 0 ? (sl_prov_kind)*k_opt : SL_PROV_ARTIFACT;
+  if (!parse_ref(ref, kind, id) || (!contexts && *kind == SL_PROV_CONTEXT))
+    return cli_usage(a->cmd, contexts ? "'%s' is not an id (12, a:12, e:12, c:12)"
+                                      : "'%s' is not an artifact or execution id (12, a:12, e:12)", ref);
+  return 0;
+}
+
 static int prov_show(int argc, char **argv) {
   bool json = false;
-  const char *db = NULL, *ref = NULL;
-  sl_prov_kind kind = SL_PROV_ARTIFACT;
-  bool forced = false;
-  for (int i = 1; i < argc; i++) {
-    if (cli_is_help(argv[i])) {
-      printf("usage: sluice prov show DB ID [--artifact|--execution|--context] [--json]\n\nShows one node with its "
-             "properties, contexts and events. ID may carry its kind: a:12, e:12, c:12 (artifact by default).\n");
-      return CLI_OK;
-    }
-    if (!strcmp(argv[i], "--json")) json = true;
-    else if (!strcmp(argv[i], "--artifact")) kind = SL_PROV_ARTIFACT, forced = true;
-    else if (!strcmp(argv[i], "--execution")) kind = SL_PROV_EXECUTION, forced = true;
-    else if (!strcmp(argv[i], "--context")) kind = SL_PROV_CONTEXT, forced = true;
-    else if (argv[i][0] == '-' && argv[i][1]) return cli_usage("prov show", "unknown option %s", argv[i]);
-    else if (!db) db = argv[i];
-    else if (!ref) ref = argv[i];
-    else return cli_usage("prov show", "unexpected argument %s", argv[i]);
-  }
-  if (!db || !ref) return cli_usage("prov show", "DB and ID are required");
+  const char *db = NULL;
+  sl_prov_kind kind;
+  int k_opt = -1; /* --artifact, --execution, --context: the last one given */
+  const cli_opt opts[] = {
+      {.name = "--json", .type = CLI_FLAG, .dst = &json},
+      {.name = "--artifact", .type = CLI_SET, .dst = &k_opt, .set = SL_PROV_ARTIFACT},
+      {.name = "--execution", .type = CLI_SET, .dst = &k_opt, .set = SL_PROV_EXECUTION},
+      {.name = "--context", .type = CLI_SET, .dst = &k_opt, .set = SL_PROV_CONTEXT},
+      {.name = NULL},
+  };
+  const char *pos[2] = {NULL, NULL};
+  const cli_args args = {.cmd = "prov show", .opts = opts, .pos = pos, .npos = 2,
+                         .usage = "usage: sluice prov show DB ID [--artifact|--execution|--context] [--json]\n\nShows "
+                                  "one node with its properties, contexts and events. ID may carry its kind: a:12, e:12, "
+                                  "c:12 (artifact by default).\n"};
   int64_t id;
-  sl_prov_kind k = kind;
-  if (!parse_ref(ref, &k, &id)) return cli_usage("prov show", "'%s' is not an id (12, a:12, e:12, c:12)", ref);
-  if (!forced || strchr(ref, ':')) kind = k;
+  int parsed = parse_node(&args, argc, argv, &k_opt, true, &db, &kind, &id);
+  if (parsed) return parsed < 0 ? CLI_OK : parsed;
   sl_prov *p;
   if (open_store(&p, "show", db, 0)) return CLI_FAIL;
   sl_prov_query q = {0};
@@ -311,36 +320,30 @@ static int prov_show(int argc, char **argv) {
 
 static int prov_lineage(int argc, char **argv) {
   bool json = false;
-  const char *db = NULL, *ref = NULL;
+  const char *db = NULL;
   int dir = SL_PROV_BOTH;
   int64_t depth = 0;
-  sl_prov_kind kind = SL_PROV_ARTIFACT;
-  bool forced = false;
-  for (int i = 1; i < argc; i++) {
-    if (cli_is_help(argv[i])) {
-      printf("usage: sluice prov lineage DB ID [--up|--down] [--depth N] [--artifact|--execution] [--json]\n\n"
-             "Walks the lineage of an artifact or execution: --up lists what it was made from, --down what was made "
-             "from it (both by default). DEPTH is negative upstream, positive downstream. ID may be a:12 or e:12.\n");
-      return CLI_OK;
-    }
-    if (!strcmp(argv[i], "--json")) json = true;
-    else if (!strcmp(argv[i], "--up")) dir = SL_PROV_UP;
-    else if (!strcmp(argv[i], "--down")) dir = SL_PROV_DOWN;
-    else if (!strcmp(argv[i], "--artifact")) kind = SL_PROV_ARTIFACT, forced = true;
-    else if (!strcmp(argv[i], "--execution")) kind = SL_PROV_EXECUTION, forced = true;
-    else if (!strcmp(argv[i], "--depth")) {
-      if (!cli_parse_i64("prov lineage", "--depth", i + 1 < argc ? argv[++i] : NULL, &depth)) return CLI_USAGE;
-    } else if (argv[i][0] == '-' && argv[i][1]) return cli_usage("prov lineage", "unknown option %s", argv[i]);
-    else if (!db) db = argv[i];
-    else if (!ref) ref = argv[i];
-    else return cli_usage("prov lineage", "unexpected argument %s", argv[i]);
-  }
-  if (!db || !ref) return cli_usage("prov lineage", "DB and ID are required");
+  sl_prov_kind kind;
+  int k_opt = -1; /* --artifact or --execution: the last one given */
+  const cli_opt opts[] = {
+      {.name = "--json", .type = CLI_FLAG, .dst = &json},
+      {.name = "--up", .type = CLI_SET, .dst = &dir, .set = SL_PROV_UP},
+      {.name = "--down", .type = CLI_SET, .dst = &dir, .set = SL_PROV_DOWN},
+      {.name = "--artifact", .type = CLI_SET, .dst = &k_opt, .set = SL_PROV_ARTIFACT},
+      {.name = "--execution", .type = CLI_SET, .dst = &k_opt, .set = SL_PROV_EXECUTION},
+      {.name = "--depth", .type = CLI_INT, .dst = &depth, .lo = INT_MIN, .hi = INT_MAX,
+       .must = "an int (negative upstream, positive downstream)"},
+      {.name = NULL},
+  };
+  const char *pos[2] = {NULL, NULL};
+  const cli_args args = {.cmd = "prov lineage", .opts = opts, .pos = pos, .npos = 2,
+                         .usage = "usage: sluice prov lineage DB ID [--up|--down] [--depth N] [--artifact|--execution] "
+                                  "[--json]\n\nWalks the lineage of an artifact or execution: --up lists what it was "
+                                  "made from, --down what was made from it (both by default). DEPTH is negative "
+                                  "upstream, positive downstream. ID may be a:12 or e:12.\n"};
   int64_t id;
-  sl_prov_kind k = kind;
-  if (!parse_ref(ref, &k, &id) || k == SL_PROV_CONTEXT)
-    return cli_usage("prov lineage", "'%s' is not an artifact or execution id (12, a:12, e:12)", ref);
-  if (!forced || strchr(ref, ':')) kind = k;
+  int parsed = parse_node(&args, argc, argv, &k_opt, false, &db, &kind, &id);
+  if (parsed) return parsed < 0 ? CLI_OK : parsed;
   sl_prov *p;
   if (open_store(&p, "lineage", db, 0)) return CLI_FAIL;
   sl_prov_list *l;
@@ -365,19 +368,18 @@ static int prov_lineage(int argc, char **argv) {
 
 static int prov_export(int argc, char **argv) {
   const char *db = NULL, *out = NULL;
-  for (int i = 1; i < argc; i++) {
-    if (cli_is_help(argv[i])) {
-      printf("usage: sluice prov export DB --json [-o FILE]\n\nWrites the whole store as one JSON document: types, "
-             "artifacts, executions, contexts (with properties), events with paths, attributions, associations and "
-             "parent contexts.\n");
-      return CLI_OK;
-    }
-    if (!strcmp(argv[i], "--json")) continue;
-    if (!strcmp(argv[i], "-o") && i + 1 < argc) out = argv[++i];
-    else if (argv[i][0] == '-' && argv[i][1]) return cli_usage("prov export", "unknown option %s", argv[i]);
-    else if (!db) db = argv[i];
-    else return cli_usage("prov export", "unexpected argument %s", argv[i]);
-  }
+  bool json = true; /* the only format: --json is accepted and changes nothing */
+  const cli_opt opts[] = {
+      {.name = "--json", .type = CLI_FLAG, .dst = &json},
+      {.name = "-o", .type = CLI_STR, .dst = &out},
+      {.name = NULL},
+  };
+  const cli_args args = {.cmd = "prov export", .opts = opts, .pos = &db, .npos = 1, .noun = "DB",
+                         .usage = "usage: sluice prov export DB --json [-o FILE]\n\nWrites the whole store as one JSON "
+                                  "document: types, artifacts, executions, contexts (with properties), events with "
+                                  "paths, attributions, associations and parent contexts.\n"};
+  int parsed = cli_parse(&args, argc, argv);
+  if (parsed) return parsed < 0 ? CLI_OK : parsed;
   if (!db) return cli_usage("prov export", "DB is required");
   sl_prov *p;
   if (open_store(&p, "export", db, 0)) return CLI_FAIL;

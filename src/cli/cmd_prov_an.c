@@ -2,6 +2,7 @@
  * should-train. Each loads the store once through the library and prints a terminal table or, with --json, one
  * JSON document. */
 #include <jansson.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,53 +12,47 @@
 #include "cli_prov_int.h"
 
 
+/* True when `name` is one of the space-separated words of `allowed`. */
+static bool allowed_word(const char *allowed, const char *name) {
+  size_t n = strlen(name);
+  for (const char *w = allowed; (w = strstr(w, name)) != NULL; w += n)
+    if ((w == allowed || w[-1] == ' ') && (w[n] == 0 || w[n] == ' ')) return true;
+  return false;
+}
+
 int cli_prov_parse(const char *cmd, int argc, char **argv, cli_prov_opts *o, const char *usage, const char *allowed) {
   o->top = 20;
   o->threshold = -1;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (cli_is_help(a)) {
-      fputs(usage, stdout);
-      return -1;
-    }
-#define OPT(name) (!strcmp(a, name) && strstr(allowed, name))
-    if (!strcmp(a, "--json")) o->json = true;
-    else if (OPT("--append")) o->append = true;
-    else if (OPT("--pipeline") || OPT("--model") || OPT("-o")) {
-      if (!v) return cli_usage(cmd, "%s needs a value", a);
-      *(!strcmp(a, "--pipeline") ? &o->pipeline : !strcmp(a, "--model") ? &o->model : &o->out) = v;
-      i++;
-    } else if (OPT("--top")) {
-      if (!cli_parse_i64(cmd, a, v, &o->top)) return CLI_USAGE;
-      if (o->top < 0) return cli_usage(cmd, "--top must be 0 (all) or more, not %lld", (long long)o->top);
-      o->top_given = true;
-      i++;
-    } else if (OPT("--pipelines") || OPT("--days") || OPT("--seed") || OPT("--at")) {
-      int64_t *dst = !strcmp(a, "--pipelines") ? &o->pipelines : !strcmp(a, "--days") ? &o->days
-                     : !strcmp(a, "--seed")    ? &o->seed
-                                               : &o->at;
-      if (!cli_parse_i64(cmd, a, v, dst)) return CLI_USAGE;
-      i++;
-    } else if (OPT("--seeds") || OPT("--trees") || OPT("--depth")) {
-      int64_t *dst = !strcmp(a, "--seeds") ? &o->seeds : !strcmp(a, "--trees") ? &o->trees : &o->depth;
-      if (!cli_parse_i64(cmd, a, v, dst)) return CLI_USAGE;
-      if (*dst < 1 || *dst > 1000000) return cli_usage(cmd, "%s must be in 1..1000000, not %s", a, v);
-      i++;
-    } else if (OPT("--threshold")) {
-      if (!cli_parse_f64(cmd, a, v, &o->threshold)) return CLI_USAGE;
-      if (!(o->threshold >= 0 && o->threshold <= 1))
-        return cli_usage(cmd, "--threshold must be a probability in 0..1, not %s", v);
-      i++;
-    } else if (OPT("--train-share")) {
-      if (!cli_parse_f64(cmd, a, v, &o->share)) return CLI_USAGE;
-      i++;
-    }
-#undef OPT
-    else if (a[0] == '-' && a[1]) return cli_usage(cmd, "unknown option %s", a);
-    else if (!o->db) o->db = a;
-    else return cli_usage(cmd, "unexpected argument %s", a);
-  }
+#define MILLION .lo = 1, .hi = 1000000, .must = "in 1..1000000"
+  const cli_opt all[] = {
+      {.name = "--json", .type = CLI_FLAG, .dst = &o->json},
+      {.name = "--append", .type = CLI_FLAG, .dst = &o->append},
+      {.name = "--pipeline", .type = CLI_STR, .dst = &o->pipeline},
+      {.name = "--model", .type = CLI_STR, .dst = &o->model},
+      {.name = "-o", .type = CLI_STR, .dst = &o->out},
+      {.name = "--top", .type = CLI_INT, .dst = &o->top, .lo = 0, .hi = INT64_MAX, .must = "0 (all) or more",
+       .given = &o->top_given},
+      /* the generator states its own ranges (sl_prov_gen); these keep a value from wrapping in its int */
+      {.name = "--pipelines", .type = CLI_INT, .dst = &o->pipelines, .lo = 1, .hi = INT_MAX, .must = "a positive int"},
+      {.name = "--days", .type = CLI_INT, .dst = &o->days, .lo = 1, .hi = INT_MAX, .must = "a positive int"},
+      {.name = "--seed", .type = CLI_INT, .dst = &o->seed},
+      {.name = "--at", .type = CLI_INT, .dst = &o->at},
+      {.name = "--seeds", .type = CLI_INT, .dst = &o->seeds, MILLION},
+      {.name = "--trees", .type = CLI_INT, .dst = &o->trees, MILLION},
+      {.name = "--depth", .type = CLI_INT, .dst = &o->depth, MILLION},
+      {.name = "--threshold", .type = CLI_NUM, .dst = &o->threshold, .lo = 0, .hi = 1, .must = "a probability in 0..1"},
+      {.name = "--train-share", .type = CLI_NUM, .dst = &o->share},
+  };
+#undef MILLION
+  enum { NALL = sizeof all / sizeof all[0] };
+  cli_opt opts[NALL + 1];
+  size_t n = 0;
+  for (size_t i = 0; i < NALL; i++) /* --json everywhere; the rest as the subcommand allows */
+    if (i == 0 || allowed_word(allowed, all[i].name)) opts[n++] = all[i];
+  opts[n] = (cli_opt){.name = NULL};
+  const cli_args args = {.cmd = cmd, .opts = opts, .usage = usage, .pos = &o->db, .npos = 1, .noun = "DB"};
+  int rc = cli_parse(&args, argc, argv);
+  if (rc) return rc;
   if (!o->db) return cli_usage(cmd, "DB is required");
   return 0;
 }

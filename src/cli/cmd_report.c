@@ -62,31 +62,20 @@ static int load_tuned(const char *path, sl_trace **trace, char **spec) {
 int cmd_report(int argc, char **argv) {
   const char *path = NULL, *out = NULL, *tuned = NULL, *spec = NULL;
   sl_report_trace_opts ro = SL_REPORT_TRACE_OPTS_INIT;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    int r;
-    if (cli_is_help(a)) {
-      report_help(stdout);
-      return CLI_OK;
-    } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
-      if (i + 1 >= argc) return cli_usage("report", "%s needs a file name", a);
-      out = argv[++i];
-    } else if (!strcmp(a, "--tuned")) {
-      if (i + 1 >= argc) return cli_usage("report", "--tuned needs a file (a tuned spec or a trace of it)");
-      tuned = argv[++i];
-    } else if (!strcmp(a, "--spec")) {
-      if (i + 1 >= argc) return cli_usage("report", "--spec needs a file");
-      spec = argv[++i];
-    } else if ((r = cli_plan_option("report", argc, argv, &i, &ro.plan)) != 0) {
-      if (r < 0) return CLI_USAGE;
-    } else if (a[0] == '-' && a[1]) {
-      return cli_usage("report", "unknown option '%s'", a);
-    } else if (!path) {
-      path = a;
-    } else {
-      return cli_usage("report", "more than one trace given ('%s', '%s')", path, a);
-    }
-  }
+  cli_plan_args pa;
+  cli_opt plan[CLI_PLAN_NOPTS];
+  cli_plan_table(plan, &pa, &ro.plan);
+  const cli_opt opts[] = {
+      {.name = "-o", .alias = "--output", .type = CLI_STR, .dst = &out, .needs = "a file name"},
+      {.name = "--tuned", .type = CLI_STR, .dst = &tuned, .needs = "a file (a tuned spec or a trace of it)"},
+      {.name = "--spec", .type = CLI_STR, .dst = &spec, .needs = "a file"},
+      {.name = NULL},
+  };
+  const cli_args args = {.cmd = "report", .opts = opts, .more = plan, .help = report_help, .pos = &path, .npos = 1,
+                         .noun = "trace"};
+  int parsed = cli_parse(&args, argc, argv);
+  if (parsed) return parsed < 0 ? CLI_OK : parsed;
+  cli_plan_apply(&pa);
   if (!path) return cli_usage("report", "a TRACE file is required (make one with 'sluice trace SPEC -o TRACE')");
   sl_trace *t = NULL, *tt = NULL;
   char *tuned_spec = NULL, *html = NULL;

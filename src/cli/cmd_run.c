@@ -1,4 +1,5 @@
 /* cli/cmd_run.c: `sluice run` (run a spec, report throughput) and `sluice validate` (build it without running). */
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,243 +71,267 @@ static void print_skipped(const sl_pipeline *p, bool json) {
   else if (any) printf("\n");
 }
 
-int cmd_run(int argc, char **argv) {
-  const char *spec = NULL;
-  int64_t take = -1;
-  double seconds = -1, warmup = 0;
-  bool warm_caches = false;
-  const char *record = NULL;
-  bool json = false, quiet = false, autotune = false, digest = false, record_optional = false, stune = false;
-  int64_t workers = 0;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (cli_is_help(a)) {
-      run_help(stdout);
-      return CLI_OK;
-    } else if (!strcmp(a, "--take")) {
-      if (!cli_parse_i64("run", a, i + 1 < argc ? argv[++i] : NULL, &take)) return CLI_USAGE;
-      if (take <= 0) return cli_usage("run", "--take must be a positive number of elements, not %s", argv[i]);
-    } else if (!strcmp(a, "--seconds")) {
-      if (!cli_parse_f64("run", a, i + 1 < argc ? argv[++i] : NULL, &seconds)) return CLI_USAGE;
-      if (!(seconds > 0)) return cli_usage("run", "--seconds must be a positive number of seconds, not %s", argv[i]);
-    } else if (!strcmp(a, "--warmup-caches")) {
-      warm_caches = true;
-    } else if (!strcmp(a, "--warmup")) {
-      if (!cli_parse_f64("run", a, i + 1 < argc ? argv[++i] : NULL, &warmup)) return CLI_USAGE;
-      if (!(warmup >= 0)) return cli_usage("run", "--warmup must not be negative (got %s)", argv[i]);
-    } else if (!strcmp(a, "--record")) {
-      if (i + 1 >= argc) return cli_usage("run", "--record needs a store (a path, sqlite:PATH or postgresql://...)");
-      record = argv[++i];
-    } else if (!strcmp(a, "--record-optional")) {
-      record_optional = true;
-    } else if (!strcmp(a, "--tuner")) {
-      if (i + 1 >= argc) return cli_usage("run", "--tuner needs a name (sluice, autotune or none)");
-      const char *t = argv[++i];
-      if (!strcmp(t, "autotune")) autotune = true;
-      else if (!strcmp(t, "sluice")) stune = true;
-      else if (strcmp(t, "none")) return cli_usage("run", "--tuner: unknown tuner '%s' (known: sluice, autotune, none)", t);
-    } else if (!strcmp(a, "--json")) {
-      json = true;
-    } else if (!strcmp(a, "--digest")) {
-      digest = true;
-    } else if (!strcmp(a, "--workers")) {
-      if (!cli_parse_i64("run", a, i + 1 < argc ? argv[++i] : NULL, &workers)) return CLI_USAGE;
-      if (workers < 0 || workers > 1 << 20) return cli_usage("run", "--workers must be 0 or more ranks, not %s", argv[i]);
-    } else if (!strcmp(a, "--quiet")) {
-      quiet = true;
-    } else if (a[0] == '-') {
-      return cli_usage("run", "unknown option '%s'", a);
-    } else if (!spec) {
-      spec = a;
-    } else {
-      return cli_usage("run", "more than one spec given ('%s', '%s')", spec, a);
-    }
-  }
-  if (!spec) return cli_usage("run", "a SPEC file is required");
-  record = cli_record_target(record);
-  sl_pipeline *p = NULL;
+/* What `sluice run` was asked for. */
+typedef struct run_opts {
+  const char *spec, *record;
+  int64_t take, workers;
+  double seconds, warmup;
+  bool warm_caches, json, quiet, autotune, stune, digest, record_optional;
+} run_opts;
+
+/* What a run holds while it goes: every field NULL-safe for run_free. */
+typedef struct run_ctx {
+  sl_pipeline *p;
+  sl_iter *it;
+  sl_tuner *stuner;     /* --tuner sluice */
+  sl_autotuner *tuner;  /* --tuner autotune */
+  char *fused_note;     /* --tuner sluice: what was fused before the run (a live pipeline takes no new op) */
+} run_ctx;
+
+/* What the loop measured. */
+typedef struct run_result {
+  int64_t n, examples;
+  double bytes, wall, cpu;
+  uint64_t sum; /* --digest: element digests add modulo 2^64 (unsigned wrap-around) */
+  int rc, sig;
+  char errmsg[1024];
+} run_result;
+
+static int run_parse(run_opts *o, int argc, char **argv) {
+  *o = (run_opts){.take = -1, .seconds = -1};
+  const char *tuner = "none";
+  const cli_opt opts[] = {
+      {.name = "--take", .type = CLI_INT, .dst = &o->take, .lo = 1, .hi = INT64_MAX,
+       .must = "a positive number of elements"},
+      {.name = "--seconds", .type = CLI_NUM, .dst = &o->seconds, .lo = 0, .lo_open = true, .hi = HUGE_VAL,
+       .must = "a positive number of seconds"},
+      {.name = "--warmup", .type = CLI_NUM, .dst = &o->warmup, .lo = 0, .hi = HUGE_VAL, .must = "0 or more seconds"},
+      {.name = "--warmup-caches", .type = CLI_FLAG, .dst = &o->warm_caches},
+      {.name = "--record", .type = CLI_STR, .dst = &o->record,
+       .needs = "a store (a path, sqlite:PATH or postgresql://...)"},
+      {.name = "--record-optional", .type = CLI_FLAG, .dst = &o->record_optional},
+      {.name = "--tuner", .type = CLI_STR, .dst = &tuner, .needs = "a name (sluice, autotune or none)"},
+      {.name = "--json", .type = CLI_FLAG, .dst = &o->json},
+      {.name = "--digest", .type = CLI_FLAG, .dst = &o->digest},
+      {.name = "--workers", .type = CLI_INT, .dst = &o->workers, .lo = 0, .hi = 1 << 20,
+       .must = "0 or more ranks (at most 2^20)"},
+      {.name = "--quiet", .type = CLI_FLAG, .dst = &o->quiet},
+      {.name = NULL},
+  };
+  const cli_args args = {.cmd = "run", .opts = opts, .help = run_help, .pos = &o->spec, .npos = 1, .noun = "spec"};
+  int parsed = cli_parse(&args, argc, argv);
+  if (parsed) return parsed;
+  if (!strcmp(tuner, "autotune")) o->autotune = true;
+  else if (!strcmp(tuner, "sluice")) o->stune = true;
+  else if (strcmp(tuner, "none"))
+    return cli_usage("run", "--tuner: unknown tuner '%s' (known: sluice, autotune, none)", tuner);
+  if (!o->spec) return cli_usage("run", "a SPEC file is required");
+  return 0;
+}
+
+/* The tuners stop before the run ends, and the run before its pipeline is freed. */
+static void run_free(run_ctx *c) {
+  sl_autotune_stop(c->tuner);
+  if (c->stuner) sl_tuner_stop(c->stuner);
+  sl_iter_free(c->it);
+  sl_free(c->fused_note);
+  sl_pipeline_free(c->p);
+}
+
+/* A failure of the library before the run: said (and with --json on stdout), recorded when `record`, the run's
+ * parts freed. */
+static int run_start_fail(const run_opts *o, run_ctx *c, bool record) {
   char msg[1024];
-  if (run_dist_start((int)workers, msg, sizeof msg)) {
-    if (json) cli_json_error(msg);
-    return cli_fail(false, "%s", msg);
-  }
-  if (cli_open_spec(&p, spec, msg, sizeof msg)) {
-    if (json) cli_json_error(msg);
-    cli_record(record, "sluice.Run", spec, NULL, NULL, 0, 0, 0, 0, msg);
-    return cli_fail(false, "%s", msg);
-  }
-  if (run_dist_is_worker()) return run_dist_serve(p, spec, json, quiet);
-  char *fused_note = NULL; /* --tuner sluice: what was fused before the run (a live pipeline takes no new op) */
-  if (stune) {
+  snprintf(msg, sizeof msg, "%s", sl_error_last());
+  if (o->json) cli_json_error(msg);
+  if (record) cli_record(o->record, "sluice.Run", o->spec, c->p, NULL, 0, 0, 0, 0, msg);
+  run_free(c);
+  return cli_fail(false, "%s", msg);
+}
+
+/* After the spec is open: the fusion and the tuners of --tuner, the recording's start and the iterator. */
+static int run_start(const run_opts *o, run_ctx *c) {
+  if (o->stune) {
     sl_pipeline *f = NULL;
-    if (sl_pipeline_fuse(&f, p, &fused_note)) {
-      snprintf(msg, sizeof msg, "%s", sl_error_last());
-      if (json) cli_json_error(msg);
-      sl_pipeline_free(p);
-      return cli_fail(false, "%s", msg);
-    }
+    if (sl_pipeline_fuse(&f, c->p, &c->fused_note)) return run_start_fail(o, c, false);
     if (f) {
-      sl_pipeline_free(p);
-      p = f;
+      sl_pipeline_free(c->p);
+      c->p = f;
     }
   }
-  if (cli_record_begin(record, "sluice.Run", spec, p, record_optional)) {
-    if (json) cli_json_error(cli_last_error());
-    sl_free(fused_note);
-    sl_pipeline_free(p);
+  if (cli_record_begin(o->record, "sluice.Run", o->spec, c->p, o->record_optional)) {
+    if (o->json) cli_json_error(cli_last_error());
+    run_free(c);
     return CLI_FAIL;
   }
   /* --tuner sluice: the planner's model, online (plan_tune.c). Started before the run, so that its one-off probes
    * (the machine, the hand-off costs) measure a machine the pipeline's threads are not yet busy on. */
-  sl_tuner *stuner = NULL;
-  if (stune && sl_pipeline_tune(&stuner, p, NULL)) {
-    snprintf(msg, sizeof msg, "%s", sl_error_last());
-    if (json) cli_json_error(msg);
-    cli_record(record, "sluice.Run", spec, p, NULL, 0, 0, 0, 0, msg);
-    sl_free(fused_note);
-    sl_pipeline_free(p);
-    return cli_fail(false, "%s", msg);
-  }
-  sl_iter *it = NULL;
-  if (sl_pipeline_iter(&it, p)) {
-    snprintf(msg, sizeof msg, "%s", sl_error_last());
-    if (json) cli_json_error(msg);
-    cli_record(record, "sluice.Run", spec, p, NULL, 0, 0, 0, 0, msg);
-    if (stuner) sl_tuner_stop(stuner);
-    sl_free(fused_note);
-    sl_pipeline_free(p);
-    return cli_fail(false, "%s", msg);
-  }
-  sl_autotuner *tuner = NULL;
-  if (autotune && sl_autotune_start(&tuner, p, NULL)) {
-    snprintf(msg, sizeof msg, "%s", sl_error_last());
-    if (json) cli_json_error(msg);
-    cli_record(record, "sluice.Run", spec, p, NULL, 0, 0, 0, 0, msg);
-    sl_iter_free(it);
-    if (stuner) sl_tuner_stop(stuner);
-    sl_free(fused_note);
-    sl_pipeline_free(p);
-    return cli_fail(false, "%s", msg);
-  }
+  if (o->stune && sl_pipeline_tune(&c->stuner, c->p, NULL)) return run_start_fail(o, c, true);
+  if (sl_pipeline_iter(&c->it, c->p)) return run_start_fail(o, c, true);
+  if (o->autotune && sl_autotune_start(&c->tuner, c->p, NULL)) return run_start_fail(o, c, true);
+  return CLI_OK;
+}
+
+/* Pulls elements until --take, --seconds, the stream's end, an error or a signal. */
+static void run_loop(run_result *r, const run_opts *o, run_ctx *c) {
   cli_signals_install();
   cli_progress p_bar;
-  cli_progress_start(&p_bar, "run", take);
-  if (quiet) p_bar.tty = false;
+  cli_progress_start(&p_bar, "run", o->take);
+  if (o->quiet) p_bar.tty = false;
   double t0 = cli_now(), c0 = cpu_seconds();
-  int64_t n = 0, examples = 0;
-  double bytes = 0;
   sl_elem e;
   sl_elem_init(&e);
-  int rc = 0, sig = 0;
-  uint64_t sum = 0; /* --digest: element digests add modulo 2^64 (unsigned wrap-around) */
-  bool warm = warmup <= 0 && (!warm_caches || sl_pipeline_caches_complete(p));
-  while (take < 0 || n < take) {
-    rc = sl_iter_next(&e, it);
-    if (rc) break;
-    if (!warm && cli_now() - t0 >= warmup &&
-        (!warm_caches || sl_pipeline_caches_complete(p) || cli_now() - t0 >= warmup + SL_TRACE_MAX_FILL)) {
+  bool warm = o->warmup <= 0 && (!o->warm_caches || sl_pipeline_caches_complete(c->p));
+  while (o->take < 0 || r->n < o->take) {
+    r->rc = sl_iter_next(&e, c->it);
+    if (r->rc) break;
+    if (!warm && cli_now() - t0 >= o->warmup &&
+        (!o->warm_caches || sl_pipeline_caches_complete(c->p) || cli_now() - t0 >= o->warmup + SL_TRACE_MAX_FILL)) {
       /* the warm-up is not measured: counts and clocks start here */
       warm = true;
       t0 = cli_now();
       c0 = cpu_seconds();
-      n = examples = 0;
-      bytes = 0; /* the digest goes on: it covers every element the pipeline yields */
+      r->n = r->examples = 0;
+      r->bytes = 0; /* the digest goes on: it covers every element the pipeline yields */
     }
-    if (digest) {
+    if (o->digest) {
       uint64_t d;
-      if ((rc = sl_elem_digest(&d, &e)) != 0) {
+      if ((r->rc = sl_elem_digest(&d, &e)) != 0) {
         sl_elem_clear(&e);
         break;
       }
-      sum += d;
+      r->sum += d;
     }
-    n++;
-    examples += e.n > 0 && e.c[0].rank > 0 ? e.c[0].shape[0] : 1;
-    bytes += (double)sl_elem_bytes(&e);
+    r->n++;
+    r->examples += e.n > 0 && e.c[0].rank > 0 ? e.c[0].shape[0] : 1;
+    r->bytes += (double)sl_elem_bytes(&e);
     sl_elem_clear(&e);
     double el = cli_now() - t0; /* a vDSO clock read: cheap next to an element */
-    if (warm && seconds > 0 && el >= seconds) break;
-    if ((n & 63) == 0) {
+    if (warm && o->seconds > 0 && el >= o->seconds) break;
+    if ((r->n & 63) == 0) {
       char extra[64];
-      snprintf(extra, sizeof extra, "%.1f elem/s", el > 0 ? (double)n / el : 0.0);
-      cli_progress_update(&p_bar, n, extra);
+      snprintf(extra, sizeof extra, "%.1f elem/s", el > 0 ? (double)r->n / el : 0.0);
+      cli_progress_update(&p_bar, r->n, extra);
     }
-    if ((sig = cli_signal_seen()) != 0) break;
+    if ((r->sig = cli_signal_seen()) != 0) break;
   }
-  double wall = cli_now() - t0, cpu = cpu_seconds() - c0;
+  r->wall = cli_now() - t0;
+  r->cpu = cpu_seconds() - c0;
   cli_progress_end(&p_bar);
-  if (!sig) sig = cli_signal_seen(); /* a signal that ended a blocked next() as a failure is still a stop */
-  char errmsg[1024] = "";
-  if (rc < 0) snprintf(errmsg, sizeof errmsg, "%s", sl_error_last());
-  int rounds = tuner ? sl_autotune_rounds(tuner) : 0;
-  sl_autotune_stop(tuner);
+  if (!r->sig) r->sig = cli_signal_seen(); /* a signal that ended a blocked next() as a failure is still a stop */
+  if (r->rc < 0) snprintf(r->errmsg, sizeof r->errmsg, "%s", sl_error_last());
+}
+
+static void run_print_json(const run_opts *o, const run_ctx *c, const run_result *r, int rounds, const char *tlog) {
+  double rate = r->wall > 0 ? (double)r->n / r->wall : 0;
+  const char *status = r->rc < 0 ? "error" : r->sig == SIGTERM ? "terminated" : r->sig ? "interrupted" : "ok";
+  printf("{\"spec\": ");
+  cli_json_string(stdout, o->spec);
+  printf(", \"elements\": %lld, \"examples\": %lld, \"bytes\": %.0f, \"wall_seconds\": %.6f, "
+         "\"cpu_seconds\": %.6f, \"elements_per_second\": %.3f, \"examples_per_second\": %.3f, "
+         "\"mb_per_second\": %.3f, \"status\": \"%s\", \"tuner\": \"%s\", \"tuner_rounds\": %d",
+         (long long)r->n, (long long)r->examples, r->bytes, r->wall, r->cpu, rate,
+         r->wall > 0 ? (double)r->examples / r->wall : 0, r->wall > 0 ? r->bytes / r->wall / 1e6 : 0, status,
+         o->autotune ? "autotune" : o->stune ? "sluice" : "none", rounds);
+  if (o->stune) {
+    printf(", \"tuner_changes\": %s, \"tuner_fused\": ", tlog ? tlog : "[]");
+    if (c->fused_note) cli_json_string(stdout, c->fused_note);
+    else printf("null");
+  }
+  if (o->digest) printf(", \"digest\": \"%016llx\"", (unsigned long long)r->sum);
+  print_skipped(c->p, true);
+  run_dist_json(stdout);
+  if (r->rc < 0) {
+    printf(", \"error\": ");
+    cli_json_string(stdout, r->errmsg);
+  }
+  printf("}\n");
+}
+
+static void run_print_text(const run_opts *o, const run_ctx *c, const run_result *r, int rounds, const char *tlog) {
+  double wall = r->wall;
+  printf("%s: %lld elements (%lld examples) in %.3f s\n", sl_pipeline_name(c->p), (long long)r->n,
+         (long long)r->examples, wall);
+  printf("  %.1f elements/s, %.1f examples/s, %.2f MB/s\n", wall > 0 ? (double)r->n / wall : 0,
+         wall > 0 ? (double)r->examples / wall : 0, wall > 0 ? r->bytes / wall / 1e6 : 0);
+  printf("  wall %.3f s, CPU %.3f s (%.2f cores)\n", wall, r->cpu, wall > 0 ? r->cpu / wall : 0);
+  if (o->digest)
+    printf("  digest %016llx%s\n", (unsigned long long)r->sum, r->rc < 0 || r->sig ? " (of the elements so far)" : "");
+  print_skipped(c->p, false);
+  if (o->autotune) {
+    printf("  tuner autotune: %d re-optimisations; final knobs:", rounds);
+    for (int i = 0; i < sl_pipeline_op_count(c->p); i++) {
+      sl_op_stats s;
+      if (sl_pipeline_op_stats(&s, c->p, i) == 0 && s.async)
+        printf(" %s parallelism %lld buffer %lld;", s.path, (long long)s.parallelism, (long long)s.buffer);
+    }
+    printf("\n");
+  }
+  if (o->stune && c->fused_note) printf("  tuner sluice: fused before the run: %s\n", c->fused_note);
+  if (o->stune) printf("  tuner sluice: %d solves; changes:\n%s", rounds, tlog && *tlog ? tlog : "  (none)\n");
+}
+
+/* After the loop: the tuners stopped (their rounds and change log taken), the summary printed and the run
+ * recorded. Returns the exit code. */
+static int run_finish(const run_opts *o, run_ctx *c, const run_result *r) {
+  int rounds = c->tuner ? sl_autotune_rounds(c->tuner) : 0;
+  sl_autotune_stop(c->tuner);
+  c->tuner = NULL;
   char *tlog = NULL, *tjson = NULL; /* the change log as printed, and as JSON for --json and --record */
-  if (stuner) {
-    rounds = sl_tuner_solves(stuner);
-    if (sl_tuner_log(&tlog, stuner, json)) tlog = NULL;
-    if (record && !json && sl_tuner_log(&tjson, stuner, true)) {
+  if (c->stuner) {
+    rounds = sl_tuner_solves(c->stuner);
+    if (sl_tuner_log(&tlog, c->stuner, o->json)) tlog = NULL;
+    if (o->record && !o->json && sl_tuner_log(&tjson, c->stuner, true)) {
       fprintf(stderr, "sluice: warning: the tuner's changes will not be recorded: %s\n", sl_error_last());
       tjson = NULL;
     }
-    sl_tuner_stop(stuner);
+    sl_tuner_stop(c->stuner);
+    c->stuner = NULL;
   }
-  if (autotune || stune) cli_record_tuner(autotune ? "autotune" : "sluice", rounds, json ? tlog : tjson);
-  sl_iter_free(it);
-  double rate = wall > 0 ? (double)n / wall : 0;
-  const char *status = rc < 0 ? "error" : sig == SIGTERM ? "terminated" : sig ? "interrupted" : "ok";
-  if (json) {
-    printf("{\"spec\": ");
-    cli_json_string(stdout, spec);
-    printf(", \"elements\": %lld, \"examples\": %lld, \"bytes\": %.0f, \"wall_seconds\": %.6f, "
-           "\"cpu_seconds\": %.6f, \"elements_per_second\": %.3f, \"examples_per_second\": %.3f, "
-           "\"mb_per_second\": %.3f, \"status\": \"%s\", \"tuner\": \"%s\", \"tuner_rounds\": %d",
-           (long long)n, (long long)examples, bytes, wall, cpu, rate, wall > 0 ? (double)examples / wall : 0,
-           wall > 0 ? bytes / wall / 1e6 : 0, status, autotune ? "autotune" : stune ? "sluice" : "none", rounds);
-    if (stune) {
-      printf(", \"tuner_changes\": %s, \"tuner_fused\": ", tlog ? tlog : "[]");
-      if (fused_note) cli_json_string(stdout, fused_note);
-      else printf("null");
-    }
-    if (digest) printf(", \"digest\": \"%016llx\"", (unsigned long long)sum);
-    print_skipped(p, true);
-    run_dist_json(stdout);
-    if (rc < 0) {
-      printf(", \"error\": ");
-      cli_json_string(stdout, errmsg);
-    }
-    printf("}\n");
-  } else if (!quiet || rc >= 0) {
-    printf("%s: %lld elements (%lld examples) in %.3f s\n", sl_pipeline_name(p), (long long)n, (long long)examples, wall);
-    printf("  %.1f elements/s, %.1f examples/s, %.2f MB/s\n", rate, wall > 0 ? (double)examples / wall : 0,
-           wall > 0 ? bytes / wall / 1e6 : 0);
-    printf("  wall %.3f s, CPU %.3f s (%.2f cores)\n", wall, cpu, wall > 0 ? cpu / wall : 0);
-    if (digest) printf("  digest %016llx%s\n", (unsigned long long)sum, rc < 0 || sig ? " (of the elements so far)" : "");
-    print_skipped(p, false);
-    if (autotune) {
-      printf("  tuner autotune: %d re-optimisations; final knobs:", rounds);
-      for (int i = 0; i < sl_pipeline_op_count(p); i++) {
-        sl_op_stats s;
-        if (sl_pipeline_op_stats(&s, p, i) == 0 && s.async)
-          printf(" %s parallelism %lld buffer %lld;", s.path, (long long)s.parallelism, (long long)s.buffer);
-      }
-      printf("\n");
-    }
-    if (stune && fused_note) printf("  tuner sluice: fused before the run: %s\n", fused_note);
-    if (stune) printf("  tuner sluice: %d solves; changes:\n%s", rounds, tlog && *tlog ? tlog : "  (none)\n");
-  }
-  if (sig) cli_record_canceled();
-  int rec = cli_record(record, "sluice.Run", spec, p, NULL, 0, rate, cpu, wall, rc < 0 ? errmsg : NULL);
+  if (o->autotune || o->stune) cli_record_tuner(o->autotune ? "autotune" : "sluice", rounds, o->json ? tlog : tjson);
+  sl_iter_free(c->it);
+  c->it = NULL;
+  if (o->json) run_print_json(o, c, r, rounds, tlog);
+  else if (!o->quiet || r->rc >= 0) run_print_text(o, c, r, rounds, tlog);
+  if (r->sig) cli_record_canceled();
+  double rate = r->wall > 0 ? (double)r->n / r->wall : 0;
+  int rec = cli_record(o->record, "sluice.Run", o->spec, c->p, NULL, 0, rate, r->cpu, r->wall,
+                       r->rc < 0 ? r->errmsg : NULL);
   sl_free(tlog);
   sl_free(tjson);
-  sl_free(fused_note);
-  sl_pipeline_free(p);
-  if (rc < 0) return cli_fail(false, "%s", errmsg);
-  if (rec && !sig) return CLI_FAIL; /* said by cli_record */
-  if (sig) {
-    fprintf(stderr, "sluice: %s after %lld elements\n", sig == SIGTERM ? "terminated" : "interrupted", (long long)n);
-    return 128 + sig;
+  run_free(c);
+  if (r->rc < 0) return cli_fail(false, "%s", r->errmsg);
+  if (rec && !r->sig) return CLI_FAIL; /* said by cli_record */
+  if (r->sig) {
+    fprintf(stderr, "sluice: %s after %lld elements\n", r->sig == SIGTERM ? "terminated" : "interrupted",
+            (long long)r->n);
+    return 128 + r->sig;
   }
   return CLI_OK;
+}
+
+int cmd_run(int argc, char **argv) {
+  run_opts o;
+  int parsed = run_parse(&o, argc, argv);
+  if (parsed) return parsed < 0 ? CLI_OK : parsed;
+  o.record = cli_record_target(o.record);
+  run_ctx c = {0};
+  char msg[1024];
+  if (run_dist_start((int)o.workers, msg, sizeof msg)) {
+    if (o.json) cli_json_error(msg);
+    return cli_fail(false, "%s", msg);
+  }
+  if (cli_open_spec(&c.p, o.spec, msg, sizeof msg)) {
+    if (o.json) cli_json_error(msg);
+    cli_record(o.record, "sluice.Run", o.spec, NULL, NULL, 0, 0, 0, 0, msg);
+    return cli_fail(false, "%s", msg);
+  }
+  if (run_dist_is_worker()) return run_dist_serve(c.p, o.spec, o.json, o.quiet);
+  int rc = run_start(&o, &c);
+  if (rc != CLI_OK) return rc;
+  run_result r = {0};
+  run_loop(&r, &o, &c);
+  return run_finish(&o, &c, &r);
 }
 
 static void validate_help(FILE *f) {
@@ -319,23 +344,14 @@ static void validate_help(FILE *f) {
 int cmd_validate(int argc, char **argv) {
   const char *spec = NULL;
   bool print = false, print_spec = false;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (cli_is_help(a)) {
-      validate_help(stdout);
-      return CLI_OK;
-    } else if (!strcmp(a, "--print")) {
-      print = true;
-    } else if (!strcmp(a, "--print-spec")) {
-      print_spec = true;
-    } else if (a[0] == '-') {
-      return cli_usage("validate", "unknown option '%s'", a);
-    } else if (!spec) {
-      spec = a;
-    } else {
-      return cli_usage("validate", "more than one spec given ('%s', '%s')", spec, a);
-    }
-  }
+  const cli_opt opts[] = {
+      {.name = "--print", .type = CLI_FLAG, .dst = &print},
+      {.name = "--print-spec", .type = CLI_FLAG, .dst = &print_spec},
+      {.name = NULL},
+  };
+  const cli_args args = {.cmd = "validate", .opts = opts, .help = validate_help, .pos = &spec, .npos = 1, .noun = "spec"};
+  int parsed = cli_parse(&args, argc, argv);
+  if (parsed) return parsed < 0 ? CLI_OK : parsed;
   if (!spec) return cli_usage("validate", "a SPEC file is required");
   sl_pipeline *p = NULL;
   char msg[1024];

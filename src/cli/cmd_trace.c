@@ -1,5 +1,6 @@
 /* cli/cmd_trace.c: `sluice trace SPEC -o trace.json`: runs a pipeline with its counters and the machine probe and
  * writes the trace (docs/trace-format.md). */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -25,38 +26,20 @@ int cmd_trace(int argc, char **argv) {
   const char *spec = NULL, *out = NULL, *record = NULL;
   sl_trace_opts o = SL_TRACE_OPTS_INIT;
   bool quiet = false;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (cli_is_help(a)) {
-      trace_help(stdout);
-      return CLI_OK;
-    } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
-      if (i + 1 >= argc) return cli_usage("trace", "%s needs a file name", a);
-      out = argv[++i];
-    } else if (!strcmp(a, "--seconds")) {
-      if (!cli_parse_f64("trace", a, i + 1 < argc ? argv[++i] : NULL, &o.seconds)) return CLI_USAGE;
-      if (!(o.seconds > 0)) return cli_usage("trace", "--seconds must be a positive number of seconds, not %s", argv[i]);
-    } else if (!strcmp(a, "--take")) {
-      if (!cli_parse_i64("trace", a, i + 1 < argc ? argv[++i] : NULL, &o.take)) return CLI_USAGE;
-      if (o.take <= 0) return cli_usage("trace", "--take must be a positive number of elements, not %s", argv[i]);
-    } else if (!strcmp(a, "--warmup")) {
-      if (!cli_parse_f64("trace", a, i + 1 < argc ? argv[++i] : NULL, &o.warmup)) return CLI_USAGE;
-      if (!(o.warmup >= 0)) return cli_usage("trace", "--warmup must not be negative (got %s)", argv[i]);
-    } else if (!strcmp(a, "--record")) {
-      if (i + 1 >= argc) return cli_usage("trace", "--record needs a store (a path, sqlite:PATH or postgresql://...)");
-      record = argv[++i];
-    } else if (!strcmp(a, "--no-disk")) {
-      o.no_disk_probe = true;
-    } else if (!strcmp(a, "--quiet")) {
-      quiet = true;
-    } else if (a[0] == '-') {
-      return cli_usage("trace", "unknown option '%s'", a);
-    } else if (!spec) {
-      spec = a;
-    } else {
-      return cli_usage("trace", "more than one spec given ('%s', '%s')", spec, a);
-    }
-  }
+  const cli_opt opts[] = {
+      {.name = "-o", .alias = "--output", .type = CLI_STR, .dst = &out, .needs = "a file name"},
+      {.name = "--seconds", .type = CLI_NUM, .dst = &o.seconds, .lo = 0, .lo_open = true, .hi = HUGE_VAL,
+       .must = "a positive number of seconds"},
+      {.name = "--take", .type = CLI_INT, .dst = &o.take, .lo = 1, .hi = INT64_MAX, .must = "a positive number of elements"},
+      {.name = "--warmup", .type = CLI_NUM, .dst = &o.warmup, .lo = 0, .hi = HUGE_VAL, .must = "0 or more seconds"},
+      {.name = "--record", .type = CLI_STR, .dst = &record, .needs = "a store (a path, sqlite:PATH or postgresql://...)"},
+      {.name = "--no-disk", .type = CLI_FLAG, .dst = &o.no_disk_probe},
+      {.name = "--quiet", .type = CLI_FLAG, .dst = &quiet},
+      {.name = NULL},
+  };
+  const cli_args args = {.cmd = "trace", .opts = opts, .help = trace_help, .pos = &spec, .npos = 1, .noun = "spec"};
+  int parsed = cli_parse(&args, argc, argv);
+  if (parsed) return parsed < 0 ? CLI_OK : parsed;
   if (!spec) return cli_usage("trace", "a SPEC file is required");
   record = cli_record_target(record);
   sl_pipeline *p = NULL;

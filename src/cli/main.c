@@ -78,48 +78,6 @@ int cli_fail(bool lib, const char *fmt, ...) {
 
 const char *cli_last_error(void) { return g_last_error; }
 
-int cli_usage(const char *cmd, const char *fmt, ...) {
-  va_list ap;
-  fprintf(stderr, "sluice %s: ", cmd);
-  va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
-  va_end(ap);
-  fprintf(stderr, "\nRun 'sluice %s --help' for usage.\n", cmd);
-  return CLI_USAGE;
-}
-
-bool cli_is_help(const char *a) { return !strcmp(a, "-h") || !strcmp(a, "--help") || !strcmp(a, "help"); }
-
-bool cli_parse_i64(const char *cmd, const char *opt, const char *val, int64_t *out) {
-  char *end;
-  if (!val) {
-    cli_usage(cmd, "%s needs a value", opt);
-    return false;
-  }
-  long long v = strtoll(val, &end, 10);
-  if (end == val || *end) {
-    cli_usage(cmd, "%s: '%s' is not an integer", opt, val);
-    return false;
-  }
-  *out = v;
-  return true;
-}
-
-bool cli_parse_f64(const char *cmd, const char *opt, const char *val, double *out) {
-  char *end;
-  if (!val) {
-    cli_usage(cmd, "%s needs a value", opt);
-    return false;
-  }
-  double v = strtod(val, &end);
-  if (end == val || *end) {
-    cli_usage(cmd, "%s: '%s' is not a number", opt, val);
-    return false;
-  }
-  *out = v;
-  return true;
-}
-
 double cli_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -1,6 +1,7 @@
 /* core/args.c: typed access to an op's "args" object for functions (the read-only sl_args view), and the
  * small seeded generator functions use. Depends on nothing of ours outside core; the function registry is in
  * fns/fn_registry.c. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -269,3 +270,9 @@ uint64_t sl_rng_u64(sl_rng *r) {
   return res;
 }
 double sl_rng_uniform(sl_rng *r) { return (double)(sl_rng_u64(r) >> 11) * 0x1.0p-53; }
+/* Box-Muller, the uniform kept off 0 for the log. */
+double sl__rng_normal(sl_rng *r) {
+  double u = sl_rng_uniform(r), v = sl_rng_uniform(r);
+  if (u < 1e-300) u = 1e-300;
+  return sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v);
+}

@@ -60,6 +60,9 @@ static inline uint64_t sl__mix64(uint64_t x) {
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
   return x ^ (x >> 31);
 }
+/* A standard normal variate from `r` (sluice/fn.h's generator; core/args.c). */
+struct sl_rng;
+double sl__rng_normal(struct sl_rng *r);
 static inline uint64_t sl__seed_of(uint64_t seed, uint64_t op, uint64_t epoch, uint64_t index) {
   return sl__mix64(sl__mix64(sl__mix64(seed ^ sl__mix64(op)) ^ epoch) ^ index);
 }

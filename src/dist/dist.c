@@ -7,6 +7,7 @@
 
 #include "core/core_int.h"
 #include "dist/dist_int.h"
+#include "ops/dist_hook_int.h" /* sl__launcher_env */
 
 #ifdef SL_HAVE_MPI
 static bool g_mpi; /* sl_dist_init initialised MPI */
@@ -42,10 +43,8 @@ int sl_dist_init(sl_dist_info *out, int workers) {
     return rc;
   }
 #endif
-  static const char *const vars[][2] = {
-      {"WORLD_SIZE", "RANK"}, {"OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK"}, {"PMI_SIZE", "PMI_RANK"}};
-  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
-    if (env_int(vars[i][0], &out->size) && env_int(vars[i][1], &out->rank)) {
+  for (size_t i = 0; i < SL__LAUNCHER_NENV; i++)
+    if (env_int(sl__launcher_env[i][0], &out->size) && env_int(sl__launcher_env[i][1], &out->rank)) {
       out->launched = true;
       break;
     }

@@ -553,21 +553,61 @@ static void w_close(wstate *s, int t, const char *error) {
   else MPI_Send(NULL, 0, MPI_BYTE, t, TAG_END, MPI_COMM_WORLD);
 }
 
-int sl__mpi_serve(uint64_t *sent, const sl_pipeline *full) {
-  *sent = 0;
-  g_served = true;
-  int nt = g_size - g_workers, windex = g_rank - nt;
+/* The part of the spec above its offload op that this worker rank runs, built and started in *p and *it; *built
+ * false when not even the spec could be made (then the error is returned and there is nothing to free). */
+static int worker_pipeline(sl_pipeline **p, sl_iter **it, bool *built, const sl_pipeline *full, int nt) {
   json_t *wspec = NULL;
-  int rc = sl__offload_worker_spec(&wspec, sl__pipeline_spec(full), g_workers, windex);
+  int rc = sl__offload_worker_spec(&wspec, sl__pipeline_spec(full), g_workers, g_rank - nt);
   if (rc) return rc;
   char *text = json_dumps(wspec, JSON_COMPACT);
   json_decref(wspec);
   if (!text) return sl__oom("the workers' spec");
+  *built = true;
+  rc = sl_pipeline_from_json(p, text, strlen(text), sl__pipeline_origin(full));
+  sl__free(text);
+  if (!rc) rc = sl_pipeline_iter(it, *p);
+  return rc;
+}
+
+/* Finished sends give their buffers to the spares (at most cap buffers exist: spares and sends under way). Called
+ * with g_mu held. */
+static void reap_sends(pend *pd, int *npend, pend *spare, int *nspare) {
+  for (int i = 0; i < *npend;) {
+    int done = 0;
+    MPI_Test(&pd[i].req, &done, MPI_STATUS_IGNORE);
+    if (done) {
+      spare[(*nspare)++] = pd[i];
+      pd[i] = pd[--*npend];
+    } else i++;
+  }
+}
+
+/* The first trainer from `from` on (round robin) that is open and has credit, or -1. */
+static int next_trainer(const wstate *s, int from) {
+  for (int k = 0; k < s->nt; k++) {
+    int c = (from + k) % s->nt;
+    if (!s->closed[c] && s->credit[c] > 0) return c;
+  }
+  return -1;
+}
+
+static void beat_stop(wstate *s, pthread_t beat) {
+  pthread_mutex_lock(&s->beat_mu);
+  atomic_store(&s->quit, true);
+  pthread_cond_signal(&s->beat_cv);
+  pthread_mutex_unlock(&s->beat_mu);
+  pthread_join(beat, NULL);
+}
+
+int sl__mpi_serve(uint64_t *sent, const sl_pipeline *full) {
+  *sent = 0;
+  g_served = true;
+  int nt = g_size - g_workers;
   sl_pipeline *p = NULL;
   sl_iter *it = NULL;
-  rc = sl_pipeline_from_json(&p, text, strlen(text), sl__pipeline_origin(full));
-  sl__free(text);
-  if (!rc) rc = sl_pipeline_iter(&it, p);
+  bool built = false;
+  int rc = worker_pipeline(&p, &it, &built, full, nt);
+  if (!built) return rc;
 
   wstate s = {.nt = nt};
   s.credit = sl__calloc((size_t)nt, sizeof *s.credit);
@@ -605,15 +645,7 @@ int sl__mpi_serve(uint64_t *sent, const sl_pipeline *full) {
   for (;;) {
     pthread_mutex_lock(&g_mu);
     int prc = w_poll(&s);
-    /* finished sends free their buffers */
-    for (int i = 0; i < npend;) {
-      int done = 0;
-      MPI_Test(&pd[i].req, &done, MPI_STATUS_IGNORE);
-      if (done) {
-        spare[nspare++] = pd[i]; /* at most cap buffers exist: spares and sends under way */
-        pd[i] = pd[--npend];
-      } else i++;
-    }
+    reap_sends(pd, &npend, spare, &nspare);
     atomic_store(&s.sending, npend);
     /* done when every trainer has its END (asked for with STOP, or at the stream's end) and every send is through:
      * a trainer drains until END, so no send stays pending */
@@ -629,15 +661,7 @@ int sl__mpi_serve(uint64_t *sent, const sl_pipeline *full) {
       break; /* MPI itself failed: nothing more can be said to the trainers */
     }
     if (all_closed && npend == 0) break;
-    int t = -1;
-    if (!ended)
-      for (int k = 0; k < nt; k++) {
-        int c = (next_t + k) % nt;
-        if (!s.closed[c] && s.credit[c] > 0 && npend < cap) {
-          t = c;
-          break;
-        }
-      }
+    int t = ended || npend >= cap ? -1 : next_trainer(&s, next_t);
     if (t < 0) {
       nap(&us);
       continue;
@@ -686,13 +710,7 @@ int sl__mpi_serve(uint64_t *sent, const sl_pipeline *full) {
     s.credit[t]--;
     (*sent)++;
   }
-  if (beating) {
-    pthread_mutex_lock(&s.beat_mu);
-    atomic_store(&s.quit, true);
-    pthread_cond_signal(&s.beat_cv);
-    pthread_mutex_unlock(&s.beat_mu);
-    pthread_join(beat, NULL);
-  }
+  if (beating) beat_stop(&s, beat);
   pthread_mutex_destroy(&s.beat_mu);
   pthread_cond_destroy(&s.beat_cv);
   for (int i = 0; i < npend; i++) sl__free(pd[i].buf); /* only after an MPI failure */

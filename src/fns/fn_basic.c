@@ -5,14 +5,6 @@
 
 #include "fns/fns_int.h"
 
-int sl__fn_component(sl_elem *e, const sl_fn_call *call, const char *name, sl_comp **out) {
-  *out = sl_elem_get(e, name);
-  if (!*out)
-    return sl__err(SL_EINVAL, "%s: element %llu has no component '%s'", call->op_path,
-                   (unsigned long long)call->index, name);
-  return 0;
-}
-
 static int identity_call(void *st, sl_elem *e, sl_fn_call *call) { return 0; }
 
 /* spin: burns `us` microseconds of CPU per element (thread CPU clock), e.g. {"us": 50}. */

@@ -71,6 +71,120 @@ static int pick_scale(const sl__win *w, int64_t oh, int64_t ow) {
   return 8;
 }
 
+/* The window of the H x W image to decode and the size to resize it to (th, tw; 0: none), or rc, the error. */
+typedef struct {
+  sl__win win;
+  int64_t th, tw;
+  int rc;
+} jpeg_window;
+
+/* The window as `req` asks: a random crop, a given window, a center crop, a resize of the shorter side, or (req
+ * NULL) the whole image; an image of no pixels or more than max_pixels is refused. */
+static jpeg_window pick_window(const sl__jpeg_req *req, int64_t H, int64_t W, int64_t max_pixels) {
+  jpeg_window r = {{0, 0, H, W}, 0, 0, 0};
+  if (H <= 0 || W <= 0) {
+    r.rc = sl__err(SL_EINVAL, "zero-sized image (%lldx%lld)", (long long)W, (long long)H);
+    return r;
+  }
+  if (H * W > max_pixels) {
+    r.rc = sl__err(SL_EINVAL, "image of %lldx%lld pixels exceeds max_pixels %lld", (long long)W, (long long)H,
+                   (long long)max_pixels);
+    return r;
+  }
+  sl__win *win = &r.win;
+  int64_t th = req ? req->out_h : 0, tw = req ? req->out_w : 0;
+  if (req && req->sample) sl__crop_sample(req->sample, H, W, req->scale, req->ratio, win);
+  else if (req && req->win) *win = *req->win;
+  else if (req && (req->center_h > 0 || req->center_frac > 0)) {
+    int64_t wh = req->center_h, ww = req->center_w;
+    if (req->center_frac > 0) {
+      wh = (int64_t)llround((double)H * req->center_frac);
+      ww = (int64_t)llround((double)W * req->center_frac);
+      if (wh < 1) wh = 1;
+      if (ww < 1) ww = 1;
+    }
+    if (wh > H || ww > W) {
+      r.rc = sl__err(SL_EINVAL, "crop window %lldx%lld outside the %lldx%lld image (HxW)", (long long)wh,
+                     (long long)ww, (long long)H, (long long)W);
+      return r;
+    }
+    *win = (sl__win){(H - wh) / 2, (W - ww) / 2, wh, ww};
+    th = tw = 0;
+  } else if (req && req->shorter > 0) {
+    if (H <= W) th = req->shorter, tw = (int64_t)llround((double)W * (double)req->shorter / (double)H);
+    else tw = req->shorter, th = (int64_t)llround((double)H * (double)req->shorter / (double)W);
+    if (th < 1) th = 1;
+    if (tw < 1) tw = 1;
+  }
+  if (win->h <= 0 || win->w <= 0 || win->y < 0 || win->x < 0 || win->y + win->h > H || win->x + win->w > W)
+    r.rc = sl__err(SL_EINVAL, "crop window [y=%lld, x=%lld, h=%lld, w=%lld] outside the %lldx%lld image (HxW)",
+                   (long long)win->y, (long long)win->x, (long long)win->h, (long long)win->w, (long long)H,
+                   (long long)W);
+  r.th = th;
+  r.tw = tw;
+  return r;
+}
+
+/* The window in pixels scaled by n/8 (rows y0.., columns x0.., ch x cw), and the columns the decoder is told to
+ * decode (xoff, xw: libjpeg widens them to whole iMCUs). */
+typedef struct {
+  int64_t y0, x0, ch, cw;
+  JDIMENSION xoff, xw;
+} jpeg_cols;
+
+static jpeg_cols crop_columns(struct jpeg_decompress_struct *ci, const sl__win *win, int n) {
+  int64_t SH = ci->output_height, SW = ci->output_width;
+  int64_t y0 = win->y * n / 8, x0 = win->x * n / 8;
+  int64_t y1 = (win->y + win->h) * n / 8 + ((win->y + win->h) * n % 8 != 0);
+  int64_t x1 = (win->x + win->w) * n / 8 + ((win->x + win->w) * n % 8 != 0);
+  if (y1 > SH) y1 = SH;
+  if (x1 > SW) x1 = SW;
+  if (y1 <= y0) y1 = y0 + 1;
+  if (x1 <= x0) x1 = x0 + 1;
+  /* Ask for one more column on each side than the window needs: fancy upsampling replicates the edge column of
+   * a cropped region, so without a neighbour the window's border pixels would differ from a full decode. */
+  int64_t rx0 = x0 > 0 ? x0 - 1 : 0, rx1 = x1 < SW ? x1 + 1 : SW;
+  JDIMENSION xoff = (JDIMENSION)rx0, xw = (JDIMENSION)(rx1 - rx0);
+  if (rx1 - rx0 < SW) jpeg_crop_scanline(ci, &xoff, &xw);
+  else xoff = 0, xw = (JDIMENSION)SW;
+  return (jpeg_cols){y0, x0, y1 - y0, x1 - x0, xoff, xw};
+}
+
+/* Rows decoded into scratch (`got` of them, the window `skip` bytes in) to their place from output row `row`: through
+ * the CMYK conversion when `cmyk_ci` (its decoder) is given, and through the output pass `px` (rows `orow` bytes
+ * apart, `tail` holding a converted row) when given, else copied (rows `crow` bytes apart). */
+static void copy_rows(JSAMPROW *rows, JDIMENSION got, size_t skip, uint8_t *dst, int64_t row, size_t crow, size_t orow,
+                      int64_t cw, int channels, const struct jpeg_decompress_struct *cmyk_ci, const sl__px_out *px,
+                      uint8_t *tail) {
+  for (JDIMENSION i = 0; i < got; i++) {
+    if (px) { /* straight through the output pass into the output row */
+      const uint8_t *r = rows[i] + skip;
+      if (cmyk_ci) cmyk_row(r, tail, (JDIMENSION)cw, channels, cmyk_ci->saw_Adobe_marker), r = tail;
+      sl__px_row(r, dst + (size_t)(row + i) * orow, cw, channels, px);
+      continue;
+    }
+    uint8_t *d = dst + (size_t)(row + i) * crow;
+    if (cmyk_ci) cmyk_row(rows[i] + skip, d, (JDIMENSION)cw, channels, cmyk_ci->saw_Adobe_marker);
+    else memcpy(d, rows[i] + skip, crow);
+  }
+}
+
+/* Resizes the decoded ch x cw window (rows `wstride` bytes apart) to th x tw into `obuf`, through the output pass
+ * `px` when there is one: inside the resampler's last pass (`fast`), or after the resize in `tail`. */
+static int resize_window(const uint8_t *win0, int64_t ch, int64_t cw, size_t wstride, uint8_t *obuf, int64_t th,
+                         int64_t tw, int channels, const sl__jpeg_req *req, const sl__px_out *fast,
+                         const sl__px_out *px, uint8_t *tail) {
+  if (fast) /* the resampler's last pass is the output pass */
+    return sl__resample_u8_px(win0, (int)ch, (int)cw, wstride, obuf, (int)th, (int)tw, channels,
+                              req->method == SL__RESIZE_AREA, fast);
+  if (!px) return sl__resize_u8(win0, ch, cw, wstride, obuf, th, tw, channels, req->method);
+  int rc = sl__resize_u8(win0, ch, cw, wstride, tail, th, tw, channels, req->method);
+  size_t orow = (size_t)tw * (size_t)channels * (px->f32 ? sizeof(float) : 1);
+  for (int64_t y = 0; !rc && y < th; y++)
+    sl__px_row(tail + (size_t)y * (size_t)tw * (size_t)channels, obuf + (size_t)y * orow, tw, channels, px);
+  return rc;
+}
+
 int sl__jpeg_decode(const uint8_t *data, size_t len, const sl__jpeg_opts *o, const sl__jpeg_req *req, sl_buf **out,
                     int64_t *oh, int64_t *ow, int64_t *oc) {
   *out = NULL;
@@ -103,66 +217,22 @@ int sl__jpeg_decode(const uint8_t *data, size_t len, const sl__jpeg_opts *o, con
   int64_t H = ci.image_height, W = ci.image_width;
   bool cmyk = ci.jpeg_color_space == JCS_CMYK || ci.jpeg_color_space == JCS_YCCK;
   int channels = o->channels ? o->channels : ci.num_components == 1 ? 1 : 3;
-  if (H <= 0 || W <= 0) {
-    code = sl__err(SL_EINVAL, "zero-sized image (%lldx%lld)", (long long)W, (long long)H);
+  const jpeg_window jw = pick_window(req, H, W, o->max_pixels);
+  if (jw.rc) {
+    code = jw.rc;
     longjmp(jerr.jb, 3);
   }
-  if (H * W > o->max_pixels) {
-    code = sl__err(SL_EINVAL, "image of %lldx%lld pixels exceeds max_pixels %lld", (long long)W, (long long)H,
-                   (long long)o->max_pixels);
-    longjmp(jerr.jb, 3);
-  }
-  sl__win full = {0, 0, H, W}, win = full;
-  int64_t th = req ? req->out_h : 0, tw = req ? req->out_w : 0;
-  if (req && req->sample) sl__crop_sample(req->sample, H, W, req->scale, req->ratio, &win);
-  else if (req && req->win) win = *req->win;
-  else if (req && (req->center_h > 0 || req->center_frac > 0)) {
-    int64_t wh = req->center_h, ww = req->center_w;
-    if (req->center_frac > 0) {
-      wh = (int64_t)llround((double)H * req->center_frac);
-      ww = (int64_t)llround((double)W * req->center_frac);
-      if (wh < 1) wh = 1;
-      if (ww < 1) ww = 1;
-    }
-    if (wh > H || ww > W) {
-      code = sl__err(SL_EINVAL, "crop window %lldx%lld outside the %lldx%lld image (HxW)", (long long)wh,
-                     (long long)ww, (long long)H, (long long)W);
-      longjmp(jerr.jb, 3);
-    }
-    win = (sl__win){(H - wh) / 2, (W - ww) / 2, wh, ww};
-    th = tw = 0;
-  } else if (req && req->shorter > 0) {
-    if (H <= W) th = req->shorter, tw = (int64_t)llround((double)W * (double)req->shorter / (double)H);
-    else tw = req->shorter, th = (int64_t)llround((double)H * (double)req->shorter / (double)W);
-    if (th < 1) th = 1;
-    if (tw < 1) tw = 1;
-  }
-  if (win.h <= 0 || win.w <= 0 || win.y < 0 || win.x < 0 || win.y + win.h > H || win.x + win.w > W) {
-    code = sl__err(SL_EINVAL, "crop window [y=%lld, x=%lld, h=%lld, w=%lld] outside the %lldx%lld image (HxW)",
-                   (long long)win.y, (long long)win.x, (long long)win.h, (long long)win.w, (long long)H, (long long)W);
-    longjmp(jerr.jb, 3);
-  }
+  const sl__win win = jw.win;
+  const int64_t th = jw.th, tw = jw.tw;
   int n = pick_scale(&win, th, tw);
   ci.scale_num = (unsigned)n;
   ci.scale_denom = 8;
   ci.out_color_space = cmyk ? JCS_CMYK : channels == 1 ? JCS_GRAYSCALE : JCS_RGB;
   ci.dct_method = JDCT_ISLOW;
   jpeg_start_decompress(&ci);
-  /* The window in scaled pixels. */
-  int64_t SH = ci.output_height, SW = ci.output_width;
-  int64_t y0 = win.y * n / 8, x0 = win.x * n / 8;
-  int64_t y1 = (win.y + win.h) * n / 8 + ((win.y + win.h) * n % 8 != 0), x1 = (win.x + win.w) * n / 8 + ((win.x + win.w) * n % 8 != 0);
-  if (y1 > SH) y1 = SH;
-  if (x1 > SW) x1 = SW;
-  if (y1 <= y0) y1 = y0 + 1;
-  if (x1 <= x0) x1 = x0 + 1;
-  int64_t ch = y1 - y0, cw = x1 - x0;
-  /* Ask for one more column on each side than the window needs: fancy upsampling replicates the edge column of
-   * a cropped region, so without a neighbour the window's border pixels would differ from a full decode. */
-  int64_t rx0 = x0 > 0 ? x0 - 1 : 0, rx1 = x1 < SW ? x1 + 1 : SW;
-  JDIMENSION xoff = (JDIMENSION)rx0, xw = (JDIMENSION)(rx1 - rx0);
-  if (rx1 - rx0 < SW) jpeg_crop_scanline(&ci, &xoff, &xw);
-  else xoff = 0, xw = (JDIMENSION)SW;
+  const jpeg_cols g = crop_columns(&ci, &win, n);
+  const int64_t y0 = g.y0, x0 = g.x0, ch = g.ch, cw = g.cw;
+  const JDIMENSION xoff = g.xoff, xw = g.xw;
   int comps = ci.output_components;
   bool resize = th > 0 && tw > 0 && (th != ch || tw != cw);
   /* The output pass: flip and/or float32 normalisation (the planner's folding of random_flip and normalize). */
@@ -220,17 +290,7 @@ int sl__jpeg_decode(const uint8_t *data, size_t len, const sl__jpeg_opts *o, con
       longjmp(jerr.jb, 3);
     }
     if (!direct && !win_direct)
-      for (JDIMENSION i = 0; i < got; i++) {
-        if (px && !resize) { /* straight through the output pass into the output row */
-          const uint8_t *r = rows[i] + skip;
-          if (cmyk) cmyk_row(r, tail, (JDIMENSION)cw, channels, ci.saw_Adobe_marker), r = tail;
-          sl__px_row(r, (uint8_t *)dst + (size_t)(row + i) * orow, cw, channels, px);
-          continue;
-        }
-        uint8_t *d = dst + (size_t)(row + i) * crow;
-        if (cmyk) cmyk_row(rows[i] + skip, d, (JDIMENSION)cw, channels, ci.saw_Adobe_marker);
-        else memcpy(d, rows[i] + skip, crow);
-      }
+      copy_rows(rows, got, skip, dst, row, crow, orow, cw, channels, cmyk ? &ci : NULL, resize ? NULL : px, tail);
     row += got;
   }
   if (ci.output_scanline < ci.output_height && o->strict) {
@@ -252,28 +312,14 @@ int sl__jpeg_decode(const uint8_t *data, size_t len, const sl__jpeg_opts *o, con
   if (ci.output_scanline < ci.output_height) jpeg_abort_decompress(&ci);
   else jpeg_finish_decompress(&ci);
   jpeg_destroy_decompress(&ci);
-  if (resize) {
-    int rc;
-    const uint8_t *win0 = win_direct ? dst + skip : dst;
-    size_t wstride = win_direct ? srow : crow;
-    if (fast_px) { /* the resampler's last pass is the output pass */
-      rc = sl__resample_u8_px(win0, (int)ch, (int)cw, wstride, obuf, (int)th, (int)tw, channels,
-                              req->method == SL__RESIZE_AREA, px);
-    } else if (px) {
-      rc = sl__resize_u8(win0, ch, cw, wstride, tail, th, tw, channels, req->method);
-      for (int64_t y = 0; !rc && y < th; y++)
-        sl__px_row(tail + (size_t)y * (size_t)tw * (size_t)channels, obuf + (size_t)y * orow, tw,
-                   channels, px);
-    } else {
-      rc = sl__resize_u8(win0, ch, cw, wstride, obuf, th, tw, channels, req->method);
-    }
-    sl__free(scratch);
-    if (rc) {
-      sl_buf_unref(buf);
-      return rc;
-    }
-  } else {
-    sl__free(scratch);
+  int rc = 0;
+  if (resize)
+    rc = resize_window(win_direct ? dst + skip : dst, ch, cw, win_direct ? srow : crow, obuf, th, tw, channels, req,
+                       fast_px ? px : NULL, px, tail);
+  sl__free(scratch);
+  if (rc) {
+    sl_buf_unref(buf);
+    return rc;
   }
   *out = buf;
   *oh = fh;

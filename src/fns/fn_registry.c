@@ -32,21 +32,6 @@ const sl__fn_entry *sl__fn_builtin(size_t i) {
   return NULL;
 }
 
-#define MAX_BUILTINS 256
-static const char *g_names[MAX_BUILTINS + 1];
-static pthread_once_t g_names_once = PTHREAD_ONCE_INIT;
-static void fill_names(void) {
-  size_t k = 0;
-  for (size_t t = 0; t < NTABLES; t++)
-    for (const sl__fn_entry *e = TABLES[t]; e->name && k < MAX_BUILTINS; e++) g_names[k++] = e->name;
-  g_names[k] = NULL;
-}
-
-static const char *const *fn_builtin_names(void) {
-  pthread_once(&g_names_once, fill_names);
-  return g_names;
-}
-
 /* ---- registry ----
  * Built-in functions live in static tables (no allocation, so they cannot go missing under memory pressure);
  * functions registered at run time live in a mutex-protected array and take precedence over built-ins. */
@@ -108,9 +93,7 @@ int sl__fn_lookup(const char *name, sl__fn *out) {
 static int cmp_str(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
 
 int sl_fn_list(const char ***names) {
-  const char *const *builtin = fn_builtin_names();
-  size_t nb = 0;
-  while (builtin[nb]) nb++;
+  size_t nb = sl__fn_builtin_count();
   pthread_mutex_lock(&g_reg_mu);
   size_t n = g_nfns + nb, total = (n + 1) * sizeof(char *);
   for (size_t i = 0; i < g_nfns; i++) total += strlen(g_fns[i].name) + 1;
@@ -128,11 +111,12 @@ int sl_fn_list(const char ***names) {
     p += l;
   }
   pthread_mutex_unlock(&g_reg_mu);
-  for (size_t i = 0; i < nb; i++) {
-    bool dup = false;
-    for (size_t j = 0; j < g_nfns && !dup; j++) dup = !strcmp(arr[j], builtin[i]);
-    if (!dup) arr[k++] = builtin[i];
-  }
+  for (size_t t = 0; t < NTABLES; t++) /* the built-ins a registered function of the same name does not hide */
+    for (const sl__fn_entry *e = TABLES[t]; e->name; e++) {
+      bool dup = false;
+      for (size_t j = 0; j < g_nfns && !dup; j++) dup = !strcmp(arr[j], e->name);
+      if (!dup) arr[k++] = e->name;
+    }
   arr[k] = NULL;
   qsort(arr, k, sizeof *arr, cmp_str);
   *names = arr;

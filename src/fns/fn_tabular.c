@@ -160,6 +160,166 @@ static int parse_num(const char *p, size_t n, sl_dtype dt, double *dv, int64_t *
   return 0;
 }
 
+/* What the helpers of csv_call return besides 0 and an error: the line was bad and on_error "skip" dropped it. */
+enum { CSV_DROPPED = 1 };
+
+/* Splits the line into s->nfields fields at f. */
+static int csv_split(csv_state *s, sl_fn_call *call, const sl_buf *hold, const char *line, size_t n, csv_field *f) {
+  int64_t nf = 0;
+  size_t i = 0;
+  int rc;
+  for (;;) {
+    csv_field fd = {(uint32_t)i, (uint32_t)i, false};
+    if (i < n && line[i] == '"') {
+      fd.quoted = true;
+      fd.b = (uint32_t)++i;
+      for (;;) {
+        if (i >= n) {
+          rc = csv_bad(s, call, hold, "field %lld: unterminated quoted field", (long long)nf + 1);
+          return rc ? rc : CSV_DROPPED;
+        }
+        if (line[i] == '"') {
+          if (i + 1 < n && line[i + 1] == '"') {
+            i += 2;
+            continue;
+          }
+          break;
+        }
+        i++;
+      }
+      fd.e = (uint32_t)i++;
+      if (i < n && line[i] != s->delim) {
+        rc = csv_bad(s, call, hold, "field %lld: text after the closing quote", (long long)nf + 1);
+        return rc ? rc : CSV_DROPPED;
+      }
+    } else {
+      while (i < n && line[i] != s->delim) i++;
+      fd.e = (uint32_t)i;
+    }
+    if (nf < s->nfields) f[nf] = fd;
+    nf++;
+    if (i >= n) break;
+    i++; /* the delimiter */
+  }
+  if (nf != s->nfields) {
+    rc = csv_bad(s, call, hold, "%lld fields, expected %lld", (long long)nf, (long long)s->nfields);
+    return rc ? rc : CSV_DROPPED;
+  }
+  return 0;
+}
+
+/* A bytes column from its fields f[0..col->count) (the first is field fi + 1 of the line) into `out`. */
+static int csv_strings(csv_state *s, sl_fn_call *call, const sl_buf *hold, const char *line, const csv_col *col,
+                       const csv_field *f, int64_t fi, sl_elem *out) {
+  size_t total = 0;
+  for (int64_t k = 0; k < col->count; k++) {
+    const csv_field *fd = &f[k];
+    size_t len = fd->e - fd->b;
+    if (len == 0 && !fd->quoted) {
+      if (!col->has_default) {
+        int rc = csv_bad(s, call, hold, "field %lld (column '%s') is empty and has no default", (long long)(fi + k + 1),
+                         col->name);
+        return rc ? rc : CSV_DROPPED;
+      }
+      len = strlen(col->def_str);
+    }
+    total += len;
+  }
+  sl_buf *data = sl_buf_alloc(total ? total : 1), *offs = col->vector ? sl_buf_alloc((size_t)(col->count + 1) * 8) : NULL;
+  if (!data || (col->vector && !offs)) {
+    sl_buf_unref(data);
+    sl_buf_unref(offs);
+    return sl__oom("parse_csv strings");
+  }
+  char *d = sl_buf_data(data);
+  uint64_t *o = offs ? sl_buf_data(offs) : NULL, pos = 0;
+  for (int64_t k = 0; k < col->count; k++) {
+    const csv_field *fd = &f[k];
+    if (o) o[k] = pos;
+    if (fd->e == fd->b && !fd->quoted) {
+      size_t len = strlen(col->def_str);
+      memcpy(d + pos, col->def_str, len);
+      pos += len;
+    } else if (fd->quoted) {
+      for (uint32_t j = fd->b; j < fd->e; j++) {
+        d[pos++] = line[j];
+        if (line[j] == '"') j++; /* "" -> " */
+      }
+    } else {
+      memcpy(d + pos, line + fd->b, fd->e - fd->b);
+      pos += fd->e - fd->b;
+    }
+  }
+  if (o) o[col->count] = pos;
+  int rc = sl_elem_set_bytes(out, col->name, data, 0, NULL, (size_t)pos);
+  if (!rc && col->vector) {
+    sl_comp *oc = sl_elem_get(out, col->name);
+    oc->rank = 1;
+    oc->shape[0] = col->count;
+    oc->offs = offs;
+    offs = NULL;
+  }
+  sl_buf_unref(offs);
+  sl_buf_unref(data);
+  return rc;
+}
+
+/* A numeric column from its fields f[0..col->count) (the first is field fi + 1 of the line) into `out`. */
+static int csv_numbers(csv_state *s, sl_fn_call *call, const sl_buf *hold, const char *line, const csv_col *col,
+                       const csv_field *f, int64_t fi, sl_elem *out) {
+  int64_t shape[1] = {col->count};
+  void *data;
+  int rc = sl_elem_new_tensor(out, col->name, col->dtype, col->vector ? 1 : 0, shape, &data);
+  for (int64_t k = 0; k < col->count && !rc; k++) {
+    const csv_field *fd = &f[k];
+    double dv;
+    int64_t iv;
+    if (fd->e == fd->b) {
+      if (!col->has_default) {
+        rc = csv_bad(s, call, hold, "field %lld (column '%s') is empty and has no default", (long long)(fi + k + 1),
+                     col->name);
+        return rc ? rc : CSV_DROPPED;
+      }
+      dv = col->def_num;
+      iv = (int64_t)dv;
+    } else if (parse_num(line + fd->b, fd->e - fd->b, col->dtype, &dv, &iv)) {
+      int len = (int)(fd->e - fd->b > 40 ? 40 : fd->e - fd->b);
+      rc = csv_bad(s, call, hold, "field %lld (column '%s'): '%.*s%s' is not a valid %s", (long long)(fi + k + 1),
+                   col->name, len, line + fd->b, fd->e - fd->b > 40 ? "..." : "", sl_dtype_name(col->dtype));
+      return rc ? rc : CSV_DROPPED;
+    }
+    switch (col->dtype) {
+    case SL_UINT8: ((uint8_t *)data)[k] = (uint8_t)iv; break;
+    case SL_INT32: ((int32_t *)data)[k] = (int32_t)iv; break;
+    case SL_INT64: ((int64_t *)data)[k] = iv; break;
+    case SL_FLOAT32: ((float *)data)[k] = (float)dv; break;
+    default: ((double *)data)[k] = dv; break;
+    }
+  }
+  return rc;
+}
+
+/* The parsed columns into the element (the line's component removed unless kept). */
+static int csv_output(const csv_state *s, sl_elem *e, const sl_elem *out) {
+  int rc = 0;
+  if (!s->keep) sl_elem_remove(e, s->comp);
+  for (int k = 0; k < out->n && !rc; k++) {
+    const sl_comp *oc = &out->c[k];
+    if (oc->dtype == SL_BYTES) {
+      rc = sl_elem_set_bytes(e, oc->name, oc->buf, oc->off, sl_comp_data(oc), oc->size);
+      if (!rc && oc->rank) {
+        sl_comp *dc = sl_elem_get(e, oc->name);
+        dc->rank = 1;
+        dc->shape[0] = oc->shape[0];
+        dc->offs = sl_buf_ref(oc->offs);
+      }
+    } else {
+      rc = sl_elem_set_tensor(e, oc->name, oc->dtype, oc->rank, oc->shape, oc->buf, oc->off, sl_comp_data(oc));
+    }
+  }
+  return rc;
+}
+
 static int csv_call(void *st, sl_elem *e, sl_fn_call *call) {
   csv_state *s = st;
   sl_comp *c;
@@ -182,155 +342,18 @@ static int csv_call(void *st, sl_elem *e, sl_fn_call *call) {
   csv_field *f = s->nfields <= 64 ? fstack : sl__mallocarray((size_t)s->nfields, sizeof *f);
   sl_elem out;
   sl_elem_init(&out);
-  if (!f) {
-    rc = sl__oom("parse_csv fields");
-    goto done;
-  }
-  /* Split. */
-  int64_t nf = 0;
-  size_t i = 0;
-  for (;;) {
-    csv_field fd = {(uint32_t)i, (uint32_t)i, false};
-    if (i < n && line[i] == '"') {
-      fd.quoted = true;
-      fd.b = (uint32_t)++i;
-      for (;;) {
-        if (i >= n) {
-          rc = csv_bad(s, call, hold, "field %lld: unterminated quoted field", (long long)nf + 1);
-          goto done;
-        }
-        if (line[i] == '"') {
-          if (i + 1 < n && line[i + 1] == '"') {
-            i += 2;
-            continue;
-          }
-          break;
-        }
-        i++;
-      }
-      fd.e = (uint32_t)i++;
-      if (i < n && line[i] != s->delim) {
-        rc = csv_bad(s, call, hold, "field %lld: text after the closing quote", (long long)nf + 1);
-        goto done;
-      }
-    } else {
-      while (i < n && line[i] != s->delim) i++;
-      fd.e = (uint32_t)i;
-    }
-    if (nf < s->nfields) f[nf] = fd;
-    nf++;
-    if (i >= n) break;
-    i++; /* the delimiter */
-  }
-  if (nf != s->nfields) {
-    rc = csv_bad(s, call, hold, "%lld fields, expected %lld", (long long)nf, (long long)s->nfields);
-    goto done;
-  }
+  if (!f) rc = sl__oom("parse_csv fields");
+  else rc = csv_split(s, call, hold, line, n, f);
   /* Convert, group by group. */
   int64_t fi = 0;
   for (int g = 0; g < s->ncols && !rc; g++) {
     const csv_col *col = &s->cols[g];
-    int64_t shape[1] = {col->count};
-    if (col->dtype == SL_BYTES) {
-      size_t total = 0;
-      for (int64_t k = 0; k < col->count; k++) {
-        const csv_field *fd = &f[fi + k];
-        size_t len = fd->e - fd->b;
-        if (len == 0 && !fd->quoted) {
-          if (!col->has_default) {
-            rc = csv_bad(s, call, hold, "field %lld (column '%s') is empty and has no default", (long long)(fi + k + 1), col->name);
-            goto done;
-          }
-          len = strlen(col->def_str);
-        }
-        total += len;
-      }
-      sl_buf *data = sl_buf_alloc(total ? total : 1), *offs = col->vector ? sl_buf_alloc((size_t)(col->count + 1) * 8) : NULL;
-      if (!data || (col->vector && !offs)) {
-        sl_buf_unref(data);
-        sl_buf_unref(offs);
-        rc = sl__oom("parse_csv strings");
-        goto done;
-      }
-      char *d = sl_buf_data(data);
-      uint64_t *o = offs ? sl_buf_data(offs) : NULL, pos = 0;
-      for (int64_t k = 0; k < col->count; k++) {
-        const csv_field *fd = &f[fi + k];
-        if (o) o[k] = pos;
-        if (fd->e == fd->b && !fd->quoted) {
-          size_t len = strlen(col->def_str);
-          memcpy(d + pos, col->def_str, len);
-          pos += len;
-        } else if (fd->quoted) {
-          for (uint32_t j = fd->b; j < fd->e; j++) {
-            d[pos++] = line[j];
-            if (line[j] == '"') j++; /* "" -> " */
-          }
-        } else {
-          memcpy(d + pos, line + fd->b, fd->e - fd->b);
-          pos += fd->e - fd->b;
-        }
-      }
-      if (o) o[col->count] = pos;
-      rc = sl_elem_set_bytes(&out, col->name, data, 0, NULL, (size_t)pos);
-      if (!rc && col->vector) {
-        sl_comp *oc = sl_elem_get(&out, col->name);
-        oc->rank = 1;
-        oc->shape[0] = col->count;
-        oc->offs = offs;
-        offs = NULL;
-      }
-      sl_buf_unref(offs);
-      sl_buf_unref(data);
-    } else {
-      void *data;
-      rc = sl_elem_new_tensor(&out, col->name, col->dtype, col->vector ? 1 : 0, shape, &data);
-      for (int64_t k = 0; k < col->count && !rc; k++) {
-        const csv_field *fd = &f[fi + k];
-        double dv;
-        int64_t iv;
-        if (fd->e == fd->b) {
-          if (!col->has_default) {
-            rc = csv_bad(s, call, hold, "field %lld (column '%s') is empty and has no default", (long long)(fi + k + 1),
-                         col->name);
-            goto done;
-          }
-          dv = col->def_num;
-          iv = (int64_t)dv;
-        } else if (parse_num(line + fd->b, fd->e - fd->b, col->dtype, &dv, &iv)) {
-          int len = (int)(fd->e - fd->b > 40 ? 40 : fd->e - fd->b);
-          rc = csv_bad(s, call, hold, "field %lld (column '%s'): '%.*s%s' is not a valid %s", (long long)(fi + k + 1),
-                       col->name, len, line + fd->b, fd->e - fd->b > 40 ? "..." : "", sl_dtype_name(col->dtype));
-          goto done;
-        }
-        switch (col->dtype) {
-        case SL_UINT8: ((uint8_t *)data)[k] = (uint8_t)iv; break;
-        case SL_INT32: ((int32_t *)data)[k] = (int32_t)iv; break;
-        case SL_INT64: ((int64_t *)data)[k] = iv; break;
-        case SL_FLOAT32: ((float *)data)[k] = (float)dv; break;
-        default: ((double *)data)[k] = dv; break;
-        }
-      }
-    }
+    if (col->dtype == SL_BYTES) rc = csv_strings(s, call, hold, line, col, f + fi, fi, &out);
+    else rc = csv_numbers(s, call, hold, line, col, f + fi, fi, &out);
     fi += col->count;
   }
-  if (rc) goto done;
-  if (!s->keep) sl_elem_remove(e, s->comp);
-  for (int k = 0; k < out.n && !rc; k++) {
-    sl_comp *oc = &out.c[k];
-    if (oc->dtype == SL_BYTES) {
-      rc = sl_elem_set_bytes(e, oc->name, oc->buf, oc->off, sl_comp_data(oc), oc->size);
-      if (!rc && oc->rank) {
-        sl_comp *dc = sl_elem_get(e, oc->name);
-        dc->rank = 1;
-        dc->shape[0] = oc->shape[0];
-        dc->offs = sl_buf_ref(oc->offs);
-      }
-    } else {
-      rc = sl_elem_set_tensor(e, oc->name, oc->dtype, oc->rank, oc->shape, oc->buf, oc->off, sl_comp_data(oc));
-    }
-  }
-done:
+  if (!rc) rc = csv_output(s, e, &out);
+  if (rc == CSV_DROPPED) rc = 0; /* call->keep is false: the element goes */
   sl_elem_clear(&out);
   if (f != fstack) sl__free(f);
   sl_buf_unref(hold);

@@ -77,7 +77,8 @@ int sl__fn_check_args(const sl__fn_schema *sc, json_t *args, const char *path, c
 int sl__fn_infer(sl__struct *s, const sl__fn_schema *sc, json_t *args, const char *path, const char *origin,
                  const char *who);
 
-/* Reads the component named by args[key] (default `def`) from e; names the op and element on failure. */
+/* The component `name` of e (an arg of the function names it), or SL_EINVAL naming the op and the element when e has
+ * none (fn_common.c). */
 int sl__fn_component(sl_elem *e, const sl_fn_call *call, const char *name, sl_comp **out);
 
 #endif

@@ -116,20 +116,18 @@ static double measure_decode(sl_buf **jpegs, int n) {
   return best;
 }
 
-int sl_gen_run(sl_gen_report *report, const sl_gen_opts *opts) {
-  if (!opts || opts->version < 1 || opts->version > SL_GEN_OPTS_VERSION)
-    return sl__err(SL_EINVAL, "sl_gen_run: options of another version");
-  /* Fields left 0 take their defaults (gen.h). A version 1 struct ends before `cancel`: read only its fields. */
-  sl_gen_opts oo;
-  memset(&oo, 0, sizeof oo);
-  memcpy(&oo, opts, opts->version == 1 ? offsetof(sl_gen_opts, cancel) : sizeof oo);
-  if (!oo.n) oo.n = 1000;
-  if (!oo.shards) oo.shards = oo.n > 0 && oo.n < 4 ? (int)oo.n : 4;
-  if (!oo.quality) oo.quality = 90;
-  if (!oo.threads) oo.threads = 1;
-  if (!oo.vocab_size) oo.vocab_size = 30000;
-  if (!oo.chroma) oo.chroma = 444;
-  const sl_gen_opts *o = &oo;
+/* The options as the run reads them: fields left 0 take their defaults (gen.h); a version 1 struct ends before
+ * `cancel`, so only its fields are read. 0, or the error naming the field out of range. */
+static int gen_opts(sl_gen_opts *oo, const sl_gen_opts *opts) {
+  memset(oo, 0, sizeof *oo);
+  memcpy(oo, opts, opts->version == 1 ? offsetof(sl_gen_opts, cancel) : sizeof *oo);
+  if (!oo->n) oo->n = 1000;
+  if (!oo->shards) oo->shards = oo->n > 0 && oo->n < 4 ? (int)oo->n : 4;
+  if (!oo->quality) oo->quality = 90;
+  if (!oo->threads) oo->threads = 1;
+  if (!oo->vocab_size) oo->vocab_size = 30000;
+  if (!oo->chroma) oo->chroma = 444;
+  const sl_gen_opts *o = oo;
   if ((unsigned)o->kind > SL_GEN_TABULAR) return sl__err(SL_EINVAL, "sl_gen_run: unknown kind %d", (int)o->kind);
   if (!o->out_dir || !o->out_dir[0]) return sl__err(SL_EINVAL, "out_dir: required");
   if (o->n < 1) return sl__err(SL_EINVAL, "n: must be >= 1 (got %lld)", (long long)o->n);
@@ -140,8 +138,37 @@ int sl_gen_run(sl_gen_report *report, const sl_gen_opts *opts) {
   if (o->threads < 1 || o->threads > 256) return sl__err(SL_EINVAL, "threads: must be in 1..256 (got %d)", o->threads);
   if (o->kind == SL_GEN_TEXT && (o->vocab_size < 10 || o->vocab_size > 10000000))
     return sl__err(SL_EINVAL, "vocab_size: must be in 10..10000000");
-  int rc = mkdirs(o->out_dir);
+  return 0;
+}
+
+/* Makes records base..base+count-1 into recs[0..count) on up to o->threads threads (this one among them). */
+static int make_chunk(chunk_job *jobs, pthread_t *th, const sl_gen_opts *o, const void *zipf, int64_t base,
+                      int64_t count, sl__gen_rec *recs) {
+  int nt = o->threads < count ? o->threads : (int)count;
+  int started = 0, rc = 0;
+  for (int t = 0; t < nt; t++) {
+    jobs[t] = (chunk_job){o, zipf, base, count, t, nt, recs, 0, {0}};
+    if (t > 0 && pthread_create(&th[t], NULL, chunk_worker, &jobs[t])) {
+      jobs[t].rc = sl__err(SL_ERROR, "cannot start a generator thread");
+      break;
+    }
+    started = t + 1;
+  }
+  chunk_worker(&jobs[0]);
+  for (int t = 1; t < started; t++) pthread_join(th[t], NULL);
+  for (int t = 0; t < nt && !rc; t++)
+    if (jobs[t].rc) rc = sl__err(jobs[t].rc, "%s", jobs[t].msg[0] ? jobs[t].msg : "generator failed");
+  return rc;
+}
+
+int sl_gen_run(sl_gen_report *report, const sl_gen_opts *opts) {
+  if (!opts || opts->version < 1 || opts->version > SL_GEN_OPTS_VERSION)
+    return sl__err(SL_EINVAL, "sl_gen_run: options of another version");
+  sl_gen_opts oo;
+  int rc = gen_opts(&oo, opts);
   if (rc) return rc;
+  const sl_gen_opts *o = &oo;
+  if ((rc = mkdirs(o->out_dir)) != 0) return rc;
   sl_gen_report rep;
   memset(&rep, 0, sizeof rep);
   void *zipf = NULL;
@@ -181,20 +208,7 @@ int sl_gen_run(sl_gen_report *report, const sl_gen_opts *opts) {
       break;
     }
     int64_t count = o->n - base < CHUNK ? o->n - base : CHUNK;
-    int nt = o->threads < count ? o->threads : (int)count;
-    int started = 0;
-    for (int t = 0; t < nt; t++) {
-      jobs[t] = (chunk_job){o, zipf, base, count, t, nt, recs, 0, {0}};
-      if (t > 0 && pthread_create(&th[t], NULL, chunk_worker, &jobs[t])) {
-        jobs[t].rc = sl__err(SL_ERROR, "cannot start a generator thread");
-        break;
-      }
-      started = t + 1;
-    }
-    chunk_worker(&jobs[0]);
-    for (int t = 1; t < started; t++) pthread_join(th[t], NULL);
-    for (int t = 0; t < nt && !rc; t++)
-      if (jobs[t].rc) rc = sl__err(jobs[t].rc, "%s", jobs[t].msg[0] ? jobs[t].msg : "generator failed");
+    rc = make_chunk(jobs, th, o, zipf, base, count, recs);
     for (int64_t k = 0; k < count && !rc; k++) {
       int64_t i = base + k;
       sl__gen_rec *r = &recs[k];

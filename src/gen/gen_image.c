@@ -15,31 +15,19 @@
 enum { CLUT_MIN = 250, CLUT_SPAN = 350 };
 static const float FINE3 = 20.0f, FINE2 = 20.0f, GRAIN = 2.7f, CLUT_AMP = 35.0f, CHROMA = 1.8f;
 
-typedef struct {
-  uint64_t s;
-} prng;
-static uint64_t pr_next(prng *r) {
-  r->s += 0x9e3779b97f4a7c15ull;
-  return sl__mix64(r->s);
-}
-static double pr_unif(prng *r) { return (double)(pr_next(r) >> 11) * 0x1.0p-53; }
-static double pr_range(prng *r, double a, double b) { return a + (b - a) * pr_unif(r); }
-static double pr_normal(prng *r) {
-  double u = pr_unif(r), v = pr_unif(r);
-  return sqrt(-2.0 * log(u + 1e-300)) * cos(6.283185307179586 * v);
-}
+static double pr_range(sl_rng *r, double a, double b) { return a + (b - a) * sl_rng_uniform(r); }
 
 static inline float smooth(float t) { return t * t * (3.0f - 2.0f * t); }
 static inline uint8_t clamp8(float v) { return (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v + 0.5f); }
 
 /* Adds an octave of value noise (cell px, amplitude amp per channel, colours from the palette when pal != NULL). */
-static void value_noise(prng *r, float *acc, int w, int h, int cell, float amp, const float (*pal)[3], int npal) {
+static void value_noise(sl_rng *r, float *acc, int w, int h, int cell, float amp, const float (*pal)[3], int npal) {
   int gw = w / cell + 2, gh = h / cell + 2;
   float *g = sl__mallocarray((size_t)gw * (size_t)gh * 3, sizeof(float));
   if (!g) return; /* content quality only; never fails the generator */
   for (int i = 0; i < gw * gh; i++) {
     if (pal) {
-      const float *c = pal[pr_next(r) % (uint64_t)npal];
+      const float *c = pal[sl_rng_u64(r) % (uint64_t)npal];
       for (int k = 0; k < 3; k++) g[i * 3 + k] = c[k] + (float)pr_range(r, -amp, amp);
     } else {
       float l = (float)pr_range(r, -amp, amp);
@@ -65,20 +53,21 @@ static void value_noise(prng *r, float *acc, int w, int h, int cell, float amp, 
 }
 
 void sl__gen_picture(uint64_t seed, uint8_t *rgb, int w, int h, int nobj, float *boxes) {
-  prng r = {seed};
+  sl_rng r;
+  sl_rng_seed(&r, seed);
   float *acc = sl__calloc((size_t)w * (size_t)h * 3, sizeof(float));
   float pal[4][3];
   for (int i = 0; i < 4; i++)
     for (int k = 0; k < 3; k++) pal[i][k] = (float)pr_range(&r, 20, 235);
   if (acc) {
-    value_noise(&r, acc, w, h, 64 + (int)(pr_next(&r) % 96), 25.0f, (const float(*)[3])pal, 4);
-    value_noise(&r, acc, w, h, 10 + (int)(pr_next(&r) % 14), 14.0f, NULL, 0);
+    value_noise(&r, acc, w, h, 64 + (int)(sl_rng_u64(&r) % 96), 25.0f, (const float(*)[3])pal, 4);
+    value_noise(&r, acc, w, h, 10 + (int)(sl_rng_u64(&r) % 14), 14.0f, NULL, 0);
   }
   for (int o = 0; o < nobj; o++) {
     /* An object: box of 8%..60% of each side, an ellipse or a rectangle, shaded along a random direction. */
     double bw = pr_range(&r, 0.08, 0.6) * w, bh = pr_range(&r, 0.08, 0.6) * h;
     double x0 = pr_range(&r, -0.1 * bw, w - 0.9 * bw), y0 = pr_range(&r, -0.1 * bh, h - 0.9 * bh);
-    int ellipse = (int)(pr_next(&r) & 1);
+    int ellipse = (int)(sl_rng_u64(&r) & 1);
     float col[3], grad[3], tex = (float)pr_range(&r, 4, 30);
     for (int k = 0; k < 3; k++) col[k] = (float)pr_range(&r, 10, 245), grad[k] = (float)pr_range(&r, -60, 60);
     double ang = pr_range(&r, 0, 6.283185307179586), ca = cos(ang), sa = sin(ang);
@@ -88,7 +77,7 @@ void sl__gen_picture(uint64_t seed, uint8_t *rgb, int w, int h, int nobj, float 
     if (iy1 <= iy0) iy1 = iy0 + 1 <= h ? iy0 + 1 : h;
     double cx = x0 + bw / 2, cy = y0 + bh / 2;
     int minx = w, miny = h, maxx = -1, maxy = -1;
-    uint64_t hs = pr_next(&r);
+    uint64_t hs = sl_rng_u64(&r);
     for (int y = iy0; y < iy1; y++)
       for (int x = ix0; x < ix1; x++) {
         double dx = (x + 0.5 - cx) / (bw / 2), dy = (y + 0.5 - cy) / (bh / 2);
@@ -113,9 +102,9 @@ void sl__gen_picture(uint64_t seed, uint8_t *rgb, int w, int h, int nobj, float 
     }
   }
   /* Clutter: many small blobs (leaves, pebbles, print) whose edges carry the detail a photo has. */
-  int nclutter = CLUT_MIN + (int)(pr_next(&r) % (uint64_t)CLUT_SPAN);
+  int nclutter = CLUT_MIN + (int)(sl_rng_u64(&r) % (uint64_t)CLUT_SPAN);
   for (int k = 0; acc && k < nclutter; k++) {
-    int rad = 2 + (int)(pr_next(&r) % 9), cx = (int)(pr_next(&r) % (uint64_t)w), cy = (int)(pr_next(&r) % (uint64_t)h);
+    int rad = 2 + (int)(sl_rng_u64(&r) % 9), cx = (int)(sl_rng_u64(&r) % (uint64_t)w), cy = (int)(sl_rng_u64(&r) % (uint64_t)h);
     float d[3];
     for (int c = 0; c < 3; c++) d[c] = (float)pr_range(&r, -CLUT_AMP, CLUT_AMP);
     for (int y = cy - rad; y <= cy + rad; y++)
@@ -131,7 +120,7 @@ void sl__gen_picture(uint64_t seed, uint8_t *rgb, int w, int h, int nobj, float 
     value_noise(&r, acc, w, h, 2, FINE2, NULL, 0);
   }
   /* Grain: triangular noise of about +-12 per pixel and channel, luminance-correlated. */
-  uint64_t hs = pr_next(&r) | 1;
+  uint64_t hs = sl_rng_u64(&r) | 1;
   for (size_t i = 0; i < (size_t)w * h; i++) {
     hs ^= hs << 13, hs ^= hs >> 7, hs ^= hs << 17;
     float l = (float)((int)(hs & 15) + (int)((hs >> 4) & 15) - 15) * GRAIN;
@@ -144,19 +133,20 @@ void sl__gen_picture(uint64_t seed, uint8_t *rgb, int w, int h, int nobj, float 
 }
 
 int sl__gen_image(const sl_gen_opts *o, int64_t i, sl__gen_rec *rec) {
-  prng r = {sl__mix64(o->seed ^ 0x696d616765ull) ^ sl__mix64((uint64_t)i)};
-  int w = (int)lround(400 + 70 * pr_normal(&r)), h = (int)lround(350 + 55 * pr_normal(&r));
+  sl_rng r;
+  sl_rng_seed(&r, sl__mix64(o->seed ^ 0x696d616765ull) ^ sl__mix64((uint64_t)i));
+  int w = (int)lround(400 + 70 * sl__rng_normal(&r)), h = (int)lround(350 + 55 * sl__rng_normal(&r));
   if (w < 160) w = 160;
   if (w > 800) w = 800;
   if (h < 140) h = 140;
   if (h > 700) h = 700;
   bool ssd = o->kind == SL_GEN_SSD;
-  int nobj = ssd ? 1 + (int)(pr_next(&r) % 20) : 2 + (int)(pr_next(&r) % 9);
-  int64_t label = (int64_t)(pr_next(&r) % 1000);
+  int nobj = ssd ? 1 + (int)(sl_rng_u64(&r) % 20) : 2 + (int)(sl_rng_u64(&r) % 9);
+  int64_t label = (int64_t)(sl_rng_u64(&r) % 1000);
   float boxes[20 * 4];
   uint8_t *rgb = sl__mallocarray((size_t)w * (size_t)h, 3);
   if (!rgb) return sl__oom("generated image");
-  sl__gen_picture(pr_next(&r), rgb, w, h, nobj, ssd ? boxes : NULL);
+  sl__gen_picture(sl_rng_u64(&r), rgb, w, h, nobj, ssd ? boxes : NULL);
   tjhandle tj = tjInitCompress();
   unsigned char *jpeg = NULL;
   unsigned long jlen = 0;
@@ -194,7 +184,7 @@ int sl__gen_image(const sl_gen_opts *o, int64_t i, sl__gen_rec *rec) {
     int64_t labels[20];
     for (int b = 0; b < nobj; b++) {
       for (int k = 0; k < 4; k++) c[k][b] = boxes[b * 4 + k];
-      labels[b] = 1 + (int64_t)(pr_next(&r) % 90);
+      labels[b] = 1 + (int64_t)(sl_rng_u64(&r) % 90);
     }
     rc = sl_example_add_float(ex, "image/object/bbox/ymin", c[0], (size_t)nobj);
     if (!rc) rc = sl_example_add_float(ex, "image/object/bbox/xmin", c[1], (size_t)nobj);

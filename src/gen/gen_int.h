@@ -5,6 +5,7 @@
 #define SL_FNS_GEN_INTERNAL_H
 
 #include "core/core_int.h"
+#include "sluice/fn.h" /* sl_rng */
 #include "sluice/gen.h"
 #include "sluice/tfrecord.h"
 

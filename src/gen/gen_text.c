@@ -10,18 +10,6 @@
 
 #include "gen/gen_int.h"
 
-typedef struct {
-  uint64_t s;
-} prng;
-static uint64_t pr_next(prng *r) {
-  r->s += 0x9e3779b97f4a7c15ull;
-  return sl__mix64(r->s);
-}
-static double pr_unif(prng *r) { return (double)(pr_next(r) >> 11) * 0x1.0p-53; }
-static double pr_normal(prng *r) {
-  double u = pr_unif(r), v = pr_unif(r);
-  return sqrt(-2.0 * log(u + 1e-300)) * cos(6.283185307179586 * v);
-}
 
 static const char *const SPECIAL[] = {"[PAD]", "[UNK]", "[BOS]", "[EOS]", ".", ",", "?", "!"};
 #define NSPECIAL 8
@@ -94,8 +82,8 @@ int sl__gen_vocab(const sl_gen_opts *o, const char *path, void **zipf, int64_t *
   return 0;
 }
 
-static int64_t zipf_draw(const zipf_t *z, prng *r) {
-  double u = pr_unif(r);
+static int64_t zipf_draw(const zipf_t *z, sl_rng *r) {
+  double u = sl_rng_uniform(r);
   int64_t lo = 0, hi = z->n - 1;
   while (lo < hi) {
     int64_t mid = (lo + hi) / 2;
@@ -107,8 +95,9 @@ static int64_t zipf_draw(const zipf_t *z, prng *r) {
 
 int sl__gen_sentence(const sl_gen_opts *o, const void *zipf, int64_t i, sl__gen_rec *rec) {
   const zipf_t *z = zipf;
-  prng r = {sl__mix64(o->seed ^ 0x74657874ull) ^ sl__mix64((uint64_t)i)};
-  int64_t len = (int64_t)lround(exp(log(22.0) + 0.85 * pr_normal(&r)));
+  sl_rng r;
+  sl_rng_seed(&r, sl__mix64(o->seed ^ 0x74657874ull) ^ sl__mix64((uint64_t)i));
+  int64_t len = (int64_t)lround(exp(log(22.0) + 0.85 * sl__rng_normal(&r)));
   if (len < 5) len = 5;
   if (len > 300) len = 300;
   static const char END[] = ".?!";
@@ -118,12 +107,12 @@ int sl__gen_sentence(const sl_gen_opts *o, const void *zipf, int64_t i, sl__gen_
     size_t n = word_of(zipf_draw(z, &r), w);
     if (t) rc = sl__str_append(&rec->data, " ", 1);
     if (!rc) rc = sl__str_append(&rec->data, w, n);
-    if (!rc && t + 2 < len - 1 && pr_unif(&r) < 0.06) {
+    if (!rc && t + 2 < len - 1 && sl_rng_uniform(&r) < 0.06) {
       rc = sl__str_append(&rec->data, ",", 1);
       t++;
     }
   }
-  double u = pr_unif(&r);
+  double u = sl_rng_uniform(&r);
   char end[2] = {END[u < 0.85 ? 0 : u < 0.95 ? 1 : 2], '\n'};
   if (!rc) rc = sl__str_append(&rec->data, end, 2);
   rec->tokens = len;
@@ -131,23 +120,26 @@ int sl__gen_sentence(const sl_gen_opts *o, const void *zipf, int64_t i, sl__gen_
 }
 
 int sl__gen_csv_row(const sl_gen_opts *o, int64_t i, sl__gen_rec *rec) {
-  prng r = {sl__mix64(o->seed ^ 0x637376ull) ^ sl__mix64((uint64_t)i)};
-  int rc = sl__str_printf(&rec->data, "%d", pr_unif(&r) < 0.26 ? 1 : 0);
+  sl_rng r;
+  sl_rng_seed(&r, sl__mix64(o->seed ^ 0x637376ull) ^ sl__mix64((uint64_t)i));
+  int rc = sl__str_printf(&rec->data, "%d", sl_rng_uniform(&r) < 0.26 ? 1 : 0);
   for (int j = 0; j < 13 && !rc; j++) {
     /* Column parameters: a function of the seed and the column only. */
-    prng c = {sl__mix64(o->seed ^ (0x1000ull + (uint64_t)j))};
-    double miss = 0.02 + 0.4 * pr_unif(&c), mu = 5.0 * pr_unif(&c);
-    if (pr_unif(&r) < miss) rc = sl__str_append(&rec->data, ",", 1);
-    else rc = sl__str_printf(&rec->data, ",%lld", (long long)floor(exp(mu + 1.5 * pr_normal(&r))) - (j == 1 ? 3 : 1));
+    sl_rng c;
+  sl_rng_seed(&c, sl__mix64(o->seed ^ (0x1000ull + (uint64_t)j)));
+    double miss = 0.02 + 0.4 * sl_rng_uniform(&c), mu = 5.0 * sl_rng_uniform(&c);
+    if (sl_rng_uniform(&r) < miss) rc = sl__str_append(&rec->data, ",", 1);
+    else rc = sl__str_printf(&rec->data, ",%lld", (long long)floor(exp(mu + 1.5 * sl__rng_normal(&r))) - (j == 1 ? 3 : 1));
   }
   for (int j = 0; j < 26 && !rc; j++) {
-    prng c = {sl__mix64(o->seed ^ (0x2000ull + (uint64_t)j))};
-    double pu = pr_unif(&c), miss = 0.45 * pu * pu, card = exp(log(4.0) + (log(2e6) - log(4.0)) * pr_unif(&c));
-    if (pr_unif(&r) < miss) {
+    sl_rng c;
+  sl_rng_seed(&c, sl__mix64(o->seed ^ (0x2000ull + (uint64_t)j)));
+    double pu = sl_rng_uniform(&c), miss = 0.45 * pu * pu, card = exp(log(4.0) + (log(2e6) - log(4.0)) * sl_rng_uniform(&c));
+    if (sl_rng_uniform(&r) < miss) {
       rc = sl__str_append(&rec->data, ",", 1);
       continue;
     }
-    uint64_t id = (uint64_t)floor(pow(card, pr_unif(&r)));
+    uint64_t id = (uint64_t)floor(pow(card, sl_rng_uniform(&r)));
     rc = sl__str_printf(&rec->data, ",%08x", (unsigned)(sl__mix64(((uint64_t)j << 40) ^ id ^ o->seed) & 0xffffffffu));
   }
   if (!rc) rc = sl__str_append(&rec->data, "\n", 1);

@@ -21,6 +21,12 @@ typedef struct sl__dist_hooks {
   void *payload;
 } sl__dist_hooks;
 
+/* The launchers' environment variables naming the group's size and this process's rank, in the order they are
+ * read: torchrun's WORLD_SIZE/RANK, Open MPI's OMPI_COMM_WORLD_SIZE/_RANK, MPICH's and Slurm's PMI_SIZE/PMI_RANK
+ * (shard "auto" without a registered runtime, and sl_dist_init outside MPI). */
+enum { SL__LAUNCHER_NENV = 3 };
+extern const char *const sl__launcher_env[SL__LAUNCHER_NENV][2];
+
 /* Registers the hooks (copied; NULL removes them). Not thread-safe: call before building pipelines. */
 void sl__dist_register(const sl__dist_hooks *h);
 /* The registered hooks, or NULL. */

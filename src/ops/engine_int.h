@@ -24,8 +24,9 @@ void sl__stats_sample(sl__op *op, sl__sampler *smp, uint64_t cpu_ns, uint64_t wa
 /* Whether this sampled call reads the thread CPU clock too. A call of a cheap op (a mean under SL__CPU_ALWAYS_NS)
  * does so one time in SL__CPU_EVERY (and until its op has one such sample): the others read the wall clock alone
  * and are charged their own wall time times the op's CPU/wall ratio over the ones that read both. The system call
- * is not just a cost: the call timed after it runs slower (on this VM's kernel every system call flushes the TLB),
- * about 0.3 us on a CSV op of 0.4-1.5 us, and a sample stands for `stride` calls. The wall-clock-only samples do not
+ * is not just a cost: the call timed after it runs slower (a kernel that flushes the TLB on every system call), by
+ * a large part of a cheap op's cost (docs/trace-format.md), and a sample stands for `stride` calls. The
+ * wall-clock-only samples do not
  * carry that excess; the ratio barely moves with it. Worker iterations always read both. */
 bool sl__sampler_cpu_due(sl__sampler *s, const sl__op *op);
 #define SL__CPU_EVERY 4u

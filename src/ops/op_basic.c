@@ -301,9 +301,8 @@ static int shard_auto(const sl__op *op, int64_t *num, int64_t *index) {
     int rc = h->shard_auto(num, index, h->payload);
     return rc ? sl__op_wrap(op, rc) : 0;
   }
-  static const char *const vars[][2] = {
-      {"WORLD_SIZE", "RANK"}, {"OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK"}, {"PMI_SIZE", "PMI_RANK"}};
-  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+  const char *const(*vars)[2] = sl__launcher_env;
+  for (size_t i = 0; i < SL__LAUNCHER_NENV; i++) {
     bool fs, fr;
     if (env_int(vars[i][0], 1, num, &fs))
       return sl__err(SL_EINVAL, "%s.num_shards: \"auto\": %s=\"%s\" is not an integer >= 1", op->path, vars[i][0],

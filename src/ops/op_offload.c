@@ -6,6 +6,9 @@
 #include "ops/dist_hook_int.h"
 #include "ops/op_int.h"
 
+const char *const sl__launcher_env[SL__LAUNCHER_NENV][2] = {
+    {"WORLD_SIZE", "RANK"}, {"OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK"}, {"PMI_SIZE", "PMI_RANK"}};
+
 static sl__dist_hooks g_hooks;
 static bool g_have_hooks;
 

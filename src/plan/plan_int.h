@@ -113,7 +113,7 @@ struct sl_plan {
   double hscale;        /* multiplies both: 1, or learned from a measured run (sl__plan_solve) */
   double core_share;    /* share of the free cores a CPU-bound run keeps busy: 1, or learned from measured runs
                          * (sl__plan_set_core_share): threads that block and wake leave a core idle while another
-                         * waits its turn on the other (this 2-vCPU VM: ~10% idle with 7 threads). Predictions only. */
+                         * waits its turn on the other (docs/planner.md: measured). Predictions only. */
   sl_machine machine;
   /* results */
   double bound, bound_nocache, predicted;

@@ -129,4 +129,54 @@ signal_check TERM 143 "terminated after [0-9]* elements" "$S" run "$T/slow.json"
 grep -q "elements" "$T/sig.out" || fail "no summary after SIGTERM"
 signal_check TERM 143 'terminated after' "$S" run "$T/slow.json" --json
 grep -q '"status": "terminated"' "$T/sig.out" || fail "run --json after SIGTERM: $(cat "$T/sig.out")"
+# The one option parser (src/cli/cli_opt.c): --opt=value as --opt value, the last of a repeated option, `--`
+# ending the options, integers refused (not wrapped) beyond their range, each refusal naming the command, the option
+# and the value.
+says() { echo "$out" | grep -qF -- "$1" || fail "'$1' not said: $out"; }
+# --take=N is --take N; the last --take wins
+expect 0 "$S" run "$T/ok.json" --take=7 --json
+says '"elements": 7,'
+expect 0 "$S" run "$T/ok.json" --take 3 --take 5 --json
+says '"elements": 5,'
+expect 0 "$S" head "$T/ok.json" -n 2 --take=3 --json
+[ "$(echo "$out" | grep -o '"components"' | wc -l)" -eq 3 ] || fail "head --take=3: $out"
+
+# malformed, out of range, beyond int64: a usage error naming the command, the option and the value
+expect 2 "$S" run "$T/ok.json" --seconds x
+says "sluice run: --seconds: not a number: 'x'"
+expect 2 "$S" run "$T/ok.json" --take=-1
+says "sluice run: --take must be a positive number of elements, not -1"
+expect 2 "$S" run "$T/ok.json" --take 99999999999999999999
+says "--take must be a positive number of elements, not 99999999999999999999"
+expect 2 "$S" head "$T/ok.json" -n 1.5
+says "sluice head: -n: not an integer: '1.5'"
+expect 2 "$S" gen imagenet --out "$T/g" --shards 4294967297
+says "--shards must be in 1..100000, not 4294967297"
+expect 2 "$S" run "$T/ok.json" --json=yes
+says "--json takes no value"
+expect 2 "$S" run "$T/ok.json" --frobnicate=3
+says "unknown option '--frobnicate'"
+expect 2 "$S" analyze "$T/none.json" --memory 12Q
+says "--memory: not a size"
+
+# `--`: what follows is positional, even when it starts with a dash
+expect 1 "$S" validate -- -x.json
+says "-x.json"
+expect 2 "$S" validate "$T/ok.json" -- --print
+says "more than one spec given"
+
+if "$S" --help | grep -q "^  prov "; then
+  # --depth is an int: 2^31 is refused, not wrapped to a negative depth
+  expect 2 "$S" prov lineage "$T/db" 1 --depth 2147483648
+  says "sluice prov lineage: --depth must be"
+  says "not 2147483648"
+  # --limit counts nodes (0: all): a negative one is refused
+  expect 2 "$S" prov ls "$T/db" --limit -1
+  says "sluice prov ls: --limit must be 0 (all) or more, not -1"
+  # an option another analytics subcommand takes is unknown here
+  expect 2 "$S" prov train "$T/db" -o "$T/m.json" --seeds 3
+  says "unknown option '--seeds'"
+  expect 2 "$S" prov gen "$T/db" --days=4294967297
+  says "--days must be a positive int, not 4294967297"
+fi
 echo "cli_table: all checks passed"

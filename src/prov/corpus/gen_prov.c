@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/core_int.h"
+#include "sluice/fn.h" /* sl_rng */
 #include "sluice/prov.h"
 
 /* ---- parameters (docs/corpus.md explains each) ---- */
@@ -85,17 +86,11 @@ static const char *const ART_BASE[A_N] = {"mlmd.Dataset", "mlmd.Statistics", NUL
 static const char *const DOMAINS[] = {"ads", "search", "feed", "spam", "fraud", "churn", "ranking", "vision",
                                       "speech", "forecast"};
 
-/* ---- a small deterministic generator ---- */
-typedef struct rng {
-  uint64_t s;
-} rng;
-static uint64_t rnext(rng *r) { return sl__mix64(r->s += 0x9e3779b97f4a7c15ull); }
-static double runif(rng *r) { return (double)(rnext(r) >> 11) * (1.0 / 9007199254740992.0); }
-static double rnorm(rng *r) {
-  double u = runif(r), v = runif(r);
-  if (u < 1e-300) u = 1e-300;
-  return sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v);
-}
+/* ---- a small deterministic generator: sl_rng, under the short names this file uses ---- */
+typedef sl_rng rng;
+static uint64_t rnext(rng *r) { return sl_rng_u64(r); }
+static double runif(rng *r) { return sl_rng_uniform(r); }
+static double rnorm(rng *r) { return sl__rng_normal(r); }
 static int rpois(rng *r, double mean) {
   double l = exp(-mean), p = 1;
   int k = 0;
@@ -433,7 +428,7 @@ static int setup_types(gen *G) {
 static int gen_pipeline(gen *G, const sl_prov_gen_opts *o, int i) {
   pipe_state P;
   memset(&P, 0, sizeof P);
-  P.r.s = sl__mix64(o->seed * 0x100000001b3ull + (uint64_t)i + 1);
+  sl_rng_seed(&P.r, sl__mix64(o->seed * 0x100000001b3ull + (uint64_t)i + 1));
   rng *r = &P.r;
   snprintf(P.name, sizeof P.name, "p%04d-%s", i, DOMAINS[rnext(r) % (sizeof DOMAINS / sizeof *DOMAINS)]);
   double D = o->days, start = 0, end = D, u = runif(r);
