@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # tests/integration/include_rules.sh: the dependency rules of docs/conventions.md, checked on every #include "..."
-# line of src/. Layer order: core, io, fns, ops, trace, plan, prov/store, prov/analytics, gen, dist, report, cli.
+# line of src/. Layer order: core, io, fns, gen, ops, trace, plan, prov/store, prov/corpus, prov/analytics, dist,
+# report, cli.
 # A file may include the public headers ("sluice.h", "sluice/x.h"), headers of its own folder, and the _int.h
 # headers of folders before it, written relative to src/ ("ops/engine_int.h"); src/cli/ only the public headers and
 # its own. Each broken rule is printed as file:line: the include, and the rule.
@@ -9,8 +10,8 @@ SRC=${SL_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
 cd "$SRC/src" || exit 1
 
 # The rank of each folder (path under src/ without the file name); a folder not listed is not a layer.
-declare -A RANK=([core]=0 [io]=1 [fns]=2 [ops]=3 [trace]=4 [plan]=5 [prov]=6 [prov/store]=6
-  [prov/analytics]=7 [gen]=8 [dist]=9 [report]=10 [cli]=11)
+declare -A RANK=([core]=0 [io]=1 [fns]=2 [gen]=3 [ops]=4 [trace]=5 [plan]=6 [prov]=7 [prov/store]=7
+  [prov/corpus]=8 [prov/analytics]=9 [dist]=10 [report]=11 [cli]=12)
 
 broken=0
 report() { # file line include rule

@@ -13,8 +13,8 @@ mapfile -t objs < <(find . -name '*.o' | sed 's|^\./||' | sort)
 # One nm for the definitions, one for the references, joined in awk: "file: calls sym, defined in dir".
 out=$( { nm -A --defined-only -g "${objs[@]}" | awk '$2 ~ /^[TDBR]$/ && $3 ~ /^sl_/ {print "D", $1, $3}'
          nm -A -u "${objs[@]}" | awk '$3 ~ /^sl_/ {print "U", $1, $3}'; } | awk '
-  BEGIN { n = split("core io fns ops trace plan prov prov/store prov/analytics gen dist report cli", L, " ")
-          split("0 1 2 3 4 5 6 6 7 8 9 10 11", R, " "); for (i = 1; i <= n; i++) rank[L[i]] = R[i] }
+  BEGIN { n = split("core io fns gen ops trace plan prov prov/store prov/corpus prov/analytics dist report cli", L, " ")
+          split("0 1 2 3 4 5 6 7 7 8 9 10 11 12", R, " "); for (i = 1; i <= n; i++) rank[L[i]] = R[i] }
   function dir(f) { sub(/:.*/, "", f); sub(/\/[^\/]*$/, "", f); return f }
   $1 == "D" { def[$3] = dir($2); next }
   { refs[++m] = dir($2) "\t" $2 "\t" $3 }
