@@ -8,12 +8,12 @@
 
 #include "core/core_int.h"
 
-static bool is_pg_uri(const char *u) { return !strncmp(u, "postgresql://", 13) || !strncmp(u, "postgres://", 11); }
+static bool uri_names_postgres(const char *u) { return !strncmp(u, "postgresql://", 13) || !strncmp(u, "postgres://", 11); }
 
 /* The uri with any password removed, for messages. */
 static char *redact(const char *uri) {
   char *r = sl__strdup(uri);
-  if (!r || !is_pg_uri(uri)) return r;
+  if (!r || !uri_names_postgres(uri)) return r;
   char *at = strchr(r, '@'), *sch = strstr(r, "://");
   if (at && sch) {
     char *colon = memchr(sch + 3, ':', (size_t)(at - sch - 3));
@@ -25,7 +25,7 @@ static char *redact(const char *uri) {
 int sl__pdb_open(sl__pdb **out, const char *uri, bool create) {
   *out = NULL;
   if (!uri || !*uri) return sl__err(SL_EINVAL, "empty store URI");
-  const sl__pdb_vt *vt = is_pg_uri(uri) ? &sl__pdb_postgres : &sl__pdb_sqlite;
+  const sl__pdb_vt *vt = uri_names_postgres(uri) ? &sl__pdb_postgres : &sl__pdb_sqlite;
   const char *target = vt == &sl__pdb_sqlite && !strncmp(uri, "sqlite:", 7) ? uri + 7 : uri;
   sl__pdb *db = sl__calloc(1, vt->db_size);
   if (!db) return sl__oom("store handle");
