@@ -8,7 +8,9 @@
 
 #include "core/core_int.h"
 
-static bool uri_names_postgres(const char *u) { return !strncmp(u, "postgresql://", 13) || !strncmp(u, "postgres://", 11); }
+static bool uri_names_postgres(const char *u) {
+  return !strncmp(u, "postgresql://", 13) || !strncmp(u, "postgres://", 11);
+}
 
 /* The uri with any password removed, for messages. */
 static char *redact(const char *uri) {
@@ -243,12 +245,14 @@ int sl__pdb_bulk(sl__pdb *db, int stage) { return db->vt->bulk(db, stage); }
 bool sl__pdb_bulk_rows(sl__pdb *db) { return db->vt->bulk_rows(db); }
 
 int sl__pdb_bulk_id(sl__pdb *db, int which, const char *table, int64_t *id) {
-  if (which < 0 || which >= SL__PDB_NIDS) return sl__err(SL_ERROR, "%s: bulk id sequence %d out of range", db->where, which);
+  if (which < 0 || which >= SL__PDB_NIDS)
+    return sl__err(SL_ERROR, "%s: bulk id sequence %d out of range", db->where, which);
   return db->vt->bulk_id(db, which, table, id);
 }
 
 int sl__pdb_bulk_row(sl__pdb *db, int slot, const sl__pdb_bulk_spec *spec, const sl__pdb_val *vals) {
-  if (slot < 0 || slot >= SL__PDB_NBULK) return sl__err(SL_ERROR, "%s: bulk row slot %d out of range", db->where, slot);
+  if (slot < 0 || slot >= SL__PDB_NBULK)
+    return sl__err(SL_ERROR, "%s: bulk row slot %d out of range", db->where, slot);
   return db->vt->bulk_row(db, slot, spec, vals);
 }
 

@@ -1,7 +1,8 @@
 /* prov/store/db_int.h: one small SQL interface over the store's backends (db_sqlite.c, db_pg.c), so the store and
  * the analytics are written once and name no backend. SQL uses `?` placeholders; values are bound, never spliced
  * into the text. Where SQL differs between backends, the backend's dialect supplies it (sl__pdb_dialect).
- * A statement is stepped row by row (PostgreSQL in single-row mode, so large results stream). */
+ * A statement is stepped row by row (PostgreSQL in single-row mode, so large results stream); a connection may run
+ * one statement at a time, so finish (or reset) one before stepping another. */
 #ifndef SL_PROV_DB_H
 #define SL_PROV_DB_H
 
@@ -79,10 +80,10 @@ const char *sl__pstmt_text(sl__pstmt *st, int c);
 const void *sl__pstmt_blob(sl__pstmt *st, int c, size_t *n);
 
 /* ---- Bulk loads ----
- * Between sl__pdb_bulk(db, SL__BULK_BEGIN) and (db, SL__BULK_ROWS_END) the backend loads rows its fastest way: SQLite as multi-row INSERTs
- * (only inside a transaction, whose write lock keeps the AUTOINCREMENT counters ours), PostgreSQL through COPY
- * buffers, with writes whose result is not needed queued in pipeline mode. Rows go in per table in the order they
- * came, so a table's rows and ids are those single-row INSERTs would give. */
+ * Between sl__pdb_bulk(db, SL__BULK_BEGIN) and (db, SL__BULK_ROWS_END) the backend loads rows its fastest way:
+ * SQLite as multi-row INSERTs (only inside a transaction, whose write lock keeps the AUTOINCREMENT counters ours),
+ * PostgreSQL through COPY buffers, with writes whose result is not needed queued in pipeline mode. Rows go in per
+ * table in the order they came, so a table's rows and ids are those single-row INSERTs would give. */
 enum { SL__V_NULL, SL__V_INT, SL__V_DOUBLE, SL__V_TEXT, SL__V_BLOB };
 typedef struct sl__pdb_val {
   int type;

@@ -331,7 +331,8 @@ static int lite_bulk_id(sl__pdb *base, int which, const char *table, int64_t *id
     int e = rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : lite_err(db, "step");
     sqlite3_reset(db->seq[which]);
     if (e) return e;
-    if (rc != SQLITE_ROW || db->next[which] < 1) return sl__err(SL_ERROR, "%s: no next id for a bulk load", base->where);
+    if (rc != SQLITE_ROW || db->next[which] < 1)
+      return sl__err(SL_ERROR, "%s: no next id for a bulk load", base->where);
   }
   *id = db->next[which]++;
   return 0;

@@ -286,7 +286,7 @@ int sl_prov_set_property(sl_prov *p, sl_prov_kind kind, int64_t id, const char *
     rc = kind == SL_PROV_ARTIFACT    ? sl__pdb_bulk_row(p->db, SLOT_APROP, &BULK_APROP, b)
          : kind == SL_PROV_EXECUTION ? sl__pdb_bulk_row(p->db, SLOT_EPROP, &BULK_EPROP, b)
                                      : sl__pdb_bulk_row(p->db, SLOT_CPROP, &BULK_CPROP, b);
-    /* 1: a value the backend's bulk path cannot carry (a proto, on PostgreSQL): written by the statement below,
+    /* 1: a value the backend's bulk path cannot carry (a proto, through COPY text): written by the statement below,
      * after the bulk rows before it, so the last write still wins. */
     if (rc != 1) return rc;
   }
