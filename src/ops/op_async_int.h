@@ -9,7 +9,7 @@
 /* Own time. A timed region (a sampled next, a worker's timed chunk) times every op call nested in it on the same
  * thread and subtracts their inclusive time from its own, in the same region: an op's own time is measured, not
  * the difference of its inclusive time and its input's, each sampled apart (on a chain of ops run on one thread
- * that difference was noisier than a light op's whole cost: 0 to 5x of a 10 us stage beside a 200 us one). */
+ * that difference was noisier than a light op's whole cost; docs/trace-format.md has the figures). */
 typedef struct sl__nest {
   uint64_t cpu, wall; /* inclusive time of the timed calls nested in the region (their clock reads included) */
   uint64_t wall_nc;   /* the part of `wall` whose CPU was not read (calls timed on the wall clock alone) */
@@ -21,8 +21,9 @@ typedef struct sl__nest {
  * also marks the iterators it calls (sl__it.nest_force) so that their calls are timed whether or not their own
  * samplers tick (a mark on the iterator, not a thread-local flag: the untimed path reads no thread-local).
  * wall_only: the calls timed for this region alone read the wall clock only (a consumer's sampled call: the thread
- * CPU clock is a system call, about 1.5-3 us here with its after-effects, and a sampled batch of 2048 would make
- * 4096 of them; their CPU is estimated, sl__nest_close_wall). A worker's region reads both (it spans waiting). */
+ * CPU clock is a system call with after-effects, and a sampled batch would make two per element; their CPU is
+ * estimated, sl__nest_close_wall; docs/trace-format.md has the figures). A worker's region reads both (it spans
+ * waiting). */
 void sl__nest_open(sl__nest *saved, bool wall_only);
 /* True when the innermost open region on this thread times its nested calls on the wall clock alone. */
 bool sl__nest_wall_only(void);

@@ -64,28 +64,12 @@ static char *components_of(const sl_prov_graphlets *g, size_t i, const int32_t *
   return s;
 }
 
-int sl_prov_stats_compute(sl_prov_stats **out, const sl_prov_graphlets *g) {
-  *out = NULL;
-  sl_prov_stats *s = sl__calloc(1, sizeof *s);
-  if (!s) return sl__oom("stats");
-  int rc = 0;
-  s->graphlets = g->ng;
-  s->executions = g->nex;
-  s->artifacts = g->nart;
-  s->pipelines = g->npipes;
-  int64_t t0 = INT64_MAX, t1 = INT64_MIN;
-  for (size_t i = 0; i < g->nex; i++) {
-    if (g->ex[i].create < t0) t0 = g->ex[i].create;
-    if (g->ex[i].update > t1) t1 = g->ex[i].update;
-  }
-  s->days = g->nex ? (double)(t1 - t0) / 86400000.0 : 0;
-  /* Per pipeline: lifespan (first to last execution) and graphlet count. */
+/* Per pipeline: lifespan (first to last execution) and graphlet count; their quantiles, runs per day, outcomes. */
+static int stats_pipelines(sl_prov_stats *s, const sl_prov_graphlets *g) {
   size_t np = g->npipes;
   int64_t *first = sl__mallocarray(np + 1, sizeof *first), *last = sl__mallocarray(np + 1, sizeof *last);
   double *life = sl__mallocarray(np + 1, sizeof *life), *cnt = sl__calloc(np + 1, sizeof *cnt);
-  int32_t *exix = NULL;
-  topo_tmp *tt = NULL;
-  sl__an_acc ac = {0};
+  int rc = 0;
   if (!first || !last || !life || !cnt) {
     rc = sl__oom("stats");
     goto done;
@@ -127,52 +111,72 @@ int sl_prov_stats_compute(sl_prov_stats **out, const sl_prov_graphlets *g) {
   double qg[6] = {0, 0.25, 0.5, 0.75, 0.9, 1};
   for (int j = 0; j < 6; j++) s->graphlets_per_pipeline[j] = quant(cnt, np, qg[j]);
   s->graphlets_per_pipeline[6] = mean;
-  /* Compute by component type. */
+done:
+  sl__free(first);
+  sl__free(last);
+  sl__free(life);
+  sl__free(cnt);
+  return rc;
+}
+
+/* Compute by component type, largest first. */
+static int stats_compute(sl_prov_stats *s, const sl_prov_graphlets *g) {
+  sl__an_acc ac = {0};
   ac.slot = sl__mallocarray(g->ntypes + 1, sizeof *ac.slot);
-  if (!ac.slot) {
-    rc = sl__oom("stats");
-    goto done;
-  }
+  if (!ac.slot) return sl__oom("stats");
   memset(ac.slot, 0xff, (g->ntypes + 1) * sizeof *ac.slot);
+  int rc = 0;
   for (size_t i = 0; !rc && i < g->nex; i++) {
     const sl__an_exec *e = &g->ex[i];
     s->total_compute += e->cost;
     int32_t tk = e->type >= 0 ? e->type : (int32_t)g->ntypes;
     rc = sl__an_acc_add(&ac, tk, e->type >= 0 ? g->types[e->type].short_name : "(unknown)", e->cost, 0);
   }
-  if (rc) goto done;
-  qsort(ac.rows, ac.n, sizeof *ac.rows, sl__an_by_total);
-  s->compute = ac.rows;
-  s->ncompute = ac.n;
-  ac.rows = NULL;
-  /* Topologies: the set of component types of each graphlet. Hash sets, count, then name the common ones. */
+  if (!rc) {
+    qsort(ac.rows, ac.n, sizeof *ac.rows, sl__an_by_total);
+    s->compute = ac.rows;
+    s->ncompute = ac.n;
+    ac.rows = NULL;
+  }
+  sl__free(ac.slot);
+  sl__free(ac.rows);
+  return rc;
+}
+
+/* Order-independent hash of the set of distinct component types of graphlet i. */
+static uint64_t topology_hash(const sl_prov_graphlets *g, size_t i, const int32_t *exix) {
+  const sl_prov_graphlet *o = &g->g[i];
+  uint64_t h = 0;
+  int32_t seen[64];
+  int ns = 0;
+  for (size_t j = 0; j <= o->nupstream + o->ndownstream; j++) {
+    int32_t x = j == 0 ? g->gi[i].trainer
+                       : exix[j <= o->nupstream ? o->upstream[j - 1] : o->downstream[j - 1 - o->nupstream]];
+    int32_t ty = g->ex[x].type;
+    bool dup = false;
+    for (int q = 0; q < ns; q++) dup |= seen[q] == ty;
+    if (dup || ns >= 64) continue;
+    seen[ns++] = ty;
+    h ^= sl__mix64((uint64_t)ty + 77);
+  }
+  return h;
+}
+
+/* Topologies: the set of component types of each graphlet. Hash sets, count, then name the common ones. */
+static int stats_topologies(sl_prov_stats *s, const sl_prov_graphlets *g) {
   int64_t maxid = 0;
   for (size_t i = 0; i < g->nex; i++)
     if (g->ex[i].id > maxid) maxid = g->ex[i].id;
-  exix = sl__mallocarray((size_t)maxid + 1, sizeof *exix);
-  tt = sl__mallocarray(g->ng ? g->ng : 1, sizeof *tt);
+  int32_t *exix = sl__mallocarray((size_t)maxid + 1, sizeof *exix);
+  topo_tmp *tt = sl__mallocarray(g->ng ? g->ng : 1, sizeof *tt);
+  int rc = 0;
   if (!exix || !tt) {
     rc = sl__oom("stats");
     goto done;
   }
   for (size_t i = 0; i < g->nex; i++) exix[g->ex[i].id] = (int32_t)i;
   for (size_t i = 0; i < g->ng; i++) {
-    const sl_prov_graphlet *o = &g->g[i];
-    /* Order-independent set hash over distinct types. */
-    uint64_t h = 0;
-    int32_t seen[64];
-    int ns = 0;
-    for (size_t j = 0; j <= o->nupstream + o->ndownstream; j++) {
-      int32_t x = j == 0 ? g->gi[i].trainer
-                         : exix[j <= o->nupstream ? o->upstream[j - 1] : o->downstream[j - 1 - o->nupstream]];
-      int32_t ty = g->ex[x].type;
-      bool dup = false;
-      for (int q = 0; q < ns; q++) dup |= seen[q] == ty;
-      if (dup || ns >= 64) continue;
-      seen[ns++] = ty;
-      h ^= sl__mix64((uint64_t)ty + 77);
-    }
-    tt[i].hash = h;
+    tt[i].hash = topology_hash(g, i, exix);
     tt[i].count = 1;
     tt[i].example = i;
   }
@@ -201,14 +205,28 @@ int sl_prov_stats_compute(sl_prov_stats **out, const sl_prov_graphlets *g) {
     }
   }
 done:
-  sl__free(first);
-  sl__free(last);
-  sl__free(life);
-  sl__free(cnt);
   sl__free(exix);
   sl__free(tt);
-  sl__free(ac.slot);
-  sl__free(ac.rows);
+  return rc;
+}
+
+int sl_prov_stats_compute(sl_prov_stats **out, const sl_prov_graphlets *g) {
+  *out = NULL;
+  sl_prov_stats *s = sl__calloc(1, sizeof *s);
+  if (!s) return sl__oom("stats");
+  s->graphlets = g->ng;
+  s->executions = g->nex;
+  s->artifacts = g->nart;
+  s->pipelines = g->npipes;
+  int64_t t0 = INT64_MAX, t1 = INT64_MIN;
+  for (size_t i = 0; i < g->nex; i++) {
+    if (g->ex[i].create < t0) t0 = g->ex[i].create;
+    if (g->ex[i].update > t1) t1 = g->ex[i].update;
+  }
+  s->days = g->nex ? (double)(t1 - t0) / 86400000.0 : 0;
+  int rc = stats_pipelines(s, g);
+  if (!rc) rc = stats_compute(s, g);
+  if (!rc) rc = stats_topologies(s, g);
   if (rc) {
     sl_prov_stats_free(s);
     return rc;

@@ -62,53 +62,43 @@ static int cmp_i64(const void *a, const void *b) {
 }
 
 /* Builds graphlet number k around trainer exec index t. */
-static int build_one(build *b, size_t k, int32_t t) {
-  sl_prov_graphlets *g = b->g;
-  sl__an_exec *tr = &g->ex[t];
-  sl_prov_graphlet *o = &g->g[k];
-  sl__an_graphlet *gi = &g->gi[k];
-  int32_t stamp = (int32_t)k + 1;
-  memset(o, 0, sizeof *o);
-  memset(gi, 0, sizeof *gi);
-  gi->trainer = t;
-  gi->pipe = tr->pipe;
-  gi->anomalies = NAN;
-  o->trainer_id = tr->id;
-  o->pipeline_ctx = tr->pipe >= 0 ? g->pipe_ids[tr->pipe] : 0;
-  o->pipeline = tr->pipe >= 0 ? g->pipes[tr->pipe] : "";
-  o->start_ms = tr->create;
-  o->trainer_state = tr->state;
-  o->true_p = tr->true_p;
-  b->xstamp[t] = stamp;
-  double cost = tr->cost;
-  int rc = 0;
-  gi->comp_hash = mixh((uint64_t)tr->type);
-  gi->ncomp = 1;
+/* One graphlet under construction: the decision (trainer t, graphlet k), its stamp, and what the passes gather. */
+typedef struct one {
+  build *b;
+  sl_prov_graphlet *o;
+  sl__an_graphlet *gi;
+  const sl__an_exec *tr;
+  int32_t t, stamp;
+  double cost;
   /* Component types seen before the decision (stamped per graphlet through a small list). */
   int32_t seen_types[64];
-  int nseen = 1;
-  seen_types[0] = tr->type;
-#define ADD_TYPE(ty)                                                                                                  \
-  do {                                                                                                                \
-    bool dup_ = false;                                                                                                \
-    for (int q_ = 0; q_ < nseen; q_++) dup_ |= seen_types[q_] == (ty);                                                \
-    if (!dup_ && nseen < 64) {                                                                                        \
-      seen_types[nseen++] = (ty);                                                                                     \
-      gi->comp_hash ^= mixh((uint64_t)(ty));                                                                          \
-      gi->ncomp++;                                                                                                    \
-    }                                                                                                                 \
-  } while (0)
+  int nseen;
+  int64_t spans[512];
+  size_t nsp;
+  size_t lo, hi;   /* the run's executions: b->grp[lo..hi) */
+  int64_t next_tr; /* without runs: the creation time of the pipeline's next trainer */
+} one;
 
-  /* Upstream: producers of the inputs, transitively; stop at model artifacts. */
-  gi->up_off = g->npool;
-  gi->span_off = 0;
+static void add_type(one *c, int32_t ty) {
+  for (int q = 0; q < c->nseen; q++)
+    if (c->seen_types[q] == ty) return;
+  if (c->nseen >= 64) return;
+  c->seen_types[c->nseen++] = ty;
+  c->gi->comp_hash ^= mixh((uint64_t)ty);
+  c->gi->ncomp++;
+}
+
+/* Upstream: producers of the inputs, transitively; stop at model artifacts. */
+static int build_upstream(one *c) {
+  build *b = c->b;
+  sl_prov_graphlets *g = b->g;
+  int32_t t = c->t, stamp = c->stamp;
   size_t sp = 0;
+  int rc;
   for (size_t j = g->ex_ev_off[t]; j < g->ex_ev_off[t + 1]; j++) {
     const sl__an_event *ev = &g->ev[g->ex_ev[j]];
     if (ev_in(ev) && (rc = push_stack(b, &sp, ev->art))) return rc;
   }
-  int64_t spans_local[512];
-  size_t nsp = 0;
   while (sp) {
     int32_t a = b->stack[--sp];
     if (b->astamp[a] == stamp) continue;
@@ -116,48 +106,55 @@ static int build_one(build *b, size_t k, int32_t t) {
     const sl__an_art *ar = &g->art[a];
     unsigned f = tflags(g, ar->type);
     if (f & SL__AN_MODEL) continue;
-    if ((f & SL__AN_EXAMPLES) && ar->span != INT64_MIN && nsp < 512) spans_local[nsp++] = ar->span;
-    if ((f & SL__AN_SCHEMA) && ar->id > gi->schema) gi->schema = ar->id;
+    if ((f & SL__AN_EXAMPLES) && ar->span != INT64_MIN && c->nsp < 512) c->spans[c->nsp++] = ar->span;
+    if ((f & SL__AN_SCHEMA) && ar->id > c->gi->schema) c->gi->schema = ar->id;
     int32_t pr = ar->producer;
     if (pr < 0 || b->xstamp[pr] == stamp) continue;
     b->xstamp[pr] = stamp;
     if ((rc = pool_push(b, g->ex[pr].id))) return rc;
-    cost += g->ex[pr].cost;
-    ADD_TYPE(g->ex[pr].type);
+    c->cost += g->ex[pr].cost;
+    add_type(c, g->ex[pr].type);
     for (size_t j = g->ex_ev_off[pr]; j < g->ex_ev_off[pr + 1]; j++) {
       const sl__an_event *ev = &g->ev[g->ex_ev[j]];
       if (ev_in(ev) && !ev->baseline && (rc = push_stack(b, &sp, ev->art))) return rc;
     }
   }
-  /* The run: executions of the trainer's pipeline run (or, without runs, of its pipeline up to the next trainer). */
-  size_t lo = 0, hi = 0;
+  return 0;
+}
+
+/* The run: executions of the trainer's pipeline run (or, without runs, of its pipeline up to the next trainer);
+ * its steps that started before the trainer (Resolvers, cached steps, validators); the anomalies recorded before
+ * the decision in the run (or upstream). */
+static int build_run(one *c) {
+  build *b = c->b;
+  sl_prov_graphlets *g = b->g;
+  const sl__an_exec *tr = c->tr;
+  int32_t t = c->t, stamp = c->stamp;
   int32_t grp = b->by_run ? tr->run : tr->pipe;
   if (grp >= 0) {
-    lo = b->grp_off[grp];
-    hi = b->grp_off[grp + 1];
+    c->lo = b->grp_off[grp];
+    c->hi = b->grp_off[grp + 1];
   }
-  int64_t next_tr = INT64_MAX;
-  if (!b->by_run) {
-    for (size_t j = lo; j < hi; j++) {
-      const sl__an_exec *x = &g->ex[b->grp[j]];
-      if ((tflags(g, x->type) & SL__AN_TRAINER) && b->grp[j] != t &&
-          (x->create > tr->create || (x->create == tr->create && x->id > tr->id)) && x->create < next_tr)
-        next_tr = x->create;
-    }
+  c->next_tr = INT64_MAX;
+  for (size_t j = c->lo; !b->by_run && j < c->hi; j++) {
+    const sl__an_exec *x = &g->ex[b->grp[j]];
+    if ((tflags(g, x->type) & SL__AN_TRAINER) && b->grp[j] != t &&
+        (x->create > tr->create || (x->create == tr->create && x->id > tr->id)) && x->create < c->next_tr)
+      c->next_tr = x->create;
   }
-  /* Run steps that started before the trainer (its Resolvers, cached steps, validators). */
-  for (size_t j = lo; b->by_run && j < hi; j++) {
+  for (size_t j = c->lo; b->by_run && j < c->hi; j++) {
     int32_t x = b->grp[j];
     const sl__an_exec *e = &g->ex[x];
     if (x == t || b->xstamp[x] == stamp) continue;
     if (e->create > tr->create || (e->create == tr->create && e->id > tr->id)) continue;
     b->xstamp[x] = stamp;
-    if ((rc = pool_push(b, e->id))) return rc;
-    cost += e->cost;
-    ADD_TYPE(e->type);
+    int rc = pool_push(b, e->id);
+    if (rc) return rc;
+    c->cost += e->cost;
+    add_type(c, e->type);
   }
-  /* Anomalies recorded before the decision in the trainer's run (or upstream). */
-  for (size_t j = lo; j < hi; j++) {
+  sl__an_graphlet *gi = c->gi;
+  for (size_t j = c->lo; j < c->hi; j++) {
     int32_t x = b->grp[j];
     if (b->xstamp[x] != stamp || x == t) continue;
     for (size_t q = g->ex_ev_off[x]; q < g->ex_ev_off[x + 1]; q++) {
@@ -167,9 +164,25 @@ static int build_one(build *b, size_t k, int32_t t) {
         gi->anomalies = (isnan(gi->anomalies) ? 0 : gi->anomalies) + ar->anomalies;
     }
   }
-  gi->nup = g->npool - gi->up_off;
-  /* Downstream: same-run executions consuming the model, then their outputs, in creation order. */
-  gi->down_off = g->npool;
+  return 0;
+}
+
+/* Whether execution x consumes an artifact stamped downstream of the decision (-stamp). */
+static bool consumes(const build *b, int32_t x, int32_t stamp) {
+  const sl_prov_graphlets *g = b->g;
+  for (size_t q = g->ex_ev_off[x]; q < g->ex_ev_off[x + 1]; q++) {
+    const sl__an_event *ev = &g->ev[g->ex_ev[q]];
+    if (ev_in(ev) && !ev->baseline && b->astamp[ev->art] == -stamp) return true;
+  }
+  return false;
+}
+
+/* Downstream: same-run executions consuming the model, then their outputs, in creation order; the outcome. */
+static int build_downstream(one *c) {
+  build *b = c->b;
+  sl_prov_graphlets *g = b->g;
+  const sl__an_exec *tr = c->tr;
+  int32_t t = c->t, stamp = c->stamp;
   for (size_t j = g->ex_ev_off[t]; j < g->ex_ev_off[t + 1]; j++) {
     const sl__an_event *ev = &g->ev[g->ex_ev[j]];
     if (ev_out(ev)) b->astamp[ev->art] = -stamp;
@@ -177,20 +190,16 @@ static int build_one(build *b, size_t k, int32_t t) {
   double prunable = tr->cost;
   int64_t outcome = tr->update;
   bool pushed = false, has_pusher = false;
-  for (size_t j = lo; j < hi; j++) {
+  for (size_t j = c->lo; j < c->hi; j++) {
     int32_t x = b->grp[j];
     const sl__an_exec *e = &g->ex[x];
     if (x == t || b->xstamp[x] == stamp) continue;
-    if (e->create < tr->create || e->create >= next_tr) continue;
-    bool consumes = false;
-    for (size_t q = g->ex_ev_off[x]; q < g->ex_ev_off[x + 1] && !consumes; q++) {
-      const sl__an_event *ev = &g->ev[g->ex_ev[q]];
-      consumes = ev_in(ev) && !ev->baseline && b->astamp[ev->art] == -stamp;
-    }
-    if (!consumes) continue;
+    if (e->create < tr->create || e->create >= c->next_tr) continue;
+    if (!consumes(b, x, stamp)) continue;
     b->xstamp[x] = stamp;
-    if ((rc = pool_push(b, e->id))) return rc;
-    cost += e->cost;
+    int rc = pool_push(b, e->id);
+    if (rc) return rc;
+    c->cost += e->cost;
     prunable += e->cost;
     if (e->update > outcome) outcome = e->update;
     bool deploy = tflags(g, e->type) & SL__AN_PUSHER;
@@ -209,20 +218,53 @@ static int build_one(build *b, size_t k, int32_t t) {
         pushed = true;
     }
   }
+  c->o->pushed = pushed;
+  c->o->has_pusher = has_pusher;
+  c->o->prunable = prunable;
+  c->o->outcome_ms = outcome;
+  return 0;
+}
+
+static int build_one(build *b, size_t k, int32_t t) {
+  sl_prov_graphlets *g = b->g;
+  one c = {.b = b, .o = &g->g[k], .gi = &g->gi[k], .tr = &g->ex[t], .t = t, .stamp = (int32_t)k + 1};
+  const sl__an_exec *tr = c.tr;
+  sl_prov_graphlet *o = c.o;
+  sl__an_graphlet *gi = c.gi;
+  memset(o, 0, sizeof *o);
+  memset(gi, 0, sizeof *gi);
+  gi->trainer = t;
+  gi->pipe = tr->pipe;
+  gi->anomalies = NAN;
+  o->trainer_id = tr->id;
+  o->pipeline_ctx = tr->pipe >= 0 ? g->pipe_ids[tr->pipe] : 0;
+  o->pipeline = tr->pipe >= 0 ? g->pipes[tr->pipe] : "";
+  o->start_ms = tr->create;
+  o->trainer_state = tr->state;
+  o->true_p = tr->true_p;
+  b->xstamp[t] = c.stamp;
+  c.cost = tr->cost;
+  gi->comp_hash = mixh((uint64_t)tr->type);
+  gi->ncomp = 1;
+  c.seen_types[0] = tr->type;
+  c.nseen = 1;
+  gi->up_off = g->npool;
+  gi->span_off = 0;
+  int rc = build_upstream(&c);
+  if (!rc) rc = build_run(&c);
+  if (rc) return rc;
+  gi->nup = g->npool - gi->up_off;
+  gi->down_off = g->npool;
+  if ((rc = build_downstream(&c))) return rc;
   gi->ndown = g->npool - gi->down_off;
   /* Spans, sorted and unique, into the pool. */
-  qsort(spans_local, nsp, sizeof *spans_local, cmp_i64);
+  qsort(c.spans, c.nsp, sizeof *c.spans, cmp_i64);
   gi->span_off = g->npool;
-  for (size_t j = 0; j < nsp; j++)
-    if ((j == 0 || spans_local[j] != spans_local[j - 1]) && (rc = pool_push(b, spans_local[j]))) return rc;
+  for (size_t j = 0; j < c.nsp; j++)
+    if ((j == 0 || c.spans[j] != c.spans[j - 1]) && (rc = pool_push(b, c.spans[j]))) return rc;
   gi->nspan = g->npool - gi->span_off;
-  o->pushed = pushed;
-  o->has_pusher = has_pusher;
-  o->cost = cost;
-  o->prunable = prunable;
-  o->outcome_ms = outcome;
+  o->cost = c.cost;
   return 0;
-#undef ADD_TYPE
 }
 
 /* ---- the set ---- */

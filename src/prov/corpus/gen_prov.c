@@ -1,8 +1,9 @@
-/* gen/gen_prov.c: the synthetic production corpus (`sluice prov gen`): TFX pipelines written into an MLMD store the
- * way TFX writes them (contexts pipeline/pipeline_run/node, component execution types, Examples with
+/* prov/corpus/gen_prov.c: the synthetic production corpus (`sluice prov gen`): TFX pipelines written into an MLMD
+ * store the way TFX writes them (contexts pipeline/pipeline_run/node, component execution types, Examples with
  * span/version/split_names, blessings, PushedModel with `pushed`, INPUT/OUTPUT events with [key, index] paths,
- * `cpu_seconds`). Every modelling assumption and its parameter is documented in docs/corpus.md; the constants
- * below carry the same names. Deterministic for a seed: each pipeline draws from its own stream. */
+ * `cpu_seconds`), through the public store API only. Every modelling assumption and its parameter is documented in
+ * docs/corpus.md; the constants below carry the same names. Deterministic for a seed: each pipeline draws from its
+ * own stream. */
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -173,43 +174,49 @@ static double cpu_of(pipe_state *P, int comp) {
     if ((rc = (x))) return rc;                                                                                        \
   } while (0)
 
-/* One pipeline run at time t. */
-static int run_once(gen *G, pipe_state *P, int64_t runno, int64_t t) {
-  int rc;
+/* One run, as it unfolds: what was drawn for it, the ids its stages hand on, and how it ends. */
+typedef struct run_state {
+  int64_t runno, run, cur; /* run number, its pipeline_run context, the clock */
+  bool nodata, schema_change, code_change, tuner_runs;
+  double drift;
+  int64_t newest, k;                      /* the newest Examples; spans in the rolling window */
+  int64_t tgraph, texamples, base_model;  /* Transform's outputs; the warm-start model */
+  double f_nodata, f_drift, f_struct, f_schema, f_code, p_infra, p_push; /* the outcome's factors */
+  bool fails, blessed, infra_ok, push_ok, pushed;
+  int64_t trainer; /* the Trainer execution */
+} run_state;
+
+/* What happens this run, drawn before anything is written so the stream does not depend on the store. */
+static void run_draw(pipe_state *P, run_state *R) {
   rng *r = &P->r;
-  sl_prov_gen_report *rep = G->rep;
-  char rname[96];
-  snprintf(rname, sizeof rname, "%s.run-%06lld", P->name, (long long)runno);
-  int64_t run;
-  TRY(sl_prov_put_context(&run, G->p, G->t_run, rname, t));
-  TRY(sl_prov_set_parent_context(G->p, run, P->ctx));
-  rep->runs++;
-  /* What happens this run (drawn first so the stream does not depend on the store). */
-  bool nodata = P->nspans > 0 && runif(r) < P->nodata_p;
-  if (!nodata) {
+  R->nodata = P->nspans > 0 && runif(r) < P->nodata_p;
+  if (!R->nodata) {
     P->drift_x = DRIFT_AR * P->drift_x + DRIFT_NOISE * rnorm(r);
     if (runif(r) < DRIFT_SHOCK_P) P->drift_x += DRIFT_SHOCK_SD * rnorm(r);
   }
-  double drift = fabs(P->drift_x);
-  bool schema_change = P->schema == 0 || runif(r) < P_SCHEMA_CHANGE;
-  bool struct_change = runno > 0 && runif(r) < P_STRUCT_CHANGE;
+  R->drift = fabs(P->drift_x);
+  R->schema_change = P->schema == 0 || runif(r) < P_SCHEMA_CHANGE;
+  bool struct_change = R->runno > 0 && runif(r) < P_STRUCT_CHANGE;
   if (struct_change) {
     if (runif(r) < 0.5) P->transform = !P->transform;
     else P->infra = !P->infra;
     P->struct_pen = 2;
   }
-  bool code_change = runno > 0 && runif(r) < P_CODE_CHANGE;
-  if (code_change) P->code_version++;
-  bool tuner_runs = P->tuner && (P->hparams == 0 || runif(r) < P_TUNER_RUN);
+  R->code_change = R->runno > 0 && runif(r) < P_CODE_CHANGE;
+  if (R->code_change) P->code_version++;
+  R->tuner_runs = P->tuner && (P->hparams == 0 || runif(r) < P_TUNER_RUN);
+}
 
-  int64_t x, a, cur = t;
-  /* ExampleGen: a new span, or (no new data) a cached execution re-emitting the latest Examples. */
-  if (nodata) {
-    TRY(put_exec(G, P, &x, C_EXAMPLEGEN, SL_PROV_E_CACHED, run, &cur, 1));
-    TRY(ev(G, P->ex_ids[P->nspans - 1], x, SL_PROV_EV_OUTPUT, cur, "examples", 0));
+/* ExampleGen: a new span, or (no new data) a cached execution re-emitting the latest Examples. */
+static int run_examplegen(gen *G, pipe_state *P, run_state *R) {
+  int rc;
+  int64_t x, a;
+  if (R->nodata) {
+    TRY(put_exec(G, P, &x, C_EXAMPLEGEN, SL_PROV_E_CACHED, R->run, &R->cur, 1));
+    TRY(ev(G, P->ex_ids[P->nspans - 1], x, SL_PROV_EV_OUTPUT, R->cur, "examples", 0));
   } else {
-    TRY(put_exec(G, P, &x, C_EXAMPLEGEN, SL_PROV_E_COMPLETE, run, &cur, cpu_of(P, C_EXAMPLEGEN)));
-    TRY(put_art(G, P, &a, A_EXAMPLES, run, x, cur, "examples"));
+    TRY(put_exec(G, P, &x, C_EXAMPLEGEN, SL_PROV_E_COMPLETE, R->run, &R->cur, cpu_of(P, C_EXAMPLEGEN)));
+    TRY(put_art(G, P, &a, A_EXAMPLES, R->run, x, R->cur, "examples"));
     TRY(set_int(G, a, "span", false, P->nspans));
     TRY(set_int(G, a, "version", false, 0));
     TRY(set_str(G, a, "split_names", false, "[\"train\", \"eval\"]"));
@@ -222,189 +229,225 @@ static int run_once(gen *G, pipe_state *P, int64_t runno, int64_t t) {
     }
     P->ex_ids[P->nspans++] = a;
   }
-  int64_t newest = P->ex_ids[P->nspans - 1];
-  /* StatisticsGen and ExampleValidator: cached on no new data. */
-  if (nodata) {
-    TRY(put_exec(G, P, &x, C_STATS, SL_PROV_E_CACHED, run, &cur, 1));
-    TRY(ev(G, newest, x, SL_PROV_EV_INPUT, cur, "examples", 0));
-    TRY(ev(G, P->stats, x, SL_PROV_EV_OUTPUT, cur, "statistics", 0));
+  R->newest = P->ex_ids[P->nspans - 1];
+  return 0;
+}
+
+/* StatisticsGen, SchemaGen and ExampleValidator: cached on no new data (SchemaGen: unless the schema changes). */
+static int run_validate(gen *G, pipe_state *P, run_state *R) {
+  int rc;
+  int64_t x, run = R->run, *cur = &R->cur;
+  if (R->nodata) {
+    TRY(put_exec(G, P, &x, C_STATS, SL_PROV_E_CACHED, run, cur, 1));
+    TRY(ev(G, R->newest, x, SL_PROV_EV_INPUT, *cur, "examples", 0));
+    TRY(ev(G, P->stats, x, SL_PROV_EV_OUTPUT, *cur, "statistics", 0));
   } else {
-    TRY(put_exec(G, P, &x, C_STATS, SL_PROV_E_COMPLETE, run, &cur, cpu_of(P, C_STATS)));
-    TRY(ev(G, newest, x, SL_PROV_EV_INPUT, cur, "examples", 0));
-    TRY(put_art(G, P, &P->stats, A_STATS, run, x, cur, "statistics"));
+    TRY(put_exec(G, P, &x, C_STATS, SL_PROV_E_COMPLETE, run, cur, cpu_of(P, C_STATS)));
+    TRY(ev(G, R->newest, x, SL_PROV_EV_INPUT, *cur, "examples", 0));
+    TRY(put_art(G, P, &P->stats, A_STATS, run, x, *cur, "statistics"));
     TRY(set_int(G, P->stats, "span", false, P->nspans - 1));
     TRY(set_str(G, P->stats, "split_names", false, "[\"train\", \"eval\"]"));
   }
-  /* SchemaGen: a new Schema when the schema changes, else cached (re-emitting the current one). */
-  if (schema_change) {
-    TRY(put_exec(G, P, &x, C_SCHEMA, SL_PROV_E_COMPLETE, run, &cur, cpu_of(P, C_SCHEMA)));
-    TRY(ev(G, P->stats, x, SL_PROV_EV_INPUT, cur, "statistics", 0));
-    TRY(put_art(G, P, &P->schema, A_SCHEMA, run, x, cur, "schema"));
+  if (R->schema_change) {
+    TRY(put_exec(G, P, &x, C_SCHEMA, SL_PROV_E_COMPLETE, run, cur, cpu_of(P, C_SCHEMA)));
+    TRY(ev(G, P->stats, x, SL_PROV_EV_INPUT, *cur, "statistics", 0));
+    TRY(put_art(G, P, &P->schema, A_SCHEMA, run, x, *cur, "schema"));
   } else {
-    TRY(put_exec(G, P, &x, C_SCHEMA, SL_PROV_E_CACHED, run, &cur, 1));
-    TRY(ev(G, P->stats, x, SL_PROV_EV_INPUT, cur, "statistics", 0));
-    TRY(ev(G, P->schema, x, SL_PROV_EV_OUTPUT, cur, "schema", 0));
+    TRY(put_exec(G, P, &x, C_SCHEMA, SL_PROV_E_CACHED, run, cur, 1));
+    TRY(ev(G, P->stats, x, SL_PROV_EV_INPUT, *cur, "statistics", 0));
+    TRY(ev(G, P->schema, x, SL_PROV_EV_OUTPUT, *cur, "schema", 0));
   }
-  if (nodata) {
-    TRY(put_exec(G, P, &x, C_VALIDATOR, SL_PROV_E_CACHED, run, &cur, 1));
-    TRY(ev(G, P->stats, x, SL_PROV_EV_INPUT, cur, "statistics", 0));
-    TRY(ev(G, P->schema, x, SL_PROV_EV_INPUT, cur, "schema", 0));
-    TRY(ev(G, P->anomalies, x, SL_PROV_EV_OUTPUT, cur, "anomalies", 0));
+  if (R->nodata) {
+    TRY(put_exec(G, P, &x, C_VALIDATOR, SL_PROV_E_CACHED, run, cur, 1));
+    TRY(ev(G, P->stats, x, SL_PROV_EV_INPUT, *cur, "statistics", 0));
+    TRY(ev(G, P->schema, x, SL_PROV_EV_INPUT, *cur, "schema", 0));
+    TRY(ev(G, P->anomalies, x, SL_PROV_EV_OUTPUT, *cur, "anomalies", 0));
   } else {
-    TRY(put_exec(G, P, &x, C_VALIDATOR, SL_PROV_E_COMPLETE, run, &cur, cpu_of(P, C_VALIDATOR)));
-    TRY(ev(G, P->stats, x, SL_PROV_EV_INPUT, cur, "statistics", 0));
-    TRY(ev(G, P->schema, x, SL_PROV_EV_INPUT, cur, "schema", 0));
-    TRY(put_art(G, P, &P->anomalies, A_ANOMALIES, run, x, cur, "anomalies"));
+    TRY(put_exec(G, P, &x, C_VALIDATOR, SL_PROV_E_COMPLETE, run, cur, cpu_of(P, C_VALIDATOR)));
+    TRY(ev(G, P->stats, x, SL_PROV_EV_INPUT, *cur, "statistics", 0));
+    TRY(ev(G, P->schema, x, SL_PROV_EV_INPUT, *cur, "schema", 0));
+    TRY(put_art(G, P, &P->anomalies, A_ANOMALIES, run, x, *cur, "anomalies"));
     TRY(set_int(G, P->anomalies, "span", false, P->nspans - 1));
     TRY(set_str(G, P->anomalies, "split_names", false, "[\"train\", \"eval\"]"));
-    double mean = ANOM_BASE + ANOM_SLOPE * (drift > DRIFT_OK ? drift - DRIFT_OK : 0);
-    TRY(set_int(G, P->anomalies, "num_anomalies", true, rpois(r, mean)));
+    double mean = ANOM_BASE + ANOM_SLOPE * (R->drift > DRIFT_OK ? R->drift - DRIFT_OK : 0);
+    TRY(set_int(G, P->anomalies, "num_anomalies", true, rpois(&P->r, mean)));
   }
-  /* The rolling window of spans, handed on by a Resolver (it re-emits existing Examples). */
-  int64_t k = P->window < P->nspans ? P->window : P->nspans;
-  int64_t rx;
-  TRY(put_exec(G, P, &rx, C_RESOLVER, SL_PROV_E_COMPLETE, run, &cur, cpu_of(P, C_RESOLVER)));
-  for (int64_t i = 0; i < k; i++) TRY(ev(G, P->ex_ids[P->nspans - k + i], rx, SL_PROV_EV_OUTPUT, cur, "examples", i));
-  int64_t tgraph = 0, texamples = 0;
+  return 0;
+}
+
+/* What the Trainer takes in: the rolling window of spans (handed on by a Resolver, re-emitting existing Examples),
+ * Transform's outputs, the Tuner's hyperparameters, and for a warm start the last model. */
+static int run_prepare(gen *G, pipe_state *P, run_state *R) {
+  int rc;
+  int64_t x, rx, run = R->run, *cur = &R->cur, k;
+  k = R->k = P->window < P->nspans ? P->window : P->nspans;
+  TRY(put_exec(G, P, &rx, C_RESOLVER, SL_PROV_E_COMPLETE, run, cur, cpu_of(P, C_RESOLVER)));
+  for (int64_t i = 0; i < k; i++) TRY(ev(G, P->ex_ids[P->nspans - k + i], rx, SL_PROV_EV_OUTPUT, *cur, "examples", i));
   if (P->transform) {
-    TRY(put_exec(G, P, &x, C_TRANSFORM, SL_PROV_E_COMPLETE, run, &cur, cpu_of(P, C_TRANSFORM)));
-    for (int64_t i = 0; i < k; i++) TRY(ev(G, P->ex_ids[P->nspans - k + i], x, SL_PROV_EV_INPUT, cur, "examples", i));
-    TRY(ev(G, P->schema, x, SL_PROV_EV_INPUT, cur, "schema", 0));
-    TRY(put_art(G, P, &tgraph, A_TGRAPH, run, x, cur, "transform_graph"));
-    TRY(put_art(G, P, &texamples, A_EXAMPLES, run, x, cur, "transformed_examples"));
-    TRY(set_int(G, texamples, "span", false, P->nspans - 1));
-    TRY(set_int(G, texamples, "version", false, 0));
-    TRY(set_str(G, texamples, "split_names", false, "[\"train\", \"eval\"]"));
+    TRY(put_exec(G, P, &x, C_TRANSFORM, SL_PROV_E_COMPLETE, run, cur, cpu_of(P, C_TRANSFORM)));
+    for (int64_t i = 0; i < k; i++) TRY(ev(G, P->ex_ids[P->nspans - k + i], x, SL_PROV_EV_INPUT, *cur, "examples", i));
+    TRY(ev(G, P->schema, x, SL_PROV_EV_INPUT, *cur, "schema", 0));
+    TRY(put_art(G, P, &R->tgraph, A_TGRAPH, run, x, *cur, "transform_graph"));
+    TRY(put_art(G, P, &R->texamples, A_EXAMPLES, run, x, *cur, "transformed_examples"));
+    TRY(set_int(G, R->texamples, "span", false, P->nspans - 1));
+    TRY(set_int(G, R->texamples, "version", false, 0));
+    TRY(set_str(G, R->texamples, "split_names", false, "[\"train\", \"eval\"]"));
   }
   if (P->tuner) {
-    if (tuner_runs) {
-      TRY(put_exec(G, P, &x, C_TUNER, SL_PROV_E_COMPLETE, run, &cur, cpu_of(P, C_TUNER)));
-      TRY(ev(G, newest, x, SL_PROV_EV_INPUT, cur, "examples", 0));
-      TRY(ev(G, P->schema, x, SL_PROV_EV_INPUT, cur, "schema", 0));
-      TRY(put_art(G, P, &P->hparams, A_HPARAMS, run, x, cur, "best_hyperparameters"));
+    if (R->tuner_runs) {
+      TRY(put_exec(G, P, &x, C_TUNER, SL_PROV_E_COMPLETE, run, cur, cpu_of(P, C_TUNER)));
+      TRY(ev(G, R->newest, x, SL_PROV_EV_INPUT, *cur, "examples", 0));
+      TRY(ev(G, P->schema, x, SL_PROV_EV_INPUT, *cur, "schema", 0));
+      TRY(put_art(G, P, &P->hparams, A_HPARAMS, run, x, *cur, "best_hyperparameters"));
     } else {
-      TRY(put_exec(G, P, &x, C_TUNER, SL_PROV_E_CACHED, run, &cur, 1));
-      TRY(ev(G, P->hparams, x, SL_PROV_EV_OUTPUT, cur, "best_hyperparameters", 0));
+      TRY(put_exec(G, P, &x, C_TUNER, SL_PROV_E_CACHED, run, cur, 1));
+      TRY(ev(G, P->hparams, x, SL_PROV_EV_OUTPUT, *cur, "best_hyperparameters", 0));
     }
   }
-  int64_t base_model = 0;
   if (P->warm && P->model) {
-    TRY(put_exec(G, P, &x, C_RESOLVER, SL_PROV_E_COMPLETE, run, &cur, cpu_of(P, C_RESOLVER)));
-    TRY(ev(G, P->model, x, SL_PROV_EV_OUTPUT, cur, "model", 0));
-    base_model = P->model;
+    TRY(put_exec(G, P, &x, C_RESOLVER, SL_PROV_E_COMPLETE, run, cur, cpu_of(P, C_RESOLVER)));
+    TRY(ev(G, P->model, x, SL_PROV_EV_OUTPUT, *cur, "model", 0));
+    R->base_model = P->model;
   }
-  /* The outcome's probability: the factors docs/corpus.md lists. */
-  double f_nodata = nodata ? NODATA_FACTOR : 1;
-  double f_drift = drift <= DRIFT_OK ? 1
-                   : drift >= DRIFT_BAD
-                       ? DRIFT_FLOOR
-                       : 1 - (1 - DRIFT_FLOOR) * (drift - DRIFT_OK) / (DRIFT_BAD - DRIFT_OK);
-  double f_struct = P->struct_pen == 2 ? STRUCT_FACTOR1 : P->struct_pen == 1 ? STRUCT_FACTOR2 : 1;
-  double f_schema = schema_change && runno > 0 ? SCHEMA_FACTOR : 1;
-  double f_code = code_change ? CODE_FACTOR : 1;
+  return 0;
+}
+
+/* The outcome's probability (the factors docs/corpus.md lists), and the draws that decide it. */
+static void run_outcome(pipe_state *P, run_state *R) {
+  rng *r = &P->r;
+  R->f_nodata = R->nodata ? NODATA_FACTOR : 1;
+  R->f_drift = R->drift <= DRIFT_OK ? 1
+               : R->drift >= DRIFT_BAD
+                   ? DRIFT_FLOOR
+                   : 1 - (1 - DRIFT_FLOOR) * (R->drift - DRIFT_OK) / (DRIFT_BAD - DRIFT_OK);
+  R->f_struct = P->struct_pen == 2 ? STRUCT_FACTOR1 : P->struct_pen == 1 ? STRUCT_FACTOR2 : 1;
+  R->f_schema = R->schema_change && R->runno > 0 ? SCHEMA_FACTOR : 1;
+  R->f_code = R->code_change ? CODE_FACTOR : 1;
   double p_fail = P_TRAINER_FAIL + (P->struct_pen ? P_TRAINER_FAIL_STRUCT : 0);
-  double p_bless = P->base * f_nodata * f_drift * f_struct * f_schema * f_code;
-  double p_infra = P->infra ? P_INFRA_OK : 1;
-  double p_push = P->pusher ? (1 - p_fail) * p_bless * p_infra * P_PUSH_OK : 0;
-  bool fails = runif(r) < p_fail, blessed = runif(r) < p_bless, infra_ok = runif(r) < p_infra,
-       push_ok = runif(r) < P_PUSH_OK;
+  double p_bless = P->base * R->f_nodata * R->f_drift * R->f_struct * R->f_schema * R->f_code;
+  R->p_infra = P->infra ? P_INFRA_OK : 1;
+  R->p_push = P->pusher ? (1 - p_fail) * p_bless * R->p_infra * P_PUSH_OK : 0;
+  R->fails = runif(r) < p_fail;
+  R->blessed = runif(r) < p_bless;
+  R->infra_ok = runif(r) < R->p_infra;
+  R->push_ok = runif(r) < P_PUSH_OK;
   if (P->struct_pen) P->struct_pen--;
-  /* Trainer. */
-  int64_t tr;
+}
+
+/* The Trainer: its inputs, the code fingerprint and the true push probability (for checking the predictor). */
+static int run_trainer(gen *G, pipe_state *P, run_state *R) {
+  int rc;
+  int64_t tr, k = R->k, cur;
   double tcpu = cpu_of(P, C_TRAINER);
-  TRY(put_exec(G, P, &tr, C_TRAINER, fails ? SL_PROV_E_FAILED : SL_PROV_E_COMPLETE, run, &cur,
-               fails ? tcpu * (0.1 + 0.9 * runif(r)) : tcpu));
+  TRY(put_exec(G, P, &tr, C_TRAINER, R->fails ? SL_PROV_E_FAILED : SL_PROV_E_COMPLETE, R->run, &R->cur,
+               R->fails ? tcpu * (0.1 + 0.9 * runif(&P->r)) : tcpu));
+  R->trainer = tr;
+  cur = R->cur;
   if (P->transform) {
-    TRY(ev(G, texamples, tr, SL_PROV_EV_INPUT, cur, "examples", 0));
-    TRY(ev(G, tgraph, tr, SL_PROV_EV_INPUT, cur, "transform_graph", 0));
+    TRY(ev(G, R->texamples, tr, SL_PROV_EV_INPUT, cur, "examples", 0));
+    TRY(ev(G, R->tgraph, tr, SL_PROV_EV_INPUT, cur, "transform_graph", 0));
   } else {
     for (int64_t i = 0; i < k; i++)
       TRY(ev(G, P->ex_ids[P->nspans - k + i], tr, SL_PROV_EV_INPUT, cur, "examples", i));
   }
   TRY(ev(G, P->schema, tr, SL_PROV_EV_INPUT, cur, "schema", 0));
   if (P->tuner) TRY(ev(G, P->hparams, tr, SL_PROV_EV_INPUT, cur, "hyperparameters", 0));
-  if (base_model) TRY(ev(G, base_model, tr, SL_PROV_EV_INPUT, cur, "base_model", 0));
-  {
-    char fp[48];
-    snprintf(fp, sizeof fp, "git:%08llx", (unsigned long long)(sl__mix64((uint64_t)P->code_version ^ P->ctx) >> 32));
-    sl_prov_value v = sl_prov_string(fp);
-    TRY(sl_prov_set_property(G->p, SL_PROV_EXECUTION, tr, "code_fingerprint", true, &v));
-    v = sl_prov_double(p_push);
-    TRY(sl_prov_set_property(G->p, SL_PROV_EXECUTION, tr, "gen_true_p_push", true, &v));
+  if (R->base_model) TRY(ev(G, R->base_model, tr, SL_PROV_EV_INPUT, cur, "base_model", 0));
+  char fp[48];
+  snprintf(fp, sizeof fp, "git:%08llx", (unsigned long long)(sl__mix64((uint64_t)P->code_version ^ P->ctx) >> 32));
+  sl_prov_value v = sl_prov_string(fp);
+  TRY(sl_prov_set_property(G->p, SL_PROV_EXECUTION, tr, "code_fingerprint", true, &v));
+  v = sl_prov_double(R->p_push);
+  TRY(sl_prov_set_property(G->p, SL_PROV_EXECUTION, tr, "gen_true_p_push", true, &v));
+  return 0;
+}
+
+/* After a Trainer that did not fail: Evaluator (against the last blessed model), InfraValidator and Pusher. */
+static int run_deploy(gen *G, pipe_state *P, run_state *R) {
+  int rc;
+  int64_t x, model, mrun, run = R->run, *cur = &R->cur;
+  TRY(put_art(G, P, &model, A_MODEL, run, R->trainer, *cur, "model"));
+  TRY(put_art(G, P, &mrun, A_MODELRUN, run, R->trainer, *cur, "model_run"));
+  P->model = model;
+  int64_t blessing = 0, infra = 0;
+  if (P->evaluator) {
+    int64_t baseline = 0;
+    if (P->blessed_model) {
+      TRY(put_exec(G, P, &x, C_RESOLVER, SL_PROV_E_COMPLETE, run, cur, cpu_of(P, C_RESOLVER)));
+      TRY(ev(G, P->blessed_model, x, SL_PROV_EV_OUTPUT, *cur, "model", 0));
+      baseline = P->blessed_model;
+    }
+    TRY(put_exec(G, P, &x, C_EVALUATOR, SL_PROV_E_COMPLETE, run, cur, cpu_of(P, C_EVALUATOR)));
+    TRY(ev(G, model, x, SL_PROV_EV_INPUT, *cur, "model", 0));
+    TRY(ev(G, R->newest, x, SL_PROV_EV_INPUT, *cur, "examples", 0));
+    if (baseline) TRY(ev(G, baseline, x, SL_PROV_EV_INPUT, *cur, "baseline_model", 0));
+    int64_t evalart;
+    TRY(put_art(G, P, &evalart, A_EVAL, run, x, *cur, "evaluation"));
+    TRY(put_art(G, P, &blessing, A_BLESSING, run, x, *cur, "blessing"));
+    TRY(set_int(G, blessing, "blessed", true, R->blessed));
   }
-  bool pushed = false;
-  if (!fails) {
-    int64_t model, mrun;
-    TRY(put_art(G, P, &model, A_MODEL, run, tr, cur, "model"));
-    TRY(put_art(G, P, &mrun, A_MODELRUN, run, tr, cur, "model_run"));
-    P->model = model;
-    int64_t blessing = 0, infra = 0;
-    if (P->evaluator) {
-      int64_t baseline = 0;
-      if (P->blessed_model) {
-        TRY(put_exec(G, P, &x, C_RESOLVER, SL_PROV_E_COMPLETE, run, &cur, cpu_of(P, C_RESOLVER)));
-        TRY(ev(G, P->blessed_model, x, SL_PROV_EV_OUTPUT, cur, "model", 0));
-        baseline = P->blessed_model;
-      }
-      TRY(put_exec(G, P, &x, C_EVALUATOR, SL_PROV_E_COMPLETE, run, &cur, cpu_of(P, C_EVALUATOR)));
-      TRY(ev(G, model, x, SL_PROV_EV_INPUT, cur, "model", 0));
-      TRY(ev(G, newest, x, SL_PROV_EV_INPUT, cur, "examples", 0));
-      if (baseline) TRY(ev(G, baseline, x, SL_PROV_EV_INPUT, cur, "baseline_model", 0));
-      int64_t evalart;
-      TRY(put_art(G, P, &evalart, A_EVAL, run, x, cur, "evaluation"));
-      TRY(put_art(G, P, &blessing, A_BLESSING, run, x, cur, "blessing"));
-      TRY(set_int(G, blessing, "blessed", true, blessed));
-    }
-    if (P->infra) {
-      TRY(put_exec(G, P, &x, C_INFRA, SL_PROV_E_COMPLETE, run, &cur, cpu_of(P, C_INFRA)));
-      TRY(ev(G, model, x, SL_PROV_EV_INPUT, cur, "model", 0));
-      TRY(ev(G, newest, x, SL_PROV_EV_INPUT, cur, "examples", 0));
-      TRY(put_art(G, P, &infra, A_INFRA, run, x, cur, "blessing"));
-      TRY(set_int(G, infra, "blessed", true, infra_ok));
-    }
-    if (P->pusher) {
-      pushed = blessed && infra_ok && push_ok;
-      TRY(put_exec(G, P, &x, C_PUSHER, pushed || !(blessed && infra_ok) ? SL_PROV_E_COMPLETE : SL_PROV_E_FAILED, run,
-                   &cur, cpu_of(P, C_PUSHER)));
-      TRY(ev(G, model, x, SL_PROV_EV_INPUT, cur, "model", 0));
-      if (blessing) TRY(ev(G, blessing, x, SL_PROV_EV_INPUT, cur, "model_blessing", 0));
-      if (infra) TRY(ev(G, infra, x, SL_PROV_EV_INPUT, cur, "infra_blessing", 0));
-      int64_t pm;
-      TRY(put_art(G, P, &pm, A_PUSHED, run, x, cur, "pushed_model"));
-      TRY(set_int(G, pm, "pushed", true, pushed));
-      if (pushed) {
-        char dest[128];
-        snprintf(dest, sizeof dest, "gs://serving/%s/%lld", P->name, (long long)runno);
-        TRY(set_str(G, pm, "pushed_destination", true, dest));
-        TRY(set_int(G, pm, "pushed_version", true, runno));
-        P->blessed_model = model;
-      }
-    }
+  if (P->infra) {
+    TRY(put_exec(G, P, &x, C_INFRA, SL_PROV_E_COMPLETE, run, cur, cpu_of(P, C_INFRA)));
+    TRY(ev(G, model, x, SL_PROV_EV_INPUT, *cur, "model", 0));
+    TRY(ev(G, R->newest, x, SL_PROV_EV_INPUT, *cur, "examples", 0));
+    TRY(put_art(G, P, &infra, A_INFRA, run, x, *cur, "blessing"));
+    TRY(set_int(G, infra, "blessed", true, R->infra_ok));
   }
-  if (pushed) {
-    rep->pushed++;
-  } else {
-    /* Attribute the non-push to one cause, drawn in proportion to each factor's -log (its share of the odds). */
-    int cause;
-    if (fails) {
-      cause = 0;
-    } else {
-      double w[6] = {0, -log(f_nodata), -log(f_drift), -log(f_struct * f_schema), -log(f_code),
-                     -log(P->base * p_infra * P_PUSH_OK) + (P->pusher ? 0 : 10)};
-      double tot = 0;
-      for (int i = 1; i < 6; i++) tot += w[i];
-      double u = runif(r) * tot;
-      cause = 5;
-      for (int i = 1; i < 6; i++) {
-        if (u < w[i]) {
-          cause = i;
-          break;
-        }
-        u -= w[i];
-      }
-    }
-    rep->cause[cause]++;
+  if (!P->pusher) return 0;
+  bool ok = R->blessed && R->infra_ok;
+  R->pushed = ok && R->push_ok;
+  TRY(put_exec(G, P, &x, C_PUSHER, R->pushed || !ok ? SL_PROV_E_COMPLETE : SL_PROV_E_FAILED, run, cur,
+               cpu_of(P, C_PUSHER)));
+  TRY(ev(G, model, x, SL_PROV_EV_INPUT, *cur, "model", 0));
+  if (blessing) TRY(ev(G, blessing, x, SL_PROV_EV_INPUT, *cur, "model_blessing", 0));
+  if (infra) TRY(ev(G, infra, x, SL_PROV_EV_INPUT, *cur, "infra_blessing", 0));
+  int64_t pm;
+  TRY(put_art(G, P, &pm, A_PUSHED, run, x, *cur, "pushed_model"));
+  TRY(set_int(G, pm, "pushed", true, R->pushed));
+  if (R->pushed) {
+    char dest[128];
+    snprintf(dest, sizeof dest, "gs://serving/%s/%lld", P->name, (long long)R->runno);
+    TRY(set_str(G, pm, "pushed_destination", true, dest));
+    TRY(set_int(G, pm, "pushed_version", true, R->runno));
+    P->blessed_model = model;
   }
+  return 0;
+}
+
+/* A run that pushed nothing: the non-push attributed to one cause, drawn in proportion to each factor's -log (its
+ * share of the odds). */
+static int run_cause(pipe_state *P, const run_state *R) {
+  if (R->fails) return 0;
+  double w[6] = {0, -log(R->f_nodata), -log(R->f_drift), -log(R->f_struct * R->f_schema), -log(R->f_code),
+                 -log(P->base * R->p_infra * P_PUSH_OK) + (P->pusher ? 0 : 10)};
+  double tot = 0;
+  for (int i = 1; i < 6; i++) tot += w[i];
+  double u = runif(&P->r) * tot;
+  for (int i = 1; i < 6; i++) {
+    if (u < w[i]) return i;
+    u -= w[i];
+  }
+  return 5;
+}
+
+/* One pipeline run at time t. */
+static int run_once(gen *G, pipe_state *P, int64_t runno, int64_t t) {
+  int rc;
+  run_state R = {.runno = runno, .cur = t};
+  char rname[96];
+  snprintf(rname, sizeof rname, "%s.run-%06lld", P->name, (long long)runno);
+  TRY(sl_prov_put_context(&R.run, G->p, G->t_run, rname, t));
+  TRY(sl_prov_set_parent_context(G->p, R.run, P->ctx));
+  G->rep->runs++;
+  run_draw(P, &R);
+  TRY(run_examplegen(G, P, &R));
+  TRY(run_validate(G, P, &R));
+  TRY(run_prepare(G, P, &R));
+  run_outcome(P, &R);
+  TRY(run_trainer(G, P, &R));
+  if (!R.fails) TRY(run_deploy(G, P, &R));
+  if (R.pushed) G->rep->pushed++;
+  else G->rep->cause[run_cause(P, &R)]++;
   return 0;
 }
 

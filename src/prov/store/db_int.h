@@ -1,6 +1,8 @@
-/* prov/store/db_int.h: one small SQL interface over SQLite and libpq, so the store and the analytics are written once.
- * SQL uses `?` placeholders (rewritten to $n for PostgreSQL); values are bound, never spliced into the text.
- * A statement is stepped row by row (PostgreSQL in single-row mode, so large results stream). */
+/* prov/store/db_int.h: one small SQL interface over the store's backends (db_sqlite.c, db_pg.c), so the store and
+ * the analytics are written once and name no backend. SQL uses `?` placeholders; values are bound, never spliced
+ * into the text. Where SQL differs between backends, the backend's dialect supplies it (sl__pdb_dialect).
+ * A statement is stepped row by row (PostgreSQL in single-row mode, so large results stream); a connection may run
+ * one statement at a time, so finish (or reset) one before stepping another. */
 #ifndef SL_PROV_DB_H
 #define SL_PROV_DB_H
 
@@ -11,22 +13,48 @@
 typedef struct sl__pdb sl__pdb;
 typedef struct sl__pstmt sl__pstmt;
 
+/* What a backend's SQL says its own way. DDL templates (sl__pdb_sql) write identifiers in backquotes, which a
+ * dialect keeps or drops, and these column types as {KEY} {I64} {FLAG} {KIND} {F64} {BLOB}. */
+enum { SL__T_KEY, SL__T_I64, SL__T_FLAG, SL__T_KIND, SL__T_F64, SL__T_BLOB, SL__T_N };
+typedef struct sl__pdb_dialect {
+  const char *name;         /* "sqlite", "postgresql" (sl_prov_backend) */
+  const char *tables;       /* SELECT the names of the database's own tables (bookkeeping tables left out) */
+  const char *lock_name;    /* takes a lock on the name bound to its `?` until the transaction ends; NULL: the
+                             * write lock sl__pdb_begin takes already serialises writers */
+  bool returning;           /* INSERT ... RETURNING id runs as written (else sl__pdb_prepare_insert drops it) */
+  bool writable_cte;        /* INSERT inside WITH: several writes in one statement (one round trip) */
+  bool keep_quotes;         /* identifiers keep their backquotes */
+  const char *types[SL__T_N];
+} sl__pdb_dialect;
+
 /* Opens the database named by uri ("postgresql://", "postgres://", "sqlite:PATH" or a path). With `create`, a
  * missing SQLite file is created. */
 int sl__pdb_open(sl__pdb **out, const char *uri, bool create);
 void sl__pdb_close(sl__pdb *db);
-bool sl__pdb_is_pg(const sl__pdb *db);
-/* True for an SQLite store opened read-only (PostgreSQL: false; a refused write reports itself). */
+const sl__pdb_dialect *sl__pdb_dialect_of(const sl__pdb *db);
+/* A DDL template in the backend's own words (sl__malloc'd; NULL on allocation failure). */
+char *sl__pdb_sql(const sl__pdb *db, const char *tmpl);
+/* True for a store opened read-only (a refused write otherwise reports itself). */
 bool sl__pdb_readonly(sl__pdb *db);
-/* Runs SQL without parameters or results (DDL, BEGIN). */
+/* Runs SQL without parameters or results (DDL, COMMIT, ROLLBACK). */
 int sl__pdb_exec(sl__pdb *db, const char *sql);
+/* Begins a transaction that holds the write lock from the start (racing writers wait here, not at a later
+ * statement); a bulk load's ids are read afresh in it. */
+int sl__pdb_begin(sl__pdb *db);
+/* Takes lock number `key` until the transaction ends, for what begin's write lock does not cover (SQLite's covers
+ * everything: nothing to do). */
+int sl__pdb_lock(sl__pdb *db, int64_t key);
+/* A flag kept with the database outside every table's rows, on or off (the store marks a bulk load under way with
+ * it); `table` is a table of the database the backend may attach it to. */
+int sl__pdb_mark_get(sl__pdb *db, const char *table, bool *on);
+int sl__pdb_mark_set(sl__pdb *db, const char *table, bool on);
 /* Names of the tables in the database, lower-cased, in *names (count *n); free with sl__pdb_names_free. */
 int sl__pdb_tables(sl__pdb *db, char ***names, size_t *n);
 void sl__pdb_names_free(char **names, size_t n);
 
 int sl__pdb_prepare(sl__pdb *db, sl__pstmt **out, const char *sql);
-/* Prepares an INSERT ending in " RETURNING id": on SQLite the clause is dropped (it costs an ephemeral table per
- * row) and sl__pstmt_insert returns sqlite3_last_insert_rowid instead. */
+/* Prepares an INSERT ending in " RETURNING id": a dialect without `returning` drops the clause (on SQLite it costs
+ * an ephemeral table per row) and sl__pstmt_insert returns the last inserted row's id instead. */
 int sl__pdb_prepare_insert(sl__pdb *db, sl__pstmt **out, const char *sql);
 /* Steps an INSERT prepared by sl__pdb_prepare_insert and resets it; *id receives the new row's id. */
 int sl__pstmt_insert(sl__pstmt *st, int64_t *id);
@@ -37,44 +65,9 @@ int sl__pstmt_bind_f64(sl__pstmt *st, int i, double v);
 int sl__pstmt_bind_text(sl__pstmt *st, int i, const char *s); /* NULL binds NULL */
 int sl__pstmt_bind_blob(sl__pstmt *st, int i, const void *b, size_t n);
 int sl__pstmt_bind_null(sl__pstmt *st, int i);
-/* PostgreSQL pipeline mode for bulk writes (no-op on SQLite): statements run with sl__pstmt_defer are queued and
- * their errors reported at the next round trip (a step, an exec, a prepare, or leaving the mode). */
-int sl__pdb_pipeline(sl__pdb *db, bool on);
-/* Runs a statement whose result is not needed: queued in pipeline mode, else run to completion; then reset. */
+/* Runs a statement whose result is not needed: during a bulk load the backend may queue it (PostgreSQL's pipeline
+ * mode: its error is reported at the next round trip), else it runs to completion; then it is reset. */
 int sl__pstmt_defer(sl__pstmt *st);
-/* PostgreSQL COPY buffers for bulk loads (SL_ERROR on SQLite): appends a row of n text values (NULL: SQL NULL) to
- * buffer `slot` (0..7), sent as spec->copy ("COPY t(cols) FROM STDIN"), after spec->setup and followed by
- * spec->after when set (a staging table merged into its target with ON CONFLICT, then emptied); the spec outlives
- * the load. The buffers are sent, in slot order, when together they pass 8 MB, before any statement not marked
- * copy-safe steps, before sl__pdb_exec (COMMIT), and when pipeline mode ends; their errors surface there. */
-typedef struct sl__pdb_copy_spec {
-  const char *copy, *setup, *after;
-} sl__pdb_copy_spec;
-int sl__pdb_copy_row(sl__pdb *db, int slot, const sl__pdb_copy_spec *spec, const char *const *vals, int n);
-int sl__pdb_copy_flush(sl__pdb *db);
-/* Marks a statement that reads no table the COPY buffers or row batches write (types, contexts, sequences): it
- * steps without flushing them. */
-void sl__pstmt_copy_safe(sl__pstmt *st);
-/* SQLite row batches for bulk loads (SL_ERROR on PostgreSQL): appends a row of spec->ncols typed values to slot
- * `slot` (0..11); a slot's rows go in by one multi-row `spec->head (?, ...), (...) spec->tail` per 1,024, in the
- * order they came, so a table's rows and ids are those single-row INSERTs would give. The values are copied. The
- * batches are flushed when a slot fills, before any statement not marked copy-safe steps, and before
- * sl__pdb_exec (COMMIT), which report their errors; a ROLLBACK through sl__pdb_exec drops them. */
-enum { SL__V_NULL, SL__V_INT, SL__V_DOUBLE, SL__V_TEXT, SL__V_BLOB };
-typedef struct sl__pdb_val {
-  int type;
-  int64_t i;
-  double d;
-  const char *s; /* TEXT, BLOB: n bytes */
-  size_t n;
-} sl__pdb_val;
-typedef struct sl__pdb_batch_spec {
-  const char *head; /* "INSERT INTO T(cols) VALUES" */
-  const char *tail; /* "" or an ON CONFLICT clause */
-  int ncols;
-} sl__pdb_batch_spec;
-int sl__pdb_batch_row(sl__pdb *db, int slot, const sl__pdb_batch_spec *spec, const sl__pdb_val *vals);
-int sl__pdb_batch_flush(sl__pdb *db);
 /* 1: a row is ready; 0: done; < 0: error (message set). */
 int sl__pstmt_step(sl__pstmt *st);
 /* Ends the current execution and clears bindings, ready to bind again. */
@@ -85,5 +78,47 @@ int64_t sl__pstmt_i64(sl__pstmt *st, int c);
 double sl__pstmt_f64(sl__pstmt *st, int c);
 const char *sl__pstmt_text(sl__pstmt *st, int c);
 const void *sl__pstmt_blob(sl__pstmt *st, int c, size_t *n);
+
+/* ---- Bulk loads ----
+ * Between sl__pdb_bulk(db, SL__BULK_BEGIN) and (db, SL__BULK_ROWS_END) the backend loads rows its fastest way:
+ * SQLite as multi-row INSERTs (only inside a transaction, whose write lock keeps the AUTOINCREMENT counters ours),
+ * PostgreSQL through COPY buffers, with writes whose result is not needed queued in pipeline mode. Rows go in per
+ * table in the order they came, so a table's rows and ids are those single-row INSERTs would give. */
+enum { SL__V_NULL, SL__V_INT, SL__V_DOUBLE, SL__V_TEXT, SL__V_BLOB };
+typedef struct sl__pdb_val {
+  int type;
+  int64_t i;
+  double d;
+  const char *s; /* TEXT, BLOB: n bytes */
+  size_t n;
+} sl__pdb_val;
+/* A table's bulk rows: `cols` (ncols of them) of `table`; with `key`, a row whose key exists already is merged:
+ * `update` (a DO UPDATE SET list over `excluded`) or, when NULL, the row is dropped (key "": any unique key). */
+typedef struct sl__pdb_bulk_spec {
+  const char *table, *cols;
+  int ncols;
+  const char *key, *update;
+} sl__pdb_bulk_spec;
+#define SL__PDB_NBULK 12 /* bulk row slots */
+#define SL__PDB_NIDS 4   /* bulk id sequences */
+/* The stages of a bulk load: BEGIN (the backend's loading settings), ROWS_END (every row and queued statement sent,
+ * their errors reported), END (after the store's own work on the loaded tables: settings back to normal). */
+enum { SL__BULK_BEGIN, SL__BULK_ROWS_END, SL__BULK_END };
+int sl__pdb_bulk(sl__pdb *db, int stage);
+/* True when rows go to sl__pdb_bulk_row now. */
+bool sl__pdb_bulk_rows(sl__pdb *db);
+/* The id the next row of `table` (an INTEGER key `id` the database assigns) takes; `which` (0..SL__PDB_NIDS-1)
+ * names the table's sequence for the load. */
+int sl__pdb_bulk_id(sl__pdb *db, int which, const char *table, int64_t *id);
+/* Appends a row of spec->ncols values (copied) to slot `slot` (0..SL__PDB_NBULK-1; one spec per slot).
+ * 0: taken; 1: not taken (a value the backend's bulk path cannot carry): write it by a statement, which the rows
+ * taken so far now precede; < 0: error. Taken rows are sent when the slot fills, before a statement not marked
+ * bulk-safe steps, before sl__pdb_exec (COMMIT; a ROLLBACK drops SQLite's), at sl__pdb_bulk_flush and when the load
+ * ends; their errors surface there. */
+int sl__pdb_bulk_row(sl__pdb *db, int slot, const sl__pdb_bulk_spec *spec, const sl__pdb_val *vals);
+int sl__pdb_bulk_flush(sl__pdb *db);
+/* Marks a statement that reads no table bulk rows are written to (types, contexts, locks): it steps without sending
+ * them first. */
+void sl__pstmt_bulk_safe(sl__pstmt *st);
 
 #endif

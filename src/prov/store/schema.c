@@ -1,5 +1,6 @@
-/* prov/store/schema.c: the MLMD v10 schema (tables, unique keys, secondary indexes) for SQLite and PostgreSQL, as
- * ml_metadata/util/metadata_source_query_config.cc writes it, and the check an existing database must pass. */
+/* prov/store/schema.c: the MLMD v10 schema (tables, unique keys, secondary indexes), as
+ * ml_metadata/util/metadata_source_query_config.cc writes it, in one template each backend words its own way
+ * (db_int.h), and the check an existing database must pass. */
 #include <stdio.h>
 #include <string.h>
 
@@ -7,49 +8,51 @@
 
 #define SL_MLMD_VERSION 10
 
-/* SQLite: MLMD's own DDL. */
-static const char *const LITE_DDL[] = {
-    "CREATE TABLE IF NOT EXISTS `Type` ( `id` INTEGER PRIMARY KEY AUTOINCREMENT, `name` VARCHAR(255) NOT NULL, "
-    "`version` VARCHAR(255), `type_kind` TINYINT(1) NOT NULL, `description` TEXT, `input_type` TEXT, "
+/* MLMD's DDL (SQLite's, as MLMD writes it) as a template (sl__pdb_sql): identifiers in backquotes, and the types
+ * the backends write their own way as tokens (PostgreSQL, as MLMD's PostgreSQL source: SERIAL keys, BIGINT times and
+ * integers, BOOLEAN flags, BYTEA blobs; identifiers unquoted, so they fold to lower case as MLMD's do). */
+static const char *const DDL[] = {
+    "CREATE TABLE IF NOT EXISTS `Type` ( `id` {KEY}, `name` VARCHAR(255) NOT NULL, "
+    "`version` VARCHAR(255), `type_kind` {KIND} NOT NULL, `description` TEXT, `input_type` TEXT, "
     "`output_type` TEXT, `external_id` VARCHAR(255) UNIQUE)",
     "CREATE TABLE IF NOT EXISTS `ParentType` ( `type_id` INT NOT NULL, `parent_type_id` INT NOT NULL, "
     "PRIMARY KEY (`type_id`, `parent_type_id`))",
     "CREATE TABLE IF NOT EXISTS `TypeProperty` ( `type_id` INT NOT NULL, `name` VARCHAR(255) NOT NULL, "
     "`data_type` INT NULL, PRIMARY KEY (`type_id`, `name`))",
-    "CREATE TABLE IF NOT EXISTS `Artifact` ( `id` INTEGER PRIMARY KEY AUTOINCREMENT, `type_id` INT NOT NULL, "
+    "CREATE TABLE IF NOT EXISTS `Artifact` ( `id` {KEY}, `type_id` INT NOT NULL, "
     "`uri` TEXT, `state` INT, `name` VARCHAR(255), `external_id` VARCHAR(255) UNIQUE, "
-    "`create_time_since_epoch` INT NOT NULL DEFAULT 0, `last_update_time_since_epoch` INT NOT NULL DEFAULT 0, "
+    "`create_time_since_epoch` {I64} NOT NULL DEFAULT 0, `last_update_time_since_epoch` {I64} NOT NULL DEFAULT 0, "
     "UNIQUE(`type_id`, `name`))",
     "CREATE TABLE IF NOT EXISTS `ArtifactProperty` ( `artifact_id` INT NOT NULL, `name` VARCHAR(255) NOT NULL, "
-    "`is_custom_property` TINYINT(1) NOT NULL, `int_value` INT, `double_value` DOUBLE, `string_value` TEXT, "
-    "`byte_value` BLOB, `proto_value` BLOB, `bool_value` BOOLEAN, "
+    "`is_custom_property` {FLAG} NOT NULL, `int_value` {I64}, `double_value` {F64}, `string_value` TEXT, "
+    "`byte_value` {BLOB}, `proto_value` {BLOB}, `bool_value` BOOLEAN, "
     "PRIMARY KEY (`artifact_id`, `name`, `is_custom_property`))",
-    "CREATE TABLE IF NOT EXISTS `Execution` ( `id` INTEGER PRIMARY KEY AUTOINCREMENT, `type_id` INT NOT NULL, "
+    "CREATE TABLE IF NOT EXISTS `Execution` ( `id` {KEY}, `type_id` INT NOT NULL, "
     "`last_known_state` INT, `name` VARCHAR(255), `external_id` VARCHAR(255) UNIQUE, "
-    "`create_time_since_epoch` INT NOT NULL DEFAULT 0, `last_update_time_since_epoch` INT NOT NULL DEFAULT 0, "
+    "`create_time_since_epoch` {I64} NOT NULL DEFAULT 0, `last_update_time_since_epoch` {I64} NOT NULL DEFAULT 0, "
     "UNIQUE(`type_id`, `name`))",
     "CREATE TABLE IF NOT EXISTS `ExecutionProperty` ( `execution_id` INT NOT NULL, `name` VARCHAR(255) NOT NULL, "
-    "`is_custom_property` TINYINT(1) NOT NULL, `int_value` INT, `double_value` DOUBLE, `string_value` TEXT, "
-    "`byte_value` BLOB, `proto_value` BLOB, `bool_value` BOOLEAN, "
+    "`is_custom_property` {FLAG} NOT NULL, `int_value` {I64}, `double_value` {F64}, `string_value` TEXT, "
+    "`byte_value` {BLOB}, `proto_value` {BLOB}, `bool_value` BOOLEAN, "
     "PRIMARY KEY (`execution_id`, `name`, `is_custom_property`))",
-    "CREATE TABLE IF NOT EXISTS `Context` ( `id` INTEGER PRIMARY KEY AUTOINCREMENT, `type_id` INT NOT NULL, "
+    "CREATE TABLE IF NOT EXISTS `Context` ( `id` {KEY}, `type_id` INT NOT NULL, "
     "`name` VARCHAR(255) NOT NULL, `external_id` VARCHAR(255) UNIQUE, "
-    "`create_time_since_epoch` INT NOT NULL DEFAULT 0, `last_update_time_since_epoch` INT NOT NULL DEFAULT 0, "
+    "`create_time_since_epoch` {I64} NOT NULL DEFAULT 0, `last_update_time_since_epoch` {I64} NOT NULL DEFAULT 0, "
     "UNIQUE(`type_id`, `name`))",
     "CREATE TABLE IF NOT EXISTS `ContextProperty` ( `context_id` INT NOT NULL, `name` VARCHAR(255) NOT NULL, "
-    "`is_custom_property` TINYINT(1) NOT NULL, `int_value` INT, `double_value` DOUBLE, `string_value` TEXT, "
-    "`byte_value` BLOB, `proto_value` BLOB, `bool_value` BOOLEAN, "
+    "`is_custom_property` {FLAG} NOT NULL, `int_value` {I64}, `double_value` {F64}, `string_value` TEXT, "
+    "`byte_value` {BLOB}, `proto_value` {BLOB}, `bool_value` BOOLEAN, "
     "PRIMARY KEY (`context_id`, `name`, `is_custom_property`))",
     "CREATE TABLE IF NOT EXISTS `ParentContext` ( `context_id` INT NOT NULL, `parent_context_id` INT NOT NULL, "
     "PRIMARY KEY (`context_id`, `parent_context_id`))",
-    "CREATE TABLE IF NOT EXISTS `Event` ( `id` INTEGER PRIMARY KEY AUTOINCREMENT, `artifact_id` INT NOT NULL, "
-    "`execution_id` INT NOT NULL, `type` INT NOT NULL, `milliseconds_since_epoch` INT, "
+    "CREATE TABLE IF NOT EXISTS `Event` ( `id` {KEY}, `artifact_id` INT NOT NULL, "
+    "`execution_id` INT NOT NULL, `type` INT NOT NULL, `milliseconds_since_epoch` {I64}, "
     "UNIQUE(`artifact_id`, `execution_id`, `type`))",
-    "CREATE TABLE IF NOT EXISTS `EventPath` ( `event_id` INT NOT NULL, `is_index_step` TINYINT(1) NOT NULL, "
+    "CREATE TABLE IF NOT EXISTS `EventPath` ( `event_id` INT NOT NULL, `is_index_step` {FLAG} NOT NULL, "
     "`step_index` INT, `step_key` TEXT)",
-    "CREATE TABLE IF NOT EXISTS `Association` ( `id` INTEGER PRIMARY KEY AUTOINCREMENT, `context_id` INT NOT NULL, "
+    "CREATE TABLE IF NOT EXISTS `Association` ( `id` {KEY}, `context_id` INT NOT NULL, "
     "`execution_id` INT NOT NULL, UNIQUE(`context_id`, `execution_id`))",
-    "CREATE TABLE IF NOT EXISTS `Attribution` ( `id` INTEGER PRIMARY KEY AUTOINCREMENT, `context_id` INT NOT NULL, "
+    "CREATE TABLE IF NOT EXISTS `Attribution` ( `id` {KEY}, `context_id` INT NOT NULL, "
     "`artifact_id` INT NOT NULL, UNIQUE(`context_id`, `artifact_id`))",
     "CREATE TABLE IF NOT EXISTS `MLMDEnv` ( `schema_version` INTEGER PRIMARY KEY)",
     "CREATE INDEX IF NOT EXISTS `idx_artifact_uri` ON `Artifact`(`uri`)",
@@ -91,83 +94,6 @@ static const char *const LITE_DDL[] = {
     "INSERT INTO `MLMDEnv`(`schema_version`) VALUES(10)",
 };
 
-/* PostgreSQL: the same tables with PostgreSQL's types (MLMD's PostgreSQL source: SERIAL keys, BIGINT times and
- * integers, BOOLEAN flags, BYTEA blobs); identifiers unquoted, so they fold to lower case as MLMD's do. */
-static const char *const PG_DDL[] = {
-    "CREATE TABLE IF NOT EXISTS Type ( id SERIAL PRIMARY KEY, name VARCHAR(255) NOT NULL, version VARCHAR(255), "
-    "type_kind SMALLINT NOT NULL, description TEXT, input_type TEXT, output_type TEXT, "
-    "external_id VARCHAR(255) UNIQUE)",
-    "CREATE TABLE IF NOT EXISTS ParentType ( type_id INT NOT NULL, parent_type_id INT NOT NULL, "
-    "PRIMARY KEY (type_id, parent_type_id))",
-    "CREATE TABLE IF NOT EXISTS TypeProperty ( type_id INT NOT NULL, name VARCHAR(255) NOT NULL, "
-    "data_type INT NULL, PRIMARY KEY (type_id, name))",
-    "CREATE TABLE IF NOT EXISTS Artifact ( id SERIAL PRIMARY KEY, type_id INT NOT NULL, uri TEXT, state INT, "
-    "name VARCHAR(255), external_id VARCHAR(255) UNIQUE, create_time_since_epoch BIGINT NOT NULL DEFAULT 0, "
-    "last_update_time_since_epoch BIGINT NOT NULL DEFAULT 0, UNIQUE(type_id, name))",
-    "CREATE TABLE IF NOT EXISTS ArtifactProperty ( artifact_id INT NOT NULL, name VARCHAR(255) NOT NULL, "
-    "is_custom_property BOOLEAN NOT NULL, int_value BIGINT, double_value DOUBLE PRECISION, string_value TEXT, "
-    "byte_value BYTEA, proto_value BYTEA, bool_value BOOLEAN, PRIMARY KEY (artifact_id, name, is_custom_property))",
-    "CREATE TABLE IF NOT EXISTS Execution ( id SERIAL PRIMARY KEY, type_id INT NOT NULL, last_known_state INT, "
-    "name VARCHAR(255), external_id VARCHAR(255) UNIQUE, create_time_since_epoch BIGINT NOT NULL DEFAULT 0, "
-    "last_update_time_since_epoch BIGINT NOT NULL DEFAULT 0, UNIQUE(type_id, name))",
-    "CREATE TABLE IF NOT EXISTS ExecutionProperty ( execution_id INT NOT NULL, name VARCHAR(255) NOT NULL, "
-    "is_custom_property BOOLEAN NOT NULL, int_value BIGINT, double_value DOUBLE PRECISION, string_value TEXT, "
-    "byte_value BYTEA, proto_value BYTEA, bool_value BOOLEAN, "
-    "PRIMARY KEY (execution_id, name, is_custom_property))",
-    "CREATE TABLE IF NOT EXISTS Context ( id SERIAL PRIMARY KEY, type_id INT NOT NULL, name VARCHAR(255) NOT NULL, "
-    "external_id VARCHAR(255) UNIQUE, create_time_since_epoch BIGINT NOT NULL DEFAULT 0, "
-    "last_update_time_since_epoch BIGINT NOT NULL DEFAULT 0, UNIQUE(type_id, name))",
-    "CREATE TABLE IF NOT EXISTS ContextProperty ( context_id INT NOT NULL, name VARCHAR(255) NOT NULL, "
-    "is_custom_property BOOLEAN NOT NULL, int_value BIGINT, double_value DOUBLE PRECISION, string_value TEXT, "
-    "byte_value BYTEA, proto_value BYTEA, bool_value BOOLEAN, PRIMARY KEY (context_id, name, is_custom_property))",
-    "CREATE TABLE IF NOT EXISTS ParentContext ( context_id INT NOT NULL, parent_context_id INT NOT NULL, "
-    "PRIMARY KEY (context_id, parent_context_id))",
-    "CREATE TABLE IF NOT EXISTS Event ( id SERIAL PRIMARY KEY, artifact_id INT NOT NULL, execution_id INT NOT NULL, "
-    "type INT NOT NULL, milliseconds_since_epoch BIGINT, UNIQUE(artifact_id, execution_id, type))",
-    "CREATE TABLE IF NOT EXISTS EventPath ( event_id INT NOT NULL, is_index_step BOOLEAN NOT NULL, "
-    "step_index INT, step_key TEXT)",
-    "CREATE TABLE IF NOT EXISTS Association ( id SERIAL PRIMARY KEY, context_id INT NOT NULL, "
-    "execution_id INT NOT NULL, UNIQUE(context_id, execution_id))",
-    "CREATE TABLE IF NOT EXISTS Attribution ( id SERIAL PRIMARY KEY, context_id INT NOT NULL, "
-    "artifact_id INT NOT NULL, UNIQUE(context_id, artifact_id))",
-    "CREATE TABLE IF NOT EXISTS MLMDEnv ( schema_version INTEGER PRIMARY KEY)",
-    "CREATE INDEX IF NOT EXISTS idx_artifact_uri ON Artifact(uri)",
-    "CREATE INDEX IF NOT EXISTS idx_artifact_create_time_since_epoch ON Artifact(create_time_since_epoch)",
-    "CREATE INDEX IF NOT EXISTS idx_artifact_last_update_time_since_epoch ON Artifact(last_update_time_since_epoch)",
-    "CREATE INDEX IF NOT EXISTS idx_event_execution_id ON Event(execution_id)",
-    "CREATE INDEX IF NOT EXISTS idx_parentcontext_parent_context_id ON ParentContext(parent_context_id)",
-    "CREATE INDEX IF NOT EXISTS idx_type_name ON Type(name)",
-    "CREATE INDEX IF NOT EXISTS idx_execution_create_time_since_epoch ON Execution(create_time_since_epoch)",
-    "CREATE INDEX IF NOT EXISTS idx_execution_last_update_time_since_epoch ON "
-    "Execution(last_update_time_since_epoch)",
-    "CREATE INDEX IF NOT EXISTS idx_context_create_time_since_epoch ON Context(create_time_since_epoch)",
-    "CREATE INDEX IF NOT EXISTS idx_context_last_update_time_since_epoch ON Context(last_update_time_since_epoch)",
-    "CREATE INDEX IF NOT EXISTS idx_eventpath_event_id ON EventPath(event_id)",
-    "CREATE INDEX IF NOT EXISTS idx_artifact_property_int ON ArtifactProperty(name, is_custom_property, int_value) "
-    "WHERE int_value IS NOT NULL",
-    "CREATE INDEX IF NOT EXISTS idx_artifact_property_double ON ArtifactProperty(name, is_custom_property, "
-    "double_value) WHERE double_value IS NOT NULL",
-    "CREATE INDEX IF NOT EXISTS idx_artifact_property_string ON ArtifactProperty(name, is_custom_property, "
-    "string_value) WHERE string_value IS NOT NULL",
-    "CREATE INDEX IF NOT EXISTS idx_execution_property_int ON ExecutionProperty(name, is_custom_property, "
-    "int_value) WHERE int_value IS NOT NULL",
-    "CREATE INDEX IF NOT EXISTS idx_execution_property_double ON ExecutionProperty(name, is_custom_property, "
-    "double_value) WHERE double_value IS NOT NULL",
-    "CREATE INDEX IF NOT EXISTS idx_execution_property_string ON ExecutionProperty(name, is_custom_property, "
-    "string_value) WHERE string_value IS NOT NULL",
-    "CREATE INDEX IF NOT EXISTS idx_context_property_int ON ContextProperty(name, is_custom_property, int_value) "
-    "WHERE int_value IS NOT NULL",
-    "CREATE INDEX IF NOT EXISTS idx_context_property_double ON ContextProperty(name, is_custom_property, "
-    "double_value) WHERE double_value IS NOT NULL",
-    "CREATE INDEX IF NOT EXISTS idx_context_property_string ON ContextProperty(name, is_custom_property, "
-    "string_value) WHERE string_value IS NOT NULL",
-    "CREATE INDEX IF NOT EXISTS idx_type_external_id ON Type(external_id)",
-    "CREATE INDEX IF NOT EXISTS idx_artifact_external_id ON Artifact(external_id)",
-    "CREATE INDEX IF NOT EXISTS idx_execution_external_id ON Execution(external_id)",
-    "CREATE INDEX IF NOT EXISTS idx_context_external_id ON Context(external_id)",
-    "INSERT INTO MLMDEnv(schema_version) VALUES(10)",
-};
-
 static const char *const REQUIRED[] = {"type", "parenttype", "typeproperty", "artifact", "artifactproperty",
                                        "execution", "executionproperty", "context", "contextproperty",
                                        "parentcontext", "event", "eventpath", "association", "attribution"};
@@ -178,12 +104,8 @@ static bool has(char **names, size_t n, const char *t) {
   return false;
 }
 
-/* 1 when the database holds no table of its own (SQLite's bookkeeping tables aside). */
-static bool empty_db(char **names, size_t n) {
-  for (size_t i = 0; i < n; i++)
-    if (strncmp(names[i], "sqlite_", 7)) return false;
-  return true;
-}
+/* 1 when the database holds no table of its own (the backend's table list leaves its bookkeeping tables out). */
+static bool empty_db(char **names, size_t n) { return n == 0; }
 
 static int check(sl_prov *p, char **names, size_t n) {
   if (!has(names, n, "mlmdenv")) {
@@ -210,51 +132,34 @@ static int check(sl_prov *p, char **names, size_t n) {
   return 0;
 }
 
+/* Runs DDL statement i in the backend's words. */
+static int ddl(sl_prov *p, size_t i) {
+  char *sql = sl__pdb_sql(p->db, DDL[i]);
+  if (!sql) return sl__oom("MLMD schema statement");
+  int rc = sl__pdb_exec(p->db, sql);
+  sl__free(sql);
+  return rc;
+}
+
 static int create(sl_prov *p) {
-  bool pg = sl__pdb_is_pg(p->db);
-  const char *const *ddl = pg ? PG_DDL : LITE_DDL;
-  size_t n = pg ? sizeof PG_DDL / sizeof *PG_DDL : sizeof LITE_DDL / sizeof *LITE_DDL;
-  for (size_t i = 0; i < n; i++) {
-    int rc = sl__pdb_exec(p->db, ddl[i]);
+  for (size_t i = 0; i < sizeof DDL / sizeof *DDL; i++) {
+    int rc = ddl(p, i);
     if (rc) return sl__err_wrap(rc, "creating the MLMD schema");
   }
   return 0;
 }
 
-/* A bulk load marks the store while MLMD's secondary indexes are dropped (SQLite: the header's user_version, which
- * MLMD leaves 0; PostgreSQL: a comment on MLMDEnv), set before the first is dropped and cleared after the last is
- * re-created, so a load that died midway (killed, a crash) is told apart from a store that never had some index
- * (another MLMD release's; left alone). */
-#define LITE_MARK 1936483947 /* "slbk" */
-static const char PG_MARK[] = "sluice: bulk load under way, MLMD secondary indexes dropped"; /* no quote: spliced into SQL */
-
-static int marked(sl_prov *p, bool *on) {
-  bool pg = sl__pdb_is_pg(p->db);
-  sl__pstmt *st;
-  int rc = sl__pdb_prepare(p->db, &st, pg ? "SELECT obj_description('mlmdenv'::regclass, 'pg_class')"
-                                          : "PRAGMA user_version");
-  if (rc) return rc;
-  rc = sl__pstmt_step(st);
-  *on = rc == 1 && (pg ? sl__pstmt_text(st, 0) && !strcmp(sl__pstmt_text(st, 0), PG_MARK)
-                       : sl__pstmt_i64(st, 0) == LITE_MARK);
-  sl__pstmt_free(st);
-  return rc < 0 ? rc : 0;
-}
-
-static int mark(sl_prov *p, bool on) {
-  char sql[160];
-  if (sl__pdb_is_pg(p->db))
-    snprintf(sql, sizeof sql, on ? "COMMENT ON TABLE MLMDEnv IS '%s'" : "COMMENT ON TABLE MLMDEnv IS NULL", PG_MARK);
-  else
-    snprintf(sql, sizeof sql, "PRAGMA user_version = %d", on ? LITE_MARK : 0);
-  return sl__pdb_exec(p->db, sql);
-}
+/* A bulk load marks the store while MLMD's secondary indexes are dropped (the backend's flag, sl__pdb_mark_set,
+ * attached to MLMDEnv where it needs a table), set before the first is dropped and
+ * cleared after the last is re-created, so a load that died midway (killed, a crash) is told apart from a store
+ * that never had some index (another MLMD release's; left alone). */
+#define MARK_TABLE "MLMDEnv"
 
 /* A store a bulk load left without its indexes gets them back when it can be written; a read-only one is refused
  * (it would answer right, but slowly, with nothing saying why). */
 static int check_indexes(sl_prov *p) {
   bool on;
-  int rc = marked(p, &on);
+  int rc = sl__pdb_mark_get(p->db, MARK_TABLE, &on);
   if (rc || !on) return rc;
   if (sl__pdb_readonly(p->db))
     return sl__err(SL_ECORRUPT, "%s: a bulk load that did not reach its end left the store without MLMD's secondary "
@@ -264,7 +169,9 @@ static int check_indexes(sl_prov *p) {
 }
 
 /* Verifies the schema, creating it in an empty database when allowed. Creation happens under the write lock
- * (SQLite BEGIN IMMEDIATE, a PostgreSQL advisory lock), re-checking inside, so racing processes create it once. */
+ * (sl__pdb_begin, and lock SCHEMA_LOCK where the backend needs one more), re-checking inside, so racing processes
+ * create it once. */
+#define SCHEMA_LOCK 7310001
 int sl__prov_schema(sl_prov *p, bool allow_create) {
   char **names;
   size_t n;
@@ -279,10 +186,9 @@ int sl__prov_schema(sl_prov *p, bool allow_create) {
     return rc ? rc : check_indexes(p);
   }
   sl__pdb_names_free(names, n);
-  bool pg = sl__pdb_is_pg(p->db);
-  rc = sl__pdb_exec(p->db, pg ? "BEGIN" : "BEGIN IMMEDIATE");
+  rc = sl__pdb_begin(p->db);
   if (rc) return rc;
-  if (pg) rc = sl__pdb_exec(p->db, "SELECT pg_advisory_xact_lock(7310001)");
+  rc = sl__pdb_lock(p->db, SCHEMA_LOCK);
   if (!rc) rc = sl__pdb_tables(p->db, &names, &n);
   if (!rc) {
     if (empty_db(names, n))
@@ -301,29 +207,28 @@ int sl__prov_schema(sl_prov *p, bool allow_create) {
 /* Drops (create false) or re-creates MLMD's secondary indexes, for bulk loads into a fresh store: building an
  * index once over sorted data is much cheaper than maintaining it row by row. The unique keys stay. */
 int sl__prov_indexes(sl_prov *p, bool create_them) {
-  bool pg = sl__pdb_is_pg(p->db);
-  const char *const *ddl = pg ? PG_DDL : LITE_DDL;
-  size_t n = pg ? sizeof PG_DDL / sizeof *PG_DDL : sizeof LITE_DDL / sizeof *LITE_DDL;
   if (!create_them) {
-    int rc = mark(p, true);
+    int rc = sl__pdb_mark_set(p->db, MARK_TABLE, true);
     if (rc) return sl__err_wrap(rc, "marking the store for a bulk load");
   }
-  for (size_t i = 0; i < n; i++) {
-    if (strncmp(ddl[i], "CREATE INDEX IF NOT EXISTS ", 27)) continue;
+  for (size_t i = 0; i < sizeof DDL / sizeof *DDL; i++) {
+    if (strncmp(DDL[i], "CREATE INDEX IF NOT EXISTS ", 27)) continue;
     int rc;
     if (create_them) {
-      rc = sl__pdb_exec(p->db, ddl[i]);
+      rc = ddl(p, i);
     } else {
       /* "CREATE INDEX IF NOT EXISTS <name> ON ..." -> "DROP INDEX IF EXISTS <name>" */
-      const char *name = ddl[i] + 27, *sp = strchr(name, ' ');
-      char sql[160];
-      snprintf(sql, sizeof sql, "DROP INDEX IF EXISTS %.*s", (int)(sp - name), name);
+      const char *name = DDL[i] + 27, *sp = strchr(name, ' ');
+      char tmpl[160], *sql;
+      snprintf(tmpl, sizeof tmpl, "DROP INDEX IF EXISTS %.*s", (int)(sp - name), name);
+      if (!(sql = sl__pdb_sql(p->db, tmpl))) return sl__oom("MLMD index statement");
       rc = sl__pdb_exec(p->db, sql);
+      sl__free(sql);
     }
     if (rc) return sl__err_wrap(rc, "%s MLMD's indexes", create_them ? "re-creating" : "dropping");
   }
   if (create_them) {
-    int rc = mark(p, false);
+    int rc = sl__pdb_mark_set(p->db, MARK_TABLE, false);
     if (rc) return sl__err_wrap(rc, "clearing the store's bulk load mark");
   }
   return 0;

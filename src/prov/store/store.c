@@ -63,43 +63,31 @@ static const char *const SQL[SL__Q_NQ] = {
     [SL__Q_ATTR] = "INSERT INTO Attribution(context_id, artifact_id) VALUES(?, ?) ON CONFLICT DO NOTHING",
     [SL__Q_ASSOC] = "INSERT INTO Association(context_id, execution_id) VALUES(?, ?) ON CONFLICT DO NOTHING",
     [SL__Q_PARENT_CTX] = "INSERT INTO ParentContext(context_id, parent_context_id) VALUES(?, ?) ON CONFLICT DO NOTHING",
-    /* PostgreSQL only. */
-    [SL__Q_NAME_LOCK] = "SELECT pg_advisory_xact_lock(hashtext(?))",
-    /* PostgreSQL only: an event and its [key, index] path in one statement (one round trip instead of three). */
-    [SL__Q_EVENT_PG2] = "WITH e AS (INSERT INTO Event(artifact_id, execution_id, type, milliseconds_since_epoch) "
+    /* The name's lock, where the backend needs one (sl__pdb_dialect.lock_name; the text is the backend's). */
+    [SL__Q_NAME_LOCK] = NULL,
+    /* Where INSERT may sit inside WITH (sl__pdb_dialect.writable_cte): an event and its [key, index] path in one
+     * statement (one round trip instead of three). */
+    [SL__Q_EVENT_CTE] = "WITH e AS (INSERT INTO Event(artifact_id, execution_id, type, milliseconds_since_epoch) "
                     "VALUES(?, ?, ?, ?) RETURNING id) INSERT INTO EventPath(event_id, is_index_step, step_index, "
                     "step_key) SELECT id, false, CAST(NULL AS INTEGER), CAST(? AS TEXT) FROM e UNION ALL SELECT id, "
                     "true, CAST(? AS INTEGER), CAST(NULL AS TEXT) FROM e",
-    /* PostgreSQL bulk loads: inserts with ids taken beforehand from the sequences, a block of 1024 at a time. */
-    [SL__Q_ART_INS_ID] = "INSERT INTO Artifact(id, type_id, uri, state, name, create_time_since_epoch, "
-                         "last_update_time_since_epoch) VALUES(?, ?, ?, ?, ?, ?, ?)",
-    [SL__Q_EXEC_INS_ID] = "INSERT INTO Execution(id, type_id, last_known_state, name, create_time_since_epoch, "
-                          "last_update_time_since_epoch) VALUES(?, ?, ?, ?, ?, ?)",
-    [SL__Q_IDS_ART] = "SELECT nextval(pg_get_serial_sequence('artifact', 'id')) FROM generate_series(1, 1024)",
-    [SL__Q_IDS_EXEC] = "SELECT nextval(pg_get_serial_sequence('execution', 'id')) FROM generate_series(1, 1024)",
-    [SL__Q_IDS_EVENT] = "SELECT nextval(pg_get_serial_sequence('event', 'id')) FROM generate_series(1, 1024)",
-    /* PostgreSQL bulk loads: find-or-create a context in one round trip (after the name's lock, queued before it). */
-    [SL__Q_CTX_PUT_PG] = "WITH f AS (SELECT id FROM Context WHERE type_id = ? AND name = ?), i AS (INSERT INTO "
-                         "Context(type_id, name, create_time_since_epoch, last_update_time_since_epoch) SELECT ?, ?, ?, "
-                         "? WHERE NOT EXISTS (SELECT 1 FROM f) RETURNING id) SELECT id FROM f UNION ALL SELECT id FROM i",
-    /* SQLite bulk loads: the id AUTOINCREMENT would give next (the larger of the counter and the largest id). */
-    [SL__Q_SEQ_ART] = "SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'Artifact'), 0), "
-                      "coalesce((SELECT max(id) FROM Artifact), 0)) + 1",
-    [SL__Q_SEQ_EXEC] = "SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'Execution'), 0), "
-                       "coalesce((SELECT max(id) FROM Execution), 0)) + 1",
-    [SL__Q_SEQ_EVENT] = "SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'Event'), 0), "
-                        "coalesce((SELECT max(id) FROM Event), 0)) + 1",
+    /* Likewise, bulk loads: find-or-create a context in one round trip (after the name's lock, queued before it). */
+    [SL__Q_CTX_PUT_CTE] = "WITH f AS (SELECT id FROM Context WHERE type_id = ? AND name = ?), i AS (INSERT INTO "
+                          "Context(type_id, name, create_time_since_epoch, last_update_time_since_epoch) SELECT ?, ?, "
+                          "?, ? WHERE NOT EXISTS (SELECT 1 FROM f) RETURNING id) SELECT id FROM f UNION ALL SELECT id "
+                          "FROM i",
 };
 
 int sl__prov_stmt(sl_prov *p, int which, sl__pstmt **out) {
   if (!p->q[which]) {
-    int rc = sl__pdb_prepare_insert(p->db, &p->q[which], SQL[which]);
+    const char *sql = which == SL__Q_NAME_LOCK ? sl__pdb_dialect_of(p->db)->lock_name : SQL[which];
+    if (!sql) return sl__err(SL_ERROR, "%s: statement %d is not for this backend", p->uri, which);
+    int rc = sl__pdb_prepare_insert(p->db, &p->q[which], sql);
     if (rc) return rc;
-    /* Reads of types, contexts and sequences need not wait for the COPY buffers (they hold none of those). */
+    /* Types, contexts and locks need not wait for the bulk rows (they hold none of those). */
     if (which == SL__Q_TYPE_FIND || which == SL__Q_TYPE_INS || which == SL__Q_CTX_FIND || which == SL__Q_CTX_INS ||
-        which == SL__Q_NAME_LOCK || which == SL__Q_IDS_ART || which == SL__Q_IDS_EXEC || which == SL__Q_IDS_EVENT ||
-        which == SL__Q_CTX_PUT_PG)
-      sl__pstmt_copy_safe(p->q[which]);
+        which == SL__Q_NAME_LOCK || which == SL__Q_CTX_PUT_CTE)
+      sl__pstmt_bulk_safe(p->q[which]);
   } else {
     sl__pstmt_reset(p->q[which]);
   }
@@ -141,13 +129,12 @@ void sl_prov_close(sl_prov *p) {
   sl__free(p);
 }
 
-const char *sl_prov_backend(const sl_prov *p) { return sl__pdb_is_pg(p->db) ? "postgresql" : "sqlite"; }
+const char *sl_prov_backend(const sl_prov *p) { return sl__pdb_dialect_of(p->db)->name; }
 
 int sl_prov_begin(sl_prov *p) {
   if (p->in_txn) return sl__err(SL_EINVAL, "a transaction is already open");
-  int rc = sl__pdb_exec(p->db, sl__pdb_is_pg(p->db) ? "BEGIN" : "BEGIN IMMEDIATE");
+  int rc = sl__pdb_begin(p->db);
   if (!rc) p->in_txn = 1;
-  memset(p->lite_next, 0, sizeof p->lite_next); /* another process may have written since our last transaction */
   return rc;
 }
 
@@ -185,14 +172,6 @@ int sl_prov_bulk_begin(sl_prov *p) {
   if (p->bulk) return sl__err(SL_EINVAL, "%s: a bulk load is already under way", p->uri);
   if (p->in_txn) return sl__err(SL_EINVAL, "%s: begin a bulk load outside a transaction", p->uri);
   p->bulk = true;
-  memset(p->idn, 0, sizeof p->idn);
-  memset(p->idat, 0, sizeof p->idat);
-  if (!sl__pdb_is_pg(p->db)) {
-    /* Durability per transaction is not needed while loading; a big page cache keeps a large transaction from
-     * spilling pages to the WAL over and over. Both are hints: a failure only costs speed. */
-    sl__pdb_exec(p->db, "PRAGMA synchronous=OFF");
-    sl__pdb_exec(p->db, "PRAGMA cache_size=-524288");
-  }
   /* Into a store without executions, load without the secondary indexes and build them once at the end. */
   sl__pstmt *st;
   int rc = sl__pdb_prepare(p->db, &st, "SELECT count(*) FROM Execution");
@@ -203,8 +182,8 @@ int sl_prov_bulk_begin(sl_prov *p) {
     sl__pstmt_free(st);
   }
   if (!rc && p->bulk_indexes) rc = sl__prov_indexes(p, false);
-  /* On PostgreSQL, queue the writes whose results are not needed: one round trip per id instead of per row. */
-  if (!rc) rc = sl__pdb_pipeline(p->db, true);
+  /* From here the backend loads rows its fastest way (db_int.h). */
+  if (!rc) rc = sl__pdb_bulk(p->db, SL__BULK_BEGIN);
   if (rc) {
     char keep[1024];
     snprintf(keep, sizeof keep, "%s", sl_error_last());
@@ -217,14 +196,12 @@ int sl_prov_bulk_begin(sl_prov *p) {
 int sl_prov_bulk_end(sl_prov *p) {
   if (!p->bulk) return 0;
   p->bulk = false;
-  memset(p->idn, 0, sizeof p->idn);
-  memset(p->idat, 0, sizeof p->idat);
-  int rc = sl__pdb_pipeline(p->db, false);
+  int rc = sl__pdb_bulk(p->db, SL__BULK_ROWS_END);
   if (p->bulk_indexes) {
     p->bulk_indexes = false;
     int rc2 = sl__prov_indexes(p, true);
     if (!rc) rc = rc2;
   }
-  if (!sl__pdb_is_pg(p->db)) sl__pdb_exec(p->db, "PRAGMA synchronous=NORMAL");
-  return rc;
+  int rc2 = sl__pdb_bulk(p->db, SL__BULK_END);
+  return rc ? rc : rc2;
 }

@@ -10,9 +10,8 @@
 enum {
   SL__Q_TYPE_FIND, SL__Q_TYPE_INS, SL__Q_TYPE_PROP_INS, SL__Q_PARENT_TYPE_INS, SL__Q_ART_INS, SL__Q_EXEC_INS,
   SL__Q_CTX_FIND, SL__Q_CTX_INS, SL__Q_EXEC_STATE, SL__Q_APROP, SL__Q_EPROP, SL__Q_CPROP, SL__Q_EVENT_INS,
-  SL__Q_PATH_INS, SL__Q_ATTR, SL__Q_ASSOC, SL__Q_PARENT_CTX, SL__Q_NAME_LOCK, SL__Q_EVENT_PG2,
-  SL__Q_ART_INS_ID, SL__Q_EXEC_INS_ID, SL__Q_IDS_ART, SL__Q_IDS_EXEC, SL__Q_IDS_EVENT, SL__Q_CTX_PUT_PG,
-  SL__Q_SEQ_ART, SL__Q_SEQ_EXEC, SL__Q_SEQ_EVENT, SL__Q_NQ
+  SL__Q_PATH_INS, SL__Q_ATTR, SL__Q_ASSOC, SL__Q_PARENT_CTX, SL__Q_NAME_LOCK, SL__Q_EVENT_CTE, SL__Q_CTX_PUT_CTE,
+  SL__Q_NQ
 };
 
 struct sl_prov {
@@ -22,14 +21,6 @@ struct sl_prov {
   char *uri;
   bool bulk;         /* between sl_prov_bulk_begin and _end */
   bool bulk_indexes; /* the bulk load dropped MLMD's secondary indexes: re-create them at the end */
-  /* PostgreSQL bulk loads: artifact (0), execution (1) and event (2) ids taken from their sequences a block at a
-   * time, so their rows go into COPY buffers with no round trip (store_write.c). Ids left over at the end of a load
-   * are skipped. */
-  int64_t idpool[3][1024];
-  int idn[3], idat[3];
-  /* SQLite bulk loads: the next artifact (0), execution (1) and event (2) id, read from the AUTOINCREMENT counter
-   * at the first row of each transaction (0: not read yet); rows then go into multi-row INSERT batches. */
-  int64_t lite_next[3];
 };
 
 int sl__prov_stmt(sl_prov *p, int which, sl__pstmt **out);

@@ -314,7 +314,7 @@ int sl_prov_neighbours(sl_prov_list **out, sl_prov *p, sl_prov_kind kind, int64_
   size_t ncap = 0, ecap = 0;
   rc = sl__pstmt_bind_i64(st, 1, id);
   while (!rc && (rc = sl__pstmt_step(st)) == 1) {
-    /* Ids first, nodes after: a PostgreSQL connection runs one statement at a time. */
+    /* Ids first, nodes after: a backend may run one statement at a time per connection (db_int.h). */
     int64_t cid = sl__pstmt_i64(st, 0);
     if ((rc = sl__prov_grow((void **)&l->nodes, &ncap, l->n + 1, sizeof *l->nodes))) break;
     l->nodes[l->n++].id = cid;
