@@ -17,6 +17,40 @@ static int top_index(const char *path) {
   return atoi(path + 4);
 }
 
+/* The traced spec with one offload op at the plan's cut (any the spec had removed); out->cut is moved to the
+ * op's index in the new spec. */
+static int offload_spec(char **spec, sl_offload_plan *out, const sl_trace *t) {
+  char *text = NULL;
+  int rc = sl_trace_spec_json(&text, t);
+  if (rc) return rc;
+  json_t *js = json_loads(text, 0, NULL);
+  sl_free(text);
+  json_t *ops = js ? json_object_get(js, "ops") : NULL;
+  if (!json_is_array(ops)) {
+    json_decref(js);
+    return sl__err(SL_ECORRUPT, "offload plan: the trace's spec has no ops");
+  }
+  int cut = out->cut;
+  for (size_t i = json_array_size(ops); i-- > 0;) {
+    json_t *k = json_object_get(json_array_get(ops, i), "op");
+    if (k && json_is_string(k) && sl__op_model(json_string_value(k)) == SL__MK_CUT) {
+      json_array_remove(ops, i);
+      if ((int)i < cut) cut--;
+    }
+  }
+  if (out->cut > 0 && json_array_insert_new(ops, (size_t)cut, json_pack("{s:s}", "op", "offload"))) {
+    json_decref(js);
+    return sl__oom("the planned spec");
+  }
+  out->cut = out->cut > 0 ? cut : 0;
+  char *s = json_dumps(js, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+  json_decref(js);
+  if (!s) return sl__oom("the planned spec");
+  *spec = sl__strdup(s);
+  sl__free(s); /* jansson allocates through our allocator */
+  return *spec ? 0 : sl__oom("the planned spec");
+}
+
 int sl_plan_offload(char **spec, sl_offload_plan *out, const sl_trace *t, const sl_offload_opts *opts) {
   if (spec) *spec = NULL;
   memset(out, 0, sizeof *out);
@@ -139,34 +173,5 @@ int sl_plan_offload(char **spec, sl_offload_plan *out, const sl_trace *t, const 
   sl__free(is_off);
   sl__free(is_rep);
   sl__free(is_pass);
-  if (!spec) return 0;
-  char *text = NULL;
-  int rc = sl_trace_spec_json(&text, t);
-  if (rc) return rc;
-  json_t *js = json_loads(text, 0, NULL);
-  sl_free(text);
-  json_t *ops = js ? json_object_get(js, "ops") : NULL;
-  if (!json_is_array(ops)) {
-    json_decref(js);
-    return sl__err(SL_ECORRUPT, "offload plan: the trace's spec has no ops");
-  }
-  int cut = out->cut;
-  for (size_t i = json_array_size(ops); i-- > 0;) {
-    json_t *k = json_object_get(json_array_get(ops, i), "op");
-    if (k && json_is_string(k) && sl__op_model(json_string_value(k)) == SL__MK_CUT) {
-      json_array_remove(ops, i);
-      if ((int)i < cut) cut--;
-    }
-  }
-  if (out->cut > 0 && json_array_insert_new(ops, (size_t)cut, json_pack("{s:s}", "op", "offload"))) {
-    json_decref(js);
-    return sl__oom("the planned spec");
-  }
-  out->cut = out->cut > 0 ? cut : 0;
-  char *s = json_dumps(js, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-  json_decref(js);
-  if (!s) return sl__oom("the planned spec");
-  *spec = sl__strdup(s);
-  sl__free(s); /* jansson allocates through our allocator */
-  return *spec ? 0 : sl__oom("the planned spec");
+  return spec ? offload_spec(spec, out, t) : 0;
 }
