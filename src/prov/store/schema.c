@@ -89,6 +89,11 @@ static const char *const LITE_DDL[] = {
     "CREATE INDEX IF NOT EXISTS `idx_execution_external_id` ON `Execution`(`external_id`)",
     "CREATE INDEX IF NOT EXISTS `idx_context_external_id` ON `Context`(`external_id`)",
     "INSERT INTO `MLMDEnv`(`schema_version`) VALUES(10)",
+    /* The library's simple types, which it inserts when it opens a store without them (and so cannot open one
+     * read-only): artifact kinds 1, execution 0, in its order. */
+    "INSERT INTO `Type`(`name`, `type_kind`) VALUES('mlmd.Dataset', 1), ('mlmd.Model', 1), ('mlmd.Metrics', 1), "
+    "('mlmd.Statistics', 1), ('mlmd.Train', 0), ('mlmd.Transform', 0), ('mlmd.Process', 0), ('mlmd.Evaluate', 0), "
+    "('mlmd.Deploy', 0)",
 };
 
 /* PostgreSQL: the same tables with PostgreSQL's types (MLMD's PostgreSQL source: SERIAL keys, BIGINT times and
@@ -166,6 +171,9 @@ static const char *const PG_DDL[] = {
     "CREATE INDEX IF NOT EXISTS idx_execution_external_id ON Execution(external_id)",
     "CREATE INDEX IF NOT EXISTS idx_context_external_id ON Context(external_id)",
     "INSERT INTO MLMDEnv(schema_version) VALUES(10)",
+    "INSERT INTO Type(name, type_kind) VALUES('mlmd.Dataset', 1), ('mlmd.Model', 1), ('mlmd.Metrics', 1), "
+    "('mlmd.Statistics', 1), ('mlmd.Train', 0), ('mlmd.Transform', 0), ('mlmd.Process', 0), ('mlmd.Evaluate', 0), "
+    "('mlmd.Deploy', 0)",
 };
 
 static const char *const REQUIRED[] = {"type", "parenttype", "typeproperty", "artifact", "artifactproperty",

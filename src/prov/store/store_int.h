@@ -46,4 +46,15 @@ int sl__prov_grow(void **v, size_t *cap, size_t need, size_t elem);
 /* Appends to l->events the events touching one artifact or execution (kind), with their paths (store_query.c). */
 int sl__prov_load_events(sl_prov *p, sl_prov_list *l, size_t *cap, sl_prov_kind kind, int64_t id);
 
+/* Values the ml-metadata library's way (mlmd_value.c). The library keeps a STRUCT as "mlmd-struct::" + base64 of
+ * a serialized google.protobuf.Struct in string_value and a PROTO as base64 of its serialized Any in proto_value;
+ * the API keeps JSON text (an object) and raw bytes. The decoders return 1, with no error set, for a value not in
+ * that form (kept as it is: a STRING, raw bytes), SL_ENOMEM. */
+int sl__mlmd_struct_encode(char **out, const char *json, const char *name);
+int sl__mlmd_struct_decode(char **json_out, const char *s);
+int sl__mlmd_proto_encode(char **out, size_t *outlen, const void *bytes, size_t len);
+int sl__mlmd_proto_decode(void **out, size_t *outlen, const void *b64, size_t len);
+/* *enc = v with a STRUCT or PROTO encoded as stored (*tmp holds the encoding: sl__free it). */
+int sl__mlmd_value_store(sl_prov_value *enc, char **tmp, const sl_prov_value *v, const char *name);
+
 #endif

@@ -94,12 +94,18 @@ static int read_prop(sl__pstmt *st, int c0, sl_prov_prop *pr) {
     pr->d = sl__pstmt_f64(st, c0 + 3);
   } else if (!sl__pstmt_null(st, c0 + 4)) {
     pr->type = SL_PROV_T_STRING;
-    if ((rc = dup_or_null(&pr->s, sl__pstmt_text(st, c0 + 4)))) return rc;
+    const char *t = sl__pstmt_text(st, c0 + 4);
+    rc = sl__mlmd_struct_decode(&pr->s, t); /* the library's STRUCT encoding, else a plain string */
+    if (rc < 0) return rc;
+    if (rc == 0) pr->type = SL_PROV_T_STRUCT;
+    else if ((rc = dup_or_null(&pr->s, t))) return rc;
   } else {
     int col = !sl__pstmt_null(st, c0 + 5) ? c0 + 5 : c0 + 7;
     size_t n = 0;
     const void *b = sl__pstmt_blob(st, col, &n);
     pr->type = b ? SL_PROV_T_PROTO : SL_PROV_T_UNKNOWN;
+    /* proto_value holds base64 text (the library's encoding); bytes that are not base64 are kept as they are */
+    if (b && col == c0 + 5 && (rc = sl__mlmd_proto_decode(&pr->bytes, &pr->len, b, n)) <= 0) return rc;
     if (b) {
       pr->bytes = sl__malloc(n ? n : 1);
       if (!pr->bytes) return sl__oom("property");

@@ -401,9 +401,23 @@ static int prop_copy(sl_prov *p, sl_prov_kind kind, int64_t id, const char *name
                                   : sl__pdb_copy_row(p->db, SLOT_EPROP, &COPY_EPROP, vals, 7);
 }
 
+static int set_property(sl_prov *p, sl_prov_kind kind, int64_t id, const char *name, bool custom,
+                        const sl_prov_value *v);
+
+/* STRUCT and PROTO values are stored encoded as the ml-metadata library stores them (mlmd_value.c). */
 int sl_prov_set_property(sl_prov *p, sl_prov_kind kind, int64_t id, const char *name, bool custom,
                          const sl_prov_value *v) {
   if (!name || !v) return sl__err(SL_EINVAL, "property name or value is NULL");
+  sl_prov_value enc;
+  char *tmp;
+  int rc = sl__mlmd_value_store(&enc, &tmp, v, name);
+  if (!rc) rc = set_property(p, kind, id, name, custom, &enc);
+  sl__free(tmp);
+  return rc;
+}
+
+static int set_property(sl_prov *p, sl_prov_kind kind, int64_t id, const char *name, bool custom,
+                        const sl_prov_value *v) {
   int which = kind == SL_PROV_ARTIFACT ? SL__Q_APROP : kind == SL_PROV_EXECUTION ? SL__Q_EPROP : SL__Q_CPROP;
   int rc = 0;
   if (bulk_ids(p)) {
