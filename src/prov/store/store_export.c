@@ -17,6 +17,9 @@ static json_t *prop_json(const sl_prov_prop *pr) {
   case SL_PROV_T_PROTO: {
     json_t *o = json_object();
     json_object_set_new(o, "bytes", json_integer((json_int_t)pr->len));
+    char *b64 = NULL; /* the bytes themselves, so a reader can compare them (a serialized Any, as MLMD keeps) */
+    if (sl__mlmd_proto_encode(&b64, NULL, pr->bytes, pr->len) == 0) json_object_set_new(o, "base64", json_string(b64));
+    sl__free(b64);
     return o;
   }
   default: return json_null();
