@@ -535,3 +535,56 @@ def test_schema_versions(cli, tmp_path):
         assert r.returncode != 0
         assert f"MLMD schema version {v} found" in r.stderr and "version 10" in r.stderr, r.stderr
     con.close()
+
+
+def test_sluice_struct_and_proto_values_read_by_the_library(cli, tmp_path):
+    """STRUCT and PROTO values written through sluice's C API (libsluice.so, by ctypes) are the library's
+    struct_value and proto_value, and the library's own come back through the API unchanged."""
+    import ctypes
+    so = os.path.join(os.path.dirname(cli), "libsluice.so")
+    if not os.path.exists(so):
+        pytest.skip(f"no {so}")
+    L = ctypes.CDLL(so)
+
+    class Value(ctypes.Structure):
+        _fields_ = [("type", ctypes.c_int), ("i", ctypes.c_int64), ("d", ctypes.c_double), ("s", ctypes.c_char_p),
+                    ("bytes", ctypes.c_char_p), ("len", ctypes.c_size_t)]
+
+    class TypeProp(ctypes.Structure):
+        _fields_ = [("name", ctypes.c_char_p), ("type", ctypes.c_int)]
+
+    L.sl_error_last.restype = ctypes.c_char_p
+    db = tmp_path / "api.sqlite"
+    p = ctypes.c_void_p()
+
+    def ok(rc):
+        assert rc == 0, L.sl_error_last()
+    ok(L.sl_prov_open(ctypes.byref(p), str(db).encode(), 1))
+    props = (TypeProp * 2)(TypeProp(b"st", 4), TypeProp(b"pr", 5))
+    tid, aid = ctypes.c_int64(), ctypes.c_int64()
+    ok(L.sl_prov_put_type(ctypes.byref(tid), p, 1, b"Blob", props, 2, b"mlmd.Dataset"))
+    ok(L.sl_prov_put_artifact(ctypes.byref(aid), p, tid, b"/blob", None, 2, ctypes.c_int64(0)))
+    doc = {"layers": [64, 32], "opt": {"name": "adam", "lr": 0.001}, "ok": True, "none": None, "s": "\u00fc"}
+    packed = any_of(pb.Artifact(uri="/inner", name="n")).SerializeToString()
+    for name, custom, v in ((b"st", False, Value(4, 0, 0, json.dumps(doc).encode(), None, 0)),
+                            (b"pr", False, Value(5, 0, 0, None, packed, len(packed))),
+                            (b"cst", True, Value(4, 0, 0, b"{}", None, 0))):
+        ok(L.sl_prov_set_property(p, 1, aid, name, custom, ctypes.byref(v)))
+    # bytes that are not an Any would make the node unreadable in the library: refused
+    raw = Value(5, 0, 0, None, b"\x00\x01\xff", 3)
+    assert L.sl_prov_set_property(p, 1, aid, b"craw", True, ctypes.byref(raw)) != 0
+    assert b"'craw'" in L.sl_error_last()
+    L.sl_prov_close(p)
+
+    s = connect(db, pb.SqliteMetadataSourceConfig.READONLY)
+    [a] = s.get_artifacts_by_id([aid.value])
+    from google.protobuf.json_format import MessageToDict
+    assert MessageToDict(a.properties["st"].struct_value) == doc
+    assert a.properties["pr"].proto_value.SerializeToString() == packed
+    assert MessageToDict(a.custom_properties["cst"].struct_value) == {}
+    check_library_reads(cli, db)
+    # and sluice reads back what it wrote: the JSON text (integers as integers) and the bytes
+    shown = cli_json(cli, "prov", "show", db, f"a:{aid.value}")["nodes"][0]
+    assert json.loads(shown["properties"]["st"]) == doc
+    assert base64.b64decode(shown["properties"]["pr"]["base64"]) == packed
+    assert "craw" not in shown["custom_properties"]

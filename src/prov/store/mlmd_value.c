@@ -345,7 +345,22 @@ int sl__mlmd_proto_decode(void **out, size_t *outlen, const void *b64, size_t le
   return rc;
 }
 
-int sl__mlmd_value_store(sl_prov_value *enc, char **tmp, const sl_prov_value *v, const char *name) {
+/* A serialized google.protobuf.Any: well-formed fields, type_url (1) a non-empty string. */
+static bool is_any(const void *bytes, size_t len) {
+  if (!bytes) return false;
+  rd r = {bytes, (const uint8_t *)bytes + len};
+  bool url = false;
+  while (r.p < r.end) {
+    unsigned f, wt;
+    rd sub = {0};
+    uint64_t num;
+    if (get_field(&r, &f, &wt, &sub, &num)) return false;
+    if (f == 1) url = wt == 2 && sub.end > sub.p;
+  }
+  return url;
+}
+
+int sl__mlmd_value_store(sl_prov_value *enc, char **tmp, const sl_prov_value *v, const char *name, bool b64) {
   *enc = *v;
   *tmp = NULL;
   if (v->type == SL_PROV_T_STRUCT) {
@@ -355,6 +370,11 @@ int sl__mlmd_value_store(sl_prov_value *enc, char **tmp, const sl_prov_value *v,
     return rc;
   }
   if (v->type == SL_PROV_T_PROTO) {
+    if (!is_any(v->bytes, v->len))
+      return sl__err(SL_EINVAL, "PROTO property '%s': not a serialized google.protobuf.Any with a type_url (the "
+                                "ml-metadata library refuses to read a node holding one)",
+                     name);
+    if (!b64) return 0;
     size_t n;
     int rc = sl__mlmd_proto_encode(tmp, &n, v->bytes, v->len);
     enc->bytes = *tmp;

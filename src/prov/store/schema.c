@@ -96,8 +96,11 @@ static const char *const LITE_DDL[] = {
     "('mlmd.Deploy', 0)",
 };
 
-/* PostgreSQL: the same tables with PostgreSQL's types (MLMD's PostgreSQL source: SERIAL keys, BIGINT times and
- * integers, BOOLEAN flags, BYTEA blobs); identifiers unquoted, so they fold to lower case as MLMD's do. */
+/* PostgreSQL: the same tables with PostgreSQL's types (MLMD's PostgreSQL source: SERIAL keys, BIGINT times,
+ * BOOLEAN flags, BYTEA blobs); identifiers unquoted, so they fold to lower case as MLMD's do. The unique keys carry
+ * the library's constraint names and its property indexes are not partial, as ml-metadata 1.17.1 creates them
+ * (tests/python/test_mlmd.py compares); int_value is BIGINT where the library's is INTEGER, so the sizes and
+ * times sluice records fit (the library reads either). */
 static const char *const PG_DDL[] = {
     "CREATE TABLE IF NOT EXISTS Type ( id SERIAL PRIMARY KEY, name VARCHAR(255) NOT NULL, version VARCHAR(255), "
     "type_kind SMALLINT NOT NULL, description TEXT, input_type TEXT, output_type TEXT, "
@@ -108,13 +111,13 @@ static const char *const PG_DDL[] = {
     "data_type INT NULL, PRIMARY KEY (type_id, name))",
     "CREATE TABLE IF NOT EXISTS Artifact ( id SERIAL PRIMARY KEY, type_id INT NOT NULL, uri TEXT, state INT, "
     "name VARCHAR(255), external_id VARCHAR(255) UNIQUE, create_time_since_epoch BIGINT NOT NULL DEFAULT 0, "
-    "last_update_time_since_epoch BIGINT NOT NULL DEFAULT 0, UNIQUE(type_id, name))",
+    "last_update_time_since_epoch BIGINT NOT NULL DEFAULT 0, CONSTRAINT UniqueArtifactTypeName UNIQUE(type_id, name))",
     "CREATE TABLE IF NOT EXISTS ArtifactProperty ( artifact_id INT NOT NULL, name VARCHAR(255) NOT NULL, "
     "is_custom_property BOOLEAN NOT NULL, int_value BIGINT, double_value DOUBLE PRECISION, string_value TEXT, "
     "byte_value BYTEA, proto_value BYTEA, bool_value BOOLEAN, PRIMARY KEY (artifact_id, name, is_custom_property))",
     "CREATE TABLE IF NOT EXISTS Execution ( id SERIAL PRIMARY KEY, type_id INT NOT NULL, last_known_state INT, "
     "name VARCHAR(255), external_id VARCHAR(255) UNIQUE, create_time_since_epoch BIGINT NOT NULL DEFAULT 0, "
-    "last_update_time_since_epoch BIGINT NOT NULL DEFAULT 0, UNIQUE(type_id, name))",
+    "last_update_time_since_epoch BIGINT NOT NULL DEFAULT 0, CONSTRAINT UniqueExecutionTypeName UNIQUE(type_id, name))",
     "CREATE TABLE IF NOT EXISTS ExecutionProperty ( execution_id INT NOT NULL, name VARCHAR(255) NOT NULL, "
     "is_custom_property BOOLEAN NOT NULL, int_value BIGINT, double_value DOUBLE PRECISION, string_value TEXT, "
     "byte_value BYTEA, proto_value BYTEA, bool_value BOOLEAN, "
@@ -128,7 +131,7 @@ static const char *const PG_DDL[] = {
     "CREATE TABLE IF NOT EXISTS ParentContext ( context_id INT NOT NULL, parent_context_id INT NOT NULL, "
     "PRIMARY KEY (context_id, parent_context_id))",
     "CREATE TABLE IF NOT EXISTS Event ( id SERIAL PRIMARY KEY, artifact_id INT NOT NULL, execution_id INT NOT NULL, "
-    "type INT NOT NULL, milliseconds_since_epoch BIGINT, UNIQUE(artifact_id, execution_id, type))",
+    "type INT NOT NULL, milliseconds_since_epoch BIGINT, CONSTRAINT UniqueEvent UNIQUE(artifact_id, execution_id, type))",
     "CREATE TABLE IF NOT EXISTS EventPath ( event_id INT NOT NULL, is_index_step BOOLEAN NOT NULL, "
     "step_index INT, step_key TEXT)",
     "CREATE TABLE IF NOT EXISTS Association ( id SERIAL PRIMARY KEY, context_id INT NOT NULL, "
@@ -148,24 +151,22 @@ static const char *const PG_DDL[] = {
     "CREATE INDEX IF NOT EXISTS idx_context_create_time_since_epoch ON Context(create_time_since_epoch)",
     "CREATE INDEX IF NOT EXISTS idx_context_last_update_time_since_epoch ON Context(last_update_time_since_epoch)",
     "CREATE INDEX IF NOT EXISTS idx_eventpath_event_id ON EventPath(event_id)",
-    "CREATE INDEX IF NOT EXISTS idx_artifact_property_int ON ArtifactProperty(name, is_custom_property, int_value) "
-    "WHERE int_value IS NOT NULL",
+    "CREATE INDEX IF NOT EXISTS idx_artifact_property_int ON ArtifactProperty(name, is_custom_property, int_value)",
     "CREATE INDEX IF NOT EXISTS idx_artifact_property_double ON ArtifactProperty(name, is_custom_property, "
-    "double_value) WHERE double_value IS NOT NULL",
+    "double_value)",
     "CREATE INDEX IF NOT EXISTS idx_artifact_property_string ON ArtifactProperty(name, is_custom_property, "
-    "string_value) WHERE string_value IS NOT NULL",
+    "string_value)",
     "CREATE INDEX IF NOT EXISTS idx_execution_property_int ON ExecutionProperty(name, is_custom_property, "
-    "int_value) WHERE int_value IS NOT NULL",
+    "int_value)",
     "CREATE INDEX IF NOT EXISTS idx_execution_property_double ON ExecutionProperty(name, is_custom_property, "
-    "double_value) WHERE double_value IS NOT NULL",
+    "double_value)",
     "CREATE INDEX IF NOT EXISTS idx_execution_property_string ON ExecutionProperty(name, is_custom_property, "
-    "string_value) WHERE string_value IS NOT NULL",
-    "CREATE INDEX IF NOT EXISTS idx_context_property_int ON ContextProperty(name, is_custom_property, int_value) "
-    "WHERE int_value IS NOT NULL",
+    "string_value)",
+    "CREATE INDEX IF NOT EXISTS idx_context_property_int ON ContextProperty(name, is_custom_property, int_value)",
     "CREATE INDEX IF NOT EXISTS idx_context_property_double ON ContextProperty(name, is_custom_property, "
-    "double_value) WHERE double_value IS NOT NULL",
+    "double_value)",
     "CREATE INDEX IF NOT EXISTS idx_context_property_string ON ContextProperty(name, is_custom_property, "
-    "string_value) WHERE string_value IS NOT NULL",
+    "string_value)",
     "CREATE INDEX IF NOT EXISTS idx_type_external_id ON Type(external_id)",
     "CREATE INDEX IF NOT EXISTS idx_artifact_external_id ON Artifact(external_id)",
     "CREATE INDEX IF NOT EXISTS idx_execution_external_id ON Execution(external_id)",

@@ -47,14 +47,16 @@ int sl__prov_grow(void **v, size_t *cap, size_t need, size_t elem);
 int sl__prov_load_events(sl_prov *p, sl_prov_list *l, size_t *cap, sl_prov_kind kind, int64_t id);
 
 /* Values the ml-metadata library's way (mlmd_value.c). The library keeps a STRUCT as "mlmd-struct::" + base64 of
- * a serialized google.protobuf.Struct in string_value and a PROTO as base64 of its serialized Any in proto_value;
+ * a serialized google.protobuf.Struct in string_value and a PROTO as its serialized Any in proto_value (as base64
+ * text on SQLite, the bytes on PostgreSQL);
  * the API keeps JSON text (an object) and raw bytes. The decoders return 1, with no error set, for a value not in
  * that form (kept as it is: a STRING, raw bytes), SL_ENOMEM. */
 int sl__mlmd_struct_encode(char **out, const char *json, const char *name);
 int sl__mlmd_struct_decode(char **json_out, const char *s);
 int sl__mlmd_proto_encode(char **out, size_t *outlen, const void *bytes, size_t len);
 int sl__mlmd_proto_decode(void **out, size_t *outlen, const void *b64, size_t len);
-/* *enc = v with a STRUCT or PROTO encoded as stored (*tmp holds the encoding: sl__free it). */
-int sl__mlmd_value_store(sl_prov_value *enc, char **tmp, const sl_prov_value *v, const char *name);
+/* *enc = v with a STRUCT or PROTO encoded as stored, a PROTO in base64 when b64 (*tmp holds the encoding: sl__free
+ * it). A PROTO that is not a serialized Any with a type_url is SL_EINVAL (the library cannot read it). */
+int sl__mlmd_value_store(sl_prov_value *enc, char **tmp, const sl_prov_value *v, const char *name, bool b64);
 
 #endif

@@ -78,7 +78,7 @@ static int bind_filter(sl__pstmt *st, const sl_prov_query *q, int *k) {
   return 0;
 }
 
-static int read_prop(sl__pstmt *st, int c0, sl_prov_prop *pr) {
+static int read_prop(sl__pstmt *st, int c0, sl_prov_prop *pr, bool b64) {
   /* columns: name, is_custom, int, double, string, proto, bool, byte */
   int rc = dup_or_null(&pr->name, sl__pstmt_text(st, c0));
   if (rc) return rc;
@@ -104,8 +104,8 @@ static int read_prop(sl__pstmt *st, int c0, sl_prov_prop *pr) {
     size_t n = 0;
     const void *b = sl__pstmt_blob(st, col, &n);
     pr->type = b ? SL_PROV_T_PROTO : SL_PROV_T_UNKNOWN;
-    /* proto_value holds base64 text (the library's encoding); bytes that are not base64 are kept as they are */
-    if (b && col == c0 + 5 && (rc = sl__mlmd_proto_decode(&pr->bytes, &pr->len, b, n)) <= 0) return rc;
+    /* On SQLite proto_value holds base64 text (the library's encoding there); bytes that are not base64 are kept */
+    if (b && b64 && col == c0 + 5 && (rc = sl__mlmd_proto_decode(&pr->bytes, &pr->len, b, n)) <= 0) return rc;
     if (b) {
       pr->bytes = sl__malloc(n ? n : 1);
       if (!pr->bytes) return sl__oom("property");
@@ -176,7 +176,7 @@ int sl_prov_find(sl_prov_list **out, sl_prov *p, sl_prov_kind kind, const sl_pro
       n->props = np;
       memset(&np[pc], 0, sizeof *np);
       n->nprops++;
-      rc = read_prop(st, 1, &np[pc]);
+      rc = read_prop(st, 1, &np[pc], !sl__pdb_is_pg(p->db));
     }
     sl__pstmt_free(st);
     if (rc < 0) goto fail;

@@ -410,7 +410,7 @@ int sl_prov_set_property(sl_prov *p, sl_prov_kind kind, int64_t id, const char *
   if (!name || !v) return sl__err(SL_EINVAL, "property name or value is NULL");
   sl_prov_value enc;
   char *tmp;
-  int rc = sl__mlmd_value_store(&enc, &tmp, v, name);
+  int rc = sl__mlmd_value_store(&enc, &tmp, v, name, !sl__pdb_is_pg(p->db));
   if (!rc) rc = set_property(p, kind, id, name, custom, &enc);
   sl__free(tmp);
   return rc;
