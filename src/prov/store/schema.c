@@ -272,6 +272,40 @@ static int check_indexes(sl_prov *p) {
   return sl__prov_indexes(p, true);
 }
 
+/* Whether a PostgreSQL store's int_value columns are INTEGER (the library's) rather than BIGINT (sluice's). */
+static int int_width(sl_prov *p) {
+  p->int32 = false;
+  if (!sl__pdb_is_pg(p->db)) return 0;
+  sl__pstmt *st;
+  int rc = sl__pdb_prepare(p->db, &st, "SELECT count(*) FROM information_schema.columns WHERE table_schema = "
+                                       "current_schema() AND column_name = 'int_value' AND data_type = 'integer'");
+  if (rc) return rc;
+  rc = sl__pstmt_step(st);
+  p->int32 = rc == 1 && sl__pstmt_i64(st, 0) > 0;
+  sl__pstmt_free(st);
+  return rc < 0 ? rc : 0;
+}
+
+int sl_prov_widen_ints(bool *changed, sl_prov *p) {
+  *changed = false;
+  int rc = int_width(p);
+  if (rc || !p->int32) return rc;
+  bool own;
+  if ((rc = sl__prov_txn_begin(p, &own))) return rc;
+  static const char *const T[] = {"ArtifactProperty", "ExecutionProperty", "ContextProperty"};
+  for (size_t i = 0; !rc && i < 3; i++) {
+    char sql[96];
+    snprintf(sql, sizeof sql, "ALTER TABLE %s ALTER COLUMN int_value TYPE BIGINT", T[i]);
+    if ((rc = sl__pdb_exec(p->db, sql))) rc = sl__err_wrap(rc, "%s: widening %s.int_value", p->uri, T[i]);
+  }
+  rc = sl__prov_txn_end(p, own, rc);
+  if (!rc) {
+    p->int32 = false;
+    *changed = true;
+  }
+  return rc;
+}
+
 /* Verifies the schema, creating it in an empty database when allowed. Creation happens under the write lock
  * (SQLite BEGIN IMMEDIATE, a PostgreSQL advisory lock), re-checking inside, so racing processes create it once. */
 int sl__prov_schema(sl_prov *p, bool allow_create) {
@@ -285,6 +319,7 @@ int sl__prov_schema(sl_prov *p, bool allow_create) {
                          p->uri)
                : check(p, names, n);
     sl__pdb_names_free(names, n);
+    if (!rc) rc = int_width(p);
     return rc ? rc : check_indexes(p);
   }
   sl__pdb_names_free(names, n);

@@ -30,6 +30,9 @@ struct sl_prov {
   /* SQLite bulk loads: the next artifact (0), execution (1) and event (2) id, read from the AUTOINCREMENT counter
    * at the first row of each transaction (0: not read yet); rows then go into multi-row INSERT batches. */
   int64_t lite_next[3];
+  /* PostgreSQL store whose int_value columns are INTEGER (as the ml-metadata library creates them): an INT beyond
+   * 32 bits is refused with a message naming sl_prov_widen_ints rather than the server's range error. */
+  bool int32;
 };
 
 int sl__prov_stmt(sl_prov *p, int which, sl__pstmt **out);
@@ -38,6 +41,8 @@ int64_t sl__prov_now_ms(void);
 int sl__prov_schema(sl_prov *p, bool allow_create);
 /* Drops or re-creates MLMD's secondary indexes (bulk loads). */
 int sl__prov_indexes(sl_prov *p, bool create_them);
+/* 0, or SL_EINVAL naming the property and sl_prov_widen_ints when v does not fit the store's INTEGER int_value. */
+int sl__prov_int_fits(sl_prov *p, const char *name, int64_t v);
 /* Runs fn inside a transaction unless one is open. */
 int sl__prov_txn_begin(sl_prov *p, bool *own);
 int sl__prov_txn_end(sl_prov *p, bool own, int rc);
