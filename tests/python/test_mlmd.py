@@ -6,7 +6,9 @@ import json
 import os
 import sqlite3
 import subprocess
+import tempfile
 import time
+from urllib.parse import urlparse
 
 import pytest
 
@@ -38,11 +40,52 @@ PTYPES = {pb.INT: "INT", pb.DOUBLE: "DOUBLE", pb.STRING: "STRING", pb.STRUCT: "S
           pb.BOOLEAN: "BOOLEAN"}
 
 
-def connect(path, mode=pb.SqliteMetadataSourceConfig.READWRITE_OPENCREATE):
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def connect(store, mode=pb.SqliteMetadataSourceConfig.READWRITE_OPENCREATE):
+    """The library on a SQLite file (in `mode`) or a postgresql://user@host:port/db URI (its client's PostgreSQL
+    source; no read-only mode there)."""
     c = pb.ConnectionConfig()
-    c.sqlite.filename_uri = str(path)
-    c.sqlite.connection_mode = mode
+    if str(store).startswith("postgresql://"):
+        u = urlparse(str(store))
+        c.postgresql.host = u.hostname
+        c.postgresql.port = str(u.port)
+        c.postgresql.user = u.username
+        c.postgresql.dbname = u.path.lstrip("/")
+    else:
+        c.sqlite.filename_uri = str(store)
+        c.sqlite.connection_mode = mode
     return metadata_store.MetadataStore(c)
+
+
+@pytest.fixture(scope="module")
+def pg():
+    """A throw-away PostgreSQL server (tools/pg_start.sh) for this module; new_db() gives a fresh database's URI."""
+    d = tempfile.mkdtemp(prefix="sluice-mlmd-pg-")
+    r = subprocess.run(["bash", os.path.join(ROOT, "tools", "pg_start.sh"), d], capture_output=True, text=True)
+    if r.returncode:
+        pytest.fail(f"tools/pg_start.sh: {r.stderr}")
+    uri = open(os.path.join(d, "uri")).read().strip()
+    psql = os.path.join(open(os.path.join(d, "bin")).read().strip(), "psql")
+    n = [0]
+
+    def new_db():
+        n[0] += 1
+        name = f"mlmd{n[0]}"
+        subprocess.run([psql, uri, "-qc", f"CREATE DATABASE {name}"], check=True, capture_output=True)
+        return uri.rsplit("/", 1)[0] + "/" + name
+    new_db.psql = psql
+    yield new_db
+    subprocess.run(["bash", os.path.join(ROOT, "tools", "pg_stop.sh"), d], capture_output=True)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def new_store(request, tmp_path):
+    """A fresh, empty store of either backend: its path or URI."""
+    if request.param == "sqlite":
+        return lambda: tmp_path / f"s{time.monotonic_ns()}.sqlite"
+    return request.getfixturevalue("pg")
 
 
 def cli_json(cli, *args):
@@ -85,9 +128,10 @@ def any_of(value):
     return a
 
 
-def set_all_values(props, tag):
-    """Custom properties of every value type, STRUCT and PROTO included."""
-    props["i"].int_value = -(2 ** 40) - tag
+def set_all_values(props, tag, big=True):
+    """Custom properties of every value type, STRUCT and PROTO included. `big`: an int beyond 32 bits, which the
+    library's own PostgreSQL schema (INTEGER int_value) cannot hold."""
+    props["i"].int_value = (-(2 ** 40) if big else -(2 ** 30)) - tag
     props["d"].double_value = 0.1 * tag + 1e-9
     props["s"].string_value = f"text {tag} ü"
     props["e"].string_value = ""
@@ -101,6 +145,7 @@ class Library:
 
     def __init__(self, path):
         self.s = connect(path)
+        big = not str(path).startswith("postgresql://")
         s = self.s
         ct = pb.ContextType(name="pipeline")
         ct.properties["owner"] = pb.STRING
@@ -129,7 +174,7 @@ class Library:
 
         pipe = pb.Context(type_id=self.t_pipe, name="lib-pipe")
         pipe.properties["owner"].string_value = "team-a"
-        set_all_values(pipe.custom_properties, 1)
+        set_all_values(pipe.custom_properties, 1, big)
         [self.pipe] = s.put_contexts([pipe])
         for run_no, pushed in ((1, 1), (2, 0), (3, 1)):
             self.run(run_no, pushed)
@@ -137,7 +182,7 @@ class Library:
         arts = []
         for st in ART_STATES:
             a = pb.Artifact(type_id=self.t_stats, uri=f"/stats/{st}", state=st)
-            set_all_values(a.custom_properties, st)
+            set_all_values(a.custom_properties, st, big)
             arts.append(a)
         self.loose_arts = s.put_artifacts(arts)
         for st in EXEC_STATES:
@@ -263,9 +308,12 @@ class Library:
         return out
 
 
-@pytest.fixture(scope="module")
-def lib_store(tmp_path_factory):
-    path = tmp_path_factory.mktemp("mlmd") / "lib.sqlite"
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def lib_store(request, tmp_path_factory):
+    if request.param == "sqlite":
+        path = tmp_path_factory.mktemp("mlmd") / "lib.sqlite"
+    else:
+        path = request.getfixturevalue("pg")()
     return path, Library(path)
 
 
@@ -392,6 +440,8 @@ def test_library_store_exports_and_reads_only(cli, lib_store, tmp_path):
     path, lib = lib_store
     doc = cli_json(cli, "prov", "export", path)  # every node and event, through sluice's reader
     assert doc
+    if str(path).startswith("postgresql://"):
+        return
     # A copy in a read-only directory opens in sluice and in the library's READONLY mode.
     d = tmp_path / "ro"
     d.mkdir()
@@ -453,15 +503,40 @@ def check_library_reads(cli, path, mode=pb.SqliteMetadataSourceConfig.READONLY):
     return s
 
 
+SIMPLE_TYPES = [("mlmd.Dataset", 1), ("mlmd.Model", 1), ("mlmd.Metrics", 1), ("mlmd.Statistics", 1),
+                ("mlmd.Train", 0), ("mlmd.Transform", 0), ("mlmd.Process", 0), ("mlmd.Evaluate", 0),
+                ("mlmd.Deploy", 0)]
+
+
+def test_prov_init_on_postgresql_is_the_librarys_schema(cli, pg):
+    """Tables, columns, indexes, constraint names and the library's simple types as the library creates them on
+    PostgreSQL; int_value is BIGINT where the library's is INTEGER (sluice records values beyond 32 bits)."""
+    mine, lib = pg(), pg()
+    run_cli(cli, "prov", "init", mine)
+    connect(lib)
+    check_library_reads(cli, mine)
+
+    def q(uri, sql):
+        return subprocess.run([pg.psql, uri, "-Atc", sql], check=True, capture_output=True, text=True).stdout
+
+    cols = ("SELECT table_name, column_name, data_type, is_nullable, column_default FROM information_schema.columns "
+            "WHERE table_schema = 'public' ORDER BY 1, 2")
+    idx = "SELECT indexname, replace(indexdef, 'public.', '') FROM pg_indexes WHERE schemaname = 'public' ORDER BY 1"
+    types = "SELECT id, name, type_kind FROM type ORDER BY id"
+    assert q(mine, cols).replace("|int_value|bigint|", "|int_value|integer|") == q(lib, cols)
+    assert q(mine, idx) == q(lib, idx)
+    assert q(mine, types) == q(lib, types)
+    assert q(mine, types).split() == [f"{i + 1}|{n}|{k}" for i, (n, k) in enumerate(SIMPLE_TYPES)]
+
+
 def test_prov_init_opens_read_only_in_the_library(cli, tmp_path):
     db = tmp_path / "init.sqlite"
     run_cli(cli, "prov", "init", db)
     check_library_reads(cli, db)  # READONLY: the library would fail if it had to add its simple types
     con = sqlite3.connect(db)
-    names = sorted(r[0] for r in con.execute("SELECT name FROM Type"))
+    names = sorted(r for r in con.execute("SELECT name, type_kind FROM Type"))
     con.close()
-    assert names == sorted(["mlmd.Dataset", "mlmd.Model", "mlmd.Metrics", "mlmd.Statistics", "mlmd.Train",
-                            "mlmd.Transform", "mlmd.Process", "mlmd.Evaluate", "mlmd.Deploy"])
+    assert names == sorted(SIMPLE_TYPES)
     # the same bytes as a store the library creates: table for table, the schema sluice wrote is the library's
     lib_db = tmp_path / "libinit.sqlite"
     connect(lib_db)
@@ -474,16 +549,16 @@ def test_prov_init_opens_read_only_in_the_library(cli, tmp_path):
     assert schema(db) == schema(lib_db)
 
 
-def test_prov_gen_opens_in_the_library(cli, tmp_path):
-    db = tmp_path / "gen.sqlite"
+def test_prov_gen_opens_in_the_library(cli, new_store):
+    db = new_store()
     run_cli(cli, "prov", "gen", db, "--pipelines", 2, "--days", 3, "--seed", 5)
     s = check_library_reads(cli, db)
     assert len(s.get_executions()) > 20
 
 
-def test_recorded_runs_open_in_the_library_and_its_writes_in_sluice(cli, data, tmp_path):
+def test_recorded_runs_open_in_the_library_and_its_writes_in_sluice(cli, data, tmp_path, new_store):
     from conftest import image_spec, spec_file
-    db = tmp_path / "rec.sqlite"
+    db = new_store()
     spec = spec_file(tmp_path, image_spec(data, decode=False))
     run_cli(cli, "run", spec, "--record", db, "--quiet")
     run_cli(cli, "optimize", spec, "--seconds", "0.5", "--record", db, "-o", tmp_path / "tuned.json", check=False)
@@ -537,7 +612,7 @@ def test_schema_versions(cli, tmp_path):
     con.close()
 
 
-def test_sluice_struct_and_proto_values_read_by_the_library(cli, tmp_path):
+def test_sluice_struct_and_proto_values_read_by_the_library(cli, tmp_path, new_store):
     """STRUCT and PROTO values written through sluice's C API (libsluice.so, by ctypes) are the library's
     struct_value and proto_value, and the library's own come back through the API unchanged."""
     import ctypes
@@ -554,7 +629,7 @@ def test_sluice_struct_and_proto_values_read_by_the_library(cli, tmp_path):
         _fields_ = [("name", ctypes.c_char_p), ("type", ctypes.c_int)]
 
     L.sl_error_last.restype = ctypes.c_char_p
-    db = tmp_path / "api.sqlite"
+    db = new_store()
     p = ctypes.c_void_p()
 
     def ok(rc):
@@ -588,3 +663,28 @@ def test_sluice_struct_and_proto_values_read_by_the_library(cli, tmp_path):
     assert json.loads(shown["properties"]["st"]) == doc
     assert base64.b64decode(shown["properties"]["pr"]["base64"]) == packed
     assert "craw" not in shown["custom_properties"]
+
+
+def test_recording_into_the_librarys_postgresql_store(cli, data, tmp_path, pg):
+    """The library's PostgreSQL schema has INTEGER int_value columns (1.17.1: it cannot store its own int64
+    values there). sluice refuses a value beyond 32 bits naming the property and the fix, and widens the columns
+    only when told to (`prov init --widen-ints`); then it records, and the library reads and writes the store."""
+    from conftest import image_spec, spec_file
+    db = pg()
+    s = connect(db)
+    tid = s.put_artifact_type(pb.ArtifactType(name="Big"))
+    big = pb.Artifact(type_id=tid, uri="/big")
+    big.custom_properties["n"].int_value = 2 ** 40
+    with pytest.raises(Exception, match="out of range"):
+        s.put_artifacts([big])  # the library's own limit on its schema
+    spec = spec_file(tmp_path, image_spec(data, decode=False))
+    r = run_cli(cli, "run", spec, "--record", db, "--quiet", check=False)
+    assert r.returncode != 0
+    assert "property 'mtime'" in r.stderr and "--widen-ints" in r.stderr, r.stderr
+    out = cli_json(cli, "prov", "init", db, "--widen-ints")
+    assert out["widened_ints"] is True
+    assert cli_json(cli, "prov", "init", db, "--widen-ints")["widened_ints"] is False  # once
+    run_cli(cli, "run", spec, "--record", db, "--quiet")
+    s = check_library_reads(cli, db)
+    [aid] = connect(db).put_artifacts([big])
+    assert cli_json(cli, "prov", "show", db, f"a:{aid}")["nodes"][0]["custom_properties"] == {"n": 2 ** 40}
