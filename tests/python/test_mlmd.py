@@ -599,18 +599,50 @@ def test_recorded_runs_open_in_the_library_and_its_writes_in_sluice(cli, data, t
 # ---- schema versions
 
 def test_schema_versions(cli, tmp_path):
+    """The library's schema version is sluice's (10). Another one is refused, naming both, by reading and writing
+    commands alike, and nothing is migrated silently: a store the library downgraded to 9 is refused until the
+    library upgrades it (on request), and a version newer than 10 is refused by sluice as by the library."""
     db = tmp_path / "v.sqlite"
-    connect(db)
+    s = connect(db)
+    t = s.put_execution_type(pb.ExecutionType(name="Step"))
+    [eid] = s.put_executions([pb.Execution(type_id=t, last_known_state=pb.Execution.COMPLETE)])
+    del s
     con = sqlite3.connect(db)
     assert con.execute("SELECT schema_version FROM MLMDEnv").fetchall() == [(10,)]  # the library's version
-    for v in (11, 9):
-        con.execute("UPDATE MLMDEnv SET schema_version = ?", (v,))
-        con.commit()
-        r = run_cli(cli, "prov", "ls", db, "executions", check=False)
-        assert r.returncode != 0
-        assert f"MLMD schema version {v} found" in r.stderr and "version 10" in r.stderr, r.stderr
     con.close()
 
+    def version():
+        con = sqlite3.connect(db)
+        v = con.execute("SELECT schema_version FROM MLMDEnv").fetchall()
+        con.close()
+        return v
+
+    def refused(v, why):
+        for args in (("prov", "ls", db, "executions"), ("prov", "init", db)):  # reading, and writing
+            r = run_cli(cli, *args, check=False)
+            assert r.returncode != 0
+            assert f"MLMD schema version {v} found" in r.stderr and "version 10" in r.stderr, r.stderr
+            assert why in r.stderr, r.stderr
+        assert version() == [(v,)]  # nothing was migrated
+
+    c = pb.ConnectionConfig()
+    c.sqlite.filename_uri = str(db)
+    c.sqlite.connection_mode = pb.SqliteMetadataSourceConfig.READWRITE
+    metadata_store.downgrade_schema(c, downgrade_to_schema_version=9)
+    refused(9, "enable_upgrade_migration")
+    with pytest.raises(Exception):
+        metadata_store.MetadataStore(c)  # the library does not upgrade it unasked either
+    metadata_store.MetadataStore(c, enable_upgrade_migration=True)
+    assert version() == [(10,)]
+    assert [n["id"] for n in cli_json(cli, "prov", "ls", db, "executions")["nodes"]] == [eid]
+
+    con = sqlite3.connect(db)
+    con.execute("UPDATE MLMDEnv SET schema_version = 11")
+    con.commit()
+    con.close()
+    refused(11, "newer ml-metadata")
+    with pytest.raises(Exception, match="version 11 is greater than library version 10"):
+        connect(db)
 
 def test_sluice_struct_and_proto_values_read_by_the_library(cli, tmp_path, new_store):
     """STRUCT and PROTO values written through sluice's C API (libsluice.so, by ctypes) are the library's

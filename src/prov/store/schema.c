@@ -210,9 +210,13 @@ static int check(sl_prov *p, char **names, size_t n) {
   sl__pstmt_free(st);
   if (rc < 0) return rc;
   if (rc == 0) return sl__err(SL_ECORRUPT, "%s: MLMDEnv holds no schema version", p->uri);
+  /* Never migrated here: an older store is upgraded by the library on request, a newer one is not ours to read. */
   if (v != SL_MLMD_VERSION)
-    return sl__err(SL_EVERSION, "%s: MLMD schema version %lld found; sluice reads and writes version %d", p->uri,
-                   (long long)v, SL_MLMD_VERSION);
+    return sl__err(SL_EVERSION, "%s: MLMD schema version %lld found; sluice reads and writes version %d (%s)", p->uri,
+                   (long long)v, SL_MLMD_VERSION,
+                   v < SL_MLMD_VERSION ? "an older store: the ml-metadata library upgrades it when opened with "
+                                         "enable_upgrade_migration=True"
+                                       : "written by a newer ml-metadata than sluice knows");
   for (size_t i = 0; i < sizeof REQUIRED / sizeof *REQUIRED; i++)
     if (!has(names, n, REQUIRED[i]))
       return sl__err(SL_ECORRUPT, "%s: MLMD schema version 10 but table %s is missing", p->uri, REQUIRED[i]);
