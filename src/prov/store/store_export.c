@@ -142,9 +142,13 @@ int sl_prov_export_json(char **json, sl_prov *p) {
   if (!rc) {
     sl__pstmt *st;
     rc = sl__pdb_prepare(p->db, &st,
-                         "SELECT e.id, e.artifact_id, e.execution_id, e.type, e.milliseconds_since_epoch, "
-                         "p.is_index_step, p.step_index, p.step_key FROM Event e LEFT JOIN EventPath p ON "
-                         "p.event_id = e.id ORDER BY e.id");
+                         sl__pdb_is_pg(p->db)
+                             ? "SELECT e.id, e.artifact_id, e.execution_id, e.type, e.milliseconds_since_epoch, "
+                               "p.is_index_step, p.step_index, p.step_key FROM Event e LEFT JOIN EventPath p ON "
+                               "p.event_id = e.id ORDER BY e.id, " SL__PATH_ORDER_PG
+                             : "SELECT e.id, e.artifact_id, e.execution_id, e.type, e.milliseconds_since_epoch, "
+                               "p.is_index_step, p.step_index, p.step_key FROM Event e LEFT JOIN EventPath p ON "
+                               "p.event_id = e.id ORDER BY e.id, " SL__PATH_ORDER_LITE);
     json_t *a = json_array(), *cur = NULL;
     int64_t last = -1;
     while (!rc && (rc = sl__pstmt_step(st)) == 1) {

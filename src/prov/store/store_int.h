@@ -41,6 +41,10 @@ int64_t sl__prov_now_ms(void);
 int sl__prov_schema(sl_prov *p, bool allow_create);
 /* Drops or re-creates MLMD's secondary indexes (bulk loads). */
 int sl__prov_indexes(sl_prov *p, bool create_them);
+/* An event's path steps in the order they were written: EventPath has no step number, and MLMD reads the rows
+ * in the table's order (insertion order, as the physical row order here); a join alone does not keep it. */
+#define SL__PATH_ORDER_LITE "p.rowid"
+#define SL__PATH_ORDER_PG "p.ctid"
 /* 0, or SL_EINVAL naming the property and sl_prov_widen_ints when v does not fit the store's INTEGER int_value. */
 int sl__prov_int_fits(sl_prov *p, const char *name, int64_t v);
 /* Runs fn inside a transaction unless one is open. */

@@ -249,8 +249,8 @@ int sl__prov_load_events(sl_prov *p, sl_prov_list *l, size_t *cap, sl_prov_kind 
            "SELECT e.id, e.artifact_id, e.execution_id, e.type, e.milliseconds_since_epoch, p.is_index_step, "
            "p.step_index, p.step_key, x.last_known_state, t.name FROM Event e LEFT JOIN EventPath p ON p.event_id = "
            "e.id LEFT JOIN Execution x ON x.id = e.execution_id LEFT JOIN Type t ON t.id = x.type_id WHERE e.%s = ? "
-           "ORDER BY e.id",
-           col);
+           "ORDER BY e.id, %s",
+           col, sl__pdb_is_pg(p->db) ? SL__PATH_ORDER_PG : SL__PATH_ORDER_LITE);
   sl__pstmt *st;
   int rc = sl__pdb_prepare(p->db, &st, sql);
   if (rc) return rc;
