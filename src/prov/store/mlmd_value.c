@@ -286,7 +286,7 @@ static json_t *dec_struct(rd r, int depth) {
     if (have_key) memcpy(k, key.p, (size_t)(key.end - key.p));
     k[have_key ? key.end - key.p : 0] = 0;
     json_t *v = val.p ? dec_value(val, depth) : json_null();
-    int rc = v ? json_object_set_new(o, k, v) : -1; /* a key with a NUL byte is refused by jansson: bad */
+    int rc = v ? json_object_set_new(o, k, v) : -1; /* jansson refuses a key that is not UTF-8: bad */
     sl__free(k);
     if (rc) goto bad;
   }
