@@ -48,6 +48,12 @@ SL_EXTERN int sl_prov_open(sl_prov **out, const char *uri, unsigned flags);
 SL_EXTERN void sl_prov_close(sl_prov *p);
 /* "sqlite" or "postgresql". */
 SL_EXTERN const char *sl_prov_backend(const sl_prov *p);
+/* PostgreSQL stores the ml-metadata library created (1.17.1) have INTEGER int_value columns, which cannot hold the
+ * sizes and millisecond times sluice records: writing such an INT is SL_EINVAL naming the property and this call.
+ * It widens those columns to BIGINT, as sluice creates them (the library reads and writes either), in one
+ * transaction; *changed tells whether there was anything to widen (never on SQLite). Explicit, never implied by
+ * opening: `sluice prov init DB --widen-ints`. */
+SL_EXTERN int sl_prov_widen_ints(bool *changed, sl_prov *p);
 
 /* Transactions. Every single write below is atomic on its own; group writes with begin/commit for atomicity
  * and speed. On SQLite, begin takes the write lock at once (BEGIN IMMEDIATE), waiting up to the busy timeout. */

@@ -40,22 +40,35 @@ static void print_json_string(const char *s) {
 
 /* ---- init ---- */
 static int prov_init(int argc, char **argv) {
-  bool json = false;
+  bool json = false, widen = false, widened = false;
   const char *db = NULL;
-  const cli_opt opts[] = {{.name = "--json", .type = CLI_FLAG, .dst = &json}, {.name = NULL}};
+  const cli_opt opts[] = {{.name = "--json", .type = CLI_FLAG, .dst = &json},
+                          {.name = "--widen-ints", .type = CLI_FLAG, .dst = &widen},
+                          {.name = NULL}};
   const cli_args args = {.cmd = "prov init", .opts = opts, .pos = &db, .npos = 1, .noun = "DB",
-                         .usage = "usage: sluice prov init DB [--json]\n\nCreates an ML Metadata (schema v10) store. DB "
-                                  "is a file path, sqlite:PATH or postgresql://user@host:port/dbname.\nAn existing MLMD "
-                                  "v10 store is left as it is.\n"};
+                         .usage = "usage: sluice prov init DB [--widen-ints] [--json]\n\nCreates an ML Metadata "
+                                  "(schema v10) store. DB is a file path, sqlite:PATH or "
+                                  "postgresql://user@host:port/dbname.\nAn existing MLMD v10 store is left as it is, "
+                                  "but for --widen-ints: a PostgreSQL store the ml-metadata\nlibrary created has "
+                                  "INTEGER int_value columns, too narrow for the sizes and times sluice records;\n"
+                                  "--widen-ints makes them BIGINT, as sluice creates them (the library reads "
+                                  "either).\n"};
   int parsed = cli_parse(&args, argc, argv);
   if (parsed) return parsed < 0 ? CLI_OK : parsed;
   if (!db) return cli_usage("prov init", "DB is required");
   sl_prov *p;
   if (open_store(&p, "init", db, SL_PROV_CREATE)) return CLI_FAIL;
+  if (widen && sl_prov_widen_ints(&widened, p)) {
+    fprintf(stderr, "sluice: prov init: %s\n", sl_error_last());
+    sl_prov_close(p);
+    return CLI_FAIL;
+  }
   if (json)
-    printf("{\"store\": \"%s\", \"backend\": \"%s\", \"schema_version\": 10}\n", db, sl_prov_backend(p));
+    printf("{\"store\": \"%s\", \"backend\": \"%s\", \"schema_version\": 10, \"widened_ints\": %s}\n", db,
+           sl_prov_backend(p), widened ? "true" : "false");
   else
-    printf("MLMD schema v10 store ready at %s (%s)\n", db, sl_prov_backend(p));
+    printf("MLMD schema v10 store ready at %s (%s)%s\n", db, sl_prov_backend(p),
+           widened ? "; int_value columns widened to BIGINT" : "");
   sl_prov_close(p);
   return CLI_OK;
 }

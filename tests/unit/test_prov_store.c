@@ -126,7 +126,12 @@ static void properties_of_every_type_round_trip(void **state) {
   assert_int_equal(sl_prov_set_property(p, SL_PROV_ARTIFACT, a, "drift", true, &v), 0);
   v = sl_prov_bool(true);
   assert_int_equal(sl_prov_set_property(p, SL_PROV_ARTIFACT, a, "ok", true, &v), 0);
-  sl_prov_value pv = {SL_PROV_T_PROTO, 0, 0, NULL, "\x00\x01\x02\xff", 4};
+  /* A PROTO is a serialized google.protobuf.Any (type_url "t/x", value 01 ff); other bytes are refused, since the
+   * ml-metadata library cannot read a node holding them. */
+  sl_prov_value pv = {SL_PROV_T_PROTO, 0, 0, NULL, "\x0a\x03t/x\x12\x02\x01\xff", 9};
+  sl_prov_value bad = {SL_PROV_T_PROTO, 0, 0, NULL, "\x00\x01\x02\xff", 4};
+  assert_int_equal(sl_prov_set_property(p, SL_PROV_ARTIFACT, a, "blob", true, &bad), SL_EINVAL);
+  assert_non_null(strstr(sl_error_last(), "'blob'"));
   assert_int_equal(sl_prov_set_property(p, SL_PROV_ARTIFACT, a, "blob", true, &pv), 0);
   sl_prov_value sv = {SL_PROV_T_STRUCT, 0, 0, "{\"k\": [1, 2]}", NULL, 0};
   assert_int_equal(sl_prov_set_property(p, SL_PROV_ARTIFACT, a, "meta", true, &sv), 0);
@@ -170,8 +175,8 @@ static void properties_of_every_type_round_trip(void **state) {
       seen |= 4;
     } else if (!strcmp(pr->name, "blob")) {
       assert_int_equal(pr->type, SL_PROV_T_PROTO);
-      assert_int_equal(pr->len, 4);
-      assert_memory_equal(pr->bytes, "\x00\x01\x02\xff", 4);
+      assert_int_equal(pr->len, 9);
+      assert_memory_equal(pr->bytes, "\x0a\x03t/x\x12\x02\x01\xff", 9);
       seen |= 8;
     } else if (!strcmp(pr->name, "meta")) {
       assert_string_equal(pr->s, "{\"k\": [1, 2]}");

@@ -57,7 +57,9 @@ const sl__pdb_dialect *sl__pdb_dialect_of(const sl__pdb *db) { return db->vt->sq
 
 /* Writes the expansion of tmpl to o (when not NULL); returns its length. */
 static size_t expand(const sl__pdb_dialect *d, const char *tmpl, char *o) {
-  static const char *const TOK[SL__T_N] = {"{KEY}", "{I64}", "{FLAG}", "{KIND}", "{F64}", "{BLOB}"};
+  static const char *const TOK[SL__T_N] = {"{KEY}",         "{I64}",          "{FLAG}",      "{KIND}",
+                                            "{F64}",         "{BLOB}",         "{UQ_ARTIFACT}", "{UQ_EXECUTION}",
+                                            "{UQ_EVENT}",    "{NN_INT}",       "{NN_DOUBLE}", "{NN_STRING}"};
   size_t n = 0;
   for (const char *c = tmpl; *c;) {
     int t = 0;

@@ -15,7 +15,11 @@ typedef struct sl__pstmt sl__pstmt;
 
 /* What a backend's SQL says its own way. DDL templates (sl__pdb_sql) write identifiers in backquotes, which a
  * dialect keeps or drops, and these column types as {KEY} {I64} {FLAG} {KIND} {F64} {BLOB}. */
-enum { SL__T_KEY, SL__T_I64, SL__T_FLAG, SL__T_KIND, SL__T_F64, SL__T_BLOB, SL__T_N };
+enum { SL__T_KEY, SL__T_I64, SL__T_FLAG, SL__T_KIND, SL__T_F64, SL__T_BLOB,
+       /* where the ml-metadata library words its DDL differently per backend: the names of its unique keys
+        * ({UQ_ARTIFACT} {UQ_EXECUTION} {UQ_EVENT}: "CONSTRAINT name " or nothing), and whether its property
+        * indexes are partial ({NN_INT} {NN_DOUBLE} {NN_STRING}: " WHERE ... IS NOT NULL" or nothing) */
+       SL__T_UQA, SL__T_UQX, SL__T_UQE, SL__T_NNI, SL__T_NND, SL__T_NNS, SL__T_N };
 typedef struct sl__pdb_dialect {
   const char *name;         /* "sqlite", "postgresql" (sl_prov_backend) */
   const char *tables;       /* SELECT the names of the database's own tables (bookkeeping tables left out) */
@@ -25,6 +29,10 @@ typedef struct sl__pdb_dialect {
   bool writable_cte;        /* INSERT inside WITH: several writes in one statement (one round trip) */
   bool keep_quotes;         /* identifiers keep their backquotes */
   const char *types[SL__T_N];
+  bool proto_text;          /* a PROTO value is stored as base64 text (the library does so where blobs are text) */
+  const char *path_order;   /* ORDER BY term that keeps an event's path steps in the order they were written */
+  const char *narrow_ints;  /* counts int_value columns of a 32-bit type (the library's on PostgreSQL); NULL: none
+                             * can be */
 } sl__pdb_dialect;
 
 /* Opens the database named by uri ("postgresql://", "postgres://", "sqlite:PATH" or a path). With `create`, a

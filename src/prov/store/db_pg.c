@@ -668,7 +668,13 @@ static const sl__pdb_dialect PG_SQL = {
     .keep_quotes = false,
     /* MLMD's PostgreSQL source: SERIAL keys, BIGINT times and integers, BOOLEAN flags, BYTEA blobs. */
     .types = {[SL__T_KEY] = "SERIAL PRIMARY KEY", [SL__T_I64] = "BIGINT", [SL__T_FLAG] = "BOOLEAN",
-              [SL__T_KIND] = "SMALLINT", [SL__T_F64] = "DOUBLE PRECISION", [SL__T_BLOB] = "BYTEA"},
+              [SL__T_KIND] = "SMALLINT", [SL__T_F64] = "DOUBLE PRECISION", [SL__T_BLOB] = "BYTEA",
+              [SL__T_UQA] = "CONSTRAINT UniqueArtifactTypeName ", [SL__T_UQX] = "CONSTRAINT UniqueExecutionTypeName ",
+              [SL__T_UQE] = "CONSTRAINT UniqueEvent ", [SL__T_NNI] = "", [SL__T_NND] = "", [SL__T_NNS] = ""},
+    .proto_text = false,
+    .path_order = "p.ctid",
+    .narrow_ints = "SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema() AND "
+                   "column_name = 'int_value' AND data_type = 'integer'",
 };
 
 const sl__pdb_vt sl__pdb_postgres = {

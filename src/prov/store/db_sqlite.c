@@ -466,7 +466,12 @@ static const sl__pdb_dialect LITE_SQL = {
     .writable_cte = false,
     .keep_quotes = true,
     .types = {[SL__T_KEY] = "INTEGER PRIMARY KEY AUTOINCREMENT", [SL__T_I64] = "INT", [SL__T_FLAG] = "TINYINT(1)",
-              [SL__T_KIND] = "TINYINT(1)", [SL__T_F64] = "DOUBLE", [SL__T_BLOB] = "BLOB"},
+              [SL__T_KIND] = "TINYINT(1)", [SL__T_F64] = "DOUBLE", [SL__T_BLOB] = "BLOB", [SL__T_UQA] = "",
+              [SL__T_UQX] = "", [SL__T_UQE] = "", [SL__T_NNI] = " WHERE `int_value` IS NOT NULL",
+              [SL__T_NND] = " WHERE `double_value` IS NOT NULL", [SL__T_NNS] = " WHERE `string_value` IS NOT NULL"},
+    .proto_text = true,
+    .path_order = "p.rowid",
+    .narrow_ints = NULL, /* SQLite's integers are 64-bit whatever the declared type */
 };
 
 const sl__pdb_vt sl__pdb_sqlite = {

@@ -24,7 +24,10 @@ static int file_artifact(sl_prov *p, int64_t *id, int64_t type_id, const char *p
   const char *uri = realpath(path, real) ? real : path;
   int64_t size = (int64_t)sb.st_size, mtime = (int64_t)sb.st_mtim.tv_sec * 1000 + sb.st_mtim.tv_nsec / 1000000;
   sl__pstmt *st;
-  int rc = sl__pdb_prepare(p->db, &st,
+  /* before the query: PostgreSQL refuses to compare an INTEGER column with a wider parameter */
+  int rc = sl__prov_int_fits(p, "size", size);
+  if (rc || (rc = sl__prov_int_fits(p, "mtime", mtime))) return rc;
+  rc = sl__pdb_prepare(p->db, &st,
                            "SELECT a.id FROM Artifact a JOIN ArtifactProperty s ON s.artifact_id = a.id AND s.name = "
                            "'size' JOIN ArtifactProperty m ON m.artifact_id = a.id AND m.name = 'mtime' WHERE "
                            "a.type_id = ? AND a.uri = ? AND s.int_value = ? AND m.int_value = ? ORDER BY a.id LIMIT 1");

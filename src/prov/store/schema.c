@@ -22,7 +22,7 @@ static const char *const DDL[] = {
     "CREATE TABLE IF NOT EXISTS `Artifact` ( `id` {KEY}, `type_id` INT NOT NULL, "
     "`uri` TEXT, `state` INT, `name` VARCHAR(255), `external_id` VARCHAR(255) UNIQUE, "
     "`create_time_since_epoch` {I64} NOT NULL DEFAULT 0, `last_update_time_since_epoch` {I64} NOT NULL DEFAULT 0, "
-    "UNIQUE(`type_id`, `name`))",
+    "{UQ_ARTIFACT}UNIQUE(`type_id`, `name`))",
     "CREATE TABLE IF NOT EXISTS `ArtifactProperty` ( `artifact_id` INT NOT NULL, `name` VARCHAR(255) NOT NULL, "
     "`is_custom_property` {FLAG} NOT NULL, `int_value` {I64}, `double_value` {F64}, `string_value` TEXT, "
     "`byte_value` {BLOB}, `proto_value` {BLOB}, `bool_value` BOOLEAN, "
@@ -30,7 +30,7 @@ static const char *const DDL[] = {
     "CREATE TABLE IF NOT EXISTS `Execution` ( `id` {KEY}, `type_id` INT NOT NULL, "
     "`last_known_state` INT, `name` VARCHAR(255), `external_id` VARCHAR(255) UNIQUE, "
     "`create_time_since_epoch` {I64} NOT NULL DEFAULT 0, `last_update_time_since_epoch` {I64} NOT NULL DEFAULT 0, "
-    "UNIQUE(`type_id`, `name`))",
+    "{UQ_EXECUTION}UNIQUE(`type_id`, `name`))",
     "CREATE TABLE IF NOT EXISTS `ExecutionProperty` ( `execution_id` INT NOT NULL, `name` VARCHAR(255) NOT NULL, "
     "`is_custom_property` {FLAG} NOT NULL, `int_value` {I64}, `double_value` {F64}, `string_value` TEXT, "
     "`byte_value` {BLOB}, `proto_value` {BLOB}, `bool_value` BOOLEAN, "
@@ -47,7 +47,7 @@ static const char *const DDL[] = {
     "PRIMARY KEY (`context_id`, `parent_context_id`))",
     "CREATE TABLE IF NOT EXISTS `Event` ( `id` {KEY}, `artifact_id` INT NOT NULL, "
     "`execution_id` INT NOT NULL, `type` INT NOT NULL, `milliseconds_since_epoch` {I64}, "
-    "UNIQUE(`artifact_id`, `execution_id`, `type`))",
+    "{UQ_EVENT}UNIQUE(`artifact_id`, `execution_id`, `type`))",
     "CREATE TABLE IF NOT EXISTS `EventPath` ( `event_id` INT NOT NULL, `is_index_step` {FLAG} NOT NULL, "
     "`step_index` INT, `step_key` TEXT)",
     "CREATE TABLE IF NOT EXISTS `Association` ( `id` {KEY}, `context_id` INT NOT NULL, "
@@ -70,28 +70,33 @@ static const char *const DDL[] = {
     "`Context`(`last_update_time_since_epoch`)",
     "CREATE INDEX IF NOT EXISTS `idx_eventpath_event_id` ON `EventPath`(`event_id`)",
     "CREATE INDEX IF NOT EXISTS `idx_artifact_property_int` ON `ArtifactProperty`(`name`, `is_custom_property`, "
-    "`int_value`) WHERE `int_value` IS NOT NULL",
+    "`int_value`){NN_INT}",
     "CREATE INDEX IF NOT EXISTS `idx_artifact_property_double` ON `ArtifactProperty`(`name`, "
-    "`is_custom_property`, `double_value`) WHERE `double_value` IS NOT NULL",
+    "`is_custom_property`, `double_value`){NN_DOUBLE}",
     "CREATE INDEX IF NOT EXISTS `idx_artifact_property_string` ON `ArtifactProperty`(`name`, "
-    "`is_custom_property`, `string_value`) WHERE `string_value` IS NOT NULL",
+    "`is_custom_property`, `string_value`){NN_STRING}",
     "CREATE INDEX IF NOT EXISTS `idx_execution_property_int` ON `ExecutionProperty`(`name`, "
-    "`is_custom_property`, `int_value`) WHERE `int_value` IS NOT NULL",
+    "`is_custom_property`, `int_value`){NN_INT}",
     "CREATE INDEX IF NOT EXISTS `idx_execution_property_double` ON `ExecutionProperty`(`name`, "
-    "`is_custom_property`, `double_value`) WHERE `double_value` IS NOT NULL",
+    "`is_custom_property`, `double_value`){NN_DOUBLE}",
     "CREATE INDEX IF NOT EXISTS `idx_execution_property_string` ON `ExecutionProperty`(`name`, "
-    "`is_custom_property`, `string_value`) WHERE `string_value` IS NOT NULL",
+    "`is_custom_property`, `string_value`){NN_STRING}",
     "CREATE INDEX IF NOT EXISTS `idx_context_property_int` ON `ContextProperty`(`name`, `is_custom_property`, "
-    "`int_value`) WHERE `int_value` IS NOT NULL",
+    "`int_value`){NN_INT}",
     "CREATE INDEX IF NOT EXISTS `idx_context_property_double` ON `ContextProperty`(`name`, "
-    "`is_custom_property`, `double_value`) WHERE `double_value` IS NOT NULL",
+    "`is_custom_property`, `double_value`){NN_DOUBLE}",
     "CREATE INDEX IF NOT EXISTS `idx_context_property_string` ON `ContextProperty`(`name`, "
-    "`is_custom_property`, `string_value`) WHERE `string_value` IS NOT NULL",
+    "`is_custom_property`, `string_value`){NN_STRING}",
     "CREATE INDEX IF NOT EXISTS `idx_type_external_id` ON `Type`(`external_id`)",
     "CREATE INDEX IF NOT EXISTS `idx_artifact_external_id` ON `Artifact`(`external_id`)",
     "CREATE INDEX IF NOT EXISTS `idx_execution_external_id` ON `Execution`(`external_id`)",
     "CREATE INDEX IF NOT EXISTS `idx_context_external_id` ON `Context`(`external_id`)",
     "INSERT INTO `MLMDEnv`(`schema_version`) VALUES(10)",
+    /* The library's simple types, which it inserts when it opens a store without them (and so cannot open one
+     * read-only): artifact kinds 1, execution 0, in its order. */
+    "INSERT INTO `Type`(`name`, `type_kind`) VALUES('mlmd.Dataset', 1), ('mlmd.Model', 1), ('mlmd.Metrics', 1), "
+    "('mlmd.Statistics', 1), ('mlmd.Train', 0), ('mlmd.Transform', 0), ('mlmd.Process', 0), ('mlmd.Evaluate', 0), "
+    "('mlmd.Deploy', 0)",
 };
 
 static const char *const REQUIRED[] = {"type", "parenttype", "typeproperty", "artifact", "artifactproperty",
@@ -123,9 +128,13 @@ static int check(sl_prov *p, char **names, size_t n) {
   sl__pstmt_free(st);
   if (rc < 0) return rc;
   if (rc == 0) return sl__err(SL_ECORRUPT, "%s: MLMDEnv holds no schema version", p->uri);
+  /* Never migrated here: an older store is upgraded by the library on request, a newer one is not ours to read. */
   if (v != SL_MLMD_VERSION)
-    return sl__err(SL_EVERSION, "%s: MLMD schema version %lld found; sluice reads and writes version %d", p->uri,
-                   (long long)v, SL_MLMD_VERSION);
+    return sl__err(SL_EVERSION, "%s: MLMD schema version %lld found; sluice reads and writes version %d (%s)", p->uri,
+                   (long long)v, SL_MLMD_VERSION,
+                   v < SL_MLMD_VERSION ? "an older store: the ml-metadata library upgrades it when opened with "
+                                         "enable_upgrade_migration=True"
+                                       : "written by a newer ml-metadata than sluice knows");
   for (size_t i = 0; i < sizeof REQUIRED / sizeof *REQUIRED; i++)
     if (!has(names, n, REQUIRED[i]))
       return sl__err(SL_ECORRUPT, "%s: MLMD schema version 10 but table %s is missing", p->uri, REQUIRED[i]);
@@ -168,6 +177,40 @@ static int check_indexes(sl_prov *p) {
   return sl__prov_indexes(p, true);
 }
 
+/* Whether a PostgreSQL store's int_value columns are INTEGER (the library's) rather than BIGINT (sluice's). */
+static int int_width(sl_prov *p) {
+  p->int32 = false;
+  const char *q = sl__pdb_dialect_of(p->db)->narrow_ints;
+  if (!q) return 0;
+  sl__pstmt *st;
+  int rc = sl__pdb_prepare(p->db, &st, q);
+  if (rc) return rc;
+  rc = sl__pstmt_step(st);
+  p->int32 = rc == 1 && sl__pstmt_i64(st, 0) > 0;
+  sl__pstmt_free(st);
+  return rc < 0 ? rc : 0;
+}
+
+int sl_prov_widen_ints(bool *changed, sl_prov *p) {
+  *changed = false;
+  int rc = int_width(p);
+  if (rc || !p->int32) return rc;
+  bool own;
+  if ((rc = sl__prov_txn_begin(p, &own))) return rc;
+  static const char *const T[] = {"ArtifactProperty", "ExecutionProperty", "ContextProperty"};
+  for (size_t i = 0; !rc && i < 3; i++) {
+    char sql[96];
+    snprintf(sql, sizeof sql, "ALTER TABLE %s ALTER COLUMN int_value TYPE BIGINT", T[i]);
+    if ((rc = sl__pdb_exec(p->db, sql))) rc = sl__err_wrap(rc, "%s: widening %s.int_value", p->uri, T[i]);
+  }
+  rc = sl__prov_txn_end(p, own, rc);
+  if (!rc) {
+    p->int32 = false;
+    *changed = true;
+  }
+  return rc;
+}
+
 /* Verifies the schema, creating it in an empty database when allowed. Creation happens under the write lock
  * (sl__pdb_begin, and lock SCHEMA_LOCK where the backend needs one more), re-checking inside, so racing processes
  * create it once. */
@@ -183,6 +226,7 @@ int sl__prov_schema(sl_prov *p, bool allow_create) {
                          p->uri)
                : check(p, names, n);
     sl__pdb_names_free(names, n);
+    if (!rc) rc = int_width(p);
     return rc ? rc : check_indexes(p);
   }
   sl__pdb_names_free(names, n);

@@ -17,6 +17,9 @@ static json_t *prop_json(const sl_prov_prop *pr) {
   case SL_PROV_T_PROTO: {
     json_t *o = json_object();
     json_object_set_new(o, "bytes", json_integer((json_int_t)pr->len));
+    char *b64 = NULL; /* the bytes themselves, so a reader can compare them (a serialized Any, as MLMD keeps) */
+    if (sl__mlmd_proto_encode(&b64, NULL, pr->bytes, pr->len) == 0) json_object_set_new(o, "base64", json_string(b64));
+    sl__free(b64);
     return o;
   }
   default: return json_null();
@@ -138,10 +141,12 @@ int sl_prov_export_json(char **json, sl_prov *p) {
   }
   if (!rc) {
     sl__pstmt *st;
-    rc = sl__pdb_prepare(p->db, &st,
-                         "SELECT e.id, e.artifact_id, e.execution_id, e.type, e.milliseconds_since_epoch, "
-                         "p.is_index_step, p.step_index, p.step_key FROM Event e LEFT JOIN EventPath p ON "
-                         "p.event_id = e.id ORDER BY e.id");
+    char sql[320];
+    snprintf(sql, sizeof sql,
+             "SELECT e.id, e.artifact_id, e.execution_id, e.type, e.milliseconds_since_epoch, p.is_index_step, "
+             "p.step_index, p.step_key FROM Event e LEFT JOIN EventPath p ON p.event_id = e.id ORDER BY e.id, %s",
+             sl__pdb_dialect_of(p->db)->path_order);
+    rc = sl__pdb_prepare(p->db, &st, sql);
     json_t *a = json_array(), *cur = NULL;
     int64_t last = -1;
     while (!rc && (rc = sl__pstmt_step(st)) == 1) {

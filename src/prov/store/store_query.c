@@ -78,7 +78,7 @@ static int bind_filter(sl__pstmt *st, const sl_prov_query *q, int *k) {
   return 0;
 }
 
-static int read_prop(sl__pstmt *st, int c0, sl_prov_prop *pr) {
+static int read_prop(sl__pstmt *st, int c0, sl_prov_prop *pr, bool b64) {
   /* columns: name, is_custom, int, double, string, proto, bool, byte */
   int rc = dup_or_null(&pr->name, sl__pstmt_text(st, c0));
   if (rc) return rc;
@@ -94,12 +94,18 @@ static int read_prop(sl__pstmt *st, int c0, sl_prov_prop *pr) {
     pr->d = sl__pstmt_f64(st, c0 + 3);
   } else if (!sl__pstmt_null(st, c0 + 4)) {
     pr->type = SL_PROV_T_STRING;
-    if ((rc = dup_or_null(&pr->s, sl__pstmt_text(st, c0 + 4)))) return rc;
+    const char *t = sl__pstmt_text(st, c0 + 4);
+    rc = sl__mlmd_struct_decode(&pr->s, t); /* the library's STRUCT encoding, else a plain string */
+    if (rc < 0) return rc;
+    if (rc == 0) pr->type = SL_PROV_T_STRUCT;
+    else if ((rc = dup_or_null(&pr->s, t))) return rc;
   } else {
     int col = !sl__pstmt_null(st, c0 + 5) ? c0 + 5 : c0 + 7;
     size_t n = 0;
     const void *b = sl__pstmt_blob(st, col, &n);
     pr->type = b ? SL_PROV_T_PROTO : SL_PROV_T_UNKNOWN;
+    /* On SQLite proto_value holds base64 text (the library's encoding there); bytes that are not base64 are kept */
+    if (b && b64 && col == c0 + 5 && (rc = sl__mlmd_proto_decode(&pr->bytes, &pr->len, b, n)) <= 0) return rc;
     if (b) {
       pr->bytes = sl__malloc(n ? n : 1);
       if (!pr->bytes) return sl__oom("property");
@@ -170,7 +176,7 @@ int sl_prov_find(sl_prov_list **out, sl_prov *p, sl_prov_kind kind, const sl_pro
       n->props = np;
       memset(&np[pc], 0, sizeof *np);
       n->nprops++;
-      rc = read_prop(st, 1, &np[pc]);
+      rc = read_prop(st, 1, &np[pc], sl__pdb_dialect_of(p->db)->proto_text);
     }
     sl__pstmt_free(st);
     if (rc < 0) goto fail;
@@ -243,8 +249,8 @@ int sl__prov_load_events(sl_prov *p, sl_prov_list *l, size_t *cap, sl_prov_kind 
            "SELECT e.id, e.artifact_id, e.execution_id, e.type, e.milliseconds_since_epoch, p.is_index_step, "
            "p.step_index, p.step_key, x.last_known_state, t.name FROM Event e LEFT JOIN EventPath p ON p.event_id = "
            "e.id LEFT JOIN Execution x ON x.id = e.execution_id LEFT JOIN Type t ON t.id = x.type_id WHERE e.%s = ? "
-           "ORDER BY e.id",
-           col);
+           "ORDER BY e.id, %s",
+           col, sl__pdb_dialect_of(p->db)->path_order);
   sl__pstmt *st;
   int rc = sl__pdb_prepare(p->db, &st, sql);
   if (rc) return rc;

@@ -264,9 +264,33 @@ int sl_prov_set_execution_state(sl_prov *p, int64_t execution_id, int state, int
   return exec_done(st);
 }
 
+static int set_property(sl_prov *p, sl_prov_kind kind, int64_t id, const char *name, bool custom,
+                        const sl_prov_value *v);
+
+int sl__prov_int_fits(sl_prov *p, const char *name, int64_t v) {
+  if (!p->int32 || (v <= INT32_MAX && v >= INT32_MIN)) return 0;
+  return sl__err(SL_EINVAL, "%s: property '%s' = %lld does not fit the store's int_value columns (INTEGER, as the "
+                            "ml-metadata library creates them on PostgreSQL); widen them to BIGINT with 'sluice prov "
+                            "init DB --widen-ints' (the library reads either)",
+                 p->uri, name, (long long)v);
+}
+
+/* STRUCT and PROTO values are stored encoded as the ml-metadata library stores them (mlmd_value.c). */
 int sl_prov_set_property(sl_prov *p, sl_prov_kind kind, int64_t id, const char *name, bool custom,
                          const sl_prov_value *v) {
   if (!name || !v) return sl__err(SL_EINVAL, "property name or value is NULL");
+  int rc = v->type == SL_PROV_T_INT ? sl__prov_int_fits(p, name, v->i) : 0;
+  if (rc) return rc;
+  sl_prov_value enc;
+  char *tmp;
+  rc = sl__mlmd_value_store(&enc, &tmp, v, name, sl__pdb_dialect_of(p->db)->proto_text);
+  if (!rc) rc = set_property(p, kind, id, name, custom, &enc);
+  sl__free(tmp);
+  return rc;
+}
+
+static int set_property(sl_prov *p, sl_prov_kind kind, int64_t id, const char *name, bool custom,
+                        const sl_prov_value *v) {
   int which = kind == SL_PROV_ARTIFACT ? SL__Q_APROP : kind == SL_PROV_EXECUTION ? SL__Q_EPROP : SL__Q_CPROP;
   int rc = 0;
   if (bulk(p)) {
