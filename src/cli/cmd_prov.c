@@ -55,10 +55,13 @@ static int prov_init(int argc, char **argv) {
   if (!db) return cli_usage("prov init", "DB is required");
   sl_prov *p;
   if (open_store(&p, "init", db, SL_PROV_CREATE)) return CLI_FAIL;
-  if (json)
-    printf("{\"store\": \"%s\", \"backend\": \"%s\", \"schema_version\": 10}\n", db, sl_prov_backend(p));
-  else
-    printf("MLMD schema v10 store ready at %s (%s)\n", db, sl_prov_backend(p));
+  if (json) {
+    printf("{\"store\": ");
+    cli_json_string(stdout, cli_redacted(db));
+    printf(", \"backend\": \"%s\", \"schema_version\": 10}\n", sl_prov_backend(p));
+  } else {
+    printf("MLMD schema v10 store ready at %s (%s)\n", cli_redacted(db), sl_prov_backend(p));
+  }
   sl_prov_close(p);
   return CLI_OK;
 }
@@ -385,18 +388,11 @@ static int prov_export(int argc, char **argv) {
   int rc = sl_prov_export_json(&s, p);
   sl_prov_close(p);
   if (rc) return cli_fail(true, "prov export");
-  FILE *f = out ? fopen(out, "w") : stdout;
-  if (!f) {
-    sl_free(s);
-    return cli_fail(false, "prov export: cannot write %s", out);
-  }
-  fputs(s, f);
-  fputc('\n', f);
-  if (out && fclose(f) != 0) {
-    sl_free(s);
-    return cli_fail(false, "prov export: cannot write %s", out);
-  }
+  size_t len = strlen(s);
+  s[len] = '\n'; /* the document ends its line (the NUL is not written) */
+  int wr = out ? sl_file_write(out, s, len + 1) : (fwrite(s, 1, len + 1, stdout) == len + 1 ? 0 : -1);
   sl_free(s);
+  if (wr) return cli_fail(false, "prov export: %s", out ? sl_error_last() : "cannot write to stdout");
   return CLI_OK;
 }
 

@@ -72,19 +72,30 @@ int cli_fail(bool lib, const char *fmt, ...) {
   va_end(ap);
   if (lib && sl_error_last()[0] && n >= 0 && (size_t)n < sizeof g_last_error)
     snprintf(g_last_error + n, sizeof g_last_error - (size_t)n, ": %s", sl_error_last());
+  char raw[sizeof g_last_error];
+  memcpy(raw, g_last_error, sizeof raw);
+  sl_redact(g_last_error, sizeof g_last_error, raw); /* a store URI's password never reaches stderr or --json */
   fprintf(stderr, "sluice: %s\n", g_last_error);
   return CLI_FAIL;
+}
+
+const char *cli_redacted(const char *s) {
+  static char ring[4][2048]; /* a few per message; the CLI prints from one thread */
+  static int next;
+  char *b = ring[next++ % 4];
+  sl_redact(b, sizeof ring[0], s);
+  return b;
 }
 
 const char *cli_last_error(void) { return g_last_error; }
 
 int cli_usage(const char *cmd, const char *fmt, ...) {
   va_list ap;
-  fprintf(stderr, "sluice %s: ", cmd);
+  char msg[2048];
   va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
+  vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  fprintf(stderr, "\nRun 'sluice %s --help' for usage.\n", cmd);
+  fprintf(stderr, "sluice %s: %s\nRun 'sluice %s --help' for usage.\n", cmd, cli_redacted(msg), cmd);
   return CLI_USAGE;
 }
 
@@ -206,7 +217,7 @@ void cli_json_string(FILE *f, const char *s) {
 
 void cli_json_error(const char *msg) {
   fputs("{\"status\": \"error\", \"error\": ", stdout);
-  cli_json_string(stdout, msg);
+  cli_json_string(stdout, cli_redacted(msg));
   fputs("}\n", stdout);
   fflush(stdout);
 }

@@ -36,9 +36,19 @@ const char *sl_strerror(int code) {
 
 const char *sl_version(void) { return SL_VERSION; }
 
+/* No message leaves the library with a connection string's password in it, whoever formatted it. */
+static void redact_msg(void) {
+  char raw[SL_ERRMSG_MAX];
+  memcpy(raw, tl_msg, sizeof raw);
+  sl_redact(tl_msg, sizeof tl_msg, raw);
+}
+
 int sl__verr(int code, const char *fmt, va_list ap) {
   tl_code = code;
-  vsnprintf(tl_msg, sizeof tl_msg, fmt, ap);
+  /* formatted whole first: a URI cut before its '@' would not be seen as one */
+  char raw[4 * SL_ERRMSG_MAX];
+  vsnprintf(raw, sizeof raw, fmt, ap);
+  sl_redact(tl_msg, sizeof tl_msg, raw);
   return code;
 }
 
@@ -73,6 +83,7 @@ int sl__err_wrap(int code, const char *fmt, ...) {
   memcpy(tl_msg + pl, ": ", 2);
   memcpy(tl_msg + pl + 2, rest, rl);
   tl_msg[pl + 2 + rl] = 0;
+  redact_msg();
   tl_code = code;
   return code;
 }

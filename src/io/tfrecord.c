@@ -252,6 +252,7 @@ void sl_tfrecord_reader_free(sl_tfrecord_reader *r) {
 /* ---- writer ---- */
 struct sl_tfrecord_writer {
   FILE *f;
+  bool borrowed; /* f is the caller's: close flushes it and leaves it open */
   char *path;
   sl_compression comp;
   z_stream z;
@@ -260,7 +261,15 @@ struct sl_tfrecord_writer {
   int err;
 };
 
-int sl_tfrecord_writer_open(sl_tfrecord_writer **out, const char *path, sl_compression comp) {
+static void writer_free(sl_tfrecord_writer *w) {
+  if (w->z_init) deflateEnd(&w->z);
+  sl__free(w->zbuf);
+  sl__free(w->path);
+  sl__free(w);
+}
+
+/* A writer without its stream yet; `path` names it in messages. */
+static int writer_new(sl_tfrecord_writer **out, const char *path, sl_compression comp) {
   *out = NULL;
   sl_tfrecord_writer *w = sl__calloc(1, sizeof *w);
   if (!w) return sl__oom("a TFRecord writer");
@@ -275,23 +284,33 @@ int sl_tfrecord_writer_open(sl_tfrecord_writer **out, const char *path, sl_compr
       goto oom;
     w->z_init = true;
   }
+  *out = w;
+  return 0;
+oom:
+  writer_free(w);
+  return sl__oom("a TFRecord writer");
+}
+
+int sl_tfrecord_writer_open(sl_tfrecord_writer **out, const char *path, sl_compression comp) {
+  sl_tfrecord_writer *w;
+  int rc = writer_new(&w, path, comp);
+  if (rc) return rc;
   w->f = fopen(path, "wb");
   if (!w->f) {
-    int rc = sl__err(SL_EIO, "%s: cannot create: %s", path, strerror(errno));
-    if (w->z_init) deflateEnd(&w->z);
-    sl__free(w->zbuf);
-    sl__free(w->path);
-    sl__free(w);
+    rc = sl__err(SL_EIO, "%s: cannot create: %s", path, strerror(errno));
+    writer_free(w);
     return rc;
   }
   *out = w;
   return 0;
-oom:
-  if (w->z_init) deflateEnd(&w->z);
-  sl__free(w->zbuf);
-  sl__free(w->path);
-  sl__free(w);
-  return sl__oom("a TFRecord writer");
+}
+
+int sl__tfrecord_writer_on(sl_tfrecord_writer **out, FILE *f, const char *name, sl_compression comp) {
+  int rc = writer_new(out, name, comp);
+  if (rc) return rc;
+  (*out)->f = f;
+  (*out)->borrowed = true;
+  return 0;
 }
 
 static int wr(sl_tfrecord_writer *w, const void *data, size_t n, int flush) {
@@ -335,10 +354,10 @@ int sl_tfrecord_writer_close(sl_tfrecord_writer *w) {
     rc = wr(w, NULL, 0, Z_FINISH);
     deflateEnd(&w->z);
   }
-  if (fclose(w->f) != 0 && !rc) rc = sl__err(SL_EIO, "%s: close error: %s", w->path, strerror(errno));
+  int cl = w->borrowed ? fflush(w->f) : fclose(w->f);
+  if (cl != 0 && !rc) rc = sl__err(SL_EIO, "%s: close error: %s", w->path, strerror(errno));
   if (w->err && !rc) rc = w->err;
-  sl__free(w->zbuf);
-  sl__free(w->path);
-  sl__free(w);
+  w->z_init = false; /* ended above */
+  writer_free(w);
   return rc;
 }

@@ -93,18 +93,6 @@ bool sl__pdb_readonly(sl__pdb *db) { return db->lite && sqlite3_db_readonly(db->
 
 static bool is_pg_uri(const char *u) { return !strncmp(u, "postgresql://", 13) || !strncmp(u, "postgres://", 11); }
 
-/* The uri with any password removed, for messages. */
-static char *redact(const char *uri) {
-  char *r = sl__strdup(uri);
-  if (!r || !is_pg_uri(uri)) return r;
-  char *at = strchr(r, '@'), *sch = strstr(r, "://");
-  if (at && sch) {
-    char *colon = memchr(sch + 3, ':', (size_t)(at - sch - 3));
-    if (colon) memmove(colon, at, strlen(at) + 1);
-  }
-  return r;
-}
-
 static int open_sqlite(sl__pdb *db, const char *path, bool create) {
   struct stat sb;
   bool fresh = false; /* no file yet, or an empty one: its page size is still ours to choose */
@@ -206,7 +194,7 @@ int sl__pdb_open(sl__pdb **out, const char *uri, bool create) {
   if (!uri || !*uri) return sl__err(SL_EINVAL, "empty store URI");
   sl__pdb *db = sl__calloc(1, sizeof *db);
   if (!db) return sl__oom("store handle");
-  db->where = redact(uri);
+  db->where = sl__redact_dup(uri); /* for messages: no password */
   if (!db->where) {
     sl__free(db);
     return sl__oom("store uri");
