@@ -93,6 +93,20 @@ bool sl__pdb_readonly(sl__pdb *db) { return db->lite && sqlite3_db_readonly(db->
 
 static bool is_pg_uri(const char *u) { return !strncmp(u, "postgresql://", 13) || !strncmp(u, "postgres://", 11); }
 
+/* "host=h password=pw dbname=d": libpq's other form, which would otherwise become a SQLite file of that name (the
+ * password in a file name). */
+static bool is_conninfo(const char *u) {
+  static const char *const KEYS[] = {"host", "hostaddr", "port", "dbname", "user", "password", "sslmode", "service"};
+  for (size_t i = 0; i < sizeof KEYS / sizeof *KEYS; i++) {
+    size_t n = strlen(KEYS[i]);
+    if (strncmp(u, KEYS[i], n)) continue;
+    const char *c = u + n;
+    while (*c == ' ') c++;
+    if (*c == '=') return true;
+  }
+  return false;
+}
+
 static int open_sqlite(sl__pdb *db, const char *path, bool create) {
   struct stat sb;
   bool fresh = false; /* no file yet, or an empty one: its page size is still ours to choose */
@@ -200,7 +214,10 @@ int sl__pdb_open(sl__pdb **out, const char *uri, bool create) {
     return sl__oom("store uri");
   }
   int rc;
-  if (is_pg_uri(uri))
+  if (is_conninfo(uri))
+    rc = sl__err(SL_EINVAL, "'%s': a libpq key=value connection string; name the store with a postgresql:// URI "
+                 "(or sqlite:PATH for a file of that name)", db->where);
+  else if (is_pg_uri(uri))
     rc = open_pg(db, uri);
   else
     rc = open_sqlite(db, !strncmp(uri, "sqlite:", 7) ? uri + 7 : uri, create);
