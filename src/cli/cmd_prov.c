@@ -57,10 +57,10 @@ static int prov_init(int argc, char **argv) {
   if (open_store(&p, "init", db, SL_PROV_CREATE)) return CLI_FAIL;
   if (json) {
     printf("{\"store\": ");
-    cli_json_string(stdout, cli_redacted(db));
+    cli_json_string(stdout, cli_safe(db));
     printf(", \"backend\": \"%s\", \"schema_version\": 10}\n", sl_prov_backend(p));
   } else {
-    printf("MLMD schema v10 store ready at %s (%s)\n", cli_redacted(db), sl_prov_backend(p));
+    printf("MLMD schema v10 store ready at %s (%s)\n", cli_safe(db), sl_prov_backend(p));
   }
   sl_prov_close(p);
   return CLI_OK;

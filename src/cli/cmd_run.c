@@ -272,7 +272,7 @@ int cmd_run(int argc, char **argv) {
     run_dist_json(stdout);
     if (rc < 0) {
       printf(", \"error\": ");
-      cli_json_string(stdout, cli_redacted(errmsg));
+      cli_json_string(stdout, cli_safe(errmsg));
     }
     printf("}\n");
   } else if (!quiet || rc >= 0) {

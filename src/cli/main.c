@@ -1,4 +1,5 @@
 /* cli/main.c: `sluice`, the command-line tool: dispatches to one subcommand per file in src/cli/. */
+#define _GNU_SOURCE /* fopencookie: stdout through escape_ctl */
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -35,7 +36,73 @@ static void usage(FILE *f) {
   fprintf(f, "\nRun 'sluice <command> --help' for a command's options.\n");
 }
 
+/* Control characters, as a store's or a spec's names may hold them (ESC, BEL, CR: title changes, line rewrites),
+ * reach the terminal as text: C0 but '\n' and '\t' as \xHH, DEL as \x7f, C1 (UTF-8 C2 80..9F) as \u00HH. `*carry`
+ * holds a C2 byte that ended the previous chunk (0: none). Returns the bytes written to dst (at most 6 per input). */
+static size_t escape_ctl(char *dst, const unsigned char *src, size_t n, unsigned char *carry) {
+  size_t o = 0;
+  for (size_t i = 0; i < n; i++) {
+    unsigned c = src[i];
+    if (*carry) {
+      *carry = 0;
+      if (c >= 0x80 && c <= 0x9f) {
+        o += (size_t)sprintf(dst + o, "\\u%04x", c);
+        continue;
+      }
+      dst[o++] = (char)0xc2;
+    }
+    if (c == 0xc2) *carry = 1;
+    else if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f) o += (size_t)sprintf(dst + o, "\\x%02x", c);
+    else dst[o++] = (char)c;
+  }
+  return o;
+}
+
+static unsigned char g_out_carry;
+static ssize_t out_write(void *cookie, const char *buf, size_t n) {
+  char esc[6 * 1024];
+  for (size_t done = 0; done < n;) {
+    size_t k = n - done < 1024 ? n - done : 1024;
+    size_t m = escape_ctl(esc, (const unsigned char *)buf + done, k, &g_out_carry);
+    for (size_t w = 0; w < m;) {
+      ssize_t r = write(STDOUT_FILENO, esc + w, m - w);
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) return done ? (ssize_t)done : -1;
+      w += (size_t)r;
+    }
+    done += k;
+  }
+  return (ssize_t)n;
+}
+static int out_close(void *cookie) {
+  if (g_out_carry && write(STDOUT_FILENO, "\xc2", 1) != 1) return EOF;
+  return 0;
+}
+
+const char *cli_safe(const char *s) {
+  static char ring[4][6 * 2048]; /* a few per message; the CLI prints from one thread */
+  static int next;
+  char red[2048];
+  sl_redact(red, sizeof red, s);
+  unsigned char carry = 0;
+  char *b = ring[next++ % 4];
+  size_t n = escape_ctl(b, (const unsigned char *)red, strlen(red), &carry);
+  if (carry) b[n++] = (char)0xc2;
+  b[n] = 0;
+  return b;
+}
+
+/* Every byte the CLI prints on stdout passes escape_ctl: tables, names, HTML and JSON alike (JSON and the specs
+ * hold no raw control characters of their own; '\n' and '\t' pass). */
+static void stdout_escaped(void) {
+  FILE *f = fopencookie(NULL, "w", (cookie_io_functions_t){NULL, out_write, NULL, out_close});
+  if (!f) return; /* unfiltered rather than silent */
+  setvbuf(f, NULL, isatty(STDOUT_FILENO) ? _IOLBF : _IOFBF, 0);
+  stdout = f;
+}
+
 int main(int argc, char **argv) {
+  stdout_escaped();
   if (argc < 2) {
     usage(stderr);
     return CLI_USAGE;
@@ -72,19 +139,10 @@ int cli_fail(bool lib, const char *fmt, ...) {
   va_end(ap);
   if (lib && sl_error_last()[0] && n >= 0 && (size_t)n < sizeof g_last_error)
     snprintf(g_last_error + n, sizeof g_last_error - (size_t)n, ": %s", sl_error_last());
-  char raw[sizeof g_last_error];
-  memcpy(raw, g_last_error, sizeof raw);
-  sl_redact(g_last_error, sizeof g_last_error, raw); /* a store URI's password never reaches stderr or --json */
+  /* no store URI's password and no raw control character reaches stderr or --json */
+  snprintf(g_last_error, sizeof g_last_error, "%s", cli_safe(g_last_error));
   fprintf(stderr, "sluice: %s\n", g_last_error);
   return CLI_FAIL;
-}
-
-const char *cli_redacted(const char *s) {
-  static char ring[4][2048]; /* a few per message; the CLI prints from one thread */
-  static int next;
-  char *b = ring[next++ % 4];
-  sl_redact(b, sizeof ring[0], s);
-  return b;
 }
 
 const char *cli_last_error(void) { return g_last_error; }
@@ -95,7 +153,7 @@ int cli_usage(const char *cmd, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  fprintf(stderr, "sluice %s: %s\nRun 'sluice %s --help' for usage.\n", cmd, cli_redacted(msg), cmd);
+  fprintf(stderr, "sluice %s: %s\nRun 'sluice %s --help' for usage.\n", cmd, cli_safe(msg), cmd);
   return CLI_USAGE;
 }
 
@@ -217,7 +275,7 @@ void cli_json_string(FILE *f, const char *s) {
 
 void cli_json_error(const char *msg) {
   fputs("{\"status\": \"error\", \"error\": ", stdout);
-  cli_json_string(stdout, cli_redacted(msg));
+  cli_json_string(stdout, cli_safe(msg));
   fputs("}\n", stdout);
   fflush(stdout);
 }
