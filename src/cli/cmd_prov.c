@@ -1,7 +1,9 @@
 /* cli/cmd_prov.c: `sluice prov`, the provenance store from the command line: init, ls, show, lineage, export,
  * and dispatch to the analytics subcommands (cmd_prov_an.c: gen, graphlets, stats, waste, train, simulate,
  * should-train). Every subcommand has --help and --json. */
+#include <errno.h>
 #include <jansson.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,7 +113,8 @@ static int prov_ls(int argc, char **argv) {
       q.context_id = v;
     } else if (!strcmp(argv[i], "--limit")) {
       if (!cli_parse_i64("prov ls", "--limit", i + 1 < argc ? argv[++i] : NULL, &v)) return CLI_USAGE;
-      q.limit = v > 0 ? (size_t)v : 0;
+      if (v < 0) return cli_usage("prov ls", "--limit: must be 0 (all) or more, not %lld", (long long)v);
+      q.limit = (size_t)v;
       limit_set = true;
     } else if (argv[i][0] == '-' && argv[i][1]) return cli_usage("prov ls", "unknown option %s", argv[i]);
     else if (npos == 0) db = argv[i], npos++;
@@ -186,8 +189,9 @@ static bool parse_ref(const char *s, sl_prov_kind *kind, int64_t *id) {
     s = c + 1;
   }
   char *end;
+  errno = 0;
   long long v = strtoll(s, &end, 10);
-  if (end == s || *end || v <= 0) return false;
+  if (end == s || *end || v <= 0 || errno == ERANGE) return false; /* refused, not clamped to INT64_MAX */
   *id = v;
   return true;
 }
@@ -339,6 +343,8 @@ static int prov_lineage(int argc, char **argv) {
     else return cli_usage("prov lineage", "unexpected argument %s", argv[i]);
   }
   if (!db || !ref) return cli_usage("prov lineage", "DB and ID are required");
+  if (depth < 0 || depth > INT_MAX) /* never truncated to int */
+    return cli_usage("prov lineage", "--depth: must be in 0..%d (0: unlimited), not %lld", INT_MAX, (long long)depth);
   int64_t id;
   sl_prov_kind k = kind;
   if (!parse_ref(ref, &k, &id) || k == SL_PROV_CONTEXT)
