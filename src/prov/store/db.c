@@ -428,6 +428,12 @@ void sl__pstmt_copy_safe(sl__pstmt *st) { st->copy_safe = true; }
 static int lite_err(sl__pdb *db, const char *what) {
   int e = sqlite3_errcode(db->lite);
   int code = e == SQLITE_CONSTRAINT ? SL_EINVAL : e == SQLITE_CORRUPT || e == SQLITE_NOTADB ? SL_ECORRUPT : SL_EIO;
+  /* a full disk says so: SQLite's unix VFS turns ENOSPC into SQLITE_FULL and keeps no errno for it */
+  if (e == SQLITE_FULL)
+    return sl__err(code, "%s: %s: %s (ENOSPC: %s)", db->where, what, sqlite3_errmsg(db->lite), strerror(ENOSPC));
+  int os = sqlite3_system_errno(db->lite);
+  if (os && (e == SQLITE_IOERR || e == SQLITE_CANTOPEN || e == SQLITE_READONLY))
+    return sl__err(code, "%s: %s: %s (%s)", db->where, what, sqlite3_errmsg(db->lite), strerror(os));
   return sl__err(code, "%s: %s: %s", db->where, what, sqlite3_errmsg(db->lite));
 }
 
@@ -584,6 +590,9 @@ int sl__pdb_exec(sl__pdb *db, const char *sql) {
       if (rc) return rc;
     }
   }
+  /* SQLite ends the transaction itself on some errors (SQLITE_FULL among them): a ROLLBACK then has nothing to do,
+   * and its "no transaction is active" would replace the error that matters. */
+  if (!strncmp(sql, "ROLLBACK", 8) && sqlite3_get_autocommit(db->lite)) return 0;
   char *em = NULL;
   if (sqlite3_exec(db->lite, sql, NULL, NULL, &em) != SQLITE_OK) {
     int rc = lite_err(db, "SQL");
