@@ -107,6 +107,27 @@ static bool is_conninfo(const char *u) {
   return false;
 }
 
+/* How a reader without write access opens a WAL store. It must see what is committed in the -wal, and must leave
+ * no -wal or -shm of its own behind (in a shared directory the owner could not write them, and its next write
+ * would fail). Nothing in the -wal: immutable, which reads the file as it is and creates nothing. Committed
+ * transactions in the -wal: a read-only open through the existing -shm index, or, with none, a refusal saying
+ * what to do. */
+static int readonly_mode(const char *path, bool *immutable) {
+  char side[4200];
+  struct stat st;
+  snprintf(side, sizeof side, "%s-wal", path);
+  bool wal = stat(side, &st) == 0 && st.st_size > 0;
+  snprintf(side, sizeof side, "%s-shm", path);
+  bool shm = stat(side, &st) == 0 && access(side, R_OK) == 0;
+  *immutable = !wal;
+  if (wal && !shm)
+    return sl__err(SL_EIO, "%s: committed transactions wait in %s-wal, and a reader without write access to the "
+                   "store and its directory cannot build the -shm index that reading them needs: open the store once "
+                   "with write access (any 'sluice prov' command by its owner checkpoints it), or let readers write "
+                   "the directory", path, path);
+  return 0;
+}
+
 static int open_sqlite(sl__pdb *db, const char *path, bool create) {
   struct stat sb;
   bool fresh = false; /* no file yet, or an empty one: its page size is still ours to choose */
@@ -130,9 +151,10 @@ static int open_sqlite(sl__pdb *db, const char *path, bool create) {
     else
       snprintf(dir, sizeof dir, ".");
     ro = access(path, W_OK) != 0 || access(dir, W_OK) != 0;
-    /* In a directory we cannot write, nobody can be writing the store in WAL mode (that needs -shm there):
-     * open it as immutable, which needs no -shm file. */
-    immutable = access(dir, W_OK) != 0;
+    if (ro) {
+      int rc = readonly_mode(path, &immutable);
+      if (rc) return rc;
+    }
   }
   int fl = (ro ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE) | (create ? SQLITE_OPEN_CREATE : 0) |
            SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI;
