@@ -342,6 +342,13 @@ int cmd_prov_stats(int argc, char **argv) {
 }
 
 /* ---- waste ---- */
+/* A cost for the tables: whole units when large, three significant digits when small (sluice's own runs cost
+ * milliseconds of CPU: "0 of 0 (100.0%)" said nothing). */
+static const char *cost_s(char buf[32], double v) {
+  snprintf(buf, 32, fabs(v) >= 100 || v == 0 ? "%.0f" : "%.3g", v);
+  return buf;
+}
+
 int cmd_prov_waste(int argc, char **argv) {
   cli_prov_opts o = {0};
   int rc = cli_prov_parse("prov waste", argc, argv, &o,
@@ -386,19 +393,22 @@ int cmd_prov_waste(int argc, char **argv) {
     json_object_set_new(j, "components", cc);
     cli_prov_dump(j);
   } else {
-    printf("wasted compute: %.0f of %.0f (%.1f%%), cost basis %s\n", w->wasted, w->total,
+    char a[32], b[32];
+    printf("wasted compute: %s of %s (%.1f%%), cost basis %s\n", cost_s(a, w->wasted), cost_s(b, w->total),
            w->total > 0 ? 100 * w->wasted / w->total : 0, basis);
-    printf("  of which in no graphlet: %.0f (%.1f%% of all compute)\n", w->unattributed,
+    printf("  of which in no graphlet: %s (%.1f%% of all compute)\n", cost_s(a, w->unattributed),
            w->total > 0 ? 100 * w->unattributed / w->total : 0);
     printf("\ntop %zu pipelines by wasted compute\n  %-28s %14s %14s %7s\n", top, "PIPELINE", "WASTED", "TOTAL",
            "SHARE");
     for (size_t i = 0; i < top; i++)
-      printf("  %-28.28s %14.0f %14.0f %6.1f%%\n", w->pipelines[i].name, w->pipelines[i].wasted, w->pipelines[i].total,
+      printf("  %-28.28s %14s %14s %6.1f%%\n", w->pipelines[i].name, cost_s(a, w->pipelines[i].wasted),
+             cost_s(b, w->pipelines[i].total),
              w->pipelines[i].total > 0 ? 100 * w->pipelines[i].wasted / w->pipelines[i].total : 0);
     printf("\nby component type\n  %-28s %14s %14s %7s\n", "COMPONENT", "WASTED", "TOTAL", "SHARE");
     for (size_t i = 0; i < w->ncomponents; i++)
-      printf("  %-28.28s %14.0f %14.0f %6.1f%%\n", w->components[i].name, w->components[i].wasted,
-             w->components[i].total, w->components[i].total > 0 ? 100 * w->components[i].wasted / w->components[i].total : 0);
+      printf("  %-28.28s %14s %14s %6.1f%%\n", w->components[i].name, cost_s(a, w->components[i].wasted),
+             cost_s(b, w->components[i].total),
+             w->components[i].total > 0 ? 100 * w->components[i].wasted / w->components[i].total : 0);
   }
   sl_prov_waste_free(w);
   sl_prov_graphlets_free(g);

@@ -58,18 +58,29 @@ static size_t escape_ctl(char *dst, const unsigned char *src, size_t n, unsigned
   return o;
 }
 
+static bool write_all(const char *p, size_t n) {
+  while (n) {
+    ssize_t r = write(STDOUT_FILENO, p, n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    p += r, n -= (size_t)r;
+  }
+  return true;
+}
+
 static unsigned char g_out_carry;
 static ssize_t out_write(void *cookie, const char *buf, size_t n) {
+  bool plain = !g_out_carry;
+  for (size_t i = 0; i < n && plain; i++) {
+    unsigned char c = (unsigned char)buf[i];
+    plain = !((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f || c == 0xc2);
+  }
+  if (plain) return write_all(buf, n) ? (ssize_t)n : -1; /* the common case: as written, in one write */
   char esc[6 * 1024];
   for (size_t done = 0; done < n;) {
     size_t k = n - done < 1024 ? n - done : 1024;
-    size_t m = escape_ctl(esc, (const unsigned char *)buf + done, k, &g_out_carry);
-    for (size_t w = 0; w < m;) {
-      ssize_t r = write(STDOUT_FILENO, esc + w, m - w);
-      if (r < 0 && errno == EINTR) continue;
-      if (r <= 0) return done ? (ssize_t)done : -1;
-      w += (size_t)r;
-    }
+    if (!write_all(esc, escape_ctl(esc, (const unsigned char *)buf + done, k, &g_out_carry)))
+      return done ? (ssize_t)done : -1;
     done += k;
   }
   return (ssize_t)n;
