@@ -37,13 +37,13 @@ static const char *password_value(const char *s, const char *start) {
   return v;
 }
 
-/* The end of a conninfo or query value at v: a quoted one ('...' with backslash escapes) to its closing quote,
- * else to a blank, '&' or the end of the text. */
+/* The end of a conninfo or query value at v: a quoted one ('...' with backslash escapes) past its closing quote,
+ * then (quoted or not) to a blank, '&' or the end of the text. */
 static const char *value_end(const char *v) {
   if (*v == '\'') {
     for (v++; *v && *v != '\''; v++)
       if (*v == '\\' && v[1]) v++;
-    return *v ? v + 1 : v;
+    if (*v) v++;
   }
   while (*v && *v != '&' && !isspace((unsigned char)*v)) v++;
   return v;
@@ -53,22 +53,30 @@ size_t sl_redact(char *dst, size_t cap, const char *src) {
   out_t o = {dst, cap, 0};
   const char *s = src ? src : "";
   const char *i = s;
+  const char *colon = NULL, *at = NULL; /* a URI's password lies between them (pending until reached) */
   while (*i) {
-    if (i[0] == ':' && i[1] == '/' && i[2] == '/') {
+    if (colon && i > colon) { /* at or past the password's start (a password= value may have jumped in) */
+      if (i < at) put(&o, "***", 3), i = at;
+      colon = at = NULL;
+      continue;
+    }
+    if (i[0] == ':' && i[1] == '/' && i[2] == '/' && !colon) {
       /* userinfo is what precedes the authority's last '@'; a password is what follows its first ':'. Taking the
-       * last '@' before the URI's end over-redacts a query holding '@' rather than leak a password holding '/'. */
-      const char *a = i + 3, *e = a, *at = NULL;
+       * last '@' before the URI's end over-redacts a query holding '@' rather than leak a password holding '/'.
+       * The text before the password is scanned as any other (it may hold a password= of its own). */
+      const char *a = i + 3, *e = a, *last = NULL;
       for (; !uri_end(*e); e++)
-        if (*e == '@') at = e;
-      const char *colon = at ? memchr(a, ':', (size_t)(at - a)) : NULL;
-      if (colon) {
-        put(&o, i, (size_t)(colon + 1 - i));
-        put(&o, "***", 3);
-        i = at;
-      } else {
-        put(&o, i, 3);
-        i = a;
-      }
+        if (*e == '@') last = e;
+      const char *c = last ? memchr(a, ':', (size_t)(last - a)) : NULL;
+      if (c) colon = c, at = last;
+      put(&o, i, 3);
+      i = a;
+      continue;
+    }
+    if (colon && i == colon) {
+      put(&o, ":***", 4);
+      i = at;
+      colon = at = NULL;
       continue;
     }
     const char *v = password_value(i, s);
