@@ -109,7 +109,8 @@ int cmd_prov_gen(int argc, char **argv) {
                  "synthetic corpus of TFX production pipelines into an MLMD store (created when missing),\ncalibrated to "
                  "the published characterization (docs/corpus.md lists every assumption). Deterministic for a seed.\n"
                  "Defaults: 50 pipelines, 120 days, seed 1. The paper's scale is --pipelines 3000 --days 120.\n"
-                 "A store that has data is refused unless --append (which adds a second corpus beside it).\n"
+                 "A store that has data is refused unless --append (which adds a second corpus beside it, named\n"
+                 "pNNNN-DOMAIN.sSEED where the plain names are taken; refused when those are taken too).\n"
                  "One transaction per pipeline: Ctrl-C (SIGTERM) stops before the next one, keeps the pipelines\n"
                  "written and exits with 130 (143).\n",
                  "--pipelines --days --seed --append");
