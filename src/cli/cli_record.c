@@ -68,7 +68,7 @@ int cli_record_begin(const char *db, const char *kind, const char *spec_path, sl
   if (!rc) return 0;
   g_running_id = 0;
   if (optional) {
-    fprintf(stderr, "sluice: warning: the run will not be recorded in %s: %s\n", cli_safe(db), sl_error_last());
+    fprintf(stderr, "sluice: warning: the run will not be recorded in %s: %s\n", cli_safe(db), cli_safe(sl_error_last()));
     g_given_up = true;
     return 0;
   }
@@ -118,7 +118,7 @@ int cli_record(const char *db, const char *kind, const char *spec_path, sl_pipel
     snprintf(what, sizeof what, "the end of the run was not recorded (execution %lld stays RUNNING)",
              (long long)g_running_id);
   if (g_optional) {
-    fprintf(stderr, "sluice: warning: %s in %s: %s\n", what, cli_safe(db), sl_error_last());
+    fprintf(stderr, "sluice: warning: %s in %s: %s\n", what, cli_safe(db), cli_safe(sl_error_last()));
     return 0;
   }
   return cli_fail(false, "%s in %s: %s", what, cli_safe(db), sl_error_last());

@@ -151,8 +151,8 @@ int cmd_prov_gen(int argc, char **argv) {
   sl_prov_close(p);
   int sig = cli_signal_seen();
   if (rc == SL_ECANCELED && sig) {
-    fprintf(stderr, "sluice prov gen: %s; %s in %s\n", sig == SIGTERM ? "terminated" : "interrupted", sl_error_last(),
-            o.db);
+    fprintf(stderr, "sluice prov gen: %s; %s in %s\n", sig == SIGTERM ? "terminated" : "interrupted", cli_safe(sl_error_last()),
+            cli_safe(o.db));
     return 128 + sig;
   }
   if (rc) return cli_fail(true, "prov gen");

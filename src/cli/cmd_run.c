@@ -245,7 +245,7 @@ int cmd_run(int argc, char **argv) {
     rounds = sl_tuner_solves(stuner);
     if (sl_tuner_log(&tlog, stuner, json)) tlog = NULL;
     if (record && !json && sl_tuner_log(&tjson, stuner, true)) {
-      fprintf(stderr, "sluice: warning: the tuner's changes will not be recorded: %s\n", sl_error_last());
+      fprintf(stderr, "sluice: warning: the tuner's changes will not be recorded: %s\n", cli_safe(sl_error_last()));
       tjson = NULL;
     }
     sl_tuner_stop(stuner);
