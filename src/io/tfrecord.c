@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "core/outfile_int.h"
 #include "io/io_int.h"
 
 uint32_t sl_crc32c_extend(uint32_t crc, const void *data, size_t len) {
@@ -252,7 +253,8 @@ void sl_tfrecord_reader_free(sl_tfrecord_reader *r) {
 /* ---- writer ---- */
 struct sl_tfrecord_writer {
   FILE *f;
-  bool borrowed; /* f is the caller's: close flushes it and leaves it open */
+  bool borrowed;   /* f is the caller's: close flushes it and leaves it open */
+  sl__outfile out; /* else: the file in the making (core/outfile_int.h), f its stream */
   char *path;
   sl_compression comp;
   z_stream z;
@@ -295,12 +297,12 @@ int sl_tfrecord_writer_open(sl_tfrecord_writer **out, const char *path, sl_compr
   sl_tfrecord_writer *w;
   int rc = writer_new(&w, path, comp);
   if (rc) return rc;
-  w->f = fopen(path, "wb");
-  if (!w->f) {
-    rc = sl__err(SL_EIO, "%s: cannot create: %s", path, strerror(errno));
+  /* beside the name and renamed at close: never through a planted link, and no partial file under the name */
+  if ((rc = sl__outfile_open(&w->out, path))) {
     writer_free(w);
     return rc;
   }
+  w->f = w->out.f;
   *out = w;
   return 0;
 }
@@ -354,9 +356,14 @@ int sl_tfrecord_writer_close(sl_tfrecord_writer *w) {
     rc = wr(w, NULL, 0, Z_FINISH);
     deflateEnd(&w->z);
   }
-  int cl = w->borrowed ? fflush(w->f) : fclose(w->f);
-  if (cl != 0 && !rc) rc = sl__err(SL_EIO, "%s: close error: %s", w->path, strerror(errno));
   if (w->err && !rc) rc = w->err;
+  if (w->borrowed) {
+    if (fflush(w->f) != 0 && !rc) rc = sl__err(SL_EIO, "%s: close error: %s", w->path, strerror(errno));
+  } else if (rc) {
+    sl__outfile_abort(&w->out); /* the error already said what failed; nothing half-written stays */
+  } else {
+    rc = sl__outfile_commit(&w->out);
+  }
   w->z_init = false; /* ended above */
   writer_free(w);
   return rc;
