@@ -34,37 +34,45 @@ static bool all_digits(const char *s, const char *end) {
   return true;
 }
 
-bool sl__outfile_is_tmp(const char *name, const char *base, long *pid) {
-  size_t bl = strlen(base);
-  const char *p;
-  if (name[0] == '.' && !strncmp(name + 1, base, bl) && !strncmp(name + 1 + bl, ".tmp-", 5)) {
-    p = name + 1 + bl + 5; /* .NAME.tmp-PID or .NAME.tmp-PID-HEX */
-    const char *dash = strchr(p, '-'), *end = dash ? dash : p + strlen(p);
-    if (!all_digits(p, end)) return false;
-    if (dash) {
-      if (!dash[1]) return false;
-      for (const char *h = dash + 1; *h; h++)
-        if (!((*h >= '0' && *h <= '9') || (*h >= 'a' && *h <= 'f'))) return false;
-    }
-    *pid = strtol(p, NULL, 10);
-    return *pid > 0;
+/* The pid of a temporary's name after its base: "tmp-PID" or "tmp-PID-HEX" (hidden form), "tmp.PID" (old form). */
+static bool tmp_suffix(const char *p, bool hidden, long *pid) {
+  p += 4; /* "tmp-" or "tmp." */
+  const char *dash = hidden ? strchr(p, '-') : NULL, *end = dash ? dash : p + strlen(p);
+  if (!all_digits(p, end)) return false;
+  if (dash) {
+    if (!dash[1]) return false;
+    for (const char *h = dash + 1; *h; h++)
+      if (!((*h >= '0' && *h <= '9') || (*h >= 'a' && *h <= 'f'))) return false;
   }
-  if (!strncmp(name, base, bl) && !strncmp(name + bl, ".tmp.", 5)) { /* NAME.tmp.PID: caches before 0.2 */
-    p = name + bl + 5;
-    if (!all_digits(p, p + strlen(p))) return false;
-    *pid = strtol(p, NULL, 10);
-    return *pid > 0;
-  }
-  return false;
+  *pid = strtol(p, NULL, 10);
+  return *pid > 0;
 }
 
-int sl__outfile_sweep(const char *path) {
-  sl__str dir = {0}, f = {0};
-  const char *base;
+bool sl__outfile_is_tmp(const char *name, const char *base, long *pid) {
+  if (base) {
+    size_t bl = strlen(base);
+    if (name[0] == '.' && !strncmp(name + 1, base, bl) && !strncmp(name + 1 + bl, ".tmp-", 5))
+      return tmp_suffix(name + 1 + bl + 1, true, pid);
+    if (!strncmp(name, base, bl) && !strncmp(name + bl, ".tmp.", 5)) /* NAME.tmp.PID: caches before 0.2 */
+      return tmp_suffix(name + bl + 1, false, pid);
+    return false;
+  }
+  /* any base: the last ".tmp-" of a hidden name, or the last ".tmp." */
+  const char *h = NULL, *o = NULL;
+  for (const char *c = strstr(name, ".tmp"); c; c = strstr(c + 1, ".tmp")) {
+    if (c[4] == '-') h = c;
+    if (c[4] == '.') o = c;
+  }
+  if (name[0] == '.' && h && h > name + 1 && tmp_suffix(h + 1, true, pid)) return true;
+  return o && o > name && tmp_suffix(o + 1, false, pid);
+}
+
+/* Removes the temporaries in `dir` (of `base`, or of any name when NULL) whose writer is dead. */
+static int sweep(const char *dir, const char *base) {
   int removed = 0;
-  if (split_path(&dir, &base, path) || !*base) goto done;
-  DIR *d = opendir(dir.s);
-  if (!d) goto done;
+  DIR *d = opendir(dir);
+  if (!d) return 0;
+  sl__str f = {0};
   struct dirent *de;
   while ((de = readdir(d))) {
     long pid;
@@ -72,19 +80,27 @@ int sl__outfile_sweep(const char *path) {
     /* ESRCH: no such process. EPERM means it exists (another user's): its file stays. */
     if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
     f.len = 0;
-    if (sl__str_printf(&f, "%s/%s", dir.s, de->d_name)) break;
+    if (sl__str_printf(&f, "%s/%s", dir, de->d_name)) break;
     struct stat st;
     /* unlink removes a link, never its target; a directory of that name is not ours */
     if (lstat(f.s, &st) == 0 && !S_ISDIR(st.st_mode) && unlink(f.s) == 0) removed++;
   }
   closedir(d);
-done:
-  sl__free(dir.s);
   sl__free(f.s);
   return removed;
 }
 
-int sl__outfile_open(sl__outfile *o, const char *path) {
+int sl__outfile_sweep(const char *path) {
+  sl__str dir = {0};
+  const char *base;
+  int removed = split_path(&dir, &base, path) || !*base ? 0 : sweep(dir.s, base);
+  sl__free(dir.s);
+  return removed;
+}
+
+int sl__outfile_sweep_dir(const char *dir) { return sweep(dir, NULL); }
+
+int sl__outfile_open(sl__outfile *o, const char *path, unsigned flags) {
   memset(o, 0, sizeof *o);
   sl__str dir = {0}, tmp = {0};
   const char *base;
@@ -94,7 +110,7 @@ int sl__outfile_open(sl__outfile *o, const char *path) {
     sl__free(dir.s);
     return sl__err(SL_EIO, "%s: not a file name", path);
   }
-  sl__outfile_sweep(path);
+  if (flags & SL__OUTFILE_SWEEP) sl__outfile_sweep(path);
   o->path = sl__strdup(path);
   if (!o->path) {
     sl__free(dir.s);
@@ -173,7 +189,7 @@ int sl__outfile_commit(sl__outfile *o) {
 
 int sl__outfile_write(const char *path, const void *data, size_t len) {
   sl__outfile o;
-  int rc = sl__outfile_open(&o, path);
+  int rc = sl__outfile_open(&o, path, SL__OUTFILE_SWEEP);
   if (rc) return rc;
   if (len && fwrite(data, 1, len, o.f) != len) {
     int err = errno;

@@ -126,6 +126,7 @@ int sl_gen_run(sl_gen_report *report, const sl_gen_opts *opts) {
     return sl__err(SL_EINVAL, "vocab_size: must be in 10..10000000");
   int rc = mkdirs(o->out_dir);
   if (rc) return rc;
+  sl__outfile_sweep_dir(o->out_dir); /* shards of killed runs, whatever their count: once, not per shard */
   sl_gen_report rep;
   memset(&rep, 0, sizeof rep);
   void *zipf = NULL;
@@ -192,7 +193,7 @@ int sl_gen_run(sl_gen_report *report, const sl_gen_opts *opts) {
         shard = s;
         path.len = 0;
         if ((rc = sl__str_printf(&path, "%s/train-%05d-of-%05d.%s", o->out_dir, s, o->shards, ext)) ||
-            (rc = sl__outfile_open(&of, path.s)))
+            (rc = sl__outfile_open(&of, path.s, 0)))
           break;
         if (images && (rc = sl__tfrecord_writer_on(&tw, of.f, path.s, SL_COMPRESSION_NONE))) break;
         rep.files++;

@@ -73,7 +73,7 @@ int sl__gen_vocab(const sl_gen_opts *o, const char *path, void **zipf, int64_t *
   for (int64_t r = 0; r < z->n; r++) z->cdf[r] = (sum += pow((double)(r + 1), -1.05));
   for (int64_t r = 0; r < z->n; r++) z->cdf[r] /= sum;
   sl__outfile of; /* written beside, renamed when complete */
-  int rc = sl__outfile_open(&of, path);
+  int rc = sl__outfile_open(&of, path, 0); /* the directory was swept (sl_gen_run) */
   if (rc) {
     sl__gen_zipf_free(z);
     return rc;

@@ -298,7 +298,7 @@ int sl_tfrecord_writer_open(sl_tfrecord_writer **out, const char *path, sl_compr
   int rc = writer_new(&w, path, comp);
   if (rc) return rc;
   /* beside the name and renamed at close: never through a planted link, and no partial file under the name */
-  if ((rc = sl__outfile_open(&w->out, path))) {
+  if ((rc = sl__outfile_open(&w->out, path, 0))) { /* a writer of many shards: no sweep per file */
     writer_free(w);
     return rc;
   }

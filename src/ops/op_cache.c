@@ -389,7 +389,7 @@ static int cache_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **ou
   if (mode == 3 || mode == 4) {
     if (mode == 3) {
       /* a hidden temporary beside the file, never through a link planted there; renamed when complete */
-      rc = sl__outfile_open(&ci->out, c->file);
+      rc = sl__outfile_open(&ci->out, c->file, SL__OUTFILE_SWEEP);
       ci->f = ci->out.f;
       if (rc) rc = sl__op_wrap(op, rc);
       else if (fwrite(MAGIC, 8, 1, ci->f) != 1 || fwrite(&c->fingerprint, 8, 1, ci->f) != 1)

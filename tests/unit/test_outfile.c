@@ -59,7 +59,7 @@ static void test_written_hidden_beside_then_renamed(void **s) {
   char p[256];
   snprintf(p, sizeof p, "%s/out.bin", dir);
   sl__outfile o;
-  assert_int_equal(sl__outfile_open(&o, p), 0);
+  assert_int_equal(sl__outfile_open(&o, p, 0), 0);
   const char *base = strrchr(o.tmp, '/') + 1;
   assert_int_equal(strncmp(o.tmp, dir, strlen(dir)), 0); /* same directory: the rename is atomic */
   assert_int_equal(base[0], '.'); /* hidden: a glob of the directory does not match it */
@@ -92,7 +92,7 @@ static void test_abort_keeps_the_previous_file(void **s) {
   char p[256];
   snprintf(p, sizeof p, "%s/keep.txt", dir);
   sl__outfile o;
-  assert_int_equal(sl__outfile_open(&o, p), 0);
+  assert_int_equal(sl__outfile_open(&o, p, 0), 0);
   fputs("partial", o.f);
   sl__outfile_abort(&o);
   sl__outfile_abort(&o); /* twice, and on a released handle: nothing */
@@ -166,6 +166,23 @@ static void test_tmp_names_parsed_strictly(void **s) {
   assert_false(sl__outfile_is_tmp(".a.tmp-0", "a", &pid));
   assert_false(sl__outfile_is_tmp("a.tmp.7x", "a", &pid));
   assert_false(sl__outfile_is_tmp("a", "a", &pid));
+  /* of any file (a directory's sweep) */
+  assert_true(sl__outfile_is_tmp(".train-00001-of-00004.csv.tmp-42-0a", NULL, &pid) && pid == 42);
+  assert_true(sl__outfile_is_tmp("cache.bin.tmp.9", NULL, &pid) && pid == 9);
+  assert_false(sl__outfile_is_tmp(".tmp-42", NULL, &pid));
+  assert_false(sl__outfile_is_tmp("x.tmp-42", NULL, &pid)); /* the hidden form starts with a dot */
+  assert_false(sl__outfile_is_tmp(".x.tmp-42-zz", NULL, &pid));
+  assert_false(sl__outfile_is_tmp("notes.tmp.txt", NULL, &pid));
+}
+
+static void test_sweep_dir_removes_dead_writers_temporaries_of_any_name(void **s) {
+  put(".train-00000-of-00008.csv.tmp-999999999-0a", "");
+  put(".train-00003-of-00004.csv.tmp-999999998", "");
+  put(".vocab.txt.tmp-1-0b", ""); /* live */
+  put("train-00000-of-00004.csv", "KEEP");
+  assert_int_equal(sl__outfile_sweep_dir(dir), 2);
+  assert_int_equal(entries(), 2);
+  assert_non_null(get(".vocab.txt.tmp-1-0b"));
 }
 
 int main(void) {
@@ -177,6 +194,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_missing_directory_names_the_file, setup, teardown),
       cmocka_unit_test_setup_teardown(test_sweep_removes_only_dead_writers_temporaries, setup, teardown),
       cmocka_unit_test(test_tmp_names_parsed_strictly),
+      cmocka_unit_test_setup_teardown(test_sweep_dir_removes_dead_writers_temporaries_of_any_name, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
