@@ -2,6 +2,7 @@
  * should-train. Each loads the store once through the library and prints a terminal table or, with --json, one
  * JSON document. */
 #include <jansson.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,6 +116,9 @@ int cmd_prov_gen(int argc, char **argv) {
                  "written and exits with 130 (143).\n",
                  "--pipelines --days --seed --append");
   if (rc) return rc < 0 ? CLI_OK : rc;
+  if (o.pipelines < 0 || o.pipelines > INT_MAX || o.days < 0 || o.days > INT_MAX) /* never truncated to int */
+    return cli_usage("prov gen", "--pipelines must be in 1..1000000 and --days in 1..3650, not %lld and %lld",
+                     (long long)o.pipelines, (long long)o.days);
   sl_prov *p;
   if (sl_prov_open(&p, o.db, SL_PROV_CREATE)) return cli_fail(true, "prov gen: cannot open %s", o.db);
   if (!o.append) { /* a second corpus under the same names is seldom what was meant */
