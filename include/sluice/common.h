@@ -50,6 +50,19 @@ SL_EXTERN const char *sl_version(void);
  * vectors), through the installed allocator. Accepts NULL. Safe from any thread. */
 SL_EXTERN void sl_free(void *ptr);
 
+/* Copies `src` to `dst` (at most cap - 1 bytes and a NUL, like snprintf) with the passwords of connection strings
+ * replaced by `***`: the password of `scheme://user:PASSWORD@host` and the value of `password=...` (URI query
+ * strings and libpq key=value conninfo, quoted or not). Returns the length of the whole redacted text, so
+ * `sl_redact(NULL, 0, src) + 1` bytes hold it. Every message, page and log line of sluice goes through it
+ * (docs/reliability.md). `src` NULL is "". Safe from any thread. */
+SL_EXTERN size_t sl_redact(char *dst, size_t cap, const char *src);
+
+/* Writes `len` bytes of `data` to `path` atomically: into a hidden temporary created beside it (never through a
+ * link planted there), synced, then renamed over `path`. On failure (a full disk: the message says ENOSPC's "No
+ * space left on device") `path` is as it was and the temporary is gone. When `path` is a symbolic link the link
+ * itself is replaced by the new file; its target is not written. Safe from any thread. */
+SL_EXTERN int sl_file_write(const char *path, const void *data, size_t len);
+
 /* Allocator hooks. All of libsluice's heap use goes through these; tests install a failing allocator to check
  * that every allocation failure surfaces as SL_ENOMEM. Not thread-safe: set before any other sluice call. */
 typedef struct sl_allocator {

@@ -37,10 +37,13 @@ SL_EXTERN uint64_t sl_tfrecord_reader_index(const sl_tfrecord_reader *r);
 SL_EXTERN uint64_t sl_tfrecord_reader_disk_bytes(const sl_tfrecord_reader *r);
 SL_EXTERN void sl_tfrecord_reader_free(sl_tfrecord_reader *r);
 
+/* A writer to `path`. The file is written beside its name (a hidden temporary, never through a link planted there)
+ * and takes the name at close, complete and synced: until then, and after a failed write, `path` is as it was. */
 typedef struct sl_tfrecord_writer sl_tfrecord_writer;
 SL_EXTERN int sl_tfrecord_writer_open(sl_tfrecord_writer **out, const char *path, sl_compression comp);
 SL_EXTERN int sl_tfrecord_write(sl_tfrecord_writer *w, const void *data, size_t len);
-/* Flushes and closes; returns the first write error, if any. Accepts NULL. */
+/* Flushes, closes and renames the file into place; returns the first write error, if any (then no file is
+ * published). Accepts NULL. */
 SL_EXTERN int sl_tfrecord_writer_close(sl_tfrecord_writer *w);
 
 /* A tf.Example under construction: features added by name, serialised to protobuf bytes. */

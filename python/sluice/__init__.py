@@ -64,7 +64,7 @@ def _spec_text(spec):
         return _os.fspath(spec), None, True
     if not isinstance(spec, str):
         raise TypeError(f"Pipeline: spec must be a path, a JSON string or a dict, not {type(spec).__name__}")
-    if spec.lstrip().startswith("{"):
+    if spec.lstrip().startswith(("{", "[")):  # JSON text (an array is refused as a spec by the parser, naming it)
         return spec, "<spec>", False
     return spec, None, True
 

@@ -1101,8 +1101,22 @@ static PyObject *c_elements(PyObject *m, PyObject *args) {
 
 static PyObject *version(PyObject *m, PyObject *unused) { return PyUnicode_FromString(sl_version()); }
 
+/* sl_redact: the text with connection strings' passwords as `***` (Store's repr). */
+static PyObject *redact(PyObject *m, PyObject *args) {
+  const char *s;
+  if (!PyArg_ParseTuple(args, "s", &s)) return NULL;
+  size_t n = sl_redact(NULL, 0, s);
+  char *r = PyMem_Malloc(n + 1);
+  if (!r) return PyErr_NoMemory();
+  sl_redact(r, n + 1, s);
+  PyObject *o = PyUnicode_FromString(r);
+  PyMem_Free(r);
+  return o;
+}
+
 static PyMethodDef module_methods[] = {
     {"version", version, METH_NOARGS, "The library's version (sl_version)."},
+    {"redact", redact, METH_VARARGS, "The text with connection strings' passwords as *** (sl_redact)."},
     {"register_fn", (PyCFunction)(void (*)(void))register_fn, METH_VARARGS | METH_KEYWORDS, NULL},
     {"fn_names", fn_names, METH_NOARGS, "Names of the registered functions."},
     {"close_all", close_all, METH_NOARGS, "Cancels and joins every live run."},

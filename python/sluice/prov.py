@@ -84,7 +84,7 @@ class Store:
         return should_train(self.uri, pipeline, model, threshold)
 
     def __repr__(self):
-        return f"sluice.prov.Store({self.uri!r})"
+        return f"sluice.prov.Store({_sluice.redact(self.uri)!r})"  # never the password
 
 
 def should_train(uri, pipeline, model=None, threshold=-1.0):

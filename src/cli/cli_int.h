@@ -23,6 +23,12 @@ enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2, CLI_INTERRUPTED = 130, CLI_TERMI
 int cli_fail(bool lib, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The message of the last cli_fail (without "sluice: "), for the --json error document. */
 const char *cli_last_error(void);
+/* `s` with connection strings' passwords as *** (sl_redact) and control characters escaped (\x1b), in one of a few
+ * static buffers reused in turn: for a store URI or a name in a message the CLI prints on stderr itself. */
+const char *cli_safe(const char *s);
+/* Writes src[0..n) to dst with control characters escaped (C0 but newline and tab as \xHH, DEL as \x7f, C1 as
+ * \u00HH); *carry holds a 0xC2 byte that ended the previous chunk. Returns the bytes written (at most 6 per byte). */
+size_t cli_escape_ctl(char *dst, const unsigned char *src, size_t n, unsigned char *carry);
 /* Usage error: prints the message and a hint to use --help. Returns CLI_USAGE. */
 int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* True when arg is -h, --help or help. */

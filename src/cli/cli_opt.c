@@ -12,11 +12,11 @@
 
 int cli_usage(const char *cmd, const char *fmt, ...) {
   va_list ap;
-  fprintf(stderr, "sluice %s: ", cmd);
+  char msg[2048];
   va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
+  vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  fprintf(stderr, "\nRun 'sluice %s --help' for usage.\n", cmd);
+  fprintf(stderr, "sluice %s: %s\nRun 'sluice %s --help' for usage.\n", cmd, cli_safe(msg), cmd);
   return CLI_USAGE;
 }
 

@@ -68,11 +68,12 @@ int cli_record_begin(const char *db, const char *kind, const char *spec_path, sl
   if (!rc) return 0;
   g_running_id = 0;
   if (optional) {
-    fprintf(stderr, "sluice: warning: the run will not be recorded in %s: %s\n", db, sl_error_last());
+    fprintf(stderr, "sluice: warning: the run will not be recorded in %s: %s\n", cli_safe(db), cli_safe(sl_error_last()));
     g_given_up = true;
     return 0;
   }
-  return cli_fail(false, "cannot record the run in %s: %s (--record-optional runs anyway)", db, sl_error_last());
+  return cli_fail(false, "cannot record the run in %s: %s (--record-optional runs anyway)", cli_safe(db),
+                  sl_error_last());
 }
 
 int cli_record(const char *db, const char *kind, const char *spec_path, sl_pipeline *p, const sl_prov_output *outs,
@@ -108,14 +109,19 @@ int cli_record(const char *db, const char *kind, const char *spec_path, sl_pipel
   int rc = sl_prov_record_run(&id, db, &r);
   sl_free(files);
   if (!rc) {
-    fprintf(stderr, "recorded as execution %lld in %s\n", (long long)id, db);
+    fprintf(stderr, "recorded as execution %lld in %s\n", (long long)id, cli_safe(db));
     return 0;
   }
+  /* the execution recorded at the start stays in the store, RUNNING: say so rather than "not recorded" */
+  char what[96] = "the run was not recorded";
+  if (g_running_id > 0)
+    snprintf(what, sizeof what, "the end of the run was not recorded (execution %lld stays RUNNING)",
+             (long long)g_running_id);
   if (g_optional) {
-    fprintf(stderr, "sluice: warning: the run was not recorded in %s: %s\n", db, sl_error_last());
+    fprintf(stderr, "sluice: warning: %s in %s: %s\n", what, cli_safe(db), cli_safe(sl_error_last()));
     return 0;
   }
-  return cli_fail(false, "the run was not recorded in %s: %s", db, sl_error_last());
+  return cli_fail(false, "%s in %s: %s", what, cli_safe(db), sl_error_last());
 }
 #else
 /* Built with -DSL_WITH_PROV=OFF: the library has no store to record into. */
@@ -124,12 +130,12 @@ int cli_record_begin(const char *db, const char *kind, const char *spec_path, sl
   (void)g_running_id, (void)g_given_up, (void)g_canceled;
   if (!db || optional) return 0;
   return cli_fail(false, "cannot record the run in %s: this sluice was built without provenance (SL_WITH_PROV=OFF; "
-                         "--record-optional runs anyway)", db);
+                         "--record-optional runs anyway)", cli_safe(db));
 }
 int cli_record(const char *db, const char *kind, const char *spec_path, sl_pipeline *p, const sl_prov_output *outs,
                size_t nout, double throughput, double cpu, double elapsed, const char *error) {
   if (db) fprintf(stderr, "sluice: warning: the run was not recorded in %s: this sluice was built without provenance "
-                          "(SL_WITH_PROV=OFF)\n", db);
+                          "(SL_WITH_PROV=OFF)\n", cli_safe(db));
   return 0;
 }
 #endif

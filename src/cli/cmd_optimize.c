@@ -209,11 +209,10 @@ int cmd_optimize(int argc, char **argv) {
   FILE *sum = stdout;
   if (rc == CLI_OK) {
     if (out) {
-      FILE *f = fopen(out, "wb");
-      bool ok = f && fprintf(f, "%s\n", tuned) >= 0;
-      int err = errno;
-      if (f && fclose(f) != 0 && ok) ok = false, err = errno;
-      if (!ok) rc = fail_json(json, "optimize: %s: cannot write the spec: %s", out, strerror(err));
+      size_t len = strlen(tuned);
+      tuned[len] = '\n'; /* ends its line (the NUL is not written); beside the file, then renamed */
+      if (sl_file_write(out, tuned, len + 1)) rc = fail_json(json, "optimize: cannot write the spec: %s", sl_error_last());
+      tuned[len] = 0;
     } else if (!json) { /* --json: the JSON owns stdout; the spec is written only with -o */
       printf("%s\n", tuned);
       sum = stderr;

@@ -1,6 +1,7 @@
 /* cli/cmd_prov.c: `sluice prov`, the provenance store from the command line: init, ls, show, lineage, export,
  * and dispatch to the analytics subcommands (cmd_prov_an.c: gen, graphlets, stats, waste, train, simulate,
  * should-train). Every subcommand has --help and --json. */
+#include <errno.h>
 #include <jansson.h>
 #include <limits.h>
 #include <stdio.h>
@@ -59,16 +60,19 @@ static int prov_init(int argc, char **argv) {
   sl_prov *p;
   if (open_store(&p, "init", db, SL_PROV_CREATE)) return CLI_FAIL;
   if (widen && sl_prov_widen_ints(&widened, p)) {
-    fprintf(stderr, "sluice: prov init: %s\n", sl_error_last());
+    fprintf(stderr, "sluice: prov init: %s\n", cli_safe(sl_error_last()));
     sl_prov_close(p);
     return CLI_FAIL;
   }
-  if (json)
-    printf("{\"store\": \"%s\", \"backend\": \"%s\", \"schema_version\": 10, \"widened_ints\": %s}\n", db,
-           sl_prov_backend(p), widened ? "true" : "false");
-  else
-    printf("MLMD schema v10 store ready at %s (%s)%s\n", db, sl_prov_backend(p),
+  if (json) {
+    printf("{\"store\": ");
+    cli_json_string(stdout, cli_safe(db));
+    printf(", \"backend\": \"%s\", \"schema_version\": 10, \"widened_ints\": %s}\n", sl_prov_backend(p),
+           widened ? "true" : "false");
+  } else {
+    printf("MLMD schema v10 store ready at %s (%s)%s\n", cli_safe(db), sl_prov_backend(p),
            widened ? "; int_value columns widened to BIGINT" : "");
+  }
   sl_prov_close(p);
   return CLI_OK;
 }
@@ -193,8 +197,9 @@ static bool parse_ref(const char *s, sl_prov_kind *kind, int64_t *id) {
     s = c + 1;
   }
   char *end;
+  errno = 0;
   long long v = strtoll(s, &end, 10);
-  if (end == s || *end || v <= 0) return false;
+  if (end == s || *end || v <= 0 || errno == ERANGE) return false; /* refused, not clamped to INT64_MAX */
   *id = v;
   return true;
 }
@@ -344,8 +349,8 @@ static int prov_lineage(int argc, char **argv) {
       {.name = "--down", .type = CLI_SET, .dst = &dir, .set = SL_PROV_DOWN},
       {.name = "--artifact", .type = CLI_SET, .dst = &k_opt, .set = SL_PROV_ARTIFACT},
       {.name = "--execution", .type = CLI_SET, .dst = &k_opt, .set = SL_PROV_EXECUTION},
-      {.name = "--depth", .type = CLI_INT, .dst = &depth, .lo = INT_MIN, .hi = INT_MAX,
-       .must = "an int (negative upstream, positive downstream)"},
+      {.name = "--depth", .type = CLI_INT, .dst = &depth, .lo = 0, .hi = INT_MAX,
+       .must = "in 0..2147483647 (0: unlimited)"},
       {.name = NULL},
   };
   const char *pos[2] = {NULL, NULL};
@@ -400,18 +405,11 @@ static int prov_export(int argc, char **argv) {
   int rc = sl_prov_export_json(&s, p);
   sl_prov_close(p);
   if (rc) return cli_fail(true, "prov export");
-  FILE *f = out ? fopen(out, "w") : stdout;
-  if (!f) {
-    sl_free(s);
-    return cli_fail(false, "prov export: cannot write %s", out);
-  }
-  fputs(s, f);
-  fputc('\n', f);
-  if (out && fclose(f) != 0) {
-    sl_free(s);
-    return cli_fail(false, "prov export: cannot write %s", out);
-  }
+  size_t len = strlen(s);
+  s[len] = '\n'; /* the document ends its line (the NUL is not written) */
+  int wr = out ? sl_file_write(out, s, len + 1) : (fwrite(s, 1, len + 1, stdout) == len + 1 ? 0 : -1);
   sl_free(s);
+  if (wr) return cli_fail(false, "prov export: %s", out ? sl_error_last() : "cannot write to stdout");
   return CLI_OK;
 }
 

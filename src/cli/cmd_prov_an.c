@@ -104,11 +104,15 @@ int cmd_prov_gen(int argc, char **argv) {
                  "synthetic corpus of TFX production pipelines into an MLMD store (created when missing),\ncalibrated to "
                  "the published characterization (docs/corpus.md lists every assumption). Deterministic for a seed.\n"
                  "Defaults: 50 pipelines, 120 days, seed 1. The paper's scale is --pipelines 3000 --days 120.\n"
-                 "A store that has data is refused unless --append (which adds a second corpus beside it).\n"
+                 "A store that has data is refused unless --append (which adds a second corpus beside it, named\n"
+                 "pNNNN-DOMAIN.sSEED where the plain names are taken; refused when those are taken too).\n"
                  "One transaction per pipeline: Ctrl-C (SIGTERM) stops before the next one, keeps the pipelines\n"
                  "written and exits with 130 (143).\n",
                  "--pipelines --days --seed --append");
   if (rc) return rc < 0 ? CLI_OK : rc;
+  if (o.pipelines < 0 || o.pipelines > INT_MAX || o.days < 0 || o.days > INT_MAX) /* never truncated to int */
+    return cli_usage("prov gen", "--pipelines must be in 1..1000000 and --days in 1..3650, not %lld and %lld",
+                     (long long)o.pipelines, (long long)o.days);
   sl_prov *p;
   if (sl_prov_open(&p, o.db, SL_PROV_CREATE)) return cli_fail(true, "prov gen: cannot open %s", o.db);
   if (!o.append) { /* a second corpus under the same names is seldom what was meant */
@@ -145,8 +149,8 @@ int cmd_prov_gen(int argc, char **argv) {
   sl_prov_close(p);
   int sig = cli_signal_seen();
   if (rc == SL_ECANCELED && sig) {
-    fprintf(stderr, "sluice prov gen: %s; %s in %s\n", sig == SIGTERM ? "terminated" : "interrupted", sl_error_last(),
-            o.db);
+    fprintf(stderr, "sluice prov gen: %s; %s in %s\n", sig == SIGTERM ? "terminated" : "interrupted", cli_safe(sl_error_last()),
+            cli_safe(o.db));
     return 128 + sig;
   }
   if (rc) return cli_fail(true, "prov gen");
@@ -337,6 +341,13 @@ int cmd_prov_stats(int argc, char **argv) {
 }
 
 /* ---- waste ---- */
+/* A cost for the tables: whole units when large, three significant digits when small (sluice's own runs cost
+ * milliseconds of CPU: "0 of 0 (100.0%)" said nothing). */
+static const char *cost_s(char buf[32], double v) {
+  snprintf(buf, 32, fabs(v) >= 100 || v == 0 ? "%.0f" : "%.3g", v);
+  return buf;
+}
+
 int cmd_prov_waste(int argc, char **argv) {
   cli_prov_opts o = {0};
   int rc = cli_prov_parse("prov waste", argc, argv, &o,
@@ -381,19 +392,22 @@ int cmd_prov_waste(int argc, char **argv) {
     json_object_set_new(j, "components", cc);
     cli_prov_dump(j);
   } else {
-    printf("wasted compute: %.0f of %.0f (%.1f%%), cost basis %s\n", w->wasted, w->total,
+    char a[32], b[32];
+    printf("wasted compute: %s of %s (%.1f%%), cost basis %s\n", cost_s(a, w->wasted), cost_s(b, w->total),
            w->total > 0 ? 100 * w->wasted / w->total : 0, basis);
-    printf("  of which in no graphlet: %.0f (%.1f%% of all compute)\n", w->unattributed,
+    printf("  of which in no graphlet: %s (%.1f%% of all compute)\n", cost_s(a, w->unattributed),
            w->total > 0 ? 100 * w->unattributed / w->total : 0);
     printf("\ntop %zu pipelines by wasted compute\n  %-28s %14s %14s %7s\n", top, "PIPELINE", "WASTED", "TOTAL",
            "SHARE");
     for (size_t i = 0; i < top; i++)
-      printf("  %-28.28s %14.0f %14.0f %6.1f%%\n", w->pipelines[i].name, w->pipelines[i].wasted, w->pipelines[i].total,
+      printf("  %-28.28s %14s %14s %6.1f%%\n", w->pipelines[i].name, cost_s(a, w->pipelines[i].wasted),
+             cost_s(b, w->pipelines[i].total),
              w->pipelines[i].total > 0 ? 100 * w->pipelines[i].wasted / w->pipelines[i].total : 0);
     printf("\nby component type\n  %-28s %14s %14s %7s\n", "COMPONENT", "WASTED", "TOTAL", "SHARE");
     for (size_t i = 0; i < w->ncomponents; i++)
-      printf("  %-28.28s %14.0f %14.0f %6.1f%%\n", w->components[i].name, w->components[i].wasted,
-             w->components[i].total, w->components[i].total > 0 ? 100 * w->components[i].wasted / w->components[i].total : 0);
+      printf("  %-28.28s %14s %14s %6.1f%%\n", w->components[i].name, cost_s(a, w->components[i].wasted),
+             cost_s(b, w->components[i].total),
+             w->components[i].total > 0 ? 100 * w->components[i].wasted / w->components[i].total : 0);
   }
   sl_prov_waste_free(w);
   sl_prov_graphlets_free(g);

@@ -215,7 +215,7 @@ int cmd_prov_fleet(int argc, char **argv) {
     json_object_set_new(j, "total", fleet_row_json(&f->all));
     cli_prov_dump(j);
   } else if (!f->all.runs && !f->all.failed && !f->npipelines) {
-    printf("no recorded sluice runs in %s (record with 'sluice run SPEC --record DB')\n", o.db);
+    printf("no recorded sluice runs in %s (record with 'sluice run SPEC --record DB')\n", cli_safe(o.db));
   } else {
     const sl_prov_fleet_row *a = &f->all;
     printf("recorded runs: %zu complete, %zu failed, over %zu pipeline specs; CPU %.1f s over %.1f s of runs\n",

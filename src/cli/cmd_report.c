@@ -13,11 +13,8 @@ int cli_write_text(const char *cmd, const char *path, const char *text) {
     fputs(text, stdout);
     return fflush(stdout) == 0 ? CLI_OK : cli_fail(false, "%s: cannot write to stdout", cmd);
   }
-  FILE *f = fopen(path, "wb");
-  bool ok = f && fputs(text, f) >= 0;
-  int err = errno;
-  if (f && fclose(f) != 0 && ok) ok = false, err = errno; /* one fclose, even after a failed write */
-  if (!ok) return cli_fail(false, "%s: cannot write %s: %s", cmd, path, strerror(err));
+  /* beside the file, then renamed: a failed write leaves the previous file; a link at `path` is replaced */
+  if (sl_file_write(path, text, strlen(text))) return cli_fail(false, "%s: %s", cmd, sl_error_last());
   return CLI_OK;
 }
 

@@ -243,7 +243,7 @@ static void run_print_json(const run_opts *o, const run_ctx *c, const run_result
   run_dist_json(stdout);
   if (r->rc < 0) {
     printf(", \"error\": ");
-    cli_json_string(stdout, r->errmsg);
+    cli_json_string(stdout, cli_safe(r->errmsg));
   }
   printf("}\n");
 }
@@ -282,7 +282,7 @@ static int run_finish(const run_opts *o, run_ctx *c, const run_result *r) {
     rounds = sl_tuner_solves(c->stuner);
     if (sl_tuner_log(&tlog, c->stuner, o->json)) tlog = NULL;
     if (o->record && !o->json && sl_tuner_log(&tjson, c->stuner, true)) {
-      fprintf(stderr, "sluice: warning: the tuner's changes will not be recorded: %s\n", sl_error_last());
+      fprintf(stderr, "sluice: warning: the tuner's changes will not be recorded: %s\n", cli_safe(sl_error_last()));
       tjson = NULL;
     }
     sl_tuner_stop(c->stuner);

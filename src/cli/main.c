@@ -1,4 +1,5 @@
 /* cli/main.c: `sluice`, the command-line tool: dispatches to one subcommand per file in src/cli/. */
+#define _GNU_SOURCE /* fopencookie: stdout through escape_ctl */
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -35,7 +36,50 @@ static void usage(FILE *f) {
   fprintf(f, "\nRun 'sluice <command> --help' for a command's options.\n");
 }
 
+static bool write_all(const char *p, size_t n) {
+  while (n) {
+    ssize_t r = write(STDOUT_FILENO, p, n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    p += r, n -= (size_t)r;
+  }
+  return true;
+}
+
+static unsigned char g_out_carry;
+static ssize_t out_write(void *cookie, const char *buf, size_t n) {
+  bool plain = !g_out_carry;
+  for (size_t i = 0; i < n && plain; i++) {
+    unsigned char c = (unsigned char)buf[i];
+    plain = !((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f || c == 0xc2);
+  }
+  if (plain) return write_all(buf, n) ? (ssize_t)n : -1; /* the common case: as written, in one write */
+  char esc[6 * 1024];
+  for (size_t done = 0; done < n;) {
+    size_t k = n - done < 1024 ? n - done : 1024;
+    if (!write_all(esc, cli_escape_ctl(esc, (const unsigned char *)buf + done, k, &g_out_carry)))
+      return done ? (ssize_t)done : -1;
+    done += k;
+  }
+  return (ssize_t)n;
+}
+static int out_close(void *cookie) {
+  if (g_out_carry && write(STDOUT_FILENO, "\xc2", 1) != 1) return EOF;
+  return 0;
+}
+
+
+/* Every byte the CLI prints on stdout passes escape_ctl: tables, names, HTML and JSON alike (JSON and the specs
+ * hold no raw control characters of their own; '\n' and '\t' pass). */
+static void stdout_escaped(void) {
+  FILE *f = fopencookie(NULL, "w", (cookie_io_functions_t){NULL, out_write, NULL, out_close});
+  if (!f) return; /* unfiltered rather than silent */
+  setvbuf(f, NULL, isatty(STDOUT_FILENO) ? _IOLBF : _IOFBF, 0);
+  stdout = f;
+}
+
 int main(int argc, char **argv) {
+  stdout_escaped();
   if (argc < 2) {
     usage(stderr);
     return CLI_USAGE;
@@ -72,6 +116,8 @@ int cli_fail(bool lib, const char *fmt, ...) {
   va_end(ap);
   if (lib && sl_error_last()[0] && n >= 0 && (size_t)n < sizeof g_last_error)
     snprintf(g_last_error + n, sizeof g_last_error - (size_t)n, ": %s", sl_error_last());
+  /* no store URI's password and no raw control character reaches stderr or --json */
+  snprintf(g_last_error, sizeof g_last_error, "%s", cli_safe(g_last_error));
   fprintf(stderr, "sluice: %s\n", g_last_error);
   return CLI_FAIL;
 }
@@ -164,7 +210,7 @@ void cli_json_string(FILE *f, const char *s) {
 
 void cli_json_error(const char *msg) {
   fputs("{\"status\": \"error\", \"error\": ", stdout);
-  cli_json_string(stdout, msg);
+  cli_json_string(stdout, cli_safe(msg));
   fputs("}\n", stdout);
   fflush(stdout);
 }

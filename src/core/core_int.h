@@ -34,6 +34,8 @@ int sl__verr(int code, const char *fmt, va_list ap);
 int sl__err_wrap(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* True (once) when a jansson allocation failed on this thread since the last call. */
 bool sl__json_oom_take(void);
+/* sl_redact into a new string (sl__free it); NULL when out of memory. */
+char *sl__redact_dup(const char *src);
 /* SL_ENOMEM with a message naming what was being allocated. */
 int sl__oom(const char *what);
 

@@ -36,9 +36,55 @@ const char *sl_strerror(int code) {
 
 const char *sl_version(void) { return SL_VERSION; }
 
+/* No message leaves the library with a connection string's password in it, whoever formatted it (sl_redact). */
+static void redact_msg(void) {
+  char raw[SL_ERRMSG_MAX];
+  memcpy(raw, tl_msg, sizeof raw);
+  sl_redact(tl_msg, sizeof tl_msg, raw);
+}
+
+/* Back to the start of a UTF-8 character. */
+static size_t char_start(const char *s, size_t i) {
+  while (i > 0 && ((unsigned char)s[i] & 0xc0) == 0x80) i--;
+  return i;
+}
+
+/* The message from the whole formatted text, redacted; too long for the buffer, its middle is elided: a long path
+ * or value near the front must not push out the reason, which comes last. */
+static void set_msg(const char *full) {
+  size_t n = sl_redact(NULL, 0, full);
+  if (n < sizeof tl_msg) {
+    sl_redact(tl_msg, sizeof tl_msg, full);
+    return;
+  }
+  char *r = sl__malloc(n + 1);
+  if (!r) { /* out of memory: the front of it */
+    sl_redact(tl_msg, sizeof tl_msg, full);
+    return;
+  }
+  sl_redact(r, n + 1, full);
+  static const char GAP[] = " [...] ";
+  size_t head = char_start(r, 256), tail_from = n - (sizeof tl_msg - 1 - 256 - (sizeof GAP - 1));
+  while (tail_from < n && ((unsigned char)r[tail_from] & 0xc0) == 0x80) tail_from++; /* forward: it still fits */
+  size_t tail = n - tail_from;
+  memcpy(tl_msg, r, head);
+  memcpy(tl_msg + head, GAP, sizeof GAP - 1);
+  memcpy(tl_msg + head + sizeof GAP - 1, r + tail_from, tail);
+  tl_msg[head + sizeof GAP - 1 + tail] = 0;
+  sl__free(r);
+}
+
 int sl__verr(int code, const char *fmt, va_list ap) {
   tl_code = code;
-  vsnprintf(tl_msg, sizeof tl_msg, fmt, ap);
+  char raw[4 * SL_ERRMSG_MAX];
+  va_list again;
+  va_copy(again, ap);
+  int n = vsnprintf(raw, sizeof raw, fmt, ap);
+  char *big = n >= (int)sizeof raw ? sl__malloc((size_t)n + 1) : NULL; /* formatted whole: the reason comes last */
+  if (big) vsnprintf(big, (size_t)n + 1, fmt, again);
+  va_end(again);
+  set_msg(big ? big : raw);
+  sl__free(big);
   return code;
 }
 
@@ -73,6 +119,7 @@ int sl__err_wrap(int code, const char *fmt, ...) {
   memcpy(tl_msg + pl, ": ", 2);
   memcpy(tl_msg + pl + 2, rest, rl);
   tl_msg[pl + 2 + rl] = 0;
+  redact_msg();
   tl_code = code;
   return code;
 }

@@ -11,7 +11,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/outfile_int.h"
 #include "gen/gen_int.h"
+#include "io/io_int.h"
 #include "fns/image_int.h"
 
 static const char *const KIND_NAMES[] = {"imagenet", "ssd", "text", "tabular"};
@@ -54,24 +56,6 @@ typedef struct {
   int rc;
   char msg[1024]; /* the worker thread's error message */
 } chunk_job;
-
-/* `tmp` = DIR/.NAME.tmp-PID for the final path DIR/NAME. */
-static int tmp_name(sl__str *tmp, const char *final) {
-  const char *slash = strrchr(final, '/');
-  size_t dir = slash ? (size_t)(slash - final) + 1 : 0;
-  tmp->len = 0;
-  int rc = sl__str_append(tmp, final, dir);
-  if (!rc) rc = sl__str_printf(tmp, ".%s.tmp-%ld", final + dir, (long)getpid());
-  return rc;
-}
-
-/* A complete file takes its final name. */
-static int publish(const char *tmp, const char *final) {
-  if (rename(tmp, final) == 0) return 0;
-  int rc = sl__err(SL_EIO, "cannot rename '%s' to '%s': %s", tmp, final, strerror(errno));
-  unlink(tmp);
-  return rc;
-}
 
 static int make_one(const sl_gen_opts *o, const void *zipf, int64_t i, sl__gen_rec *r) {
   switch (o->kind) {
@@ -169,18 +153,19 @@ int sl_gen_run(sl_gen_report *report, const sl_gen_opts *opts) {
   if (rc) return rc;
   const sl_gen_opts *o = &oo;
   if ((rc = mkdirs(o->out_dir)) != 0) return rc;
+  sl__outfile_sweep_dir(o->out_dir); /* shards of killed runs, whatever their count: once, not per shard */
   sl_gen_report rep;
   memset(&rep, 0, sizeof rep);
   void *zipf = NULL;
-  sl__str path = {0}, tmp = {0};
-  bool tmp_open = false; /* tmp names a file being written: removed if the run fails */
+  sl__str path = {0};
+  /* each shard is written as a hidden temporary beside its name (core/outfile_int.h), renamed when complete; a
+   * failed or cancelled run removes the one in the making */
+  sl__outfile of = {0};
   if (o->kind == SL_GEN_TEXT) {
-    if ((rc = sl__str_printf(&path, "%s/vocab.txt", o->out_dir)) || (rc = tmp_name(&tmp, path.s)) ||
-        (rc = sl__gen_vocab(o, tmp.s, &zipf, &rep.vocab_size, &rep.bytes)) || (rc = publish(tmp.s, path.s))) {
-      if (tmp.s) unlink(tmp.s);
+    if ((rc = sl__str_printf(&path, "%s/vocab.txt", o->out_dir)) ||
+        (rc = sl__gen_vocab(o, path.s, &zipf, &rep.vocab_size, &rep.bytes))) {
       sl__gen_zipf_free(zipf);
       sl__str_dispose(&path);
-      sl__str_dispose(&tmp);
       return rc;
     }
     rep.files++;
@@ -195,7 +180,6 @@ int sl_gen_run(sl_gen_report *report, const sl_gen_opts *opts) {
   int nsample = 0;
   double img_bytes = 0, sum_w = 0, sum_h = 0, tokens = 0;
   sl_tfrecord_writer *tw = NULL;
-  FILE *f = NULL;
   int shard = -1;
   if (!recs || !jobs || !th) {
     rc = sl__oom("generator");
@@ -219,20 +203,13 @@ int sl_gen_run(sl_gen_report *report, const sl_gen_opts *opts) {
           break;
         }
         tw = NULL;
-        if (f && fclose(f)) rc = sl__err(SL_EIO, "write error closing '%s': %s", tmp.s, strerror(errno));
-        f = NULL;
-        if (!rc && tmp_open) rc = publish(tmp.s, path.s);
-        tmp_open = false;
-        if (rc) break;
+        if (of.f && (rc = sl__outfile_commit(&of))) break;
         shard = s;
         path.len = 0;
         if ((rc = sl__str_printf(&path, "%s/train-%05d-of-%05d.%s", o->out_dir, s, o->shards, ext)) ||
-            (rc = tmp_name(&tmp, path.s)))
+            (rc = sl__outfile_open(&of, path.s, 0)))
           break;
-        if (images) rc = sl_tfrecord_writer_open(&tw, tmp.s, SL_COMPRESSION_NONE);
-        else if (!(f = fopen(tmp.s, "wb"))) rc = sl__err(SL_EIO, "cannot create '%s': %s", tmp.s, strerror(errno));
-        if (rc) break;
-        tmp_open = true;
+        if (images && (rc = sl__tfrecord_writer_on(&tw, of.f, path.s, SL_COMPRESSION_NONE))) break;
         rep.files++;
       }
       if (images) {
@@ -247,8 +224,8 @@ int sl_gen_run(sl_gen_report *report, const sl_gen_opts *opts) {
           r->jpeg = NULL;
         }
       } else {
-        if (fwrite(r->data.s, 1, r->data.len, f) != r->data.len)
-          rc = sl__err(SL_EIO, "write error on '%s': %s", tmp.s, strerror(errno));
+        if (fwrite(r->data.s, 1, r->data.len, of.f) != r->data.len)
+          rc = sl__err(SL_EIO, "write error on '%s': %s", path.s, strerror(errno));
         rep.bytes += r->data.len;
         tokens += (double)r->tokens;
       }
@@ -261,12 +238,7 @@ int sl_gen_run(sl_gen_report *report, const sl_gen_opts *opts) {
     int c = sl_tfrecord_writer_close(tw);
     if (!rc) rc = c;
   }
-  if (f && fclose(f) && !rc) rc = sl__err(SL_EIO, "write error closing '%s': %s", tmp.s, strerror(errno));
-  if (tmp_open) {
-    if (!rc) rc = publish(tmp.s, path.s);
-    else unlink(tmp.s); /* a failed or cancelled run leaves no partial file */
-    tmp_open = false;
-  }
+  if (of.f && !rc) rc = sl__outfile_commit(&of);
   if (!rc && images && rep.records) {
     rep.mean_image_bytes = img_bytes / (double)rep.records;
     rep.mean_width = sum_w / (double)rep.records;
@@ -277,7 +249,7 @@ int sl_gen_run(sl_gen_report *report, const sl_gen_opts *opts) {
   }
   if (!rc && o->kind == SL_GEN_TEXT) rep.mean_tokens = tokens / (double)rep.records;
 done:
-  if (tmp_open) unlink(tmp.s);
+  sl__outfile_abort(&of); /* a failed or cancelled run leaves no partial file */
   for (int i = 0; i < nsample; i++) sl_buf_unref(sample[i]);
   if (recs)
     for (int k = 0; k < CHUNK; k++) rec_dispose(&recs[k]);
@@ -286,7 +258,6 @@ done:
   sl__free(th);
   sl__gen_zipf_free(zipf);
   sl__str_dispose(&path);
-  sl__str_dispose(&tmp);
   if (!rc && report) *report = rep;
   return rc;
 }

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/outfile_int.h"
 #include "gen/gen_int.h"
 
 
@@ -59,11 +60,13 @@ int sl__gen_vocab(const sl_gen_opts *o, const char *path, void **zipf, int64_t *
   double sum = 0;
   for (int64_t r = 0; r < z->n; r++) z->cdf[r] = (sum += pow((double)(r + 1), -1.05));
   for (int64_t r = 0; r < z->n; r++) z->cdf[r] /= sum;
-  FILE *f = fopen(path, "wb");
-  if (!f) {
+  sl__outfile of; /* written beside, renamed when complete */
+  int rc = sl__outfile_open(&of, path, 0); /* the directory was swept (sl_gen_run) */
+  if (rc) {
     sl__gen_zipf_free(z);
-    return sl__err(SL_EIO, "cannot create '%s': %s", path, strerror(errno));
+    return rc;
   }
+  FILE *f = of.f;
   uint64_t b = 0;
   for (int i = 0; i < NSPECIAL; i++) b += (uint64_t)fprintf(f, "%s\n", SPECIAL[i]);
   char w[32];
@@ -72,9 +75,9 @@ int sl__gen_vocab(const sl_gen_opts *o, const char *path, void **zipf, int64_t *
     w[n] = '\n';
     b += fwrite(w, 1, n + 1, f);
   }
-  if (fclose(f)) {
+  if ((rc = sl__outfile_commit(&of))) {
     sl__gen_zipf_free(z);
-    return sl__err(SL_EIO, "write error on '%s': %s", path, strerror(errno));
+    return rc;
   }
   *zipf = z;
   *entries = z->n + NSPECIAL;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "core/outfile_int.h"
 #include "io/io_int.h"
 
 uint32_t sl_crc32c_extend(uint32_t crc, const void *data, size_t len) {
@@ -252,6 +253,8 @@ void sl_tfrecord_reader_free(sl_tfrecord_reader *r) {
 /* ---- writer ---- */
 struct sl_tfrecord_writer {
   FILE *f;
+  bool borrowed;   /* f is the caller's: close flushes it and leaves it open */
+  sl__outfile out; /* else: the file in the making (core/outfile_int.h), f its stream */
   char *path;
   sl_compression comp;
   z_stream z;
@@ -260,7 +263,15 @@ struct sl_tfrecord_writer {
   int err;
 };
 
-int sl_tfrecord_writer_open(sl_tfrecord_writer **out, const char *path, sl_compression comp) {
+static void writer_free(sl_tfrecord_writer *w) {
+  if (w->z_init) deflateEnd(&w->z);
+  sl__free(w->zbuf);
+  sl__free(w->path);
+  sl__free(w);
+}
+
+/* A writer without its stream yet; `path` names it in messages. */
+static int writer_new(sl_tfrecord_writer **out, const char *path, sl_compression comp) {
   *out = NULL;
   sl_tfrecord_writer *w = sl__calloc(1, sizeof *w);
   if (!w) return sl__oom("a TFRecord writer");
@@ -275,23 +286,33 @@ int sl_tfrecord_writer_open(sl_tfrecord_writer **out, const char *path, sl_compr
       goto oom;
     w->z_init = true;
   }
-  w->f = fopen(path, "wb");
-  if (!w->f) {
-    int rc = sl__err(SL_EIO, "%s: cannot create: %s", path, strerror(errno));
-    if (w->z_init) deflateEnd(&w->z);
-    sl__free(w->zbuf);
-    sl__free(w->path);
-    sl__free(w);
-    return rc;
-  }
   *out = w;
   return 0;
 oom:
-  if (w->z_init) deflateEnd(&w->z);
-  sl__free(w->zbuf);
-  sl__free(w->path);
-  sl__free(w);
+  writer_free(w);
   return sl__oom("a TFRecord writer");
+}
+
+int sl_tfrecord_writer_open(sl_tfrecord_writer **out, const char *path, sl_compression comp) {
+  sl_tfrecord_writer *w;
+  int rc = writer_new(&w, path, comp);
+  if (rc) return rc;
+  /* beside the name and renamed at close: never through a planted link, and no partial file under the name */
+  if ((rc = sl__outfile_open(&w->out, path, 0))) { /* a writer of many shards: no sweep per file */
+    writer_free(w);
+    return rc;
+  }
+  w->f = w->out.f;
+  *out = w;
+  return 0;
+}
+
+int sl__tfrecord_writer_on(sl_tfrecord_writer **out, FILE *f, const char *name, sl_compression comp) {
+  int rc = writer_new(out, name, comp);
+  if (rc) return rc;
+  (*out)->f = f;
+  (*out)->borrowed = true;
+  return 0;
 }
 
 static int wr(sl_tfrecord_writer *w, const void *data, size_t n, int flush) {
@@ -335,10 +356,15 @@ int sl_tfrecord_writer_close(sl_tfrecord_writer *w) {
     rc = wr(w, NULL, 0, Z_FINISH);
     deflateEnd(&w->z);
   }
-  if (fclose(w->f) != 0 && !rc) rc = sl__err(SL_EIO, "%s: close error: %s", w->path, strerror(errno));
   if (w->err && !rc) rc = w->err;
-  sl__free(w->zbuf);
-  sl__free(w->path);
-  sl__free(w);
+  if (w->borrowed) {
+    if (fflush(w->f) != 0 && !rc) rc = sl__err(SL_EIO, "%s: close error: %s", w->path, strerror(errno));
+  } else if (rc) {
+    sl__outfile_abort(&w->out); /* the error already said what failed; nothing half-written stays */
+  } else {
+    rc = sl__outfile_commit(&w->out);
+  }
+  w->z_init = false; /* ended above */
+  writer_free(w);
   return rc;
 }

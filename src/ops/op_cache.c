@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include "core/outfile_int.h"
 #include "ops/op_int.h"
 #include "sluice/tfrecord.h"
 
@@ -230,8 +231,8 @@ typedef struct {
   sl__it it;
   int mode; /* 0 pass-through, 1 filling memory, 2 reading memory, 3 filling file, 4 reading file */
   size_t pos;
-  FILE *f;
-  char *tmp;
+  FILE *f;          /* mode 3: out.f; mode 4: the cache file */
+  sl__outfile out;  /* mode 3: the cache file in the making */
   sl__str ser;
   uint64_t written;
   bool finished;
@@ -245,7 +246,7 @@ static int fill_file_write(cache_it *ci, const sl_elem *e) {
   uint32_t len = (uint32_t)ci->ser.len, crc = sl_crc32c_mask(sl_crc32c(ci->ser.s, ci->ser.len));
   if (fwrite(&len, 4, 1, ci->f) != 1 || fwrite(&crc, 4, 1, ci->f) != 1 ||
       (len && fwrite(ci->ser.s, len, 1, ci->f) != 1))
-    return sl__op_err(ci->it.op, SL_EIO, "%s: cannot write the cache: %s", ci->tmp, strerror(errno));
+    return sl__op_err(ci->it.op, SL_EIO, "%s: cannot write the cache: %s", c->file, strerror(errno));
   ci->written++;
   (void)c;
   return 0;
@@ -254,19 +255,15 @@ static int fill_file_write(cache_it *ci, const sl_elem *e) {
 static int finish_file(cache_it *ci) {
   cache_cfg *c = ci->it.op->impl;
   uint64_t n = ci->written;
-  int ok = fwrite(END_MAGIC, 8, 1, ci->f) == 1 && fwrite(&n, 8, 1, ci->f) == 1 && fflush(ci->f) == 0 &&
-           fsync(fileno(ci->f)) == 0;
-  int cl = fclose(ci->f);
+  bool ok = fwrite(END_MAGIC, 8, 1, ci->f) == 1 && fwrite(&n, 8, 1, ci->f) == 1;
+  int err = errno;
   ci->f = NULL;
-  if (!ok || cl != 0) {
-    unlink(ci->tmp);
-    return sl__op_err(ci->it.op, SL_EIO, "%s: cannot finish the cache file: %s", ci->tmp, strerror(errno));
+  if (!ok) {
+    sl__outfile_abort(&ci->out);
+    return sl__op_err(ci->it.op, SL_EIO, "%s: cannot finish the cache file: %s", c->file, strerror(err));
   }
-  if (rename(ci->tmp, c->file) != 0) {
-    unlink(ci->tmp);
-    return sl__op_err(ci->it.op, SL_EIO, "cannot rename %s to %s: %s", ci->tmp, c->file, strerror(errno));
-  }
-  return 0;
+  int rc = sl__outfile_commit(&ci->out); /* synced, then renamed into place */
+  return rc ? sl__op_wrap(ci->it.op, rc) : 0;
 }
 
 static int cache_next(sl__it *it, sl_elem *out) {
@@ -346,10 +343,7 @@ static void cache_it_free(sl__it *it) {
   cache_it *ci = (cache_it *)it;
   cache_cfg *c = it->op->impl;
   if (ci->mode == 1 || ci->mode == 3) {
-    if (ci->f) {
-      fclose(ci->f);
-      unlink(ci->tmp);
-    }
+    sl__outfile_abort(&ci->out); /* an unfinished cache file leaves nothing behind */
     if (!ci->finished) {
       pthread_mutex_lock(&c->mu);
       if (ci->mode == 1) cache_drop(it->op, c);
@@ -359,7 +353,6 @@ static void cache_it_free(sl__it *it) {
   } else if (ci->f) {
     fclose(ci->f);
   }
-  sl__free(ci->tmp);
   sl__str_dispose(&ci->ser);
   sl__free(ci);
 }
@@ -396,15 +389,12 @@ static int cache_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **ou
   ci->mode = mode;
   if (mode == 3 || mode == 4) {
     if (mode == 3) {
-      sl__str t = {0};
-      if (sl__str_printf(&t, "%s.tmp.%d", c->file, (int)getpid())) rc = SL_ENOMEM;
-      ci->tmp = t.s;
-      if (!rc) {
-        ci->f = fopen(ci->tmp, "wb");
-        if (!ci->f) rc = sl__op_err(op, SL_EIO, "%s: cannot create the cache file: %s", ci->tmp, strerror(errno));
-        else if (fwrite(MAGIC, 8, 1, ci->f) != 1 || fwrite(&c->fingerprint, 8, 1, ci->f) != 1)
-          rc = sl__op_err(op, SL_EIO, "%s: cannot write the cache file", ci->tmp);
-      }
+      /* a hidden temporary beside the file, never through a link planted there; renamed when complete */
+      rc = sl__outfile_open(&ci->out, c->file, SL__OUTFILE_SWEEP);
+      ci->f = ci->out.f;
+      if (rc) rc = sl__op_wrap(op, rc);
+      else if (fwrite(MAGIC, 8, 1, ci->f) != 1 || fwrite(&c->fingerprint, 8, 1, ci->f) != 1)
+        rc = sl__op_err(op, SL_EIO, "%s: cannot write the cache file", c->file);
     } else {
       ci->f = fopen(c->file, "rb");
       unsigned char hdr[16];

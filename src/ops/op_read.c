@@ -1,6 +1,7 @@
 /* ops/op_read.c: the file readers: `files` (a list or globs -> filenames, optionally shuffled per epoch),
  * `tfrecord` (records of each input filename) and `lines` (text lines of each input filename). */
 #include <errno.h>
+#include <unistd.h>
 #include <glob.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -38,12 +39,22 @@ static int files_glob(sl__op *op, files_cfg *c, const char *pat, const char *whe
   char *full = sl__resolve_path(op->pl, pat);
   if (!full) return sl__oom("a glob");
   glob_t g;
-  int gr = glob(full, 0, NULL, &g);
+  int gr = glob(full, GLOB_MARK, NULL, &g); /* directories end in '/': refused now, not when the reader opens them */
   int rc = 0;
-  if (gr == GLOB_NOMATCH) rc = sl__err(SL_ENOTFOUND, "%s: glob '%s' matched no files", where, full);
+  char cwd[1024] = "";
+  if (full[0] != '/' && !getcwd(cwd, sizeof cwd)) snprintf(cwd, sizeof cwd, "?");
+  if (gr == GLOB_NOMATCH)
+    rc = sl__err(SL_ENOTFOUND, "%s: glob '%s' matched no files%s%s%s", where, full,
+                 cwd[0] ? " (a relative pattern: matched against the working directory " : "", cwd, cwd[0] ? ")" : "");
   else if (gr) rc = sl__err(SL_EIO, "%s: glob '%s' failed", where, full);
-  else
-    for (size_t i = 0; i < g.gl_pathc && !rc; i++) rc = files_add(c, g.gl_pathv[i]); /* glob sorts */
+  for (size_t i = 0; gr == 0 && i < g.gl_pathc && !rc; i++) {
+    size_t n = strlen(g.gl_pathv[i]);
+    if (n && g.gl_pathv[i][n - 1] == '/')
+      rc = sl__err(SL_EINVAL, "%s: glob '%s' matches the directory '%s'; the readers read files (a pattern such as "
+                   "'%s*' lists what is in it)", where, full, g.gl_pathv[i], g.gl_pathv[i]);
+    else
+      rc = files_add(c, g.gl_pathv[i]); /* glob sorts */
+  }
   if (gr == 0) globfree(&g);
   sl__free(full);
   return rc;
@@ -86,8 +97,10 @@ static int files_parse(sl__op *op, json_t *o) {
       char *full = sl__resolve_path(op->pl, json_string_value(x));
       if (!full) return sl__oom("a path");
       struct stat st;
-      if (stat(full, &st) != 0) {
-        rc = sl__err(SL_ENOTFOUND, "%s.list[%zu]: '%s': %s", op->path, i, full, strerror(errno));
+      int missing = stat(full, &st) != 0 ? errno : 0;
+      if (missing || S_ISDIR(st.st_mode)) {
+        rc = missing ? sl__err(SL_ENOTFOUND, "%s.list[%zu]: '%s': %s", op->path, i, full, strerror(missing))
+                     : sl__err(SL_EINVAL, "%s.list[%zu]: '%s' is a directory; the readers read files", op->path, i, full);
         sl__free(full);
         return rc;
       }

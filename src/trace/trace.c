@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/outfile_int.h"
 #include "ops/pipeline_int.h"
 #include "trace/trace_int.h"
 
@@ -480,16 +481,11 @@ int sl_trace_save(const sl_trace *t, const char *path) {
   char *s = NULL;
   int rc = sl_trace_to_json(&s, t);
   if (rc) return rc;
-  FILE *f = fopen(path, "wb");
-  if (!f) {
-    sl__free(s);
-    return sl__err(SL_EIO, "%s: cannot write the trace: %s", path, strerror(errno));
-  }
   size_t len = strlen(s);
-  bool ok = fwrite(s, 1, len, f) == len && fputc('\n', f) != EOF;
-  ok = (fclose(f) == 0) && ok;
+  s[len] = '\n'; /* the document ends its line; the NUL is not written */
+  rc = sl__outfile_write(path, s, len + 1);
   sl__free(s);
-  return ok ? 0 : sl__err(SL_EIO, "%s: write failed: %s", path, strerror(errno));
+  return rc ? sl__err_wrap(rc, "cannot write the trace") : 0;
 }
 
 /* Field readers that name what is wrong. */

@@ -50,16 +50,17 @@ def record(data: bytes) -> bytes:
     n = struct.pack("<Q", len(data))
     return n + struct.pack("<I", mask(crc32c(n))) + data + struct.pack("<I", mask(crc32c(data)))
 
-here = os.path.dirname(os.path.abspath(__file__))
-assert crc32c(b"123456789") == 0xE3069283
-recs = []
-for i in range(5):
-    recs.append(example({
-        "label": feature_int64([i * 10 - 3]),
-        "name": feature_bytes([("item-%d" % i).encode()]),
-        "score": feature_float([i + 0.5, -1.25]),
-        "tags": feature_bytes([b"a", b"bc"][: (i % 2) + 1]),
-    }))
-blob = b"".join(record(r) for r in recs)
-open(os.path.join(here, "independent.tfrecord"), "wb").write(blob)
-open(os.path.join(here, "independent.tfrecord.gz"), "wb").write(gzip.compress(blob, mtime=0))
+if __name__ == "__main__":  # importable: tests/hostile/mkdata.py builds hostile files from the same encoders
+    here = os.path.dirname(os.path.abspath(__file__))
+    assert crc32c(b"123456789") == 0xE3069283
+    recs = []
+    for i in range(5):
+        recs.append(example({
+            "label": feature_int64([i * 10 - 3]),
+            "name": feature_bytes([("item-%d" % i).encode()]),
+            "score": feature_float([i + 0.5, -1.25]),
+            "tags": feature_bytes([b"a", b"bc"][: (i % 2) + 1]),
+        }))
+    blob = b"".join(record(r) for r in recs)
+    open(os.path.join(here, "independent.tfrecord"), "wb").write(blob)
+    open(os.path.join(here, "independent.tfrecord.gz"), "wb").write(gzip.compress(blob, mtime=0))

@@ -225,6 +225,16 @@ def test_bad_spec_raises_spec_error_with_the_library_message(cli, tmp_path):
     assert issubclass(sluice.SpecError, sluice.Error)
 
 
+def test_a_json_string_starting_with_a_bracket_is_json_not_a_path():
+    # issue 34 row 18: it was opened as a file, and the message was the string cut off before the reason
+    with pytest.raises(sluice.SpecError) as ei:
+        sluice.Pipeline("[" * 3000)
+    msg = str(ei.value)
+    assert msg.startswith("<spec>:") and "cannot open" not in msg and len(msg) < 1100
+    with pytest.raises(sluice.SpecError, match="<spec>"):
+        sluice.Pipeline('  [{"op": "range"}]')
+
+
 def test_errors_name_where_as_attributes(tmp_path):
     with pytest.raises(sluice.SpecError) as ei:
         sluice.Pipeline({"ops": [{"op": "range"}, {"op": "map", "fn": "log1p", "args": {"componnet": "value"}}]})

@@ -90,6 +90,19 @@ def test_record_run_and_store_errors(tmp_path, cli):
         sluice.prov.Store(bad)
 
 
+def test_store_never_shows_a_password():
+    # issue 34 row 5: repr(Store) and the error of a store that cannot be opened
+    secret = "Sekr3tPW9q"
+    for uri in (f"postgresql://u:{secret}@127.0.0.1:1/x?connect_timeout=3",
+                f"postgresql://u@127.0.0.1:1/x?connect_timeout=3&password={secret}"):
+        with pytest.raises(sluice.StoreError) as ei:
+            sluice.prov.Store(uri)
+        assert secret not in str(ei.value) and "***" in str(ei.value)
+        s = sluice.prov.Store.__new__(sluice.prov.Store)  # a Store as __init__ leaves it, without a server
+        s.uri = uri
+        assert secret not in repr(s) and "127.0.0.1:1" in repr(s)
+
+
 def test_should_train_agrees_with_the_cli(tmp_path, cli):
     db = tmp_path / "prov.db"
     run_cli(cli, "prov", "gen", db, "--pipelines", 4, "--days", 30)

@@ -269,6 +269,11 @@ static void events_paths_and_lineage(void **state) {
   assert_int_equal(l->n, 5); /* e1, a, b, e2, c */
   sl_prov_list_free(l);
   assert_int_equal(sl_prov_lineage(&l, p, SL_PROV_ARTIFACT, 999999, SL_PROV_UP, 0), SL_ENOTFOUND);
+  /* out of range: refused naming the value, never walked as something else (issue 34 row 15) */
+  assert_int_equal(sl_prov_lineage(&l, p, SL_PROV_ARTIFACT, a, SL_PROV_UP, -1), SL_EINVAL);
+  assert_non_null(strstr(sl_error_last(), "max_depth -1"));
+  assert_int_equal(sl_prov_lineage(&l, p, SL_PROV_ARTIFACT, a, 7, 0), SL_EINVAL);
+  assert_int_equal(sl_prov_lineage(&l, p, SL_PROV_ARTIFACT, -5, SL_PROV_UP, 0), SL_EINVAL);
   assert_int_equal(sl_prov_neighbours(&l, p, SL_PROV_ARTIFACT, b), 0);
   assert_int_equal(l->nevents, 2);
   sl_prov_list_free(l);

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <xgboost/c_api.h>
 
+#include "core/outfile_int.h"
 #include "prov/analytics/analytics_int.h"
 
 #define MODEL_FORMAT "sluice.prov.model/1"
@@ -321,9 +322,12 @@ int sl_prov_model_save(const sl_prov_model *m, const char *path) {
   json_object_set_new(root, "threshold", json_real(m->threshold));
   json_object_set_new(root, "importance", imp);
   json_object_set_new(root, "booster", booster);
-  int rc = json_dump_file(root, path, JSON_COMPACT) ? sl__err(SL_EIO, "%s: cannot write the model", path) : 0;
+  char *text = json_dumps(root, JSON_COMPACT);
   json_decref(root);
-  return rc;
+  if (!text) return sl__oom("the model document");
+  int rc = sl__outfile_write(path, text, strlen(text)); /* beside, then renamed: a full disk keeps the old model */
+  sl__free(text); /* jansson allocates through sluice's allocator (core/error.c) */
+  return rc ? sl__err_wrap(rc, "cannot write the model") : 0;
 }
 
 int sl_prov_model_load(sl_prov_model **out, const char *path) {

@@ -106,6 +106,7 @@ typedef struct gen {
   sl_prov *p;
   int64_t tex[C_N], tart[A_N], t_pipe, t_run, t_node;
   sl_prov_gen_report *rep;
+  char suffix[32]; /* after every pipeline's name: "" or ".sSEED" beside a corpus holding the plain names */
 } gen;
 
 typedef struct pipe_state {
@@ -468,12 +469,49 @@ static int setup_types(gen *G) {
   return 0;
 }
 
+/* Pipeline i's name (its rng's first draw picks the domain), with G's suffix. */
+static void pipe_name(char *out, size_t n, const gen *G, const sl_prov_gen_opts *o, int i, rng *r) {
+  sl_rng_seed(r, sl__mix64(o->seed * 0x100000001b3ull + (uint64_t)i + 1));
+  snprintf(out, n, "p%04d-%s%s", i, DOMAINS[rnext(r) % (sizeof DOMAINS / sizeof *DOMAINS)], G->suffix);
+}
+
+/* Whether a pipeline of the corpus (names with G's suffix) is in the store already: the first such name in `which`. */
+static int any_taken(bool *taken, char *which, size_t n, gen *G, const sl_prov_gen_opts *o) {
+  *taken = false;
+  for (int i = 0; i < o->pipelines && !*taken; i++) {
+    rng r;
+    pipe_name(which, n, G, o, i, &r);
+    sl_prov_query q = {.type_name = "pipeline", .name = which, .limit = 1};
+    sl_prov_list *l;
+    int rc = sl_prov_find(&l, G->p, SL_PROV_CONTEXT, &q);
+    if (rc) return rc;
+    *taken = l->n > 0;
+    sl_prov_list_free(l);
+  }
+  return 0;
+}
+
+/* A second corpus (prov gen --append) must not merge into the first's pipelines and runs, which get-or-create by
+ * name would do: the corpus takes its seed as a suffix when a plain name is taken, and is refused when a suffixed
+ * one is too (the same seed again, after a killed gen). Decided before anything is written. */
+static int pick_names(gen *G, const sl_prov_gen_opts *o) {
+  char name[96];
+  bool taken;
+  int rc = any_taken(&taken, name, sizeof name, G, o);
+  if (rc || !taken) return rc;
+  snprintf(G->suffix, sizeof G->suffix, ".s%llu", (unsigned long long)o->seed);
+  rc = any_taken(&taken, name, sizeof name, G, o);
+  if (rc || !taken) return rc;
+  return sl__err(SL_EINVAL, "gen: pipeline '%s' is already in the store (a gen with seed %llu wrote it, perhaps "
+                 "killed midway); a corpus is added only under names of its own: choose another seed",
+                 name, (unsigned long long)o->seed);
+}
+
 static int gen_pipeline(gen *G, const sl_prov_gen_opts *o, int i) {
   pipe_state P;
   memset(&P, 0, sizeof P);
-  sl_rng_seed(&P.r, sl__mix64(o->seed * 0x100000001b3ull + (uint64_t)i + 1));
   rng *r = &P.r;
-  snprintf(P.name, sizeof P.name, "p%04d-%s", i, DOMAINS[rnext(r) % (sizeof DOMAINS / sizeof *DOMAINS)]);
+  pipe_name(P.name, sizeof P.name, G, o, i, r); /* seeds r: pipeline i draws from its own stream */
   double D = o->days, start = 0, end = D, u = runif(r);
   if (u >= P_FULL_LIFE) {
     if (u < P_FULL_LIFE + P_LATE_START)
@@ -521,8 +559,10 @@ static int gen_pipeline(gen *G, const sl_prov_gen_opts *o, int i) {
   }
   sl__free(P.ex_ids);
   if (rc) {
+    char keep[1024]; /* the error that stopped the pipeline, not the rollback's */
+    snprintf(keep, sizeof keep, "%s", sl_error_last());
     sl_prov_rollback(G->p);
-    return rc;
+    return sl__err(rc, "%s", keep);
   }
   G->rep->pipelines++;
   return sl_prov_commit(G->p);
@@ -548,6 +588,7 @@ int sl_prov_gen(sl_prov_gen_report *rep, sl_prov *p, const sl_prov_gen_opts *o) 
   G.p = p;
   G.rep = rep;
   int rc = setup_types(&G);
+  if (!rc) rc = pick_names(&G, o);
   if (!rc) rc = sl_prov_bulk_begin(p);
   for (int i = 0; !rc && i < o->pipelines; i++) {
     if (o->cancel && *o->cancel) {

@@ -12,16 +12,18 @@ static bool uri_names_postgres(const char *u) {
   return !strncmp(u, "postgresql://", 13) || !strncmp(u, "postgres://", 11);
 }
 
-/* The uri with any password removed, for messages. */
-static char *redact(const char *uri) {
-  char *r = sl__strdup(uri);
-  if (!r || !uri_names_postgres(uri)) return r;
-  char *at = strchr(r, '@'), *sch = strstr(r, "://");
-  if (at && sch) {
-    char *colon = memchr(sch + 3, ':', (size_t)(at - sch - 3));
-    if (colon) memmove(colon, at, strlen(at) + 1);
+/* "host=h password=pw dbname=d": libpq's other form, which would otherwise become a SQLite file of that name (the
+ * password in a file name). */
+static bool is_conninfo(const char *u) {
+  static const char *const KEYS[] = {"host", "hostaddr", "port", "dbname", "user", "password", "sslmode", "service"};
+  for (size_t i = 0; i < sizeof KEYS / sizeof *KEYS; i++) {
+    size_t n = strlen(KEYS[i]);
+    if (strncmp(u, KEYS[i], n)) continue;
+    const char *c = u + n;
+    while (*c == ' ') c++;
+    if (*c == '=') return true;
   }
-  return r;
+  return false;
 }
 
 int sl__pdb_open(sl__pdb **out, const char *uri, bool create) {
@@ -32,12 +34,15 @@ int sl__pdb_open(sl__pdb **out, const char *uri, bool create) {
   sl__pdb *db = sl__calloc(1, vt->db_size);
   if (!db) return sl__oom("store handle");
   db->vt = vt;
-  db->where = redact(uri);
+  db->where = sl__redact_dup(uri); /* for messages: no password */
   if (!db->where) {
     sl__free(db);
     return sl__oom("store uri");
   }
-  int rc = vt->open(db, target, create);
+  int rc = is_conninfo(uri) ? sl__err(SL_EINVAL, "'%s': a libpq key=value connection string; name the store with a "
+                                                 "postgresql:// URI (or sqlite:PATH for a file of that name)",
+                                      db->where)
+                            : vt->open(db, target, create);
   if (rc) {
     sl__pdb_close(db);
     return rc;

@@ -62,7 +62,34 @@ typedef struct lite_stmt {
 static int lite_err(lite_db *db, const char *what) {
   int e = sqlite3_errcode(db->lite);
   int code = e == SQLITE_CONSTRAINT ? SL_EINVAL : e == SQLITE_CORRUPT || e == SQLITE_NOTADB ? SL_ECORRUPT : SL_EIO;
+  /* a full disk says so: SQLite's unix VFS turns ENOSPC into SQLITE_FULL and keeps no errno for it */
+  if (e == SQLITE_FULL)
+    return sl__err(code, "%s: %s: %s (ENOSPC: %s)", db->base.where, what, sqlite3_errmsg(db->lite), strerror(ENOSPC));
+  int os = sqlite3_system_errno(db->lite);
+  if (os && (e == SQLITE_IOERR || e == SQLITE_CANTOPEN || e == SQLITE_READONLY))
+    return sl__err(code, "%s: %s: %s (%s)", db->base.where, what, sqlite3_errmsg(db->lite), strerror(os));
   return sl__err(code, "%s: %s: %s", db->base.where, what, sqlite3_errmsg(db->lite));
+}
+
+/* How a reader without write access opens a WAL store. It must see what is committed in the -wal, and must leave
+ * no -wal or -shm of its own behind (in a shared directory the owner could not write them, and its next write
+ * would fail). Nothing in the -wal: immutable, which reads the file as it is and creates nothing. Committed
+ * transactions in the -wal: a read-only open through the existing -shm index, or, with none, a refusal saying
+ * what to do. */
+static int readonly_mode(const char *path, bool *immutable) {
+  char side[4200];
+  struct stat st;
+  snprintf(side, sizeof side, "%s-wal", path);
+  bool wal = stat(side, &st) == 0 && st.st_size > 0;
+  snprintf(side, sizeof side, "%s-shm", path);
+  bool shm = stat(side, &st) == 0 && access(side, R_OK) == 0;
+  *immutable = !wal;
+  if (wal && !shm)
+    return sl__err(SL_EIO, "%s: committed transactions wait in %s-wal, and a reader without write access to the "
+                   "store and its directory cannot build the -shm index that reading them needs: open the store once "
+                   "with write access (any 'sluice prov' command by its owner checkpoints it), or let readers write "
+                   "the directory", path, path);
+  return 0;
 }
 
 /* file: URI of path (percent-encoded where it must be) opening it immutable. */
@@ -125,9 +152,10 @@ static int lite_open(sl__pdb *base, const char *path, bool create) {
     else
       snprintf(dir, sizeof dir, ".");
     ro = access(path, W_OK) != 0 || access(dir, W_OK) != 0;
-    /* In a directory we cannot write, nobody can be writing the store in WAL mode (that needs -shm there):
-     * open it as immutable, which needs no -shm file. */
-    immutable = access(dir, W_OK) != 0;
+    if (ro) {
+      int rc = readonly_mode(path, &immutable);
+      if (rc) return rc;
+    }
   }
   int fl = (ro ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE) | (create ? SQLITE_OPEN_CREATE : 0) |
            SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI;
@@ -372,6 +400,9 @@ static int lite_exec(sl__pdb *base, const char *sql) {
       if (rc) return rc;
     }
   }
+  /* SQLite ends the transaction itself on some errors (SQLITE_FULL among them): a ROLLBACK then has nothing to do,
+   * and its "no transaction is active" would replace the error that matters. */
+  if (!strncmp(sql, "ROLLBACK", 8) && sqlite3_get_autocommit(db->lite)) return 0;
   char *em = NULL;
   if (sqlite3_exec(db->lite, sql, NULL, NULL, &em) != SQLITE_OK) {
     int rc = lite_err(db, "SQL");

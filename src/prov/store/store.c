@@ -99,16 +99,10 @@ int sl_prov_open(sl_prov **out, const char *uri, unsigned flags) {
   *out = NULL;
   sl_prov *p = sl__calloc(1, sizeof *p);
   if (!p) return sl__oom("store");
-  p->uri = sl__strdup(uri ? uri : "");
+  p->uri = sl__redact_dup(uri); /* for messages: no password */
   if (!p->uri) {
     sl__free(p);
     return sl__oom("store");
-  }
-  /* Keep a password out of messages. */
-  char *at = strchr(p->uri, '@'), *sch = strstr(p->uri, "://");
-  if (at && sch) {
-    char *colon = memchr(sch + 3, ':', (size_t)(at - sch - 3));
-    if (colon) memmove(colon, at, strlen(at) + 1);
   }
   int rc = sl__pdb_open(&p->db, uri, (flags & SL_PROV_CREATE) != 0);
   if (!rc) rc = sl__prov_schema(p, (flags & SL_PROV_CREATE) != 0);

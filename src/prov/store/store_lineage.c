@@ -83,6 +83,10 @@ int sl_prov_lineage(sl_prov_list **out, sl_prov *p, sl_prov_kind kind, int64_t i
   *out = NULL;
   if (kind != SL_PROV_ARTIFACT && kind != SL_PROV_EXECUTION)
     return sl__err(SL_EINVAL, "lineage starts at an artifact or an execution");
+  if (direction < SL_PROV_UP || direction > SL_PROV_BOTH)
+    return sl__err(SL_EINVAL, "lineage: direction %d is not SL_PROV_UP, SL_PROV_DOWN or SL_PROV_BOTH", direction);
+  if (max_depth < 0) return sl__err(SL_EINVAL, "lineage: max_depth %d: must be >= 0 (0: unlimited)", max_depth);
+  if (id < 1) return sl__err(SL_EINVAL, "lineage: id %lld: ids are >= 1", (long long)id);
   sl_prov_query q0 = {0};
   q0.id = id;
   sl_prov_list *start;

@@ -386,7 +386,9 @@ static void sim_chart(pctx *c) {
 static int page(pctx *c, const sl_report_prov_opts *o) {
   sl__html *h = &c->h;
   char title[300], a[32], b[96], x[32], y[32];
-  snprintf(title, sizeof title, "sluice prov report: %s", o->source ? o->source : "provenance store");
+  char src[256];
+  sl_redact(src, sizeof src, o->source ? o->source : "provenance store"); /* the page is shared: no password */
+  snprintf(title, sizeof title, "sluice prov report: %s", src);
   sl__h_begin(h, title);
   const sl_prov_stats *s = c->st;
   sl__h_raw(h, "<p class=\"sub\">");

@@ -1,0 +1,206 @@
+/* core/outfile.c: files written beside their final name and renamed into place (see outfile_int.h). A reader never
+ * sees a partial file, a failed write (a full disk) leaves the previous file as it was, and a symlink or file
+ * planted at a temporary name is never opened; temporaries of killed writers are swept when the name is next written. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/core_int.h"
+#include "core/outfile_int.h"
+
+#define TMP_TRIES 64
+
+static atomic_uint_fast64_t g_tmp_seq;
+
+/* The directory part of `path` ("." when none) and where its base name starts. */
+static int split_path(sl__str *dir, const char **base, const char *path) {
+  const char *slash = strrchr(path, '/');
+  *base = slash ? slash + 1 : path;
+  dir->len = 0;
+  if (!slash) return sl__str_append(dir, ".", 1);
+  return sl__str_append(dir, path, slash == path ? 1 : (size_t)(slash - path));
+}
+
+static bool all_digits(const char *s, const char *end) {
+  if (s >= end) return false;
+  for (; s < end; s++)
+    if (*s < '0' || *s > '9') return false;
+  return true;
+}
+
+/* The pid of a temporary's name after its base: "tmp-PID" or "tmp-PID-HEX" (hidden form), "tmp.PID" (old form). */
+static bool tmp_suffix(const char *p, bool hidden, long *pid) {
+  p += 4; /* "tmp-" or "tmp." */
+  const char *dash = hidden ? strchr(p, '-') : NULL, *end = dash ? dash : p + strlen(p);
+  if (!all_digits(p, end)) return false;
+  if (dash) {
+    if (!dash[1]) return false;
+    for (const char *h = dash + 1; *h; h++)
+      if (!((*h >= '0' && *h <= '9') || (*h >= 'a' && *h <= 'f'))) return false;
+  }
+  *pid = strtol(p, NULL, 10);
+  return *pid > 0;
+}
+
+bool sl__outfile_is_tmp(const char *name, const char *base, long *pid) {
+  if (base) {
+    size_t bl = strlen(base);
+    if (name[0] == '.' && !strncmp(name + 1, base, bl) && !strncmp(name + 1 + bl, ".tmp-", 5))
+      return tmp_suffix(name + 1 + bl + 1, true, pid);
+    if (!strncmp(name, base, bl) && !strncmp(name + bl, ".tmp.", 5)) /* NAME.tmp.PID: caches before 0.2 */
+      return tmp_suffix(name + bl + 1, false, pid);
+    return false;
+  }
+  /* any base: the last ".tmp-" of a hidden name, or the last ".tmp." */
+  const char *h = NULL, *o = NULL;
+  for (const char *c = strstr(name, ".tmp"); c; c = strstr(c + 1, ".tmp")) {
+    if (c[4] == '-') h = c;
+    if (c[4] == '.') o = c;
+  }
+  if (name[0] == '.' && h && h > name + 1 && tmp_suffix(h + 1, true, pid)) return true;
+  return o && o > name && tmp_suffix(o + 1, false, pid);
+}
+
+/* Removes the temporaries in `dir` (of `base`, or of any name when NULL) whose writer is dead. */
+static int sweep(const char *dir, const char *base) {
+  int removed = 0;
+  DIR *d = opendir(dir);
+  if (!d) return 0;
+  sl__str f = {0};
+  struct dirent *de;
+  while ((de = readdir(d))) {
+    long pid;
+    if (!sl__outfile_is_tmp(de->d_name, base, &pid)) continue;
+    /* ESRCH: no such process. EPERM means it exists (another user's): its file stays. */
+    if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
+    f.len = 0;
+    if (sl__str_printf(&f, "%s/%s", dir, de->d_name)) break;
+    struct stat st;
+    /* unlink removes a link, never its target; a directory of that name is not ours */
+    if (lstat(f.s, &st) == 0 && !S_ISDIR(st.st_mode) && unlink(f.s) == 0) removed++;
+  }
+  closedir(d);
+  sl__free(f.s);
+  return removed;
+}
+
+int sl__outfile_sweep(const char *path) {
+  sl__str dir = {0};
+  const char *base;
+  int removed = split_path(&dir, &base, path) || !*base ? 0 : sweep(dir.s, base);
+  sl__free(dir.s);
+  return removed;
+}
+
+int sl__outfile_sweep_dir(const char *dir) { return sweep(dir, NULL); }
+
+int sl__outfile_open(sl__outfile *o, const char *path, unsigned flags) {
+  memset(o, 0, sizeof *o);
+  sl__str dir = {0}, tmp = {0};
+  const char *base;
+  int rc = split_path(&dir, &base, path);
+  if (rc) return rc;
+  if (!*base) {
+    sl__free(dir.s);
+    return sl__err(SL_EIO, "%s: not a file name", path);
+  }
+  if (flags & SL__OUTFILE_SWEEP) sl__outfile_sweep(path);
+  o->path = sl__strdup(path);
+  if (!o->path) {
+    sl__free(dir.s);
+    return sl__oom("an output file name");
+  }
+  int fd = -1, err = 0;
+  for (int t = 0; t < TMP_TRIES && fd < 0; t++) {
+    /* unpredictable, so a link cannot be planted ahead; O_EXCL|O_NOFOLLOW refuses one anyway */
+    uint64_t r = sl__mix64(sl__now_ns() ^ ((uint64_t)getpid() << 32) ^ atomic_fetch_add(&g_tmp_seq, 1) ^
+                           (uint64_t)(uintptr_t)o);
+    tmp.len = 0;
+    if ((rc = sl__str_printf(&tmp, "%s/.%s.tmp-%ld-%08x", dir.s, base, (long)getpid(), (unsigned)r))) break;
+    fd = open(tmp.s, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+    err = errno;
+    if (fd < 0 && err != EEXIST) break;
+  }
+  sl__free(dir.s);
+  if (rc || fd < 0) {
+    sl__free(tmp.s);
+    sl__free(o->path);
+    o->path = NULL;
+    return rc ? rc : sl__err(SL_EIO, "%s: cannot create a temporary beside it: %s", path, strerror(err));
+  }
+  o->tmp = tmp.s;
+  o->f = fdopen(fd, "wb");
+  if (!o->f) {
+    err = errno;
+    close(fd);
+    sl__outfile_abort(o);
+    return sl__err(SL_EIO, "%s: cannot open a stream: %s", path, strerror(err));
+  }
+  return 0;
+}
+
+static void release(sl__outfile *o) {
+  sl__free(o->tmp);
+  sl__free(o->path);
+  memset(o, 0, sizeof *o);
+}
+
+void sl__outfile_abort(sl__outfile *o) {
+  if (o->f) fclose(o->f);
+  if (o->tmp) unlink(o->tmp);
+  release(o);
+}
+
+int sl__outfile_commit(sl__outfile *o) {
+  int rc = 0, err = 0;
+  const char *step = NULL;
+  if (fflush(o->f) != 0) step = "write", err = errno;
+  else if (fsync(fileno(o->f)) != 0) step = "sync", err = errno;
+  int cl = fclose(o->f);
+  o->f = NULL;
+  if (!step && cl != 0) step = "write", err = errno;
+  if (!step && rename(o->tmp, o->path) != 0) step = "rename the temporary onto", err = errno;
+  if (step) {
+    rc = sl__err(SL_EIO, "%s: cannot %s the file: %s (the previous file, if any, is unchanged)", o->path, step,
+                 strerror(err));
+    unlink(o->tmp);
+  } else {
+    /* the rename itself is durable once the directory is synced; best effort (some filesystems refuse it) */
+    sl__str dir = {0};
+    const char *base;
+    if (!split_path(&dir, &base, o->path)) {
+      int dfd = open(dir.s, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      if (dfd >= 0) {
+        (void)fsync(dfd);
+        close(dfd);
+      }
+    }
+    sl__free(dir.s);
+  }
+  release(o);
+  return rc;
+}
+
+int sl__outfile_write(const char *path, const void *data, size_t len) {
+  sl__outfile o;
+  int rc = sl__outfile_open(&o, path, SL__OUTFILE_SWEEP);
+  if (rc) return rc;
+  if (len && fwrite(data, 1, len, o.f) != len) {
+    int err = errno;
+    sl__outfile_abort(&o);
+    return sl__err(SL_EIO, "%s: cannot write the file: %s (the previous file, if any, is unchanged)", path,
+                   strerror(err));
+  }
+  return sl__outfile_commit(&o);
+}
+
+int sl_file_write(const char *path, const void *data, size_t len) {
+  if (!path || (!data && len)) return sl__err(SL_EINVAL, "sl_file_write: no path or no data");
+  return sl__outfile_write(path, data, len);
+}
