@@ -17,13 +17,15 @@ DEB_PKGS := build-essential cmake pkg-config clang libclang-rt-14-dev \
   libstb-dev libxxhash-dev libpq-dev libsqlite3-dev sqlite3 postgresql python3 chromium \
   python3-dev python3-numpy python3-setuptools python3-pip python3-venv python3-pytest python3-torch \
   openmpi-bin libopenmpi-dev
-DEB_BENCH := python3-torch python3-torchvision python3-pil python3-numpy hyperfine
+# SPDL's decoder loads FFmpeg's shared libraries (Debian's FFmpeg 5) at run time.
+DEB_BENCH := python3-torch python3-torchvision python3-pil python3-numpy hyperfine \
+  libavutil57 libavcodec59 libavformat59 libavfilter8 libavdevice59 libswscale6 libswresample4
 
 FUZZ_SECONDS ?= 20
 
 PREFIX ?= /usr/local
 
-.PHONY: soak fuzz build-fuzz test-fuzz all deps deps-bench build build-asan build-tsan demo test test-plain test-asan test-tsan test-engine-only bench bench-quick install clean
+.PHONY: soak fuzz build-fuzz test-fuzz all deps deps-bench build build-asan build-tsan demo test test-plain test-asan test-tsan test-engine-only bench bench-quick bench-peers peers-venv install clean
 
 all: build
 
@@ -88,8 +90,24 @@ soak: build
 	$(BUILD)/soak 50000000 1000
 
 bench: deps-bench
-	$(MAKE) build
+	$(MAKE) build peers-venv
 	python3 bench/run $(BUILD)/sluice
+
+# The peers of issue 40 (tf.data, DALI on the CPU, SPDL, torch + torchvision; bench/peers/requirements.txt pins
+# them) in a virtual environment under $(BUILD), from PyPI, made again when the pins change. Measuring only:
+# nothing else depends on it.
+PEERS_VENV := $(BUILD)/peers-venv
+peers-venv: $(PEERS_VENV)/.installed
+$(PEERS_VENV)/.installed: bench/peers/requirements.txt
+	rm -rf $(PEERS_VENV) && $(PYTHON) -m venv $(PEERS_VENV)
+	$(PEERS_VENV)/bin/python -m pip install -q -r bench/peers/requirements.txt
+	touch $@
+
+# Only the peers section: each suite pipeline in every peer that can express it, alternating with sluice's plan;
+# spliced into BENCHMARKS.md.
+bench-peers: deps-bench
+	$(MAKE) build peers-venv
+	python3 bench/run --peers-only $(BUILD)/sluice
 
 bench-quick: build
 	python3 bench/run --quick $(BUILD)/sluice

@@ -107,6 +107,13 @@ def tfrecords(path):
             yield data
 
 
+def pil_transform():
+    """The imagenet recipe on PIL images (torchvision's classic transforms)."""
+    return transforms.Compose([
+        transforms.RandomResizedCrop(224), transforms.RandomHorizontalFlip(), transforms.ToTensor(),
+        transforms.Normalize(mean=[0.485, 0.456, 0.406], std=[0.229, 0.224, 0.225])])
+
+
 class ImagenetTFRecord(IterableDataset):
     def __init__(self, files, tf):
         self.files, self.tf = files, tf
@@ -163,10 +170,7 @@ def run(files, workers, seconds, warmup, pipeline="imagenet"):
     if pipeline == "ssd":
         ds, bs, shape = SsdTFRecord(files), 32, (32, 3, 300, 300)
     else:
-        tf = transforms.Compose([
-            transforms.RandomResizedCrop(224), transforms.RandomHorizontalFlip(), transforms.ToTensor(),
-            transforms.Normalize(mean=[0.485, 0.456, 0.406], std=[0.229, 0.224, 0.225])])
-        ds, bs, shape = ImagenetTFRecord(files, tf), 64, (64, 3, 224, 224)
+        ds, bs, shape = ImagenetTFRecord(files, pil_transform()), 64, (64, 3, 224, 224)
     n = batches = 0
     t0 = time.monotonic()
     c0 = time.process_time()
