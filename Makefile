@@ -117,4 +117,4 @@ python: build
 test-python: build
 	rm -rf $(PYVENV) && $(PYTHON) -m venv --system-site-packages $(PYVENV)
 	SLUICE_BUILD_DIR=$(abspath $(BUILD)) $(PYVENV)/bin/python -m pip install -q --no-build-isolation --no-deps ./python
-	cd tests/python && SLUICE_CLI=$(abspath $(BUILD))/sluice $(abspath $(PYVENV))/bin/python -m pytest -q -p no:cacheprovider .
+	cd tests/python && SLUICE_BUILD_DIR=$(abspath $(BUILD)) SLUICE_CLI=$(abspath $(BUILD))/sluice $(abspath $(PYVENV))/bin/python -m pytest -q -p no:cacheprovider .

@@ -113,14 +113,15 @@ static void map_free_op(sl__op *op) {
 
 /* Runs the function on one element; wraps errors with the op and element index. Under on_error "skip" a failed
  * element comes back as dropped (keep false) and is counted; cancellation and out-of-memory still stop the run,
- * as they say nothing about the element. */
+ * as they say nothing about the element, and so does a component the element lacks (SL_ENOTFOUND, a name in the
+ * spec that no earlier op makes, which the build could not see behind a function registered at run time). */
 static int call_fn(sl__op *op, map_cfg *c, sl_elem *e, uint64_t epoch, uint64_t index, bool *keep) {
   uint64_t seeds[SL__MAX_SEED_OPS], base = sl_pipeline_seed(op->pl);
   for (int k = 0; k < op->nseed_ops; k++) seeds[k] = sl__seed_of(base, (uint64_t)op->seed_ops[k], epoch, index);
   sl_fn_call call = {index, seeds[0], true, op->path, op->nseed_ops > 1 ? seeds : NULL, op->nseed_ops > 1 ? op->nseed_ops : 0};
   sl_error_clear();
   int rc = c->fn.def.call(c->state, e, &call);
-  if (rc && c->skip_errors && rc != SL_ECANCELED && rc != SL_ENOMEM) {
+  if (rc && c->skip_errors && rc != SL_ECANCELED && rc != SL_ENOMEM && rc != SL_ENOTFOUND) {
     sl__stat_add(&op->st.errors_skipped, 1);
     sl_error_clear();
     *keep = false;
