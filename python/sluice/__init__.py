@@ -15,11 +15,13 @@ import atexit as _atexit
 import json as _json
 import os as _os
 import re as _re
+import warnings as _warnings
 
 from . import _sluice
 from ._sluice import DataError, Error, SpecError, StoreError
 
-__all__ = ["Pipeline", "Error", "SpecError", "DataError", "StoreError", "register_fn", "functions", "__version__"]
+__all__ = ["Pipeline", "Error", "SpecError", "DataError", "StoreError", "SkipWarning", "register_fn", "functions",
+           "__version__"]
 
 __version__ = _sluice.version()
 
@@ -52,6 +54,81 @@ DataError.line = property(lambda self: _match(_LINE, str(self), "line", int),
                           doc="The line of a text or CSV file (1-based), or None.")
 DataError.record = property(lambda self: _match(_RECORD, str(self), "record", int),
                             doc="The TFRecord record's index in its file, or None.")
+
+
+class SkipWarning(UserWarning):
+    """Elements were skipped in a run (a map's ``"on_error": "skip"``, a reader's ``"on_corrupt": "skip"``): warned
+    once per run and op, with the count and the first reasons. ``warnings.simplefilter("ignore", sluice.SkipWarning)``
+    silences it; ``it.skipped`` holds the same after the run."""
+
+
+# Every run's skips are told, not only the first run's (Python's default shows a repeated text once); a filter
+# the user sets comes first.
+_warnings.filterwarnings("always", category=SkipWarning, append=True)
+
+# The counters of stats() that add up over a run (the rest are levels or settings): a run's own are the difference.
+_RUN_SUMS = ("elements_out", "elements_in", "bytes_out", "cpu_seconds", "wall_seconds", "wait_seconds", "disk_bytes",
+             "skipped", "errors_skipped")
+
+
+class _Run:
+    """One run of a pipeline (what ``iter(pipeline)`` returns): the engine's iterator, plus what the run skipped.
+    ``close()`` and ``cancel()`` are the engine iterator's."""
+
+    __slots__ = ("_it", "_p", "_epoch", "_stats0", "_skips0", "skipped")
+
+    def __init__(self, p, it, epoch):
+        self._it, self._p, self._epoch = it, p, epoch
+        self._stats0 = p.stats()
+        self._skips0 = [_reason_counts(p, i) if st["skipped"] else {} for i, st in enumerate(self._stats0)]
+        self.skipped = None  # after the run: {op path: {"count", "errors", "reasons": [...]}} (ops that skipped)
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        try:
+            return next(self._it)
+        except StopIteration:
+            self._finish()
+            raise
+
+    def close(self):
+        self._it.close()
+        self._finish()
+
+    def cancel(self):
+        self._it.cancel()
+
+    def stats(self):
+        """The pipeline's per-op counters for this run alone (``Pipeline.stats()`` sums every run)."""
+        out = self._p.stats()
+        for now, was in zip(out, self._stats0):
+            for k in _RUN_SUMS:
+                now[k] -= was[k]
+        return out
+
+    def _finish(self):
+        if self.skipped is not None:
+            return
+        self.skipped = {}
+        for i, st in enumerate(self.stats()):
+            if st["skipped"] <= 0:
+                continue
+            reasons = []
+            for r in _json.loads(self._p._skips(i)):
+                r["count"] -= self._skips0[i].get(r["reason"], 0)
+                if r["count"] > 0:
+                    reasons.append(r)
+            self.skipped[st["path"]] = {"count": st["skipped"], "errors": st["errors_skipped"], "reasons": reasons}
+            told = "; ".join(f'{r["count"]} x {r["first"] or r["reason"]}' for r in reasons[:3])
+            more = f"; and {len(reasons) - 3} more reasons" if len(reasons) > 3 else ""
+            _warnings.warn(SkipWarning(f"{st['path']} ({st['op']} {st['label']}) skipped {st['skipped']} element(s) "
+                                       f"in run {self._epoch}: {told or 'no reason recorded'}{more}"), stacklevel=3)
+
+
+def _reason_counts(p, i):
+    return {r["reason"]: r["count"] for r in _json.loads(p._skips(i))}
 
 
 def _spec_text(spec):
@@ -98,7 +175,19 @@ class Pipeline(_sluice.Pipeline):
         text, origin, is_path = _spec_text(spec)
         on, interval, drift = _tune_args(tune)
         self._path = text if is_path else None
+        self._runs = 0
         super().__init__(text, origin, is_path, on, interval, drift)
+
+    def __iter__(self):
+        """One run (the next epoch): yields the elements; ``it.skipped`` and ``it.stats()`` say what it did."""
+        it = super().__iter__()
+        self._runs += 1
+        return _Run(self, it, self._runs)
+
+    def skips(self):
+        """Why elements were skipped, over every run: {op path: [{"reason", "count", "first"}, ...]} for the ops
+        that skipped any (the reason is the message with its numbers as '#'; "first" its first message in full)."""
+        return {st["path"]: _json.loads(self._skips(i)) for i, st in enumerate(self.stats()) if st["skipped"]}
 
     def tuner_changes(self):
         """The online tuner's knob changes so far (``tune=True``), oldest first, over every run: one dict each

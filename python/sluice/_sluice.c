@@ -462,6 +462,19 @@ static PyObject *Pipeline_stats(PipelineObject *self, PyObject *unused) {
   return l;
 }
 
+/* Why op i skipped elements (sl_pipeline_op_skips' JSON text; the Python layer reads it). */
+static PyObject *Pipeline_skips(PipelineObject *self, PyObject *arg) {
+  if (!need_pipeline(self)) return NULL;
+  int i = PyLong_AsLong(arg);
+  if (i == -1 && PyErr_Occurred()) return NULL;
+  char *s = NULL;
+  int rc = sl_pipeline_op_skips(&s, self->p, i);
+  if (rc) return raise_sl(Error, rc);
+  PyObject *r = PyUnicode_FromString(s);
+  sl_free(s);
+  return r;
+}
+
 static PyObject *Pipeline_reset_stats(PipelineObject *self, PyObject *unused) {
   if (!need_pipeline(self)) return NULL;
   sl_pipeline_reset_stats(self->p);
@@ -562,6 +575,7 @@ static PyMethodDef Pipeline_methods[] = {
     {"_optimize", (PyCFunction)(void (*)(void))Pipeline_optimize, METH_VARARGS | METH_KEYWORDS, NULL},
     {"_report_html", (PyCFunction)(void (*)(void))Pipeline_report_html, METH_VARARGS | METH_KEYWORDS, NULL},
     {"_tuner_logs", (PyCFunction)Pipeline_tuner_logs, METH_NOARGS, NULL},
+    {"_skips", (PyCFunction)Pipeline_skips, METH_O, NULL},
     {"tuner_fused", (PyCFunction)Pipeline_tuner_fused, METH_NOARGS,
      "tune=True: what was fused when the pipeline was built (decode_jpeg + a window crop, as sluice optimize fuses "
      "them; a live pipeline takes no new op), or None."},

@@ -121,28 +121,33 @@ static int call_fn(sl__op *op, map_cfg *c, sl_elem *e, uint64_t epoch, uint64_t 
   sl_fn_call call = {index, seeds[0], true, op->path, op->nseed_ops > 1 ? seeds : NULL, op->nseed_ops > 1 ? op->nseed_ops : 0};
   sl_error_clear();
   int rc = c->fn.def.call(c->state, e, &call);
-  if (rc && c->skip_errors && rc != SL_ECANCELED && rc != SL_ENOMEM && rc != SL_ENOTFOUND) {
+  if (!rc) {
+    *keep = call.keep;
+    return 0;
+  }
+  if (!sl_error_last()[0]) sl__err(rc, "%s", sl_strerror(rc));
+  if (strncmp(sl_error_last(), op->path, strlen(op->path))) {
+    const char *file; /* an element made from a text line names its file and line */
+    uint64_t line;
+    if (sl__elem_origin(&file, &line, e))
+      sl__err_wrap(rc < 0 ? rc : SL_ERROR, "%s (%s %s), element %llu (%s, line %llu)", op->path, op->vt->kind,
+                   op->label, (unsigned long long)index, file, (unsigned long long)line);
+    else
+      sl__err_wrap(rc < 0 ? rc : SL_ERROR, "%s (%s %s), element %llu", op->path, op->vt->kind, op->label,
+                   (unsigned long long)index);
+  }
+  if (c->skip_errors && rc != SL_ECANCELED && rc != SL_ENOMEM && rc != SL_ENOTFOUND) {
+    const void *fname = NULL; /* an element that names its file (files' "filename") says which file was skipped */
+    size_t flen = 0;
+    const sl_comp *fc = sl_elem_get(e, "filename");
+    if (!fc || fc->dtype != SL_BYTES || fc->rank != 0 || sl_comp_string(&fname, &flen, fc, 0)) fname = NULL;
+    sl__op_skip_note(op, sl_error_last(), fname, flen);
     sl__stat_add(&op->st.errors_skipped, 1);
     sl_error_clear();
     *keep = false;
     return 0;
   }
-  if (rc) {
-    if (!sl_error_last()[0]) sl__err(rc, "%s", sl_strerror(rc));
-    if (strncmp(sl_error_last(), op->path, strlen(op->path))) {
-      const char *file; /* an element made from a text line names its file and line */
-      uint64_t line;
-      if (sl__elem_origin(&file, &line, e))
-        sl__err_wrap(rc < 0 ? rc : SL_ERROR, "%s (%s %s), element %llu (%s, line %llu)", op->path, op->vt->kind,
-                     op->label, (unsigned long long)index, file, (unsigned long long)line);
-      else
-        sl__err_wrap(rc < 0 ? rc : SL_ERROR, "%s (%s %s), element %llu", op->path, op->vt->kind, op->label,
-                     (unsigned long long)index);
-    }
-    return rc < 0 ? rc : SL_ERROR;
-  }
-  *keep = call.keep;
-  return 0;
+  return rc < 0 ? rc : SL_ERROR;
 }
 
 /* ---------------- sequential map / filter ---------------- */

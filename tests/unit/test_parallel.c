@@ -418,6 +418,27 @@ static void test_on_error_skip_keeps_spec_errors(void **s) {
   }
 }
 
+/* The reasons of the skips: one per message once its numbers are '#', with its count and first message in full
+ * (one worker: the first noted is the first in order). */
+static void test_skip_reasons(void **s) {
+  sl_pipeline *p = tu_pipelinef("{\"ops\": [{\"op\": \"range\", \"stop\": 3000}, {\"op\": \"map\", \"fn\": "
+                                "\"t_failmod\", \"on_error\": \"skip\", \"parallelism\": %d}]}", 1);
+  static int64_t got[3000];
+  int rc;
+  char *text = NULL;
+  assert_int_equal(sl_pipeline_op_skips(&text, p, 1), 0);
+  assert_string_equal(text, "[]");
+  sl_free(text);
+  drain(p, got, 3000, 0, 0, &rc);
+  assert_int_equal(rc, SL_END);
+  assert_int_equal(sl_pipeline_op_skips(&text, p, 1), 0);
+  assert_string_equal(text, "[{\"reason\":\"ops[#] (map t_failmod), element #: bad value #\",\"count\":429,"
+                            "\"first\":\"ops[1] (map t_failmod), element 3: bad value 3\"}]");
+  sl_free(text);
+  assert_int_equal(sl_pipeline_op_skips(&text, p, 2), SL_EINVAL);
+  sl_pipeline_free(p);
+}
+
 static void test_cheap_errors_arrive_in_order(void **s) {
   /* parallel maps with drops before an error, then a prefetch: the error comes after exactly the elements before
    * it, whatever the consumer's speed */
@@ -656,6 +677,7 @@ int main(void) {
       cmocka_unit_test(test_cheap_cancel_mid_stream),
       cmocka_unit_test(test_map_on_error_skip),
       cmocka_unit_test(test_on_error_skip_keeps_spec_errors),
+      cmocka_unit_test(test_skip_reasons),
       cmocka_unit_test(test_cheap_handoff_under_live_knob_changes),
       cmocka_unit_test(test_interleave_under_live_knob_changes),
       cmocka_unit_test(test_expensive_elements_are_not_batched),
