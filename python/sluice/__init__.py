@@ -237,16 +237,67 @@ class Pipeline(_sluice.Pipeline):
             return "sluice.Pipeline(<not built>)"
 
 
-def register_fn(name, fn, random=False, filter=False):
-    """Registers the Python function ``fn(element_dict) -> element_dict`` as map function ``name``, usable in
-    specs like any function (``{"op": "map", "fn": name}``). With ``filter=True`` it is a predicate for
-    ``filter`` (returns true to keep). ``random=True`` says its output depends on randomness (then it takes no
-    cache above it). The input arrays are read-only views of the engine's buffers; return new arrays (or the
-    same ones, passed on without a copy), ``bytes``, ``int`` or ``float``. Python functions run under the GIL:
-    together they get at most one core, whatever the op's parallelism. An exception inside ``fn`` fails the run
-    at that element: iteration raises sluice.Error whose message carries the traceback, with the original
-    exception as ``__cause__``."""
-    _sluice.register_fn(name, fn, random=random, filter=filter)
+_ARG_TYPES = {"number": (int, float), "integer": (int,), "string": (str,), "boolean": (bool,), "array": (list,),
+              "object": (dict,)}
+
+
+def register_fn(name, fn, args=None, random=False, filter=False):
+    """Registers the Python function ``fn(element_dict, **args) -> element_dict`` as map function ``name``, usable
+    in specs like any function (``{"op": "map", "fn": name, "args": {...}}``). With ``filter=True`` it is a
+    predicate for ``filter`` (returns true to keep).
+
+    ``args`` declares the spec args it takes: ``{"sigma": {"type": "number", "default": 0.1}, "mode": {"type":
+    "string"}}`` (types: number, integer, string, boolean, array, object; no default: required). They are checked
+    when the pipeline is built, as C functions' args are (an unknown name is refused with the nearest known one, a
+    wrong type or a missing required arg names its JSON path), and passed as keyword arguments.
+
+    ``random=True`` says its output depends on randomness (then it takes no cache above it) and passes
+    ``rng=``: a ``numpy.random.Generator`` seeded per element from the pipeline's seed, the op, the epoch and the
+    element's index (the seed C functions get), so the same spec gives the same values whatever the parallelism.
+
+    The input arrays are read-only views of the engine's buffers; return new arrays (or the same ones, passed on
+    without a copy), ``bytes``, ``int`` or ``float``. Python functions run under the GIL: together they get at most
+    one core, whatever the op's parallelism. An exception inside ``fn`` fails the run at that element: iteration
+    raises sluice.Error whose message carries the traceback, with the original exception as ``__cause__``."""
+    spec = None
+    if args is not None:
+        if not isinstance(args, dict):
+            raise TypeError(f"register_fn: args must be a dict of arg name to {{'type', 'default'}}, not "
+                            f"{type(args).__name__}")
+        spec = {}
+        for k, decl in args.items():
+            if not isinstance(decl, dict) or decl.get("type") not in _ARG_TYPES or set(decl) - {"type", "default"}:
+                raise ValueError(f"register_fn: args[{k!r}]: expected {{'type': one of {', '.join(_ARG_TYPES)}, "
+                                 f"'default': value (optional)}}, found {decl!r}")
+            if "default" in decl and not _arg_fits(decl["type"], decl["default"]):
+                raise ValueError(f"register_fn: args[{k!r}]: the default {decl['default']!r} is not a {decl['type']}")
+            spec[str(k)] = dict(decl)
+    _sluice.register_fn(name, fn, random=random, filter=filter, args=spec)
+
+
+def _arg_fits(kind, v):
+    if kind in ("number", "integer") and isinstance(v, bool):
+        return False
+    return isinstance(v, _ARG_TYPES[kind])
+
+
+def _bind_args(fn, spec, given, path):
+    """The keyword arguments of a Python function for one map op (called by the extension when the pipeline is
+    built): ``given`` maps each declared arg to its JSON text in the spec, or None when absent."""
+    out = {}
+    for k, decl in spec.items():
+        text = given.get(k)
+        if text is None:
+            if "default" not in decl:
+                raise SpecError(f"{path}.{k}: required by function '{fn}' (a {decl['type']})")
+            out[k] = decl["default"]
+            continue
+        v = _json.loads(text)
+        if not _arg_fits(decl["type"], v):
+            kind = ("an " if decl["type"][0] in "aeiou" else "a ") + decl["type"]
+            raise SpecError(f"{path}.{k}: expected {kind} for function '{fn}', found {text}")
+        out[k] = v
+    return out
 
 
 def functions():

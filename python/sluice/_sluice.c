@@ -803,11 +803,87 @@ typedef struct {
   PyObject *fn;
   char *name;
   bool filter;
+  bool random;       /* also called with rng=: a numpy Generator seeded from the element's seed */
+  PyObject *argspec; /* {name: {"type", "default"?}} as register_fn checked it; NULL: takes no args */
 } pyfn;
 
+/* One map op's use of a Python function: the function and the op's args as keyword arguments. */
+typedef struct {
+  pyfn *f;
+  PyObject *kwargs; /* NULL when the function takes none and draws no randomness */
+} pyfn_use;
+
+/* The op's args for the function: each declared one read (so that an arg it does not declare is refused with the
+ * nearest name), checked and defaulted by sluice._bind_args, which raises for a wrong type or a missing one. */
 static int pyfn_init(void **state, const sl_args *args, void *payload) {
-  *state = payload;
-  return 0;
+  pyfn *f = payload;
+  pyfn_use *u = PyMem_RawCalloc(1, sizeof *u);
+  if (!u) return sl_error_set(SL_ENOMEM, "%s: out of memory", sl_args_path(args));
+  u->f = f;
+  *state = u;
+  if (!f->argspec) return 0;
+  PyGILState_STATE g = PyGILState_Ensure();
+  int rc = 0;
+  PyObject *given = PyDict_New(), *k, *v, *mod = NULL;
+  Py_ssize_t pos = 0;
+  while (given && PyDict_Next(f->argspec, &pos, &k, &v)) {
+    const char *key = PyUnicode_AsUTF8(k);
+    char *text = key ? sl_args_json(args, key) : NULL;
+    PyObject *t = text ? PyUnicode_FromString(text) : Py_NewRef(Py_None);
+    sl_free(text);
+    if (!t || PyDict_SetItem(given, k, t) < 0) Py_CLEAR(given);
+    Py_XDECREF(t);
+  }
+  if (given && (mod = PyImport_ImportModule("sluice")))
+    u->kwargs = PyObject_CallMethod(mod, "_bind_args", "sOOs", f->name, f->argspec, given, sl_args_path(args));
+  if (!u->kwargs) {
+    PyObject *t, *e, *tb;
+    PyErr_Fetch(&t, &e, &tb);
+    PyObject *msg = e ? PyObject_Str(e) : NULL;
+    rc = sl_error_set(SL_EINVAL, "%s", msg && PyUnicode_Check(msg) ? PyUnicode_AsUTF8(msg) : "bad args");
+    PyErr_Clear();
+    Py_XDECREF(msg);
+    Py_XDECREF(t);
+    Py_XDECREF(e);
+    Py_XDECREF(tb);
+  }
+  Py_XDECREF(mod);
+  Py_XDECREF(given);
+  PyGILState_Release(g);
+  return rc;
+}
+
+static void pyfn_free(void *state) {
+  pyfn_use *u = state;
+  if (u->kwargs) {
+    PyGILState_STATE g = PyGILState_Ensure();
+    Py_DECREF(u->kwargs);
+    PyGILState_Release(g);
+  }
+  PyMem_RawFree(u);
+}
+
+/* fn(element, **args) and, for a random function, rng=numpy.random.default_rng(the element's seed): the seed the
+ * library derives from the pipeline's seed, the op, the epoch and the element's index, as C functions get it. */
+static PyObject *pyfn_invoke(const pyfn_use *u, PyObject *d, const sl_fn_call *call) {
+  if (!u->kwargs && !u->f->random) return PyObject_CallOneArg(u->f->fn, d);
+  PyObject *kw = u->kwargs ? PyDict_Copy(u->kwargs) : PyDict_New(), *r = NULL;
+  if (kw && u->f->random) {
+    static PyObject *default_rng;
+    if (!default_rng) {
+      PyObject *np_random = PyImport_ImportModule("numpy.random");
+      default_rng = np_random ? PyObject_GetAttrString(np_random, "default_rng") : NULL;
+      Py_XDECREF(np_random);
+    }
+    PyObject *rng = default_rng ? PyObject_CallFunction(default_rng, "K", (unsigned long long)call->seed) : NULL;
+    if (!rng || PyDict_SetItemString(kw, "rng", rng) < 0) Py_CLEAR(kw);
+    Py_XDECREF(rng);
+  }
+  PyObject *a = kw ? PyTuple_Pack(1, d) : NULL;
+  if (a) r = PyObject_Call(u->f->fn, a, kw);
+  Py_XDECREF(a);
+  Py_XDECREF(kw);
+  return r;
 }
 
 /* Records the raised exception (with its traceback text) as the element's error and keeps it for the consumer. */
@@ -840,11 +916,12 @@ static int pyfn_fail(const pyfn *f, const sl_fn_call *call) {
 }
 
 static int pyfn_call(void *state, sl_elem *elem, sl_fn_call *call) {
-  pyfn *f = state;
+  const pyfn_use *u = state;
+  pyfn *f = u->f;
   PyGILState_STATE g = PyGILState_Ensure();
   int rc = 0;
   PyObject *d = elem_to_dict(elem, true), *r = NULL;
-  if (d) r = PyObject_CallOneArg(f->fn, d);
+  if (d) r = pyfn_invoke(u, d, call);
   if (!r) {
     rc = pyfn_fail(f, call);
   } else if (f->filter) {
@@ -882,12 +959,13 @@ static int pyfn_call(void *state, sl_elem *elem, sl_fn_call *call) {
 }
 
 static PyObject *register_fn(PyObject *m, PyObject *args, PyObject *kw) {
-  static char *kwlist[] = {"name", "fn", "random", "filter", NULL};
+  static char *kwlist[] = {"name", "fn", "random", "filter", "args", NULL};
   const char *name;
-  PyObject *fn;
+  PyObject *fn, *argspec = Py_None;
   int random = 0, filter = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "sO|pp", kwlist, &name, &fn, &random, &filter)) return NULL;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "sO|ppO", kwlist, &name, &fn, &random, &filter, &argspec)) return NULL;
   if (!PyCallable_Check(fn)) return PyErr_Format(PyExc_TypeError, "register_fn: %R is not callable", fn);
+  if (argspec != Py_None && !PyDict_Check(argspec)) return PyErr_Format(PyExc_TypeError, "register_fn: args: a dict");
   /* Kept for the life of the process: pipelines built earlier may still call it. */
   pyfn *f = PyMem_RawCalloc(1, sizeof *f);
   if (!f || !(f->name = strdup(name))) {
@@ -897,10 +975,13 @@ static PyObject *register_fn(PyObject *m, PyObject *args, PyObject *kw) {
   Py_INCREF(fn);
   f->fn = fn;
   f->filter = filter;
+  f->random = random;
+  f->argspec = argspec == Py_None ? NULL : Py_NewRef(argspec);
   sl_fn_def def = {.version = SL_FN_DEF_VERSION,
                    .flags = SL_FN_SERIAL | (random ? SL_FN_RANDOM : 0u) | (filter ? SL_FN_FILTER : 0u),
                    .init = pyfn_init,
-                   .call = pyfn_call};
+                   .call = pyfn_call,
+                   .free = pyfn_free};
   int rc = sl_fn_register(name, &def, f);
   if (rc) return raise_sl(Error, rc);
   Py_RETURN_NONE;
