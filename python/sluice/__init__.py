@@ -2,7 +2,7 @@
 
     import sluice
     for batch in sluice.Pipeline("examples/imagenet.json"):
-        images, labels = batch["image/encoded"], batch["image/class/label"]   # numpy arrays, no copy
+        images, labels = batch["image"], batch["image/class/label"]   # numpy arrays, no copy
 
 A pipeline is built from a JSON spec (docs/spec.md): a path, a JSON string or a dict. Iterating yields one dict
 per element: numeric components as numpy arrays that borrow the engine's buffers (``arr.base`` is a
