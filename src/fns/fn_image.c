@@ -700,14 +700,7 @@ static int norm_write(sl_elem *e, const char *output, const sl_comp *img, const 
     for (int64_t i = 0; i < plane; i++)
       for (int64_t k = 0; k < c; k++) {
         int64_t at = i * c + k;
-        double v;
-        switch (src.dtype) {
-        case SL_UINT8: v = ((const uint8_t *)in)[at]; break;
-        case SL_INT32: v = ((const int32_t *)in)[at]; break;
-        case SL_INT64: v = (double)((const int64_t *)in)[at]; break;
-        case SL_FLOAT32: v = ((const float *)in)[at]; break;
-        default: v = ((const double *)in)[at]; break;
-        }
+        double v = sl__num_at(in, src.dtype, at);
         out[k * plane + i] = (float)v * mul[k] + add[k];
       }
   } else if (!rc) {
@@ -721,14 +714,7 @@ static int norm_write(sl_elem *e, const char *output, const sl_comp *img, const 
       }
     } else {
       for (int64_t i = 0, k = 0; i < n; i++) {
-        double v;
-        switch (src.dtype) {
-        case SL_UINT8: v = ((const uint8_t *)in)[i]; break;
-        case SL_INT32: v = ((const int32_t *)in)[i]; break;
-        case SL_INT64: v = (double)((const int64_t *)in)[i]; break;
-        case SL_FLOAT32: v = ((const float *)in)[i]; break;
-        default: v = ((const double *)in)[i]; break;
-        }
+        double v = sl__num_at(in, src.dtype, i);
         out[i] = (float)v * mul[k] + add[k];
         if (++k == c) k = 0;
       }
@@ -768,15 +754,6 @@ static int cast_init(void **state, const sl_args *a, void *payload) {
 fail:
   sl__free(s);
   return rc;
-}
-static double load_num(const void *p, sl_dtype dt, int64_t i) {
-  switch (dt) {
-  case SL_UINT8: return ((const uint8_t *)p)[i];
-  case SL_INT32: return ((const int32_t *)p)[i];
-  case SL_INT64: return (double)((const int64_t *)p)[i];
-  case SL_FLOAT32: return ((const float *)p)[i];
-  default: return ((const double *)p)[i];
-  }
 }
 static void store_num(void *p, sl_dtype dt, int64_t i, double v) {
   switch (dt) {
@@ -821,7 +798,7 @@ static int cast_call(void *st, sl_elem *e, sl_fn_call *call) {
       float k = (float)s->scale;
       for (int64_t i = 0; i < n; i++) ((float *)out)[i] = (float)((const uint8_t *)in)[i] * k;
     } else {
-      for (int64_t i = 0; i < n; i++) store_num(out, s->dt, i, load_num(in, src.dtype, i) * s->scale);
+      for (int64_t i = 0; i < n; i++) store_num(out, s->dt, i, sl__num_at(in, src.dtype, i) * s->scale);
     }
   }
   comp_release(&src);
@@ -915,7 +892,7 @@ static int pad_call(void *st, sl_elem *e, sl_fn_call *call) {
     for (int64_t i = 0; i < s->max; i++) {
       if (i >= keep) l[i] = (int64_t)s->label_pad;
       else if (lab->dtype == SL_INT64) l[i] = ((const int64_t *)sl_comp_data(lab))[i];
-      else l[i] = (int64_t)fmax(fmin(load_num(sl_comp_data(lab), lab->dtype, i), 0x1p62), -0x1p62);
+      else l[i] = (int64_t)fmax(fmin(sl__num_at(sl_comp_data(lab), lab->dtype, i), 0x1p62), -0x1p62);
     }
   }
   if ((rc = sl_elem_set_tensor(&out, s->num_output, SL_INT32, 0, NULL, NULL, 0, &nb))) goto done;
