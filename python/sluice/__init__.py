@@ -127,6 +127,18 @@ class _Run:
                                        f"in run {self._epoch}: {told or 'no reason recorded'}{more}"), stacklevel=3)
 
 
+def _examples_per_element(spec):
+    """Examples in one output element: the product of the top-level batch sizes (1 without a batch op; None when
+    a batch's size varies, as bucket_by_sequence_length's does)."""
+    per = 1
+    for op in spec.get("ops", []):
+        if op.get("op") in ("batch", "padded_batch"):
+            per *= int(op.get("size", 1))
+        elif op.get("op") == "bucket_by_sequence_length":
+            return None
+    return per
+
+
 def _reason_counts(p, i):
     return {r["reason"]: r["count"] for r in _json.loads(p._skips(i))}
 
@@ -211,11 +223,31 @@ class Pipeline(_sluice.Pipeline):
         """Traces the pipeline for ``seconds``, plans its ``"autotune"`` knobs for ``cores`` (0: the machine's)
         minus ``consumer_cores`` (what the training loop needs) within ``memory`` bytes (0: half of what is
         available), and rebuilds the pipeline in place with the plan. ``measure`` > 0 runs the tuned pipeline
-        that long to measure it. Returns the plan's summary: baseline, predicted, measured and bound
-        throughput (elements/s), rounds, and the tuned spec (``spec``)."""
+        that long to measure it. Returns the plan's summary as a dict:
+
+        - ``baseline``, ``predicted``, ``measured``, ``bound``: throughputs in the pipeline's output elements per
+          second; ``unit`` says what one is (``"batches/s"`` when the pipeline batches, else ``"elements/s"``) and
+          ``examples_per_element`` how many examples a batch holds (None when not fixed), so that ``examples``
+          gives the same four figures in examples per second;
+        - ``bottleneck``: the sentence naming the op that limits the pipeline and why; ``limit``: what binds the
+          bound (``"cpu"``, ``"disk"``, ...); ``sentences``: the analyzer's sentences (bottleneck, bound, plan);
+          ``whatif``: the bound with one more core, without a cache, with more memory;
+        - ``rounds``, ``model_cpu`` and ``measured_cpu`` (seconds per element), ``other_load``, ``kept_input``,
+          and ``spec``, the tuned spec."""
         summary = self._optimize(seconds=seconds, cores=cores, consumer_cores=consumer_cores, memory=memory,
                                  measure=measure)
+        report = _json.loads(summary.pop("report"))
+        sentences = report.get("text") or []
+        summary["sentences"] = sentences
+        summary["bottleneck"] = next((t for t in sentences if t.startswith("Bottleneck")), None)
+        summary["limit"] = report.get("limit")
+        summary["whatif"] = report.get("whatif") or {}
         summary["spec"] = _json.loads(self.to_json())
+        per = _examples_per_element(summary["spec"])
+        summary["unit"] = "batches/s" if per != 1 else "elements/s"
+        summary["examples_per_element"] = per
+        summary["examples"] = {k: summary[k] * per for k in ("baseline", "predicted", "measured", "bound")} \
+            if per else None
         return summary
 
     def report(self, path, seconds=2.0):

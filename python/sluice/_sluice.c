@@ -518,6 +518,8 @@ static PyObject *Pipeline_optimize(PipelineObject *self, PyObject *args, PyObjec
   if (memory > 0) oo.plan.memory = memory;
   if (measure > 0) oo.measure_seconds = measure;
   oo.result = &res;
+  char *report = NULL; /* the final plan's analyzer report (JSON): the Python layer reads its sentences */
+  oo.report = &report;
   int rc;
   char msg[2048] = "";
   Py_BEGIN_ALLOW_THREADS
@@ -526,11 +528,14 @@ static PyObject *Pipeline_optimize(PipelineObject *self, PyObject *args, PyObjec
   Py_END_ALLOW_THREADS
   if (rc) return raise_msg(rc == SL_EINVAL ? SpecError : Error, rc, msg);
   self->readonly = has_cache(self->p);
-  return Py_BuildValue("{s:d,s:d,s:d,s:d,s:i,s:d,s:d,s:d,s:O,s:d,s:d}", "baseline", res.baseline, "predicted",
-                       res.predicted, "measured", res.measured, "bound", res.bound, "rounds", res.rounds,
-                       "other_load", res.other_load, "model_cpu", res.model_cpu, "measured_cpu", res.measured_cpu,
-                       "kept_input", res.kept_input ? Py_True : Py_False, "input_cpu_traced", res.input_cpu_traced,
-                       "input_cpu_checked", res.input_cpu_checked);
+  PyObject *r = Py_BuildValue("{s:d,s:d,s:d,s:d,s:i,s:d,s:d,s:d,s:O,s:d,s:d,s:s}", "baseline", res.baseline,
+                              "predicted", res.predicted, "measured", res.measured, "bound", res.bound, "rounds",
+                              res.rounds, "other_load", res.other_load, "model_cpu", res.model_cpu, "measured_cpu",
+                              res.measured_cpu, "kept_input", res.kept_input ? Py_True : Py_False, "input_cpu_traced",
+                              res.input_cpu_traced, "input_cpu_checked", res.input_cpu_checked, "report",
+                              report ? report : "{}");
+  sl_free(report);
+  return r;
 }
 
 /* A trace of `seconds` and the HTML report of it (sluice trace + sluice report in one). */
