@@ -127,6 +127,35 @@ class _Run:
                                        f"in run {self._epoch}: {told or 'no reason recorded'}{more}"), stacklevel=3)
 
 
+# The online tuner's reasons (plan_tune.c) start with what it did, in the planner's terms; each gets a plain
+# sentence, and the rest (the bottleneck, the prediction) follows as it is.
+_PLAIN = [
+    (_re.compile(r"^first solve"), "first plan, from the costs measured while the pipeline ran"),
+    (_re.compile(r"^drift: a stage's CPU/element moved by (\d+)% of the total \(two windows\)"),
+     r"the costs changed (an op's CPU time per element moved by \1% of the pipeline's, twice in a row): planned again"),
+    (_re.compile(r"^trial: every tunable op at parallelism 1 and no prefetch ahead \(worker threads must earn their "
+                 r"hand-offs\)"),
+     "trying every tunable op on one thread, with no prefetch: passing elements between threads costs time, so "
+     "workers stay only where they are faster"),
+    (_re.compile(r"^trial: ([\d.]+) elem/s at parallelism 1 against ([\d.]+) with workers; solved on its window "
+                 r"\(sequential costs, hand-offs priced\)"),
+     r"after the one-thread trial (\1 elements/s, against \2 with workers): planned again from its measurements"),
+    (_re.compile(r"^trial reverted: ([\d.]+) elem/s at parallelism 1 against ([\d.]+) with workers"),
+     r"the one-thread trial was slower (\1 elements/s, against \2 with workers): the workers are back"),
+    (_re.compile(r"^reverted: ([\d.]+) elem/s measured after the change \((.*?)\) against ([\d.]+) before it"),
+     r"undone: the pipeline ran slower after the change (\1 elements/s, against \3 before it)"),
+    (_re.compile(r"^cache after"), "keeps one epoch in memory and replays it: cache after"),
+]
+
+
+def _plain_reason(reason):
+    for rx, words in _PLAIN:
+        m = rx.search(reason)
+        if m:
+            return m.expand(words) + reason[m.end():]
+    return reason
+
+
 def _examples_per_element(spec):
     """Examples in one output element: the product of the top-level batch sizes (1 without a batch op; None when
     a batch's size varies, as bucket_by_sequence_length's does)."""
@@ -175,8 +204,9 @@ class Pipeline(_sluice.Pipeline):
     starts an independent run; runs of one pipeline may go on at once). Raises SpecError with the library's
     message (naming the JSON path) for a bad spec.
 
-    ``tune=True`` runs the online tuner (``sluice run --tuner sluice``) while the pipeline is iterated: it re-solves
-    the planner's model from the live counters and sets the ``"autotune"`` knobs of the running pipeline; see
+    ``tune=True`` runs the online tuner (``sluice run --tuner sluice``) from the first run on, one tuner from epoch
+    to epoch until the pipeline is freed or rebuilt by ``optimize()``: it re-solves the planner's model from the
+    live counters and sets the ``"autotune"`` knobs of the running pipeline; see
     ``tuner_changes()``; before that, decode_jpeg followed by random_resized_crop, center_crop or resize is fused
     into one op that decodes only the window it needs, as ``sluice optimize`` fuses them (``tuner_fused()`` says
     what was). A dict
@@ -202,14 +232,16 @@ class Pipeline(_sluice.Pipeline):
         return {st["path"]: _json.loads(self._skips(i)) for i, st in enumerate(self.stats()) if st["skipped"]}
 
     def tuner_changes(self):
-        """The online tuner's knob changes so far (``tune=True``), oldest first, over every run: one dict each
-        with ``t`` (seconds since that tuner started), ``op`` (its path), ``kind``, ``fn``, ``knob``
-        (``"parallelism"`` or ``"buffer"``), ``from``, ``to``, ``reason`` (the bottleneck sentence and the predicted
-        gain) and ``run`` (which tuned stretch: the tuner runs while any iterator is live, a new one after)."""
+        """The online tuner's knob changes so far (``tune=True``), oldest first: one dict each with ``t`` (seconds
+        since that tuner started), ``op`` (its path), ``kind``, ``fn``, ``knob`` (``"parallelism"``, ``"buffer"`` or
+        ``"cache"``), ``from``, ``to``, ``reason`` (the tuner's own terms, docs/planner.md: the bottleneck and the
+        predicted gain), ``why`` (the same in plain words) and ``run`` (which tuner: one tuner runs from epoch to
+        epoch, keeping what it learned, until the pipeline is rebuilt by ``optimize()``; then a new one)."""
         out = []
         for run, text in enumerate(self._tuner_logs()):
             for change in _json.loads(text):
                 change["run"] = run
+                change["why"] = _plain_reason(change.get("reason") or "")
                 out.append(change)
         return out
 

@@ -242,8 +242,8 @@ typedef struct {
   PyObject_HEAD sl_pipeline *p;
   bool readonly; /* a cache op shares its buffers between epochs: yield read-only arrays */
   int live;      /* iterators not yet freed */
-  /* tune=True: the online tuner (sl_pipeline_tune) runs while any iterator of the pipeline is live; each one's
-   * change list (JSON text) is kept in tuner_logs when it stops, one entry per tuned stretch of runs. */
+  /* tune=True: the online tuner (sl_pipeline_tune) starts with the first iterator and runs, from run to run, until
+   * the pipeline is rebuilt or freed; each tuner's change list (JSON text) is kept in tuner_logs when it stops. */
   bool tune;
   sl_tune_opts tune_opts;
   sl_tuner *tuner;
@@ -262,6 +262,8 @@ static bool has_cache(const sl_pipeline *p) {
   }
   return false;
 }
+
+static void tuner_release(PipelineObject *self);
 
 static int Pipeline_init(PipelineObject *self, PyObject *args, PyObject *kw) {
   static char *kwlist[] = {"spec", "origin", "is_path", "tune", "tune_interval", "tune_drift", NULL};
@@ -312,6 +314,7 @@ static int Pipeline_init(PipelineObject *self, PyObject *args, PyObject *kw) {
     return -1;
   }
   Py_XSETREF(self->fused, fused);
+  tuner_release(self); /* it watches the pipeline freed here */
   sl_pipeline_free(self->p);
   self->p = p;
   self->readonly = has_cache(p);
@@ -325,7 +328,7 @@ static int Pipeline_init(PipelineObject *self, PyObject *args, PyObject *kw) {
 }
 
 /* Stops the pipeline's tuner (the GIL released: the join waits for its current window) and keeps its change list.
- * Called when the last iterator goes; self->tuner is cleared first, so an iter() meanwhile starts a new one. */
+ * Called before the pipeline is rebuilt or freed, with no iterator live; self->tuner is cleared first. */
 static void tuner_release(PipelineObject *self) {
   sl_tuner *t = self->tuner;
   if (!t) return;
@@ -509,6 +512,7 @@ static PyObject *Pipeline_optimize(PipelineObject *self, PyObject *args, PyObjec
     return NULL;
   if (!need_pipeline(self)) return NULL;
   if (self->live) return raise_msg(Error, SL_EINVAL, "optimize: an iterator of this pipeline is still live");
+  tuner_release(self); /* the pipeline it watches is replaced */
   sl_optimize_opts oo = SL_OPTIMIZE_OPTS_INIT;
   sl_optimize_result res;
   memset(&res, 0, sizeof res);
@@ -619,10 +623,9 @@ static void iter_release(IterObject *self) {
   Py_BEGIN_ALLOW_THREADS
   sl_iter_free(it);
   Py_END_ALLOW_THREADS
-  /* The last run of the pipeline: its tuner stops (it watches the runs going on). `live` drops only after, so that
-   * no rebuild frees the pipeline under the stopping tuner while the GIL is released. */
+  /* The tuner stays for the next run (one tuner per pipeline, keeping what it learned from epoch to epoch); it stops
+   * when the pipeline is rebuilt (optimize, __init__) or freed. */
   PipelineObject *pipe = (PipelineObject *)self->pipe;
-  if (pipe->live == 1) tuner_release(pipe);
   pipe->live--;
 }
 
