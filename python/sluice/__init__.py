@@ -77,11 +77,13 @@ class _Run:
 
     __slots__ = ("_it", "_p", "_epoch", "_stats0", "_skips0", "skipped")
 
-    def __init__(self, p, it, epoch):
-        self._it, self._p, self._epoch = it, p, epoch
+    def __init__(self, p, epoch):
+        self._p, self._epoch = p, epoch
+        # the counters before the run starts: its workers begin at once
         self._stats0 = p.stats()
         self._skips0 = [_reason_counts(p, i) if st["skipped"] else {} for i, st in enumerate(self._stats0)]
         self.skipped = None  # after the run: {op path: {"count", "errors", "reasons": [...]}} (ops that skipped)
+        self._it = _sluice.Pipeline.__iter__(p)
 
     def __iter__(self):
         return self
@@ -222,9 +224,8 @@ class Pipeline(_sluice.Pipeline):
 
     def __iter__(self):
         """One run (the next epoch): yields the elements; ``it.skipped`` and ``it.stats()`` say what it did."""
-        it = super().__iter__()
         self._runs += 1
-        return _Run(self, it, self._runs)
+        return _Run(self, self._runs)
 
     def skips(self):
         """Why elements were skipped, over every run: {op path: [{"reason", "count", "first"}, ...]} for the ops
