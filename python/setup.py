@@ -55,8 +55,8 @@ def deb_packages():
 def need(what, why):
     """Stops the build with what is missing and how to install it."""
     pk = deb_packages()
-    sys.exit(f"setup.py: {what}. {why} Building libsluice needs the Debian packages `make deps` installs (run it "
-             f"in {ROOT}" + (f", or as root: apt-get install {pk}" if pk else "") + ").")
+    sys.exit(f"setup.py: {what}." + (f" {why}" if why else "") + " Building libsluice needs the Debian packages "
+             f"`make deps` installs (run it in {ROOT}" + (f", or as root: apt-get install {pk}" if pk else "") + ").")
 
 
 def version():

@@ -72,3 +72,21 @@ def test_readme_quick_start_in_a_plain_venv(tmp_path):
                  "assert labels.shape == images.shape[:1]\nprint('ok', images.shape)\n"
     r = subprocess.run([venv_py, "-c", check], cwd=clone, env=env, capture_output=True, text=True)
     assert r.returncode == 0 and "ok" in r.stdout, r.stdout + r.stderr
+
+
+def test_setup_names_what_is_missing(tmp_path):
+    # python/ copied away from the repository (what pips before 21.3 did): the repository is named as missing
+    pkg = tmp_path / "python"
+    shutil.copytree(os.path.join(ROOT, "python"), pkg, ignore=shutil.ignore_patterns("build", "*.egg-info", "_bin"))
+    env = {k: v for k, v in os.environ.items() if k not in ("SLUICE_BUILD_DIR", "SLUICE_ROOT")}
+    r = subprocess.run([sys.executable, "setup.py", "--version"], cwd=pkg, env=env, capture_output=True, text=True)
+    assert r.returncode != 0 and "SLUICE_ROOT" in r.stderr, r.stderr
+    # with the repository named but no cmake on the PATH: the tool and the Debian packages to install
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    os.symlink(sys.executable, bindir / "python3")
+    env.update(SLUICE_ROOT=ROOT, PATH=str(bindir))
+    r = subprocess.run([str(bindir / "python3"), "setup.py", "build_ext"], cwd=pkg, env=env, capture_output=True,
+                       text=True)
+    assert r.returncode != 0 and "no `cmake` on the PATH" in r.stderr and "make deps" in r.stderr, r.stderr
+    assert "libjansson-dev" in r.stderr
