@@ -146,6 +146,6 @@ test-python: build
 	  grep -v '^WARNING' $(PYVENV)/mlmd-pip.log | tail -1 >$(PYVENV)/mlmd-skip; \
 	  echo "test-python: ml-metadata==$(MLMD_VERSION) did not install: $$(cat $(PYVENV)/mlmd-skip)" >&2; \
 	fi
-	cd tests/python && SLUICE_CLI=$(abspath $(BUILD))/sluice SLUICE_MLMD_REQUIRED=1 \
+	cd tests/python && SLUICE_BUILD_DIR=$(abspath $(BUILD)) SLUICE_CLI=$(abspath $(BUILD))/sluice SLUICE_MLMD_REQUIRED=1 \
 	  SLUICE_MLMD_SKIP="$$(cat $(abspath $(PYVENV))/mlmd-skip 2>/dev/null)" \
 	  $(abspath $(PYVENV))/bin/python -m pytest -q -rs -p no:cacheprovider .

@@ -141,6 +141,9 @@ typedef struct sl_optimize_opts {
   sl_optimize_result *result; /* filled when not NULL */
   const sl_trace *trace;   /* a trace of the pipeline to start from instead of tracing it (checked: SL_EINVAL when
                             * it is of another pipeline); NULL (default): trace */
+  /* Added after the first fields (new fields go last): */
+  char **report; /* sl_pipeline_optimize: when not NULL, *report gets the final plan's analyzer report as JSON
+                  * (sl_plan_report: the bottleneck sentence, the bound, the what-ifs), freed with sl_free() */
 } sl_optimize_opts;
 #define SL_OPTIMIZE_OPTS_VERSION 1
 #define SL_OPTIMIZE_OPTS_INIT {SL_OPTIMIZE_OPTS_VERSION}

@@ -2,7 +2,7 @@
 
     import sluice
     for batch in sluice.Pipeline("examples/imagenet.json"):
-        images, labels = batch["image/encoded"], batch["image/class/label"]   # numpy arrays, no copy
+        images, labels = batch["image"], batch["image/class/label"]   # numpy arrays, no copy
 
 A pipeline is built from a JSON spec (docs/spec.md): a path, a JSON string or a dict. Iterating yields one dict
 per element: numeric components as numpy arrays that borrow the engine's buffers (``arr.base`` is a
@@ -15,11 +15,13 @@ import atexit as _atexit
 import json as _json
 import os as _os
 import re as _re
+import warnings as _warnings
 
 from . import _sluice
 from ._sluice import DataError, Error, SpecError, StoreError
 
-__all__ = ["Pipeline", "Error", "SpecError", "DataError", "StoreError", "register_fn", "functions", "__version__"]
+__all__ = ["Pipeline", "Error", "SpecError", "DataError", "StoreError", "SkipWarning", "register_fn", "functions",
+           "__version__"]
 
 __version__ = _sluice.version()
 
@@ -54,6 +56,124 @@ DataError.record = property(lambda self: _match(_RECORD, str(self), "record", in
                             doc="The TFRecord record's index in its file, or None.")
 
 
+class SkipWarning(UserWarning):
+    """Elements were skipped in a run (a map's ``"on_error": "skip"``, a reader's ``"on_corrupt": "skip"``): warned
+    once per run and op, with the count and the first reasons. ``warnings.simplefilter("ignore", sluice.SkipWarning)``
+    silences it; ``it.skipped`` holds the same after the run."""
+
+
+# Every run's skips are told, not only the first run's (Python's default shows a repeated text once); a filter
+# the user sets comes first.
+_warnings.filterwarnings("always", category=SkipWarning, append=True)
+
+# The counters of stats() that add up over a run (the rest are levels or settings): a run's own are the difference.
+_RUN_SUMS = ("elements_out", "elements_in", "bytes_out", "cpu_seconds", "wall_seconds", "wait_seconds", "disk_bytes",
+             "skipped", "errors_skipped")
+
+
+class _Run:
+    """One run of a pipeline (what ``iter(pipeline)`` returns): the engine's iterator, plus what the run skipped.
+    ``close()`` and ``cancel()`` are the engine iterator's."""
+
+    __slots__ = ("_it", "_p", "_epoch", "_stats0", "_skips0", "skipped")
+
+    def __init__(self, p, epoch):
+        self._p, self._epoch = p, epoch
+        # the counters before the run starts: its workers begin at once
+        self._stats0 = p.stats()
+        self._skips0 = [_reason_counts(p, i) if st["skipped"] else {} for i, st in enumerate(self._stats0)]
+        self.skipped = None  # after the run: {op path: {"count", "errors", "reasons": [...]}} (ops that skipped)
+        self._it = _sluice.Pipeline.__iter__(p)
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        try:
+            return next(self._it)
+        except StopIteration:
+            self._finish()
+            raise
+
+    def close(self):
+        self._it.close()
+        self._finish()
+
+    def cancel(self):
+        self._it.cancel()
+
+    def stats(self):
+        """The pipeline's per-op counters for this run alone (``Pipeline.stats()`` sums every run)."""
+        out = self._p.stats()
+        for now, was in zip(out, self._stats0):
+            for k in _RUN_SUMS:
+                now[k] -= was[k]
+        return out
+
+    def _finish(self):
+        if self.skipped is not None:
+            return
+        self.skipped = {}
+        for i, st in enumerate(self.stats()):
+            if st["skipped"] <= 0:
+                continue
+            reasons = []
+            for r in _json.loads(self._p._skips(i)):
+                r["count"] -= self._skips0[i].get(r["reason"], 0)
+                if r["count"] > 0:
+                    reasons.append(r)
+            self.skipped[st["path"]] = {"count": st["skipped"], "errors": st["errors_skipped"], "reasons": reasons}
+            told = "; ".join(f'{r["count"]} x {r["first"] or r["reason"]}' for r in reasons[:3])
+            more = f"; and {len(reasons) - 3} more reasons" if len(reasons) > 3 else ""
+            _warnings.warn(SkipWarning(f"{st['path']} ({st['op']} {st['label']}) skipped {st['skipped']} element(s) "
+                                       f"in run {self._epoch}: {told or 'no reason recorded'}{more}"), stacklevel=3)
+
+
+# The online tuner's reasons (plan_tune.c) start with what it did, in the planner's terms; each gets a plain
+# sentence, and the rest (the bottleneck, the prediction) follows as it is.
+_PLAIN = [
+    (_re.compile(r"^first solve"), "first plan, from the costs measured while the pipeline ran"),
+    (_re.compile(r"^drift: a stage's CPU/element moved by (\d+)% of the total \(two windows\)"),
+     r"the costs changed (an op's CPU time per element moved by \1% of the pipeline's, twice in a row): planned again"),
+    (_re.compile(r"^trial: every tunable op at parallelism 1 and no prefetch ahead \(worker threads must earn their "
+                 r"hand-offs\)"),
+     "trying every tunable op on one thread, with no prefetch: passing elements between threads costs time, so "
+     "workers stay only where they are faster"),
+    (_re.compile(r"^trial: ([\d.]+) elem/s at parallelism 1 against ([\d.]+) with workers; solved on its window "
+                 r"\(sequential costs, hand-offs priced\)"),
+     r"after the one-thread trial (\1 elements/s, against \2 with workers): planned again from its measurements"),
+    (_re.compile(r"^trial reverted: ([\d.]+) elem/s at parallelism 1 against ([\d.]+) with workers"),
+     r"the one-thread trial was slower (\1 elements/s, against \2 with workers): the workers are back"),
+    (_re.compile(r"^reverted: ([\d.]+) elem/s measured after the change \((.*?)\) against ([\d.]+) before it"),
+     r"undone: the pipeline ran slower after the change (\1 elements/s, against \3 before it)"),
+    (_re.compile(r"^cache after"), "keeps one epoch in memory and replays it: cache after"),
+]
+
+
+def _plain_reason(reason):
+    for rx, words in _PLAIN:
+        m = rx.search(reason)
+        if m:
+            return m.expand(words) + reason[m.end():]
+    return reason
+
+
+def _examples_per_element(spec):
+    """Examples in one output element: the product of the top-level batch sizes (1 without a batch op; None when
+    a batch's size varies, as bucket_by_sequence_length's does)."""
+    per = 1
+    for op in spec.get("ops", []):
+        if op.get("op") in ("batch", "padded_batch"):
+            per *= int(op.get("size", 1))
+        elif op.get("op") == "bucket_by_sequence_length":
+            return None
+    return per
+
+
+def _reason_counts(p, i):
+    return {r["reason"]: r["count"] for r in _json.loads(p._skips(i))}
+
+
 def _spec_text(spec):
     """(text, origin, is_path) for a spec given as a dict, a JSON string or a path."""
     if isinstance(spec, dict):
@@ -86,8 +206,9 @@ class Pipeline(_sluice.Pipeline):
     starts an independent run; runs of one pipeline may go on at once). Raises SpecError with the library's
     message (naming the JSON path) for a bad spec.
 
-    ``tune=True`` runs the online tuner (``sluice run --tuner sluice``) while the pipeline is iterated: it re-solves
-    the planner's model from the live counters and sets the ``"autotune"`` knobs of the running pipeline; see
+    ``tune=True`` runs the online tuner (``sluice run --tuner sluice``) from the first run on, one tuner from epoch
+    to epoch until the pipeline is freed or rebuilt by ``optimize()``: it re-solves the planner's model from the
+    live counters and sets the ``"autotune"`` knobs of the running pipeline; see
     ``tuner_changes()``; before that, decode_jpeg followed by random_resized_crop, center_crop or resize is fused
     into one op that decodes only the window it needs, as ``sluice optimize`` fuses them (``tuner_fused()`` says
     what was). A dict
@@ -98,17 +219,30 @@ class Pipeline(_sluice.Pipeline):
         text, origin, is_path = _spec_text(spec)
         on, interval, drift = _tune_args(tune)
         self._path = text if is_path else None
+        self._runs = 0
         super().__init__(text, origin, is_path, on, interval, drift)
 
+    def __iter__(self):
+        """One run (the next epoch): yields the elements; ``it.skipped`` and ``it.stats()`` say what it did."""
+        self._runs += 1
+        return _Run(self, self._runs)
+
+    def skips(self):
+        """Why elements were skipped, over every run: {op path: [{"reason", "count", "first"}, ...]} for the ops
+        that skipped any (the reason is the message with its numbers as '#'; "first" its first message in full)."""
+        return {st["path"]: _json.loads(self._skips(i)) for i, st in enumerate(self.stats()) if st["skipped"]}
+
     def tuner_changes(self):
-        """The online tuner's knob changes so far (``tune=True``), oldest first, over every run: one dict each
-        with ``t`` (seconds since that tuner started), ``op`` (its path), ``kind``, ``fn``, ``knob``
-        (``"parallelism"`` or ``"buffer"``), ``from``, ``to``, ``reason`` (the bottleneck sentence and the predicted
-        gain) and ``run`` (which tuned stretch: the tuner runs while any iterator is live, a new one after)."""
+        """The online tuner's knob changes so far (``tune=True``), oldest first: one dict each with ``t`` (seconds
+        since that tuner started), ``op`` (its path), ``kind``, ``fn``, ``knob`` (``"parallelism"``, ``"buffer"`` or
+        ``"cache"``), ``from``, ``to``, ``reason`` (the tuner's own terms, docs/planner.md: the bottleneck and the
+        predicted gain), ``why`` (the same in plain words) and ``run`` (which tuner: one tuner runs from epoch to
+        epoch, keeping what it learned, until the pipeline is rebuilt by ``optimize()``; then a new one)."""
         out = []
         for run, text in enumerate(self._tuner_logs()):
             for change in _json.loads(text):
                 change["run"] = run
+                change["why"] = _plain_reason(change.get("reason") or "")
                 out.append(change)
         return out
 
@@ -122,11 +256,31 @@ class Pipeline(_sluice.Pipeline):
         """Traces the pipeline for ``seconds``, plans its ``"autotune"`` knobs for ``cores`` (0: the machine's)
         minus ``consumer_cores`` (what the training loop needs) within ``memory`` bytes (0: half of what is
         available), and rebuilds the pipeline in place with the plan. ``measure`` > 0 runs the tuned pipeline
-        that long to measure it. Returns the plan's summary: baseline, predicted, measured and bound
-        throughput (elements/s), rounds, and the tuned spec (``spec``)."""
+        that long to measure it. Returns the plan's summary as a dict:
+
+        - ``baseline``, ``predicted``, ``measured``, ``bound``: throughputs in the pipeline's output elements per
+          second; ``unit`` says what one is (``"batches/s"`` when the pipeline batches, else ``"elements/s"``) and
+          ``examples_per_element`` how many examples a batch holds (None when not fixed), so that ``examples``
+          gives the same four figures in examples per second;
+        - ``bottleneck``: the sentence naming the op that limits the pipeline and why; ``limit``: what binds the
+          bound (``"cpu"``, ``"disk"``, ...); ``sentences``: the analyzer's sentences (bottleneck, bound, plan);
+          ``whatif``: the bound with one more core, without a cache, with more memory;
+        - ``rounds``, ``model_cpu`` and ``measured_cpu`` (seconds per element), ``other_load``, ``kept_input``,
+          and ``spec``, the tuned spec."""
         summary = self._optimize(seconds=seconds, cores=cores, consumer_cores=consumer_cores, memory=memory,
                                  measure=measure)
+        report = _json.loads(summary.pop("report"))
+        sentences = report.get("text") or []
+        summary["sentences"] = sentences
+        summary["bottleneck"] = next((t for t in sentences if t.startswith("Bottleneck")), None)
+        summary["limit"] = report.get("limit")
+        summary["whatif"] = report.get("whatif") or {}
         summary["spec"] = _json.loads(self.to_json())
+        per = _examples_per_element(summary["spec"])
+        summary["unit"] = "batches/s" if per != 1 else "elements/s"
+        summary["examples_per_element"] = per
+        summary["examples"] = {k: summary[k] * per for k in ("baseline", "predicted", "measured", "bound")} \
+            if per else None
         return summary
 
     def report(self, path, seconds=2.0):
@@ -148,16 +302,67 @@ class Pipeline(_sluice.Pipeline):
             return "sluice.Pipeline(<not built>)"
 
 
-def register_fn(name, fn, random=False, filter=False):
-    """Registers the Python function ``fn(element_dict) -> element_dict`` as map function ``name``, usable in
-    specs like any function (``{"op": "map", "fn": name}``). With ``filter=True`` it is a predicate for
-    ``filter`` (returns true to keep). ``random=True`` says its output depends on randomness (then it takes no
-    cache above it). The input arrays are read-only views of the engine's buffers; return new arrays (or the
-    same ones, passed on without a copy), ``bytes``, ``int`` or ``float``. Python functions run under the GIL:
-    together they get at most one core, whatever the op's parallelism. An exception inside ``fn`` fails the run
-    at that element: iteration raises sluice.Error whose message carries the traceback, with the original
-    exception as ``__cause__``."""
-    _sluice.register_fn(name, fn, random=random, filter=filter)
+_ARG_TYPES = {"number": (int, float), "integer": (int,), "string": (str,), "boolean": (bool,), "array": (list,),
+              "object": (dict,)}
+
+
+def register_fn(name, fn, args=None, random=False, filter=False):
+    """Registers the Python function ``fn(element_dict, **args) -> element_dict`` as map function ``name``, usable
+    in specs like any function (``{"op": "map", "fn": name, "args": {...}}``). With ``filter=True`` it is a
+    predicate for ``filter`` (returns true to keep).
+
+    ``args`` declares the spec args it takes: ``{"sigma": {"type": "number", "default": 0.1}, "mode": {"type":
+    "string"}}`` (types: number, integer, string, boolean, array, object; no default: required). They are checked
+    when the pipeline is built, as C functions' args are (an unknown name is refused with the nearest known one, a
+    wrong type or a missing required arg names its JSON path), and passed as keyword arguments.
+
+    ``random=True`` says its output depends on randomness (then it takes no cache above it) and passes
+    ``rng=``: a ``numpy.random.Generator`` seeded per element from the pipeline's seed, the op, the epoch and the
+    element's index (the seed C functions get), so the same spec gives the same values whatever the parallelism.
+
+    The input arrays are read-only views of the engine's buffers; return new arrays (or the same ones, passed on
+    without a copy), ``bytes``, ``int`` or ``float``. Python functions run under the GIL: together they get at most
+    one core, whatever the op's parallelism. An exception inside ``fn`` fails the run at that element: iteration
+    raises sluice.Error whose message carries the traceback, with the original exception as ``__cause__``."""
+    spec = None
+    if args is not None:
+        if not isinstance(args, dict):
+            raise TypeError(f"register_fn: args must be a dict of arg name to {{'type', 'default'}}, not "
+                            f"{type(args).__name__}")
+        spec = {}
+        for k, decl in args.items():
+            if not isinstance(decl, dict) or decl.get("type") not in _ARG_TYPES or set(decl) - {"type", "default"}:
+                raise ValueError(f"register_fn: args[{k!r}]: expected {{'type': one of {', '.join(_ARG_TYPES)}, "
+                                 f"'default': value (optional)}}, found {decl!r}")
+            if "default" in decl and not _arg_fits(decl["type"], decl["default"]):
+                raise ValueError(f"register_fn: args[{k!r}]: the default {decl['default']!r} is not a {decl['type']}")
+            spec[str(k)] = dict(decl)
+    _sluice.register_fn(name, fn, random=random, filter=filter, args=spec)
+
+
+def _arg_fits(kind, v):
+    if kind in ("number", "integer") and isinstance(v, bool):
+        return False
+    return isinstance(v, _ARG_TYPES[kind])
+
+
+def _bind_args(fn, spec, given, path):
+    """The keyword arguments of a Python function for one map op (called by the extension when the pipeline is
+    built): ``given`` maps each declared arg to its JSON text in the spec, or None when absent."""
+    out = {}
+    for k, decl in spec.items():
+        text = given.get(k)
+        if text is None:
+            if "default" not in decl:
+                raise SpecError(f"{path}.{k}: required by function '{fn}' (a {decl['type']})")
+            out[k] = decl["default"]
+            continue
+        v = _json.loads(text)
+        if not _arg_fits(decl["type"], v):
+            kind = ("an " if decl["type"][0] in "aeiou" else "a ") + decl["type"]
+            raise SpecError(f"{path}.{k}: expected {kind} for function '{fn}', found {text}")
+        out[k] = v
+    return out
 
 
 def functions():

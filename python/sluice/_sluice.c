@@ -242,8 +242,8 @@ typedef struct {
   PyObject_HEAD sl_pipeline *p;
   bool readonly; /* a cache op shares its buffers between epochs: yield read-only arrays */
   int live;      /* iterators not yet freed */
-  /* tune=True: the online tuner (sl_pipeline_tune) runs while any iterator of the pipeline is live; each one's
-   * change list (JSON text) is kept in tuner_logs when it stops, one entry per tuned stretch of runs. */
+  /* tune=True: the online tuner (sl_pipeline_tune) starts with the first iterator and runs, from run to run, until
+   * the pipeline is rebuilt or freed; each tuner's change list (JSON text) is kept in tuner_logs when it stops. */
   bool tune;
   sl_tune_opts tune_opts;
   sl_tuner *tuner;
@@ -262,6 +262,8 @@ static bool has_cache(const sl_pipeline *p) {
   }
   return false;
 }
+
+static void tuner_release(PipelineObject *self);
 
 static int Pipeline_init(PipelineObject *self, PyObject *args, PyObject *kw) {
   static char *kwlist[] = {"spec", "origin", "is_path", "tune", "tune_interval", "tune_drift", NULL};
@@ -312,6 +314,7 @@ static int Pipeline_init(PipelineObject *self, PyObject *args, PyObject *kw) {
     return -1;
   }
   Py_XSETREF(self->fused, fused);
+  tuner_release(self); /* it watches the pipeline freed here */
   sl_pipeline_free(self->p);
   self->p = p;
   self->readonly = has_cache(p);
@@ -325,7 +328,7 @@ static int Pipeline_init(PipelineObject *self, PyObject *args, PyObject *kw) {
 }
 
 /* Stops the pipeline's tuner (the GIL released: the join waits for its current window) and keeps its change list.
- * Called when the last iterator goes; self->tuner is cleared first, so an iter() meanwhile starts a new one. */
+ * Called before the pipeline is rebuilt or freed, with no iterator live; self->tuner is cleared first. */
 static void tuner_release(PipelineObject *self) {
   sl_tuner *t = self->tuner;
   if (!t) return;
@@ -462,6 +465,19 @@ static PyObject *Pipeline_stats(PipelineObject *self, PyObject *unused) {
   return l;
 }
 
+/* Why op i skipped elements (sl_pipeline_op_skips' JSON text; the Python layer reads it). */
+static PyObject *Pipeline_skips(PipelineObject *self, PyObject *arg) {
+  if (!need_pipeline(self)) return NULL;
+  int i = PyLong_AsLong(arg);
+  if (i == -1 && PyErr_Occurred()) return NULL;
+  char *s = NULL;
+  int rc = sl_pipeline_op_skips(&s, self->p, i);
+  if (rc) return raise_sl(Error, rc);
+  PyObject *r = PyUnicode_FromString(s);
+  sl_free(s);
+  return r;
+}
+
 static PyObject *Pipeline_reset_stats(PipelineObject *self, PyObject *unused) {
   if (!need_pipeline(self)) return NULL;
   sl_pipeline_reset_stats(self->p);
@@ -496,6 +512,7 @@ static PyObject *Pipeline_optimize(PipelineObject *self, PyObject *args, PyObjec
     return NULL;
   if (!need_pipeline(self)) return NULL;
   if (self->live) return raise_msg(Error, SL_EINVAL, "optimize: an iterator of this pipeline is still live");
+  tuner_release(self); /* the pipeline it watches is replaced */
   sl_optimize_opts oo = SL_OPTIMIZE_OPTS_INIT;
   sl_optimize_result res;
   memset(&res, 0, sizeof res);
@@ -505,6 +522,8 @@ static PyObject *Pipeline_optimize(PipelineObject *self, PyObject *args, PyObjec
   if (memory > 0) oo.plan.memory = memory;
   if (measure > 0) oo.measure_seconds = measure;
   oo.result = &res;
+  char *report = NULL; /* the final plan's analyzer report (JSON): the Python layer reads its sentences */
+  oo.report = &report;
   int rc;
   char msg[2048] = "";
   Py_BEGIN_ALLOW_THREADS
@@ -513,11 +532,14 @@ static PyObject *Pipeline_optimize(PipelineObject *self, PyObject *args, PyObjec
   Py_END_ALLOW_THREADS
   if (rc) return raise_msg(rc == SL_EINVAL ? SpecError : Error, rc, msg);
   self->readonly = has_cache(self->p);
-  return Py_BuildValue("{s:d,s:d,s:d,s:d,s:i,s:d,s:d,s:d,s:O,s:d,s:d}", "baseline", res.baseline, "predicted",
-                       res.predicted, "measured", res.measured, "bound", res.bound, "rounds", res.rounds,
-                       "other_load", res.other_load, "model_cpu", res.model_cpu, "measured_cpu", res.measured_cpu,
-                       "kept_input", res.kept_input ? Py_True : Py_False, "input_cpu_traced", res.input_cpu_traced,
-                       "input_cpu_checked", res.input_cpu_checked);
+  PyObject *r = Py_BuildValue("{s:d,s:d,s:d,s:d,s:i,s:d,s:d,s:d,s:O,s:d,s:d,s:s}", "baseline", res.baseline,
+                              "predicted", res.predicted, "measured", res.measured, "bound", res.bound, "rounds",
+                              res.rounds, "other_load", res.other_load, "model_cpu", res.model_cpu, "measured_cpu",
+                              res.measured_cpu, "kept_input", res.kept_input ? Py_True : Py_False, "input_cpu_traced",
+                              res.input_cpu_traced, "input_cpu_checked", res.input_cpu_checked, "report",
+                              report ? report : "{}");
+  sl_free(report);
+  return r;
 }
 
 /* A trace of `seconds` and the HTML report of it (sluice trace + sluice report in one). */
@@ -562,6 +584,7 @@ static PyMethodDef Pipeline_methods[] = {
     {"_optimize", (PyCFunction)(void (*)(void))Pipeline_optimize, METH_VARARGS | METH_KEYWORDS, NULL},
     {"_report_html", (PyCFunction)(void (*)(void))Pipeline_report_html, METH_VARARGS | METH_KEYWORDS, NULL},
     {"_tuner_logs", (PyCFunction)Pipeline_tuner_logs, METH_NOARGS, NULL},
+    {"_skips", (PyCFunction)Pipeline_skips, METH_O, NULL},
     {"tuner_fused", (PyCFunction)Pipeline_tuner_fused, METH_NOARGS,
      "tune=True: what was fused when the pipeline was built (decode_jpeg + a window crop, as sluice optimize fuses "
      "them; a live pipeline takes no new op), or None."},
@@ -600,10 +623,9 @@ static void iter_release(IterObject *self) {
   Py_BEGIN_ALLOW_THREADS
   sl_iter_free(it);
   Py_END_ALLOW_THREADS
-  /* The last run of the pipeline: its tuner stops (it watches the runs going on). `live` drops only after, so that
-   * no rebuild frees the pipeline under the stopping tuner while the GIL is released. */
+  /* The tuner stays for the next run (one tuner per pipeline, keeping what it learned from epoch to epoch); it stops
+   * when the pipeline is rebuilt (optimize, __init__) or freed. */
   PipelineObject *pipe = (PipelineObject *)self->pipe;
-  if (pipe->live == 1) tuner_release(pipe);
   pipe->live--;
 }
 
@@ -789,11 +811,87 @@ typedef struct {
   PyObject *fn;
   char *name;
   bool filter;
+  bool random;       /* also called with rng=: a numpy Generator seeded from the element's seed */
+  PyObject *argspec; /* {name: {"type", "default"?}} as register_fn checked it; NULL: takes no args */
 } pyfn;
 
+/* One map op's use of a Python function: the function and the op's args as keyword arguments. */
+typedef struct {
+  pyfn *f;
+  PyObject *kwargs; /* NULL when the function takes none and draws no randomness */
+} pyfn_use;
+
+/* The op's args for the function: each declared one read (so that an arg it does not declare is refused with the
+ * nearest name), checked and defaulted by sluice._bind_args, which raises for a wrong type or a missing one. */
 static int pyfn_init(void **state, const sl_args *args, void *payload) {
-  *state = payload;
-  return 0;
+  pyfn *f = payload;
+  pyfn_use *u = PyMem_RawCalloc(1, sizeof *u);
+  if (!u) return sl_error_set(SL_ENOMEM, "%s: out of memory", sl_args_path(args));
+  u->f = f;
+  *state = u;
+  if (!f->argspec) return 0;
+  PyGILState_STATE g = PyGILState_Ensure();
+  int rc = 0;
+  PyObject *given = PyDict_New(), *k, *v, *mod = NULL;
+  Py_ssize_t pos = 0;
+  while (given && PyDict_Next(f->argspec, &pos, &k, &v)) {
+    const char *key = PyUnicode_AsUTF8(k);
+    char *text = key ? sl_args_json(args, key) : NULL;
+    PyObject *t = text ? PyUnicode_FromString(text) : Py_NewRef(Py_None);
+    sl_free(text);
+    if (!t || PyDict_SetItem(given, k, t) < 0) Py_CLEAR(given);
+    Py_XDECREF(t);
+  }
+  if (given && (mod = PyImport_ImportModule("sluice")))
+    u->kwargs = PyObject_CallMethod(mod, "_bind_args", "sOOs", f->name, f->argspec, given, sl_args_path(args));
+  if (!u->kwargs) {
+    PyObject *t, *e, *tb;
+    PyErr_Fetch(&t, &e, &tb);
+    PyObject *msg = e ? PyObject_Str(e) : NULL;
+    rc = sl_error_set(SL_EINVAL, "%s", msg && PyUnicode_Check(msg) ? PyUnicode_AsUTF8(msg) : "bad args");
+    PyErr_Clear();
+    Py_XDECREF(msg);
+    Py_XDECREF(t);
+    Py_XDECREF(e);
+    Py_XDECREF(tb);
+  }
+  Py_XDECREF(mod);
+  Py_XDECREF(given);
+  PyGILState_Release(g);
+  return rc;
+}
+
+static void pyfn_free(void *state) {
+  pyfn_use *u = state;
+  if (u->kwargs) {
+    PyGILState_STATE g = PyGILState_Ensure();
+    Py_DECREF(u->kwargs);
+    PyGILState_Release(g);
+  }
+  PyMem_RawFree(u);
+}
+
+/* fn(element, **args) and, for a random function, rng=numpy.random.default_rng(the element's seed): the seed the
+ * library derives from the pipeline's seed, the op, the epoch and the element's index, as C functions get it. */
+static PyObject *pyfn_invoke(const pyfn_use *u, PyObject *d, const sl_fn_call *call) {
+  if (!u->kwargs && !u->f->random) return PyObject_CallOneArg(u->f->fn, d);
+  PyObject *kw = u->kwargs ? PyDict_Copy(u->kwargs) : PyDict_New(), *r = NULL;
+  if (kw && u->f->random) {
+    static PyObject *default_rng;
+    if (!default_rng) {
+      PyObject *np_random = PyImport_ImportModule("numpy.random");
+      default_rng = np_random ? PyObject_GetAttrString(np_random, "default_rng") : NULL;
+      Py_XDECREF(np_random);
+    }
+    PyObject *rng = default_rng ? PyObject_CallFunction(default_rng, "K", (unsigned long long)call->seed) : NULL;
+    if (!rng || PyDict_SetItemString(kw, "rng", rng) < 0) Py_CLEAR(kw);
+    Py_XDECREF(rng);
+  }
+  PyObject *a = kw ? PyTuple_Pack(1, d) : NULL;
+  if (a) r = PyObject_Call(u->f->fn, a, kw);
+  Py_XDECREF(a);
+  Py_XDECREF(kw);
+  return r;
 }
 
 /* Records the raised exception (with its traceback text) as the element's error and keeps it for the consumer. */
@@ -826,11 +924,12 @@ static int pyfn_fail(const pyfn *f, const sl_fn_call *call) {
 }
 
 static int pyfn_call(void *state, sl_elem *elem, sl_fn_call *call) {
-  pyfn *f = state;
+  const pyfn_use *u = state;
+  pyfn *f = u->f;
   PyGILState_STATE g = PyGILState_Ensure();
   int rc = 0;
   PyObject *d = elem_to_dict(elem, true), *r = NULL;
-  if (d) r = PyObject_CallOneArg(f->fn, d);
+  if (d) r = pyfn_invoke(u, d, call);
   if (!r) {
     rc = pyfn_fail(f, call);
   } else if (f->filter) {
@@ -868,12 +967,13 @@ static int pyfn_call(void *state, sl_elem *elem, sl_fn_call *call) {
 }
 
 static PyObject *register_fn(PyObject *m, PyObject *args, PyObject *kw) {
-  static char *kwlist[] = {"name", "fn", "random", "filter", NULL};
+  static char *kwlist[] = {"name", "fn", "random", "filter", "args", NULL};
   const char *name;
-  PyObject *fn;
+  PyObject *fn, *argspec = Py_None;
   int random = 0, filter = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "sO|pp", kwlist, &name, &fn, &random, &filter)) return NULL;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "sO|ppO", kwlist, &name, &fn, &random, &filter, &argspec)) return NULL;
   if (!PyCallable_Check(fn)) return PyErr_Format(PyExc_TypeError, "register_fn: %R is not callable", fn);
+  if (argspec != Py_None && !PyDict_Check(argspec)) return PyErr_Format(PyExc_TypeError, "register_fn: args: a dict");
   /* Kept for the life of the process: pipelines built earlier may still call it. */
   pyfn *f = PyMem_RawCalloc(1, sizeof *f);
   if (!f || !(f->name = strdup(name))) {
@@ -883,10 +983,13 @@ static PyObject *register_fn(PyObject *m, PyObject *args, PyObject *kw) {
   Py_INCREF(fn);
   f->fn = fn;
   f->filter = filter;
+  f->random = random;
+  f->argspec = argspec == Py_None ? NULL : Py_NewRef(argspec);
   sl_fn_def def = {.version = SL_FN_DEF_VERSION,
                    .flags = SL_FN_SERIAL | (random ? SL_FN_RANDOM : 0u) | (filter ? SL_FN_FILTER : 0u),
                    .init = pyfn_init,
-                   .call = pyfn_call};
+                   .call = pyfn_call,
+                   .free = pyfn_free};
   int rc = sl_fn_register(name, &def, f);
   if (rc) return raise_sl(Error, rc);
   Py_RETURN_NONE;

@@ -2,7 +2,7 @@
 
     ds = sluice.torch.Dataset("examples/imagenet.json")
     for batch in torch.utils.data.DataLoader(ds, batch_size=None, num_workers=0):
-        images, labels = batch["image/encoded"], batch["image/class/label"]   # torch.Tensor, no copy
+        images, labels = batch["image"], batch["image/class/label"]   # torch.Tensor, no copy
 
 The pipeline batches and runs on its own threads: use ``batch_size=None`` and ``num_workers=0``. Tensors share
 memory with the engine's buffers (``torch.from_numpy``). Each ``iter()`` is one epoch (a run of the pipeline): a
@@ -37,11 +37,18 @@ def to_torch(element):
 
 
 class Dataset(_IterableDataset):
-    """``spec``: a path, a JSON string or a dict (docs/spec.md). Raises sluice.SpecError now for a bad spec."""
+    """``spec``: a path, a JSON string, a dict (docs/spec.md) or a sluice.Pipeline; ``pipeline_kwargs`` go to
+    ``sluice.Pipeline`` (``tune=True``). Raises sluice.SpecError now for a bad spec. For NCHW image batches (no
+    ``permute``), give the spec's ``normalize`` ``"layout": "CHW"``."""
 
-    def __init__(self, spec):
+    def __init__(self, spec, **pipeline_kwargs):
         super().__init__()
-        self._pipeline = spec if isinstance(spec, _sluice.Pipeline) else _sluice.Pipeline(spec)
+        if isinstance(spec, _sluice.Pipeline):
+            if pipeline_kwargs:
+                raise TypeError("sluice.torch.Dataset: pipeline options go with a spec, not with a built Pipeline")
+            self._pipeline = spec
+        else:
+            self._pipeline = _sluice.Pipeline(spec, **pipeline_kwargs)
         self.epoch = 0
 
     @property

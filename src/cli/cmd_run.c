@@ -1,6 +1,7 @@
 /* cli/cmd_run.c: `sluice run` (run a spec, report throughput) and `sluice validate` (build it without running). */
 #include <math.h>
 #include <signal.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +50,28 @@ static double cpu_seconds(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* Why each op skipped elements: its first three reasons, with their counts and first message. */
+static void print_skip_reasons(const sl_pipeline *p) {
+  for (int i = 0; i < sl_pipeline_op_count(p); i++) {
+    char *text = NULL;
+    if (sl_pipeline_op_skips(&text, p, i)) continue;
+    json_t *a = json_loads(text, 0, NULL);
+    sl_free(text);
+    size_t k;
+    json_t *r;
+    json_array_foreach(a, k, r) {
+      if (k == 3) {
+        printf("    ... %zu more reasons\n", json_array_size(a) - 3);
+        break;
+      }
+      const char *first = json_string_value(json_object_get(r, "first"));
+      printf("    %lld x %s\n", (long long)json_integer_value(json_object_get(r, "count")),
+             first ? first : json_string_value(json_object_get(r, "reason")));
+    }
+    json_decref(a);
+  }
+}
+
 /* Bad records dropped per op (on_corrupt / on_error "skip"): as a JSON object {"ops[3]": 2} (only ops that
  * dropped some) or as one summary line; nothing in text when none was dropped. */
 static void print_skipped(const sl_pipeline *p, bool json) {
@@ -69,6 +92,7 @@ static void print_skipped(const sl_pipeline *p, bool json) {
   }
   if (json) printf("}");
   else if (any) printf("\n");
+  if (!json && any) print_skip_reasons(p);
 }
 
 /* What `sluice run` was asked for. */

@@ -95,8 +95,8 @@ static int select_call(void *st, sl_elem *e, sl_fn_call *call) {
     int k = sl_elem_find(e, n);
     if (k < 0) {
       sl_elem_clear(&out);
-      return sl__err(SL_EINVAL, "%s: element %llu has no component '%s'", call->op_path,
-                     (unsigned long long)call->index, n);
+      return sl__err(SL_ENOTFOUND, "%s: element %llu has no component '%s' (a spec error: no earlier op makes it)",
+                     call->op_path, (unsigned long long)call->index, n);
     }
     out.c[out.n++] = e->c[k];
     e->c[k].buf = e->c[k].offs = NULL;

@@ -318,7 +318,7 @@ static int get_image(const img_state *s, sl_elem *e, sl_fn_call *call, sl_comp *
 }
 
 static int norm_write(sl_elem *e, const char *output, const sl_comp *img, const float *mul, const float *add,
-                      sl__slabs *slabs, uint64_t index);
+                      sl__slabs *slabs, uint64_t index, bool chw);
 static void flip_rows(uint8_t *p, int64_t h, int64_t w, size_t px);
 
 /* random_resized_crop with random_flip and normalize folded in (plan_fuse.c, or by hand): the values the three ops
@@ -366,7 +366,7 @@ static int crop_resize_px(sl_elem *e, const img_state *s, const sl_fn_call *call
       else if (pxb > 64) rc = elem_err(call, SL_EINVAL, "'%s' has too many channels (%lld)", s->comp, (long long)c);
       else flip_rows(p, s->h, s->w, pxb);
     }
-    if (!rc && px.f32) rc = norm_write(e, s->output, out, px.mul, px.add, NULL, 0);
+    if (!rc && px.f32) rc = norm_write(e, s->output, out, px.mul, px.add, NULL, 0, false);
   }
   return rc ? sl__err_wrap(rc, "%s: element %llu", call->op_path, (unsigned long long)call->index) : 0;
 }
@@ -608,6 +608,7 @@ typedef struct {
   int nmean, nstd;
   double mean[64], std[64];
   sl__slabs slabs; /* "batch_slab" */
+  bool chw;        /* "layout": "CHW": channels first (PyTorch's order), written in this pass */
 } norm_state;
 static void norm_free(void *st) {
   norm_state *s = st;
@@ -623,6 +624,9 @@ static int norm_init(void **state, const sl_args *a, void *payload) {
       (rc = sl__get_nums(s->mean, &s->nmean, a, "mean", 64)) ||
       (rc = sl__get_nums(s->std, &s->nstd, a, "std", 64)))
     goto fail;
+  const char *layout;
+  if ((rc = sl__get_str(&layout, a, "layout"))) goto fail;
+  s->chw = !strcmp(layout, "CHW");
   sl__normalize_defaults(a, s->mean, &s->nmean, s->std, &s->nstd);
   for (int i = 0; i < s->nstd; i++)
     if (s->std[i] == 0) {
@@ -662,24 +666,44 @@ static int norm_call(void *st, sl_elem *e, sl_fn_call *call) {
     mul[k] = (float)(s->scale / d);
     add[k] = (float)(-m / d);
   }
-  return norm_write(e, s->output, img, mul, add, &((norm_state *)s)->slabs, call->index);
+  if (s->chw && img->rank != 3)
+    return elem_err(call, SL_EINVAL, "'%s' has rank %d; \"layout\": \"CHW\" needs an image [height, width, channels]",
+                    s->comp, img->rank);
+  return norm_write(e, s->output, img, mul, add, &((norm_state *)s)->slabs, call->index, s->chw);
 }
 
 /* The float32 tensor `output` of img's values times mul plus add per channel (the last dimension); in element
- * `index`'s slot of a slab when slabs (may be NULL) gives one. */
+ * `index`'s slot of a slab when slabs (may be NULL) gives one. `chw`: a rank-3 image [H, W, C] is written channels
+ * first, [C, H, W], in the same pass. */
 static int norm_write(sl_elem *e, const char *output, const sl_comp *img, const float *mul, const float *add,
-                      sl__slabs *slabs, uint64_t index) {
+                      sl__slabs *slabs, uint64_t index, bool chw) {
   int64_t c = img->shape[img->rank - 1], n = sl_comp_count(img);
   sl_comp src;
   comp_hold(&src, img);
+  int64_t shape[SL_MAX_RANK];
+  memcpy(shape, src.shape, sizeof shape);
+  if (chw) {
+    shape[0] = c;
+    shape[1] = src.shape[0];
+    shape[2] = src.shape[1];
+  }
   float *out = NULL;
   sl_buf *slab = NULL;
   size_t off = 0, item;
   if (slabs && sl__mul_ok((size_t)n, sizeof(float), &item)) sl__slabs_slot(slabs, index, item, &slab, &off);
   int rc = 0;
   if (slab) out = (float *)(void *)((uint8_t *)sl_buf_data(slab) + off);
-  else rc = sl_elem_new_tensor(e, output, SL_FLOAT32, src.rank, src.shape, (void **)&out);
-  if (!rc) {
+  else rc = sl_elem_new_tensor(e, output, SL_FLOAT32, src.rank, shape, (void **)&out);
+  if (!rc && chw) {
+    const void *in = sl_comp_data(&src);
+    int64_t plane = n / (c ? c : 1);
+    for (int64_t i = 0; i < plane; i++)
+      for (int64_t k = 0; k < c; k++) {
+        int64_t at = i * c + k;
+        double v = sl__num_at(in, src.dtype, at);
+        out[k * plane + i] = (float)v * mul[k] + add[k];
+      }
+  } else if (!rc) {
     const void *in = sl_comp_data(&src);
     if (src.dtype == SL_UINT8 && c == 3) {
       const uint8_t *p = in;
@@ -690,20 +714,13 @@ static int norm_write(sl_elem *e, const char *output, const sl_comp *img, const 
       }
     } else {
       for (int64_t i = 0, k = 0; i < n; i++) {
-        double v;
-        switch (src.dtype) {
-        case SL_UINT8: v = ((const uint8_t *)in)[i]; break;
-        case SL_INT32: v = ((const int32_t *)in)[i]; break;
-        case SL_INT64: v = (double)((const int64_t *)in)[i]; break;
-        case SL_FLOAT32: v = ((const float *)in)[i]; break;
-        default: v = ((const double *)in)[i]; break;
-        }
+        double v = sl__num_at(in, src.dtype, i);
         out[i] = (float)v * mul[k] + add[k];
         if (++k == c) k = 0;
       }
     }
   }
-  if (!rc && slab) rc = sl_elem_set_tensor(e, output, SL_FLOAT32, src.rank, src.shape, slab, off, NULL);
+  if (!rc && slab) rc = sl_elem_set_tensor(e, output, SL_FLOAT32, src.rank, shape, slab, off, NULL);
   sl_buf_unref(slab);
   comp_release(&src);
   return rc;
@@ -737,15 +754,6 @@ static int cast_init(void **state, const sl_args *a, void *payload) {
 fail:
   sl__free(s);
   return rc;
-}
-static double load_num(const void *p, sl_dtype dt, int64_t i) {
-  switch (dt) {
-  case SL_UINT8: return ((const uint8_t *)p)[i];
-  case SL_INT32: return ((const int32_t *)p)[i];
-  case SL_INT64: return (double)((const int64_t *)p)[i];
-  case SL_FLOAT32: return ((const float *)p)[i];
-  default: return ((const double *)p)[i];
-  }
 }
 static void store_num(void *p, sl_dtype dt, int64_t i, double v) {
   switch (dt) {
@@ -790,7 +798,7 @@ static int cast_call(void *st, sl_elem *e, sl_fn_call *call) {
       float k = (float)s->scale;
       for (int64_t i = 0; i < n; i++) ((float *)out)[i] = (float)((const uint8_t *)in)[i] * k;
     } else {
-      for (int64_t i = 0; i < n; i++) store_num(out, s->dt, i, load_num(in, src.dtype, i) * s->scale);
+      for (int64_t i = 0; i < n; i++) store_num(out, s->dt, i, sl__num_at(in, src.dtype, i) * s->scale);
     }
   }
   comp_release(&src);
@@ -884,7 +892,7 @@ static int pad_call(void *st, sl_elem *e, sl_fn_call *call) {
     for (int64_t i = 0; i < s->max; i++) {
       if (i >= keep) l[i] = (int64_t)s->label_pad;
       else if (lab->dtype == SL_INT64) l[i] = ((const int64_t *)sl_comp_data(lab))[i];
-      else l[i] = (int64_t)fmax(fmin(load_num(sl_comp_data(lab), lab->dtype, i), 0x1p62), -0x1p62);
+      else l[i] = (int64_t)fmax(fmin(sl__num_at(sl_comp_data(lab), lab->dtype, i), 0x1p62), -0x1p62);
     }
   }
   if ((rc = sl_elem_set_tensor(&out, s->num_output, SL_INT32, 0, NULL, NULL, 0, &nb))) goto done;
@@ -997,12 +1005,32 @@ static const sl__arg NORM_ARGS[] = {
     {"scale", SL__ARG_NUM, "1", 0, 0, 0, NULL, "multiplies each value first"},
     {"mean", SL__ARG_NUMS, NULL, SL__LOHI, 1, 64, NULL, "per-channel mean subtracted (default ImageNet's RGB, 0..255)"},
     {"std", SL__ARG_NUMS, NULL, SL__LOHI, 1, 64, NULL, "per-channel divisor (default ImageNet's with the default mean, else 1)"},
+    {"layout", SL__ARG_ENUM, "HWC", 0, 0, 0, "HWC|CHW", "the output's order: channels last, or first (PyTorch's NCHW "
+     "batches, written in this pass)"},
     SL__SLAB_ARG("the first output's size fixes the slot's: an output of another size gets its own buffer"),
     {NULL}};
 static const sl__fn_io NORM_READS[] = {{"component", NULL, NULL, SL__DT_ANY, -1, 0}, {NULL}};
 static const sl__fn_io NORM_WRITES[] = {{"output", NULL, "component", SL_FLOAT32, SL__RANK_SAME, 0}, {NULL}};
+/* "layout": "CHW" moves the channels first: an image of rank 3 only. */
+static int norm_infer(sl__struct *s, const sl_args *a, const char *origin) {
+  (void)origin;
+  json_t *layout = json_object_get(a->obj, "layout");
+  if (!json_is_string(layout) || strcmp(json_string_value(layout), "CHW")) return 0;
+  const char *name;
+  int rc = out_name(&name, a);
+  sl__comp_desc *d = rc ? NULL : sl__struct_get(s, name);
+  if (rc || !d || d->rank < 0) return rc;
+  if (d->rank != 3)
+    return sl__err(SL_EINVAL, "%s.layout: \"CHW\" needs an image [height, width, channels]; '%s' has rank %d", a->path,
+                   name, d->rank);
+  int64_t h = d->dims[0], w = d->dims[1];
+  d->dims[0] = d->dims[2];
+  d->dims[1] = h;
+  d->dims[2] = w;
+  return 0;
+}
 static const sl__fn_schema NORM_SCHEMA = {"(x * scale - mean) / std per channel, as float32", NORM_ARGS,
-                                          NORM_READS, NORM_WRITES, NULL};
+                                          NORM_READS, NORM_WRITES, norm_infer};
 static const sl__arg CAST_ARGS[] = {
     IMG_IO_ARGS,
     {"dtype", SL__ARG_ENUM, NULL, SL__ARGF_REQUIRED, 0, 0, "uint8|int32|int64|float32|float64", "the dtype cast to"},

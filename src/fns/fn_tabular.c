@@ -454,14 +454,7 @@ static int l1p_call(void *st, sl_elem *e, sl_fn_call *call) {
   rc = sl_elem_new_tensor(e, s->output, SL_FLOAT32, src.rank, src.shape, (void **)&out);
   const void *in = sl_comp_data(&src);
   for (int64_t i = 0; i < n && !rc; i++) {
-    double v;
-    switch (src.dtype) {
-    case SL_UINT8: v = ((const uint8_t *)in)[i]; break;
-    case SL_INT32: v = ((const int32_t *)in)[i]; break;
-    case SL_INT64: v = (double)((const int64_t *)in)[i]; break;
-    case SL_FLOAT32: v = ((const float *)in)[i]; break;
-    default: v = ((const double *)in)[i]; break;
-    }
+    double v = sl__num_at(in, src.dtype, i);
     if (v < 0 && s->clip) v = 0;
     if (v <= -1) {
       rc = sl__err(SL_EINVAL, "%s: element %llu: '%s'[%lld] = %g: log1p needs values > -1 (or \"clip_negative\": true)",

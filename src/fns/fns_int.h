@@ -81,4 +81,15 @@ int sl__fn_infer(sl__struct *s, const sl__fn_schema *sc, json_t *args, const cha
  * none (fn_common.c). */
 int sl__fn_component(sl_elem *e, const sl_fn_call *call, const char *name, sl_comp **out);
 
+/* Value i of a numeric tensor's data as a double (any dtype but bytes). */
+static inline double sl__num_at(const void *in, sl_dtype dt, int64_t i) {
+  switch (dt) {
+  case SL_UINT8: return ((const uint8_t *)in)[i];
+  case SL_INT32: return ((const int32_t *)in)[i];
+  case SL_INT64: return (double)((const int64_t *)in)[i];
+  case SL_FLOAT32: return ((const float *)in)[i];
+  default: return ((const double *)in)[i];
+  }
+}
+
 #endif

@@ -113,35 +113,41 @@ static void map_free_op(sl__op *op) {
 
 /* Runs the function on one element; wraps errors with the op and element index. Under on_error "skip" a failed
  * element comes back as dropped (keep false) and is counted; cancellation and out-of-memory still stop the run,
- * as they say nothing about the element. */
+ * as they say nothing about the element, and so does a component the element lacks (SL_ENOTFOUND, a name in the
+ * spec that no earlier op makes, which the build could not see behind a function registered at run time). */
 static int call_fn(sl__op *op, map_cfg *c, sl_elem *e, uint64_t epoch, uint64_t index, bool *keep) {
   uint64_t seeds[SL__MAX_SEED_OPS], base = sl_pipeline_seed(op->pl);
   for (int k = 0; k < op->nseed_ops; k++) seeds[k] = sl__seed_of(base, (uint64_t)op->seed_ops[k], epoch, index);
   sl_fn_call call = {index, seeds[0], true, op->path, op->nseed_ops > 1 ? seeds : NULL, op->nseed_ops > 1 ? op->nseed_ops : 0};
   sl_error_clear();
   int rc = c->fn.def.call(c->state, e, &call);
-  if (rc && c->skip_errors && rc != SL_ECANCELED && rc != SL_ENOMEM) {
+  if (!rc) {
+    *keep = call.keep;
+    return 0;
+  }
+  if (!sl_error_last()[0]) sl__err(rc, "%s", sl_strerror(rc));
+  if (strncmp(sl_error_last(), op->path, strlen(op->path))) {
+    const char *file; /* an element made from a text line names its file and line */
+    uint64_t line;
+    if (sl__elem_origin(&file, &line, e))
+      sl__err_wrap(rc < 0 ? rc : SL_ERROR, "%s (%s %s), element %llu (%s, line %llu)", op->path, op->vt->kind,
+                   op->label, (unsigned long long)index, file, (unsigned long long)line);
+    else
+      sl__err_wrap(rc < 0 ? rc : SL_ERROR, "%s (%s %s), element %llu", op->path, op->vt->kind, op->label,
+                   (unsigned long long)index);
+  }
+  if (c->skip_errors && rc != SL_ECANCELED && rc != SL_ENOMEM && rc != SL_ENOTFOUND) {
+    const void *fname = NULL; /* an element that names its file (files' "filename") says which file was skipped */
+    size_t flen = 0;
+    const sl_comp *fc = sl_elem_get(e, "filename");
+    if (!fc || fc->dtype != SL_BYTES || fc->rank != 0 || sl_comp_string(&fname, &flen, fc, 0)) fname = NULL;
+    sl__op_skip_note(op, sl_error_last(), fname, flen);
     sl__stat_add(&op->st.errors_skipped, 1);
     sl_error_clear();
     *keep = false;
     return 0;
   }
-  if (rc) {
-    if (!sl_error_last()[0]) sl__err(rc, "%s", sl_strerror(rc));
-    if (strncmp(sl_error_last(), op->path, strlen(op->path))) {
-      const char *file; /* an element made from a text line names its file and line */
-      uint64_t line;
-      if (sl__elem_origin(&file, &line, e))
-        sl__err_wrap(rc < 0 ? rc : SL_ERROR, "%s (%s %s), element %llu (%s, line %llu)", op->path, op->vt->kind,
-                     op->label, (unsigned long long)index, file, (unsigned long long)line);
-      else
-        sl__err_wrap(rc < 0 ? rc : SL_ERROR, "%s (%s %s), element %llu", op->path, op->vt->kind, op->label,
-                     (unsigned long long)index);
-    }
-    return rc < 0 ? rc : SL_ERROR;
-  }
-  *keep = call.keep;
-  return 0;
+  return rc < 0 ? rc : SL_ERROR;
 }
 
 /* ---------------- sequential map / filter ---------------- */

@@ -271,6 +271,7 @@ static int tfr_next(sl__it *it, sl_elem *out) {
       continue;
     }
     if (rc == SL_ECORRUPT && c->skip_corrupt) {
+      sl__op_skip_note(it->op, sl_error_last(), NULL, 0); /* names the file, the record and its byte offset */
       sl__stat_add(&it->op->st.skipped, 1);
       continue; /* the reader resumes after a data-CRC error, or ends the file after a framing error */
     }

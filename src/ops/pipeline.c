@@ -35,6 +35,7 @@ struct sl_iter {
 static void op_free(sl__op *op) {
   if (!op) return;
   pthread_mutex_destroy(&op->live_mu);
+  sl__op_skips_free(op);
   if (op->vt && op->vt->free) op->vt->free(op);
   sl__free(op->shape);
   sl__free(op->path);

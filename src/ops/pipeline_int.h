@@ -129,7 +129,14 @@ struct sl__op {
    * their ratio gives the CPU of those that read the wall clock alone (sl__sampler_cpu_due). 0: none yet. */
   atomic_uint_fast64_t own_cpu_mean64, own_wall_mean64;
   sl__stats st;
+  struct sl__skiplog *_Atomic skips; /* why elements were skipped (op_skips.c), made at the first skip */
 };
+
+/* Notes why op skipped an element (on_error / on_corrupt "skip"): `msg` is the error that would have failed the run;
+ * `file` (NULL: none; `len` bytes) the file the element came from, named in the first message, not in the reason.
+ * Thread-safe; nothing is noted when memory runs out (the count in op->st still is). */
+void sl__op_skip_note(sl__op *op, const char *msg, const void *file, size_t len);
+void sl__op_skips_free(sl__op *op);
 
 /* Upper bounds of the knobs that size threads and buffers (their tables' ranges): what one process can hold
  * whatever the element size, checked when the spec is validated, so that no size reaches an int or an allocation

@@ -716,16 +716,24 @@ double sl__plan_learn_share(double used, double avail) {
 }
 
 int sl_pipeline_optimize(sl_pipeline *p, const sl_optimize_opts *opts) {
+  if (opts && opts->report) *opts->report = NULL;
   sl_plan *plan = NULL;
   int rc = sl_optimize(&plan, p, opts);
   if (rc) return rc;
   char *spec = NULL;
   sl_pipeline *q = NULL;
   rc = sl_plan_spec_json(&spec, plan);
+  if (!rc && opts && opts->report) rc = sl_plan_report(opts->report, plan, true);
   sl_plan_free(plan);
   if (!rc) rc = sl_pipeline_from_json(&q, spec, strlen(spec), sl__pipeline_origin(p));
   sl__free(spec);
-  if (rc) return rc;
+  if (rc) {
+    if (opts && opts->report) {
+      sl__free(*opts->report);
+      *opts->report = NULL;
+    }
+    return rc;
+  }
   /* The caller's handle now holds the planned pipeline. */
   sl__pipeline_replace(p, q);
   return 0;

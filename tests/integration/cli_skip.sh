@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # cli_skip.sh: bad records as issue 20 wants them: a map's "on_error": "skip" drops and counts them, `sluice run`
-# shows the counts per op (text and --json), and a bad line of a text/CSV source is named by its file and line;
+# shows the counts per op (text and --json) and their reasons, and a bad line of a text/CSV source is named by its file and line;
 # a filter bound that would drop every record is refused with the valid range.
 set -u
 S=${SL_CLI:?}
@@ -20,6 +20,9 @@ for par in 1 2; do
   out=$("$S" run "$T/s.json" --quiet 2>&1) || fail "run with on_error skip (parallelism $par): $out"
   echo "$out" | grep -q "^csv: 3 elements" || fail "kept elements (parallelism $par): $out"
   echo "$out" | grep -q "skipped: ops\[2\] (map parse_csv) 2" || fail "skipped line (parallelism $par): $out"
+  # and why, each reason with its count and first message (file and line)
+  echo "$out" | grep -q "^    1 x ops\[2\]: element 1 ($T/d.csv, line 2): field 2 (column 'b')" \
+    || fail "skip reasons (parallelism $par): $out"
   js=$("$S" run "$T/s.json" --json) || fail "run --json with on_error skip"
   python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert d["elements"]==3 and d["skipped"]=={"ops[2]": 2}, d' "$js" \
     || fail "--json skipped (parallelism $par): $js"

@@ -74,3 +74,16 @@ def test_shard_auto_without_a_launcher_names_the_op(data, monkeypatch):
     monkeypatch.delenv("RANK", raising=False)
     with pytest.raises(sluice.SpecError, match=r"ops\[2\]\.num_shards: \"auto\".*WORLD_SIZE is not set"):
         sluice.Pipeline(shard_spec(data))
+
+
+def test_dataset_takes_pipeline_options_and_gives_nchw_batches(data):
+    spec = image_spec(data, batch=4)
+    for op in spec["ops"]:
+        if op.get("fn") == "normalize":
+            op["args"]["layout"] = "CHW"
+    ds = sluice.torch.Dataset(spec, tune=True)  # the keywords of sluice.Pipeline
+    assert ds.pipeline.tuner_fused() is not None
+    batch = next(iter(torch.utils.data.DataLoader(ds, batch_size=None)))
+    assert batch["image"].shape == (4, 3, 32, 32) and batch["image"].is_contiguous()
+    with pytest.raises(TypeError, match="built Pipeline"):
+        sluice.torch.Dataset(ds.pipeline, tune=True)

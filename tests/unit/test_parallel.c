@@ -394,6 +394,51 @@ static void test_map_on_error_skip(void **s) {
   assert_int_equal(sl_pipeline_from_json(&p, bad, strlen(bad), NULL), SL_EINVAL);
 }
 
+/* A component name no earlier op makes is a spec error under on_error "skip" too: at build time where the element's
+ * structure is known, else (behind a function registered at run time) at the first element, never skipped. */
+static void test_on_error_skip_keeps_spec_errors(void **s) {
+  sl_pipeline *p = NULL;
+  const char *known = "{\"ops\": [{\"op\": \"range\", \"stop\": 50}, {\"op\": \"map\", \"fn\": \"log1p\", "
+                      "\"on_error\": \"skip\", \"args\": {\"component\": \"valu\"}}]}";
+  assert_int_equal(sl_pipeline_from_json(&p, known, strlen(known), NULL), SL_EINVAL);
+  assert_non_null(strstr(sl_error_last(), "'valu'"));
+  for (int par = 1; par <= 2; par++) {
+    p = tu_pipelinef("{\"ops\": [{\"op\": \"range\", \"stop\": 50}, {\"op\": \"map\", \"fn\": \"t_jitter\"}, "
+                     "{\"op\": \"map\", \"fn\": \"log1p\", \"on_error\": \"skip\", \"parallelism\": %d, "
+                     "\"args\": {\"component\": \"valu\"}}]}", par);
+    static int64_t got[50];
+    int rc;
+    assert_int_equal(drain(p, got, 50, 0, 0, &rc), 0);
+    assert_int_equal(rc, SL_ENOTFOUND);
+    assert_non_null(strstr(sl_error_last(), "no component 'valu'"));
+    sl_op_stats st;
+    assert_int_equal(sl_pipeline_op_stats(&st, p, 2), 0);
+    assert_int_equal(st.errors_skipped, 0);
+    sl_pipeline_free(p);
+  }
+}
+
+/* The reasons of the skips: one per message once its numbers are '#', with its count and first message in full
+ * (one worker: the first noted is the first in order). */
+static void test_skip_reasons(void **s) {
+  sl_pipeline *p = tu_pipelinef("{\"ops\": [{\"op\": \"range\", \"stop\": 3000}, {\"op\": \"map\", \"fn\": "
+                                "\"t_failmod\", \"on_error\": \"skip\", \"parallelism\": %d}]}", 1);
+  static int64_t got[3000];
+  int rc;
+  char *text = NULL;
+  assert_int_equal(sl_pipeline_op_skips(&text, p, 1), 0);
+  assert_string_equal(text, "[]");
+  sl_free(text);
+  drain(p, got, 3000, 0, 0, &rc);
+  assert_int_equal(rc, SL_END);
+  assert_int_equal(sl_pipeline_op_skips(&text, p, 1), 0);
+  assert_string_equal(text, "[{\"reason\":\"ops[#] (map t_failmod), element #: bad value #\",\"count\":429,"
+                            "\"first\":\"ops[1] (map t_failmod), element 3: bad value 3\"}]");
+  sl_free(text);
+  assert_int_equal(sl_pipeline_op_skips(&text, p, 2), SL_EINVAL);
+  sl_pipeline_free(p);
+}
+
 static void test_cheap_errors_arrive_in_order(void **s) {
   /* parallel maps with drops before an error, then a prefetch: the error comes after exactly the elements before
    * it, whatever the consumer's speed */
@@ -631,6 +676,8 @@ int main(void) {
       cmocka_unit_test(test_interleave_own_time_excludes_its_source),
       cmocka_unit_test(test_cheap_cancel_mid_stream),
       cmocka_unit_test(test_map_on_error_skip),
+      cmocka_unit_test(test_on_error_skip_keeps_spec_errors),
+      cmocka_unit_test(test_skip_reasons),
       cmocka_unit_test(test_cheap_handoff_under_live_knob_changes),
       cmocka_unit_test(test_interleave_under_live_knob_changes),
       cmocka_unit_test(test_expensive_elements_are_not_batched),
