@@ -35,17 +35,7 @@ static int run_counted(const char *spec) {
   atomic_store(&g_largest, 0);
   sl_pipeline *p;
   assert_int_equal(sl_pipeline_from_json(&p, spec, strlen(spec), "limits"), 0);
-  sl_iter *it;
-  assert_int_equal(sl_pipeline_iter(&it, p), 0);
-  sl_elem e;
-  sl_elem_init(&e);
-  int n = 0, rc;
-  while ((rc = sl_iter_next(&e, it)) == 0) {
-    n++;
-    sl_elem_clear(&e);
-  }
-  assert_int_equal(rc, SL_END);
-  sl_iter_free(it);
+  int n = (int)tu_count(p, SL_END);
   sl_pipeline_free(p);
   return n;
 }
