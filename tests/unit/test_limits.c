@@ -35,7 +35,7 @@ static int run_counted(const char *spec) {
   atomic_store(&g_largest, 0);
   sl_pipeline *p;
   assert_int_equal(sl_pipeline_from_json(&p, spec, strlen(spec), "limits"), 0);
-  int n = (int)tu_count(p, SL_END);
+  int n = (int)tu_count(p, 0);
   sl_pipeline_free(p);
   return n;
 }
