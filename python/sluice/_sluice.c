@@ -261,6 +261,7 @@ typedef struct {
   bool tune;
   sl_tune_opts tune_opts;
   sl_tuner *tuner;
+  pid_t tuner_pid;      /* the process whose thread the tuner is: a forked child leaves its copy alone */
   PyObject *tuner_logs; /* list of str */
   int tuner_solves;     /* solves of the tuners already stopped */
   PyObject *fused;      /* tune=True: what sl_pipeline_fuse fused when it was built (str), or None */
@@ -344,6 +345,7 @@ static void tuner_release(PipelineObject *self) {
   sl_tuner *t = self->tuner;
   if (!t) return;
   self->tuner = NULL;
+  if (self->tuner_pid != getpid()) return; /* a fork's copy: its thread is the parent's */
   char *log = NULL;
   int solves;
   Py_BEGIN_ALLOW_THREADS
@@ -391,6 +393,7 @@ static PyObject *Pipeline_iter(PipelineObject *self) {
   pthread_mutex_unlock(&watch_mu);
   int rc = 0;
   /* The tuner before the run: its one-off probes measure process CPU, which the run's threads would add to. */
+  if (self->tune && !self->tuner) self->tuner_pid = getpid();
   if (self->tune && !self->tuner && (rc = sl_pipeline_tune(&self->tuner, self->p, &self->tune_opts))) {
     char msg[1024];
     snprintf(msg, sizeof msg, "%s", sl_error_last());

@@ -109,6 +109,25 @@ def test_a_forked_child_touching_a_live_iterator_gets_an_error():
     it.close()
 
 
+def test_a_forked_child_of_a_tuned_run_ends_without_waiting_for_the_parents_threads():
+    p = sluice.Pipeline({"ops": [{"op": "range", "stop": 100000},
+                                 {"op": "map", "fn": "spin", "args": {"us": 1}, "parallelism": 2}]}, tune=True)
+    it = iter(p)
+    next(it)
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            next(it)
+        except sluice.Error:
+            code = 0
+        del it  # the iterator and the pipeline (with its tuner) freed in the child: nothing to join here
+        del p
+        os._exit(code)
+    assert _wait_child(pid) == 0
+    it.close()
+
+
 def _mp_child(it, q):
     try:
         next(it)
