@@ -24,6 +24,7 @@ typedef struct {
   size_t len, cap;  /* bytes used and allocated in data or payload */
   int64_t ocap;     /* offsets allocated */
   size_t per;       /* numeric: bytes per element */
+  size_t full;      /* numeric: bytes of a whole batch (size x per), the most data grows to */
   bool adopt;       /* numeric: every element so far is the next slot of element 0's buffer: nothing copied */
 } stack_acc;
 
@@ -242,13 +243,19 @@ static void acc_dispose(stack_acc *a) {
   memset(a, 0, sizeof *a);
 }
 
-/* Room for `more` bytes in a's tensor (numeric) or payload (bytes), doubling. */
+/* A tensor up to this size is allocated whole when its batch starts (the usual case: one allocation, no copy);
+ * a larger one starts here and doubles as elements arrive, so that a huge `size` over a short stream stays small. */
+#define BATCH_FIRST_BYTES (16u << 20)
+
+/* Room for `more` bytes in a's tensor (numeric) or payload (bytes), doubling; a tensor never beyond a whole
+ * batch, so that a full batch's buffer is exactly its size. */
 static int acc_reserve(sl__op *op, stack_acc *a, size_t more, bool bytes) {
   size_t need;
   if (!sl__add_ok(a->len, more, &need)) return sl__op_err(op, SL_EINVAL, "batch too large");
   if (need <= a->cap) return 0;
-  size_t ncap = a->cap ? a->cap : 64;
+  size_t ncap = a->cap ? a->cap : bytes ? 64 : a->full < BATCH_FIRST_BYTES ? a->full : BATCH_FIRST_BYTES;
   while (ncap < need) ncap = ncap > SIZE_MAX / 2 ? need : ncap * 2;
+  if (!bytes && ncap > a->full && need <= a->full) ncap = a->full;
   if (bytes) {
     unsigned char *np = sl__realloc(a->payload, ncap);
     if (!np) return sl__op_err(op, SL_ENOMEM, "out of memory growing a batch to %zu bytes", ncap);
@@ -299,6 +306,7 @@ static int stack_add(sl__op *op, batch_it *b, const sl_elem *first, sl_elem *e, 
       int64_t per;
       if (sl_shape_count(&per, c0->rank, c0->shape)) return sl__op_wrap(op, SL_EINVAL);
       a->per = (size_t)per * sl_dtype_size(c0->dtype);
+      if (!sl__mul_ok(a->per, (size_t)((const batch_cfg *)op->impl)->size, &a->full)) a->full = SIZE_MAX;
       a->adopt = c0->buf && a->per > 0 && c0->size == a->per && c0->off + a->per <= sl_buf_size(c0->buf);
       if (a->adopt) continue;
     } else {
