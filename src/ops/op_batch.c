@@ -310,7 +310,8 @@ static int stack_add(sl__op *op, batch_it *b, const sl_elem *first, sl_elem *e, 
       a->adopt = c0->buf && a->per > 0 && c0->size == a->per && c0->off + a->per <= sl_buf_size(c0->buf);
       if (a->adopt) continue;
     } else {
-      if (!c) return sl__op_err(op, SL_EINVAL, "element %lld of the batch lacks component '%s'", (long long)k, c0->name);
+      if (!c)
+        return sl__op_err(op, SL_EINVAL, "element %lld of the batch lacks component '%s'", (long long)k, c0->name);
       if (c->dtype != c0->dtype || c->rank != c0->rank)
         return sl__op_err(op, SL_EINVAL, "element %lld of the batch: '%s' is %s rank %d, element 0's is %s rank %d",
                           (long long)k, c0->name, sl_dtype_name(c->dtype), c->rank, sl_dtype_name(c0->dtype), c0->rank);

@@ -45,16 +45,16 @@ static int run_counted(const char *spec) {
 
 static void test_a_deep_prefetch_over_a_short_stream_stays_small(void **s) {
   (void)s;
-  assert_int_equal(run_counted("{\"ops\": [{\"op\": \"range\", \"stop\": 100}, {\"op\": \"prefetch\", \"buffer\": 65536}]}"),
-                   100);
+  assert_int_equal(
+      run_counted("{\"ops\": [{\"op\": \"range\", \"stop\": 100}, {\"op\": \"prefetch\", \"buffer\": 65536}]}"), 100);
   assert_true(atomic_load(&g_largest) < SMALL);
 }
 
 static void test_a_huge_batch_size_over_a_short_stream_stays_small(void **s) {
   (void)s;
   /* 16 MB (and a buffer header): the most a batch tensor is allocated whole when its batch starts (128 MB here) */
-  assert_int_equal(run_counted("{\"ops\": [{\"op\": \"range\", \"stop\": 3}, {\"op\": \"batch\", \"size\": 16777216}]}"),
-                   1);
+  assert_int_equal(
+      run_counted("{\"ops\": [{\"op\": \"range\", \"stop\": 3}, {\"op\": \"batch\", \"size\": 16777216}]}"), 1);
   assert_true(atomic_load(&g_largest) < (17u << 20));
   assert_int_equal(run_counted("{\"ops\": [{\"op\": \"range\", \"stop\": 3}, {\"op\": \"padded_batch\", \"size\": "
                                "16777216}]}"), 1);
