@@ -15,6 +15,7 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <sluice.h>
 
@@ -179,6 +180,13 @@ struct IterObject {
   bool readonly;
   bool in_next;   /* blocked in sl_iter_next (guarded by watch_mu) */
   IterObject *prev, *next; /* every live iterator (guarded by watch_mu) */
+  /* next() from several Python threads is serialised: one at a time runs sl_iter_next (the engine's iterator is
+   * one consumer's), the others wait for this lock with the GIL released, so that the holder can take the GIL back.
+   * close() takes it too: the run is never freed under a next() in progress. */
+  pthread_mutex_t next_mu;
+  /* The process that started the run: its threads exist only there. A forked child that touches the iterator gets
+   * an error instead of waiting for threads it does not have; its copy of the run is left alone (never freed). */
+  pid_t pid;
 };
 
 static pthread_mutex_t watch_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -210,14 +218,20 @@ static void on_sigint(int sig, siginfo_t *info, void *ctx) {
   errno = saved;
 }
 
-/* A forked child (a DataLoader worker, say) has no watcher thread: it starts its own at its first run. */
-static void watcher_after_fork(void) { watcher_started = false; }
+/* A forked child (a DataLoader worker, say) has no watcher thread: it starts its own at its first run. watch_mu is
+ * held across the fork so that the child's copy is not left locked by a thread it does not have. */
+static void watcher_before_fork(void) { pthread_mutex_lock(&watch_mu); }
+static void watcher_parent_fork(void) { pthread_mutex_unlock(&watch_mu); }
+static void watcher_after_fork(void) {
+  pthread_mutex_unlock(&watch_mu);
+  watcher_started = false;
+}
 
 /* Puts on_sigint in front of the handler in force when that is a function (Python's, or one the user set with
  * signal.signal since: that replaced ours, so we chain again). Leaves SIG_DFL/SIG_IGN alone. */
 static void watch_sigint(void) {
   static bool atfork;
-  if (!atfork) atfork = pthread_atfork(NULL, NULL, watcher_after_fork) == 0;
+  if (!atfork) atfork = pthread_atfork(watcher_before_fork, watcher_parent_fork, watcher_after_fork) == 0;
   if (!watcher_started) {
     if (sem_init(&sig_sem, 0, 0)) return;
     pthread_t t;
@@ -247,6 +261,7 @@ typedef struct {
   bool tune;
   sl_tune_opts tune_opts;
   sl_tuner *tuner;
+  pid_t tuner_pid;      /* the process whose thread the tuner is: a forked child leaves its copy alone */
   PyObject *tuner_logs; /* list of str */
   int tuner_solves;     /* solves of the tuners already stopped */
   PyObject *fused;      /* tune=True: what sl_pipeline_fuse fused when it was built (str), or None */
@@ -333,6 +348,7 @@ static void tuner_release(PipelineObject *self) {
   sl_tuner *t = self->tuner;
   if (!t) return;
   self->tuner = NULL;
+  if (self->tuner_pid != getpid()) return; /* a fork's copy: its thread is the parent's */
   char *log = NULL;
   int solves;
   Py_BEGIN_ALLOW_THREADS
@@ -368,6 +384,8 @@ static PyObject *Pipeline_iter(PipelineObject *self) {
   o->it = NULL;
   o->in_next = false;
   o->readonly = self->readonly;
+  o->pid = getpid();
+  pthread_mutex_init(&o->next_mu, NULL);
   Py_INCREF(self);
   o->pipe = (PyObject *)self;
   o->prev = NULL;
@@ -378,6 +396,7 @@ static PyObject *Pipeline_iter(PipelineObject *self) {
   pthread_mutex_unlock(&watch_mu);
   int rc = 0;
   /* The tuner before the run: its one-off probes measure process CPU, which the run's threads would add to. */
+  if (self->tune && !self->tuner) self->tuner_pid = getpid();
   if (self->tune && !self->tuner && (rc = sl_pipeline_tune(&self->tuner, self->p, &self->tune_opts))) {
     char msg[1024];
     snprintf(msg, sizeof msg, "%s", sl_error_last());
@@ -613,24 +632,58 @@ static PyTypeObject PipelineType = {
 /* Joins the run's workers (GIL released: they may be waiting for it in a Python map function) and drops the
  * pipeline's count. self->it is cleared first, under the GIL, so cancel() from another thread never sees a freed
  * iterator. */
-static void iter_release(IterObject *self) {
+static void iter_release_locked(IterObject *self) {
   pthread_mutex_lock(&watch_mu);
   sl_iter *it = self->it;
   self->it = NULL;
   pthread_mutex_unlock(&watch_mu);
   if (!it) return;
+  PipelineObject *pipe = (PipelineObject *)self->pipe;
+  if (self->pid != getpid()) { /* a forked child's copy: its threads are the parent's */
+    pipe->live--;
+    return;
+  }
   sl_iter_cancel(it);
   Py_BEGIN_ALLOW_THREADS
   sl_iter_free(it);
   Py_END_ALLOW_THREADS
   /* The tuner stays for the next run (one tuner per pipeline, keeping what it learned from epoch to epoch); it stops
    * when the pipeline is rebuilt (optimize, __init__) or freed. */
-  PipelineObject *pipe = (PipelineObject *)self->pipe;
   pipe->live--;
+}
+
+/* Takes self->next_mu, waiting for it with the GIL released (its holder may need the GIL to finish). */
+static void next_lock(IterObject *self) {
+  if (pthread_mutex_trylock(&self->next_mu) == 0) return;
+  Py_BEGIN_ALLOW_THREADS
+  pthread_mutex_lock(&self->next_mu);
+  Py_END_ALLOW_THREADS
+}
+
+/* From outside next(): a next() in progress on another thread is cancelled and waited for first. */
+static void iter_release(IterObject *self) {
+  if (self->pid != getpid()) { /* the lock may have been held by a thread of the parent: never taken here */
+    iter_release_locked(self);
+    return;
+  }
+  pthread_mutex_lock(&watch_mu);
+  if (self->it) sl_iter_cancel(self->it);
+  pthread_mutex_unlock(&watch_mu);
+  next_lock(self);
+  iter_release_locked(self);
+  pthread_mutex_unlock(&self->next_mu);
+}
+
+/* The error of a forked child touching its parent's run. */
+static PyObject *iter_forked(IterObject *self) {
+  return PyErr_Format(Error, "this iterator was started in process %ld and cannot be continued in process %ld, a "
+                             "fork of it: the run's threads exist only in the process that started it (start a new "
+                             "iterator in the child, e.g. iter(pipeline))", (long)self->pid, (long)getpid());
 }
 
 static void Iter_dealloc(IterObject *self) {
   iter_release(self);
+  if (self->pid == getpid()) pthread_mutex_destroy(&self->next_mu);
   pthread_mutex_lock(&watch_mu);
   if (self->prev) self->prev->next = self->next;
   else if (live_iters == self) live_iters = self->next;
@@ -640,11 +693,21 @@ static void Iter_dealloc(IterObject *self) {
   PyObject_Free(self);
 }
 
+static PyObject *Iter_next_locked(IterObject *self);
 static PyObject *Iter_next(IterObject *self) {
+  if (self->pid != getpid()) return self->it ? iter_forked(self) : NULL;
   if (!self->it) return NULL; /* ended, failed or closed: StopIteration */
+  next_lock(self);
+  PyObject *r = Iter_next_locked(self);
+  pthread_mutex_unlock(&self->next_mu);
+  return r;
+}
+
+static PyObject *Iter_next_locked(IterObject *self) {
+  if (!self->it) return NULL; /* another thread's next() ended it while this one waited */
   /* A Ctrl-C that came before we block is handled here; one that comes while blocked cancels the run. */
   if (PyErr_CheckSignals() < 0) {
-    iter_release(self);
+    iter_release_locked(self);
     return NULL;
   }
   sl_elem e;
@@ -666,11 +729,17 @@ static PyObject *Iter_next(IterObject *self) {
     sl_elem_clear(&e);
     return d;
   }
-  iter_release(self);
+  iter_release_locked(self);
   if (rc == SL_END) return NULL;
   if (rc == SL_ECANCELED && PyErr_CheckSignals() < 0) return NULL; /* KeyboardInterrupt */
   PyObject *cause = last_fn_exc;
   last_fn_exc = NULL;
+  if (cause && !PyErr_GivenExceptionMatches(cause, PyExc_Exception)) {
+    /* KeyboardInterrupt (or SystemExit) raised inside a map function: re-raised as itself, never wrapped in
+     * sluice.Error, so that `except Exception` does not swallow a Ctrl-C. */
+    PyErr_Restore(Py_NewRef((PyObject *)Py_TYPE(cause)), cause, PyException_GetTraceback(cause));
+    return NULL;
+  }
   raise_msg(data_class(rc), rc, msg);
   if (cause) {
     PyObject *t, *v, *tb;
@@ -688,12 +757,14 @@ static PyObject *Iter_iter(PyObject *self) {
 }
 
 static PyObject *Iter_close(IterObject *self, PyObject *unused) {
+  if (self->pid != getpid() && self->it) return iter_forked(self);
   iter_release(self);
   Py_RETURN_NONE;
 }
 
 /* Safe from any Python thread: the consumer's blocked next() returns and raises sluice.Error (cancelled). */
 static PyObject *Iter_cancel(IterObject *self, PyObject *unused) {
+  if (self->pid != getpid() && self->it) return iter_forked(self);
   pthread_mutex_lock(&watch_mu);
   if (self->it) sl_iter_cancel(self->it);
   pthread_mutex_unlock(&watch_mu);
@@ -913,7 +984,10 @@ static int pyfn_fail(const pyfn *f, const sl_fn_call *call) {
   Py_XDECREF(tbmod);
   PyErr_Clear();
   const char *s = text ? PyUnicode_AsUTF8(text) : NULL;
-  int rc = sl_error_set(SL_ERROR, "%s: Python function '%s' raised at element %llu:\n%s", call->op_path, f->name,
+  /* KeyboardInterrupt and SystemExit are no element's fault: they stop the run (on_error "skip" lets cancellation
+   * through) and the consumer re-raises them as they are. */
+  int code = v && !PyErr_GivenExceptionMatches(v, PyExc_Exception) ? SL_ECANCELED : SL_ERROR;
+  int rc = sl_error_set(code, "%s: Python function '%s' raised at element %llu:\n%s", call->op_path, f->name,
                         (unsigned long long)call->index, s ? s : "(no traceback)\n");
   PyErr_Clear();
   Py_XDECREF(text);

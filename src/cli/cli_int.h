@@ -100,6 +100,14 @@ const volatile sig_atomic_t *cli_signal_flag(void);
 /* For commands inside one long library call: SIGINT or SIGTERM prints "sluice CMD: interrupted; WHAT" and exits
  * with 128 + the signal's number at once. cmd NULL restores the default handlers. */
 void cli_stop_on_signal(const char *cmd, const char *what);
+/* A run's guard (run, head): a thread that, once SIGINT or SIGTERM has been seen, cancels `it` (every blocking
+ * point of the engine polls that flag) and, if the run has still not stopped and been freed CLI_STOP_GRACE seconds
+ * later (a thread inside a function that does not return), ends the process with 128 + the signal's number. Start it
+ * after cli_signals_install(); stop it once the iterator is freed. Returns 0, or -1 if the thread cannot start (the
+ * run then stops at the signal only between elements). */
+#define CLI_STOP_GRACE 5
+int cli_run_guard_start(sl_iter *it);
+void cli_run_guard_stop(void);
 
 /* JSON output: `s` as a JSON string (escaped); the error document {"status": "error", "error": MSG} on stdout. */
 void cli_json_string(FILE *f, const char *s);

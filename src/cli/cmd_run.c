@@ -199,6 +199,7 @@ static int run_start(const run_opts *o, run_ctx *c) {
 /* Pulls elements until --take, --seconds, the stream's end, an error or a signal. */
 static void run_loop(run_result *r, const run_opts *o, run_ctx *c) {
   cli_signals_install();
+  cli_run_guard_start(c->it); /* failing, the loop still stops at a signal between elements */
   cli_progress p_bar;
   cli_progress_start(&p_bar, "run", o->take);
   if (o->quiet) p_bar.tty = false;
@@ -315,6 +316,7 @@ static int run_finish(const run_opts *o, run_ctx *c, const run_result *r) {
   if (o->autotune || o->stune) cli_record_tuner(o->autotune ? "autotune" : "sluice", rounds, o->json ? tlog : tjson);
   sl_iter_free(c->it);
   c->it = NULL;
+  cli_run_guard_stop();
   if (o->json) run_print_json(o, c, r, rounds, tlog);
   else if (!o->quiet || r->rc >= 0) run_print_text(o, c, r, rounds, tlog);
   if (r->sig) cli_record_canceled();

@@ -3,7 +3,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -170,6 +172,45 @@ void cli_signals_install(void) {
 }
 int cli_signal_seen(void) { return g_signal; }
 const volatile sig_atomic_t *cli_signal_flag(void) { return &g_signal; }
+
+/* The run's guard: a normal thread, since sl_iter_cancel is not for signal handlers. It polls the flag the handler
+ * sets every 20 ms. */
+static pthread_t g_guard;
+static atomic_bool g_guard_stop, g_guard_on;
+static sl_iter *g_guard_it;
+static void *guard_main(void *arg) {
+  (void)arg;
+  struct timespec tick = {0, 20 * 1000 * 1000};
+  int waited = 0; /* ticks since the signal */
+  while (!atomic_load(&g_guard_stop)) {
+    if (g_signal) {
+      if (!waited) sl_iter_cancel(g_guard_it);
+      if (++waited > CLI_STOP_GRACE * 50) {
+        char msg[160];
+        int n = snprintf(msg, sizeof msg, "sluice: %s; a thread of the run did not stop within %d s: exiting now\n",
+                         g_signal == SIGTERM ? "terminated" : "interrupted", CLI_STOP_GRACE);
+        ssize_t w = write(STDERR_FILENO, msg, n > 0 ? (size_t)n : 0);
+        (void)w;
+        _exit(128 + g_signal);
+      }
+    }
+    nanosleep(&tick, NULL);
+  }
+  return NULL;
+}
+int cli_run_guard_start(sl_iter *it) {
+  g_guard_it = it;
+  atomic_store(&g_guard_stop, false);
+  if (pthread_create(&g_guard, NULL, guard_main, NULL)) return -1;
+  atomic_store(&g_guard_on, true);
+  return 0;
+}
+void cli_run_guard_stop(void) {
+  if (!atomic_exchange(&g_guard_on, false)) return;
+  atomic_store(&g_guard_stop, true);
+  pthread_join(g_guard, NULL);
+  g_guard_it = NULL;
+}
 
 /* For commands whose work is one library call that cannot be cancelled (trace, optimize): the handler says so in
  * one line and ends the process. Nothing the command writes exists yet at that point. */

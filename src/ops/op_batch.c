@@ -1,6 +1,7 @@
 /* ops/op_batch.c: `batch` and `padded_batch`: stack `size` elements into tensors with a leading dimension.
  * Numeric components are copied into one new buffer per component (or, when the elements already sit side by side
  * in one buffer, viewed there); byte strings become a rank-1 string array (payload + offsets). padded_batch pads every dimension to the batch maximum (or a given shape). */
+#include <stdint.h>
 #include <string.h>
 
 #include "ops/op_int.h"
@@ -14,9 +15,24 @@ typedef struct {
   json_t *pad_values; /* padded_batch: {"comp": number} */
 } batch_cfg;
 
+/* What `batch` has stacked so far of one component: elements are copied in as they arrive and dropped, so that a
+ * batch holds its output and element 0, never `size` whole elements (an sl_elem is 2 KB whatever it carries). */
+typedef struct {
+  sl_buf *data;     /* numeric: the tensor so far (grows by doubling); NULL while `adopt` */
+  unsigned char *payload; /* bytes: the strings so far */
+  uint64_t *offs;   /* bytes: where each string starts */
+  size_t len, cap;  /* bytes used and allocated in data or payload */
+  int64_t ocap;     /* offsets allocated */
+  size_t per;       /* numeric: bytes per element */
+  size_t full;      /* numeric: bytes of a whole batch (size x per), the most data grows to */
+  bool adopt;       /* numeric: every element so far is the next slot of element 0's buffer: nothing copied */
+} stack_acc;
+
 typedef struct {
   sl__it it;
-  sl_elem *buf;
+  sl_elem *buf;  /* padded_batch: the batch's elements, held until its shape is known */
+  int64_t alloc; /* slots in buf: grows by doubling up to the batch size as elements arrive */
+  stack_acc acc[SL_MAX_COMPONENTS]; /* batch: per component of element 0 */
   bool eof;
   uint64_t batches;
 } batch_it;
@@ -46,6 +62,30 @@ static int batch_parse_common(sl__op *op, json_t *o, bool padded) {
 static int batch_parse(sl__op *op, json_t *o) { return batch_parse_common(op, o, false); }
 static int pbatch_parse(sl__op *op, json_t *o) { return batch_parse_common(op, o, true); }
 
+/* Appends to `out` a string array of n strings whose `total` bytes the caller copies into *d and whose n + 1
+ * offsets into *o. */
+static int strings_new(sl__op *op, sl_elem *out, const char *name, int64_t n, size_t total, unsigned char **d,
+                       uint64_t **o) {
+  sl_buf *data = sl_buf_alloc(total ? total : 1), *offs = sl_buf_alloc((size_t)(n + 1) * sizeof(uint64_t));
+  if (!data || !offs) {
+    sl_buf_unref(data);
+    sl_buf_unref(offs);
+    return sl__op_err(op, SL_ENOMEM, "out of memory batching '%s'", name);
+  }
+  *o = sl_buf_data(offs);
+  *d = sl_buf_data(data);
+  sl_comp *dst = &out->c[out->n++];
+  memset(dst, 0, sizeof *dst);
+  dst->name = name;
+  dst->dtype = SL_BYTES;
+  dst->rank = 1;
+  dst->shape[0] = n;
+  dst->buf = data;
+  dst->offs = offs;
+  dst->size = total;
+  return 0;
+}
+
 int sl__stack_bytes(sl__op *op, sl_elem *out, sl_elem *els, int64_t n, const sl_comp *c0) {
   size_t total = 0;
   if (c0->rank != 0)
@@ -58,14 +98,10 @@ int sl__stack_bytes(sl__op *op, sl_elem *out, sl_elem *els, int64_t n, const sl_
                         "string like element 0's", (long long)k, c0->name);
     if (!sl__add_ok(total, c->size, &total)) return sl__op_err(op, SL_EINVAL, "batch too large");
   }
-  sl_buf *data = sl_buf_alloc(total ? total : 1), *offs = sl_buf_alloc((size_t)(n + 1) * sizeof(uint64_t));
-  if (!data || !offs) {
-    sl_buf_unref(data);
-    sl_buf_unref(offs);
-    return sl__op_err(op, SL_ENOMEM, "out of memory batching '%s'", c0->name);
-  }
-  uint64_t *o = sl_buf_data(offs);
-  unsigned char *d = sl_buf_data(data);
+  unsigned char *d;
+  uint64_t *o;
+  int rc = strings_new(op, out, c0->name, n, total, &d, &o);
+  if (rc) return rc;
   size_t pos = 0;
   for (int64_t k = 0; k < n; k++) {
     const sl_comp *c = sl_elem_get(&els[k], c0->name);
@@ -74,15 +110,6 @@ int sl__stack_bytes(sl__op *op, sl_elem *out, sl_elem *els, int64_t n, const sl_
     pos += c->size;
   }
   o[n] = pos;
-  sl_comp *dst = &out->c[out->n++];
-  memset(dst, 0, sizeof *dst);
-  dst->name = c0->name;
-  dst->dtype = SL_BYTES;
-  dst->rank = 1;
-  dst->shape[0] = n;
-  dst->buf = data;
-  dst->offs = offs;
-  dst->size = total;
   return 0;
 }
 
@@ -209,24 +236,208 @@ int sl__stack_padded(sl__op *op, sl_elem *out, sl_elem *els, int64_t n, const sl
   return 0;
 }
 
+static void acc_dispose(stack_acc *a) {
+  sl_buf_unref(a->data);
+  sl__free(a->payload);
+  sl__free(a->offs);
+  memset(a, 0, sizeof *a);
+}
+
+/* A tensor up to this size is allocated whole when its batch starts (the usual case: one allocation, no copy);
+ * a larger one starts here and doubles as elements arrive, so that a huge `size` over a short stream stays small. */
+#define BATCH_FIRST_BYTES (16u << 20)
+
+/* Room for `more` bytes in a's tensor (numeric) or payload (bytes), doubling; a tensor never beyond a whole
+ * batch, so that a full batch's buffer is exactly its size. */
+static int acc_reserve(sl__op *op, stack_acc *a, size_t more, bool bytes) {
+  size_t need;
+  if (!sl__add_ok(a->len, more, &need)) return sl__op_err(op, SL_EINVAL, "batch too large");
+  if (need <= a->cap) return 0;
+  size_t ncap = a->cap ? a->cap : bytes ? 64 : a->full < BATCH_FIRST_BYTES ? a->full : BATCH_FIRST_BYTES;
+  while (ncap < need) ncap = ncap > SIZE_MAX / 2 ? need : ncap * 2;
+  if (!bytes && ncap > a->full && need <= a->full) ncap = a->full;
+  if (bytes) {
+    unsigned char *np = sl__realloc(a->payload, ncap);
+    if (!np) return sl__op_err(op, SL_ENOMEM, "out of memory growing a batch to %zu bytes", ncap);
+    a->payload = np;
+  } else {
+    sl_buf *nb = sl_buf_alloc(ncap);
+    if (!nb) return sl__op_err(op, SL_ENOMEM, "out of memory growing a batch to %zu bytes", ncap);
+    if (a->len) memcpy(sl_buf_data(nb), sl_buf_data(a->data), a->len);
+    sl_buf_unref(a->data);
+    a->data = nb;
+  }
+  a->cap = ncap;
+  return 0;
+}
+
+/* Element k (0-based) of the batch being made: checked against element 0 (`first`) and copied into the
+ * accumulators. Element 0's numeric components start as views of their own buffer while the next elements are the
+ * next slots of it (a function that wrote its outputs into a shared slab): the batch is then a view, no copy. */
+static int stack_add(sl__op *op, batch_it *b, const sl_elem *first, sl_elem *e, int64_t k) {
+  for (int ci = 0; ci < first->n; ci++) {
+    const sl_comp *c0 = &first->c[ci], *c = k ? sl_elem_get(e, c0->name) : c0;
+    stack_acc *a = &b->acc[ci];
+    if (c0->dtype == SL_BYTES) {
+      if (k == 0 && c0->rank != 0)
+        return sl__op_err(op, SL_EINVAL, "component '%s' is an array of %lld byte strings: batch stacks numeric "
+                          "tensors and single strings only", c0->name, (long long)c0->shape[0]);
+      if (!c || c->dtype != SL_BYTES || c->rank != 0)
+        return sl__op_err(op, SL_EINVAL, "element %lld of the batch: component '%s' is missing or not a single byte "
+                          "string like element 0's", (long long)k, c0->name);
+      if (k + 2 > a->ocap) {
+        int64_t nc = a->ocap ? a->ocap * 2 : 16;
+        uint64_t *no = sl__realloc(a->offs, (size_t)nc * sizeof *no);
+        if (!no) return sl__op_err(op, SL_ENOMEM, "out of memory batching '%s'", c0->name);
+        a->offs = no;
+        a->ocap = nc;
+      }
+      int rc = acc_reserve(op, a, c->size, true);
+      if (rc) return rc;
+      a->offs[k] = a->len;
+      if (c->size) memcpy(a->payload + a->len, sl_comp_data(c), c->size);
+      a->len += c->size;
+      continue;
+    }
+    if (k == 0) {
+      if (c0->rank >= SL_MAX_RANK)
+        return sl__op_err(op, SL_EINVAL, "component '%s' has rank %d: batching would exceed rank %d", c0->name,
+                          c0->rank, SL_MAX_RANK);
+      int64_t per;
+      if (sl_shape_count(&per, c0->rank, c0->shape)) return sl__op_wrap(op, SL_EINVAL);
+      a->per = (size_t)per * sl_dtype_size(c0->dtype);
+      if (!sl__mul_ok(a->per, (size_t)((const batch_cfg *)op->impl)->size, &a->full)) a->full = SIZE_MAX;
+      a->adopt = c0->buf && a->per > 0 && c0->size == a->per && c0->off + a->per <= sl_buf_size(c0->buf);
+      if (a->adopt) continue;
+    } else {
+      if (!c)
+        return sl__op_err(op, SL_EINVAL, "element %lld of the batch lacks component '%s'", (long long)k, c0->name);
+      if (c->dtype != c0->dtype || c->rank != c0->rank)
+        return sl__op_err(op, SL_EINVAL, "element %lld of the batch: '%s' is %s rank %d, element 0's is %s rank %d",
+                          (long long)k, c0->name, sl_dtype_name(c->dtype), c->rank, sl_dtype_name(c0->dtype), c0->rank);
+      for (int d = 0; d < c0->rank; d++)
+        if (c->shape[d] != c0->shape[d])
+          return sl__op_err(op, SL_EINVAL, "element %lld of the batch: '%s' dimension %d is %lld, element 0's is %lld "
+                            "(use padded_batch for ragged shapes)", (long long)k, c0->name, d, (long long)c->shape[d],
+                            (long long)c0->shape[d]);
+      if (a->adopt) {
+        size_t off = c0->off + (size_t)k * a->per;
+        if (c->buf == c0->buf && c->size == a->per && c->off == off && off + a->per <= sl_buf_size(c0->buf)) continue;
+        /* The slab ends here: elements 0..k-1 are copied out of it in one piece. */
+        a->adopt = false;
+        int rc = acc_reserve(op, a, (size_t)k * a->per, false);
+        if (rc) return rc;
+        memcpy(sl_buf_data(a->data), sl_comp_data(c0), (size_t)k * a->per);
+        a->len = (size_t)k * a->per;
+      }
+    }
+    if (a->per == 0) continue;
+    int rc = acc_reserve(op, a, a->per, false);
+    if (rc) return rc;
+    memcpy((unsigned char *)sl_buf_data(a->data) + a->len, sl_comp_data(c), a->per);
+    a->len += a->per;
+  }
+  if (k && e->n != first->n)
+    return sl__op_err(op, SL_EINVAL, "element %lld of batch %llu has %d components, element 0 has %d", (long long)k,
+                      (unsigned long long)b->batches, e->n, first->n);
+  return 0;
+}
+
+/* The batch of n elements from the accumulators. */
+static int stack_finish(sl__op *op, batch_it *b, const sl_elem *first, int64_t n, sl_elem *out) {
+  out->n = 0;
+  for (int ci = 0; ci < first->n; ci++) {
+    const sl_comp *c0 = &first->c[ci];
+    stack_acc *a = &b->acc[ci];
+    sl_elem tmp;
+    tmp.n = 0;
+    int rc;
+    if (c0->dtype == SL_BYTES) {
+      a->offs[n] = a->len;
+      unsigned char *d;
+      uint64_t *o;
+      if ((rc = strings_new(op, out, c0->name, n, a->len, &d, &o))) return rc;
+      if (a->len) memcpy(d, a->payload, a->len);
+      memcpy(o, a->offs, (size_t)(n + 1) * sizeof(uint64_t));
+      continue;
+    }
+    int64_t oshape[SL_MAX_RANK];
+    oshape[0] = n;
+    memcpy(oshape + 1, c0->shape, (size_t)c0->rank * sizeof(int64_t));
+    if (a->adopt) rc = sl_elem_set_tensor(&tmp, c0->name, c0->dtype, c0->rank + 1, oshape, c0->buf, c0->off, NULL);
+    else if (a->per == 0) {
+      void *data;
+      rc = sl_elem_new_tensor(&tmp, c0->name, c0->dtype, c0->rank + 1, oshape, &data);
+    } else rc = sl_elem_set_tensor(&tmp, c0->name, c0->dtype, c0->rank + 1, oshape, a->data, 0, NULL);
+    if (rc) return sl__op_wrap(op, rc);
+    out->c[out->n++] = tmp.c[0];
+  }
+  return 0;
+}
+
+/* After n elements pulled, the last pull returning rc: true when no batch is made (rc is then what next returns),
+ * else rc is 0. */
+static bool batch_none(batch_it *b, const batch_cfg *c, int *rc, int64_t n) {
+  if (*rc < 0) return true;
+  if (*rc == SL_END) b->eof = true;
+  if (n == 0 || (*rc == SL_END && c->drop_remainder && n < c->size)) {
+    *rc = SL_END;
+    return true;
+  }
+  *rc = 0;
+  return false;
+}
+
+/* batch: each element is copied into the output as it arrives (stack_add), so memory is the output's. */
+static int batch_next_stream(batch_it *b, const batch_cfg *c, sl_elem *out) {
+  sl__it *it = &b->it;
+  sl_elem *first = &b->buf[0], e;
+  sl_elem_init(first);
+  sl_elem_init(&e);
+  int64_t n = 0;
+  int rc = 0;
+  while (n < c->size) {
+    sl_elem *to = n ? &e : first;
+    rc = sl__it_pull(it, to);
+    if (rc) break;
+    rc = stack_add(it->op, b, first, to, n);
+    if (n) sl_elem_clear(&e);
+    if (rc) break;
+    n++;
+  }
+  if (batch_none(b, c, &rc, n)) goto done;
+  rc = stack_finish(it->op, b, first, n, out);
+  if (rc) sl_elem_clear(out);
+  b->batches++;
+done:
+  for (int ci = 0; ci < SL_MAX_COMPONENTS; ci++) acc_dispose(&b->acc[ci]);
+  sl_elem_clear(first);
+  return rc;
+}
+
 static int batch_next(sl__it *it, sl_elem *out) {
   batch_it *b = (batch_it *)it;
   const batch_cfg *c = it->op->impl;
   if (b->eof) return SL_END;
+  if (!c->padded) return batch_next_stream(b, c, out);
   int n = 0, rc = 0;
   while (n < c->size) {
+    if (n == b->alloc) {
+      int64_t na = b->alloc * 2 < c->size ? b->alloc * 2 : c->size;
+      sl_elem *nb = sl__realloc(b->buf, (size_t)na * sizeof(sl_elem));
+      if (!nb) {
+        rc = sl__op_err(it->op, SL_ENOMEM, "out of memory growing the batch to %lld elements", (long long)na);
+        goto done;
+      }
+      b->buf = nb;
+      b->alloc = na;
+    }
     sl_elem_init(&b->buf[n]);
     rc = sl__it_pull(it, &b->buf[n]);
     if (rc) break;
     n++;
   }
-  if (rc < 0) goto done;
-  if (rc == SL_END) b->eof = true;
-  if (n == 0 || (rc == SL_END && c->drop_remainder && n < c->size)) {
-    rc = SL_END;
-    goto done;
-  }
-  rc = 0;
+  if (batch_none(b, c, &rc, n)) goto done;
   out->n = 0;
   for (int ci = 0; ci < b->buf[0].n && !rc; ci++) {
     if (b->buf[0].c[ci].dtype == SL_BYTES) rc = sl__stack_bytes(it->op, out, b->buf, n, &b->buf[0].c[ci]);
@@ -258,7 +469,9 @@ static int batch_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **ou
   int rc = sl__it_new(out, sizeof(batch_it), &BATCH_IT, op, run, seed);
   if (rc) return rc;
   batch_it *b = (batch_it *)*out;
-  b->buf = sl__mallocarray((size_t)((batch_cfg *)op->impl)->size, sizeof(sl_elem));
+  const batch_cfg *c = op->impl;
+  b->alloc = !c->padded ? 1 : c->size < 16 ? c->size : 16; /* batch holds element 0 only */
+  b->buf = sl__mallocarray((size_t)b->alloc, sizeof(sl_elem));
   if (!b->buf) {
     sl__it_free(*out);
     *out = NULL;

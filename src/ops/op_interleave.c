@@ -17,6 +17,11 @@ typedef struct {
   sl_elem *q;      /* parallel: buffered results */
   int qhead, qn;   /* qn counts the consumer's claimed elements too: the first `lent` from qhead */
   int lent;
+  /* Slots allocated in q: it wraps at `span`, which starts small and doubles up to the op's buffer when a maker
+   * finds it full (`grow`). Only the consumer grows it, under mu, on a trip that holds no claims: nobody then points
+   * into q (makers write into it under mu only). */
+  int span;
+  bool grow;
   bool busy;       /* a worker is inside it->next */
   bool exhausted;  /* the nested iterator returned SL_END */
   int err;         /* a nested error, delivered after the buffered elements */
@@ -37,7 +42,8 @@ struct il_it {
   bool input_eof;
   /* parallel */
   bool parallel;
-  int qcap;
+  int qcap;  /* the op's buffer: the most a slot's q grows to */
+  bool grow; /* under mu: some slot asks to grow */
   pthread_mutex_t mu;
   pthread_cond_t cv_work, cv_ready;
   bool stop, sync_init;
@@ -154,8 +160,8 @@ static int il_next_seq(sl__it *it, sl_elem *out) {
 /* Under mu: whether a worker should fill slot t now: it has room for `want` elements (hysteresis: a worker making
  * cheap elements waits for room for a chunk), or nothing the consumer has not claimed yet. */
 static bool il_wants_work(const il_it *m, const il_slot *t, int want) {
-  return t->it && !t->busy && !t->exhausted && !t->err && t->qn < m->qcap &&
-         (m->qcap - t->qn >= want || t->qn <= t->lent);
+  return t->it && !t->busy && !t->exhausted && !t->err && t->qn < t->span &&
+         (t->span - t->qn >= want || t->qn <= t->lent);
 }
 
 /* Under mu: the slot a worker should fill next (the one the consumer needs soonest first; not `other`), or NULL. */
@@ -172,7 +178,7 @@ static il_slot *il_pick(il_it *m, int want, const il_slot *other) {
  * made) into `els`, then publishes them, the slot's end or its error. Returns the number made. `consumer`: called
  * inside this op's next (whose timed calls subtract the pulls), not by a worker. */
 static int il_make(il_it *m, il_slot *s, sl_elem *els, int chunk, bool consumer) {
-  int k = m->qcap - s->qn;
+  int k = s->span - s->qn;
   if (k > chunk) k = chunk;
   s->busy = true;
   sl__it *nit = s->it;
@@ -193,9 +199,10 @@ static int il_make(il_it *m, il_slot *s, sl_elem *els, int chunk, bool consumer)
   pthread_mutex_lock(&m->mu);
   s->busy = false;
   for (int j = 0; j < got; j++) { /* only the maker adds to a slot: the room seen above is still there */
-    sl_elem_move(&s->q[(s->qhead + s->qn) % m->qcap], &els[j]);
+    sl_elem_move(&s->q[(s->qhead + s->qn) % s->span], &els[j]);
     s->qn++;
   }
+  if (s->qn == s->span && s->span < m->qcap) s->grow = m->grow = true; /* the consumer doubles it on its next trip */
   if (rc == SL_END) {
     s->exhausted = true;
   } else if (rc) {
@@ -258,18 +265,18 @@ static void slot_close(il_it *m, il_slot *s) {
  * cheap elements: for those, only room for half a chunk is; smaller gaps the consumer fills itself when it gets to
  * them (il_next_par). */
 static bool il_worth_waking(const il_it *m, const il_slot *t) {
-  int half = m->qcap / 2 < 1 ? 1 : m->qcap / 2;
+  int half = t->span / 2 < 1 ? 1 : t->span / 2;
   if (m->chunk == 1) return il_wants_work(m, t, half);
-  return il_wants_work(m, t, SL__HANDOFF_MAX / 2) && m->qcap - t->qn >= SL__HANDOFF_MAX / 2;
+  return il_wants_work(m, t, SL__HANDOFF_MAX / 2) && t->span - t->qn >= SL__HANDOFF_MAX / 2;
 }
 
 /* Under mu: the slot the consumer takes its next element from, when that element is ready and may be claimed
  * (at most half of a slot's buffer is claimed at once, so that its worker keeps room to fill); NULL when not. In
  * deterministic order that is the current slot only; unordered, any slot with an element ready. */
 static il_slot *il_claimable(il_it *m, const il_cfg *c) {
-  int most = m->qcap / 2 < 1 ? 1 : m->qcap / 2;
   for (int k = 0; k < m->cycle; k++) {
     il_slot *t = &m->slots[(m->cur + k) % m->cycle];
+    int most = t->span / 2 < 1 ? 1 : t->span / 2;
     if (t->it && t->qn > t->lent && t->lent < most) {
       if (k) {
         m->cur = (m->cur + k) % m->cycle;
@@ -293,6 +300,29 @@ static bool il_may_go_direct(const il_it *m) {
   return true;
 }
 
+/* Slots a source's buffer starts with (an sl_elem is 2 KB). */
+#define IL_SPAN0 4
+
+/* Under mu, no claims out: doubles (up to the op's buffer) the buffers of the slots that asked, their elements
+ * moved to the front in order. */
+static int il_grow(il_it *m) {
+  m->grow = false;
+  for (int i = 0; i < m->cycle; i++) {
+    il_slot *s = &m->slots[i];
+    if (!s->grow) continue;
+    s->grow = false;
+    int ns = s->span * 2 < m->qcap ? s->span * 2 : m->qcap;
+    sl_elem *q = sl__calloc((size_t)ns, sizeof *q);
+    if (!q) return SL_ENOMEM;
+    for (int k = 0; k < s->qn; k++) sl_elem_move(&q[k], &s->q[(s->qhead + k) % s->span]);
+    sl__free(s->q);
+    s->q = q;
+    s->qhead = 0;
+    s->span = ns;
+  }
+  return 0;
+}
+
 static int il_next_par(sl__it *it, sl_elem *out) {
   il_it *m = (il_it *)it;
   const il_cfg *c = it->op->impl;
@@ -310,12 +340,19 @@ static int il_next_par(sl__it *it, sl_elem *out) {
   bool wake = false; /* a slot that gave room this trip wants a worker */
   for (int i = 0; i < m->cl.n; i++) { /* the claims of the last trip are all served: release them */
     il_slot *s = m->cl_slot[i];
-    s->qhead = (s->qhead + 1) % m->qcap;
+    s->qhead = (s->qhead + 1) % s->span;
     s->qn--;
     s->lent--;
   }
   for (int i = 0; i < m->cl.n && m->waiting_workers && !wake; i++) wake = il_worth_waking(m, m->cl_slot[i]);
   m->cl.head = m->cl.n = 0;
+  if (m->grow) {
+    if (il_grow(m)) {
+      pthread_mutex_unlock(&m->mu);
+      return sl__op_err(it->op, SL_ENOMEM, "out of memory growing a source's buffer");
+    }
+    wake = wake || m->waiting_workers;
+  }
   if (il_may_go_direct(m)) {
     m->direct = true;
     pthread_mutex_unlock(&m->mu);
@@ -356,7 +393,7 @@ static int il_next_par(sl__it *it, sl_elem *out) {
     if (s->qn > 0) {
       uint64_t occ = (uint64_t)s->qn, n = 1;
       sl_elem_move(out, &s->q[s->qhead]);
-      s->qhead = (s->qhead + 1) % m->qcap;
+      s->qhead = (s->qhead + 1) % s->span;
       s->qn--;
       /* Not while no worker may work (an "autotune" interleave at parallelism 1): a woken worker would only go back
        * to sleep, a futex wake-up per element (transformer under the tuner: 6% of the CPU, and 0.5-0.8x the plan). */
@@ -366,7 +403,7 @@ static int il_next_par(sl__it *it, sl_elem *out) {
       il_slot *t;
       while (m->cl.n < SL__HANDOFF_MAX && (t = il_claimable(m, c))) {
         occ += (uint64_t)(t->qn - t->lent);
-        m->cl.e[m->cl.n] = &t->q[(t->qhead + t->lent) % m->qcap];
+        m->cl.e[m->cl.n] = &t->q[(t->qhead + t->lent) % t->span];
         m->cl_slot[m->cl.n++] = t;
         t->lent++;
         n++;
@@ -440,7 +477,7 @@ static void il_free(sl__it *it) {
       il_slot *s = &m->slots[i];
       sl__it_free(s->it);
       if (s->q)
-        for (int k = 0; k < s->qn; k++) sl_elem_clear(&s->q[(s->qhead + k) % m->qcap]);
+        for (int k = 0; k < s->qn; k++) sl_elem_clear(&s->q[(s->qhead + k) % s->span]);
       sl__free(s->q);
       sl__free(s->box);
     }
@@ -463,7 +500,8 @@ static int il_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out) 
   if (!m->slots) goto oom;
   if (!m->parallel) return 0;
   for (int i = 0; i < m->cycle; i++) {
-    m->slots[i].q = sl__calloc((size_t)m->qcap, sizeof(sl_elem));
+    m->slots[i].span = m->qcap < IL_SPAN0 ? m->qcap : IL_SPAN0;
+    m->slots[i].q = sl__calloc((size_t)m->slots[i].span, sizeof(sl_elem));
     if (!m->slots[i].q) goto oom;
   }
   sl__handoff_mutex_init(&m->mu);

@@ -11,6 +11,11 @@ typedef struct {
   sl_elem *ring;
   size_t *ring_bytes;
   int cap, count, head; /* count: elements in the ring from head, claimed ones included */
+  /* Slots allocated: the ring wraps at `span`, which starts small and doubles up to `cap` when the producer finds
+   * it full below the depth in force (`grow`). Only the consumer grows it, under mu, on a trip where it holds no
+   * claims: nobody then points into the ring. A deep buffer over a slow producer stays small. */
+  int span;
+  bool grow;
   int lent;             /* consumer only: the first `lent` from head are claimed (released on its next trip) */
   sl__claims cl;
   sl_elem *scratch;     /* producer only: a chunk made before it is published */
@@ -70,7 +75,12 @@ static void *pf_producer(void *p) {
     bool spun = false;
     for (;;) {
       /* Hysteresis: with a full buffer, wait for a chunk's worth of room (at most half the depth). */
-      int lim = pf_limit(f), half = lim / 2 < 1 ? 1 : lim / 2;
+      int lim = pf_limit(f);
+      if (lim > f->span) {
+        if (f->count + 1 > f->span / 2) f->grow = true; /* the consumer doubles it on its next trip */
+        lim = f->span;
+      }
+      int half = lim / 2 < 1 ? 1 : lim / 2;
       k = lim - f->count;
       if (f->stop) break;
       if (!pf_inline(f) && !f->consumer_pulling && k >= (chunk < half ? chunk : half)) break;
@@ -110,7 +120,7 @@ static void *pf_producer(void *p) {
     if (got) sl__stat_add(&op->st.in, (uint64_t)got);
     pthread_mutex_lock(&f->mu);
     for (int j = 0; j < got; j++) { /* only this thread adds: the room seen above is still there */
-      int pos = (f->head + f->count) % f->cap;
+      int pos = (f->head + f->count) % f->span;
       size_t b = sl_elem_bytes(&f->scratch[j]);
       sl_elem_move(&f->ring[pos], &f->scratch[j]);
       f->ring_bytes[pos] = b;
@@ -139,6 +149,36 @@ static void *pf_producer(void *p) {
   }
 }
 
+/* Slots a ring starts with (an sl_elem is 2 KB): the default depths fit. */
+#define PF_SPAN0 16
+
+/* Under mu, no claims out: doubles the ring (up to cap), its elements moved to the front in order. */
+static int pf_grow(pf_it *f) {
+  f->grow = false;
+  if (f->span >= f->cap) return 0;
+  int ns = f->span * 2 < f->cap ? f->span * 2 : f->cap;
+  sl_elem *r = sl__calloc((size_t)ns, sizeof *r);
+  size_t *rb = sl__calloc((size_t)ns, sizeof *rb);
+  if (!r || !rb) {
+    sl__free(r);
+    sl__free(rb);
+    return SL_ENOMEM;
+  }
+  for (int i = 0; i < f->count; i++) {
+    int pos = (f->head + i) % f->span;
+    sl_elem_move(&r[i], &f->ring[pos]);
+    rb[i] = f->ring_bytes[pos];
+  }
+  sl__free(f->ring);
+  sl__free(f->ring_bytes);
+  f->ring = r;
+  f->ring_bytes = rb;
+  f->head = 0;
+  f->span = ns;
+  if (f->waiting_producer) pthread_cond_signal(&f->cv_space); /* the room it waits for */
+  return 0;
+}
+
 static int pf_next(sl__it *it, sl_elem *out) {
   pf_it *f = (pf_it *)it;
   sl_elem *from = sl__claims_next(&f->cl, out);
@@ -148,10 +188,14 @@ static int pf_next(sl__it *it, sl_elem *out) {
   }
   pthread_mutex_lock(&f->mu);
   atomic_fetch_add_explicit(&f->released, 1, memory_order_relaxed);
-  f->head = (f->head + f->lent) % f->cap; /* the claims of the last trip are all served */
+  f->head = (f->head + f->lent) % f->span; /* the claims of the last trip are all served */
   f->count -= f->lent;
   f->lent = 0;
   f->cl.head = f->cl.n = 0;
+  if (f->grow && pf_grow(f)) {
+    pthread_mutex_unlock(&f->mu);
+    return sl__op_err(it->op, SL_ENOMEM, "out of memory growing the buffer to %d elements", f->span * 2);
+  }
   uint64_t w0 = 0;
   while (f->count == 0 && !f->done) {
     if (pf_inline(f) && !f->producing) {
@@ -205,12 +249,12 @@ static int pf_next(sl__it *it, sl_elem *out) {
   uint64_t occ = (uint64_t)f->count;
   sl_elem_move(out, &f->ring[f->head]);
   sl__stats_held(it->op, -(int64_t)f->ring_bytes[f->head]);
-  f->head = (f->head + 1) % f->cap;
+  f->head = (f->head + 1) % f->span;
   f->count--;
   /* Claim the ready elements after it, up to half the depth: the producer keeps the other half. */
   int lim = pf_limit(f), n = sl__claims_limit(lim) - 1;
   if (n > f->count) n = f->count;
-  for (int i = 0; i < n; i++) f->cl.e[i] = &f->ring[(f->head + i) % f->cap];
+  for (int i = 0; i < n; i++) f->cl.e[i] = &f->ring[(f->head + i) % f->span];
   f->cl.n = f->lent = n;
   sl__stat_add(&it->op->st.occ_sum, sl__occ_run(occ, (uint64_t)n + 1));
   sl__stat_add(&it->op->st.occ_n, (uint64_t)n + 1);
@@ -228,10 +272,10 @@ static void pf_free(sl__it *it) {
   pthread_cond_broadcast(&f->cv_space);
   pthread_mutex_unlock(&f->mu);
   if (f->started) pthread_join(f->thread, NULL);
-  f->head = (f->head + f->cl.head) % f->cap; /* claimed elements already served: their bytes are accounted */
+  f->head = (f->head + f->cl.head) % f->span; /* claimed elements already served: their bytes are accounted */
   f->count -= f->cl.head;
   for (int i = 0; i < f->count; i++) {
-    int pos = (f->head + i) % f->cap;
+    int pos = (f->head + i) % f->span;
     sl__stats_held(it->op, -(int64_t)f->ring_bytes[pos]);
     sl_elem_clear(&f->ring[pos]);
   }
@@ -254,8 +298,9 @@ static int pf_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out) 
   pthread_cond_init(&f->cv_ready, NULL);
   /* An autotuned buffer may be deepened during the run: the ring has room for the largest depth. */
   f->cap = op->buf_autotune ? SL__AUTOTUNE_BUFFER_MAX : (int)op->buffer;
-  f->ring = sl__calloc((size_t)f->cap, sizeof *f->ring);
-  f->ring_bytes = sl__calloc((size_t)f->cap, sizeof *f->ring_bytes);
+  f->span = f->cap < PF_SPAN0 ? f->cap : PF_SPAN0;
+  f->ring = sl__calloc((size_t)f->span, sizeof *f->ring);
+  f->ring_bytes = sl__calloc((size_t)f->span, sizeof *f->ring_bytes);
   f->scratch = sl__calloc(SL__HANDOFF_MAX, sizeof *f->scratch);
   if (!f->ring || !f->ring_bytes || !f->scratch) {
     int cap = f->cap;

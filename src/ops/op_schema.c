@@ -98,6 +98,9 @@ int sl__op_batch_shape(sl__op *op, sl__struct *s, int64_t size, bool padded) {
   for (int i = 0; i < s->n; i++) {
     sl__comp_desc *c = &s->c[i];
     if (c->rank < 0) continue;
+    if (c->dtype == SL_BYTES && c->rank > 0) /* what sl__stack_bytes refuses when the batch is made */
+      return sl__op_err(op, SL_EINVAL, "component '%s' (made by %s) is an array of byte strings: batching stacks "
+                        "numeric tensors and single strings only", c->name, c->origin ? c->origin : "?");
     if (c->rank >= SL_MAX_RANK)
       return sl__op_err(op, SL_EINVAL, "component '%s' has rank %d: batching would exceed rank %d", c->name, c->rank,
                         SL_MAX_RANK);

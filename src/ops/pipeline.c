@@ -99,13 +99,15 @@ static int seed_ops_parse(sl__op *op, json_t *obj) {
 }
 
 static int parse_chain(sl_pipeline *p, json_t *arr, const char *path, bool nested, int parent, sl__op **last,
-                       const sl__struct *seed) {
+                       const sl__struct *seed, int level) {
+  /* Each nesting level adds an interleave to the path: the limit bounds this recursion too. */
+  if (level > SL__MAX_DEPTH)
+    return sl__err(SL_EINVAL, "%s: interleave sources nested more than %d deep (the limit on op chain depth)", path,
+                   SL__MAX_DEPTH);
   if (!json_is_array(arr))
     return sl__err(SL_EINVAL, "%s: expected an array of ops, found %s", path, sl__json_type_name(arr));
   if (json_array_size(arr) == 0) return sl__err(SL_EINVAL, "%s: the chain has no ops", path);
   sl__op *prev = NULL;
-  int first_index = p->nops;
-  (void)first_index;
   for (size_t i = 0; i < json_array_size(arr); i++) {
     json_t *obj = json_array_get(arr, i);
     char opath[512];
@@ -149,11 +151,17 @@ static int parse_chain(sl_pipeline *p, json_t *arr, const char *path, bool neste
       char spath[600];
       snprintf(spath, sizeof spath, "%s.source", opath);
       sl__op *slast = NULL;
-      rc = parse_chain(p, src, spath, true, op->index, &slast, prev ? prev->shape : seed);
+      rc = parse_chain(p, src, spath, true, op->index, &slast, prev ? prev->shape : seed, level + 1);
       if (rc) return rc;
       op->source = slast;
       slast->parent = op->index;
     }
+    int below = prev ? prev->height : 0;
+    if (op->source && op->source->height > below) below = op->source->height;
+    op->height = below + 1;
+    if (op->height > SL__MAX_DEPTH)
+      return sl__err(SL_EINVAL, "%s: the op chain is more than %d ops deep here (nested interleave sources count): "
+                                "the limit on op chain depth", opath, SL__MAX_DEPTH);
     if ((rc = vt->parse(op, obj)) || (rc = sl__op_infer(op, seed))) return rc;
     atomic_store(&op->active_par, (int)op->parallelism);
     atomic_store(&op->active_buf, (int)op->buffer);
@@ -215,7 +223,7 @@ static int build(sl_pipeline **out, json_t *spec, const char *origin, const char
     rc = sl__err(SL_EINVAL, "%s: the spec has no 'ops' array", p->origin);
     goto fail;
   }
-  rc = parse_chain(p, ops, "ops", false, -1, &p->root, NULL);
+  rc = parse_chain(p, ops, "ops", false, -1, &p->root, NULL, 0);
   if (rc) {
     if (strncmp(sl_error_last(), p->origin, strlen(p->origin))) sl__err_wrap(rc, "%s", p->origin);
     goto fail;

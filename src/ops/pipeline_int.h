@@ -98,6 +98,7 @@ struct sl__op {
   int seed_ops[SL__MAX_SEED_OPS];
   int nseed_ops;
   int parent;      /* index of the consumer op, -1 for the root */
+  int height;      /* ops on the longest path from this op to a source, itself included (<= SL__MAX_DEPTH) */
   bool nested;     /* inside an interleave's source chain */
   bool no_timing;  /* the pipeline's no_timing, copied here: its samplers never time */
   char *path;      /* "ops[3]" or "ops[1].source[0]" */
@@ -144,6 +145,10 @@ void sl__op_skips_free(sl__op *op);
 #define SL__MAX_WORKERS 256
 #define SL__MAX_BUFFER 65536
 #define SL__MAX_CYCLE 4096
+/* The deepest op tree a pipeline may have: the longest path from the last op to a source, the ops of nested
+ * interleave sources counted. Opening, pulling, freeing and the planner's walks recurse along that path, a few
+ * hundred bytes of stack per op, so 1000 ops stay well inside a thread's stack (docs/reliability.md). */
+#define SL__MAX_DEPTH 1000
 
 /* Documented defaults for "autotune" knobs until the planner has run (docs/spec.md). */
 int64_t sl__autotune_parallelism(void);

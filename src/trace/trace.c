@@ -634,11 +634,14 @@ static int parse_trace(sl_trace *t, json_t *root, const char *origin) {
   int roots = 0;
   for (int i = 0; i < t->nops; i++) roots += t->ops[i].s.parent == -1;
   if (roots != 1) return sl__err(SL_EINVAL, "%s: ops: %d ops have no parent; a trace has exactly one root", origin, roots);
-  /* Every op's chain of consumers reaches the root: no cycles. */
+  /* Every op's chain of consumers reaches the root, within the depth a built pipeline may have (the planner walks
+   * it recursively): no cycles, no chain deeper than SL__MAX_DEPTH. */
   for (int i = 0; i < t->nops; i++) {
     int x = i, steps = 0;
-    while (x != -1 && steps <= t->nops) x = t->ops[x].s.parent, steps++;
-    if (x != -1) return sl__err(SL_EINVAL, "%s: ops[%d].parent: the consumers form a cycle", origin, i);
+    while (x != -1 && steps <= t->nops && steps <= SL__MAX_DEPTH) x = t->ops[x].s.parent, steps++;
+    if (x != -1)
+      return sl__err(SL_EINVAL, "%s: ops[%d].parent: the consumers form a cycle or a chain more than %d ops deep (the "
+                                "limit on op chain depth)", origin, i, SL__MAX_DEPTH);
   }
   return 0;
 }

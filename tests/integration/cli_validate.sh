@@ -31,6 +31,12 @@ expect_error ragged "ops[3] (batch): component 'tokens' (made by ops[2]) has a d
   "{\"ops\": [$TXT, $TOK, {\"op\": \"batch\", \"size\": 4}]}"
 expect_error missing "reads component 'label' (ops[3].args.component), which no earlier op makes (the element has: 'tokens')" \
   "{\"ops\": [$TXT, $TOK, {\"op\": \"map\", \"fn\": \"hash_bucket\", \"args\": {\"component\": \"label\", \"buckets\": 3}}]}"
+# A batch of byte-string arrays is refused by validate as run refuses it (issue 34 row 16), batch and padded_batch.
+CSV26='{"op": "map", "fn": "parse_csv", "args": {"delimiter": " ", "columns": [{"name": "cat", "dtype": "bytes", "count": 26}]}}'
+expect_error bytes26 "ops[3] (batch): component 'cat' (made by ops[2]) is an array of byte strings: batching stacks" \
+  "{\"ops\": [$TXT, $CSV26, {\"op\": \"batch\", \"size\": 4}]}"
+expect_error bytes26p "ops[3] (padded_batch): component 'cat' (made by ops[2]) is an array of byte strings" \
+  "{\"ops\": [$TXT, $CSV26, {\"op\": \"padded_batch\", \"size\": 4}]}"
 expect_error range "ops[1].size: 0 is out of range (valid: 1..16777216)" \
   '{"ops": [{"op": "range", "stop": 3}, {"op": "batch", "size": 0}]}'
 expect_error knob "ops[1].bufer: unknown knob for op 'prefetch'; did you mean 'buffer'?" \

@@ -1,0 +1,105 @@
+/* test_limits.c: buffers allocate as they fill, not by their capacity (issue 34 row 7): through a counting
+ * allocator, the largest single allocation of a deep prefetch, of deep interleave buffers and of a huge batch size
+ * over short streams stays small (an element slot is 2 KB: capacity-sized, they were 134 MB, 2 MB per source and
+ * 34 GB).
+ * SL_TEST_THREADED */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+
+static atomic_size_t g_largest;
+
+static void note(size_t size) {
+  size_t cur = atomic_load(&g_largest);
+  while (size > cur && !atomic_compare_exchange_weak(&g_largest, &cur, size)) {
+  }
+}
+static void *count_malloc(size_t size, void *payload) {
+  (void)payload;
+  note(size);
+  return malloc(size);
+}
+static void *count_realloc(void *p, size_t size, void *payload) {
+  (void)payload;
+  note(size);
+  return realloc(p, size);
+}
+static void count_free(void *p, void *payload) {
+  (void)payload;
+  free(p);
+}
+
+/* Runs `spec` to its end; returns the number of elements and leaves the largest allocation in g_largest. */
+static int run_counted(const char *spec) {
+  atomic_store(&g_largest, 0);
+  sl_pipeline *p;
+  assert_int_equal(sl_pipeline_from_json(&p, spec, strlen(spec), "limits"), 0);
+  int n = (int)tu_count(p, 0);
+  sl_pipeline_free(p);
+  return n;
+}
+
+#define SMALL (1u << 20)
+
+static void test_a_deep_prefetch_over_a_short_stream_stays_small(void **s) {
+  (void)s;
+  assert_int_equal(
+      run_counted("{\"ops\": [{\"op\": \"range\", \"stop\": 100}, {\"op\": \"prefetch\", \"buffer\": 65536}]}"), 100);
+  assert_true(atomic_load(&g_largest) < SMALL);
+}
+
+static void test_a_huge_batch_size_over_a_short_stream_stays_small(void **s) {
+  (void)s;
+  /* 16 MB (and a buffer header): the most a batch tensor is allocated whole when its batch starts (128 MB here) */
+  assert_int_equal(
+      run_counted("{\"ops\": [{\"op\": \"range\", \"stop\": 3}, {\"op\": \"batch\", \"size\": 16777216}]}"), 1);
+  assert_true(atomic_load(&g_largest) < (17u << 20));
+  assert_int_equal(run_counted("{\"ops\": [{\"op\": \"range\", \"stop\": 3}, {\"op\": \"padded_batch\", \"size\": "
+                               "16777216}]}"), 1);
+  assert_true(atomic_load(&g_largest) < SMALL);
+}
+
+static void test_deep_interleave_buffers_over_short_sources_stay_small(void **s) {
+  (void)s;
+  assert_int_equal(run_counted("{\"ops\": [{\"op\": \"range\", \"stop\": 10}, {\"op\": \"interleave\", "
+                               "\"parallelism\": 2, \"cycle_length\": 64, \"buffer\": 1024, \"source\": "
+                               "[{\"op\": \"range\", \"stop\": 3}]}]}"), 30);
+  assert_true(atomic_load(&g_largest) < SMALL);
+}
+
+/* Sources that fill their buffers grow them to the op's buffer, the order kept (deterministic, block 1: the two
+ * sources alternate). */
+static void test_interleave_buffers_grow_in_order(void **s) {
+  (void)s;
+  enum { N = 20000 };
+  static int64_t v[2 * N];
+  sl_pipeline *p = tu_pipelinef("{\"ops\": [{\"op\": \"range\", \"stop\": 2}, {\"op\": \"interleave\", "
+                                "\"parallelism\": 2, \"cycle_length\": 2, \"buffer\": 1024, \"source\": "
+                                "[{\"op\": \"range\", \"stop\": %d}]}, {\"op\": \"map\", \"fn\": \"spin\", "
+                                "\"args\": {\"us\": 1}}]}", N);
+  assert_int_equal(tu_collect_i64(p, "value", v, 2 * N), 2 * N);
+  for (int64_t i = 0; i < 2 * N; i++) assert_int_equal(v[i], i / 2);
+  sl_pipeline_free(p);
+}
+
+/* A full deep prefetch still holds what it was asked to: the ring grows to its depth. */
+static void test_a_deep_prefetch_fills_to_its_depth(void **s) {
+  (void)s;
+  assert_int_equal(run_counted("{\"ops\": [{\"op\": \"range\", \"stop\": 100000}, {\"op\": \"prefetch\", \"buffer\": "
+                               "4096}, {\"op\": \"map\", \"fn\": \"spin\", \"args\": {\"us\": 1}}]}"), 100000);
+}
+
+int main(void) {
+  sl_allocator a = {count_malloc, count_realloc, count_free, NULL};
+  sl_set_allocator(&a);
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_a_deep_prefetch_over_a_short_stream_stays_small),
+      cmocka_unit_test(test_a_huge_batch_size_over_a_short_stream_stays_small),
+      cmocka_unit_test(test_a_deep_prefetch_fills_to_its_depth),
+      cmocka_unit_test(test_deep_interleave_buffers_over_short_sources_stay_small),
+      cmocka_unit_test(test_interleave_buffers_grow_in_order),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
