@@ -1,0 +1,338 @@
+/* fns/fn_codec.c: `decode_image` (JPEG through fn_jpeg.c's decoder, PNG through libspng, WebP through libwebp, the
+ * format sniffed from the bytes) and `read_file` (a filename component -> the file's bytes), so that a folder of
+ * mixed images reads without a Python function. Errors name the format, the element and, when the element carries
+ * a `filename`, the file. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <spng.h>
+#include <webp/decode.h>
+
+#include "fns/image_int.h"
+
+/* " (file 'x')" when e has a byte-string `filename` component, else "": for messages about an element. */
+static const char *origin_of(const sl_elem *e, char *buf, size_t n) {
+  sl_comp *c = sl_elem_get((sl_elem *)e, "filename");
+  buf[0] = 0;
+  if (c && c->dtype == SL_BYTES && c->rank == 0)
+    snprintf(buf, n, " (file '%.*s')", (int)(c->size < 1024 ? c->size : 1024), (const char *)sl_comp_data(c));
+  return buf;
+}
+
+/* ---- the decoders below share: out of RGBA8 rows (src, w pixels) into c = 1, 3 or 4 channels ---- */
+static void rgba_to(const uint8_t *src, uint8_t *dst, size_t npx, int c) {
+  for (size_t i = 0; i < npx; i++, src += 4) {
+    if (c == 4) memcpy(dst, src, 4), dst += 4;
+    else if (c == 3) *dst++ = src[0], *dst++ = src[1], *dst++ = src[2];
+    else *dst++ = (uint8_t)((src[0] * 77u + src[1] * 150u + src[2] * 29u + 128u) >> 8); /* as fn_jpeg's CMYK */
+  }
+}
+
+typedef struct {
+  int channels; /* 0: as stored (1 gray, 3 colour, 4 with alpha); 1, 3 or 4 */
+  int64_t max_pixels;
+} img_opts;
+
+static int check_size(int64_t h, int64_t w, int64_t max_pixels, const char *fmt) {
+  if (h <= 0 || w <= 0) return sl__err(SL_EINVAL, "zero-sized %s (%lldx%lld)", fmt, (long long)w, (long long)h);
+  if (h * w > max_pixels)
+    return sl__err(SL_EINVAL, "%s of %lldx%lld pixels exceeds max_pixels %lld", fmt, (long long)w, (long long)h,
+                   (long long)max_pixels);
+  return 0;
+}
+
+/* A buffer of h x w x c bytes, or SL_ENOMEM. */
+static int image_buf(sl_buf **out, int64_t h, int64_t w, int c) {
+  size_t n;
+  if (!sl__mul_ok((size_t)h * (size_t)w, (size_t)c, &n)) return sl__err(SL_EINVAL, "decoded image too large");
+  *out = sl_buf_alloc(n);
+  return *out ? 0 : sl__oom("decoded image");
+}
+
+static int png_decode(const uint8_t *data, size_t len, const img_opts *o, sl_buf **out, int64_t *oh, int64_t *ow,
+                      int64_t *oc) {
+  spng_ctx *ctx = spng_ctx_new(0);
+  if (!ctx) return sl__oom("a PNG decoder");
+  uint8_t *rgba = NULL;
+  struct spng_ihdr ih;
+  size_t need = 0;
+  int rc = 0, src = spng_set_png_buffer(ctx, data, len);
+  /* Ancillary chunks are kept to 16 MiB (text, ICC): the image data itself is bounded by max_pixels below. */
+  if (!src) src = spng_set_chunk_limits(ctx, 16u << 20, 16u << 20);
+  if (!src) src = spng_get_ihdr(ctx, &ih);
+  if (src) {
+    rc = sl__err(SL_ECORRUPT, "corrupt PNG: %s", spng_strerror(src));
+    goto done;
+  }
+  if ((rc = check_size(ih.height, ih.width, o->max_pixels, "PNG"))) goto done;
+  bool gray = ih.color_type == SPNG_COLOR_TYPE_GRAYSCALE || ih.color_type == SPNG_COLOR_TYPE_GRAYSCALE_ALPHA;
+  struct spng_trns trns;
+  bool alpha = ih.color_type == SPNG_COLOR_TYPE_GRAYSCALE_ALPHA || ih.color_type == SPNG_COLOR_TYPE_TRUECOLOR_ALPHA ||
+               spng_get_trns(ctx, &trns) == 0;
+  int c = o->channels ? o->channels : alpha ? 4 : gray ? 1 : 3;
+  /* Every layout (palette, gray, 16-bit) to RGBA8 (16-bit scaled), then to c channels. */
+  if ((src = spng_decoded_image_size(ctx, SPNG_FMT_RGBA8, &need))) {
+    rc = sl__err(SL_ECORRUPT, "corrupt PNG: %s", spng_strerror(src));
+    goto done;
+  }
+  if (!(rgba = sl__malloc(need))) {
+    rc = sl__oom("decoded PNG");
+    goto done;
+  }
+  if ((src = spng_decode_image(ctx, rgba, need, SPNG_FMT_RGBA8, SPNG_DECODE_TRNS))) {
+    rc = sl__err(SL_ECORRUPT, "corrupt PNG: %s", spng_strerror(src));
+    goto done;
+  }
+  if ((rc = image_buf(out, ih.height, ih.width, c))) goto done;
+  rgba_to(rgba, sl_buf_data(*out), (size_t)ih.height * ih.width, c);
+  *oh = ih.height, *ow = ih.width, *oc = c;
+done:
+  sl__free(rgba);
+  spng_ctx_free(ctx);
+  return rc;
+}
+
+static int webp_decode(const uint8_t *data, size_t len, const img_opts *o, sl_buf **out, int64_t *oh, int64_t *ow,
+                       int64_t *oc) {
+  WebPBitstreamFeatures f;
+  VP8StatusCode st = WebPGetFeatures(data, len, &f);
+  if (st != VP8_STATUS_OK) return sl__err(SL_ECORRUPT, "corrupt WebP: header unreadable (libwebp status %d)", (int)st);
+  int rc = check_size(f.height, f.width, o->max_pixels, "WebP");
+  if (rc) return rc;
+  if (f.has_animation) return sl__err(SL_EINVAL, "animated WebP: decode_image reads still images only");
+  int c = o->channels ? o->channels : f.has_alpha ? 4 : 3;
+  size_t npx = (size_t)f.width * (size_t)f.height;
+  if ((rc = image_buf(out, f.height, f.width, c))) return rc;
+  uint8_t *dst = sl_buf_data(*out), *tmp = NULL;
+  bool ok;
+  if (c == 4) ok = WebPDecodeRGBAInto(data, len, dst, npx * 4, f.width * 4) != NULL;
+  else if (c == 3) ok = WebPDecodeRGBInto(data, len, dst, npx * 3, f.width * 3) != NULL;
+  else {
+    if (!(tmp = sl__malloc(npx * 4))) {
+      sl_buf_unref(*out);
+      *out = NULL;
+      return sl__oom("decoded WebP");
+    }
+    ok = WebPDecodeRGBAInto(data, len, tmp, npx * 4, f.width * 4) != NULL;
+    if (ok) rgba_to(tmp, dst, npx, 1);
+    sl__free(tmp);
+  }
+  if (!ok) {
+    sl_buf_unref(*out);
+    *out = NULL;
+    return sl__err(SL_ECORRUPT, "corrupt or truncated WebP (%zu bytes, %dx%d declared)", len, f.width, f.height);
+  }
+  *oh = f.height, *ow = f.width, *oc = c;
+  return 0;
+}
+
+/* JPEG through fn_jpeg.c (1 or 3 channels; 4 adds an opaque alpha). */
+static int jpeg_any(const uint8_t *data, size_t len, const img_opts *o, bool strict, sl_buf **out, int64_t *oh,
+                    int64_t *ow, int64_t *oc) {
+  sl__jpeg_opts jo = {o->channels == 4 ? 3 : o->channels, strict, o->max_pixels};
+  int rc = sl__jpeg_decode(data, len, &jo, NULL, out, oh, ow, oc);
+  if (rc || o->channels != 4) return rc;
+  sl_buf *rgb = *out, *rgba;
+  size_t npx = (size_t)*oh * (size_t)*ow;
+  if ((rc = image_buf(&rgba, *oh, *ow, 4))) {
+    sl_buf_unref(rgb);
+    *out = NULL;
+    return rc;
+  }
+  const uint8_t *s = sl_buf_data(rgb);
+  uint8_t *d = sl_buf_data(rgba);
+  for (size_t i = 0; i < npx; i++, s += 3, d += 4) d[0] = s[0], d[1] = s[1], d[2] = s[2], d[3] = 255;
+  sl_buf_unref(rgb);
+  *out = rgba;
+  *oc = 4;
+  return 0;
+}
+
+enum { FMT_JPEG, FMT_PNG, FMT_WEBP, FMT_UNKNOWN };
+static int sniff(const uint8_t *d, size_t n) {
+  if (n >= 2 && d[0] == 0xFF && d[1] == 0xD8) return FMT_JPEG;
+  if (n >= 8 && !memcmp(d, "\x89PNG\r\n\x1a\n", 8)) return FMT_PNG;
+  if (n >= 12 && !memcmp(d, "RIFF", 4) && !memcmp(d + 8, "WEBP", 4)) return FMT_WEBP;
+  return FMT_UNKNOWN;
+}
+
+/* What an unknown format is, for the message. */
+static int unknown_format(const uint8_t *d, size_t n) {
+  if (n == 0) return sl__err(SL_EINVAL, "empty image data (0 bytes)");
+  const char *what = n >= 4 && !memcmp(d, "GIF8", 4)                          ? "a GIF"
+                     : n >= 2 && d[0] == 'B' && d[1] == 'M'                      ? "a BMP"
+                     : n >= 4 && (!memcmp(d, "II*", 4) || !memcmp(d, "MM\0*", 4)) ? "a TIFF"
+                                                                                 : NULL;
+  if (what) return sl__err(SL_EINVAL, "data is %s; decode_image reads JPEG, PNG and WebP", what);
+  uint8_t b[4] = {0};
+  memcpy(b, d, n < 4 ? n : 4);
+  return sl__err(SL_EINVAL, "not a JPEG, PNG or WebP image (starts with 0x%02x 0x%02x 0x%02x 0x%02x)", b[0], b[1],
+                 b[2], b[3]);
+}
+
+typedef struct {
+  const char *comp, *output;
+  bool keep, strict;
+  img_opts o;
+} dimg_state;
+
+static int dimg_init(void **state, const sl_args *a, void *payload) {
+  dimg_state *s = sl__calloc(1, sizeof *s);
+  if (!s) return sl__oom("decode_image");
+  int64_t ch;
+  int rc;
+  if ((rc = sl__get_str(&s->comp, a, "component")) || (rc = sl__get_str(&s->output, a, "output")) ||
+      (rc = sl__get_bool(&s->keep, a, "keep")) || (rc = sl__get_int(&ch, a, "channels")) ||
+      (rc = sl__get_bool(&s->strict, a, "strict")) || (rc = sl__get_int(&s->o.max_pixels, a, "max_pixels"))) {
+    sl__free(s);
+    return rc;
+  }
+  if (ch == 2) { /* (the table's range is 0..4) */
+    sl__free(s);
+    return sl__err(SL_EINVAL, "%s.channels: expected 0 (as stored), 1, 3 or 4, found 2", sl_args_path(a));
+  }
+  s->o.channels = (int)ch;
+  *state = s;
+  return 0;
+}
+
+static int dimg_call(void *st, sl_elem *e, sl_fn_call *call) {
+  const dimg_state *s = st;
+  sl_comp *c;
+  int rc = sl__fn_component(e, call, s->comp, &c);
+  if (rc) return rc;
+  char from[1100];
+  if (c->dtype != SL_BYTES || c->rank != 0)
+    return sl__err(SL_EINVAL, "%s: element %llu%s: '%s' is %s rank %d, expected one byte string (an encoded image)",
+                   call->op_path, (unsigned long long)call->index, origin_of(e, from, sizeof from), s->comp,
+                   sl_dtype_name(c->dtype), c->rank);
+  const uint8_t *d = sl_comp_data(c);
+  sl_buf *buf = NULL;
+  int64_t shape[3];
+  switch (sniff(d, c->size)) {
+  case FMT_JPEG: rc = jpeg_any(d, c->size, &s->o, s->strict, &buf, &shape[0], &shape[1], &shape[2]); break;
+  case FMT_PNG: rc = png_decode(d, c->size, &s->o, &buf, &shape[0], &shape[1], &shape[2]); break;
+  case FMT_WEBP: rc = webp_decode(d, c->size, &s->o, &buf, &shape[0], &shape[1], &shape[2]); break;
+  default: rc = unknown_format(d, c->size);
+  }
+  if (rc)
+    return sl__err_wrap(rc, "%s: element %llu%s ('%s', %zu bytes)", call->op_path, (unsigned long long)call->index,
+                        origin_of(e, from, sizeof from), s->comp, c->size);
+  rc = sl_elem_set_tensor(e, s->output, SL_UINT8, 3, shape, buf, 0, NULL);
+  sl_buf_unref(buf);
+  if (rc) return rc;
+  if (!s->keep && strcmp(s->comp, s->output)) sl_elem_remove(e, s->comp);
+  return 0;
+}
+
+static void free_state(void *st) { sl__free(st); }
+
+/* ---- read_file ---- */
+typedef struct {
+  const char *comp, *output;
+  int64_t max_bytes;
+} rf_state;
+
+static int rf_init(void **state, const sl_args *a, void *payload) {
+  rf_state *s = sl__calloc(1, sizeof *s);
+  if (!s) return sl__oom("read_file");
+  int rc;
+  if ((rc = sl__get_str(&s->comp, a, "component")) || (rc = sl__get_str(&s->output, a, "output")) ||
+      (rc = sl__get_int(&s->max_bytes, a, "max_bytes"))) {
+    sl__free(s);
+    return rc;
+  }
+  *state = s;
+  return 0;
+}
+
+int sl__read_whole_file(const char *path, int64_t max_bytes, sl_buf **out, size_t *len) {
+  *out = NULL;
+  FILE *f = fopen(path, "rb");
+  if (!f) return sl__err(errno == ENOENT ? SL_ENOTFOUND : SL_EIO, "'%s': %s", path, strerror(errno));
+  struct stat st;
+  int rc = 0;
+  if (fstat(fileno(f), &st)) rc = sl__err(SL_EIO, "'%s': %s", path, strerror(errno));
+  else if (!S_ISREG(st.st_mode)) rc = sl__err(SL_EINVAL, "'%s': not a regular file", path);
+  else if ((int64_t)st.st_size > max_bytes)
+    rc = sl__err(SL_EINVAL, "'%s': %lld bytes, more than max_bytes %lld", path, (long long)st.st_size,
+                 (long long)max_bytes);
+  size_t n = rc ? 0 : (size_t)st.st_size;
+  sl_buf *b = rc ? NULL : sl_buf_alloc(n ? n : 1);
+  if (!rc && !b) rc = sl__oom("a file's bytes");
+  if (!rc && n && fread(sl_buf_data(b), 1, n, f) != n)
+    rc = sl__err(SL_EIO, "'%s': %s", path, ferror(f) ? strerror(errno) : "file shorter than its size (changed while read)");
+  fclose(f);
+  if (rc) {
+    sl_buf_unref(b);
+    return rc;
+  }
+  *out = b;
+  *len = n;
+  return 0;
+}
+
+static int rf_call(void *st, sl_elem *e, sl_fn_call *call) {
+  const rf_state *s = st;
+  sl_comp *c;
+  int rc = sl__fn_component(e, call, s->comp, &c);
+  if (rc) return rc;
+  char path[4096];
+  if (c->dtype != SL_BYTES || c->rank != 0 || c->size >= sizeof path || memchr(sl_comp_data(c), 0, c->size))
+    return sl__err(SL_EINVAL, "%s: element %llu: '%s' is not a file name (one byte string without NUL, under %zu bytes)",
+                   call->op_path, (unsigned long long)call->index, s->comp, sizeof path);
+  memcpy(path, sl_comp_data(c), c->size);
+  path[c->size] = 0;
+  sl_buf *b;
+  size_t n;
+  if ((rc = sl__read_whole_file(path, s->max_bytes, &b, &n)))
+    return sl__err_wrap(rc, "%s: element %llu", call->op_path, (unsigned long long)call->index);
+  rc = sl_elem_set_bytes(e, s->output, b, 0, NULL, n);
+  sl_buf_unref(b);
+  return rc;
+}
+
+/* ---- schemas ---- */
+static const sl__arg DIMG_ARGS[] = {
+    {"component", SL__ARG_COMP, "image/encoded", 0, 0, 0, NULL, "the component holding the encoded image"},
+    {"output", SL__ARG_COMP, "image", 0, 0, 0, NULL, "the component the decoded image is written to"},
+    {"keep", SL__ARG_BOOL, "false", 0, 0, 0, NULL, "keep the encoded bytes after decoding"},
+    {"channels", SL__ARG_INT, "3", SL__LOHI, 0, 4, NULL,
+     "0 (as stored: 1 gray, 3 colour, 4 with alpha), 1 (grayscale), 3 (RGB, alpha dropped) or 4 (RGBA)"},
+    {"strict", SL__ARG_BOOL, "true", 0, 0, 0, NULL, "JPEG: fail on corrupt data (false: decode what can be decoded)"},
+    {"max_pixels", SL__ARG_INT, "100000000", SL__ARGF_LO, 1, 0, NULL, "refuse images larger than this"},
+    {NULL}};
+static const sl__fn_io DIMG_READS[] = {{"component", NULL, NULL, SL_BYTES, 0, SL__IO_CONSUMED}, {NULL}};
+static const sl__fn_io DIMG_WRITES[] = {{"output", NULL, NULL, SL_UINT8, 3, 0}, {NULL}};
+static int dimg_infer(sl__struct *st, const sl_args *a, const char *origin) {
+  (void)origin;
+  const char *out;
+  int64_t n;
+  int rc;
+  if ((rc = sl__get_str(&out, a, "output")) || (rc = sl__get_int(&n, a, "channels"))) return rc;
+  sl__comp_desc *c = sl__struct_get(st, out);
+  if (c) c->dims[2] = n > 0 ? n : SL__DIM_UNKNOWN;
+  return 0;
+}
+static const sl__fn_schema DIMG_SCHEMA = {
+    "decodes a JPEG, PNG or WebP (sniffed from the bytes) into a uint8 [height, width, channels] image; 16-bit PNGs "
+    "are scaled to 8 bits, palettes and grayscale expanded",
+    DIMG_ARGS, DIMG_READS, DIMG_WRITES, dimg_infer};
+
+static const sl__arg RF_ARGS[] = {
+    {"component", SL__ARG_COMP, "filename", 0, 0, 0, NULL, "the component holding the file's name"},
+    {"output", SL__ARG_COMP, "image/encoded", 0, 0, 0, NULL, "the component the file's bytes are written to"},
+    {"max_bytes", SL__ARG_INT, "1073741824", SL__ARGF_LO, 0, 0, NULL, "refuse files larger than this"},
+    {NULL}};
+static const sl__fn_io RF_READS[] = {{"component", NULL, NULL, SL_BYTES, 0, 0}, {NULL}};
+static const sl__fn_io RF_WRITES[] = {{"output", NULL, NULL, SL_BYTES, 0, 0}, {NULL}};
+static const sl__fn_schema RF_SCHEMA = {"reads the file a component names (as `files` yields it) into a byte string",
+                                        RF_ARGS, RF_READS, RF_WRITES, NULL};
+
+const sl__fn_entry sl__fns_codec[] = {
+    {"decode_image", {SL_FN_DEF_VERSION, 0, dimg_init, dimg_call, free_state}, &DIMG_SCHEMA},
+    {"read_file", {SL_FN_DEF_VERSION, 0, rf_init, rf_call, free_state}, &RF_SCHEMA},
+    {NULL, {0, 0, NULL, NULL, NULL}, NULL},
+};
