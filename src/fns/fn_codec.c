@@ -1,7 +1,7 @@
 /* fns/fn_codec.c: `decode_image` (JPEG through fn_jpeg.c's decoder, PNG through libspng, WebP through libwebp, the
  * format sniffed from the bytes) and `read_file` (a filename component -> the file's bytes), so that a folder of
- * mixed images reads without a Python function. Errors name the format, the element and, when the element carries
- * a `filename`, the file. */
+ * mixed images reads without a Python function. Errors name the format, the element and where the element came
+ * from (its file, or its tar shard and sample: sl__fn_origin). */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -11,15 +11,6 @@
 #include <webp/decode.h>
 
 #include "fns/image_int.h"
-
-/* " (file 'x')" when e has a byte-string `filename` component, else "": for messages about an element. */
-static const char *origin_of(const sl_elem *e, char *buf, size_t n) {
-  sl_comp *c = sl_elem_get((sl_elem *)e, "filename");
-  buf[0] = 0;
-  if (c && c->dtype == SL_BYTES && c->rank == 0)
-    snprintf(buf, n, " (file '%.*s')", (int)(c->size < 1024 ? c->size : 1024), (const char *)sl_comp_data(c));
-  return buf;
-}
 
 /* ---- the decoders below share: out of RGBA8 rows (src, w pixels) into c = 1, 3 or 4 channels ---- */
 static void rgba_to(const uint8_t *src, uint8_t *dst, size_t npx, int c) {
@@ -203,10 +194,10 @@ static int dimg_call(void *st, sl_elem *e, sl_fn_call *call) {
   sl_comp *c;
   int rc = sl__fn_component(e, call, s->comp, &c);
   if (rc) return rc;
-  char from[1100];
+  char from[2200];
   if (c->dtype != SL_BYTES || c->rank != 0)
     return sl__err(SL_EINVAL, "%s: element %llu%s: '%s' is %s rank %d, expected one byte string (an encoded image)",
-                   call->op_path, (unsigned long long)call->index, origin_of(e, from, sizeof from), s->comp,
+                   call->op_path, (unsigned long long)call->index, sl__fn_origin(e, from, sizeof from), s->comp,
                    sl_dtype_name(c->dtype), c->rank);
   const uint8_t *d = sl_comp_data(c);
   sl_buf *buf = NULL;
@@ -219,7 +210,7 @@ static int dimg_call(void *st, sl_elem *e, sl_fn_call *call) {
   }
   if (rc)
     return sl__err_wrap(rc, "%s: element %llu%s ('%s', %zu bytes)", call->op_path, (unsigned long long)call->index,
-                        origin_of(e, from, sizeof from), s->comp, c->size);
+                        sl__fn_origin(e, from, sizeof from), s->comp, c->size);
   rc = sl_elem_set_tensor(e, s->output, SL_UINT8, 3, shape, buf, 0, NULL);
   sl_buf_unref(buf);
   if (rc) return rc;

@@ -81,6 +81,10 @@ int sl__fn_infer(sl__struct *s, const sl__fn_schema *sc, json_t *args, const cha
 /* The component `name` of e (an arg of the function names it), or SL_EINVAL naming the op and the element when e has
  * none (fn_common.c). */
 int sl__fn_component(sl_elem *e, const sl_fn_call *call, const char *name, sl_comp **out);
+/* Where element e came from, for a message: " (file 'F')" when it has a byte-string `filename` (files,
+ * image_folder), " (shard 'U', sample 'K')" when it has `__url__` and `__key__` (tar), else "" (in buf, n bytes;
+ * 2200 hold both names whole up to 1024 bytes each). */
+const char *sl__fn_origin(const sl_elem *e, char *buf, size_t n);
 
 /* The whole of regular file `path` into a new buffer (*out, caller unrefs; *len bytes). Errors name the file:
  * SL_ENOTFOUND when missing, SL_EINVAL for a non-regular file or one over max_bytes, SL_EIO (fn_codec.c). */
