@@ -1,6 +1,6 @@
 /* fns/fn_codec.c: `decode_image` (JPEG through fn_jpeg.c's decoder, PNG through libspng, WebP through libwebp, the
- * format sniffed from the bytes) and `read_file` (a filename component -> the file's bytes), so that a folder of
- * mixed images reads without a Python function. Errors name the format, the element and where the element came
+ * format sniffed from the bytes), `read_file` (a filename component -> the file's bytes) and `parse_int` (ASCII
+ * decimal, a WebDataset "cls" -> int64), so that folders and shards of mixed images read without a Python function. Errors name the format, the element and where the element came
  * from (its file, or its tar shard and sample: sl__fn_origin). */
 #include <errno.h>
 #include <stdio.h>
@@ -285,6 +285,58 @@ static int rf_call(void *st, sl_elem *e, sl_fn_call *call) {
   return rc;
 }
 
+/* ---- parse_int ---- */
+typedef struct {
+  const char *comp, *output;
+} pi_state;
+
+static int pi_init(void **state, const sl_args *a, void *payload) {
+  pi_state *s = sl__calloc(1, sizeof *s);
+  if (!s) return sl__oom("parse_int");
+  int rc;
+  if ((rc = sl__get_str(&s->comp, a, "component")) || (rc = sl__get_str_or(&s->output, a, "output", s->comp))) {
+    sl__free(s);
+    return rc;
+  }
+  *state = s;
+  return 0;
+}
+
+/* ASCII decimal with an optional sign, surrounded by optional whitespace (webdataset's "cls" files end in a
+ * newline); false when anything else is there or the value leaves int64. */
+static bool parse_decimal(const char *p, size_t n, int64_t *out) {
+  size_t i = 0, e = n;
+  while (i < e && (p[i] == ' ' || p[i] == '\t' || p[i] == '\n' || p[i] == '\r')) i++;
+  while (e > i && (p[e - 1] == ' ' || p[e - 1] == '\t' || p[e - 1] == '\n' || p[e - 1] == '\r')) e--;
+  bool neg = i < e && p[i] == '-';
+  if (i < e && (p[i] == '-' || p[i] == '+')) i++;
+  if (i == e) return false;
+  uint64_t v = 0, lim = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
+  for (; i < e; i++) {
+    if (p[i] < '0' || p[i] > '9') return false;
+    unsigned d = (unsigned)(p[i] - '0');
+    if (v > (lim - d) / 10) return false;
+    v = v * 10 + d;
+  }
+  *out = neg ? (int64_t)(0 - v) : (int64_t)v;
+  return true;
+}
+
+static int pi_call(void *st, sl_elem *e, sl_fn_call *call) {
+  const pi_state *s = st;
+  sl_comp *c;
+  int rc = sl__fn_component(e, call, s->comp, &c);
+  if (rc) return rc;
+  char from[2200];
+  int64_t v;
+  if (c->dtype != SL_BYTES || c->rank != 0 || !parse_decimal(sl_comp_data(c), c->size, &v))
+    return sl__err(SL_EINVAL, "%s: element %llu%s: '%s' is not an ASCII decimal integer in the int64 range (%s, %zu "
+                   "bytes: \"%.*s\")", call->op_path, (unsigned long long)call->index, sl__fn_origin(e, from, sizeof from),
+                   s->comp, sl_dtype_name(c->dtype), c->size, c->dtype == SL_BYTES ? (int)(c->size < 24 ? c->size : 24) : 0,
+                   (const char *)sl_comp_data(c));
+  return sl_elem_set_i64(e, s->output, v);
+}
+
 /* ---- schemas ---- */
 static const sl__arg DIMG_ARGS[] = {
     {"component", SL__ARG_COMP, "image/encoded", 0, 0, 0, NULL, "the component holding the encoded image"},
@@ -322,8 +374,18 @@ static const sl__fn_io RF_WRITES[] = {{"output", NULL, NULL, SL_BYTES, 0, 0}, {N
 static const sl__fn_schema RF_SCHEMA = {"reads the file a component names (as `files` yields it) into a byte string",
                                         RF_ARGS, RF_READS, RF_WRITES, NULL};
 
+static const sl__arg PI_ARGS[] = {
+    {"component", SL__ARG_COMP, "cls", 0, 0, 0, NULL, "the component holding the decimal text"},
+    {"output", SL__ARG_COMP, NULL, 0, 0, 0, NULL, "the component the int64 is written to (default: in place)"},
+    {NULL}};
+static const sl__fn_io PI_READS[] = {{"component", NULL, NULL, SL_BYTES, 0, 0}, {NULL}};
+static const sl__fn_io PI_WRITES[] = {{"output", NULL, "component", SL_INT64, 0, 0}, {NULL}};
+static const sl__fn_schema PI_SCHEMA = {"turns an ASCII decimal byte string (a WebDataset \"cls\") into an int64 scalar",
+                                        PI_ARGS, PI_READS, PI_WRITES, NULL};
+
 const sl__fn_entry sl__fns_codec[] = {
     {"decode_image", {SL_FN_DEF_VERSION, 0, dimg_init, dimg_call, free_state}, &DIMG_SCHEMA},
     {"read_file", {SL_FN_DEF_VERSION, 0, rf_init, rf_call, free_state}, &RF_SCHEMA},
+    {"parse_int", {SL_FN_DEF_VERSION, 0, pi_init, pi_call, free_state}, &PI_SCHEMA},
     {NULL, {0, 0, NULL, NULL, NULL}, NULL},
 };

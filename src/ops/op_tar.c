@@ -205,16 +205,23 @@ static int next_member(tar_it *t) {
     }
     snprintf(t->last, sizeof t->last, "%s", name);
     if (archive_entry_filetype(en) != AE_IFREG) continue; /* directories, links */
-    /* webdataset's base_plus_ext: key = dirname + basename up to its first dot, extension = the rest; a basename
-     * without a dot or starting with one is no member of a sample; top-level __x__ names are metadata. (An empty
-     * extension, "a.", which webdataset keeps as "", is skipped here: no component may be named "".) */
+    /* webdataset's base_plus_ext (a regex: the key is an optional "dirs/" then dotless text, then a dot, then the
+     * extension without a slash): key = dirname + basename up to its first dot, extension = the rest; a basename without a dot is no member of a sample; top-level __x__ names are
+     * metadata. A basename starting with a dot takes the directory (with its slash) as key when the last
+     * directory is dotless ("y/.a.jpg": key "y/", extension "a.jpg"), else is none. (An empty extension, "a.",
+     * which webdataset keeps as "", is skipped here: no component may be named "".) */
     const char *base = strrchr(name, '/');
     base = base ? base + 1 : name;
     const char *dot = strchr(base, '.');
     size_t bl = strlen(base);
-    if (!dot || dot == base || dot[1] == 0 ||
-        (base == name && bl >= 4 && !strncmp(base, "__", 2) && !strcmp(base + bl - 2, "__")))
+    if (!dot || dot[1] == 0 || (base == name && bl >= 4 && !strncmp(base, "__", 2) && !strcmp(base + bl - 2, "__")))
       continue;
+    if (dot == base) {
+      if (base == name) continue;
+      const char *d = base - 1; /* the last slash; the last directory runs back to the slash before it */
+      while (d > name && d[-1] != '/' && d[-1] != '.') d--;
+      if (d > name && d[-1] == '.') continue;
+    }
     t->pkl = (size_t)(dot - name);
     if (t->pkl >= MAX_KEY)
       return sl__op_err(t->it.op, SL_EINVAL, "shard '%s': member '%.200s...': key longer than %d bytes", t->path,

@@ -1,6 +1,6 @@
 /* test_fns_codec.c: decode_image (PNG and lossless WebP encoded here by libspng and libwebp, decoded exactly; JPEG as
  * decode_jpeg decodes it; gray, palette, 16-bit and alpha layouts; the bad-input table, each error naming the format
- * and the file) and read_file (bytes, errors naming the file). */
+ * and the file), read_file (bytes, errors naming the file) and parse_int (values, bounds, bad text). */
 #include <spng.h>
 #include <webp/encode.h>
 
@@ -265,11 +265,44 @@ static void test_read_file(void **st) {
   tu_rmtree(dir);
 }
 
+static void test_parse_int(void **st) {
+  static const struct {
+    const char *text;
+    int64_t v;
+  } OK[] = {{"0", 0}, {"7\n", 7}, {" -12 ", -12}, {"+3", 3}, {"9223372036854775807", INT64_MAX},
+            {"-9223372036854775808", INT64_MIN}};
+  for (size_t i = 0; i < sizeof OK / sizeof OK[0]; i++) {
+    sl_elem e;
+    sl_elem_init(&e);
+    assert_int_equal(sl_elem_set_bytes(&e, "cls", NULL, 0, OK[i].text, strlen(OK[i].text)), 0);
+    assert_int_equal(tf_run("parse_int", NULL, &e, 1), 0);
+    sl_comp *c = sl_elem_get(&e, "cls"); /* in place by default */
+    assert_int_equal(c->dtype, SL_INT64);
+    assert_int_equal(c->rank, 0);
+    assert_int_equal(*(const int64_t *)sl_comp_data(c), OK[i].v);
+    sl_elem_clear(&e);
+  }
+  static const char *const BAD[] = {"", " ", "-", "1.5", "12a", "9223372036854775808", "0x10", "-9223372036854775809"};
+  for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
+    sl_elem e;
+    sl_elem_init(&e);
+    assert_int_equal(sl_elem_set_bytes(&e, "label", NULL, 0, BAD[i], strlen(BAD[i])), 0);
+    assert_int_equal(sl_elem_set_bytes(&e, "__key__", NULL, 0, "k9", 2), 0);
+    assert_int_equal(sl_elem_set_bytes(&e, "__url__", NULL, 0, "s.tar", 5), 0);
+    assert_int_equal(tf_run("parse_int", "{\"component\": \"label\", \"output\": \"y\"}", &e, 1), SL_EINVAL);
+    tf_expect_msg("(shard 's.tar', sample 'k9')");
+    tf_expect_msg("not an ASCII decimal integer");
+    assert_null(sl_elem_get(&e, "y"));
+    sl_elem_clear(&e);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_png_layouts),       cmocka_unit_test(test_webp_lossless_exact),
       cmocka_unit_test(test_jpeg_as_decode_jpeg), cmocka_unit_test(test_bad_inputs),
       cmocka_unit_test(test_mutation),          cmocka_unit_test(test_read_file),
+      cmocka_unit_test(test_parse_int),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   tf_release_all();

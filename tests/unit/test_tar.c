@@ -49,7 +49,7 @@ static const mem SHARD[] = {
     {"a/README", "no extension"},      /* skipped */
     {"a/s002.jpg", "J2"},              {"a/s002.cls", "7"},
     {"b/s001.jpg", "J3"},              /* another directory: another key */
-    {"b/.hidden.jpg", "H"},            /* a basename starting with a dot: skipped */
+    {"b.x/.hidden.jpg", "H"},          /* a leading-dot basename under a dotted directory: skipped */
 };
 #define NSHARD ((int)(sizeof SHARD / sizeof SHARD[0]))
 
