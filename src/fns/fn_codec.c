@@ -141,6 +141,72 @@ static int jpeg_any(const uint8_t *data, size_t len, const img_opts *o, bool str
   return 0;
 }
 
+/* The EXIF orientation (1..8) in a JPEG's APP1 segment, or 1 (as stored) when there is none or it cannot be read.
+ * Reads only within len; markers up to the first scan. */
+static int jpeg_orientation(const uint8_t *d, size_t len) {
+  size_t p = 2;
+  while (p + 4 <= len && d[p] == 0xFF) {
+    unsigned m = d[p + 1];
+    size_t seg = (size_t)d[p + 2] << 8 | d[p + 3];
+    if (m == 0xDA || seg < 2 || p + 2 + seg > len) break; /* the scan, or a bad length */
+    const uint8_t *x = d + p + 4;
+    size_t n = seg - 2;
+    if (m == 0xE1 && n >= 14 && !memcmp(x, "Exif\0\0", 6)) {
+      const uint8_t *t = x + 6;
+      size_t tn = n - 6;
+      bool le = t[0] == 'I' && t[1] == 'I';
+      if (!le && !(t[0] == 'M' && t[1] == 'M')) return 1;
+#define RD16(q) (le ? (unsigned)(q)[0] | (unsigned)(q)[1] << 8 : (unsigned)(q)[0] << 8 | (unsigned)(q)[1])
+#define RD32(q) (le ? (uint32_t)RD16(q) | (uint32_t)RD16((q) + 2) << 16 : (uint32_t)RD16(q) << 16 | RD16((q) + 2))
+      uint32_t ifd = RD32(t + 4);
+      if (ifd > tn || tn - ifd < 2) return 1;
+      unsigned cnt = RD16(t + ifd);
+      for (unsigned i = 0; i < cnt && ifd + 2 + (size_t)(i + 1) * 12 <= tn; i++) {
+        const uint8_t *e = t + ifd + 2 + (size_t)i * 12;
+        if (RD16(e) == 0x0112) {
+          unsigned v = RD16(e + 8);
+          return v >= 1 && v <= 8 ? (int)v : 1;
+        }
+      }
+#undef RD32
+#undef RD16
+      return 1;
+    }
+    p += 2 + seg;
+  }
+  return 1;
+}
+
+/* The image (h x w x c) as EXIF orientation `o` says to show it, in a new buffer: 2 mirrored, 3 turned 180
+ * degrees, 4 flipped, 5 transposed, 6 turned 90 degrees clockwise, 7 transversed, 8 turned 90 counter-clockwise. */
+static int orient_image(sl_buf **img, int64_t *h, int64_t *w, int64_t c, int o) {
+  int64_t H = *h, W = *w, oh = o >= 5 ? W : H, ow = o >= 5 ? H : W;
+  sl_buf *dst;
+  int rc = image_buf(&dst, oh, ow, (int)c);
+  if (rc) return rc;
+  const uint8_t *s = sl_buf_data(*img);
+  uint8_t *d = sl_buf_data(dst);
+  for (int64_t y = 0; y < oh; y++)
+    for (int64_t x = 0; x < ow; x++) {
+      int64_t sy, sx;
+      switch (o) {
+      case 2: sy = y, sx = W - 1 - x; break;
+      case 3: sy = H - 1 - y, sx = W - 1 - x; break;
+      case 4: sy = H - 1 - y, sx = x; break;
+      case 5: sy = x, sx = y; break;
+      case 6: sy = H - 1 - x, sx = y; break;
+      case 7: sy = H - 1 - x, sx = W - 1 - y; break;
+      default: sy = x, sx = W - 1 - y; break; /* 8 */
+      }
+      memcpy(d + ((size_t)y * (size_t)ow + (size_t)x) * (size_t)c, s + ((size_t)sy * (size_t)W + (size_t)sx) * (size_t)c,
+             (size_t)c);
+    }
+  sl_buf_unref(*img);
+  *img = dst;
+  *h = oh, *w = ow;
+  return 0;
+}
+
 enum { FMT_JPEG, FMT_PNG, FMT_WEBP, FMT_UNKNOWN };
 static int sniff(const uint8_t *d, size_t n) {
   if (n >= 2 && d[0] == 0xFF && d[1] == 0xD8) return FMT_JPEG;
@@ -165,7 +231,7 @@ static int unknown_format(const uint8_t *d, size_t n) {
 
 typedef struct {
   const char *comp, *output;
-  bool keep, strict;
+  bool keep, strict, orient;
   img_opts o;
 } dimg_state;
 
@@ -176,7 +242,8 @@ static int dimg_init(void **state, const sl_args *a, void *payload) {
   int rc;
   if ((rc = sl__get_str(&s->comp, a, "component")) || (rc = sl__get_str(&s->output, a, "output")) ||
       (rc = sl__get_bool(&s->keep, a, "keep")) || (rc = sl__get_int(&ch, a, "channels")) ||
-      (rc = sl__get_bool(&s->strict, a, "strict")) || (rc = sl__get_int(&s->o.max_pixels, a, "max_pixels"))) {
+      (rc = sl__get_bool(&s->strict, a, "strict")) || (rc = sl__get_int(&s->o.max_pixels, a, "max_pixels")) ||
+      (rc = sl__get_bool(&s->orient, a, "orient"))) {
     sl__free(s);
     return rc;
   }
@@ -203,7 +270,11 @@ static int dimg_call(void *st, sl_elem *e, sl_fn_call *call) {
   sl_buf *buf = NULL;
   int64_t shape[3];
   switch (sniff(d, c->size)) {
-  case FMT_JPEG: rc = jpeg_any(d, c->size, &s->o, s->strict, &buf, &shape[0], &shape[1], &shape[2]); break;
+  case FMT_JPEG:
+    rc = jpeg_any(d, c->size, &s->o, s->strict, &buf, &shape[0], &shape[1], &shape[2]);
+    int o = rc || !s->orient ? 1 : jpeg_orientation(d, c->size);
+    if (o != 1 && (rc = orient_image(&buf, &shape[0], &shape[1], shape[2], o))) sl_buf_unref(buf);
+    break;
   case FMT_PNG: rc = png_decode(d, c->size, &s->o, &buf, &shape[0], &shape[1], &shape[2]); break;
   case FMT_WEBP: rc = webp_decode(d, c->size, &s->o, &buf, &shape[0], &shape[1], &shape[2]); break;
   default: rc = unknown_format(d, c->size);
@@ -346,6 +417,8 @@ static const sl__arg DIMG_ARGS[] = {
      "0 (as stored: 1 gray, 3 colour, 4 with alpha), 1 (grayscale), 3 (RGB, alpha dropped) or 4 (RGBA)"},
     {"strict", SL__ARG_BOOL, "true", 0, 0, 0, NULL, "JPEG: fail on corrupt data (false: decode what can be decoded)"},
     {"max_pixels", SL__ARG_INT, "100000000", SL__ARGF_LO, 1, 0, NULL, "refuse images larger than this"},
+    {"orient", SL__ARG_BOOL, "false", 0, 0, 0, NULL,
+     "JPEG: turn the image as its EXIF orientation says (as PIL's exif_transpose; false: as stored)"},
     {NULL}};
 static const sl__fn_io DIMG_READS[] = {{"component", NULL, NULL, SL_BYTES, 0, SL__IO_CONSUMED}, {NULL}};
 static const sl__fn_io DIMG_WRITES[] = {{"output", NULL, NULL, SL_UINT8, 3, 0}, {NULL}};

@@ -1,5 +1,5 @@
 /* fuzz_image.c: libFuzzer target for `decode_image`: the format sniffed from the bytes (JPEG, PNG through libspng,
- * WebP through libwebp), decoded to RGB, as stored and to one channel: any bytes give an image or a clean error,
+ * WebP through libwebp), decoded to RGB, as stored (EXIF orientation applied) and to one channel: any bytes give an image or a clean error,
  * never a crash or a leak. */
 #include <stdint.h>
 #include <string.h>
@@ -17,7 +17,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         "{\"op\": \"map\", \"fn\": \"decode_image\", \"args\": {\"component\": \"data\", \"keep\": true, "
         "\"max_pixels\": 4000000}}, "
         "{\"op\": \"map\", \"fn\": \"decode_image\", \"args\": {\"component\": \"data\", \"output\": \"raw\", "
-        "\"keep\": true, \"channels\": 0, \"strict\": false, \"max_pixels\": 4000000}}, "
+        "\"keep\": true, \"channels\": 0, \"strict\": false, \"orient\": true, \"max_pixels\": 4000000}}, "
         "{\"op\": \"map\", \"fn\": \"decode_image\", \"args\": {\"component\": \"data\", \"output\": \"g\", "
         "\"channels\": 1, \"max_pixels\": 4000000}}]}";
     g_p = fuzz_feed_pipeline("data", spec);

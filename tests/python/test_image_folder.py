@@ -82,3 +82,27 @@ def test_pixels_as_pil(tree):
             assert np.array_equal(e["image"], ref), name
             n += 1
     assert n >= 5
+
+
+def test_exif_orientation_as_pil(tmp_path):
+    try:
+        from PIL import Image, ImageOps
+    except ImportError as e:
+        pytest.skip(f"PIL is not importable ({e}); install Debian's python3-pil")
+    rng = np.random.default_rng(0)
+    base = Image.fromarray(np.kron(rng.integers(0, 255, (4, 6, 3), dtype=np.uint8), np.ones((8, 8, 1), np.uint8)))
+    for k in range(1, 9):
+        d = tmp_path / "root" / f"o{k}"
+        d.mkdir(parents=True)
+        exif = Image.Exif()
+        exif[0x0112] = k
+        base.save(d / "x.jpg", quality=95, exif=exif)
+    spec = {"ops": [{"op": "image_folder", "root": str(tmp_path / "root")},
+                    {"op": "map", "fn": "decode_image", "args": {"orient": True}}]}
+    n = 0
+    for e in sluice.Pipeline(spec):
+        ref = np.asarray(ImageOps.exif_transpose(Image.open(e["filename"].decode())).convert("RGB")).astype(int)
+        assert e["image"].shape == ref.shape, e["filename"]
+        assert np.abs(e["image"].astype(int) - ref).max() <= 2, e["filename"]
+        n += 1
+    assert n == 8

@@ -265,6 +265,54 @@ static void test_read_file(void **st) {
   tu_rmtree(dir);
 }
 
+/* EXIF orientation: a 64x32 JPEG of four coloured quadrants with an APP1 orientation k, decoded with "orient":
+ * the output's size and the colours at its four corners as the EXIF spec describes each orientation. */
+static void test_exif_orientation(void **st) {
+  const int W = 64, H = 32;
+  static const uint8_t COL[4][3] = {{255, 0, 0}, {0, 255, 0}, {0, 0, 255}, {255, 255, 255}}; /* R G B W */
+  uint8_t *px = malloc((size_t)W * H * 3);
+  for (int y = 0; y < H; y++)
+    for (int x = 0; x < W; x++) memcpy(px + ((size_t)y * W + x) * 3, COL[(y >= H / 2) * 2 + (x >= W / 2)], 3);
+  size_t n;
+  uint8_t *j = tf_jpeg(px, W, H, TJPF_RGB, TJSAMP_444, 95, &n);
+  /* the corners' colours (top-left, top-right, bottom-left, bottom-right) as indices into COL, per orientation */
+  static const int WANT[9][4] = {{0}, {0, 1, 2, 3}, {1, 0, 3, 2}, {3, 2, 1, 0}, {2, 3, 0, 1},
+                                 {0, 2, 1, 3}, {2, 0, 3, 1}, {3, 1, 2, 0}, {1, 3, 0, 2}};
+  for (int k = 1; k <= 8; k++) {
+    static const uint8_t APP1[] = {0xFF, 0xE1, 0, 34, 'E', 'x', 'i', 'f', 0, 0, 'M', 'M', 0, 42, 0, 0, 0, 8, 0, 1,
+                                   0x01, 0x12, 0, 3, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0};
+    uint8_t *e = malloc(n + sizeof APP1);
+    memcpy(e, j, 2);
+    memcpy(e + 2, APP1, sizeof APP1);
+    e[2 + 29] = (uint8_t)k; /* the SHORT value, big-endian */
+    memcpy(e + 2 + sizeof APP1, j + 2, n - 2);
+    sl_elem el;
+    set_bytes(&el, e, n + sizeof APP1, NULL);
+    assert_int_equal(tf_run("decode_image", "{\"orient\": true}", &el, 1), 0);
+    int64_t h, w, c;
+    const uint8_t *img = tf_image(&el, "image", &h, &w, &c);
+    assert_int_equal(h, k >= 5 ? W : H);
+    assert_int_equal(w, k >= 5 ? H : W);
+    const int64_t at[4][2] = {{3, 3}, {3, w - 4}, {h - 4, 3}, {h - 4, w - 4}};
+    for (int q = 0; q < 4; q++)
+      for (int ch = 0; ch < 3; ch++) {
+        int v = img[((size_t)at[q][0] * (size_t)w + (size_t)at[q][1]) * 3 + (size_t)ch];
+        if (abs(v - COL[WANT[k][q]][ch]) > 40) fprintf(stderr, "orientation %d corner %d channel %d: %d\n", k, q, ch, v);
+        assert_true(abs(v - COL[WANT[k][q]][ch]) <= 40);
+      }
+    sl_elem_clear(&el);
+    /* Without "orient": as stored. */
+    set_bytes(&el, e, n + sizeof APP1, NULL);
+    assert_int_equal(tf_run("decode_image", NULL, &el, 1), 0);
+    tf_image(&el, "image", &h, &w, &c);
+    assert_int_equal(h, H);
+    sl_elem_clear(&el);
+    free(e);
+  }
+  free(j);
+  free(px);
+}
+
 static void test_parse_int(void **st) {
   static const struct {
     const char *text;
@@ -302,7 +350,7 @@ int main(void) {
       cmocka_unit_test(test_png_layouts),       cmocka_unit_test(test_webp_lossless_exact),
       cmocka_unit_test(test_jpeg_as_decode_jpeg), cmocka_unit_test(test_bad_inputs),
       cmocka_unit_test(test_mutation),          cmocka_unit_test(test_read_file),
-      cmocka_unit_test(test_parse_int),
+      cmocka_unit_test(test_parse_int),         cmocka_unit_test(test_exif_orientation),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   tf_release_all();
