@@ -263,6 +263,7 @@ static void test_read_file(void **st) {
   sl_elem_clear(&e);
   free(p);
   tu_rmtree(dir);
+  free(dir);
 }
 
 /* EXIF orientation: a 64x32 JPEG of four coloured quadrants with an APP1 orientation k, decoded with "orient":
