@@ -33,6 +33,7 @@ typedef struct {
   int nexts;
   bool shuffle, reshuffle, skip;
   int64_t seed, empty_classes;
+  char *first; /* the first sample's path, made when the tracer asks (folder_first) */
 } folder_cfg;
 
 typedef struct {
@@ -302,6 +303,7 @@ static void folder_free_op(sl__op *op) {
   free_names(c->classes, (size_t)c->nclasses);
   for (int i = 0; i < c->nexts; i++) sl__free(c->exts[i]);
   sl__free(c->root);
+  sl__free(c->first);
   sl__free(c);
 }
 
@@ -324,10 +326,17 @@ static int folder_infer(sl__op *op, sl__struct *s, const sl__struct *src) {
   if (!rc) rc = sl__struct_put(s, "filename", SL_BYTES, 0, op->path, NULL);
   return rc;
 }
+/* (the sample's path, made once per call: kept in the config for the tracer, which asks once) */
+static const char *folder_first(const sl__op *op) {
+  folder_cfg *c = op->impl;
+  if (!c || !c->n) return NULL;
+  if (!c->first) c->first = join(c->s[0].dir, c->s[0].name);
+  return c->first;
+}
 static const sl__op_schema FOLDER_SCHEMA = {
-    SL__MK_SOURCE, 0,
+    SL__MK_SOURCE, SL__OPS_LISTS_FILES,
     "an image-folder tree root/<class>/<file> as torchvision's ImageFolder lists it: bytes `image/encoded`, int64 "
     "`label` (the class's index), bytes `filename`",
-    FOLDER_KNOBS, folder_infer};
+    FOLDER_KNOBS, folder_infer, folder_first};
 const sl__op_vt sl__op_image_folder = {"image_folder", folder_parse, folder_open, folder_free_op, SL__OPF_SOURCE,
                                        &FOLDER_SCHEMA};

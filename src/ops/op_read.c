@@ -175,9 +175,13 @@ static int files_infer(sl__op *op, sl__struct *s, const sl__struct *src) {
   *s = (sl__struct){0};
   return sl__struct_put(s, "filename", SL_BYTES, 0, op->path, NULL);
 }
+static const char *files_first(const sl__op *op) {
+  const files_cfg *c = op->impl;
+  return c && c->n ? c->paths[0] : NULL;
+}
 static const sl__op_schema FILES_SCHEMA = {SL__MK_SOURCE, SL__OPS_LISTS_FILES,
                                            "file names (from globs or a list), as bytes `filename`", FILES_KNOBS,
-                                           files_infer};
+                                           files_infer, files_first};
 const sl__op_vt sl__op_files = {"files", files_parse, files_open, files_free_op, SL__OPF_SOURCE, &FILES_SCHEMA};
 
 /* ---------------- helpers for per-file readers ---------------- */
