@@ -216,6 +216,21 @@ static int sniff(const uint8_t *d, size_t n) {
 }
 
 /* What an unknown format is, for the message. */
+static int unknown_format(const uint8_t *d, size_t n);
+
+int sl__image_decode_other(const uint8_t *data, size_t len, int channels, int64_t max_pixels, sl_buf **out, int64_t *h,
+                           int64_t *w, int64_t *c) {
+  img_opts o = {channels, max_pixels};
+  *out = NULL;
+  switch (sniff(data, len)) {
+  case FMT_PNG: return png_decode(data, len, &o, out, h, w, c);
+  case FMT_WEBP: return webp_decode(data, len, &o, out, h, w, c);
+  case FMT_JPEG: return sl__err(SL_EINVAL, "a JPEG: decode it with sl__jpeg_decode");
+  default: return unknown_format(data, len);
+  }
+}
+
+/* What an unknown format is, for the message. */
 static int unknown_format(const uint8_t *d, size_t n) {
   if (n == 0) return sl__err(SL_EINVAL, "empty image data (0 bytes)");
   const char *what = n >= 4 && !memcmp(d, "GIF8", 4)                          ? "a GIF"
