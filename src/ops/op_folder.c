@@ -32,7 +32,7 @@ typedef struct {
   char *exts[MAX_EXTS];
   int nexts;
   bool shuffle, reshuffle, skip;
-  int64_t seed, empty_classes;
+  int64_t seed;
   char *first; /* the first sample's path, made when the tracer asks (folder_first) */
 } folder_cfg;
 
@@ -222,11 +222,9 @@ static int folder_parse(sl__op *op, json_t *o) {
     char *p = join(c->root, c->classes[i]);
     if (!p) return sl__oom("a path");
     rc = walk(op, c, p, i, 0);
-    if (!rc && c->n == before) {
-      if (c->skip) c->empty_classes++;
-      else rc = sl__op_err(op, SL_ENOTFOUND, "class folder '%s' has no file with an image extension (%s%s)", p,
-                           c->exts[0], c->nexts > 1 ? ", ..." : "");
-    }
+    if (!rc && c->n == before && !c->skip) /* (skipped: the class keeps its index, as allow_empty does) */
+      rc = sl__op_err(op, SL_ENOTFOUND, "class folder '%s' has no file with an image extension (%s%s)", p, c->exts[0],
+                      c->nexts > 1 ? ", ..." : "");
     sl__free(p);
     if (rc) return rc;
   }
