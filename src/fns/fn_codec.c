@@ -63,23 +63,30 @@ static int png_decode(const uint8_t *data, size_t len, const img_opts *o, sl_buf
   bool alpha = ih.color_type == SPNG_COLOR_TYPE_GRAYSCALE_ALPHA || ih.color_type == SPNG_COLOR_TYPE_TRUECOLOR_ALPHA ||
                spng_get_trns(ctx, &trns) == 0;
   int c = o->channels ? o->channels : alpha ? 4 : gray ? 1 : 3;
-  /* Every layout (palette, gray, 16-bit) to RGBA8 (16-bit scaled), then to c channels. */
-  if ((src = spng_decoded_image_size(ctx, SPNG_FMT_RGBA8, &need))) {
-    rc = sl__err(SL_ECORRUPT, "corrupt PNG: %s", spng_strerror(src));
-    goto done;
-  }
-  if (!(rgba = sl__malloc(need))) {
-    rc = sl__oom("decoded PNG");
-    goto done;
-  }
-  if ((src = spng_decode_image(ctx, rgba, need, SPNG_FMT_RGBA8, SPNG_DECODE_TRNS))) {
+  /* Every layout (palette, gray, 16-bit: scaled) straight into the output as RGB8 or RGBA8 (libspng drops or adds
+   * alpha), or to one channel through RGBA8. */
+  int fmt = c == 3 ? SPNG_FMT_RGB8 : SPNG_FMT_RGBA8;
+  if ((src = spng_decoded_image_size(ctx, fmt, &need))) {
     rc = sl__err(SL_ECORRUPT, "corrupt PNG: %s", spng_strerror(src));
     goto done;
   }
   if ((rc = image_buf(out, ih.height, ih.width, c))) goto done;
-  rgba_to(rgba, sl_buf_data(*out), (size_t)ih.height * ih.width, c);
+  uint8_t *dst = sl_buf_data(*out);
+  if (c == 1 && !(rgba = sl__malloc(need))) {
+    rc = sl__oom("decoded PNG");
+    goto done;
+  }
+  if ((src = spng_decode_image(ctx, c == 1 ? rgba : dst, need, fmt, SPNG_DECODE_TRNS))) {
+    rc = sl__err(SL_ECORRUPT, "corrupt PNG: %s", spng_strerror(src));
+    goto done;
+  }
+  if (c == 1) rgba_to(rgba, dst, (size_t)ih.height * ih.width, 1);
   *oh = ih.height, *ow = ih.width, *oc = c;
 done:
+  if (rc) {
+    sl_buf_unref(*out);
+    *out = NULL;
+  }
   sl__free(rgba);
   spng_ctx_free(ctx);
   return rc;

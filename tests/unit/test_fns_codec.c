@@ -82,6 +82,7 @@ static void test_png_layouts(void **st) {
   for (int i = 0; i < w * h; i++) g16[i * 2] = g16[i * 2 + 1] = gray[i];
   png = png_encode(g16, (size_t)w * h * 2, w, h, SPNG_COLOR_TYPE_GRAYSCALE, 16, NULL, &n);
   expect_pixels(png, n, "{\"channels\": 0}", h, w, 1, gray);
+  expect_pixels(png, n, NULL, h, w, 3, g3);
   free(png);
   /* A palette of 4 colours, expanded. */
   struct spng_plte plte = {4, {{255, 0, 0, 0}, {0, 255, 0, 0}, {0, 0, 255, 0}, {9, 99, 199, 0}}};
