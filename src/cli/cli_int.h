@@ -140,6 +140,7 @@ int cmd_run(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
 int cmd_head(int argc, char **argv);
 int cmd_gen(int argc, char **argv);
+int cmd_convert(int argc, char **argv);
 int cmd_prov(int argc, char **argv);
 int cmd_trace(int argc, char **argv);
 int cmd_analyze(int argc, char **argv);

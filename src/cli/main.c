@@ -21,6 +21,7 @@ static const cli_cmd CMDS[] = {
     {"validate", "check a pipeline spec without running it", cmd_validate},
     {"head", "print the first elements a pipeline spec yields", cmd_head},
     {"gen", "generate a synthetic dataset (imagenet, ssd, text, tabular)", cmd_gen},
+    {"convert", "write the elements of a spec (an image folder, tar shards) as TFRecord shards", cmd_convert},
     {"trace", "run a spec with per-op counters and write a trace", cmd_trace},
     {"analyze", "explain a trace: bottleneck, throughput bound, what-ifs", cmd_analyze},
     {"optimize", "trace, plan and rewrite a spec; run it and compare", cmd_optimize},

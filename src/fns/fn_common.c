@@ -1,13 +1,34 @@
 /* fns/fn_common.c: what the function implementations (fn_*.c) share: reading a component an arg names, with the
- * error naming the op and the element. Declared in fns_int.h. */
+ * error naming the op, the element and where it came from. Declared in fns_int.h. */
+#include <stdio.h>
+
 #include "fns/fns_int.h"
+
+/* A byte-string component's text, at most 1024 bytes, for a message; NULL when e has no such component. */
+static const sl_comp *text_comp(const sl_elem *e, const char *name) {
+  const sl_comp *c = sl_elem_get((sl_elem *)e, name);
+  return c && c->dtype == SL_BYTES && c->rank == 0 ? c : NULL;
+}
+#define TEXT_ARG(c) (int)((c)->size < 1024 ? (c)->size : 1024), (const char *)sl_comp_data(c)
+
+const char *sl__fn_origin(const sl_elem *e, char *buf, size_t n) {
+  const sl_comp *f = text_comp(e, "filename"), *url = text_comp(e, "__url__"), *key = text_comp(e, "__key__");
+  buf[0] = 0;
+  if (f) snprintf(buf, n, " (file '%.*s')", TEXT_ARG(f));
+  else if (url && key) snprintf(buf, n, " (shard '%.*s', sample '%.*s')", TEXT_ARG(url), TEXT_ARG(key));
+  return buf;
+}
 
 int sl__fn_component(sl_elem *e, const sl_fn_call *call, const char *name, sl_comp **out) {
   *out = sl_elem_get(e, name);
-  /* The build checks the names an element carries except after a function registered at run time (its output
-   * is not known then); a name missing here is a spec mistake, SL_ENOTFOUND, which on_error "skip" does not drop. */
-  if (!*out)
-    return sl__err(SL_ENOTFOUND, "%s: element %llu has no component '%s' (a spec error: no earlier op makes it)",
-                   call->op_path, (unsigned long long)call->index, name);
-  return 0;
+  if (*out) return 0;
+  char from[2200];
+  /* A sample of a WebDataset shard may lack a member its neighbours have: a data error (on_error "skip" drops it). */
+  if (sl_elem_get(e, "__key__"))
+    return sl__err(SL_EINVAL, "%s: element %llu%s has no component '%s'", call->op_path,
+                   (unsigned long long)call->index, sl__fn_origin(e, from, sizeof from), name);
+  /* Elsewhere the build checks the names an element carries, except after a function registered at run time (its
+   * output is not known then): a name missing here is a spec mistake, SL_ENOTFOUND, which "skip" does not drop. */
+  return sl__err(SL_ENOTFOUND, "%s: element %llu%s has no component '%s' (a spec error: no earlier op makes it)",
+                 call->op_path, (unsigned long long)call->index, sl__fn_origin(e, from, sizeof from), name);
 }

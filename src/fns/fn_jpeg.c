@@ -328,10 +328,63 @@ int sl__jpeg_decode(const uint8_t *data, size_t len, const sl__jpeg_opts *o, con
   return 0;
 }
 
+/* The window `req` asks for of an already decoded H x W x c uint8 image (a PNG or WebP under "any_format"), resized
+ * and through the output pass as sl__jpeg_decode does after its decode: the same window, resizer and pass as the
+ * unfused random_resized_crop / center_crop / resize (+ random_flip, normalize) give. */
+static int crop_decoded(const uint8_t *img, int64_t H, int64_t W, int c, const sl__jpeg_req *req, int64_t max_pixels,
+                        sl_buf **out, int64_t *oh, int64_t *ow) {
+  *out = NULL;
+  const jpeg_window jw = pick_window(req, H, W, max_pixels);
+  if (jw.rc) return jw.rc;
+  const sl__win win = jw.win;
+  bool resize = jw.th > 0 && jw.tw > 0 && (jw.th != win.h || jw.tw != win.w);
+  const sl__px_out *px = req->px && (req->px->flip || req->px->f32) ? req->px : NULL;
+  sl__px_out pxv;
+  if (px && px->f32) {
+    pxv = *px;
+    if (!sl__px_norm(&pxv, c, req->nmean, req->mean, req->nstd, req->std, req->value_scale))
+      return sl__err(SL_EINVAL, "the image has %d channel(s) but mean has %d values and std %d", c, req->nmean,
+                     req->nstd);
+    px = &pxv;
+  }
+  size_t esz = px && px->f32 ? sizeof(float) : 1, outsz;
+  int64_t fh = resize ? jw.th : win.h, fw = resize ? jw.tw : win.w;
+  size_t stride = (size_t)W * (size_t)c, orow = (size_t)fw * (size_t)c * esz;
+  if (!sl__mul_ok((size_t)fh * (size_t)fw, (size_t)c * esz, &outsz)) return sl__err(SL_EINVAL, "decoded image too large");
+  size_t ooff = 0;
+  sl_buf *buf = req->into && req->into_size == outsz ? sl_buf_ref(req->into) : sl_buf_alloc(outsz);
+  if (buf == req->into && buf) ooff = req->into_off;
+  bool fast = px && resize && (req->method == SL__RESIZE_BILINEAR || req->method == SL__RESIZE_AREA);
+  uint8_t *tail = px && resize && !fast ? sl__malloc((size_t)fh * (size_t)fw * (size_t)c) : NULL;
+  if (!buf || (px && resize && !fast && !tail)) {
+    sl_buf_unref(buf);
+    return sl__oom("decoded image");
+  }
+  uint8_t *obuf = (uint8_t *)sl_buf_data(buf) + ooff;
+  const uint8_t *src = img + (size_t)win.y * stride + (size_t)win.x * (size_t)c;
+  int rc = 0;
+  if (resize) rc = resize_window(src, win.h, win.w, stride, obuf, fh, fw, c, req, fast ? px : NULL, px, tail);
+  else
+    for (int64_t y = 0; y < fh; y++) {
+      if (px) sl__px_row(src + (size_t)y * stride, obuf + (size_t)y * orow, fw, c, px);
+      else memcpy(obuf + (size_t)y * orow, src + (size_t)y * stride, orow);
+    }
+  sl__free(tail);
+  if (rc) {
+    sl_buf_unref(buf);
+    return rc;
+  }
+  *out = buf;
+  *oh = fh;
+  *ow = fw;
+  return 0;
+}
+
 /* ---- the functions ---- */
 typedef struct {
   const char *comp, *output;
   bool keep;
+  bool any_format; /* decode_and_crop_jpeg: a PNG or WebP is decoded whole, then cropped (fused decode_image) */
   sl__jpeg_opts jo;
   /* decode_and_crop_jpeg */
   bool has_win, random;
@@ -451,7 +504,7 @@ static int jpeg_init_common(void **state, const sl_args *a, bool crop) {
       s->win = (sl__win){(int64_t)win[0], (int64_t)win[1], (int64_t)win[2], (int64_t)win[3]};
     }
     if (ns) s->out_h = (int64_t)size[0], s->out_w = (int64_t)size[1];
-    if ((rc = sl__px_args_parse(&s->px, a))) goto fail;
+    if ((rc = sl__px_args_parse(&s->px, a)) || (rc = sl__get_bool(&s->any_format, a, "any_format"))) goto fail;
     int64_t slab_n;
     if ((rc = sl__get_int(&slab_n, a, "batch_slab"))) goto fail;
     size_t item = 0; /* (the arg table holds batch_slab to 0..16777216: SL__SLAB_ARG) */
@@ -512,14 +565,24 @@ static int jpeg_call_common(const jpeg_state *s, sl_elem *e, sl_fn_call *call, b
     sl__slabs_slot(&((jpeg_state *)s)->slabs, call->index, s->slab_item, &req.into, &req.into_off);
     req.into_size = s->slab_item;
   }
-  rc = sl__jpeg_decode(sl_comp_data(c), c->size, &s->jo, crop ? &req : NULL, &buf, &shape[0], &shape[1], &shape[2]);
+  const uint8_t *d = sl_comp_data(c);
+  if (crop && s->any_format && !(c->size >= 2 && d[0] == 0xFF && d[1] == 0xD8)) { /* not a JPEG: whole, then crop */
+    sl_buf *full = NULL;
+    rc = sl__image_decode_other(d, c->size, s->jo.channels, s->jo.max_pixels, &full, &shape[0], &shape[1], &shape[2]);
+    if (!rc) rc = crop_decoded(sl_buf_data(full), shape[0], shape[1], (int)shape[2], &req, s->jo.max_pixels, &buf,
+                               &shape[0], &shape[1]);
+    sl_buf_unref(full);
+  } else {
+    rc = sl__jpeg_decode(d, c->size, &s->jo, crop ? &req : NULL, &buf, &shape[0], &shape[1], &shape[2]);
+  }
   if (req.into) {
     if (buf == req.into) off = req.into_off;
     sl_buf_unref(req.into);
   }
+  char from[2200];
   if (rc)
-    return sl__err_wrap(rc, "%s: element %llu ('%s', %zu bytes)", call->op_path, (unsigned long long)call->index,
-                        s->comp, c->size);
+    return sl__err_wrap(rc, "%s: element %llu%s ('%s', %zu bytes)", call->op_path, (unsigned long long)call->index,
+                        sl__fn_origin(e, from, sizeof from), s->comp, c->size);
   rc = sl_elem_set_tensor(e, s->output, crop && s->px.normalize ? SL_FLOAT32 : SL_UINT8, 3, shape, buf, off, NULL);
   sl_buf_unref(buf);
   if (rc) return rc;
@@ -552,6 +615,8 @@ static const sl__arg CROP_ARGS[] = {
     {"shorter_side", SL__ARG_INT, NULL, 0, 0, 0, NULL, "with \"full\": resize so the shorter side is this, keeping the aspect ratio"},
     SL__PX_ARGS,
     SL__SLAB_ARG("needs \"size\" and channels 1 or 3"),
+    {"any_format", SL__ARG_BOOL, "false", 0, 0, 0, NULL,
+     "a PNG or WebP is decoded whole (as decode_image), then windowed as the unfused crop does (a fused decode_image)"},
     {NULL}};
 static const sl__fn_io JPEG_READS[] = {{"component", NULL, NULL, SL_BYTES, 0, SL__IO_CONSUMED}, {NULL}};
 static const sl__fn_io JPEG_WRITES[] = {{"output", NULL, NULL, SL_UINT8, 3, 0}, {NULL}};

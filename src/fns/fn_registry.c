@@ -7,7 +7,7 @@
 
 #include "fns/fns_int.h"
 
-static const sl__fn_entry *const TABLES[] = {sl__fns_basic, sl__fns_example, sl__fns_jpeg,
+static const sl__fn_entry *const TABLES[] = {sl__fns_basic, sl__fns_example, sl__fns_jpeg,   sl__fns_codec,
                                               sl__fns_image, sl__fns_text,    sl__fns_tabular};
 #define NTABLES (sizeof TABLES / sizeof TABLES[0])
 

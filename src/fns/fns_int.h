@@ -61,6 +61,7 @@ int sl__fn_lookup(const char *name, sl__fn *out);
 extern const sl__fn_entry sl__fns_basic[];
 extern const sl__fn_entry sl__fns_example[];
 extern const sl__fn_entry sl__fns_jpeg[];
+extern const sl__fn_entry sl__fns_codec[];
 extern const sl__fn_entry sl__fns_image[];
 extern const sl__fn_entry sl__fns_text[];
 extern const sl__fn_entry sl__fns_tabular[];
@@ -80,6 +81,14 @@ int sl__fn_infer(sl__struct *s, const sl__fn_schema *sc, json_t *args, const cha
 /* The component `name` of e (an arg of the function names it), or SL_EINVAL naming the op and the element when e has
  * none (fn_common.c). */
 int sl__fn_component(sl_elem *e, const sl_fn_call *call, const char *name, sl_comp **out);
+/* Where element e came from, for a message: " (file 'F')" when it has a byte-string `filename` (files,
+ * image_folder), " (shard 'U', sample 'K')" when it has `__url__` and `__key__` (tar), else "" (in buf, n bytes;
+ * 2200 hold both names whole up to 1024 bytes each). */
+const char *sl__fn_origin(const sl_elem *e, char *buf, size_t n);
+
+/* The whole of regular file `path` into a new buffer (*out, caller unrefs; *len bytes). Errors name the file:
+ * SL_ENOTFOUND when missing, SL_EINVAL for a non-regular file or one over max_bytes, SL_EIO (fn_codec.c). */
+int sl__read_whole_file(const char *path, int64_t max_bytes, sl_buf **out, size_t *len);
 
 /* Value i of a numeric tensor's data as a double (any dtype but bytes). */
 static inline double sl__num_at(const void *in, sl_dtype dt, int64_t i) {

@@ -145,4 +145,10 @@ typedef struct sl__jpeg_req {
 int sl__jpeg_decode(const uint8_t *data, size_t len, const sl__jpeg_opts *o, const sl__jpeg_req *req, sl_buf **out,
                     int64_t *h, int64_t *w, int64_t *c);
 
+/* Decodes a PNG or a WebP (fn_codec.c, decode_image's decoders) into a new uint8 HWC buffer (*out, caller unrefs)
+ * of channels 1, 3 or 4 (0: as stored); SL_EINVAL for a JPEG or an unknown format, SL_ECORRUPT for a corrupt image,
+ * with a message naming the format. What decode_and_crop_jpeg's "any_format" decodes before its window. */
+int sl__image_decode_other(const uint8_t *data, size_t len, int channels, int64_t max_pixels, sl_buf **out, int64_t *h,
+                           int64_t *w, int64_t *c);
+
 #endif

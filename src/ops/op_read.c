@@ -140,28 +140,32 @@ static void files_free(sl__it *it) {
 }
 static const sl__it_vt FILES_IT = {files_next, files_free};
 
+int sl__file_order(int64_t **order, const sl__op *op, int64_t n, int64_t seed, bool reshuffle, uint64_t epoch) {
+  *order = sl__mallocarray((size_t)n, sizeof(int64_t));
+  if (!*order) return sl__oom("a file order");
+  int64_t *o = *order;
+  sl_rng r;
+  uint64_t base = seed >= 0 ? (uint64_t)seed : sl_pipeline_seed(op->pl);
+  sl_rng_seed(&r, sl__seed_of(base, (uint64_t)op->seed_ops[0], reshuffle ? epoch : 0, 0xf11e));
+  for (int64_t i = 0; i < n; i++) o[i] = i;
+  for (int64_t i = n - 1; i > 0; i--) { /* Fisher-Yates */
+    int64_t j = (int64_t)(sl_rng_u64(&r) % (uint64_t)(i + 1));
+    int64_t t = o[i];
+    o[i] = o[j];
+    o[j] = t;
+  }
+  return 0;
+}
+
 static int files_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out) {
   int rc = sl__it_new(out, sizeof(files_it), &FILES_IT, op, run, NULL);
   if (rc) return rc;
   const files_cfg *c = op->impl;
   files_it *f = (files_it *)*out;
-  if (c->shuffle && c->n > 1) {
-    f->order = sl__mallocarray((size_t)c->n, sizeof(int64_t));
-    if (!f->order) {
-      sl__it_free(*out);
-      *out = NULL;
-      return sl__oom("a file order");
-    }
-    sl_rng r;
-    uint64_t base = c->seed >= 0 ? (uint64_t)c->seed : sl_pipeline_seed(op->pl);
-    sl_rng_seed(&r, sl__seed_of(base, (uint64_t)op->seed_ops[0], c->reshuffle ? (*out)->epoch : 0, 0xf11e));
-    for (int64_t i = 0; i < c->n; i++) f->order[i] = i;
-    for (int64_t i = c->n - 1; i > 0; i--) { /* Fisher-Yates */
-      int64_t j = (int64_t)(sl_rng_u64(&r) % (uint64_t)(i + 1));
-      int64_t t = f->order[i];
-      f->order[i] = f->order[j];
-      f->order[j] = t;
-    }
+  if (c->shuffle && c->n > 1 && (rc = sl__file_order(&f->order, op, c->n, c->seed, c->reshuffle, (*out)->epoch))) {
+    sl__it_free(*out);
+    *out = NULL;
+    return rc;
   }
   return 0;
 }
@@ -184,9 +188,13 @@ static int files_infer(sl__op *op, sl__struct *s, const sl__struct *src) {
   *s = (sl__struct){0};
   return sl__struct_put(s, "filename", SL_BYTES, 0, op->path, NULL);
 }
+static const char *files_first(const sl__op *op) {
+  const files_cfg *c = op->impl;
+  return c && c->n ? c->paths[0] : NULL;
+}
 static const sl__op_schema FILES_SCHEMA = {SL__MK_SOURCE, SL__OPS_LISTS_FILES,
                                            "file names (from globs or a list), as bytes `filename`", FILES_KNOBS,
-                                           files_infer};
+                                           files_infer, files_first};
 const sl__op_vt sl__op_files = {"files", files_parse, files_open, files_free_op, SL__OPF_SOURCE, &FILES_SCHEMA};
 
 /* ---------------- helpers for per-file readers ---------------- */

@@ -7,10 +7,11 @@
 
 extern const sl__op_vt sl__op_range, sl__op_files, sl__op_tfrecord, sl__op_lines, sl__op_interleave, sl__op_map,
     sl__op_filter, sl__op_shuffle, sl__op_batch, sl__op_padded_batch, sl__op_take, sl__op_skip, sl__op_repeat,
-    sl__op_shard, sl__op_cache, sl__op_prefetch, sl__op_bucket_by_sequence_length, sl__op_offload;
+    sl__op_shard, sl__op_cache, sl__op_prefetch, sl__op_bucket_by_sequence_length, sl__op_offload,
+    sl__op_image_folder, sl__op_tar;
 
 static const sl__op_vt *const OPS[] = {
-    &sl__op_range,  &sl__op_files, &sl__op_tfrecord, &sl__op_lines,  &sl__op_interleave, &sl__op_map,
+    &sl__op_range,  &sl__op_files, &sl__op_image_folder, &sl__op_tfrecord, &sl__op_tar, &sl__op_lines,  &sl__op_interleave, &sl__op_map,
     &sl__op_filter, &sl__op_shuffle, &sl__op_batch,  &sl__op_padded_batch, &sl__op_take, &sl__op_skip,
     &sl__op_repeat, &sl__op_shard, &sl__op_cache,    &sl__op_prefetch, &sl__op_bucket_by_sequence_length, &sl__op_offload,
 };

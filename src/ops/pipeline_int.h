@@ -53,7 +53,7 @@ typedef enum sl__model_kind {
 enum {
   SL__OPS_NO_IDENTITY = 1u << 0, /* never part of the pipeline's identity: the planner adds and removes it (prefetch,
                                   * cache) */
-  SL__OPS_LISTS_FILES = 1u << 1  /* names the data files (the tracer's disk probe reads one) */
+  SL__OPS_LISTS_FILES = 1u << 1  /* names the data files (the tracer's disk probe reads data_file's) */
 };
 
 /* An op's self-description, one static table beside its implementation: its knobs (the keys of its spec object
@@ -67,6 +67,8 @@ typedef struct sl__op_schema {
    * start of a nested chain) and is changed in place; `src` is the nested chain's output (interleave), else NULL.
    * NULL: the op passes elements through unchanged. Errors name op->path. */
   int (*infer)(sl__op *op, sl__struct *s, const sl__struct *src);
+  /* With SL__OPS_LISTS_FILES: the first data file the parsed op reads (borrowed), or NULL when it has none. */
+  const char *(*data_file)(const sl__op *op);
 } sl__op_schema;
 
 typedef struct sl__op_vt {

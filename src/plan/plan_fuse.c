@@ -1,5 +1,6 @@
-/* plan/plan_fuse.c: operator fusion as a spec rewrite. decode_jpeg then random_resized_crop / center_crop / resize
- * decodes the whole image only to throw most of it away; decode_and_crop_jpeg (fns/fn_jpeg.c) picks the same window
+/* plan/plan_fuse.c: operator fusion as a spec rewrite. decode_jpeg (or decode_image: then the fused op has
+ * "any_format", and a PNG or WebP is decoded whole and windowed exactly as the unfused crop would) then
+ * random_resized_crop / center_crop / resize decodes the whole image only to throw most of it away; decode_and_crop_jpeg (fns/fn_jpeg.c) picks the same window
  * from the same parameters and per-element seed, skips the rows above it, decodes only the block columns under it
  * and at the smallest DCT scale (n/8) that still gives the output size, then resizes what is left. Fusion is
  * conservative: both ops plain maps with only the args this file knows, the crop reading the decoder's output and
@@ -77,7 +78,7 @@ static int copy_arg(json_t *dst, json_t *args, const char *key, const char *as) 
 
 /* The fused op for decode op a and crop op b, or NULL when the pair does not qualify (or on allocation failure,
  * with *oom set). */
-static json_t *fuse_pair(json_t *a, json_t *b, const char *crop, bool *oom) {
+static json_t *fuse_pair(json_t *a, json_t *b, const char *dec, const char *crop, bool *oom) {
   static const char *const dkeys[] = {"component", "output", "keep", "channels", "strict", "max_pixels", NULL};
   static const char *const rrc_keys[] = {"component", "output", "size", "scale", "ratio", "method", NULL};
   static const char *const cc_keys[] = {"component", "output", "size", "fraction", "method", NULL};
@@ -86,6 +87,9 @@ static json_t *fuse_pair(json_t *a, json_t *b, const char *crop, bool *oom) {
   if ((da && !json_is_object(da)) || (ca && !json_is_object(ca))) return NULL;
   const char *const *ck = !strcmp(crop, "random_resized_crop") ? rrc_keys : !strcmp(crop, "center_crop") ? cc_keys : rs_keys;
   if (!only_keys(da, dkeys) || !only_keys(ca, ck)) return NULL;
+  json_t *chv = json_object_get(da, "channels");
+  bool any = !strcmp(dec, "decode_image");
+  if (any && json_is_integer(chv) && json_integer_value(chv) == 4) return NULL; /* RGBA: the fused op reads <= 3 */
   const char *img = str_arg(da, "output", "image"), *cin = str_arg(ca, "component", "image");
   if (strcmp(img, cin) || strcmp(str_arg(ca, "output", cin), cin)) return NULL;
   /* Fused args: the decoder's, then the crop's mode. */
@@ -94,6 +98,7 @@ static json_t *fuse_pair(json_t *a, json_t *b, const char *crop, bool *oom) {
   int rc = !args || !op;
   for (const char *const *k = dkeys; !rc && *k; k++) rc |= copy_arg(args, da, *k, NULL);
   rc |= copy_arg(args, ca, "method", NULL);
+  if (any) rc |= json_object_set_new(args, "any_format", json_true()); /* a PNG or WebP: decoded whole, then cropped */
   if (!strcmp(crop, "random_resized_crop")) {
     rc |= json_object_set_new(args, "random", json_true());
     rc |= copy_arg(args, ca, "size", NULL) | copy_arg(args, ca, "scale", NULL) | copy_arg(args, ca, "ratio", NULL);
@@ -133,14 +138,14 @@ static int fuse_chain(json_t *ops, const char *path, sl__str *notes) {
       n += k;
     }
     const char *f = map_fn(o), *g = i + 1 < json_array_size(ops) ? map_fn(json_array_get(ops, i + 1)) : NULL;
-    if (!f || !g || strcmp(f, "decode_jpeg") ||
+    if (!f || !g || (strcmp(f, "decode_jpeg") && strcmp(f, "decode_image")) ||
         (strcmp(g, "random_resized_crop") && strcmp(g, "center_crop") && strcmp(g, "resize")))
       continue;
     bool oom = false;
-    json_t *fused = fuse_pair(o, json_array_get(ops, i + 1), g, &oom);
+    json_t *fused = fuse_pair(o, json_array_get(ops, i + 1), f, g, &oom);
     if (oom) return sl__oom("the fused spec");
     if (!fused) continue;
-    if (sl__str_printf(notes, "%s%s[%zu] decode_jpeg + %s[%zu] %s", notes->len ? ", " : "", path, i, path, i + 1, g) ||
+    if (sl__str_printf(notes, "%s%s[%zu] %s + %s[%zu] %s", notes->len ? ", " : "", path, i, f, path, i + 1, g) ||
         json_array_set_new(ops, i, fused) || json_array_remove(ops, i + 1))
       return sl__oom("the fused spec");
     n++;

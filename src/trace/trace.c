@@ -3,7 +3,6 @@
  * a trace of a different pipeline. */
 #include <dirent.h>
 #include <errno.h>
-#include <glob.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -273,27 +272,13 @@ static void *watchdog_main(void *arg) {
   return NULL;
 }
 
-/* Finds the first data file a `files` op names, for the disk probe. */
+/* The first data file an op that lists files names (files, image_folder), for the disk probe. */
 static char *first_data_file(const sl_pipeline *p) {
   for (int i = 0; i < sl_pipeline_op_count(p); i++) {
-    const sl__op_schema *sc = sl__pipeline_op(p, i)->vt->schema;
-    if (!sc || !(sc->flags & SL__OPS_LISTS_FILES)) continue;
-    json_t *o = sl__pipeline_op(p, i)->json, *g = json_object_get(o, "glob"), *l = json_object_get(o, "list");
-    const char *pat = NULL;
-    if (json_is_string(g)) pat = json_string_value(g);
-    else if (json_is_array(g)) pat = json_string_value(json_array_get(g, 0));
-    else if (json_is_array(l)) pat = json_string_value(json_array_get(l, 0));
-    if (!pat) continue;
-    char *full = sl__resolve_path(p, pat);
-    if (!full) return NULL;
-    glob_t gl;
-    char *res = NULL;
-    if (glob(full, 0, NULL, &gl) == 0) {
-      if (gl.gl_pathc) res = sl__strdup(gl.gl_pathv[0]);
-      globfree(&gl);
-    }
-    sl__free(full);
-    if (res) return res;
+    const sl__op *op = sl__pipeline_op(p, i);
+    const sl__op_schema *sc = op->vt->schema;
+    const char *f = sc && (sc->flags & SL__OPS_LISTS_FILES) && sc->data_file ? sc->data_file(op) : NULL;
+    if (f) return sl__strdup(f);
   }
   return NULL;
 }

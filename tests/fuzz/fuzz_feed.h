@@ -12,14 +12,14 @@ static const uint8_t *g_feed_data;
 static size_t g_feed_size;
 static const char *g_feed_comp;
 
-static int fuzz_feed_call(void *st, sl_elem *e, sl_fn_call *call) {
+static inline int fuzz_feed_call(void *st, sl_elem *e, sl_fn_call *call) {
   (void)st;
   (void)call;
   return sl_elem_set_bytes(e, g_feed_comp, NULL, 0, g_feed_data, g_feed_size);
 }
 
 /* Registers `fuzz_feed` (writing component `comp`) and builds `spec`; traps when the spec does not build. */
-static sl_pipeline *fuzz_feed_pipeline(const char *comp, const char *spec) {
+static inline sl_pipeline *fuzz_feed_pipeline(const char *comp, const char *spec) {
   g_feed_comp = comp;
   sl_fn_def feed = {SL_FN_DEF_VERSION, 0, NULL, fuzz_feed_call, NULL};
   sl_fn_register("fuzz_feed", &feed, NULL);
@@ -28,10 +28,8 @@ static sl_pipeline *fuzz_feed_pipeline(const char *comp, const char *spec) {
   return p;
 }
 
-/* Runs the pipeline once over this input. */
-static void fuzz_feed_run(sl_pipeline *p, const uint8_t *data, size_t size) {
-  g_feed_data = data;
-  g_feed_size = size;
+/* Runs the pipeline to its end: elements or an error with a message (targets reading files use it alone). */
+static inline void fuzz_drain(sl_pipeline *p) {
   sl_iter *it;
   if (sl_pipeline_iter(&it, p)) __builtin_trap();
   sl_elem e;
@@ -40,5 +38,12 @@ static void fuzz_feed_run(sl_pipeline *p, const uint8_t *data, size_t size) {
   while ((rc = sl_iter_next(&e, it)) == 0) sl_elem_clear(&e);
   if (rc != SL_END && !sl_error_last()[0]) __builtin_trap(); /* every error has a message */
   sl_iter_free(it);
+}
+
+/* Runs the pipeline once over this input. */
+static inline void fuzz_feed_run(sl_pipeline *p, const uint8_t *data, size_t size) {
+  g_feed_data = data;
+  g_feed_size = size;
+  fuzz_drain(p);
 }
 #endif

@@ -561,6 +561,61 @@ static void test_fused_randomness_follows_its_args(void **st) {
   }
 }
 
+/* decode_image + random_resized_crop + random_flip + normalize on PNGs and WebPs (the fuzz corpus's seeds): fused
+ * into decode_and_crop_jpeg with "any_format", and the same float32 tensors, bit for bit, as the unfused ops give
+ * (a non-JPEG is decoded whole and windowed by the same sampler, resizer and output pass). */
+static void test_decode_image_fused_same_pixels(void **st) {
+  const char *src = getenv("SL_SRC");
+  if (!src) skip();
+  char spec[8192];
+  snprintf(spec, sizeof spec,
+           "{\"seed\": 5, \"ops\": [{\"op\": \"files\", \"glob\": [\"%s/tests/fuzz/corpus/image/*.png\", "
+           "\"%s/tests/fuzz/corpus/image/*.webp\"]}, {\"op\": \"repeat\", \"count\": 8}, "
+           "{\"op\": \"map\", \"fn\": \"read_file\"}, {\"op\": \"map\", \"fn\": \"decode_image\"}, "
+           "{\"op\": \"map\", \"fn\": \"random_resized_crop\", \"args\": {\"size\": [9, 7]}}, "
+           "{\"op\": \"map\", \"fn\": \"random_flip\"}, {\"op\": \"map\", \"fn\": \"normalize\"}]}",
+           src, src);
+  sl_pipeline *p = tu_pipeline(spec), *q = NULL;
+  assert_int_equal(sl__plan_fuse(&q, p), 0);
+  assert_non_null(q);
+  char *js = NULL;
+  assert_int_equal(sl_pipeline_to_json(&js, q), 0);
+  assert_non_null(strstr(js, "decode_and_crop_jpeg"));
+  assert_non_null(strstr(js, "\"any_format\": true"));
+  assert_null(strstr(js, "\"fn\": \"random_flip\""));
+  assert_non_null(strstr(js, "flip_prob"));
+  sl_free(js);
+  sl_iter *a, *b;
+  assert_int_equal(sl_pipeline_iter(&a, p), 0);
+  assert_int_equal(sl_pipeline_iter(&b, q), 0);
+  sl_elem x, y;
+  sl_elem_init(&x);
+  sl_elem_init(&y);
+  int n = 0, ra, rb;
+  while ((ra = sl_iter_next(&x, a)) == 0) {
+    rb = sl_iter_next(&y, b);
+    if (rb) fprintf(stderr, "fused: %s\n", sl_error_last());
+    assert_int_equal(rb, 0);
+    sl_comp *u = sl_elem_get(&x, "image"), *v = sl_elem_get(&y, "image");
+    assert_non_null(u);
+    assert_non_null(v);
+    assert_int_equal(u->dtype, SL_FLOAT32);
+    assert_int_equal(v->dtype, SL_FLOAT32);
+    assert_int_equal(u->size, v->size);
+    assert_memory_equal(sl_comp_data(u), sl_comp_data(v), u->size);
+    sl_elem_clear(&x);
+    sl_elem_clear(&y);
+    n++;
+  }
+  assert_int_equal(ra, SL_END);
+  assert_int_equal(sl_iter_next(&y, b), SL_END);
+  assert_true(n >= 8 * 5);
+  sl_iter_free(a);
+  sl_iter_free(b);
+  sl_pipeline_free(q);
+  sl_pipeline_free(p);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_decode_then_rrc_is_fused),
@@ -576,6 +631,7 @@ int main(void) {
       cmocka_unit_test(test_batch_slab_adopted),
       cmocka_unit_test(test_optimizer_fuses_unless_told_not_to),
       cmocka_unit_test(test_seed_op_moves_seeds),
+      cmocka_unit_test(test_decode_image_fused_same_pixels),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

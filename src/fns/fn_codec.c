@@ -1,0 +1,486 @@
+/* fns/fn_codec.c: `decode_image` (JPEG through fn_jpeg.c's decoder, PNG through libspng, WebP through libwebp, the
+ * format sniffed from the bytes), `read_file` (a filename component -> the file's bytes) and `parse_int` (ASCII
+ * decimal, a WebDataset "cls" -> int64), so that folders and shards of mixed images read without a Python function. Errors name the format, the element and where the element came
+ * from (its file, or its tar shard and sample: sl__fn_origin). */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <spng.h>
+#include <webp/decode.h>
+
+#include "fns/image_int.h"
+
+/* ---- the decoders below share: out of RGBA8 rows (src, w pixels) into c = 1, 3 or 4 channels ---- */
+static void rgba_to(const uint8_t *src, uint8_t *dst, size_t npx, int c) {
+  for (size_t i = 0; i < npx; i++, src += 4) {
+    if (c == 4) memcpy(dst, src, 4), dst += 4;
+    else if (c == 3) *dst++ = src[0], *dst++ = src[1], *dst++ = src[2];
+    else *dst++ = (uint8_t)((src[0] * 77u + src[1] * 150u + src[2] * 29u + 128u) >> 8); /* as fn_jpeg's CMYK */
+  }
+}
+
+typedef struct {
+  int channels; /* 0: as stored (1 gray, 3 colour, 4 with alpha); 1, 3 or 4 */
+  int64_t max_pixels;
+} img_opts;
+
+static int check_size(int64_t h, int64_t w, int64_t max_pixels, const char *fmt) {
+  if (h <= 0 || w <= 0) return sl__err(SL_EINVAL, "zero-sized %s (%lldx%lld)", fmt, (long long)w, (long long)h);
+  if (h * w > max_pixels)
+    return sl__err(SL_EINVAL, "%s of %lldx%lld pixels exceeds max_pixels %lld", fmt, (long long)w, (long long)h,
+                   (long long)max_pixels);
+  return 0;
+}
+
+/* A buffer of h x w x c bytes, or SL_ENOMEM. */
+static int image_buf(sl_buf **out, int64_t h, int64_t w, int c) {
+  size_t n;
+  if (!sl__mul_ok((size_t)h * (size_t)w, (size_t)c, &n)) return sl__err(SL_EINVAL, "decoded image too large");
+  *out = sl_buf_alloc(n);
+  return *out ? 0 : sl__oom("decoded image");
+}
+
+static int png_decode(const uint8_t *data, size_t len, const img_opts *o, sl_buf **out, int64_t *oh, int64_t *ow,
+                      int64_t *oc) {
+  spng_ctx *ctx = spng_ctx_new(0);
+  if (!ctx) return sl__oom("a PNG decoder");
+  uint8_t *rgba = NULL;
+  struct spng_ihdr ih;
+  size_t need = 0;
+  int rc = 0, src = spng_set_png_buffer(ctx, data, len);
+  /* Ancillary chunks are kept to 16 MiB (text, ICC): the image data itself is bounded by max_pixels below. */
+  if (!src) src = spng_set_chunk_limits(ctx, 16u << 20, 16u << 20);
+  if (!src) src = spng_get_ihdr(ctx, &ih);
+  if (src) {
+    rc = sl__err(SL_ECORRUPT, "corrupt PNG: %s", spng_strerror(src));
+    goto done;
+  }
+  if ((rc = check_size(ih.height, ih.width, o->max_pixels, "PNG"))) goto done;
+  bool gray = ih.color_type == SPNG_COLOR_TYPE_GRAYSCALE || ih.color_type == SPNG_COLOR_TYPE_GRAYSCALE_ALPHA;
+  struct spng_trns trns;
+  bool alpha = ih.color_type == SPNG_COLOR_TYPE_GRAYSCALE_ALPHA || ih.color_type == SPNG_COLOR_TYPE_TRUECOLOR_ALPHA ||
+               spng_get_trns(ctx, &trns) == 0;
+  int c = o->channels ? o->channels : alpha ? 4 : gray ? 1 : 3;
+  /* Every layout (palette, gray, 16-bit: scaled) straight into the output as RGB8 or RGBA8 (libspng drops or adds
+   * alpha), or to one channel through RGBA8. */
+  int fmt = c == 3 ? SPNG_FMT_RGB8 : SPNG_FMT_RGBA8;
+  if ((src = spng_decoded_image_size(ctx, fmt, &need))) {
+    rc = sl__err(SL_ECORRUPT, "corrupt PNG: %s", spng_strerror(src));
+    goto done;
+  }
+  if ((rc = image_buf(out, ih.height, ih.width, c))) goto done;
+  uint8_t *dst = sl_buf_data(*out);
+  if (c == 1 && !(rgba = sl__malloc(need))) {
+    rc = sl__oom("decoded PNG");
+    goto done;
+  }
+  if ((src = spng_decode_image(ctx, c == 1 ? rgba : dst, need, fmt, SPNG_DECODE_TRNS))) {
+    rc = sl__err(SL_ECORRUPT, "corrupt PNG: %s", spng_strerror(src));
+    goto done;
+  }
+  if (c == 1) rgba_to(rgba, dst, (size_t)ih.height * ih.width, 1);
+  *oh = ih.height, *ow = ih.width, *oc = c;
+done:
+  if (rc) {
+    sl_buf_unref(*out);
+    *out = NULL;
+  }
+  sl__free(rgba);
+  spng_ctx_free(ctx);
+  return rc;
+}
+
+static int webp_decode(const uint8_t *data, size_t len, const img_opts *o, sl_buf **out, int64_t *oh, int64_t *ow,
+                       int64_t *oc) {
+  WebPBitstreamFeatures f;
+  VP8StatusCode st = WebPGetFeatures(data, len, &f);
+  if (st != VP8_STATUS_OK) return sl__err(SL_ECORRUPT, "corrupt WebP: header unreadable (libwebp status %d)", (int)st);
+  int rc = check_size(f.height, f.width, o->max_pixels, "WebP");
+  if (rc) return rc;
+  if (f.has_animation) return sl__err(SL_EINVAL, "animated WebP: decode_image reads still images only");
+  int c = o->channels ? o->channels : f.has_alpha ? 4 : 3;
+  size_t npx = (size_t)f.width * (size_t)f.height;
+  if ((rc = image_buf(out, f.height, f.width, c))) return rc;
+  uint8_t *dst = sl_buf_data(*out), *tmp = NULL;
+  bool ok;
+  if (c == 4) ok = WebPDecodeRGBAInto(data, len, dst, npx * 4, f.width * 4) != NULL;
+  else if (c == 3) ok = WebPDecodeRGBInto(data, len, dst, npx * 3, f.width * 3) != NULL;
+  else {
+    if (!(tmp = sl__malloc(npx * 4))) {
+      sl_buf_unref(*out);
+      *out = NULL;
+      return sl__oom("decoded WebP");
+    }
+    ok = WebPDecodeRGBAInto(data, len, tmp, npx * 4, f.width * 4) != NULL;
+    if (ok) rgba_to(tmp, dst, npx, 1);
+    sl__free(tmp);
+  }
+  if (!ok) {
+    sl_buf_unref(*out);
+    *out = NULL;
+    return sl__err(SL_ECORRUPT, "corrupt or truncated WebP (%zu bytes, %dx%d declared)", len, f.width, f.height);
+  }
+  *oh = f.height, *ow = f.width, *oc = c;
+  return 0;
+}
+
+/* JPEG through fn_jpeg.c (1 or 3 channels; 4 adds an opaque alpha). */
+static int jpeg_any(const uint8_t *data, size_t len, const img_opts *o, bool strict, sl_buf **out, int64_t *oh,
+                    int64_t *ow, int64_t *oc) {
+  sl__jpeg_opts jo = {o->channels == 4 ? 3 : o->channels, strict, o->max_pixels};
+  int rc = sl__jpeg_decode(data, len, &jo, NULL, out, oh, ow, oc);
+  if (rc || o->channels != 4) return rc;
+  sl_buf *rgb = *out, *rgba;
+  size_t npx = (size_t)*oh * (size_t)*ow;
+  if ((rc = image_buf(&rgba, *oh, *ow, 4))) {
+    sl_buf_unref(rgb);
+    *out = NULL;
+    return rc;
+  }
+  const uint8_t *s = sl_buf_data(rgb);
+  uint8_t *d = sl_buf_data(rgba);
+  for (size_t i = 0; i < npx; i++, s += 3, d += 4) d[0] = s[0], d[1] = s[1], d[2] = s[2], d[3] = 255;
+  sl_buf_unref(rgb);
+  *out = rgba;
+  *oc = 4;
+  return 0;
+}
+
+/* The EXIF orientation (1..8) in a JPEG's APP1 segment, or 1 (as stored) when there is none or it cannot be read.
+ * Reads only within len; markers up to the first scan. */
+static int jpeg_orientation(const uint8_t *d, size_t len) {
+  size_t p = 2;
+  while (p + 4 <= len && d[p] == 0xFF) {
+    unsigned m = d[p + 1];
+    size_t seg = (size_t)d[p + 2] << 8 | d[p + 3];
+    if (m == 0xDA || seg < 2 || p + 2 + seg > len) break; /* the scan, or a bad length */
+    const uint8_t *x = d + p + 4;
+    size_t n = seg - 2;
+    if (m == 0xE1 && n >= 14 && !memcmp(x, "Exif\0\0", 6)) {
+      const uint8_t *t = x + 6;
+      size_t tn = n - 6;
+      bool le = t[0] == 'I' && t[1] == 'I';
+      if (!le && !(t[0] == 'M' && t[1] == 'M')) return 1;
+#define RD16(q) (le ? (unsigned)(q)[0] | (unsigned)(q)[1] << 8 : (unsigned)(q)[0] << 8 | (unsigned)(q)[1])
+#define RD32(q) (le ? (uint32_t)RD16(q) | (uint32_t)RD16((q) + 2) << 16 : (uint32_t)RD16(q) << 16 | RD16((q) + 2))
+      uint32_t ifd = RD32(t + 4);
+      if (ifd > tn || tn - ifd < 2) return 1;
+      unsigned cnt = RD16(t + ifd);
+      for (unsigned i = 0; i < cnt && ifd + 2 + (size_t)(i + 1) * 12 <= tn; i++) {
+        const uint8_t *e = t + ifd + 2 + (size_t)i * 12;
+        if (RD16(e) == 0x0112) {
+          unsigned v = RD16(e + 8);
+          return v >= 1 && v <= 8 ? (int)v : 1;
+        }
+      }
+#undef RD32
+#undef RD16
+      return 1;
+    }
+    p += 2 + seg;
+  }
+  return 1;
+}
+
+/* The image (h x w x c) as EXIF orientation `o` says to show it, in a new buffer: 2 mirrored, 3 turned 180
+ * degrees, 4 flipped, 5 transposed, 6 turned 90 degrees clockwise, 7 transversed, 8 turned 90 counter-clockwise. */
+static int orient_image(sl_buf **img, int64_t *h, int64_t *w, int64_t c, int o) {
+  int64_t H = *h, W = *w, oh = o >= 5 ? W : H, ow = o >= 5 ? H : W;
+  sl_buf *dst;
+  int rc = image_buf(&dst, oh, ow, (int)c);
+  if (rc) return rc;
+  const uint8_t *s = sl_buf_data(*img);
+  uint8_t *d = sl_buf_data(dst);
+  for (int64_t y = 0; y < oh; y++)
+    for (int64_t x = 0; x < ow; x++) {
+      int64_t sy, sx;
+      switch (o) {
+      case 2: sy = y, sx = W - 1 - x; break;
+      case 3: sy = H - 1 - y, sx = W - 1 - x; break;
+      case 4: sy = H - 1 - y, sx = x; break;
+      case 5: sy = x, sx = y; break;
+      case 6: sy = H - 1 - x, sx = y; break;
+      case 7: sy = H - 1 - x, sx = W - 1 - y; break;
+      default: sy = x, sx = W - 1 - y; break; /* 8 */
+      }
+      memcpy(d + ((size_t)y * (size_t)ow + (size_t)x) * (size_t)c, s + ((size_t)sy * (size_t)W + (size_t)sx) * (size_t)c,
+             (size_t)c);
+    }
+  sl_buf_unref(*img);
+  *img = dst;
+  *h = oh, *w = ow;
+  return 0;
+}
+
+enum { FMT_JPEG, FMT_PNG, FMT_WEBP, FMT_UNKNOWN };
+static int sniff(const uint8_t *d, size_t n) {
+  if (n >= 2 && d[0] == 0xFF && d[1] == 0xD8) return FMT_JPEG;
+  if (n >= 8 && !memcmp(d, "\x89PNG\r\n\x1a\n", 8)) return FMT_PNG;
+  if (n >= 12 && !memcmp(d, "RIFF", 4) && !memcmp(d + 8, "WEBP", 4)) return FMT_WEBP;
+  return FMT_UNKNOWN;
+}
+
+/* What an unknown format is, for the message. */
+static int unknown_format(const uint8_t *d, size_t n);
+
+int sl__image_decode_other(const uint8_t *data, size_t len, int channels, int64_t max_pixels, sl_buf **out, int64_t *h,
+                           int64_t *w, int64_t *c) {
+  img_opts o = {channels, max_pixels};
+  *out = NULL;
+  switch (sniff(data, len)) {
+  case FMT_PNG: return png_decode(data, len, &o, out, h, w, c);
+  case FMT_WEBP: return webp_decode(data, len, &o, out, h, w, c);
+  case FMT_JPEG: return sl__err(SL_EINVAL, "a JPEG: decode it with sl__jpeg_decode");
+  default: return unknown_format(data, len);
+  }
+}
+
+/* What an unknown format is, for the message. */
+static int unknown_format(const uint8_t *d, size_t n) {
+  if (n == 0) return sl__err(SL_EINVAL, "empty image data (0 bytes)");
+  const char *what = n >= 4 && !memcmp(d, "GIF8", 4)                          ? "a GIF"
+                     : n >= 2 && d[0] == 'B' && d[1] == 'M'                      ? "a BMP"
+                     : n >= 4 && (!memcmp(d, "II*", 4) || !memcmp(d, "MM\0*", 4)) ? "a TIFF"
+                                                                                 : NULL;
+  if (what) return sl__err(SL_EINVAL, "data is %s; decode_image reads JPEG, PNG and WebP", what);
+  uint8_t b[4] = {0};
+  memcpy(b, d, n < 4 ? n : 4);
+  return sl__err(SL_EINVAL, "not a JPEG, PNG or WebP image (starts with 0x%02x 0x%02x 0x%02x 0x%02x)", b[0], b[1],
+                 b[2], b[3]);
+}
+
+typedef struct {
+  const char *comp, *output;
+  bool keep, strict, orient;
+  img_opts o;
+} dimg_state;
+
+static int dimg_init(void **state, const sl_args *a, void *payload) {
+  dimg_state *s = sl__calloc(1, sizeof *s);
+  if (!s) return sl__oom("decode_image");
+  int64_t ch;
+  int rc;
+  if ((rc = sl__get_str(&s->comp, a, "component")) || (rc = sl__get_str(&s->output, a, "output")) ||
+      (rc = sl__get_bool(&s->keep, a, "keep")) || (rc = sl__get_int(&ch, a, "channels")) ||
+      (rc = sl__get_bool(&s->strict, a, "strict")) || (rc = sl__get_int(&s->o.max_pixels, a, "max_pixels")) ||
+      (rc = sl__get_bool(&s->orient, a, "orient"))) {
+    sl__free(s);
+    return rc;
+  }
+  if (ch == 2) { /* (the table's range is 0..4) */
+    sl__free(s);
+    return sl__err(SL_EINVAL, "%s.channels: expected 0 (as stored), 1, 3 or 4, found 2", sl_args_path(a));
+  }
+  s->o.channels = (int)ch;
+  *state = s;
+  return 0;
+}
+
+static int dimg_call(void *st, sl_elem *e, sl_fn_call *call) {
+  const dimg_state *s = st;
+  sl_comp *c;
+  int rc = sl__fn_component(e, call, s->comp, &c);
+  if (rc) return rc;
+  char from[2200];
+  if (c->dtype != SL_BYTES || c->rank != 0)
+    return sl__err(SL_EINVAL, "%s: element %llu%s: '%s' is %s rank %d, expected one byte string (an encoded image)",
+                   call->op_path, (unsigned long long)call->index, sl__fn_origin(e, from, sizeof from), s->comp,
+                   sl_dtype_name(c->dtype), c->rank);
+  const uint8_t *d = sl_comp_data(c);
+  sl_buf *buf = NULL;
+  int64_t shape[3];
+  switch (sniff(d, c->size)) {
+  case FMT_JPEG:
+    rc = jpeg_any(d, c->size, &s->o, s->strict, &buf, &shape[0], &shape[1], &shape[2]);
+    int o = rc || !s->orient ? 1 : jpeg_orientation(d, c->size);
+    if (o != 1 && (rc = orient_image(&buf, &shape[0], &shape[1], shape[2], o))) sl_buf_unref(buf);
+    break;
+  case FMT_PNG: rc = png_decode(d, c->size, &s->o, &buf, &shape[0], &shape[1], &shape[2]); break;
+  case FMT_WEBP: rc = webp_decode(d, c->size, &s->o, &buf, &shape[0], &shape[1], &shape[2]); break;
+  default: rc = unknown_format(d, c->size);
+  }
+  if (rc)
+    return sl__err_wrap(rc, "%s: element %llu%s ('%s', %zu bytes)", call->op_path, (unsigned long long)call->index,
+                        sl__fn_origin(e, from, sizeof from), s->comp, c->size);
+  rc = sl_elem_set_tensor(e, s->output, SL_UINT8, 3, shape, buf, 0, NULL);
+  sl_buf_unref(buf);
+  if (rc) return rc;
+  if (!s->keep && strcmp(s->comp, s->output)) sl_elem_remove(e, s->comp);
+  return 0;
+}
+
+static void free_state(void *st) { sl__free(st); }
+
+/* ---- read_file ---- */
+typedef struct {
+  const char *comp, *output;
+  int64_t max_bytes;
+} rf_state;
+
+static int rf_init(void **state, const sl_args *a, void *payload) {
+  rf_state *s = sl__calloc(1, sizeof *s);
+  if (!s) return sl__oom("read_file");
+  int rc;
+  if ((rc = sl__get_str(&s->comp, a, "component")) || (rc = sl__get_str(&s->output, a, "output")) ||
+      (rc = sl__get_int(&s->max_bytes, a, "max_bytes"))) {
+    sl__free(s);
+    return rc;
+  }
+  *state = s;
+  return 0;
+}
+
+int sl__read_whole_file(const char *path, int64_t max_bytes, sl_buf **out, size_t *len) {
+  *out = NULL;
+  FILE *f = fopen(path, "rb");
+  if (!f) return sl__err(errno == ENOENT ? SL_ENOTFOUND : SL_EIO, "'%s': %s", path, strerror(errno));
+  struct stat st;
+  int rc = 0;
+  if (fstat(fileno(f), &st)) rc = sl__err(SL_EIO, "'%s': %s", path, strerror(errno));
+  else if (!S_ISREG(st.st_mode)) rc = sl__err(SL_EINVAL, "'%s': not a regular file", path);
+  else if ((int64_t)st.st_size > max_bytes)
+    rc = sl__err(SL_EINVAL, "'%s': %lld bytes, more than max_bytes %lld", path, (long long)st.st_size,
+                 (long long)max_bytes);
+  size_t n = rc ? 0 : (size_t)st.st_size;
+  sl_buf *b = rc ? NULL : sl_buf_alloc(n ? n : 1);
+  if (!rc && !b) rc = sl__oom("a file's bytes");
+  if (!rc && n && fread(sl_buf_data(b), 1, n, f) != n)
+    rc = sl__err(SL_EIO, "'%s': %s", path, ferror(f) ? strerror(errno) : "file shorter than its size (changed while read)");
+  fclose(f);
+  if (rc) {
+    sl_buf_unref(b);
+    return rc;
+  }
+  *out = b;
+  *len = n;
+  return 0;
+}
+
+static int rf_call(void *st, sl_elem *e, sl_fn_call *call) {
+  const rf_state *s = st;
+  sl_comp *c;
+  int rc = sl__fn_component(e, call, s->comp, &c);
+  if (rc) return rc;
+  char path[4096];
+  if (c->dtype != SL_BYTES || c->rank != 0 || c->size >= sizeof path || memchr(sl_comp_data(c), 0, c->size))
+    return sl__err(SL_EINVAL, "%s: element %llu: '%s' is not a file name (one byte string without NUL, under %zu bytes)",
+                   call->op_path, (unsigned long long)call->index, s->comp, sizeof path);
+  memcpy(path, sl_comp_data(c), c->size);
+  path[c->size] = 0;
+  sl_buf *b;
+  size_t n;
+  if ((rc = sl__read_whole_file(path, s->max_bytes, &b, &n)))
+    return sl__err_wrap(rc, "%s: element %llu", call->op_path, (unsigned long long)call->index);
+  rc = sl_elem_set_bytes(e, s->output, b, 0, NULL, n);
+  sl_buf_unref(b);
+  return rc;
+}
+
+/* ---- parse_int ---- */
+typedef struct {
+  const char *comp, *output;
+} pi_state;
+
+static int pi_init(void **state, const sl_args *a, void *payload) {
+  pi_state *s = sl__calloc(1, sizeof *s);
+  if (!s) return sl__oom("parse_int");
+  int rc;
+  if ((rc = sl__get_str(&s->comp, a, "component")) || (rc = sl__get_str_or(&s->output, a, "output", s->comp))) {
+    sl__free(s);
+    return rc;
+  }
+  *state = s;
+  return 0;
+}
+
+/* ASCII decimal with an optional sign, surrounded by optional whitespace (webdataset's "cls" files end in a
+ * newline); false when anything else is there or the value leaves int64. */
+static bool parse_decimal(const char *p, size_t n, int64_t *out) {
+  size_t i = 0, e = n;
+  while (i < e && (p[i] == ' ' || p[i] == '\t' || p[i] == '\n' || p[i] == '\r')) i++;
+  while (e > i && (p[e - 1] == ' ' || p[e - 1] == '\t' || p[e - 1] == '\n' || p[e - 1] == '\r')) e--;
+  bool neg = i < e && p[i] == '-';
+  if (i < e && (p[i] == '-' || p[i] == '+')) i++;
+  if (i == e) return false;
+  uint64_t v = 0, lim = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
+  for (; i < e; i++) {
+    if (p[i] < '0' || p[i] > '9') return false;
+    unsigned d = (unsigned)(p[i] - '0');
+    if (v > (lim - d) / 10) return false;
+    v = v * 10 + d;
+  }
+  *out = neg ? (int64_t)(0 - v) : (int64_t)v;
+  return true;
+}
+
+static int pi_call(void *st, sl_elem *e, sl_fn_call *call) {
+  const pi_state *s = st;
+  sl_comp *c;
+  int rc = sl__fn_component(e, call, s->comp, &c);
+  if (rc) return rc;
+  char from[2200];
+  int64_t v;
+  if (c->dtype != SL_BYTES || c->rank != 0 || !parse_decimal(sl_comp_data(c), c->size, &v))
+    return sl__err(SL_EINVAL, "%s: element %llu%s: '%s' is not an ASCII decimal integer in the int64 range (%s, %zu "
+                   "bytes: \"%.*s\")", call->op_path, (unsigned long long)call->index, sl__fn_origin(e, from, sizeof from),
+                   s->comp, sl_dtype_name(c->dtype), c->size, c->dtype == SL_BYTES ? (int)(c->size < 24 ? c->size : 24) : 0,
+                   (const char *)sl_comp_data(c));
+  return sl_elem_set_i64(e, s->output, v);
+}
+
+/* ---- schemas ---- */
+static const sl__arg DIMG_ARGS[] = {
+    {"component", SL__ARG_COMP, "image/encoded", 0, 0, 0, NULL, "the component holding the encoded image"},
+    {"output", SL__ARG_COMP, "image", 0, 0, 0, NULL, "the component the decoded image is written to"},
+    {"keep", SL__ARG_BOOL, "false", 0, 0, 0, NULL, "keep the encoded bytes after decoding"},
+    {"channels", SL__ARG_INT, "3", SL__LOHI, 0, 4, NULL,
+     "0 (as stored: 1 gray, 3 colour, 4 with alpha), 1 (grayscale), 3 (RGB, alpha dropped) or 4 (RGBA)"},
+    {"strict", SL__ARG_BOOL, "true", 0, 0, 0, NULL, "JPEG: fail on corrupt data (false: decode what can be decoded)"},
+    {"max_pixels", SL__ARG_INT, "100000000", SL__ARGF_LO, 1, 0, NULL, "refuse images larger than this"},
+    {"orient", SL__ARG_BOOL, "false", 0, 0, 0, NULL,
+     "JPEG: turn the image as its EXIF orientation says (as PIL's exif_transpose; false: as stored)"},
+    {NULL}};
+static const sl__fn_io DIMG_READS[] = {{"component", NULL, NULL, SL_BYTES, 0, SL__IO_CONSUMED}, {NULL}};
+static const sl__fn_io DIMG_WRITES[] = {{"output", NULL, NULL, SL_UINT8, 3, 0}, {NULL}};
+static int dimg_infer(sl__struct *st, const sl_args *a, const char *origin) {
+  (void)origin;
+  const char *out;
+  int64_t n;
+  int rc;
+  if ((rc = sl__get_str(&out, a, "output")) || (rc = sl__get_int(&n, a, "channels"))) return rc;
+  sl__comp_desc *c = sl__struct_get(st, out);
+  if (c) c->dims[2] = n > 0 ? n : SL__DIM_UNKNOWN;
+  return 0;
+}
+static const sl__fn_schema DIMG_SCHEMA = {
+    "decodes a JPEG, PNG or WebP (sniffed from the bytes) into a uint8 [height, width, channels] image; 16-bit PNGs "
+    "are scaled to 8 bits, palettes and grayscale expanded",
+    DIMG_ARGS, DIMG_READS, DIMG_WRITES, dimg_infer};
+
+static const sl__arg RF_ARGS[] = {
+    {"component", SL__ARG_COMP, "filename", 0, 0, 0, NULL, "the component holding the file's name"},
+    {"output", SL__ARG_COMP, "image/encoded", 0, 0, 0, NULL, "the component the file's bytes are written to"},
+    {"max_bytes", SL__ARG_INT, "1073741824", SL__ARGF_LO, 0, 0, NULL, "refuse files larger than this"},
+    {NULL}};
+static const sl__fn_io RF_READS[] = {{"component", NULL, NULL, SL_BYTES, 0, 0}, {NULL}};
+static const sl__fn_io RF_WRITES[] = {{"output", NULL, NULL, SL_BYTES, 0, 0}, {NULL}};
+static const sl__fn_schema RF_SCHEMA = {"reads the file a component names (as `files` yields it) into a byte string",
+                                        RF_ARGS, RF_READS, RF_WRITES, NULL};
+
+static const sl__arg PI_ARGS[] = {
+    {"component", SL__ARG_COMP, "cls", 0, 0, 0, NULL, "the component holding the decimal text"},
+    {"output", SL__ARG_COMP, NULL, 0, 0, 0, NULL, "the component the int64 is written to (default: in place)"},
+    {NULL}};
+static const sl__fn_io PI_READS[] = {{"component", NULL, NULL, SL_BYTES, 0, 0}, {NULL}};
+static const sl__fn_io PI_WRITES[] = {{"output", NULL, "component", SL_INT64, 0, 0}, {NULL}};
+static const sl__fn_schema PI_SCHEMA = {"turns an ASCII decimal byte string (a WebDataset \"cls\") into an int64 scalar",
+                                        PI_ARGS, PI_READS, PI_WRITES, NULL};
+
+const sl__fn_entry sl__fns_codec[] = {
+    {"decode_image", {SL_FN_DEF_VERSION, 0, dimg_init, dimg_call, free_state}, &DIMG_SCHEMA},
+    {"read_file", {SL_FN_DEF_VERSION, 0, rf_init, rf_call, free_state}, &RF_SCHEMA},
+    {"parse_int", {SL_FN_DEF_VERSION, 0, pi_init, pi_call, free_state}, &PI_SCHEMA},
+    {NULL, {0, 0, NULL, NULL, NULL}, NULL},
+};

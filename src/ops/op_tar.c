@@ -1,0 +1,333 @@
+/* ops/op_tar.c: `tar`, the reader of WebDataset shards (plain or compressed tar, through libarchive) named by its
+ * input's `filename`: consecutive members whose paths share the part before the basename's first dot form one
+ * sample, one bytes component per (lower-cased) extension ("jpg", "cls", "seg.png") plus `__key__` and `__url__`
+ * (the shard), as webdataset's group_by_keys makes them. Errors name the shard and the member. */
+#include <archive.h>
+#include <archive_entry.h>
+#include <ctype.h>
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "ops/op_int.h"
+
+enum { MAX_NAMES = 256, MAX_KEY = 4096 };
+
+typedef struct {
+  const char *component;
+  bool skip_corrupt;
+  int64_t max_member;
+  /* Component names made from extensions: elements borrow names, so they live as long as the op (interned). */
+  pthread_mutex_t mu;
+  char *names[MAX_NAMES];
+  int nnames;
+} tar_cfg;
+
+typedef struct {
+  const char *name; /* interned */
+  sl_buf *buf;
+  size_t len;
+} tar_member;
+
+typedef struct {
+  sl__it it;
+  struct archive *a;
+  char path[4096];
+  int64_t disk_seen;
+  char last[MAX_KEY + 256]; /* the last member's path (the pending one's, when pending) */
+  /* the member whose header was read: its key's length in `last`, size and lower-cased extension */
+  bool pending;
+  size_t pkl;
+  int64_t psize;
+  char pext[256];
+  /* the sample being gathered */
+  char key[MAX_KEY];
+  tar_member m[SL_MAX_COMPONENTS];
+  int nm;
+} tar_it;
+
+static int tar_parse(sl__op *op, json_t *o) {
+  sl_args k = sl__op_knobs(op, o);
+  tar_cfg *c = sl__calloc(1, sizeof *c);
+  if (!c) return sl__oom("tar");
+  pthread_mutex_init(&c->mu, NULL);
+  op->impl = c;
+  const char *oc;
+  int rc;
+  if ((rc = sl__get_str(&c->component, &k, "component")) || (rc = sl__get_str(&oc, &k, "on_corrupt")) ||
+      (rc = sl__get_int(&c->max_member, &k, "max_member_bytes")))
+    return rc;
+  c->skip_corrupt = !strcmp(oc, "skip");
+  op->cardinality = -1;
+  return 0;
+}
+
+static void tar_free_op(sl__op *op) {
+  tar_cfg *c = op->impl;
+  if (!c) return;
+  for (int i = 0; i < c->nnames; i++) sl__free(c->names[i]);
+  pthread_mutex_destroy(&c->mu);
+  sl__free(c);
+}
+
+/* The op's lasting copy of component name `s` (n bytes) in *out, or an error naming the shard and member. */
+static int intern(const char **out, const sl__op *op, const char *s, size_t n, const char *shard, const char *member) {
+  tar_cfg *c = op->impl;
+  const char *r = NULL;
+  pthread_mutex_lock(&c->mu);
+  for (int i = 0; i < c->nnames && !r; i++)
+    if (strlen(c->names[i]) == n && !memcmp(c->names[i], s, n)) r = c->names[i];
+  if (!r && c->nnames < MAX_NAMES && (c->names[c->nnames] = sl__strndup(s, n))) r = c->names[c->nnames++];
+  bool full = c->nnames >= MAX_NAMES;
+  pthread_mutex_unlock(&c->mu);
+  *out = r;
+  if (!r && full)
+    return sl__op_err(op, SL_EINVAL, "shard '%s': member '%s': more than %d distinct extensions in the shards", shard,
+                      member, MAX_NAMES);
+  return r ? 0 : sl__oom("a component name");
+}
+
+static void drop_sample(tar_it *t) {
+  for (int i = 0; i < t->nm; i++) sl_buf_unref(t->m[i].buf);
+  t->nm = 0;
+  t->key[0] = 0;
+}
+
+static void close_shard(tar_it *t) {
+  if (t->a) archive_read_free(t->a);
+  t->a = NULL;
+  t->pending = false;
+}
+
+static void account(tar_it *t) {
+  if (!t->a) return; /* closed (a skipped rest): counted before */
+  int64_t d = archive_filter_bytes(t->a, -1); /* bytes read from the file, before decompression */
+  if (d > t->disk_seen) sl__stat_add(&t->it.op->st.disk_bytes, (uint64_t)(d - t->disk_seen));
+  t->disk_seen = d;
+}
+
+static int corrupt(tar_it *t, const char *where, const char *what);
+
+/* Opens the shard the next input element names. 0, 2 when it was skipped as corrupt (on_corrupt), or an error. */
+static int open_shard(tar_it *t) {
+  t->last[0] = 0;
+  const tar_cfg *c = t->it.op->impl;
+  sl_elem in;
+  sl_elem_init(&in);
+  int rc = sl__it_pull(&t->it, &in);
+  if (rc) return rc;
+  sl_comp *f = sl_elem_get(&in, c->component);
+  if (!f || f->dtype != SL_BYTES || f->rank != 0 || f->size >= sizeof t->path) {
+    sl_elem_clear(&in);
+    return sl__op_err(t->it.op, SL_EINVAL, "input element has no byte-string component '%s' (a shard's name)",
+                      c->component);
+  }
+  memcpy(t->path, sl_comp_data(f), f->size);
+  t->path[f->size] = 0;
+  sl_elem_clear(&in);
+  if (!(t->a = archive_read_new())) return sl__oom("a tar reader");
+  archive_read_support_format_tar(t->a);
+  archive_read_support_filter_gzip(t->a);
+  archive_read_support_filter_zstd(t->a);
+  archive_read_support_filter_xz(t->a);
+  t->disk_seen = 0;
+  if (archive_read_open_filename(t->a, t->path, 1 << 16) != ARCHIVE_OK) {
+    /* libarchive reads the first block to tell the format: not a tar (its file-format errno, EILSEQ, or its
+     * "misc" -1) is a corrupt shard, a system errno a file that failed */
+    int e = archive_errno(t->a);
+    if (e == EILSEQ || e <= 0)
+      return corrupt(t, "the first header", archive_error_string(t->a)) ? SL_ECORRUPT : 2;
+    rc = sl__op_err(t->it.op, e == ENOENT ? SL_ENOTFOUND : SL_EIO, "shard '%s': %s", t->path,
+                    archive_error_string(t->a));
+    close_shard(t);
+    return rc;
+  }
+  return 0;
+}
+
+/* The sample gathered so far into out (its buffers move there). */
+static int emit(tar_it *t, sl_elem *out) {
+  int rc = 0;
+  for (int i = 0; i < t->nm && !rc; i++) rc = sl_elem_set_bytes(out, t->m[i].name, t->m[i].buf, 0, NULL, t->m[i].len);
+  if (!rc) rc = sl_elem_set_bytes(out, "__key__", NULL, 0, t->key, strlen(t->key));
+  if (!rc) rc = sl_elem_set_bytes(out, "__url__", NULL, 0, t->path, strlen(t->path));
+  drop_sample(t);
+  return rc;
+}
+
+/* A corrupt shard: an error naming it and the member, or (on_corrupt "skip") the rest of the shard dropped, the
+ * sample being gathered with it, and counted. Returns 0 when skipped. */
+static int corrupt(tar_it *t, const char *where, const char *what) {
+  const tar_cfg *c = t->it.op->impl;
+  if (!c->skip_corrupt) return sl__op_err(t->it.op, SL_ECORRUPT, "shard '%s': %s: %s", t->path, where, what);
+  sl__stat_add(&t->it.op->st.skipped, 1);
+  drop_sample(t);
+  account(t);
+  close_shard(t);
+  return 0;
+}
+
+/* Reads the current member's data (size bytes) into a new buffer. */
+static int read_member(tar_it *t, int64_t size, const char *name, sl_buf **out) {
+  *out = sl_buf_alloc(size ? (size_t)size : 1);
+  if (!*out) return sl__oom("a tar member");
+  uint8_t *d = sl_buf_data(*out);
+  int64_t got = 0;
+  while (got < size) {
+    la_ssize_t r = archive_read_data(t->a, d + got, (size_t)(size - got));
+    if (r <= 0) {
+      sl_buf_unref(*out);
+      *out = NULL;
+      char where[MAX_KEY + 300];
+      snprintf(where, sizeof where, "member '%s'", name);
+      return corrupt(t, where, r < 0 ? archive_error_string(t->a) : "truncated (the shard ends inside it)") ? -1 : 1;
+    }
+    got += r;
+  }
+  return 0;
+}
+
+/* Reads the next header that names a sample's member into t's pending member (t->last, the key's length, the
+ * extension, the size). 1: one is pending; 0: the shard ended or was skipped (closed); < 0: an error. */
+static int next_member(tar_it *t) {
+  const tar_cfg *c = t->it.op->impl;
+  for (;;) {
+    struct archive_entry *en;
+    int r = archive_read_next_header(t->a, &en);
+    account(t);
+    if (r == ARCHIVE_EOF) return 0;
+    const char *name = r == ARCHIVE_FATAL ? NULL : archive_entry_pathname(en);
+    if (r < ARCHIVE_WARN || !name) {
+      char where[MAX_KEY + 300];
+      if (t->last[0]) snprintf(where, sizeof where, "the header after member '%s'", t->last);
+      else snprintf(where, sizeof where, "the first header");
+      return corrupt(t, where, archive_error_string(t->a) ? archive_error_string(t->a) : "unreadable header");
+    }
+    snprintf(t->last, sizeof t->last, "%s", name);
+    if (archive_entry_filetype(en) != AE_IFREG) continue; /* directories, links */
+    /* webdataset's base_plus_ext (a regex: the key is an optional "dirs/" then dotless text, then a dot, then the
+     * extension without a slash): key = dirname + basename up to its first dot, extension = the rest; a basename without a dot is no member of a sample; top-level __x__ names are
+     * metadata. A basename starting with a dot takes the directory (with its slash) as key when the last
+     * directory is dotless ("y/.a.jpg": key "y/", extension "a.jpg"), else is none. (An empty extension, "a.",
+     * which webdataset keeps as "", is skipped here: no component may be named "".) */
+    const char *base = strrchr(name, '/');
+    base = base ? base + 1 : name;
+    const char *dot = strchr(base, '.');
+    size_t bl = strlen(base);
+    if (!dot || dot[1] == 0 || (base == name && bl >= 4 && !strncmp(base, "__", 2) && !strcmp(base + bl - 2, "__")))
+      continue;
+    if (dot == base) {
+      if (base == name) continue;
+      const char *d = base - 1; /* the last slash; the last directory runs back to the slash before it */
+      while (d > name && d[-1] != '/' && d[-1] != '.') d--;
+      if (d > name && d[-1] == '.') continue;
+    }
+    t->pkl = (size_t)(dot - name);
+    if (t->pkl >= MAX_KEY)
+      return sl__op_err(t->it.op, SL_EINVAL, "shard '%s': member '%.200s...': key longer than %d bytes", t->path,
+                        name, MAX_KEY - 1);
+    t->psize = archive_entry_size(en);
+    if (t->psize < 0 || t->psize > c->max_member)
+      return sl__op_err(t->it.op, SL_EINVAL, "shard '%s': member '%s': %lld bytes, more than max_member_bytes %lld",
+                        t->path, name, (long long)t->psize, (long long)c->max_member);
+    size_t el = strlen(dot + 1);
+    if (el >= sizeof t->pext)
+      return sl__op_err(t->it.op, SL_EINVAL, "shard '%s': member '%s': extension longer than %zu bytes", t->path,
+                        name, sizeof t->pext - 1);
+    for (size_t i = 0; i <= el; i++) t->pext[i] = (char)tolower((unsigned char)dot[1 + i]);
+    return 1;
+  }
+}
+
+/* Adds the pending member (its data read now) to the sample. 0, 1 when the shard was skipped, or an error. */
+static int take_member(tar_it *t) {
+  t->pending = false;
+  sl_buf *b;
+  int rc = read_member(t, t->psize, t->last, &b);
+  account(t);
+  if (rc < 0) return SL_ECORRUPT;
+  if (rc > 0) return 1;
+  const char *cname;
+  if ((rc = intern(&cname, t->it.op, t->pext, strlen(t->pext), t->path, t->last))) {
+    sl_buf_unref(b);
+    return rc;
+  }
+  for (int i = 0; i < t->nm; i++)
+    if (t->m[i].name == cname) {
+      sl_buf_unref(b);
+      return sl__op_err(t->it.op, SL_EINVAL, "shard '%s': member '%s': a second '%s' in sample '%s'", t->path,
+                        t->last, cname, t->key);
+    }
+  if (t->nm + 2 >= SL_MAX_COMPONENTS) {
+    sl_buf_unref(b);
+    return sl__op_err(t->it.op, SL_EINVAL, "shard '%s': member '%s': sample '%s' has more than %d members", t->path,
+                      t->last, t->key, SL_MAX_COMPONENTS - 2);
+  }
+  if (!t->nm) {
+    memcpy(t->key, t->last, t->pkl);
+    t->key[t->pkl] = 0;
+  }
+  t->m[t->nm++] = (tar_member){cname, b, (size_t)t->psize};
+  return 0;
+}
+
+static int tar_next(sl__it *it, sl_elem *out) {
+  tar_it *t = (tar_it *)it;
+  for (;;) {
+    if (!t->a) {
+      int rc = open_shard(t);
+      if (rc == 2) continue;
+      if (rc) return rc;
+    }
+    int rc = t->pending ? 1 : next_member(t);
+    if (rc < 0) return rc;
+    if (rc == 0) { /* the shard ended (or its rest was skipped): its last sample goes out */
+      close_shard(t);
+      if (t->nm) return emit(t, out);
+      continue;
+    }
+    /* A member of another key ends the sample gathered so far: it goes out, and the member waits (its data is
+     * read on the next call, so that a corrupt member does not take the finished sample with it). */
+    if (t->nm && !(strlen(t->key) == t->pkl && !memcmp(t->key, t->last, t->pkl))) {
+      t->pending = true;
+      return emit(t, out);
+    }
+    rc = take_member(t);
+    if (rc < 0) return rc;
+  }
+}
+
+static void tar_free(sl__it *it) {
+  tar_it *t = (tar_it *)it;
+  drop_sample(t);
+  close_shard(t);
+  sl__free(t);
+}
+static const sl__it_vt TAR_IT = {tar_next, tar_free};
+static int tar_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out) {
+  return sl__it_new(out, sizeof(tar_it), &TAR_IT, op, run, seed);
+}
+
+static const sl__arg TAR_KNOBS[] = {
+    {"component", SL__ARG_COMP, "filename", 0, 0, 0, NULL, "the input component naming the shard"},
+    {"on_corrupt", SL__ARG_ENUM, "error", 0, 0, 0, "error|skip",
+     "a truncated or corrupt shard fails the run, or the rest of the shard is skipped and counted"},
+    {"max_member_bytes", SL__ARG_INT, "1073741824", SL__ARGF_LO, 0, 0, NULL, "refuse members larger than this"},
+    {NULL}};
+/* The extensions are known only from the data: the structure is open, with the two names every sample has. */
+static int tar_infer(sl__op *op, sl__struct *s, const sl__struct *src) {
+  (void)src;
+  int rc = sl__op_need(op, s, ((const tar_cfg *)op->impl)->component, "component");
+  if (rc) return rc;
+  *s = (sl__struct){0};
+  s->open = true;
+  if (!(rc = sl__struct_put(s, "__key__", SL_BYTES, 0, op->path, NULL)))
+    rc = sl__struct_put(s, "__url__", SL_BYTES, 0, op->path, NULL);
+  return rc;
+}
+static const sl__op_schema TAR_SCHEMA = {
+    SL__MK_READER, 0,
+    "the samples of each input WebDataset tar shard (plain, gzip, zstd or xz): one bytes component per member "
+    "extension (\"jpg\", \"cls\", ...) of each key, plus `__key__` and `__url__`",
+    TAR_KNOBS, tar_infer};
+const sl__op_vt sl__op_tar = {"tar", tar_parse, tar_open, tar_free_op, SL__OPF_NEEDS_INPUT, &TAR_SCHEMA};
