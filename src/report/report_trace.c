@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "plan/plan_fuse_int.h"
 #include "plan/plan_int.h"
 #include "report/html_int.h"
 #include "sluice/report.h"
@@ -470,6 +471,12 @@ static void page(tctx *c, const sl_trace *t, const sl_report_trace_opts *o, json
   if (c->measured > 0 && c->measured_other >= 0.25)
     sl__h_raw(h, "<p class=\"warn\">Other processes kept %.2f cores busy during the tuned spec's trace: its measured "
                  "throughput is below what the machine's cores give it.</p>\n", c->measured_other);
+  json_t *ts = json_object_get(c->rep, "too_short");
+  if (ts)
+    sl__h_raw(h, "<p class=\"warn\" id=\"too-short\">Too short to name a bottleneck: the trace saw %.0f output "
+                 "elements; the planner needs at least %.0f. Trace for %.0f s or more (sluice trace --seconds %.0f%s)."
+                 "</p>\n", num(ts, "elements"), num(ts, "needed"), num(ts, "trace_seconds"), num(ts, "trace_seconds"),
+              json_is_true(json_object_get(ts, "repeat")) ? " --repeat: the input ended" : "");
   cards(c);
   sl__h_raw(h, "<h2>Pipeline</h2>\n");
   graph(c);
@@ -526,6 +533,32 @@ static int load_ops(tctx *c, const sl_trace *t) {
   return 0;
 }
 
+/* The rows from the traced spec to `b`. A spec `sluice optimize` wrote may have fused ops (plan_fuse.c): when the
+ * specs differ otherwise than in knobs, the traced spec is fused as the optimizer fuses it and compared again, and
+ * the fusion is the first row. The first difference is named when that does not match either. */
+static int diff_specs(json_t *rows, json_t *traced, json_t *b) {
+  int rc = diff_chain(rows, json_object_get(traced, "ops"), "ops", json_object_get(b, "ops"), "ops");
+  if (rc != SL_EINVAL) return rc;
+  char why[512];
+  snprintf(why, sizeof why, "%s", sl_error_last());
+  json_t *fused = json_deep_copy(traced);
+  char *note = NULL;
+  int n = fused ? sl__plan_fuse_spec_note(fused, &note) : sl__oom("the fused spec");
+  if (n > 0) {
+    json_array_clear(rows);
+    json_t *r = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "before_path", "ops", "after_path", "ops", "what", "fusion",
+                          "knob", "(fused)", "before", note, "after", "one op per pair (later ops renumbered)");
+    rc = r && !json_array_append_new(rows, r) ? 0 : sl__oom("the spec's changes");
+    if (!rc) rc = diff_chain(rows, json_object_get(fused, "ops"), "ops", json_object_get(b, "ops"), "ops");
+    if (rc == SL_EINVAL) rc = sl__err(SL_EINVAL, "%s (nor is it the traced spec fused: %s)", why, sl_error_last());
+  } else {
+    rc = n < 0 ? n : sl__err(SL_EINVAL, "%s", why);
+  }
+  sl__free(note);
+  json_decref(fused);
+  return rc;
+}
+
 static json_t *parse(const char *text, const char *what) {
   json_error_t e;
   json_t *j = json_loads(text, 0, &e);
@@ -564,7 +597,7 @@ int sl_report_trace_html(char **out, const sl_trace *t, const sl_report_trace_op
     tuned = parsed;
   }
   if (!rc)
-    rc = diff_chain(rows, json_object_get(t->spec, "ops"), "ops", json_object_get(tuned ? tuned : planned, "ops"), "ops");
+    rc = diff_specs(rows, t->spec, tuned ? tuned : planned);
   if (!rc) {
     c.traced = num(json_object_get(c.rep, "traced"), "throughput");
     c.bound = num(c.rep, "bound");
