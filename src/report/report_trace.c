@@ -17,6 +17,7 @@ typedef struct rop {
   const char *path, *op, *label;
   int parent, depth;
   double visits, cpu_out, rate_core, share, util, rate;
+  double runq, blocked; /* seconds per output element waiting for a core / blocked; -1: not in the trace */
   int64_t par, planned_par, planned_buf;
 } rop;
 
@@ -385,7 +386,9 @@ static void td(sl__html *h, bool left, const char *s) {
 static void op_table(tctx *c) {
   sl__html *h = &c->h;
   sl__h_raw(h, "<table class=\"ops\">\n<tr><th class=\"l\">op</th><th class=\"l\">what</th><th>visits</th>"
-               "<th>cpu/out</th><th>rate/core</th><th>par</th><th>cpu%%</th><th>util</th><th>rate at par</th>"
+               "<th>cpu/out</th><th title=\"runnable, waiting for a core\">core wait/out</th>"
+               "<th title=\"I/O, sleep, locks\">blocked/out</th><th>rate/core</th><th>par</th><th>cpu%%</th>"
+               "<th>util</th><th>rate at par</th>"
                "<th>planned par</th><th>planned buffer</th></tr>\n");
   for (int i = 0; i < c->n; i++) {
     const rop *o = &c->ops[i];
@@ -398,6 +401,8 @@ static void op_table(tctx *c) {
     snprintf(b, sizeof b, "%.3g", o->visits);
     td(h, false, b);
     td(h, false, sl__fmt_usec(b, sizeof b, o->cpu_out));
+    td(h, false, o->runq >= 0 ? sl__fmt_usec(b, sizeof b, o->runq) : "-"); /* "-": a trace without the split */
+    td(h, false, o->blocked >= 0 ? sl__fmt_usec(b, sizeof b, o->blocked) : "-");
     td(h, false, o->rate_core > 0 ? sl__fmt_si(b, sizeof b, o->rate_core) : "-");
     snprintf(b, sizeof b, "%lld", (long long)o->par);
     td(h, false, b);
@@ -520,6 +525,9 @@ static int load_ops(tctx *c, const sl_trace *t) {
     for (const char *p = o->path; (p = strstr(p, ".source[")); p++) o->depth++;
     o->visits = num(j, "visit_ratio");
     o->cpu_out = num(j, "cpu_seconds_per_output");
+    json_t *rq = json_object_get(j, "runq_seconds_per_output"), *bl = json_object_get(j, "blocked_seconds_per_output");
+    o->runq = json_is_number(rq) ? json_number_value(rq) : -1;
+    o->blocked = json_is_number(bl) ? json_number_value(bl) : -1;
     o->rate_core = num(j, "rate_per_core");
     o->share = num(j, "cpu_share");
     o->util = num(j, "utilisation");
