@@ -269,13 +269,16 @@ static uint64_t advance(sl__op *op, sl__sampler *smp, uint64_t cpu_ns, uint64_t 
   return scale;
 }
 
-/* Adds a sample's run-queue delay, its own part (the inclusive delay pro rata to its own wall time: the nested
- * calls ran on the same thread) held to its own wall less its own CPU, and its own wall time as the delay's base. */
-static void runq_add(sl__op *op, uint64_t runq_ns, uint64_t incl_wall, uint64_t cpu_ns, uint64_t wall_ns,
-                     uint64_t scale) {
+/* Adds a sample's run-queue delay, its own part held to its own wall less its own CPU, and its own wall time as the
+ * delay's base. Its own part: the inclusive delay pro rata to its own CPU (a thread queues for a core only while
+ * runnable, as long in proportion to the CPU it gets whichever call runs; pro rata to wall time charged the waits
+ * of a call blocked in its pulls to them, and left the rest looking blocked), or to its wall time without a CPU
+ * reading. */
+static void runq_add(sl__op *op, uint64_t runq_ns, uint64_t incl_cpu, uint64_t incl_wall, uint64_t cpu_ns,
+                     uint64_t wall_ns, uint64_t scale) {
   if (runq_ns == SL__RUNQ_NONE) return;
-  double own = incl_wall > wall_ns && incl_wall ? (double)runq_ns * ((double)wall_ns / (double)incl_wall)
-                                                : (double)runq_ns;
+  double share = incl_cpu ? (double)cpu_ns / (double)incl_cpu : incl_wall ? (double)wall_ns / (double)incl_wall : 1;
+  double own = (double)runq_ns * (share < 1 ? share : 1);
   uint64_t off = wall_ns > cpu_ns ? wall_ns - cpu_ns : 0;
   uint64_t r = own < (double)off ? (uint64_t)own : off;
   sl__stat_add(&op->st.runq_ns, r * scale);
@@ -284,14 +287,14 @@ static void runq_add(sl__op *op, uint64_t runq_ns, uint64_t incl_wall, uint64_t 
 
 void sl__stats_work_n(sl__op *op, sl__sampler *smp, uint64_t cpu_ns, uint64_t wall_ns, uint64_t n,
                       const sl__nest *inner, uint64_t runq_ns) {
-  uint64_t incl_wall = wall_ns;
+  uint64_t incl_wall = wall_ns, incl_cpu = cpu_ns;
   if (n < 1) n = 1;
   /* The spread is of the whole chunk's wall time per element (the worker's service time), as before the nested
    * calls were measured apart. */
   uint64_t us = wall_ns / n / 1000; /* per-element spread: the chunk's mean stands for each of its elements */
   uint64_t scale = advance(op, smp, cpu_ns, wall_ns, inner); /* the stride is per timed chunk, as the ticks are */
   own_time(&cpu_ns, &wall_ns, inner);
-  runq_add(op, runq_ns, incl_wall, cpu_ns, wall_ns, scale);
+  runq_add(op, runq_ns, incl_cpu, incl_wall, cpu_ns, wall_ns, scale);
   sl__stat_add(&op->st.work_cpu_ns, cpu_ns * scale);
   sl__stat_add(&op->st.work_wall_ns, wall_ns * scale);
   sl__stat_add(&op->st.work_n, scale * n);
@@ -345,7 +348,7 @@ static void own_means_add(sl__op *op, uint64_t cpu_ns, uint64_t wall_ns) {
 
 void sl__stats_sample(sl__op *op, sl__sampler *smp, uint64_t cpu_ns, uint64_t wall_ns, const sl__nest *inner,
                       bool cpu_read, uint64_t runq_ns) {
-  uint64_t incl_wall = wall_ns;
+  uint64_t incl_wall = wall_ns, incl_cpu = cpu_ns;
   /* The spread of call times stays that of the inclusive calls (what the consumer of a synchronous op waits). */
   uint64_t us = wall_ns / 1000;
   /* Without the CPU clock the jump to a risen cost (advance) goes by the wall time: a cheap call preempted for a
@@ -354,7 +357,7 @@ void sl__stats_sample(sl__op *op, sl__sampler *smp, uint64_t cpu_ns, uint64_t wa
   if (cpu_read) {
     own_time(&cpu_ns, &wall_ns, inner);
     own_means_add(op, cpu_ns, wall_ns);
-    runq_add(op, runq_ns, incl_wall, cpu_ns, wall_ns, scale);
+    runq_add(op, runq_ns, incl_cpu, incl_wall, cpu_ns, wall_ns, scale);
   } else {
     own_time_wall(op, &cpu_ns, &wall_ns, inner);
   }

@@ -276,6 +276,7 @@ typedef struct pmap_chunk {
   bool timed;
   uint64_t c0, fw;                   /* CPU at the top of a timed chunk, wall when its slots were reserved */
   uint64_t rq;                       /* run-queue delay over the timed chunk's work (SL__RUNQ_NONE: unknown) */
+  uint64_t in_lock_ns;               /* the timed chunk's wait for the input lock (its input's time, not its own) */
   sl__nest inner;                    /* the input pulls timed inside the last timed chunk */
 } pmap_chunk;
 
@@ -352,7 +353,11 @@ static bool pmap_wait_room(pmap_it *m, const worker_arg *wa, pmap_chunk *w, bool
 static void pmap_make(pmap_it *m, pmap_chunk *w) {
   sl__op *op = m->it.op;
   map_cfg *c = op->impl;
+  /* A timed chunk counts the wait for the input lock as part of its input pulls (subtracted from its own time):
+   * another worker holds it while it waits for the input, so it is waiting for input, not blocked in this op. */
+  uint64_t l0 = w->timed ? sl__now_ns() : 0;
   pthread_mutex_lock(&m->in_mu);
+  w->in_lock_ns = w->timed ? sl__now_ns() - l0 : 0;
   w->first = m->next_seq;
   w->got = 0;
   w->end_rc = 0;
@@ -457,6 +462,7 @@ static void *pmap_worker(void *p) {
     if (w.timed) {
       sl__it_force(m->it.input, -1);
       sl__nest_close(&saved, &w.inner, 0, 0); /* a worker's region: nothing encloses it */
+      w.inner.wall += w.in_lock_ns;
       w.rq = sl__runq_since(r0);
     }
     pthread_mutex_lock(&m->mu);
