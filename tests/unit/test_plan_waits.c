@@ -12,6 +12,7 @@
 #include "ops/op_async_int.h"
 #include "ops/pipeline_int.h"
 #include "plan/plan_int.h"
+#include "trace/trace_int.h"
 #include "testutil.h"
 
 #define SPIN3                                                                                                     \
@@ -163,6 +164,34 @@ static void test_sleep_io_trace(void **st) {
   sl_pipeline_free(p);
 }
 
+/* The online tuner's windows (sl__trace_from_counters: counters now less those at the window's start) carry each
+ * op's run-queue delay as the difference, and unknown when either end did not measure it. */
+static void test_window_carries_runq(void **st) {
+  sl_pipeline *p = tu_pipeline(SPIN3);
+  int n = sl_pipeline_op_count(p);
+  sl_op_stats now[4], base[4];
+  for (int i = 0; i < n; i++) {
+    assert_int_equal(sl_pipeline_op_stats(&now[i], p, i), 0);
+    base[i] = now[i];
+    now[i].elements_out = 2000, base[i].elements_out = 1000;
+    now[i].cpu_seconds = now[i].wall_seconds = 2, base[i].cpu_seconds = base[i].wall_seconds = 1;
+    now[i].runq_seconds = 0.5, base[i].runq_seconds = 0.2;
+  }
+  base[2].runq_seconds = -1;
+  sl_machine m;
+  memset(&m, 0, sizeof m);
+  m.cores = 2;
+  sl_trace *t = NULL;
+  assert_int_equal(sl__trace_from_counters(&t, sl__pipeline_spec(p), "window", &m, now, base, n, 1, 1, 0), 0);
+  sl_op_stats s;
+  assert_int_equal(sl_trace_op(&s, t, 1), 0);
+  assert_true(fabs(s.runq_seconds - 0.3) < 1e-12);
+  assert_int_equal(sl_trace_op(&s, t, 2), 0);
+  assert_true(s.runq_seconds == -1);
+  sl_trace_free(t);
+  sl_pipeline_free(p);
+}
+
 static atomic_bool g_stop_busy;
 static void *busy(void *arg) {
   (void)arg;
@@ -229,6 +258,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_cpu_saturated_waits_for_core), cmocka_unit_test(test_saturated_by_others_waits_for_core),
       cmocka_unit_test(test_idle_machine_waits_on_io), cmocka_unit_test(test_measured_runq_is_not_io),
-      cmocka_unit_test(test_sleep_io_trace), cmocka_unit_test(test_spin_beside_busy_thread)};
+      cmocka_unit_test(test_sleep_io_trace), cmocka_unit_test(test_spin_beside_busy_thread),
+      cmocka_unit_test(test_window_carries_runq)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
