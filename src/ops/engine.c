@@ -69,6 +69,7 @@ int sl__it_next(sl__it *it, sl_elem *out) {
     }
     if (cpu) sl__nest_close(&saved, &inner, dc, dw);
     else sl__nest_close_wall(&saved, &inner, dw);
+    if (r0 != SL__RUNQ_NONE) sl__nest_charge_runq();
     if (tick) sl__stats_sample(it->op, &it->smp, dc, dw, &inner, cpu, dr);
   }
   if (rc == 0) {

@@ -13,6 +13,10 @@
 void sl__nest_close_wall(const sl__nest *saved, sl__nest *inner, uint64_t incl_wall);
 
 /* runq_ns (both): the run-queue delay over the sampled call, inclusive, or SL__RUNQ_NONE when not read. */
+/* Charges the run-queue reads a sampled call made just outside its windows (two, sl__runq_ns) to the region
+ * enclosing it, as the calls nested in it: the enclosing call's own time does not carry them. Call after
+ * sl__nest_close. */
+void sl__nest_charge_runq(void);
 /* Sampling of self time: the largest stride (a cheap op is timed once in SL__SAMPLE_STRIDE calls; a tuner window of
  * such an op at 500k calls/s still holds about 120 samples a second). */
 #define SL__SAMPLE_STRIDE 4096u

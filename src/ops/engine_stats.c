@@ -166,6 +166,13 @@ void sl__nest_close(const sl__nest *saved, sl__nest *inner, uint64_t incl_cpu, u
   tl_nest.nw += inner->nw;
 }
 
+void sl__nest_charge_runq(void) {
+  uint64_t c = atomic_load_explicit(&g_runq_cost_ns, memory_order_relaxed);
+  c *= 2;        /* two reads; their CPU and wall alike (a system call that does not wait) */
+  tl_nest.cpu += c;
+  tl_nest.wall += c;
+}
+
 void sl__nest_close_wall(const sl__nest *saved, sl__nest *inner, uint64_t incl_wall) {
   *inner = tl_nest;
   tl_nest = *saved;
