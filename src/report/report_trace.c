@@ -471,8 +471,9 @@ static void page(tctx *c, const sl_trace *t, const sl_report_trace_opts *o, json
   sl__h_raw(h, "</p>\n");
   double other = num(bu, "other_load");
   if (other >= 0.25)
-    sl__h_raw(h, "<p class=\"warn\">Other processes kept %.2f cores busy during the trace: expect less than predicted."
-                 "</p>\n", other);
+    sl__h_raw(h, "<p class=\"warn\">Other processes kept %.2f cores busy during the trace, leaving %.2f of %.3g to this "
+                 "pipeline: expect less than predicted.</p>\n", other,
+              fmax(sl_trace_machine(t)->cores - other, 0), sl_trace_machine(t)->cores);
   if (c->measured > 0 && c->measured_other >= 0.25)
     sl__h_raw(h, "<p class=\"warn\">Other processes kept %.2f cores busy during the tuned spec's trace: its measured "
                  "throughput is below what the machine's cores give it.</p>\n", c->measured_other);
