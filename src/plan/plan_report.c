@@ -105,9 +105,13 @@ static int text_report(const sl_plan *P, sl__str *s, sl__str *out_table) {
                        sl__fmt_bytes(c, sizeof c, P->M >= 1e17 ? 0 : P->M));
   if (P->B > 0) rc |= sl__str_printf(&hdr, ", disk %s/s", sl__fmt_bytes(d, sizeof d, P->B));
   if (P->machine.other_load >= 0.25)
-    rc |= sl__str_printf(&hdr, "\nwarning: other processes used %.2f cores in the trace, leaving %.2f of %.3g; expect "
-                               "less than predicted", P->machine.other_load,
-                         fmax(P->machine.cores - P->machine.other_load, 0), P->machine.cores);
+  {
+    double left = fmax(P->machine.cores - P->machine.other_load, 0);
+    bool planned = P->opts.cores > 0 && fabs(P->opts.cores - fmax(left, 0.05)) < 1e-9;
+    rc |= sl__str_printf(&hdr, "\nwarning: other processes used %.2f cores in the trace, leaving %.2f of %.3g; %s",
+                         P->machine.other_load, left, P->machine.cores,
+                         planned ? "planned for those (--cores to plan for more)" : "expect less than predicted");
+  }
   if (!rc) rc |= wrap_prose(s, hdr.s, 100);
   sl__str_dispose(&hdr);
   rc |= sl__str_printf(s, "\n%-17s %-18s %6s %8s %9s %4s %5s %5s %4s\n", "op", "what", "visits", "cpu/out", "rate/core",
