@@ -28,10 +28,20 @@ static pthread_key_t g_runq_key;
 static pthread_once_t g_runq_once = PTHREAD_ONCE_INIT;
 static atomic_int g_runq_key_ok;
 static void runq_close(void *v) { close((int)(intptr_t)v - 1); }
+/* A forked child's one thread would read the forking thread's file (a data loader's worker processes): it opens
+ * its own. */
+static void runq_after_fork(void) {
+  if (tl_runq_fd > 0) {
+    close(tl_runq_fd - 1);
+    pthread_setspecific(g_runq_key, NULL);
+  }
+  tl_runq_fd = 0;
+}
 static void runq_key_init(void) {
   const char *e = getenv("SL_NO_RUNQ");
   if (e && *e && strcmp(e, "0")) return; /* for measuring what the reads cost */
   if (!pthread_key_create(&g_runq_key, runq_close)) atomic_store(&g_runq_key_ok, 1);
+  pthread_atfork(NULL, NULL, runq_after_fork);
 }
 
 uint64_t sl__runq_ns(void) {

@@ -132,7 +132,8 @@ static void test_idle_machine_waits_on_io(void **st) {
 }
 
 /* A real trace: sleep_io sleeps 2 ms per element and spends microseconds of CPU; however loaded the machine, its
- * wall time is hundreds of times its CPU: I/O, and the spins beside it are not I/O. */
+ * wall time is hundreds of times its CPU, and the sleep is blocked time (a sleeping thread is not in the run
+ * queue): I/O. */
 static void test_sleep_io_trace(void **st) {
   sl_pipeline *p = tu_pipeline("{\"name\": \"sio\", \"ops\": [{\"op\": \"range\", \"stop\": 100000000}, {\"op\": "
                                "\"map\", \"fn\": \"spin\", \"args\": {\"us\": 20}}, {\"op\": \"map\", \"fn\": "
