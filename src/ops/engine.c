@@ -57,8 +57,9 @@ int sl__it_next(sl__it *it, sl_elem *out) {
       sl__it_force(it->input, 1);
       atomic_store_explicit(&it->timing, true, memory_order_relaxed);
     }
-    /* The run-queue delay only for the op's own samples that read the CPU clock (outside the clock windows). */
-    uint64_t r0 = tick && cpu ? sl__runq_ns() : SL__RUNQ_NONE;
+    /* The run-queue delay only for the op's own samples that read the CPU clock, one in SL__RUNQ_EVERY (outside the
+     * clock windows). */
+    uint64_t r0 = tick && cpu && sl__sampler_runq_due(&it->smp) ? sl__runq_ns() : SL__RUNQ_NONE;
     uint64_t c0 = cpu ? sl__cpu_ns() : 0, w0 = sl__now_ns();
     rc = it->vt->next(it, out);
     uint64_t dc = cpu ? sl__cpu_ns() - c0 : 0, dw = sl__now_ns() - w0;

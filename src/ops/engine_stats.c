@@ -136,8 +136,9 @@ static uint64_t timer_cost_ns(void) {
   atomic_store_explicit(&g_out_wall_ns, owall[R / 2], memory_order_relaxed);
   atomic_store_explicit(&g_in_cpu_ns, icpu[R / 2], memory_order_relaxed);
   atomic_store_explicit(&g_in_wall_ns, iwall[R / 2], memory_order_relaxed);
-  /* An own sample that reads the CPU clock also reads the run-queue delay twice (outside its windows). */
-  c = full[R / 2] + 2 * atomic_load_explicit(&g_runq_cost_ns, memory_order_relaxed);
+  /* One own sample in SL__RUNQ_EVERY that reads the CPU clock also reads the run-queue delay twice (outside its
+   * windows). */
+  c = full[R / 2] + 2 * atomic_load_explicit(&g_runq_cost_ns, memory_order_relaxed) / SL__RUNQ_EVERY;
   c = c ? c : 1;
   atomic_store_explicit(&g_timer_ns, c, memory_order_relaxed);
   return c;
@@ -246,6 +247,7 @@ static uint32_t draw_gap(sl__sampler *s, uint32_t stride) {
 void sl__sampler_init(sl__sampler *s, sl__op *op) {
   s->rng = sl__mix64((uint64_t)(uintptr_t)s ^ sl__now_ns()) | 1;
   s->cpu_skip = 0;
+  s->runq_skip = 0;
   s->avg_ns = op ? atomic_load_explicit(&op->avg_hint_ns, memory_order_relaxed) : 0;
   if (!sl__timing_enabled() || (op && op->no_timing)) {
     s->countdown = UINT32_MAX;

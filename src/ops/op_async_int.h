@@ -43,6 +43,18 @@ void sl__stats_work_n(sl__op *op, sl__sampler *smp, uint64_t cpu_ns, uint64_t wa
  * each, costed in the sampling stride (docs/trace-format.md has its price). */
 #define SL__RUNQ_NONE UINT64_MAX
 uint64_t sl__runq_ns(void);
+/* Whether this sample (one that reads the CPU clock) reads the run-queue delay too: one in SL__RUNQ_EVERY. The op's
+ * delay is a share of the wall time of the samples that read it, so a subset estimates it; the reads are system
+ * calls. Otherwise SL__RUNQ_NONE is passed as the sample's delay. */
+#define SL__RUNQ_EVERY 4u
+static inline bool sl__sampler_runq_due(sl__sampler *s) {
+  if (s->runq_skip) {
+    s->runq_skip--;
+    return false;
+  }
+  s->runq_skip = SL__RUNQ_EVERY - 1;
+  return true;
+}
 /* The delay between two reads (SL__RUNQ_NONE when either is unknown). */
 static inline uint64_t sl__runq_since(uint64_t r0) {
   if (r0 == SL__RUNQ_NONE) return SL__RUNQ_NONE;

@@ -455,7 +455,7 @@ static void *pmap_worker(void *p) {
     if (pass) pthread_cond_signal(&m->cv_space);
     sl__nest saved;
     /* The run-queue delay from the chunk's start, read outside the lock. */
-    w.r0 = w.timed ? sl__runq_ns() : SL__RUNQ_NONE;
+    w.r0 = w.timed && sl__sampler_runq_due(&w.smp) ? sl__runq_ns() : SL__RUNQ_NONE;
     w.fw = sl__now_ns();
     if (w.timed) {
       sl__nest_open(&saved, false);

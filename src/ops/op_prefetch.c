@@ -90,7 +90,7 @@ static void *pf_producer(void *p) {
     pthread_mutex_unlock(&f->mu);
     if (stop) return NULL;
     if (k > chunk) k = chunk;
-    uint64_t r0 = timed ? sl__runq_ns() : SL__RUNQ_NONE; /* over the pulls, as the wall time */
+    uint64_t r0 = timed && sl__sampler_runq_due(&smp) ? sl__runq_ns() : SL__RUNQ_NONE; /* over the pulls */
     uint64_t w0 = sl__now_ns();
     int got = 0, rc = 0;
     sl__nest saved, inner;
