@@ -193,6 +193,30 @@ static void test_window_carries_runq(void **st) {
   sl_pipeline_free(p);
 }
 
+/* Measured, blocked 1.5x its CPU: an I/O waiter on an idle machine, lock contention on a CPU-saturated one (a
+ * preempted holder); a sleep far above the load factor stays a waiter there. */
+static void test_saturated_blocked_is_contention(void **st) {
+  const double wall[] = {1, 3, 1, 1};
+  char *r = NULL;
+  sl_plan *P = planted_rq(US, wall, 0.3, 0, 0.25, &r); /* a quarter of the excess run-queue delay */
+  assert_false(P->saturated);
+  assert_true(fabs(P->ops[1].blocked - 1.5 * P->ops[1].c) < 1e-3 * P->ops[1].c);
+  assert_int_equal(P->ops[1].waits, SL__WAIT_IO);
+  sl_free(r);
+  sl_plan_free(P);
+  P = planted_rq(US, wall, 0.3, 1.8, 0.25, &r);
+  assert_true(P->saturated);
+  assert_int_not_equal(P->ops[1].waits, SL__WAIT_IO);
+  sl_free(r);
+  sl_plan_free(P);
+  const double sleepy[] = {1, 50, 1, 1};
+  P = planted_rq(US, sleepy, 0.3, 1.8, 0.25, &r);
+  assert_true(P->saturated);
+  assert_int_equal(P->ops[1].waits, SL__WAIT_IO);
+  sl_free(r);
+  sl_plan_free(P);
+}
+
 static atomic_bool g_stop_busy;
 static void *busy(void *arg) {
   (void)arg;
@@ -260,6 +284,6 @@ int main(void) {
       cmocka_unit_test(test_cpu_saturated_waits_for_core), cmocka_unit_test(test_saturated_by_others_waits_for_core),
       cmocka_unit_test(test_idle_machine_waits_on_io), cmocka_unit_test(test_measured_runq_is_not_io),
       cmocka_unit_test(test_sleep_io_trace), cmocka_unit_test(test_spin_beside_busy_thread),
-      cmocka_unit_test(test_window_carries_runq)};
+      cmocka_unit_test(test_window_carries_runq), cmocka_unit_test(test_saturated_blocked_is_contention)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
