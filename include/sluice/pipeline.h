@@ -100,6 +100,9 @@ typedef struct sl_op_stats {
   double call_sd;         /* standard deviation of the same (0 when unknown) */
   /* Added after 0.x's first fields (new fields go last, so that existing offsets stay): */
   uint64_t errors_skipped; /* the part of `skipped` that a map's "on_error": "skip" dropped (its function failed) */
+  double runq_seconds;     /* the part of wall_seconds spent runnable, waiting for a core (the threads' run-queue
+                            * delay over sampled calls); -1 when unknown (a kernel without schedstat, an old trace).
+                            * wall - cpu - runq is time blocked (I/O, sleep, locks) */
 } sl_op_stats;
 
 /* Number of ops, nested source ops included (pre-order: an interleave is followed by its source ops). */

@@ -50,6 +50,9 @@ typedef struct sl_trace_opts {
   bool warmup_fills_caches; /* the warm-up also lasts until every in-memory or file cache of the pipeline is
                              * complete (its first pass done), at most SL_TRACE_MAX_FILL seconds: a steady-state
                              * measurement of a pipeline with a cache; false (default): no */
+  bool repeat;        /* run the pipeline under a `repeat` appended at its root, so that a finite input is traced for
+                       * as long as asked; the trace is of the pipeline as given (the repeat stripped: its spec and
+                       * ops are the input's, `ended` false); false (default): run it as it is */
 } sl_trace_opts;
 #define SL_TRACE_OPTS_VERSION 1
 #define SL_TRACE_OPTS_INIT {SL_TRACE_OPTS_VERSION}

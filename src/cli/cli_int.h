@@ -161,6 +161,9 @@ typedef struct cli_plan_args {
 enum { CLI_PLAN_NOPTS = 8 };
 void cli_plan_table(cli_opt t[CLI_PLAN_NOPTS], cli_plan_args *pa, sl_plan_opts *o);
 void cli_plan_apply(cli_plan_args *pa);
+/* analyze and report: a trace taken while other processes kept a quarter core or more busy is planned for the
+ * cores they left (at least 0.05), unless --cores was given; optimize measures the load itself. */
+void cli_plan_cores_left(sl_plan_opts *o, const sl_trace *t);
 const char *cli_plan_options_help(void);
 /* Loads the trace at `path` (analyze, report) and, when `spec` is not NULL, checks that it is a trace of that spec;
  * prints what was wrong and returns CLI_FAIL, else CLI_OK. *out is set when the trace loaded (free it either way). */

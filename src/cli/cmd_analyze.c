@@ -31,8 +31,14 @@ void cli_plan_apply(cli_plan_args *pa) {
   if (pa->knobs >= 0) pa->o->knobs = (sl_plan_knobs)pa->knobs;
 }
 
+void cli_plan_cores_left(sl_plan_opts *o, const sl_trace *t) {
+  const sl_machine *m = sl_trace_machine(t);
+  if (o->cores == 0 && m->other_load >= 0.25 && m->cores > 0) o->cores = fmax(m->cores - m->other_load, 0.05);
+}
+
 const char *cli_plan_options_help(void) {
-  return "  --cores C           cores for the pipeline (default: the traced machine's usable cores)\n"
+  return "  --cores C           cores for the pipeline (default: the traced machine's usable cores, less those\n"
+         "                      other processes kept busy during the trace when a quarter core or more)\n"
          "  --consumer-cores C  cores the consumer needs, taken off --cores (default 0)\n"
          "  --memory SIZE       memory budget, e.g. 512M (default: 0.5 x available memory at trace time)\n"
          "  --disk-bw RATE      disk bandwidth in bytes/s, e.g. 200M (default: measured by the trace)\n"
@@ -88,6 +94,7 @@ int cmd_analyze(int argc, char **argv) {
   if (!path) return cli_usage("analyze", "a TRACE file is required (make one with 'sluice trace SPEC -o TRACE')");
   sl_trace *t = NULL;
   int rc = cli_load_trace(path, spec, &t);
+  if (rc == CLI_OK) cli_plan_cores_left(&po, t);
   sl_plan *pl = NULL;
   if (rc == CLI_OK && sl_plan_solve(&pl, t, &po)) rc = cli_fail(false, "%s: %s", path, sl_error_last());
   if (rc == CLI_OK && sl_trace_elements(t) < SL_PLAN_MIN_ELEMENTS)

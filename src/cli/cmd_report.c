@@ -77,6 +77,7 @@ int cmd_report(int argc, char **argv) {
   sl_trace *t = NULL, *tt = NULL;
   char *tuned_spec = NULL, *html = NULL;
   int rc = cli_load_trace(path, spec, &t);
+  if (rc == CLI_OK) cli_plan_cores_left(&ro.plan, t);
   if (rc == CLI_OK && tuned) rc = load_tuned(tuned, &tt, &tuned_spec);
   if (rc == CLI_OK) {
     ro.source = path;

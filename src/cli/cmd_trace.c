@@ -8,7 +8,8 @@
 
 static void trace_help(FILE *f) {
   fprintf(f,
-          "usage: sluice trace SPEC [-o TRACE] [--seconds S] [--take N] [--warmup S] [--no-disk] [--record DB] [--quiet]\n\n"
+          "usage: sluice trace SPEC [-o TRACE] [--seconds S] [--take N] [--warmup S] [--no-disk] [--repeat] [--record DB]\n"
+          "                    [--quiet]\n\n"
           "Runs the pipeline in SPEC with its per-op counters, probes the machine (usable cores, memory, and the\n"
           "read bandwidth of the disk holding the data, page cache kept out) and writes a trace for\n"
           "'sluice analyze' and 'sluice optimize'. The format is versioned: docs/trace-format.md.\n\n"
@@ -17,6 +18,8 @@ static void trace_help(FILE *f) {
           "  --take N      stop after N output elements\n"
           "  --warmup S    run S seconds before counting (default 0)\n"
           "  --no-disk     do not measure disk bandwidth\n"
+          "  --repeat      repeat a finite input (a root repeat, left out of the trace) so that it is traced for\n"
+          "                --seconds, as 'sluice optimize' does with a short input\n"
           "  --record DB   record the run in an ML Metadata store (or set SLUICE_PROV)\n"
           "  --quiet       no summary line on stderr\n\n"
           "Ctrl-C (SIGTERM) stops the run at once, writes nothing and exits with 130 (143).\n");
@@ -34,6 +37,7 @@ int cmd_trace(int argc, char **argv) {
       {.name = "--warmup", .type = CLI_NUM, .dst = &o.warmup, .lo = 0, .hi = HUGE_VAL, .must = "0 or more seconds"},
       {.name = "--record", .type = CLI_STR, .dst = &record, .needs = "a store (a path, sqlite:PATH or postgresql://...)"},
       {.name = "--no-disk", .type = CLI_FLAG, .dst = &o.no_disk_probe},
+      {.name = "--repeat", .type = CLI_FLAG, .dst = &o.repeat},
       {.name = "--quiet", .type = CLI_FLAG, .dst = &quiet},
       {.name = NULL},
   };
@@ -85,7 +89,7 @@ int cmd_trace(int argc, char **argv) {
     if (sl_trace_elements(t) < SL_PLAN_MIN_ELEMENTS)
       fprintf(stderr, "warning: the trace saw %llu output elements; the planner needs at least %d to plan from "
                       "(trace longer%s)\n", (unsigned long long)sl_trace_elements(t), SL_PLAN_MIN_ELEMENTS,
-              sl_trace_ended(t) ? ", or let 'sluice optimize' trace, which repeats a finite input" : "");
+              sl_trace_ended(t) ? ", with --repeat for a finite input, or let 'sluice optimize' trace" : "");
   }
   if (rc == CLI_OK) {
     sl_prov_output po = {out, "sluice.Trace"};

@@ -57,16 +57,21 @@ int sl__it_next(sl__it *it, sl_elem *out) {
       sl__it_force(it->input, 1);
       atomic_store_explicit(&it->timing, true, memory_order_relaxed);
     }
+    /* The run-queue delay only for the op's own samples that read the CPU clock, one in SL__RUNQ_EVERY (outside the
+     * clock windows). */
+    uint64_t r0 = tick && cpu && sl__sampler_runq_due(&it->smp) ? sl__runq_ns() : SL__RUNQ_NONE;
     uint64_t c0 = cpu ? sl__cpu_ns() : 0, w0 = sl__now_ns();
     rc = it->vt->next(it, out);
     uint64_t dc = cpu ? sl__cpu_ns() - c0 : 0, dw = sl__now_ns() - w0;
+    uint64_t dr = sl__runq_since(r0);
     if (tick) {
       atomic_store_explicit(&it->timing, false, memory_order_relaxed);
       sl__it_force(it->input, -1); /* read again: a repeat replaces its input, and carries the mark over */
     }
     if (cpu) sl__nest_close(&saved, &inner, dc, dw);
     else sl__nest_close_wall(&saved, &inner, dw);
-    if (tick) sl__stats_sample(it->op, &it->smp, dc, dw, &inner, cpu);
+    if (r0 != SL__RUNQ_NONE) sl__nest_charge_runq();
+    if (tick) sl__stats_sample(it->op, &it->smp, dc, dw, &inner, cpu, dr);
   }
   if (rc == 0) {
     size_t b = 0;

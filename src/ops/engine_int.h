@@ -12,6 +12,11 @@
  * work, so its own CPU is its own wall time, at most its CPU less the nested calls'. */
 void sl__nest_close_wall(const sl__nest *saved, sl__nest *inner, uint64_t incl_wall);
 
+/* runq_ns (both): the run-queue delay over the sampled call, inclusive, or SL__RUNQ_NONE when not read. */
+/* Charges the run-queue reads a sampled call made just outside its windows (two, sl__runq_ns) to the region
+ * enclosing it, as the calls nested in it: the enclosing call's own time does not carry them. Call after
+ * sl__nest_close. */
+void sl__nest_charge_runq(void);
 /* Sampling of self time: the largest stride (a cheap op is timed once in SL__SAMPLE_STRIDE calls; a tuner window of
  * such an op at 500k calls/s still holds about 120 samples a second). */
 #define SL__SAMPLE_STRIDE 4096u
@@ -20,7 +25,7 @@ void sl__nest_close_wall(const sl__nest *saved, sl__nest *inner, uint64_t incl_w
  * enough for good estimates but so that the clocks' cost (measured once per process: a thread CPU clock read is a
  * system call on some machines), the nested calls' included, stays near 0.25% of the op's inclusive time. */
 void sl__stats_sample(sl__op *op, sl__sampler *smp, uint64_t cpu_ns, uint64_t wall_ns, const sl__nest *inner,
-                      bool cpu_read);
+                      bool cpu_read, uint64_t runq_ns);
 /* Whether this sampled call reads the thread CPU clock too. A call of a cheap op (a mean under SL__CPU_ALWAYS_NS)
  * does so one time in SL__CPU_EVERY (and until its op has one such sample): the others read the wall clock alone
  * and are charged their own wall time times the op's CPU/wall ratio over the ones that read both. The system call

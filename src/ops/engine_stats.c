@@ -1,9 +1,11 @@
 /* ops/engine_stats.c: the counters every iterator keeps: elements and bytes counted around each next, CPU and wall
  * self-time sampled on a stride (with the clock's own cost measured once and subtracted), bytes held; the
  * tracer reads them through sl__op_counts. */
+#include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ops/engine_int.h"
 
@@ -15,6 +17,58 @@ static atomic_uint_fast64_t g_timer_ns, g_in_cpu_ns, g_in_wall_ns, g_out_cpu_ns,
 /* The same for a call timed on the wall clock alone (sl__nest_close_wall): its reads, and their part outside its
  * window that the enclosing call sees. */
 static atomic_uint_fast64_t g_timerw_ns, g_outw_wall_ns, g_inw_wall_ns;
+/* The run-queue delay read: its cost (g_runq_cost_ns, in the stride's budget like the clocks'). */
+static atomic_uint_fast64_t g_runq_cost_ns;
+
+/* Per thread, the open /proc/thread-self/schedstat (fd + 1; 0: not opened yet; -1: unavailable). The descriptor is
+ * bound to the thread that opened it, so it is kept per thread and closed when the thread exits (a key's
+ * destructor). */
+static _Thread_local int tl_runq_fd;
+static pthread_key_t g_runq_key;
+static pthread_once_t g_runq_once = PTHREAD_ONCE_INIT;
+static atomic_int g_runq_key_ok;
+static void runq_close(void *v) { close((int)(intptr_t)v - 1); }
+/* A forked child's one thread would read the forking thread's file (a data loader's worker processes): it opens
+ * its own. */
+static void runq_after_fork(void) {
+  if (tl_runq_fd > 0) {
+    close(tl_runq_fd - 1);
+    pthread_setspecific(g_runq_key, NULL);
+  }
+  tl_runq_fd = 0;
+}
+static void runq_key_init(void) {
+  const char *e = getenv("SL_NO_RUNQ");
+  if (e && *e && strcmp(e, "0")) return; /* for measuring what the reads cost */
+  if (!pthread_key_create(&g_runq_key, runq_close)) atomic_store(&g_runq_key_ok, 1);
+  pthread_atfork(NULL, NULL, runq_after_fork);
+}
+
+uint64_t sl__runq_ns(void) {
+  if (tl_runq_fd < 0) return SL__RUNQ_NONE;
+  if (tl_runq_fd == 0) {
+    pthread_once(&g_runq_once, runq_key_init);
+    int fd = atomic_load(&g_runq_key_ok) ? open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC) : -1;
+    if (fd < 0 || pthread_setspecific(g_runq_key, (void *)(intptr_t)(fd + 1))) {
+      if (fd >= 0) close(fd);
+      tl_runq_fd = -1;
+      return SL__RUNQ_NONE;
+    }
+    tl_runq_fd = fd + 1;
+  }
+  /* "<cpu ns> <run-queue ns> <timeslices>\n": the file is made afresh at each read from offset 0. */
+  char buf[96];
+  ssize_t n = pread(tl_runq_fd - 1, buf, sizeof buf - 1, 0);
+  if (n <= 0) return SL__RUNQ_NONE;
+  buf[n] = 0;
+  char *p = buf, *end;
+  (void)strtoull(p, &end, 10);
+  if (end == p) return SL__RUNQ_NONE;
+  p = end;
+  uint64_t r = strtoull(p, &end, 10);
+  return end == p ? SL__RUNQ_NONE : r;
+}
+
 static int cmp_u64(const void *a, const void *b) {
   uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
   return x < y ? -1 : x > y;
@@ -59,6 +113,14 @@ static uint64_t timer_cost_ns(void) {
     (void)sl__cpu_ns();
     iwall[r] = sl__now_ns() - b;
   }
+  uint64_t rq[R];
+  for (int r = 0; r < R; r++) {
+    uint64_t t0 = sl__now_ns();
+    (void)sl__runq_ns();
+    rq[r] = sl__now_ns() - t0;
+  }
+  qsort(rq, R, sizeof rq[0], cmp_u64);
+  atomic_store_explicit(&g_runq_cost_ns, sl__runq_ns() == SL__RUNQ_NONE ? 0 : rq[R / 2], memory_order_relaxed);
   qsort(full, R, sizeof full[0], cmp_u64);
   qsort(icpu, R, sizeof icpu[0], cmp_u64);
   qsort(iwall, R, sizeof iwall[0], cmp_u64);
@@ -74,7 +136,10 @@ static uint64_t timer_cost_ns(void) {
   atomic_store_explicit(&g_out_wall_ns, owall[R / 2], memory_order_relaxed);
   atomic_store_explicit(&g_in_cpu_ns, icpu[R / 2], memory_order_relaxed);
   atomic_store_explicit(&g_in_wall_ns, iwall[R / 2], memory_order_relaxed);
-  c = full[R / 2] ? full[R / 2] : 1;
+  /* One own sample in SL__RUNQ_EVERY that reads the CPU clock also reads the run-queue delay twice (outside its
+   * windows). */
+  c = full[R / 2] + 2 * atomic_load_explicit(&g_runq_cost_ns, memory_order_relaxed) / SL__RUNQ_EVERY;
+  c = c ? c : 1;
   atomic_store_explicit(&g_timer_ns, c, memory_order_relaxed);
   return c;
 }
@@ -110,6 +175,13 @@ void sl__nest_close(const sl__nest *saved, sl__nest *inner, uint64_t incl_cpu, u
   tl_nest.wall += incl_wall + atomic_load_explicit(&g_out_wall_ns, memory_order_relaxed);
   tl_nest.n += 1 + inner->n;
   tl_nest.nw += inner->nw;
+}
+
+void sl__nest_charge_runq(void) {
+  uint64_t c = atomic_load_explicit(&g_runq_cost_ns, memory_order_relaxed);
+  c *= 2;        /* two reads; their CPU and wall alike (a system call that does not wait) */
+  tl_nest.cpu += c;
+  tl_nest.wall += c;
 }
 
 void sl__nest_close_wall(const sl__nest *saved, sl__nest *inner, uint64_t incl_wall) {
@@ -175,6 +247,7 @@ static uint32_t draw_gap(sl__sampler *s, uint32_t stride) {
 void sl__sampler_init(sl__sampler *s, sl__op *op) {
   s->rng = sl__mix64((uint64_t)(uintptr_t)s ^ sl__now_ns()) | 1;
   s->cpu_skip = 0;
+  s->runq_skip = 0;
   s->avg_ns = op ? atomic_load_explicit(&op->avg_hint_ns, memory_order_relaxed) : 0;
   if (!sl__timing_enabled() || (op && op->no_timing)) {
     s->countdown = UINT32_MAX;
@@ -215,14 +288,32 @@ static uint64_t advance(sl__op *op, sl__sampler *smp, uint64_t cpu_ns, uint64_t 
   return scale;
 }
 
+/* Adds a sample's run-queue delay, its own part held to its own wall less its own CPU, and its own wall time as the
+ * delay's base. Its own part: the inclusive delay pro rata to its own CPU (a thread queues for a core only while
+ * runnable, as long in proportion to the CPU it gets whichever call runs; pro rata to wall time charged the waits
+ * of a call blocked in its pulls to them, and left the rest looking blocked), or to its wall time without a CPU
+ * reading. */
+static void runq_add(sl__op *op, uint64_t runq_ns, uint64_t incl_cpu, uint64_t incl_wall, uint64_t cpu_ns,
+                     uint64_t wall_ns, uint64_t scale) {
+  if (runq_ns == SL__RUNQ_NONE) return;
+  double share = incl_cpu ? (double)cpu_ns / (double)incl_cpu : incl_wall ? (double)wall_ns / (double)incl_wall : 1;
+  double own = (double)runq_ns * (share < 1 ? share : 1);
+  uint64_t off = wall_ns > cpu_ns ? wall_ns - cpu_ns : 0;
+  uint64_t r = own < (double)off ? (uint64_t)own : off;
+  sl__stat_add(&op->st.runq_ns, r * scale);
+  sl__stat_add(&op->st.runq_wall_ns, wall_ns * scale);
+}
+
 void sl__stats_work_n(sl__op *op, sl__sampler *smp, uint64_t cpu_ns, uint64_t wall_ns, uint64_t n,
-                      const sl__nest *inner) {
+                      const sl__nest *inner, uint64_t runq_ns) {
+  uint64_t incl_wall = wall_ns, incl_cpu = cpu_ns;
   if (n < 1) n = 1;
   /* The spread is of the whole chunk's wall time per element (the worker's service time), as before the nested
    * calls were measured apart. */
   uint64_t us = wall_ns / n / 1000; /* per-element spread: the chunk's mean stands for each of its elements */
   uint64_t scale = advance(op, smp, cpu_ns, wall_ns, inner); /* the stride is per timed chunk, as the ticks are */
   own_time(&cpu_ns, &wall_ns, inner);
+  runq_add(op, runq_ns, incl_cpu, incl_wall, cpu_ns, wall_ns, scale);
   sl__stat_add(&op->st.work_cpu_ns, cpu_ns * scale);
   sl__stat_add(&op->st.work_wall_ns, wall_ns * scale);
   sl__stat_add(&op->st.work_n, scale * n);
@@ -275,7 +366,8 @@ static void own_means_add(sl__op *op, uint64_t cpu_ns, uint64_t wall_ns) {
 }
 
 void sl__stats_sample(sl__op *op, sl__sampler *smp, uint64_t cpu_ns, uint64_t wall_ns, const sl__nest *inner,
-                      bool cpu_read) {
+                      bool cpu_read, uint64_t runq_ns) {
+  uint64_t incl_wall = wall_ns, incl_cpu = cpu_ns;
   /* The spread of call times stays that of the inclusive calls (what the consumer of a synchronous op waits). */
   uint64_t us = wall_ns / 1000;
   /* Without the CPU clock the jump to a risen cost (advance) goes by the wall time: a cheap call preempted for a
@@ -284,6 +376,7 @@ void sl__stats_sample(sl__op *op, sl__sampler *smp, uint64_t cpu_ns, uint64_t wa
   if (cpu_read) {
     own_time(&cpu_ns, &wall_ns, inner);
     own_means_add(op, cpu_ns, wall_ns);
+    runq_add(op, runq_ns, incl_cpu, incl_wall, cpu_ns, wall_ns, scale);
   } else {
     own_time_wall(op, &cpu_ns, &wall_ns, inner);
   }

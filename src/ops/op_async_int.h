@@ -35,7 +35,32 @@ void sl__nest_close(const sl__nest *saved, sl__nest *inner, uint64_t incl_cpu, u
 /* The same for one timed chunk of n elements a worker thread handled together (a parallel map worker's batch,
  * a prefetch producer's pulls): its own time, the input pulls nested in it (`inner`) subtracted. */
 void sl__stats_work_n(sl__op *op, sl__sampler *smp, uint64_t cpu_ns, uint64_t wall_ns, uint64_t n,
-                      const sl__nest *inner);
+                      const sl__nest *inner, uint64_t runq_ns);
+
+/* This thread's run-queue delay so far (ns runnable but not running: the second field of
+ * /proc/thread-self/schedstat, read through a descriptor kept open per thread, one pread), or SL__RUNQ_NONE when
+ * the kernel does not say (no schedstat, or SL_NO_RUNQ set). Read only at the ends of sampled calls: one system call
+ * each, costed in the sampling stride (docs/trace-format.md has its price). */
+#define SL__RUNQ_NONE UINT64_MAX
+uint64_t sl__runq_ns(void);
+/* Whether this sample (one that reads the CPU clock) reads the run-queue delay too: one in SL__RUNQ_EVERY. The op's
+ * delay is a share of the wall time of the samples that read it, so a subset estimates it; the reads are system
+ * calls. Otherwise SL__RUNQ_NONE is passed as the sample's delay. */
+#define SL__RUNQ_EVERY 4u
+static inline bool sl__sampler_runq_due(sl__sampler *s) {
+  if (s->runq_skip) {
+    s->runq_skip--;
+    return false;
+  }
+  s->runq_skip = SL__RUNQ_EVERY - 1;
+  return true;
+}
+/* The delay between two reads (SL__RUNQ_NONE when either is unknown). */
+static inline uint64_t sl__runq_since(uint64_t r0) {
+  if (r0 == SL__RUNQ_NONE) return SL__RUNQ_NONE;
+  uint64_t r1 = sl__runq_ns();
+  return r1 == SL__RUNQ_NONE || r1 < r0 ? SL__RUNQ_NONE : r1 - r0;
+}
 
 /* Hand-off of cheap elements between threads (parallel map, parallel interleave, prefetch). A lock round-trip and a
  * wake-up cost more than a cheap element's work, so both sides move runs of elements:

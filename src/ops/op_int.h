@@ -26,6 +26,7 @@ typedef struct sl__sampler {
   uint32_t avg_nest16; /* running mean of the op calls timed inside a timed call, x16 (their clock reads) */
   uint64_t rng;        /* xorshift state for the gaps */
   uint32_t cpu_skip;   /* sampled calls still to time on the wall clock alone before one reads the CPU clock too */
+  uint32_t runq_skip;  /* CPU-reading samples still to take before one reads the run-queue delay too */
 } sl__sampler;
 
 /* A sampler for op `op` (NULL: none), starting from the op's running mean; never times when SL_NO_TIMING is set. */

@@ -281,6 +281,8 @@ typedef struct pmap_chunk {
   uint64_t mean_ns;                  /* running mean of wall time per element (every chunk is timed on the wall) */
   bool timed;
   uint64_t c0, fw;                   /* CPU at the top of a timed chunk, wall when its slots were reserved */
+  uint64_t r0;                       /* run-queue delay at the timed chunk's start (SL__RUNQ_NONE: unknown) */
+  uint64_t in_lock_ns;               /* the timed chunk's wait for the input lock (its input's time, not its own) */
   sl__nest inner;                    /* the input pulls timed inside the last timed chunk */
 } pmap_chunk;
 
@@ -311,7 +313,10 @@ static bool pmap_publish(pmap_it *m, pmap_chunk *w) {
   atomic_fetch_add_explicit(&m->published, 1, memory_order_relaxed);
   if (w->got) {
     uint64_t wall = sl__now_ns() - w->fw;
-    if (w->timed) sl__stats_work_n(op, &w->smp, sl__cpu_ns() - w->c0, wall, (uint64_t)w->got, &w->inner);
+    /* The run-queue delay to the same end as the wall time (one read under the lock, on sampled chunks only): the
+     * lock's hand-off waits for a holder that was itself queued for a core, and ends queued once woken. */
+    if (w->timed)
+      sl__stats_work_n(op, &w->smp, sl__cpu_ns() - w->c0, wall, (uint64_t)w->got, &w->inner, sl__runq_since(w->r0));
     w->chunk = sl__handoff_chunk(&w->mean_ns, wall, (uint64_t)w->got);
     m->cheap = w->chunk > 1;
     m->elem_ns = w->mean_ns;
@@ -357,7 +362,11 @@ static bool pmap_wait_room(pmap_it *m, const worker_arg *wa, pmap_chunk *w, bool
 static void pmap_make(pmap_it *m, pmap_chunk *w) {
   sl__op *op = m->it.op;
   map_cfg *c = op->impl;
+  /* A timed chunk counts the wait for the input lock as part of its input pulls (subtracted from its own time):
+   * another worker holds it while it waits for the input, so it is waiting for input, not blocked in this op. */
+  uint64_t l0 = w->timed ? sl__now_ns() : 0;
   pthread_mutex_lock(&m->in_mu);
+  w->in_lock_ns = w->timed ? sl__now_ns() - l0 : 0;
   w->first = m->next_seq;
   w->got = 0;
   w->end_rc = 0;
@@ -450,8 +459,10 @@ static void *pmap_worker(void *p) {
     /* Signals go out after the unlock, so that the woken thread does not block at once on the mutex. */
     if (wake) pthread_cond_signal(&m->cv_ready);
     if (pass) pthread_cond_signal(&m->cv_space);
-    w.fw = sl__now_ns();
     sl__nest saved;
+    /* The run-queue delay from the chunk's start, read outside the lock. */
+    w.r0 = w.timed && sl__sampler_runq_due(&w.smp) ? sl__runq_ns() : SL__RUNQ_NONE;
+    w.fw = sl__now_ns();
     if (w.timed) {
       sl__nest_open(&saved, false);
       sl__it_force(m->it.input, 1);
@@ -460,6 +471,7 @@ static void *pmap_worker(void *p) {
     if (w.timed) {
       sl__it_force(m->it.input, -1);
       sl__nest_close(&saved, &w.inner, 0, 0); /* a worker's region: nothing encloses it */
+      w.inner.wall += w.in_lock_ns;
     }
     pthread_mutex_lock(&m->mu);
   }

@@ -100,6 +100,7 @@ static void *pf_producer(void *p) {
     pthread_mutex_unlock(&f->mu);
     if (stop) return NULL;
     if (k > chunk) k = chunk;
+    uint64_t r0 = timed && sl__sampler_runq_due(&smp) ? sl__runq_ns() : SL__RUNQ_NONE; /* over the pulls */
     uint64_t w0 = sl__now_ns();
     int got = 0, rc = 0;
     sl__nest saved, inner;
@@ -113,6 +114,7 @@ static void *pf_producer(void *p) {
       got++;
     }
     uint64_t pw = sl__now_ns() - w0;
+    uint64_t rq = timed ? sl__runq_since(r0) : SL__RUNQ_NONE;
     if (timed) {
       sl__it_force(f->it.input, -1);
       sl__nest_close(&saved, &inner, 0, 0); /* a worker's region: nothing encloses it */
@@ -142,7 +144,7 @@ static void *pf_producer(void *p) {
     atomic_fetch_add_explicit(&f->published, 1, memory_order_relaxed);
     if (wake) pthread_cond_signal(&f->cv_ready); /* after the unlock: the consumer does not block on the mutex */
     if (got) {
-      if (timed) sl__stats_work_n(op, &smp, sl__cpu_ns() - c0, pw, (uint64_t)got, &inner);
+      if (timed) sl__stats_work_n(op, &smp, sl__cpu_ns() - c0, pw, (uint64_t)got, &inner, rq);
       chunk = sl__handoff_chunk(&mean_ns, pw, (uint64_t)got);
     }
     if (rc) return NULL;

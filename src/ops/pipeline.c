@@ -387,6 +387,9 @@ int sl_pipeline_op_stats(sl_op_stats *s, const sl_pipeline *p, int i) {
   s->cpu_seconds = (cpu > 0 ? cpu : 0) * 1e-9;
   s->wall_seconds = (wall > 0 ? wall : 0) * 1e-9;
   s->wait_seconds = ns_s(LD(op->st.wait_ns));
+  /* Waiting for a core: the sampled calls' run-queue share of their own wall time, applied to the op's wall. */
+  uint64_t rw = LD(op->st.runq_wall_ns);
+  s->runq_seconds = rw ? s->wall_seconds * fmin(1.0, (double)LD(op->st.runq_ns) / (double)rw) : wall > 0 ? -1 : 0;
   s->disk_bytes = LD(op->st.disk_bytes);
   s->source_bytes = op->source_bytes;
   s->skipped = LD(op->st.skipped);

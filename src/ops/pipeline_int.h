@@ -27,6 +27,9 @@ typedef struct sl__stats {
   atomic_uint_fast64_t cpu_ns, wall_ns, samples;   /* own time of next() calls on the consumer's side (sl__nest) */
   atomic_uint_fast64_t work_cpu_ns, work_wall_ns;  /* own work done on worker threads (map functions, pulls) */
   atomic_uint_fast64_t wait_ns;
+  /* Run-queue delay (waiting for a core while runnable) of the sampled calls that read it, and those calls' own
+   * wall time: the op's share of wall time spent waiting for a core is runq_ns / runq_wall_ns (sl__runq_ns). */
+  atomic_uint_fast64_t runq_ns, runq_wall_ns;
   atomic_uint_fast64_t occ_sum, occ_n, held, held_peak;
   /* Spread of per-call wall times (for buffer sizing): scaled sample counts and sums of squares in us^2. */
   atomic_uint_fast64_t next_n, next_sq_us, work_n, work_sq_us;

@@ -312,6 +312,11 @@ int sl__plan_fuse_spec(json_t *spec) {
   return fuse_spec(spec, NULL);
 }
 
+int sl__plan_fuse_spec_note(json_t *spec, char **note) {
+  if (note) *note = NULL;
+  return fuse_spec(spec, note);
+}
+
 /* p's spec fused (fuse_spec) into a new pipeline *out, NULL when nothing was fused. */
 static int fuse_pipeline(sl_pipeline **out, const sl_pipeline *p, char **note) {
   *out = NULL;

@@ -12,6 +12,9 @@
  * An op with "fuse": false stays apart. Returns the number of pairs fused (0: spec unchanged), or SL_ENOMEM.
  * When some were fused, the spec's "comment" says which (appended to the one it had). */
 int sl__plan_fuse_spec(json_t *spec);
+/* The same; *note (when not NULL) gets what was fused ("ops[4] decode_jpeg + ops[5] random_resized_crop -> ..."; free
+ * with sl__free), NULL when nothing was. */
+int sl__plan_fuse_spec_note(json_t *spec, char **note);
 /* A rewrite that inserts or removes ops shifts the pre-order index the later ops draw their seeds from. Pin before
  * it (every op without a "seed_op" gets its index: SL_ENOMEM or 0), unpin after (a "seed_op" equal to the op's new
  * index is dropped), and the moved ops keep their randomness. */

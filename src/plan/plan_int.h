@@ -75,6 +75,8 @@ typedef struct sl__pm_op {
   double busy_wall; /* own wall seconds per output element, blocked waits on its input aside */
   double stretch;   /* how far waiting for a core stretches CPU time into wall time: 1 + the trace's runqueue delay
                      * per CPU second, or the machine's demand over its cores when it was CPU-saturated */
+  double runq;      /* seconds per output element runnable but waiting for a core (measured); -1: not measured */
+  double blocked;   /* seconds per output element blocked (I/O, sleep, locks): busy_wall - c - runq, when measured */
   int waits;        /* SL__WAIT_NONE, SL__WAIT_CORE (runnable, but the cores were busy), SL__WAIT_IO (I/O, sleeps) */
   double bytes;   /* mean bytes per element produced */
   double b_disk;  /* disk bytes per output element */
@@ -131,6 +133,7 @@ struct sl_plan {
   int more_mem_cache_at;
   double theta_total;   /* cores the plan keeps busy (model) */
   double busy_cores;    /* cores busy during the trace: this process's CPU per second plus other processes' load */
+  bool ended;           /* the traced stream ended (a finite input: a longer trace needs a repeat) */
   bool saturated;       /* busy_cores >= SL__PLAN_SATURATED x the machine's cores: waits were for cores */
 };
 

@@ -8,38 +8,6 @@
 #include "plan/plan_fuse_int.h"
 #include "plan/plan_int.h"
 
-/* A pipeline of `spec` with a `repeat` appended at the root: a finite input run for as long as a trace needs. */
-static int repeated(sl_pipeline **out, json_t *spec, const char *origin) {
-  *out = NULL;
-  json_t *s = json_deep_copy(spec);
-  json_t *r = json_pack("{s:s}", "op", "repeat");
-  if (!s || !r || json_array_append_new(json_object_get(s, "ops"), r)) {
-    json_decref(s);
-    return sl__oom("a spec");
-  }
-  char *js = json_dumps(s, JSON_COMPACT);
-  json_decref(s);
-  int rc = js ? sl_pipeline_from_json(out, js, strlen(js), origin) : sl__oom("a spec");
-  sl__free(js);
-  return rc;
-}
-
-/* Removes the root `repeat` that repeated() appended from trace t: its ops and spec are then those of the input. */
-static void strip_repeat(sl_trace *t) {
-  int r = t->nops - 1;
-  if (r < 0 || t->ops[r].s.parent != -1 || sl__op_model(t->ops[r].s.op) != SL__MK_REPEAT) return;
-  sl__free(t->ops[r].path);
-  sl__free(t->ops[r].label);
-  sl__free(t->ops[r].kind);
-  t->nops--;
-  for (int i = 0; i < t->nops; i++)
-    if (t->ops[i].s.parent == r) t->ops[i].s.parent = -1;
-  json_t *ops = json_object_get(t->spec, "ops");
-  size_t n = json_array_size(ops);
-  if (n > 0) json_array_remove(ops, n - 1);
-  t->ended = false;
-}
-
 /* Traces p after a warm-up (the steady state: buffers, caches and the allocator settled), for `seconds` or until
  * `take` output elements (0: no limit). With `repeat`, p's spec
  * runs under a root `repeat` and the trace is then stripped of it: a finite input traced for as long as needed. */
@@ -52,13 +20,8 @@ static int trace_of(sl_trace **out, sl_pipeline *p, double seconds, double warmu
   to.warmup = warmup;
   to.machine = m;
   to.no_disk_probe = m != NULL;
-  if (!repeat) return sl_trace_run(out, p, &to);
-  sl_pipeline *q = NULL;
-  int rc = repeated(&q, sl__pipeline_spec(p), sl__pipeline_origin(p));
-  if (!rc) rc = sl_trace_run(out, q, &to);
-  sl_pipeline_free(q);
-  if (!rc) strip_repeat(*out);
-  return rc;
+  to.repeat = repeat;
+  return sl_trace_run(out, p, &to);
 }
 
 /* Ops of a trace in pre-order without prefetch and cache ops: the pipeline's identity (see sl__spec_identity). */

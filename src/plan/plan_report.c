@@ -63,6 +63,16 @@ static int wrap_prose(sl__str *out, const char *text, int width) {
 
 static int prose_of(const sl_plan *P, sl__str *s);
 
+/* A trace with fewer output elements than the planner needs names no bottleneck: its per-op figures come from too
+ * few samples (a finite input that ended after 4 elements). How long to trace: the time 1.5x the minimum takes at
+ * the traced rate, at least a second. */
+static bool too_short(const sl_plan *P) { return P->N < SL_PLAN_MIN_ELEMENTS; }
+static double seconds_needed(const sl_plan *P) {
+  double r = P->traced_rate > 0 ? 1.5 * SL_PLAN_MIN_ELEMENTS / P->traced_rate : 0;
+  return ceil(fmax(r, 1.0));
+}
+static int bottleneck_of(const sl_plan *P) { return too_short(P) ? -1 : P->bottleneck; }
+
 /* The table's and the JSON's word for what an op's wall time beyond its CPU was. */
 static const char *wait_word(int w) { return w == SL__WAIT_IO ? "I/O" : w == SL__WAIT_CORE ? "core" : ""; }
 static const char *wait_json(int w) { return w == SL__WAIT_IO ? "io" : w == SL__WAIT_CORE ? "core" : "none"; }
@@ -73,7 +83,7 @@ static int core_waits(const sl_plan *P, sl__str *s) {
   int rc = 0, n = 0;
   for (int i = 0; i < P->nops; i++) {
     const sl__pm_op *o = &P->ops[i];
-    if (o->waits != SL__WAIT_CORE || o->busy_wall < 1.5 * o->c) continue;
+    if (o->waits != SL__WAIT_CORE || (o->runq >= 0 ? o->runq < 0.5 * o->c : o->busy_wall < 1.5 * o->c)) continue;
     if (n < 4) rc |= sl__str_printf(s, "%s%s", n ? ", " : "Waiting for a core, not I/O: ", o->path);
     n++;
   }
@@ -95,8 +105,13 @@ static int text_report(const sl_plan *P, sl__str *s, sl__str *out_table) {
                        sl__fmt_bytes(c, sizeof c, P->M >= 1e17 ? 0 : P->M));
   if (P->B > 0) rc |= sl__str_printf(&hdr, ", disk %s/s", sl__fmt_bytes(d, sizeof d, P->B));
   if (P->machine.other_load >= 0.25)
-    rc |= sl__str_printf(&hdr, "\nwarning: other processes kept %.2f cores busy during the trace; expect less than "
-                               "predicted", P->machine.other_load);
+  {
+    double left = fmax(P->machine.cores - P->machine.other_load, 0);
+    bool planned = P->opts.cores > 0 && fabs(P->opts.cores - fmax(left, 0.05)) < 1e-9;
+    rc |= sl__str_printf(&hdr, "\nwarning: other processes used %.2f cores in the trace, leaving %.2f of %.3g; %s",
+                         P->machine.other_load, left, P->machine.cores,
+                         planned ? "planned for those (--cores to plan for more)" : "expect less than predicted");
+  }
   if (!rc) rc |= wrap_prose(s, hdr.s, 100);
   sl__str_dispose(&hdr);
   rc |= sl__str_printf(s, "\n%-17s %-18s %6s %8s %9s %4s %5s %5s %4s\n", "op", "what", "visits", "cpu/out", "rate/core",
@@ -109,7 +124,7 @@ static int text_report(const sl_plan *P, sl__str *s, sl__str *out_table) {
     rc |= sl__str_printf(s, "%-17.17s %-18.18s %6.3g %8s %9s %4lld %4.0f%% %4.0f%% %4s%s\n", path, nm, o->V,
                          sl__fmt_usec(a, sizeof a, o->c), o->c > 0 ? sl__fmt_si(b, sizeof b, 1.0 / o->c) : "-", (long long)o->par0,
                          sc > 0 ? 100.0 * o->c / sc : 0, 100.0 * util(P, o), wait_word(o->waits),
-                         i == P->bottleneck ? "  <- bottleneck" : "");
+                         i == bottleneck_of(P) ? "  <- bottleneck" : "");
   }
   rc |= sl__str_printf(s, "\n");
   sl__str table = *s; /* the prose goes to its own buffer, then is re-flowed onto the table */
@@ -126,11 +141,23 @@ static int prose_of(const sl_plan *P, sl__str *s) {
   char a[32], b[32], c[32], nm[64];
   double sc = total_c(P);
   int rc = 0;
-  if (P->bottleneck >= 0) {
+  if (too_short(P)) {
+    rc |= sl__str_printf(s, "Too short to name a bottleneck: the trace saw %.0f output elements in %.2f s%s; the "
+                            "planner needs at least %d. Trace for %.0f s or more (sluice trace --seconds %.0f%s).\n",
+                         P->N, P->T, P->ended ? " (the input ended)" : "", SL_PLAN_MIN_ELEMENTS, seconds_needed(P),
+                         seconds_needed(P), P->ended ? " --repeat: the input is repeated" : "; add --repeat if the input ends sooner");
+  } else if (P->bottleneck >= 0) {
     const sl__pm_op *o = &P->ops[P->bottleneck];
     name_of(o, nm, sizeof nm);
     double p = o->has_par ? (double)o->par0 : 1;
-    if (o->tt > 1.5 * o->c)
+    char q[32];
+    if (o->tt > 1.5 * o->c && o->blocked >= 0)
+      rc |= sl__str_printf(s, "Bottleneck: %s (%s): blocked %s per output element (I/O, sleep or locks; %s of CPU "
+                              "and %s waiting for a core besides) at parallelism %.0f, so at most %s elem/s as "
+                              "traced; it needs threads, not cores.\n",
+                           o->path, nm, sl__fmt_usec(a, sizeof a, o->blocked), sl__fmt_usec(c, sizeof c, o->c),
+                           sl__fmt_usec(q, sizeof q, o->runq), p, sl__fmt_si(b, sizeof b, p / o->tt));
+    else if (o->tt > 1.5 * o->c)
       rc |= sl__str_printf(s, "Bottleneck: %s (%s): waits %s per output element (I/O or sleep, %s of it CPU) at "
                               "parallelism %.0f, so at most %s elem/s as traced; it needs threads, not cores.\n",
                            o->path, nm, sl__fmt_usec(a, sizeof a, o->tt), sl__fmt_usec(c, sizeof c, o->c), p,
@@ -268,6 +295,11 @@ static json_t *json_report(const sl_plan *P) {
     json_object_set_new(json_array_get(ops, (size_t)i), "rate", isfinite(rate) ? json_real(rate) : json_null());
     json_object_set_new(json_array_get(ops, (size_t)i), "waits", json_string(wait_json(o->waits)));
     json_object_set_new(json_array_get(ops, (size_t)i), "wall_seconds_per_output", json_real(o->busy_wall));
+    /* The split of that wall time, when the trace measured the run-queue delay (null: an older trace). */
+    json_object_set_new(json_array_get(ops, (size_t)i), "runq_seconds_per_output",
+                        o->runq >= 0 ? json_real(o->runq) : json_null());
+    json_object_set_new(json_array_get(ops, (size_t)i), "blocked_seconds_per_output",
+                        o->blocked >= 0 ? json_real(o->blocked) : json_null());
   }
   for (int k = 0; k < P->ncands; k++) {
     const sl__pm_cache *c = &P->cands[k];
@@ -286,7 +318,11 @@ static json_t *json_report(const sl_plan *P) {
   json_object_set_new(r, "budget", json_pack("{s:f, s:f, s:f, s:f}", "cores", P->C, "memory", P->M, "disk_bandwidth",
                                              P->B, "other_load", P->machine.other_load));
   json_object_set_new(r, "ops", ops);
-  json_object_set_new(r, "bottleneck", P->bottleneck >= 0 ? json_string(P->ops[P->bottleneck].path) : json_null());
+  json_object_set_new(r, "bottleneck", bottleneck_of(P) >= 0 ? json_string(P->ops[P->bottleneck].path) : json_null());
+  if (too_short(P))
+    json_object_set_new(r, "too_short", json_pack("{s:f, s:i, s:f, s:b}", "elements", P->N, "needed",
+                                                   SL_PLAN_MIN_ELEMENTS, "trace_seconds", seconds_needed(P),
+                                                   "repeat", P->ended));
   json_object_set_new(r, "bound", json_real(P->bound));
   json_object_set_new(r, "limit", json_string(sl_plan_limit(P)));
   json_object_set_new(r, "predicted", json_real(P->predicted));

@@ -407,7 +407,9 @@ static bool pend_step(sl_tuner *a, const sl_trace *t) {
 
 /* One window: model it, and when the costs drifted, solve and set the knobs. `m` is the machine with the load
  * other processes put on it during the window, run_delay the window's runqueue wait per CPU second: without them
- * a CPU-bound op that waited for a core on a shared machine would look like one waiting on I/O. */
+ * a CPU-bound op that waited for a core on a shared machine would look like one waiting on I/O. The window's
+ * counters carry each op's own run-queue delay too (runq_seconds, their difference), so the model tells an op's
+ * waiting for a core from its blocked time as on a trace. */
 static void tune_window(sl_tuner *a, const sl_op_stats *now, const sl_op_stats *base, double secs, double cpu,
                         const sl_machine *m, double run_delay) {
   sl_trace *t = NULL;

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "plan/plan_fuse_int.h"
 #include "plan/plan_int.h"
 #include "report/html_int.h"
 #include "sluice/report.h"
@@ -16,6 +17,7 @@ typedef struct rop {
   const char *path, *op, *label;
   int parent, depth;
   double visits, cpu_out, rate_core, share, util, rate;
+  double runq, blocked; /* seconds per output element waiting for a core / blocked; -1: not in the trace */
   int64_t par, planned_par, planned_buf;
 } rop;
 
@@ -384,7 +386,9 @@ static void td(sl__html *h, bool left, const char *s) {
 static void op_table(tctx *c) {
   sl__html *h = &c->h;
   sl__h_raw(h, "<table class=\"ops\">\n<tr><th class=\"l\">op</th><th class=\"l\">what</th><th>visits</th>"
-               "<th>cpu/out</th><th>rate/core</th><th>par</th><th>cpu%%</th><th>util</th><th>rate at par</th>"
+               "<th>cpu/out</th><th title=\"runnable, waiting for a core\">core wait/out</th>"
+               "<th title=\"I/O, sleep, locks\">blocked/out</th><th>rate/core</th><th>par</th><th>cpu%%</th>"
+               "<th>util</th><th>rate at par</th>"
                "<th>planned par</th><th>planned buffer</th></tr>\n");
   for (int i = 0; i < c->n; i++) {
     const rop *o = &c->ops[i];
@@ -397,6 +401,8 @@ static void op_table(tctx *c) {
     snprintf(b, sizeof b, "%.3g", o->visits);
     td(h, false, b);
     td(h, false, sl__fmt_usec(b, sizeof b, o->cpu_out));
+    td(h, false, o->runq >= 0 ? sl__fmt_usec(b, sizeof b, o->runq) : "-"); /* "-": a trace without the split */
+    td(h, false, o->blocked >= 0 ? sl__fmt_usec(b, sizeof b, o->blocked) : "-");
     td(h, false, o->rate_core > 0 ? sl__fmt_si(b, sizeof b, o->rate_core) : "-");
     snprintf(b, sizeof b, "%lld", (long long)o->par);
     td(h, false, b);
@@ -465,11 +471,18 @@ static void page(tctx *c, const sl_trace *t, const sl_report_trace_opts *o, json
   sl__h_raw(h, "</p>\n");
   double other = num(bu, "other_load");
   if (other >= 0.25)
-    sl__h_raw(h, "<p class=\"warn\">Other processes kept %.2f cores busy during the trace: expect less than predicted."
-                 "</p>\n", other);
+    sl__h_raw(h, "<p class=\"warn\">Other processes kept %.2f cores busy during the trace, leaving %.2f of %.3g to this "
+                 "pipeline: expect less than predicted.</p>\n", other,
+              fmax(sl_trace_machine(t)->cores - other, 0), sl_trace_machine(t)->cores);
   if (c->measured > 0 && c->measured_other >= 0.25)
     sl__h_raw(h, "<p class=\"warn\">Other processes kept %.2f cores busy during the tuned spec's trace: its measured "
                  "throughput is below what the machine's cores give it.</p>\n", c->measured_other);
+  json_t *ts = json_object_get(c->rep, "too_short");
+  if (ts)
+    sl__h_raw(h, "<p class=\"warn\" id=\"too-short\">Too short to name a bottleneck: the trace saw %.0f output "
+                 "elements; the planner needs at least %.0f. Trace for %.0f s or more (sluice trace --seconds %.0f%s)."
+                 "</p>\n", num(ts, "elements"), num(ts, "needed"), num(ts, "trace_seconds"), num(ts, "trace_seconds"),
+              json_is_true(json_object_get(ts, "repeat")) ? " --repeat: the input ended" : "");
   cards(c);
   sl__h_raw(h, "<h2>Pipeline</h2>\n");
   graph(c);
@@ -513,6 +526,9 @@ static int load_ops(tctx *c, const sl_trace *t) {
     for (const char *p = o->path; (p = strstr(p, ".source[")); p++) o->depth++;
     o->visits = num(j, "visit_ratio");
     o->cpu_out = num(j, "cpu_seconds_per_output");
+    json_t *rq = json_object_get(j, "runq_seconds_per_output"), *bl = json_object_get(j, "blocked_seconds_per_output");
+    o->runq = json_is_number(rq) ? json_number_value(rq) : -1;
+    o->blocked = json_is_number(bl) ? json_number_value(bl) : -1;
     o->rate_core = num(j, "rate_per_core");
     o->share = num(j, "cpu_share");
     o->util = num(j, "utilisation");
@@ -524,6 +540,32 @@ static int load_ops(tctx *c, const sl_trace *t) {
     if (json_is_string(bn) && !strcmp(o->path, json_string_value(bn))) c->bottleneck = i;
   }
   return 0;
+}
+
+/* The rows from the traced spec to `b`. A spec `sluice optimize` wrote may have fused ops (plan_fuse.c): when the
+ * specs differ otherwise than in knobs, the traced spec is fused as the optimizer fuses it and compared again, and
+ * the fusion is the first row. The first difference is named when that does not match either. */
+static int diff_specs(json_t *rows, json_t *traced, json_t *b) {
+  int rc = diff_chain(rows, json_object_get(traced, "ops"), "ops", json_object_get(b, "ops"), "ops");
+  if (rc != SL_EINVAL) return rc;
+  char why[512];
+  snprintf(why, sizeof why, "%s", sl_error_last());
+  json_t *fused = json_deep_copy(traced);
+  char *note = NULL;
+  int n = fused ? sl__plan_fuse_spec_note(fused, &note) : sl__oom("the fused spec");
+  if (n > 0) {
+    json_array_clear(rows);
+    json_t *r = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "before_path", "ops", "after_path", "ops", "what", "fusion",
+                          "knob", "(fused)", "before", note, "after", "one op per pair (later ops renumbered)");
+    rc = r && !json_array_append_new(rows, r) ? 0 : sl__oom("the spec's changes");
+    if (!rc) rc = diff_chain(rows, json_object_get(fused, "ops"), "ops", json_object_get(b, "ops"), "ops");
+    if (rc == SL_EINVAL) rc = sl__err(SL_EINVAL, "%s (nor is it the traced spec fused: %s)", why, sl_error_last());
+  } else {
+    rc = n < 0 ? n : sl__err(SL_EINVAL, "%s", why);
+  }
+  sl__free(note);
+  json_decref(fused);
+  return rc;
 }
 
 static json_t *parse(const char *text, const char *what) {
@@ -564,7 +606,7 @@ int sl_report_trace_html(char **out, const sl_trace *t, const sl_report_trace_op
     tuned = parsed;
   }
   if (!rc)
-    rc = diff_chain(rows, json_object_get(t->spec, "ops"), "ops", json_object_get(tuned ? tuned : planned, "ops"), "ops");
+    rc = diff_specs(rows, t->spec, tuned ? tuned : planned);
   if (!rc) {
     c.traced = num(json_object_get(c.rep, "traced"), "throughput");
     c.bound = num(c.rep, "bound");

@@ -193,6 +193,7 @@ static void stats_delta(sl_op_stats *d, const sl_op_stats *a) {
   d->cpu_seconds -= a->cpu_seconds;
   d->wall_seconds -= a->wall_seconds;
   d->wait_seconds -= a->wait_seconds;
+  d->runq_seconds = d->runq_seconds >= 0 && a->runq_seconds >= 0 ? fmax(d->runq_seconds - a->runq_seconds, 0) : -1;
   d->disk_bytes -= a->disk_bytes;
   d->skipped -= a->skipped;
   if (d->cpu_seconds < 0) d->cpu_seconds = 0;
@@ -283,12 +284,54 @@ static char *first_data_file(const sl_pipeline *p) {
   return NULL;
 }
 
+/* A pipeline of `spec` with a `repeat` appended at the root: a finite input run for as long as a trace needs. */
+static int repeated(sl_pipeline **out, json_t *spec, const char *origin) {
+  *out = NULL;
+  json_t *s = json_deep_copy(spec);
+  json_t *r = json_pack("{s:s}", "op", "repeat");
+  if (!s || !r || json_array_append_new(json_object_get(s, "ops"), r)) {
+    json_decref(s);
+    return sl__oom("a spec");
+  }
+  char *js = json_dumps(s, JSON_COMPACT);
+  json_decref(s);
+  int rc = js ? sl_pipeline_from_json(out, js, strlen(js), origin) : sl__oom("a spec");
+  sl__free(js);
+  return rc;
+}
+
+/* Removes the root `repeat` that repeated() appended from trace t: its ops and spec are then those of the input. */
+static void strip_repeat(sl_trace *t) {
+  int r = t->nops - 1;
+  if (r < 0 || t->ops[r].s.parent != -1 || sl__op_model(t->ops[r].s.op) != SL__MK_REPEAT) return;
+  sl__free(t->ops[r].path);
+  sl__free(t->ops[r].label);
+  sl__free(t->ops[r].kind);
+  t->nops--;
+  for (int i = 0; i < t->nops; i++)
+    if (t->ops[i].s.parent == r) t->ops[i].s.parent = -1;
+  json_t *ops = json_object_get(t->spec, "ops");
+  size_t n = json_array_size(ops);
+  if (n > 0) json_array_remove(ops, n - 1);
+  t->ended = false;
+}
+
 int sl_trace_run(sl_trace **out, sl_pipeline *p, const sl_trace_opts *opts) {
   *out = NULL;
   sl_trace_opts def = SL_TRACE_OPTS_INIT;
   if (!opts) opts = &def;
   if (opts->version != SL_TRACE_OPTS_VERSION)
     return sl__err(SL_EINVAL, "sl_trace_opts version %d, expected %d", opts->version, SL_TRACE_OPTS_VERSION);
+  if (opts->repeat) {
+    sl_trace_opts once = *opts;
+    once.repeat = false;
+    sl_pipeline *q = NULL;
+    int rc = repeated(&q, sl__pipeline_spec(p), sl__pipeline_origin(p));
+    if (!rc) rc = sl_trace_run(out, q, &once);
+    sl_pipeline_free(q);
+    if (!rc) strip_repeat(*out);
+    return rc;
+  }
   if (opts->take < 0 || opts->warmup < 0 || isnan(opts->seconds))
     return sl__err(SL_EINVAL, "trace options: take and warmup must not be negative, seconds must be a number");
   sl_trace *t = sl__calloc(1, sizeof *t);
@@ -421,6 +464,11 @@ static json_t *op_json(const sl__trace_op *o) {
                         (json_int_t)s->bytes_held, "bytes_held_peak", (json_int_t)s->bytes_held_peak, "cardinality",
                         (json_int_t)s->cardinality, "call_mean", s->call_mean, "call_sd", s->call_sd);
   if (c && s->source_bytes && json_object_set_new(c, "source_bytes", json_integer((json_int_t)s->source_bytes))) {
+    json_decref(c);
+    c = NULL;
+  }
+  /* Written when measured (absent: unknown, as in traces made before it was added). */
+  if (c && s->runq_seconds >= 0 && json_object_set_new(c, "runq_seconds", json_real(s->runq_seconds))) {
     json_decref(c);
     c = NULL;
   }
@@ -588,6 +636,10 @@ static int parse_trace(sl_trace *t, json_t *root, const char *origin) {
     if (sb && (!json_is_integer(sb) || json_integer_value(sb) < 0))
       return sl__err(SL_EINVAL, "%s: %s.source_bytes: expected a non-negative integer", origin, w);
     s->source_bytes = sb ? (uint64_t)json_integer_value(sb) : 0;
+    json_t *rq = json_object_get(o, "runq_seconds"); /* optional: traces before it was added lack it (unknown) */
+    if (rq && (!json_is_number(rq) || !(json_number_value(rq) >= 0) || !isfinite(json_number_value(rq))))
+      return sl__err(SL_EINVAL, "%s: %s.runq_seconds: expected a non-negative number", origin, w);
+    s->runq_seconds = rq ? json_number_value(rq) : -1;
     json_t *se = json_object_get(o, "serial"); /* optional: written only for SL_FN_SERIAL functions */
     if (se && !json_is_boolean(se)) return sl__err(SL_EINVAL, "%s: %s.serial: expected true or false", origin, w);
     s->serial = se && json_is_true(se);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # plan_short.sh: `sluice optimize` on too-short traces (a finite input that ends after 5 elements is traced and
 # measured repeated (and the written spec does not repeat); a given trace that saw too few elements is refused
-# with how many it saw and needs; the final comparison with the input runs alternately), and `run --tuner sluice`.
+# with how many it saw and needs; the final comparison with the input runs alternately), `analyze` and `report` of a
+# 4-element trace (too short: no bottleneck named), `trace --repeat`, and `run --tuner sluice`.
 # Never asserts on speed.
 set -euo pipefail
 CLI=${SL_CLI:?}
@@ -19,6 +20,36 @@ J
 grep -q 'warning: the trace saw 5 output elements; the planner needs at least 32' "$D/tr.err" || { cat "$D/tr.err"; fail "trace warns"; }
 "$CLI" analyze "$D/t.json" > /dev/null 2> "$D/an.err" || true
 grep -q 'saw 5 output elements; at least 32 are needed' "$D/an.err" || { cat "$D/an.err"; fail "analyze warns"; }
+# A 4-element trace of a finite spec: analyze and report name no bottleneck, say the trace is too short and how to
+# trace longer (--repeat: the input ended).
+cat > "$D/four.json" <<'J'
+{"name": "four", "ops": [{"op": "range", "stop": 4}, {"op": "map", "fn": "spin", "args": {"us": 100}}]}
+J
+"$CLI" trace "$D/four.json" -o "$D/t4.json" 2> /dev/null
+"$CLI" analyze "$D/t4.json" > "$D/an4.txt" 2> /dev/null || { cat "$D/an4.txt"; fail "analyze of a 4-element trace"; }
+grep -q 'Too short to name a bottleneck: the trace saw 4 output elements' "$D/an4.txt" || { cat "$D/an4.txt"; fail "analyze: too short"; }
+grep -q -- '--repeat' "$D/an4.txt" || { cat "$D/an4.txt"; fail "analyze: says to repeat the finite input"; }
+if grep -q 'bottleneck$\|^Bottleneck:' "$D/an4.txt"; then cat "$D/an4.txt"; fail "analyze named a bottleneck"; fi
+"$CLI" analyze "$D/t4.json" --json > "$D/an4.json" 2> /dev/null
+python3 - "$D/an4.json" <<'P' || fail "analyze --json: too short"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["bottleneck"] is None, r["bottleneck"]
+assert r["too_short"]["elements"] == 4 and r["too_short"]["needed"] == 32 and r["too_short"]["repeat"] is True, r
+P
+"$CLI" report "$D/t4.json" -o "$D/r4.html" 2> /dev/null
+grep -q 'id="too-short">Too short to name a bottleneck: the trace saw 4 output elements' "$D/r4.html" || fail "report: too short"
+if grep -q 'id="bottleneck"' "$D/r4.html"; then fail "report named a bottleneck"; fi
+# trace --repeat: the finite input repeated for as long as asked; the trace is of the spec as given (no repeat op).
+"$CLI" trace "$D/four.json" --repeat --seconds 0.3 -o "$D/t4r.json" 2> /dev/null
+python3 - "$D/t4r.json" <<'P' || fail "trace --repeat"
+import json, sys
+t = json.load(open(sys.argv[1]))
+assert t["run"]["elements"] > 4 and t["run"]["ended"] is False, t["run"]
+assert [o["op"] for o in t["spec"]["ops"]] == ["range", "map"], t["spec"]
+assert len(t["ops"]) == 2 and t["ops"][1]["parent"] == -1, t["ops"]
+P
+
 if "$CLI" optimize "$D/tiny.json" --trace "$D/t.json" --measure 0 -o "$D/x.json" 2> "$D/e1"; then
   fail "optimize planned from a trace of 5 elements"
 fi

@@ -24,6 +24,8 @@ def test_stats_to_json_validate():
     st = p.stats()
     assert [s["op"] for s in st] == ["range", "map", "batch", "prefetch"]
     assert st[0]["elements_out"] == 2000 and st[2]["elements_out"] == 200 and st[1]["path"] == "ops[1]"
+    # waiting for a core: part of the op's own wall time, or -1 where the kernel does not say
+    assert all(s["runq_seconds"] == -1 or 0 <= s["runq_seconds"] <= s["wall_seconds"] + 1e-9 for s in st)
     spec = json.loads(p.to_json())
     assert spec["ops"][1]["parallelism"] == "autotune"
     assert p.validate() == 4

@@ -10,7 +10,10 @@
 #include <string.h>
 
 #include "core/core_int.h"
+#include "ops/pipeline_int.h"
+#include "plan/plan_fuse_int.h"
 #include "report/html_int.h"
+#include "trace/trace_int.h"
 #include "testutil.h"
 
 /* ---- a checker of the markup: XML-style well-formedness of the whole page ---- */
@@ -331,6 +334,101 @@ static void test_trace_report_tuned(void **st) {
   sl_pipeline_free(p);
 }
 
+/* A trace from planted counters of pipeline p (n elements through every op, 100 us of CPU each). */
+static sl_trace *planted_trace(sl_pipeline *p, uint64_t n) {
+  int nops = sl_pipeline_op_count(p);
+  sl_op_stats st[16];
+  assert_true(nops <= 16);
+  for (int i = 0; i < nops; i++) {
+    assert_int_equal(sl_pipeline_op_stats(&st[i], p, i), 0);
+    st[i].elements_out = n;
+    st[i].elements_in = i ? n : 0;
+    st[i].cpu_seconds = st[i].wall_seconds = (double)n * 100e-6;
+    st[i].runq_seconds = 0;
+  }
+  sl_machine m;
+  memset(&m, 0, sizeof m);
+  m.cores = 2;
+  m.cpus_online = 2;
+  m.mem_available = 1 << 30;
+  sl_trace *t = NULL;
+  assert_int_equal(sl__trace_from_counters(&t, sl__pipeline_spec(p), "planted", &m, st, NULL, nops,
+                                           (double)n * 100e-6 * nops, (double)n * 100e-6 * nops, 0),
+                   0);
+  return t;
+}
+
+/* --tuned with the plan sluice optimize writes when it fused ops (the traced spec fused, then planned): accepted,
+ * the fusion the first of the changes; a spec that is neither the traced one nor it fused is still refused. */
+static void test_trace_report_tuned_fused(void **st) {
+  char *dir = tu_tmpdir("report-fuse");
+  free(tu_write_file(dir, "a.jpg", "x", 1)); /* the files op lists it; nothing is run */
+  sl_pipeline *p = tu_pipelinef(
+      "{\"name\": \"fz\", \"seed\": 1, \"ops\": [{\"op\": \"files\", \"glob\": \"%s/*.jpg\"}, "
+      "{\"op\": \"interleave\", \"cycle_length\": 1, \"source\": [{\"op\": \"tfrecord\"}]}, "
+      "{\"op\": \"map\", \"fn\": \"parse_example\", \"args\": {\"features\": {\"image/encoded\": "
+      "{\"dtype\": \"bytes\"}}}}, {\"op\": \"map\", \"fn\": \"decode_jpeg\", \"parallelism\": \"autotune\", "
+      "\"args\": {\"channels\": 3}}, {\"op\": \"map\", \"fn\": \"random_resized_crop\", "
+      "\"parallelism\": \"autotune\", \"args\": {\"size\": [32, 32]}}, {\"op\": \"batch\", \"size\": 4}]}",
+      dir);
+  sl_trace *t = planted_trace(p, 400);
+  sl_report_trace_opts o = ropts();
+  sl_plan *pl = NULL;
+  assert_int_equal(sl_plan_solve(&pl, t, &o.plan), 0);
+  char *planned = NULL, *html = NULL;
+  assert_int_equal(sl_plan_spec_json(&planned, pl), 0);
+  json_t *j = json_loads(planned, 0, NULL);
+  assert_non_null(j);
+  assert_true(sl__plan_fuse_spec(j) > 0);
+  char *fused = json_dumps(j, 0);
+  o.tuned_spec = fused;
+  assert_int_equal(sl_report_trace_html(&html, t, &o), 0);
+  assert_page(html);
+  assert_non_null(strstr(html, "<td class=\"l\">fusion</td><td class=\"l\">(fused)</td>"));
+  assert_non_null(strstr(html, "ops[3] decode_jpeg + ops[4] random_resized_crop"));
+  sl_free(html);
+  /* The fused spec with another function argument: neither spec, refused naming both differences. */
+  json_t *ops = json_object_get(j, "ops");
+  json_t *dec = NULL;
+  size_t i;
+  json_t *x;
+  json_array_foreach(ops, i, x) if (!strcmp(json_string_value(json_object_get(x, "op")), "map") &&
+                                    !strcmp(json_string_value(json_object_get(x, "fn")), "decode_and_crop_jpeg")) dec = x;
+  assert_non_null(dec);
+  json_object_set_new(json_object_get(dec, "args"), "channels", json_integer(1));
+  free(fused);
+  fused = json_dumps(j, 0);
+  o.tuned_spec = fused;
+  assert_int_equal(sl_report_trace_html(&html, t, &o), SL_EINVAL);
+  assert_null(html);
+  assert_non_null(strstr(sl_error_last(), "different pipeline"));
+  assert_non_null(strstr(sl_error_last(), "nor is it the traced spec fused"));
+  free(fused);
+  json_decref(j);
+  sl_free(planned);
+  sl_plan_free(pl);
+  sl_trace_free(t);
+  sl_pipeline_free(p);
+  tu_rmtree(dir);
+  free(dir);
+}
+
+/* A trace too short to name a bottleneck: the page says so and how long to trace, and marks none. */
+static void test_trace_report_too_short(void **st) {
+  sl_pipeline *p = tu_pipeline(SPIN_SPEC("short"));
+  sl_trace *t = planted_trace(p, 4);
+  sl_report_trace_opts o = ropts();
+  char *html = NULL;
+  assert_int_equal(sl_report_trace_html(&html, t, &o), 0);
+  assert_page(html);
+  assert_non_null(strstr(html, "id=\"too-short\">Too short to name a bottleneck: the trace saw 4 output elements"));
+  assert_null(strstr(html, "id=\"bottleneck\""));
+  assert_null(strstr(html, "class=\"op bottleneck\""));
+  sl_free(html);
+  sl_trace_free(t);
+  sl_pipeline_free(p);
+}
+
 /* Bad input: a trace the planner refuses, options of another version. */
 static void test_trace_report_errors(void **st) {
   sl_pipeline *p = tu_pipeline("{\"name\": \"empty\", \"ops\": [{\"op\": \"range\", \"stop\": 0}]}");
@@ -517,6 +615,8 @@ int main(void) {
       cmocka_unit_test(test_trace_report),
       cmocka_unit_test(test_trace_report_nested),
       cmocka_unit_test(test_trace_report_tuned),
+      cmocka_unit_test(test_trace_report_tuned_fused),
+      cmocka_unit_test(test_trace_report_too_short),
       cmocka_unit_test(test_trace_report_errors),
       cmocka_unit_test(test_prov_report),
       cmocka_unit_test(test_allocation_failures),
