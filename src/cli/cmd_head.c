@@ -143,7 +143,7 @@ int cmd_head(int argc, char **argv) {
   int64_t take = 5;
   bool json = false;
   const cli_opt opts[] = {
-      {.name = "-n", .alias = "--take", .type = CLI_INT, .dst = &take, .lo = 1, .hi = INT64_MAX,
+      {.name = "-n", .alias = "--take", .type = CLI_INT, .dst = &take, .lo = 1, .hi = (double)INT64_MAX,
        .must = "a positive number of elements"},
       {.name = "--json", .type = CLI_FLAG, .dst = &json},
       {.name = NULL},

@@ -109,8 +109,8 @@ static int prov_ls(int argc, char **argv) {
       {.name = "--json", .type = CLI_FLAG, .dst = &json},
       {.name = "--type", .type = CLI_STR, .dst = &q.type_name},
       {.name = "--name", .type = CLI_STR, .dst = &q.name},
-      {.name = "--context", .type = CLI_INT, .dst = &context, .lo = 0, .hi = INT64_MAX, .must = "a context id"},
-      {.name = "--limit", .type = CLI_INT, .dst = &limit, .lo = 0, .hi = INT64_MAX, .must = "0 (all) or more"},
+      {.name = "--context", .type = CLI_INT, .dst = &context, .lo = 0, .hi = (double)INT64_MAX, .must = "a context id"},
+      {.name = "--limit", .type = CLI_INT, .dst = &limit, .lo = 0, .hi = (double)INT64_MAX, .must = "0 (all) or more"},
       {.name = NULL},
   };
   const char *pos[2] = {NULL, what};

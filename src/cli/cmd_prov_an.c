@@ -30,7 +30,7 @@ int cli_prov_parse(const char *cmd, int argc, char **argv, cli_prov_opts *o, con
       {.name = "--pipeline", .type = CLI_STR, .dst = &o->pipeline},
       {.name = "--model", .type = CLI_STR, .dst = &o->model},
       {.name = "-o", .type = CLI_STR, .dst = &o->out},
-      {.name = "--top", .type = CLI_INT, .dst = &o->top, .lo = 0, .hi = INT64_MAX, .must = "0 (all) or more",
+      {.name = "--top", .type = CLI_INT, .dst = &o->top, .lo = 0, .hi = (double)INT64_MAX, .must = "0 (all) or more",
        .given = &o->top_given},
       /* the generator states its own ranges (sl_prov_gen); these keep a value from wrapping in its int */
       {.name = "--pipelines", .type = CLI_INT, .dst = &o->pipelines, .lo = 1, .hi = INT_MAX, .must = "a positive int"},

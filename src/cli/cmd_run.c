@@ -125,7 +125,7 @@ static int run_parse(run_opts *o, int argc, char **argv) {
   *o = (run_opts){.take = -1, .seconds = -1};
   const char *tuner = "none";
   const cli_opt opts[] = {
-      {.name = "--take", .type = CLI_INT, .dst = &o->take, .lo = 1, .hi = INT64_MAX,
+      {.name = "--take", .type = CLI_INT, .dst = &o->take, .lo = 1, .hi = (double)INT64_MAX,
        .must = "a positive number of elements"},
       {.name = "--seconds", .type = CLI_NUM, .dst = &o->seconds, .lo = 0, .lo_open = true, .hi = HUGE_VAL,
        .must = "a positive number of seconds"},
