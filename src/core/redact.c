@@ -92,10 +92,3 @@ size_t sl_redact(char *dst, size_t cap, const char *src) {
   if (cap) dst[o.n < cap ? o.n : cap - 1] = 0;
   return o.n;
 }
-
-char *sl__redact_dup(const char *src) {
-  size_t n = sl_redact(NULL, 0, src);
-  char *r = sl__malloc(n + 1);
-  if (r) sl_redact(r, n + 1, src);
-  return r;
-}

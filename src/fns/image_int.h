@@ -148,6 +148,11 @@ int sl__jpeg_decode(const uint8_t *data, size_t len, const sl__jpeg_opts *o, con
 /* Decodes a PNG or a WebP (fn_codec.c, decode_image's decoders) into a new uint8 HWC buffer (*out, caller unrefs)
  * of channels 1, 3 or 4 (0: as stored); SL_EINVAL for a JPEG or an unknown format, SL_ECORRUPT for a corrupt image,
  * with a message naming the format. What decode_and_crop_jpeg's "any_format" decodes before its window. */
+/* The format of encoded image bytes (image_decode.c). */
+enum { SL__IMG_JPEG, SL__IMG_PNG, SL__IMG_WEBP, SL__IMG_UNKNOWN };
+int sl__image_sniff(const uint8_t *d, size_t n);
+/* A uint8 image buffer of h x w x c, its size checked (image_decode.c). */
+int sl__image_buf(sl_buf **out, int64_t h, int64_t w, int c);
 int sl__image_decode_other(const uint8_t *data, size_t len, int channels, int64_t max_pixels, sl_buf **out, int64_t *h,
                            int64_t *w, int64_t *c);
 

@@ -71,10 +71,9 @@ void sl__op_skips_free(sl__op *op) {
   sl__free(log);
 }
 
-int sl_pipeline_op_skips(char **out, const sl_pipeline *p, int i) {
+int sl__op_skips_json(char **out, sl__op *op) {
   *out = NULL;
-  if (i < 0 || i >= sl_pipeline_op_count(p)) return sl__err(SL_EINVAL, "sl_pipeline_op_skips: no op %d", i);
-  sl__skiplog *log = atomic_load(&sl__pipeline_op(p, i)->skips);
+  sl__skiplog *log = atomic_load(&op->skips);
   json_t *a = json_array();
   if (!a) return sl__oom("the skip reasons");
   int rc = 0;

@@ -450,3 +450,9 @@ int sl_pipeline_structure(char **out, const sl_pipeline *p, int i) {
   *out = b.s;
   return 0;
 }
+
+int sl_pipeline_op_skips(char **out, const sl_pipeline *p, int i) {
+  *out = NULL;
+  if (i < 0 || i >= sl_pipeline_op_count(p)) return sl__err(SL_EINVAL, "sl_pipeline_op_skips: no op %d", i);
+  return sl__op_skips_json(out, sl__pipeline_op(p, i));
+}

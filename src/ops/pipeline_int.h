@@ -143,6 +143,8 @@ struct sl__op {
  * Thread-safe; nothing is noted when memory runs out (the count in op->st still is). */
 void sl__op_skip_note(sl__op *op, const char *msg, const void *file, size_t len);
 void sl__op_skips_free(sl__op *op);
+/* The op's skip reasons as a JSON array (sl_pipeline_op_skips). */
+int sl__op_skips_json(char **out, sl__op *op);
 
 /* Upper bounds of the knobs that size threads and buffers (their tables' ranges): what one process can hold
  * whatever the element size, checked when the spec is validated, so that no size reaches an int or an allocation

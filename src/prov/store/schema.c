@@ -178,7 +178,7 @@ static int check_indexes(sl_prov *p) {
 }
 
 /* Whether a PostgreSQL store's int_value columns are INTEGER (the library's) rather than BIGINT (sluice's). */
-static int int_width(sl_prov *p) {
+int sl__prov_int_width(sl_prov *p) {
   p->int32 = false;
   const char *q = sl__pdb_dialect_of(p->db)->narrow_ints;
   if (!q) return 0;
@@ -191,22 +191,13 @@ static int int_width(sl_prov *p) {
   return rc < 0 ? rc : 0;
 }
 
-int sl_prov_widen_ints(bool *changed, sl_prov *p) {
-  *changed = false;
-  int rc = int_width(p);
-  if (rc || !p->int32) return rc;
-  bool own;
-  if ((rc = sl__prov_txn_begin(p, &own))) return rc;
+int sl__prov_widen_ddl(sl_prov *p) {
   static const char *const T[] = {"ArtifactProperty", "ExecutionProperty", "ContextProperty"};
+  int rc = 0;
   for (size_t i = 0; !rc && i < 3; i++) {
     char sql[96];
     snprintf(sql, sizeof sql, "ALTER TABLE %s ALTER COLUMN int_value TYPE BIGINT", T[i]);
     if ((rc = sl__pdb_exec(p->db, sql))) rc = sl__err_wrap(rc, "%s: widening %s.int_value", p->uri, T[i]);
-  }
-  rc = sl__prov_txn_end(p, own, rc);
-  if (!rc) {
-    p->int32 = false;
-    *changed = true;
   }
   return rc;
 }
@@ -226,7 +217,7 @@ int sl__prov_schema(sl_prov *p, bool allow_create) {
                          p->uri)
                : check(p, names, n);
     sl__pdb_names_free(names, n);
-    if (!rc) rc = int_width(p);
+    if (!rc) rc = sl__prov_int_width(p);
     return rc ? rc : check_indexes(p);
   }
   sl__pdb_names_free(names, n);

@@ -199,3 +199,18 @@ int sl_prov_bulk_end(sl_prov *p) {
   int rc2 = sl__pdb_bulk(p->db, SL__BULK_END);
   return rc ? rc : rc2;
 }
+
+/* The transaction is the store's (here); the DDL is schema.c's, which so calls nothing of this file. */
+int sl_prov_widen_ints(bool *changed, sl_prov *p) {
+  *changed = false;
+  int rc = sl__prov_int_width(p);
+  if (rc || !p->int32) return rc;
+  bool own;
+  if ((rc = sl__prov_txn_begin(p, &own))) return rc;
+  rc = sl__prov_txn_end(p, own, sl__prov_widen_ddl(p));
+  if (!rc) {
+    p->int32 = false;
+    *changed = true;
+  }
+  return rc;
+}

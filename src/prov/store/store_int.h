@@ -38,6 +38,10 @@ int sl__prov_indexes(sl_prov *p, bool create_them);
 int sl__prov_int_fits(sl_prov *p, const char *name, int64_t v);
 /* Runs fn inside a transaction unless one is open. */
 int sl__prov_txn_begin(sl_prov *p, bool *own);
+/* Sets p->int32: whether the store's int_value columns are INTEGER (the library's on PostgreSQL; schema.c). */
+int sl__prov_int_width(sl_prov *p);
+/* Widens them to BIGINT, inside the caller's transaction (schema.c; sl_prov_widen_ints opens it). */
+int sl__prov_widen_ddl(sl_prov *p);
 int sl__prov_txn_end(sl_prov *p, bool own, int rc);
 /* Grows *v (of *cap elements of `elem` bytes, new ones zeroed) to hold `need`; SL_ENOMEM naming the list. */
 int sl__prov_grow(void **v, size_t *cap, size_t need, size_t elem);

@@ -1,0 +1,161 @@
+/* fns/image_decode.c: the image decoders besides JPEG (fn_jpeg.c's): PNG through libspng and WebP through libwebp,
+ * into uint8 [h, w, channels], and the format sniffed from the bytes. decode_image (fn_codec.c) and the fused crop
+ * (fn_jpeg.c) both call them; they call neither. */
+#include <stdio.h>
+#include <string.h>
+
+#include <spng.h>
+#include <webp/decode.h>
+
+#include "fns/image_int.h"
+
+/* ---- the decoders below share: out of RGBA8 rows (src, w pixels) into c = 1, 3 or 4 channels ---- */
+static void rgba_to(const uint8_t *src, uint8_t *dst, size_t npx, int c) {
+  for (size_t i = 0; i < npx; i++, src += 4) {
+    if (c == 4) memcpy(dst, src, 4), dst += 4;
+    else if (c == 3) *dst++ = src[0], *dst++ = src[1], *dst++ = src[2];
+    else *dst++ = (uint8_t)((src[0] * 77u + src[1] * 150u + src[2] * 29u + 128u) >> 8); /* as fn_jpeg's CMYK */
+  }
+}
+
+typedef struct {
+  int channels; /* 0: as stored (1 gray, 3 colour, 4 with alpha); 1, 3 or 4 */
+  int64_t max_pixels;
+} img_opts;
+
+static int check_size(int64_t h, int64_t w, int64_t max_pixels, const char *fmt) {
+  if (h <= 0 || w <= 0) return sl__err(SL_EINVAL, "zero-sized %s (%lldx%lld)", fmt, (long long)w, (long long)h);
+  if (h * w > max_pixels)
+    return sl__err(SL_EINVAL, "%s of %lldx%lld pixels exceeds max_pixels %lld", fmt, (long long)w, (long long)h,
+                   (long long)max_pixels);
+  return 0;
+}
+
+/* A buffer of h x w x c bytes, or SL_ENOMEM. */
+int sl__image_buf(sl_buf **out, int64_t h, int64_t w, int c) {
+  size_t n;
+  if (!sl__mul_ok((size_t)h * (size_t)w, (size_t)c, &n)) return sl__err(SL_EINVAL, "decoded image too large");
+  *out = sl_buf_alloc(n);
+  return *out ? 0 : sl__oom("decoded image");
+}
+
+static int png_decode(const uint8_t *data, size_t len, const img_opts *o, sl_buf **out, int64_t *oh, int64_t *ow,
+                      int64_t *oc) {
+  spng_ctx *ctx = spng_ctx_new(0);
+  if (!ctx) return sl__oom("a PNG decoder");
+  uint8_t *rgba = NULL;
+  struct spng_ihdr ih;
+  size_t need = 0;
+  int rc = 0, src = spng_set_png_buffer(ctx, data, len);
+  /* Ancillary chunks are kept to 16 MiB (text, ICC): the image data itself is bounded by max_pixels below. */
+  if (!src) src = spng_set_chunk_limits(ctx, 16u << 20, 16u << 20);
+  if (!src) src = spng_get_ihdr(ctx, &ih);
+  if (src) {
+    rc = sl__err(SL_ECORRUPT, "corrupt PNG: %s", spng_strerror(src));
+    goto done;
+  }
+  if ((rc = check_size(ih.height, ih.width, o->max_pixels, "PNG"))) goto done;
+  bool gray = ih.color_type == SPNG_COLOR_TYPE_GRAYSCALE || ih.color_type == SPNG_COLOR_TYPE_GRAYSCALE_ALPHA;
+  struct spng_trns trns;
+  bool alpha = ih.color_type == SPNG_COLOR_TYPE_GRAYSCALE_ALPHA || ih.color_type == SPNG_COLOR_TYPE_TRUECOLOR_ALPHA ||
+               spng_get_trns(ctx, &trns) == 0;
+  int c = o->channels ? o->channels : alpha ? 4 : gray ? 1 : 3;
+  /* Every layout (palette, gray, 16-bit: scaled) straight into the output as RGB8 or RGBA8 (libspng drops or adds
+   * alpha), or to one channel through RGBA8. */
+  int fmt = c == 3 ? SPNG_FMT_RGB8 : SPNG_FMT_RGBA8;
+  if ((src = spng_decoded_image_size(ctx, fmt, &need))) {
+    rc = sl__err(SL_ECORRUPT, "corrupt PNG: %s", spng_strerror(src));
+    goto done;
+  }
+  if ((rc = sl__image_buf(out, ih.height, ih.width, c))) goto done;
+  uint8_t *dst = sl_buf_data(*out);
+  if (c == 1 && !(rgba = sl__malloc(need))) {
+    rc = sl__oom("decoded PNG");
+    goto done;
+  }
+  if ((src = spng_decode_image(ctx, c == 1 ? rgba : dst, need, fmt, SPNG_DECODE_TRNS))) {
+    rc = sl__err(SL_ECORRUPT, "corrupt PNG: %s", spng_strerror(src));
+    goto done;
+  }
+  if (c == 1) rgba_to(rgba, dst, (size_t)ih.height * ih.width, 1);
+  *oh = ih.height, *ow = ih.width, *oc = c;
+done:
+  if (rc) {
+    sl_buf_unref(*out);
+    *out = NULL;
+  }
+  sl__free(rgba);
+  spng_ctx_free(ctx);
+  return rc;
+}
+
+static int webp_decode(const uint8_t *data, size_t len, const img_opts *o, sl_buf **out, int64_t *oh, int64_t *ow,
+                       int64_t *oc) {
+  WebPBitstreamFeatures f;
+  VP8StatusCode st = WebPGetFeatures(data, len, &f);
+  if (st != VP8_STATUS_OK) return sl__err(SL_ECORRUPT, "corrupt WebP: header unreadable (libwebp status %d)", (int)st);
+  int rc = check_size(f.height, f.width, o->max_pixels, "WebP");
+  if (rc) return rc;
+  if (f.has_animation) return sl__err(SL_EINVAL, "animated WebP: decode_image reads still images only");
+  int c = o->channels ? o->channels : f.has_alpha ? 4 : 3;
+  size_t npx = (size_t)f.width * (size_t)f.height;
+  if ((rc = sl__image_buf(out, f.height, f.width, c))) return rc;
+  uint8_t *dst = sl_buf_data(*out), *tmp = NULL;
+  bool ok;
+  if (c == 4) ok = WebPDecodeRGBAInto(data, len, dst, npx * 4, f.width * 4) != NULL;
+  else if (c == 3) ok = WebPDecodeRGBInto(data, len, dst, npx * 3, f.width * 3) != NULL;
+  else {
+    if (!(tmp = sl__malloc(npx * 4))) {
+      sl_buf_unref(*out);
+      *out = NULL;
+      return sl__oom("decoded WebP");
+    }
+    ok = WebPDecodeRGBAInto(data, len, tmp, npx * 4, f.width * 4) != NULL;
+    if (ok) rgba_to(tmp, dst, npx, 1);
+    sl__free(tmp);
+  }
+  if (!ok) {
+    sl_buf_unref(*out);
+    *out = NULL;
+    return sl__err(SL_ECORRUPT, "corrupt or truncated WebP (%zu bytes, %dx%d declared)", len, f.width, f.height);
+  }
+  *oh = f.height, *ow = f.width, *oc = c;
+  return 0;
+}
+
+int sl__image_sniff(const uint8_t *d, size_t n) {
+  if (n >= 2 && d[0] == 0xFF && d[1] == 0xD8) return SL__IMG_JPEG;
+  if (n >= 8 && !memcmp(d, "\x89PNG\r\n\x1a\n", 8)) return SL__IMG_PNG;
+  if (n >= 12 && !memcmp(d, "RIFF", 4) && !memcmp(d + 8, "WEBP", 4)) return SL__IMG_WEBP;
+  return SL__IMG_UNKNOWN;
+}
+
+/* What an unknown format is, for the message. */
+static int unknown_format(const uint8_t *d, size_t n);
+
+int sl__image_decode_other(const uint8_t *data, size_t len, int channels, int64_t max_pixels, sl_buf **out, int64_t *h,
+                           int64_t *w, int64_t *c) {
+  img_opts o = {channels, max_pixels};
+  *out = NULL;
+  switch (sl__image_sniff(data, len)) {
+  case SL__IMG_PNG: return png_decode(data, len, &o, out, h, w, c);
+  case SL__IMG_WEBP: return webp_decode(data, len, &o, out, h, w, c);
+  case SL__IMG_JPEG: return sl__err(SL_EINVAL, "a JPEG: decode it with sl__jpeg_decode");
+  default: return unknown_format(data, len);
+  }
+}
+
+/* What an unknown format is, for the message. */
+static int unknown_format(const uint8_t *d, size_t n) {
+  if (n == 0) return sl__err(SL_EINVAL, "empty image data (0 bytes)");
+  const char *what = n >= 4 && !memcmp(d, "GIF8", 4)                          ? "a GIF"
+                     : n >= 2 && d[0] == 'B' && d[1] == 'M'                      ? "a BMP"
+                     : n >= 4 && (!memcmp(d, "II*", 4) || !memcmp(d, "MM\0*", 4)) ? "a TIFF"
+                                                                                 : NULL;
+  if (what) return sl__err(SL_EINVAL, "data is %s; decode_image reads JPEG, PNG and WebP", what);
+  uint8_t b[4] = {0};
+  memcpy(b, d, n < 4 ? n : 4);
+  return sl__err(SL_EINVAL, "not a JPEG, PNG or WebP image (starts with 0x%02x 0x%02x 0x%02x 0x%02x)", b[0], b[1],
+                 b[2], b[3]);
+}
+
