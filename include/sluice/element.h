@@ -63,9 +63,24 @@ typedef struct sl_comp {
   unsigned char inl[SL_INLINE_BYTES];
 } sl_comp;
 
+/* Where an element came from: enough for the engine to make it again when a run resumes from a saved state
+ * (docs/state.md). Set by the ops that make elements and carried along; callers leave it alone. */
+#define SL_REF_STAMPS 4
+typedef struct sl_eref {
+  uint16_t op;    /* 1 + index of the op that made it (a reader or generator); 0: unknown */
+  uint16_t up_op; /* 1 + index of the op that made that reader's input element (a filename); 0: none */
+  uint32_t nstamp; /* stamps set (a bit per slot) */
+  uint64_t up;    /* that input element's position in its op */
+  uint64_t pos;   /* its position in its reader: byte offset, record or file index */
+  uint64_t aux;   /* the reader's second coordinate (a record's index in its file) */
+  uint64_t stamp[SL_REF_STAMPS]; /* per random map on its way (the op's stamp slot): epoch << 40 | its index there */
+  sl_buf *members; /* a batch: its members' refs (an array of sl_eref without members); NULL otherwise */
+} sl_eref;
+
 /* An element: up to SL_MAX_COMPONENTS named components. Caller-owned storage; references to buffers inside. */
 typedef struct sl_elem {
   int n;
+  sl_eref ref;
   sl_comp c[SL_MAX_COMPONENTS];
 } sl_elem;
 

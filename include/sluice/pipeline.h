@@ -50,6 +50,23 @@ SL_EXTERN void sl_iter_cancel(sl_iter *it);
 /* Stops and joins every worker, frees every buffer. Accepts NULL. */
 SL_EXTERN void sl_iter_free(sl_iter *it);
 
+/* ---- Resuming a run (docs/state.md) ---- */
+/* The position of run `it` as its consumer sees it (what sl_iter_next has returned so far, not what workers and
+ * buffers made ahead) in *buf (*len bytes; free with sl_free). Small: elements held in buffers are saved as references
+ * to their records, made again on restore. Call from the consumer thread between sl_iter_next calls. SL_EINVAL naming
+ * the op when the pipeline has an op that cannot save its position. */
+SL_EXTERN int sl_iter_state(sl_iter *it, void **buf, size_t *len);
+/* Starts a run of `p` that continues where the run a state was taken of stood: the same elements in the same order
+ * for a spec with a seed (docs/state.md has the rules). The state may come from a spec with other performance knobs.
+ * SL_EINVAL when it is of another pipeline (naming the op that differs) or a data file changed since (naming it);
+ * SL_ECORRUPT for a truncated or damaged state; SL_EVERSION for another format. Nothing runs on error. */
+SL_EXTERN int sl_pipeline_iter_at(sl_iter **out, sl_pipeline *p, const void *buf, size_t len);
+/* Elements the run has handed out, those before the state it resumed from included. */
+SL_EXTERN uint64_t sl_iter_position(const sl_iter *it);
+/* Makes the next run of p epoch `epoch` (each run is the next epoch; a per-epoch order is a function of the seed and
+ * the epoch, DistributedSampler's set_epoch convention). Not while a run of p is open. */
+SL_EXTERN void sl_pipeline_set_epoch(sl_pipeline *p, uint64_t epoch);
+
 /* ---- Builder: the same specs, from C ---- */
 typedef struct sl_builder sl_builder;
 /* A new builder for a pipeline named `name` with `seed`. NULL on allocation failure. */

@@ -35,6 +35,12 @@ SL_EXTERN int sl_tfrecord_reader_next(sl_buf **rec, size_t *len, sl_tfrecord_rea
 /* Index of the next record, and bytes read from the file so far. */
 SL_EXTERN uint64_t sl_tfrecord_reader_index(const sl_tfrecord_reader *r);
 SL_EXTERN uint64_t sl_tfrecord_reader_disk_bytes(const sl_tfrecord_reader *r);
+/* Moves to the record at byte `offset` (of the uncompressed stream), which is record number `index`: a seek for an
+ * uncompressed file; a compressed one is read forward to it. SL_EINVAL when offset is past the end or (compressed)
+ * behind the reader. A resumed run uses it (docs/state.md). */
+SL_EXTERN int sl_tfrecord_reader_seek(sl_tfrecord_reader *r, uint64_t offset, uint64_t index);
+/* Byte offset (uncompressed stream) of the next record. */
+SL_EXTERN uint64_t sl_tfrecord_reader_offset(const sl_tfrecord_reader *r);
 SL_EXTERN void sl_tfrecord_reader_free(sl_tfrecord_reader *r);
 
 /* A writer to `path`. The file is written beside its name (a hidden temporary, never through a link planted there)

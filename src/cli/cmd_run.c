@@ -1,4 +1,5 @@
 /* cli/cmd_run.c: `sluice run` (run a spec, report throughput) and `sluice validate` (build it without running). */
+#include <errno.h>
 #include <math.h>
 #include <signal.h>
 #include <jansson.h>
@@ -13,9 +14,14 @@
 static void run_help(FILE *f) {
   fprintf(f,
           "usage: sluice run SPEC [--take N] [--seconds S] [--warmup S] [--warmup-caches] [--tuner T] [--record DB]\n"
-          "                  [--record-optional] [--digest] [--json] [--quiet]\n\n"
+          "                  [--record-optional] [--digest] [--json] [--quiet] [--save-state FILE [--every N]]\n"
+          "                  [--resume FILE]\n\n"
           "Runs the pipeline in SPEC (a JSON file) and reports what it produced and how fast.\n\n"
           "  --take N      stop after N output elements\n"
+          "  --save-state FILE  write the run's position to FILE when it ends (--take, Ctrl-C and the end included),\n"
+          "                written whole or not at all; `--resume FILE` continues from it (docs/state.md)\n"
+          "  --every N     with --save-state: also every N elements (the last state wins)\n"
+          "  --resume FILE continue the run a state was saved of: the elements after it, in the same order\n"
           "  --seconds S   stop after S seconds (of measurement, after the warm-up)\n"
           "  --warmup S    run S seconds before measuring (not counted in the figures)\n"
           "  --warmup-caches  also warm up until every cache op holds its complete first pass (at most 300 s)\n"
@@ -98,7 +104,8 @@ static void print_skipped(const sl_pipeline *p, bool json) {
 /* What `sluice run` was asked for. */
 typedef struct run_opts {
   const char *spec, *record;
-  int64_t take, workers;
+  int64_t take, workers, every;
+  const char *save_state, *resume;
   double seconds, warmup;
   bool warm_caches, json, quiet, autotune, stune, digest, record_optional;
 } run_opts;
@@ -140,6 +147,10 @@ static int run_parse(run_opts *o, int argc, char **argv) {
       {.name = "--workers", .type = CLI_INT, .dst = &o->workers, .lo = 0, .hi = 1 << 20,
        .must = "0 or more ranks (at most 2^20)"},
       {.name = "--quiet", .type = CLI_FLAG, .dst = &o->quiet},
+      {.name = "--save-state", .type = CLI_STR, .dst = &o->save_state, .needs = "a file to write the state to"},
+      {.name = "--every", .type = CLI_INT, .dst = &o->every, .lo = 1, .hi = (double)INT64_MAX,
+       .must = "a positive number of elements"},
+      {.name = "--resume", .type = CLI_STR, .dst = &o->resume, .needs = "a state file (from --save-state)"},
       {.name = NULL},
   };
   const cli_args args = {.cmd = "run", .opts = opts, .help = run_help, .pos = &o->spec, .npos = 1, .noun = "spec"};
@@ -150,6 +161,49 @@ static int run_parse(run_opts *o, int argc, char **argv) {
   else if (strcmp(tuner, "none"))
     return cli_usage("run", "--tuner: unknown tuner '%s' (known: sluice, autotune, none)", tuner);
   if (!o->spec) return cli_usage("run", "a SPEC file is required");
+  if (o->every && !o->save_state) return cli_usage("run", "--every needs --save-state FILE");
+  if ((o->save_state || o->resume) && (o->autotune || o->workers))
+    return cli_usage("run", "--save-state and --resume run on one process without --tuner autotune");
+  return 0;
+}
+
+/* --save-state: the run's position, written whole (a temporary renamed into place) or not at all. */
+static int run_save_state(const run_opts *o, sl_iter *it) {
+  void *buf;
+  size_t len;
+  int rc = sl_iter_state(it, &buf, &len);
+  if (!rc) rc = sl_file_write(o->save_state, buf, len);
+  sl_free(buf);
+  if (rc) fprintf(stderr, "sluice run: --save-state %s: %s\n", o->save_state, sl_error_last());
+  return rc;
+}
+
+/* --resume: the state file's bytes (at most 64 MiB: a state holds refs, not data). */
+static int run_read_state(const char *path, void **buf, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return cli_fail(false, "--resume %s: cannot open: %s", path, strerror(errno));
+  size_t cap = 1 << 16, n = 0;
+  unsigned char *b = malloc(cap);
+  while (b) {
+    n += fread(b + n, 1, cap - n, f);
+    if (n < cap || cap >= (64u << 20)) break;
+    unsigned char *nb = realloc(b, cap * 2);
+    if (!nb) {
+      free(b);
+      b = NULL;
+      break;
+    }
+    b = nb;
+    cap *= 2;
+  }
+  bool err = ferror(f), big = n == cap;
+  fclose(f);
+  if (!b || err || big) {
+    free(b);
+    return cli_fail(false, "--resume %s: %s", path, !b ? "out of memory" : err ? "read error" : "larger than 64 MiB: not a state");
+  }
+  *buf = b;
+  *len = n;
   return 0;
 }
 
@@ -191,7 +245,23 @@ static int run_start(const run_opts *o, run_ctx *c) {
   /* --tuner sluice: the planner's model, online (plan_tune.c). Started before the run, so that its one-off probes
    * (the machine, the hand-off costs) measure a machine the pipeline's threads are not yet busy on. */
   if (o->stune && sl_pipeline_tune(&c->stuner, c->p, NULL)) return run_start_fail(o, c, true);
-  if (sl_pipeline_iter(&c->it, c->p)) return run_start_fail(o, c, true);
+  if (o->resume) {
+    void *buf = NULL;
+    size_t len = 0;
+    if (run_read_state(o->resume, &buf, &len)) {
+      run_free(c);
+      return CLI_FAIL;
+    }
+    int rc = sl_pipeline_iter_at(&c->it, c->p, buf, len);
+    free(buf);
+    if (rc) {
+      char msg[1200];
+      snprintf(msg, sizeof msg, "--resume %s: %s", o->resume, sl_error_last());
+      if (o->json) cli_json_error(msg);
+      run_free(c);
+      return cli_fail(false, "%s", msg);
+    }
+  } else if (sl_pipeline_iter(&c->it, c->p)) return run_start_fail(o, c, true);
   if (o->autotune && sl_autotune_start(&c->tuner, c->p, NULL)) return run_start_fail(o, c, true);
   return CLI_OK;
 }
@@ -231,6 +301,10 @@ static void run_loop(run_result *r, const run_opts *o, run_ctx *c) {
     r->examples += e.n > 0 && e.c[0].rank > 0 ? e.c[0].shape[0] : 1;
     r->bytes += (double)sl_elem_bytes(&e);
     sl_elem_clear(&e);
+    if (o->every && r->n % o->every == 0 && run_save_state(o, c->it)) {
+      r->rc = SL_EIO;
+      break;
+    }
     double el = cli_now() - t0; /* a vDSO clock read: cheap next to an element */
     if (warm && o->seconds > 0 && el >= o->seconds) break;
     if ((r->n & 63) == 0) {
@@ -242,6 +316,7 @@ static void run_loop(run_result *r, const run_opts *o, run_ctx *c) {
   }
   r->wall = cli_now() - t0;
   r->cpu = cpu_seconds() - c0;
+  if (o->save_state && r->rc >= 0 && run_save_state(o, c->it)) r->rc = SL_EIO;
   cli_progress_end(&p_bar);
   if (!r->sig) r->sig = cli_signal_seen(); /* a signal that ended a blocked next() as a failure is still a stop */
   if (r->rc < 0) snprintf(r->errmsg, sizeof r->errmsg, "%s", sl_error_last());

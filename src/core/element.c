@@ -218,16 +218,23 @@ static void comp_dispose(sl_comp *c) {
   c->buf = c->offs = NULL;
 }
 
-void sl_elem_init(sl_elem *e) { e->n = 0; }
+void sl_elem_init(sl_elem *e) {
+  e->n = 0;
+  memset(&e->ref, 0, sizeof e->ref);
+}
 
 void sl_elem_clear(sl_elem *e) {
   for (int i = 0; i < e->n; i++) comp_dispose(&e->c[i]);
   e->n = 0;
+  sl_buf_unref(e->ref.members);
+  memset(&e->ref, 0, sizeof e->ref);
 }
 
 void sl_elem_copy(sl_elem *dst, const sl_elem *src) {
   memcpy(dst->c, src->c, (size_t)src->n * sizeof(sl_comp));
   dst->n = src->n;
+  dst->ref = src->ref;
+  sl_buf_ref(dst->ref.members);
   for (int i = 0; i < src->n; i++) {
     sl_buf_ref(dst->c[i].buf);
     sl_buf_ref(dst->c[i].offs);
@@ -237,7 +244,10 @@ void sl_elem_copy(sl_elem *dst, const sl_elem *src) {
 void sl_elem_move(sl_elem *dst, sl_elem *src) {
   memcpy(dst->c, src->c, (size_t)src->n * sizeof(sl_comp));
   dst->n = src->n;
+  dst->ref = src->ref;
   src->n = 0;
+  src->ref.members = NULL;
+  src->ref.op = 0;
 }
 
 int sl_elem_find(const sl_elem *e, const char *name) {

@@ -89,7 +89,7 @@ static int select_call(void *st, sl_elem *e, sl_fn_call *call) {
   const sl_args *a = st;
   json_t *keep = json_object_get(a->obj, "keep");
   sl_elem out;
-  out.n = 0;
+  sl_elem_init(&out);
   for (size_t i = 0; i < json_array_size(keep); i++) {
     const char *n = json_string_value(json_array_get(keep, i));
     int k = sl_elem_find(e, n);

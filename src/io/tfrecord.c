@@ -157,6 +157,37 @@ static int corrupt(sl_tfrecord_reader *r, bool fatal, const char *what) {
                  (unsigned long long)r->offset, what);
 }
 
+uint64_t sl_tfrecord_reader_offset(const sl_tfrecord_reader *r) { return r->offset; }
+
+int sl_tfrecord_reader_seek(sl_tfrecord_reader *r, uint64_t offset, uint64_t index) {
+  if (r->comp == SL_COMPRESSION_NONE) {
+    if (offset > r->file_size)
+      return sl__err(SL_EINVAL, "%s: cannot resume at byte %llu: the file has %llu bytes", r->path,
+                     (unsigned long long)offset, (unsigned long long)r->file_size);
+    if (lseek(r->fd, (off_t)offset, SEEK_SET) < 0)
+      return sl__err(SL_EIO, "%s: cannot seek to byte %llu: %s", r->path, (unsigned long long)offset, strerror(errno));
+    r->raw_pos = r->raw_len = 0;
+    r->raw_eof = false;
+    r->offset = offset;
+    r->index = index;
+    r->broken = false;
+    return 0;
+  }
+  while (r->offset < offset) { /* a compressed stream: read forward */
+    sl_buf *b;
+    size_t n;
+    int rc = sl_tfrecord_reader_next(&b, &n, r);
+    sl_buf_unref(b);
+    if (rc == SL_END) break;
+    if (rc && rc != SL_ECORRUPT) return rc;
+  }
+  if (r->offset != offset)
+    return sl__err(SL_EINVAL, "%s: cannot resume at byte %llu of the uncompressed stream (the reader is at %llu)",
+                   r->path, (unsigned long long)offset, (unsigned long long)r->offset);
+  r->index = index;
+  return 0;
+}
+
 int sl_tfrecord_reader_next(sl_buf **rec, size_t *len, sl_tfrecord_reader *r) {
   *rec = NULL;
   *len = 0;

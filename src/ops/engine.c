@@ -118,7 +118,8 @@ int sl__it_new_ex(sl__it **out, size_t size, const sl__it_vt *vt, sl__op *op, sl
   it->run = run;
   it->epoch = atomic_fetch_add_explicit(&op->opens, 1, memory_order_relaxed);
   sl__sampler_init(&it->smp, op);
-  int rc = open_input ? sl__op_open_input(op, run, seed_elem, &it->input) : 0;
+  int rc = sl__restoring(run) && vt != sl__pushback_vt() ? sl__state_head(it) : 0;
+  if (!rc && open_input) rc = sl__op_open_input(op, run, seed_elem, &it->input);
   if (rc) {
     sl__free(it);
     return rc;
@@ -136,7 +137,12 @@ int sl__op_open_input(sl__op *op, sl__run *run, const sl_elem *seed_elem, sl__it
 }
 
 int sl__op_open(sl__op *op, sl__run *run, const sl_elem *seed_elem, sl__it **out) {
-  return op->vt->open(op, run, seed_elem, out);
+  int rc = op->vt->open(op, run, seed_elem, out);
+  if (!rc && (rc = sl__state_after_open(out))) {
+    sl__it_free(*out);
+    *out = NULL;
+  }
+  return rc;
 }
 
 /* ---- single-element iterator: the start of a nested chain ---- */
@@ -163,6 +169,11 @@ static const sl__it_vt SINGLE_VT = {single_next, single_free};
 /* The single iterator has no op of its own: its counts would double the interleave's input. It borrows the
  * consumer op only for error naming and is never passed through sl__it_next's accounting of another op. */
 static const sl__op_vt SINGLE_OP_VT = {"single", NULL, NULL, NULL, 0};
+int sl__single_save(sl__it *it, sl__sw *w) {
+  sl__sw_u64(w, ((single_it *)it)->done);
+  return 0;
+}
+
 /* Initialised once here, not per call: iterators are opened from several worker threads at once. */
 static char g_single_path[] = "source";
 static sl__op g_single_op = {.vt = &SINGLE_OP_VT, .path = g_single_path, .live_mu = PTHREAD_MUTEX_INITIALIZER};
@@ -179,6 +190,18 @@ int sl__it_single(sl__op *op, sl__run *run, const sl_elem *e, sl__it **out) {
   sl_elem_copy(&s->e, e);
   it_link(&s->it);
   *out = &s->it;
+  if (sl__restoring(run)) { /* its record: the head, whether its element was taken, no pushback */
+    uint64_t done, pb;
+    int rc;
+    if ((rc = sl__state_head(&s->it)) || (rc = sl__sr_u64(sl__t_restore, &done, "a nested source's start")) ||
+        (rc = sl__sr_u64(sl__t_restore, &pb, "a nested source's start"))) {
+      sl__it_free(&s->it);
+      *out = NULL;
+      return rc;
+    }
+    s->done = done != 0;
+    if (s->done) sl_elem_clear(&s->e);
+  }
   return 0;
 }
 

@@ -42,6 +42,7 @@ static int range_next(sl__it *it, sl_elem *out) {
   if (c->step > 0 ? r->next >= c->stop : r->next <= c->stop) return SL_END;
   int rc = sl_elem_set_i64(out, "value", r->next);
   if (rc) return rc;
+  sl__ref_set(out, it->op, NULL, (uint64_t)r->next, 0);
   if (__builtin_add_overflow(r->next, c->step, &r->next)) r->next = c->stop;
   return 0;
 }
@@ -53,6 +54,23 @@ static int range_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **ou
   return rc;
 }
 static void impl_free(sl__op *op) { sl__free(op->impl); }
+static int range_save(sl__it *it, sl__sw *w) {
+  sl__sw_u64(w, (uint64_t)((range_it *)it)->next);
+  return 0;
+}
+static int range_load(sl__it *it, sl__sr *r) {
+  uint64_t v;
+  int rc = sl__sr_u64(r, &v, "a range's next value");
+  if (!rc) ((range_it *)it)->next = (int64_t)v;
+  return rc;
+}
+static int range_remake(sl__op *op, sl__run *run, const sl_eref *r, sl_elem *out) {
+  (void)run;
+  int rc = sl_elem_set_i64(out, "value", (int64_t)r->pos);
+  if (!rc) sl__ref_set(out, op, NULL, r->pos, 0);
+  return rc;
+}
+static const sl__op_state RANGE_STATE = {range_save, range_load, NULL, range_remake, 0};
 static const sl__arg RANGE_KNOBS[] = {
     {"start", SL__ARG_INT, "0", 0, 0, 0, NULL, "the first value"},
     {"stop", SL__ARG_INT, NULL, 0, 0, 0, NULL, "the end, not included (absent: no end)"},
@@ -65,13 +83,27 @@ static int range_infer(sl__op *op, sl__struct *s, const sl__struct *src) {
 }
 static const sl__op_schema RANGE_SCHEMA = {SL__MK_SOURCE, 0, "the integers start, start + step, ... before stop, as "
                                            "int64 `value`", RANGE_KNOBS, range_infer};
-const sl__op_vt sl__op_range = {"range", range_parse, range_open, impl_free, SL__OPF_SOURCE, &RANGE_SCHEMA};
+const sl__op_vt sl__op_range = {"range", range_parse, range_open, impl_free, SL__OPF_SOURCE, &RANGE_SCHEMA,
+                                &RANGE_STATE};
 
 /* ---------------- take / skip ---------------- */
 typedef struct {
   sl__it it;
   int64_t done;
 } count_it;
+
+/* take, skip: how many they took or skipped. */
+static int count_save(sl__it *it, sl__sw *w) {
+  sl__sw_u64(w, (uint64_t)((count_it *)it)->done);
+  return 0;
+}
+static int count_load(sl__it *it, sl__sr *r) {
+  uint64_t v;
+  int rc = sl__sr_u64(r, &v, "a count");
+  if (!rc) ((count_it *)it)->done = (int64_t)v;
+  return rc;
+}
+static const sl__op_state COUNT_STATE = {count_save, count_load, NULL, NULL, SL__STF_PASS};
 
 static int take_parse(sl__op *op, json_t *o) {
   int64_t *n = sl__calloc(1, sizeof *n);
@@ -100,7 +132,8 @@ static const sl__arg COUNT_KNOBS[] = {
     {"count", SL__ARG_INT, NULL, SL__ARGF_REQUIRED | SL__ARGF_LO, 0, 0, NULL, "the number of elements"},
     {NULL}};
 static const sl__op_schema TAKE_SCHEMA = {SL__MK_SEQ, 0, "the first `count` elements", COUNT_KNOBS, NULL};
-const sl__op_vt sl__op_take = {"take", take_parse, take_open, impl_free, SL__OPF_NEEDS_INPUT, &TAKE_SCHEMA};
+const sl__op_vt sl__op_take = {"take", take_parse, take_open, impl_free, SL__OPF_NEEDS_INPUT, &TAKE_SCHEMA,
+                               &COUNT_STATE};
 
 static int skip_parse(sl__op *op, json_t *o) {
   int rc = take_parse(op, o);
@@ -125,7 +158,8 @@ static int skip_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out
   return sl__it_new(out, sizeof(count_it), &SKIP_IT, op, run, seed);
 }
 static const sl__op_schema SKIP_SCHEMA = {SL__MK_SEQ, 0, "all but the first `count` elements", COUNT_KNOBS, NULL};
-const sl__op_vt sl__op_skip = {"skip", skip_parse, skip_open, impl_free, SL__OPF_NEEDS_INPUT, &SKIP_SCHEMA};
+const sl__op_vt sl__op_skip = {"skip", skip_parse, skip_open, impl_free, SL__OPF_NEEDS_INPUT, &SKIP_SCHEMA,
+                               &COUNT_STATE};
 
 /* ---------------- repeat ---------------- */
 /* With op->live_cache set (an online tuner inserting the plan's cache at the repeat's input), the next epoch that
@@ -241,6 +275,25 @@ static void repeat_free(sl__it *it) {
   sl__free(it);
 }
 static const sl__it_vt REPEAT_IT = {repeat_next, repeat_free};
+static int repeat_save(sl__it *it, sl__sw *w) {
+  repeat_it *r = (repeat_it *)it;
+  if (r->rec != REC_NONE && r->rec != REC_GAVE_UP)
+    return sl__op_err(it->op, SL_EINVAL, "cannot save its position while the online tuner keeps an epoch in memory "
+                                         "(a live cache): run without --tuner to save states");
+  sl__sw_u64(w, (uint64_t)r->epochs);
+  sl__sw_u64(w, r->any);
+  return 0;
+}
+static int repeat_load(sl__it *it, sl__sr *rd) {
+  repeat_it *r = (repeat_it *)it;
+  uint64_t e, any;
+  int rc;
+  if ((rc = sl__sr_u64(rd, &e, "a repeat's epoch")) || (rc = sl__sr_u64(rd, &any, "a repeat's epoch"))) return rc;
+  r->epochs = (int64_t)e;
+  r->any = any != 0;
+  return 0;
+}
+static const sl__op_state REPEAT_STATE = {repeat_save, repeat_load, NULL, NULL, SL__STF_PASS};
 static int repeat_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out) {
   int rc = sl__it_new(out, sizeof(repeat_it), &REPEAT_IT, op, run, seed);
   if (rc) return rc;
@@ -258,7 +311,8 @@ static const sl__arg REPEAT_KNOBS[] = {
     {"count", SL__ARG_INT, "-1", SL__ARGF_LO, -1, 0, NULL, "the number of epochs (-1: for ever)"},
     {NULL}};
 static const sl__op_schema REPEAT_SCHEMA = {SL__MK_REPEAT, 0, "its input's epochs, `count` times", REPEAT_KNOBS, NULL};
-const sl__op_vt sl__op_repeat = {"repeat", repeat_parse, repeat_open, impl_free, SL__OPF_NEEDS_INPUT, &REPEAT_SCHEMA};
+const sl__op_vt sl__op_repeat = {"repeat", repeat_parse, repeat_open, impl_free, SL__OPF_NEEDS_INPUT, &REPEAT_SCHEMA,
+                                 &REPEAT_STATE};
 
 /* ---------------- shard ---------------- */
 /* What a shard does with the last, incomplete round of an epoch (fewer elements left than shards):
@@ -414,6 +468,49 @@ static void shard_free(sl__it *it) {
   sl__free(it);
 }
 static const sl__it_vt SHARD_IT = {shard_next, shard_free};
+/* Its part: the position in the epoch, whether it is done, and the elements it holds as refs. */
+static int shard_save(sl__it *it, sl__sw *w) {
+  shard_it *s = (shard_it *)it;
+  sl__sw_u64(w, (uint64_t)s->pos);
+  sl__sw_u64(w, s->done);
+  sl__sw_u64(w, s->has_held);
+  if (s->has_held) sl__sw_ref(w, &s->held.ref);
+  sl__sw_u64(w, (uint64_t)s->nfirst);
+  for (int64_t i = 0; i < s->nfirst; i++) sl__sw_ref(w, &s->first[i].ref);
+  return 0;
+}
+static int shard_remade(sl__it *it, sl__sr *r, sl_elem *e) {
+  sl_eref ref;
+  int rc = sl__sr_ref(r, &ref);
+  if (rc) return rc;
+  sl_elem_init(e);
+  rc = sl__remake(it->op->input, it->run, &ref, e);
+  sl_buf_unref(ref.members);
+  return rc;
+}
+static int shard_load(sl__it *it, sl__sr *r) {
+  shard_it *s = (shard_it *)it;
+  const shard_cfg *c = it->op->impl;
+  uint64_t pos, done, held, nfirst;
+  int rc;
+  if ((rc = sl__sr_u64(r, &pos, "a shard's position")) || (rc = sl__sr_u64(r, &done, "a shard's end")) ||
+      (rc = sl__sr_u64(r, &held, "a shard's held element")))
+    return rc;
+  s->pos = (int64_t)pos;
+  s->done = done != 0;
+  if (held) {
+    if ((rc = shard_remade(it, r, &s->held))) return rc;
+    s->has_held = true;
+  }
+  if ((rc = sl__sr_u64(r, &nfirst, "a shard's first elements"))) return rc;
+  if (nfirst > (uint64_t)c->num) return sl__op_err(it->op, SL_ECORRUPT, "the saved state holds %llu first elements",
+                                                   (unsigned long long)nfirst);
+  if (nfirst && !(s->first = sl__calloc((size_t)c->num, sizeof *s->first))) return sl__oom("a shard's elements");
+  for (; s->nfirst < (int64_t)nfirst; s->nfirst++)
+    if ((rc = shard_remade(it, r, &s->first[s->nfirst]))) return rc;
+  return 0;
+}
+static const sl__op_state SHARD_STATE = {shard_save, shard_load, NULL, NULL, SL__STF_PASS};
 static int shard_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out) {
   return sl__it_new(out, sizeof(shard_it), &SHARD_IT, op, run, seed);
 }
@@ -427,4 +524,5 @@ static const sl__arg SHARD_KNOBS[] = {
     {NULL}};
 static const sl__op_schema SHARD_SCHEMA = {SL__MK_SEQ, 0, "every num_shards-th element, from the index-th",
                                            SHARD_KNOBS, NULL};
-const sl__op_vt sl__op_shard = {"shard", shard_parse, shard_open, impl_free, SL__OPF_NEEDS_INPUT, &SHARD_SCHEMA};
+const sl__op_vt sl__op_shard = {"shard", shard_parse, shard_open, impl_free, SL__OPF_NEEDS_INPUT, &SHARD_SCHEMA,
+                                &SHARD_STATE};

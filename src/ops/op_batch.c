@@ -35,7 +35,33 @@ typedef struct {
   stack_acc acc[SL_MAX_COMPONENTS]; /* batch: per component of element 0 */
   bool eof;
   uint64_t batches;
+  sl_eref *mrefs; /* the refs of the batch's members so far (the batch's ref: a resumed run makes it again) */
+  int64_t mcap;    /* grows by doubling up to the batch size, as the buffer does */
 } batch_it;
+
+/* Notes member n's ref (a batch of batches keeps none: its own ref then says unknown). */
+static int batch_note(batch_it *b, const batch_cfg *c, int64_t n, const sl_elem *e) {
+  if (n == b->mcap) {
+    int64_t na = b->mcap ? (b->mcap * 2 < c->size ? b->mcap * 2 : c->size) : (c->size < 64 ? c->size : 64);
+    sl_eref *nm = sl__realloc(b->mrefs, (size_t)na * sizeof(sl_eref));
+    if (!nm) return sl__op_err(b->it.op, SL_ENOMEM, "out of memory for a batch's refs");
+    b->mrefs = nm;
+    b->mcap = na;
+  }
+  sl_eref *m = b->mrefs;
+  m[n] = e->ref;
+  m[n].members = NULL;
+  if (e->ref.members) m[n].op = 0;
+  return 0;
+}
+/* Gives the batch of n members its ref. */
+static void batch_ref(batch_it *b, const batch_cfg *c, int64_t n, sl_elem *out) {
+  (void)c;
+  sl_buf *m = sl_buf_alloc((size_t)n * sizeof(sl_eref)); /* none (out of memory): the batch's ref says unknown */
+  if (m) memcpy(sl_buf_data(m), b->mrefs, (size_t)n * sizeof(sl_eref));
+  sl_buf_unref(out->ref.members);
+  out->ref = (sl_eref){.op = m ? (uint16_t)(b->it.op->index + 1) : 0, .members = m};
+}
 
 static int batch_parse_common(sl__op *op, json_t *o, bool padded) {
   sl_args k = sl__op_knobs(op, o);
@@ -202,7 +228,7 @@ int sl__stack_padded(sl__op *op, sl_elem *out, sl_elem *els, int64_t n, const sl
   if (sl_shape_count(&per, c0->rank, shape)) return sl__op_wrap(op, SL_EINVAL);
   void *data;
   sl_elem tmp;
-  tmp.n = 0;
+  sl_elem_init(&tmp);
   size_t esz0 = sl_dtype_size(c0->dtype), per0 = (size_t)per * esz0, end;
   /* Built in place: when the n elements are views of consecutive slots of one buffer (a function that wrote its
    * outputs into a shared slab, decode_and_crop_jpeg's "batch_slab"), the batch is a view of those slots: no copy. */
@@ -350,7 +376,7 @@ static int stack_finish(sl__op *op, batch_it *b, const sl_elem *first, int64_t n
     const sl_comp *c0 = &first->c[ci];
     stack_acc *a = &b->acc[ci];
     sl_elem tmp;
-    tmp.n = 0;
+    sl_elem_init(&tmp);
     int rc;
     if (c0->dtype == SL_BYTES) {
       a->offs[n] = a->len;
@@ -400,6 +426,7 @@ static int batch_next_stream(batch_it *b, const batch_cfg *c, sl_elem *out) {
     sl_elem *to = n ? &e : first;
     rc = sl__it_pull(it, to);
     if (rc) break;
+    if ((rc = batch_note(b, c, n, to))) break;
     rc = stack_add(it->op, b, first, to, n);
     if (n) sl_elem_clear(&e);
     if (rc) break;
@@ -408,6 +435,7 @@ static int batch_next_stream(batch_it *b, const batch_cfg *c, sl_elem *out) {
   if (batch_none(b, c, &rc, n)) goto done;
   rc = stack_finish(it->op, b, first, n, out);
   if (rc) sl_elem_clear(out);
+  else batch_ref(b, c, n, out);
   b->batches++;
 done:
   for (int ci = 0; ci < SL_MAX_COMPONENTS; ci++) acc_dispose(&b->acc[ci]);
@@ -435,6 +463,10 @@ static int batch_next(sl__it *it, sl_elem *out) {
     sl_elem_init(&b->buf[n]);
     rc = sl__it_pull(it, &b->buf[n]);
     if (rc) break;
+    if ((rc = batch_note(b, c, n, &b->buf[n]))) {
+      sl_elem_clear(&b->buf[n]);
+      break;
+    }
     n++;
   }
   if (batch_none(b, c, &rc, n)) goto done;
@@ -452,6 +484,7 @@ static int batch_next(sl__it *it, sl_elem *out) {
       }
   }
   if (rc) sl_elem_clear(out);
+  else batch_ref(b, c, n, out);
   b->batches++;
 done:
   for (int k = 0; k < n; k++) sl_elem_clear(&b->buf[k]);
@@ -460,14 +493,25 @@ done:
 
 static void batch_free(sl__it *it) {
   batch_it *b = (batch_it *)it;
+  sl__free(b->mrefs);
   sl__free(b->buf);
   sl__free(b);
 }
 static const sl__it_vt BATCH_IT = {batch_next, batch_free};
 
+static int batch_init(sl__op *op, sl__it **out);
 static int batch_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out) {
   int rc = sl__it_new(out, sizeof(batch_it), &BATCH_IT, op, run, seed);
+  return rc ? rc : batch_init(op, out);
+}
+/* A batch iterator over `in` (taken over), for making a batch again. */
+static int batch_open_bare(sl__op *op, sl__run *run, sl__it *in, sl__it **out) {
+  int rc = sl__it_new_ex(out, sizeof(batch_it), &BATCH_IT, op, run, NULL, false);
   if (rc) return rc;
+  (*out)->input = in;
+  return batch_init(op, out);
+}
+static int batch_init(sl__op *op, sl__it **out) {
   batch_it *b = (batch_it *)*out;
   const batch_cfg *c = op->impl;
   b->alloc = !c->padded ? 1 : c->size < 16 ? c->size : 16; /* batch holds element 0 only */
@@ -480,6 +524,25 @@ static int batch_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **ou
   return 0;
 }
 static void batch_free_op(sl__op *op) { sl__free(op->impl); }
+
+/* A batch made again: its members made again by the input, batched as before. A batch holds no element between
+ * calls (it pulls a whole batch in one), so it has no part of its own to save. */
+static int batch_remake(sl__op *op, sl__run *run, const sl_eref *r, sl_elem *out) {
+  if (!r->members) return sl__op_err(op, SL_ECORRUPT, "a saved ref of a batch lists no members");
+  size_t n = sl_buf_size(r->members) / sizeof(sl_eref);
+  sl__it *src = NULL, *bit = NULL;
+  int rc = sl__pushback(&src, run, op->input, sl_buf_data(r->members), n);
+  if (!rc) rc = batch_open_bare(op, run, src, &bit);
+  if (rc) {
+    sl__it_free(src);
+    return rc;
+  }
+  rc = batch_next(bit, out);
+  sl__it_free(bit);
+  if (rc == SL_END) rc = sl__op_err(op, SL_ECORRUPT, "a saved batch made again came out empty");
+  return rc;
+}
+static const sl__op_state BATCH_STATE = {NULL, NULL, NULL, batch_remake, 0};
 
 static const sl__arg BATCH_KNOBS[] = {
     {"size", SL__ARG_INT, NULL, SL__ARGF_REQUIRED | SL__LOHI, 1, 16777216, NULL, "elements per batch"},
@@ -541,6 +604,7 @@ static const sl__op_schema BATCH_SCHEMA = {SL__MK_BATCH, 0, "stacks `size` eleme
                                            "dim (shapes must match)", BATCH_KNOBS, batch_infer};
 static const sl__op_schema PBATCH_SCHEMA = {SL__MK_BATCH, 0, "stacks `size` elements, padding each component to "
                                             "the batch's (or the given) shape", PBATCH_KNOBS, pbatch_infer};
-const sl__op_vt sl__op_batch = {"batch", batch_parse, batch_open, batch_free_op, SL__OPF_NEEDS_INPUT, &BATCH_SCHEMA};
+const sl__op_vt sl__op_batch = {"batch", batch_parse, batch_open, batch_free_op, SL__OPF_NEEDS_INPUT, &BATCH_SCHEMA,
+                                &BATCH_STATE};
 const sl__op_vt sl__op_padded_batch = {"padded_batch", pbatch_parse, batch_open, batch_free_op, SL__OPF_NEEDS_INPUT,
-                                        &PBATCH_SCHEMA};
+                                        &PBATCH_SCHEMA, &BATCH_STATE};

@@ -7,11 +7,16 @@
 #include "core/args_int.h"
 #include "ops/pipeline_int.h"
 
+typedef struct sl__sr sl__sr;
 /* Shared state of one run (one sl_iter). */
 struct sl__run {
   sl_pipeline *pl;
   atomic_bool cancel;
 };
+/* While sl_pipeline_iter_at opens a run's iterators: the saved state they read their parts from (op_state.c), on the
+ * opening thread only (threads an op starts meanwhile open nested chains afresh; making an element again clears it
+ * for its while). */
+extern _Thread_local sl__sr *sl__t_restore;
 static inline bool sl__canceled(const sl__run *run) { return atomic_load_explicit(&run->cancel, memory_order_relaxed); }
 
 /* When to time the next call. Each call is timed with probability 1/stride (gaps between timed calls are drawn
@@ -111,5 +116,86 @@ int sl__op_infer(sl__op *op, const sl__struct *seed);
 int sl__file_order(int64_t **order, const sl__op *op, int64_t n, int64_t seed, bool reshuffle, uint64_t epoch);
 /* Opens the single-element iterator that starts a nested source chain. */
 int sl__it_single(sl__op *op, sl__run *run, const sl_elem *e, sl__it **out);
+
+/* ---- Saved state of a run (op_state.c; docs/state.md) ----
+ * A state is the position of a run as its consumer sees it. Each iterator writes a record: its op and epoch, its
+ * input's record, its own part (the op's `save`), then the refs of elements to be made again and handed out before
+ * anything else (a pushback). Elements made ahead (a prefetch's ring, a parallel map's elements in flight, a batch's
+ * partial batch) are saved as refs (sl_eref) and made again on restore (sl__remake), not as bytes. */
+typedef struct sl__sw {
+  unsigned char *p;
+  size_t n, cap;
+  int err;
+} sl__sw;
+struct sl__sr {
+  const unsigned char *p;
+  size_t n, at;
+};
+void sl__sw_u64(sl__sw *w, uint64_t v);
+void sl__sw_str(sl__sw *w, const char *s);
+void sl__sw_ref(sl__sw *w, const sl_eref *r); /* a batch's members too */
+/* Reads fail with SL_ECORRUPT naming `what` and the byte (a truncated or damaged state). */
+int sl__sr_u64(sl__sr *r, uint64_t *v, const char *what);
+int sl__sr_str(sl__sr *r, char *buf, size_t n, const char *what);
+int sl__sr_ref(sl__sr *r, sl_eref *out); /* out->members is a new reference */
+
+typedef struct sl__op_state {
+  /* Writes the iterator's own part (the chain is held still: sl__state_hold). NULL: nothing of its own. */
+  int (*save)(sl__it *it, sl__sw *w);
+  /* Reads it back into a freshly opened iterator, before any thread of it starts. */
+  int (*load)(sl__it *it, sl__sr *r);
+  /* Holds the op's threads still (on) or lets them go: no element is between its input and its buffers. */
+  void (*hold)(sl__it *it, bool on);
+  /* Makes again the element with ref `r` that this op handed out (readers, maps, batches, interleave). NULL with
+   * SL__STF_PASS: the element is its input's, made again by the input. */
+  int (*remake)(sl__op *op, sl__run *run, const sl_eref *r, sl_elem *out);
+  unsigned flags;
+} sl__op_state;
+enum {
+  SL__STF_PASS = 1u << 0,        /* hands its input's elements out unchanged (shuffle, take, prefetch, ...) */
+  SL__STF_LOADS_ITSELF = 1u << 1 /* its open calls sl__state_load before starting threads */
+};
+/* True on the thread that restores a run while it opens iterators. */
+static inline bool sl__restoring(const sl__run *run) {
+  (void)run;
+  return sl__t_restore != NULL;
+}
+/* Reads the op's own part when restoring (0 otherwise); ops with SL__STF_LOADS_ITSELF call it from open. */
+int sl__state_load(sl__it *it);
+/* Makes again the element `r` as op `op` handed it out. */
+int sl__remake(sl__op *op, sl__run *run, const sl_eref *r, sl_elem *out);
+/* The input element of a reader op (a filename) made again from its ref (up_op, up). */
+int sl__remake_input(sl__op *op, sl__run *run, uint16_t up_op, uint64_t up, sl_elem *out);
+/* Wraps *in so that the elements of refs[0..n) are made again (by `by`, NULL: by (*in)->op) and handed out first;
+ * *in NULL: an iterator of those elements alone. */
+int sl__pushback(sl__it **in, sl__run *run, sl__op *by, const sl_eref *refs, size_t n);
+/* Reads a count and that many refs, and pushes them back onto *in (sl__pushback). */
+int sl__sr_pushback(sl__sr *r, sl__it **in, sl__run *run, sl__op *by, const char *what);
+/* Writes an iterator's record (its input's, its own, its pushback). */
+int sl__state_save_it(sl__it *it, sl__sw *w);
+/* Holds or lets go every threaded op of the chain from `it` up its inputs (nested chains included). */
+void sl__state_hold(sl__it *it, bool on);
+/* The engine's side (engine.c, pipeline.c): a record's head read into a new iterator; its own part and pushback after its op's
+ * open; the part of a nested chain's single-element start; the pushback iterator's table. */
+int sl__state_head(sl__it *it);
+int sl__state_after_open(sl__it **it);
+int sl__single_save(sl__it *it, sl__sw *w);
+const sl__it_vt *sl__pushback_vt(void);
+/* The state document around the root's record (sl_iter_state), and its checks before the records are read. */
+int sl__state_encode(sl_pipeline *p, sl__it *root, uint64_t delivered, void **buf, size_t *len);
+int sl__state_decode(sl_pipeline *p, const void *buf, size_t len, sl__sr *r, uint64_t *delivered);
+
+/* The ref an op stamps on an element it makes from its input element `in`: position `pos` (and `aux`) within it. */
+static inline void sl__ref_set(sl_elem *e, const sl__op *op, const sl_eref *in, uint64_t pos, uint64_t aux) {
+  sl_buf_unref(e->ref.members);
+  e->ref = (sl_eref){0};
+  e->ref.op = (uint16_t)(op->index + 1);
+  if (in) {
+    e->ref.up_op = in->op;
+    e->ref.up = in->pos;
+  }
+  e->ref.pos = pos;
+  e->ref.aux = aux;
+}
 
 #endif

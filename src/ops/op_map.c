@@ -120,7 +120,16 @@ static int call_fn(sl__op *op, map_cfg *c, sl_elem *e, uint64_t epoch, uint64_t 
   for (int k = 0; k < op->nseed_ops; k++) seeds[k] = sl__seed_of(base, (uint64_t)op->seed_ops[k], epoch, index);
   sl_fn_call call = {index, seeds[0], true, op->path, op->nseed_ops > 1 ? seeds : NULL, op->nseed_ops > 1 ? op->nseed_ops : 0};
   sl_error_clear();
+  /* The element's ref is the op's to carry (a function may rebuild the element): kept aside, put back after. */
+  sl_eref ref = e->ref;
+  e->ref = (sl_eref){0};
   int rc = c->fn.def.call(c->state, e, &call);
+  sl_buf_unref(e->ref.members);
+  e->ref = ref;
+  if (op->stamp >= 0) {
+    e->ref.stamp[op->stamp] = epoch << 40 | (index & (((uint64_t)1 << 40) - 1));
+    e->ref.nstamp |= 1u << op->stamp;
+  }
   if (!rc) {
     *keep = call.keep;
     return 0;
@@ -231,7 +240,18 @@ struct pmap_it {
   worker_arg *args;
   int nthreads;
   bool deterministic;
+  /* Under in_mu: the ref of each input element pulled, at seq % cap (a saved state makes those in flight again). */
+  sl_eref *pref;
+  bool held;
 };
+
+/* Under in_mu: notes the ref of the input element given sequence number seq. */
+static void pmap_note(pmap_it *m, uint64_t seq, const sl_elem *e) {
+  sl_eref *r = &m->pref[seq % (uint64_t)m->cap];
+  sl_buf_unref(r->members);
+  *r = e->ref;
+  sl_buf_ref(r->members);
+}
 
 /* Workers at work: the tuner's parallelism, except that an "autotune" map it sets to 1 runs on the consumer's
  * thread (inline, no hand-offs), as a map planned at parallelism 1 does: the planner's model prices parallelism 1 as
@@ -263,7 +283,7 @@ static bool pmap_ready_run(pmap_it *m, int want) {
  * stores the chunk's results. */
 static void pmap_store(slot *sl, sl_elem *e, int rc, sl__errbox *err) {
   if (e) sl_elem_move(&sl->e, e);
-  else sl->e.n = 0;
+  else sl_elem_init(&sl->e);
   sl->rc = rc;
   sl->err = err;
 }
@@ -378,6 +398,7 @@ static void pmap_make(pmap_it *m, pmap_chunk *w) {
       m->in_eof = true;
       break;
     }
+    pmap_note(m, w->first + (uint64_t)w->got, &w->els[w->got]);
     w->got++;
   }
   w->nres = (uint64_t)w->got + (w->end_rc < 0 ? 1 : 0); /* an input error is one more result */
@@ -658,6 +679,9 @@ static void pmap_free(sl__it *it) {
       sl_elem_clear(&m->ring[i].e);
       sl__free(m->ring[i].err);
     }
+  if (m->pref)
+    for (int i = 0; i < m->cap; i++) sl_buf_unref(m->pref[i].members);
+  sl__free(m->pref);
   pthread_mutex_destroy(&m->mu);
   pthread_mutex_destroy(&m->in_mu);
   pthread_cond_destroy(&m->cv_space);
@@ -672,7 +696,14 @@ static void pmap_free(sl__it *it) {
 static const sl__it_vt PMAP_IT = {pmap_next, pmap_free};
 
 static int map_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out) {
-  if (!op->async) return sl__it_new(out, sizeof(smap_it), &SMAP_IT, op, run, seed);
+  if (!op->async) {
+    int rc = sl__it_new(out, sizeof(smap_it), &SMAP_IT, op, run, seed);
+    if (!rc && (rc = sl__state_load(*out))) {
+      sl__it_free(*out);
+      *out = NULL;
+    }
+    return rc;
+  }
   map_cfg *c = op->impl;
   int rc = sl__it_new(out, sizeof(pmap_it), &PMAP_IT, op, run, seed);
   if (rc) return rc;
@@ -691,14 +722,20 @@ static int map_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out)
   m->low_water = m->cap / 4 < 1 ? 1 : m->cap / 4 > SL__HANDOFF_MAX ? SL__HANDOFF_MAX : m->cap / 4;
   m->chunk_max = m->claim_max = m->low_water;
   m->ring = sl__calloc((size_t)m->cap, sizeof *m->ring);
+  m->pref = sl__calloc((size_t)m->cap, sizeof *m->pref);
   m->fifo = sl__calloc((size_t)m->cap, sizeof *m->fifo);
   m->threads = sl__calloc((size_t)par, sizeof *m->threads);
   m->args = sl__calloc((size_t)par, sizeof *m->args);
-  if (!m->ring || !m->fifo || !m->threads || !m->args) {
+  if (!m->ring || !m->pref || !m->fifo || !m->threads || !m->args) {
     int cap = m->cap;
     sl__it_free(*out);
     *out = NULL;
     return sl__op_err(op, SL_ENOMEM, "out of memory for %d buffered elements", cap);
+  }
+  if ((rc = sl__state_load(*out))) { /* before any worker runs */
+    sl__it_free(*out);
+    *out = NULL;
+    return rc;
   }
   m->nthreads_ok = (int)par; /* set before any worker runs: workers read it */
   for (int i = 0; i < par; i++) {
@@ -712,6 +749,71 @@ static int map_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out)
   }
   return 0;
 }
+
+/* ---- saved state: the index of the next element the consumer gets, and the refs of the input elements after it
+ * that are in flight (made again on restore, through the input). One format for the sequential and the parallel
+ * map: a state restores on another parallelism. */
+static int map_save(sl__it *it, sl__sw *w) {
+  if (!it->op->async) {
+    sl__sw_u64(w, ((smap_it *)it)->index);
+    sl__sw_u64(w, 0);
+    return 0;
+  }
+  pmap_it *m = (pmap_it *)it;
+  if (!m->deterministic)
+    return sl__op_err(it->op, SL_EINVAL, "a map with \"deterministic\": false cannot save its position (its order "
+                                         "depends on timing)");
+  uint64_t first = m->head;
+  if (m->cl.head < m->cl.n) { /* claimed results not served yet: the first of them is next */
+    slot *s = (slot *)((char *)m->cl.e[m->cl.head] - offsetof(slot, e));
+    uint64_t idx = (uint64_t)(s - m->ring), cap = (uint64_t)m->cap;
+    first = m->head - 1 - ((m->head - 1 - idx) % cap);
+  }
+  if (m->inline_hold) first = m->next_seq;
+  sl__sw_u64(w, first);
+  sl__sw_u64(w, m->next_seq - first);
+  for (uint64_t q = first; q < m->next_seq; q++) sl__sw_ref(w, &m->pref[q % (uint64_t)m->cap]);
+  return 0;
+}
+static int map_load(sl__it *it, sl__sr *r) {
+  uint64_t index;
+  int rc = sl__sr_u64(r, &index, "a map's index");
+  if (!rc) rc = sl__sr_pushback(r, &it->input, it->run, it->op->input, "a map's elements in flight");
+  if (rc) return rc;
+  if (!it->op->async) ((smap_it *)it)->index = index;
+  else ((pmap_it *)it)->head = ((pmap_it *)it)->next_seq = index;
+  return 0;
+}
+/* Holds the workers still: none pulls (in_mu) or publishes (mu) until let go. */
+static void map_hold(sl__it *it, bool on) {
+  if (!it->op->async) return;
+  pmap_it *m = (pmap_it *)it;
+  if (on) {
+    pthread_mutex_lock(&m->in_mu);
+    pthread_mutex_lock(&m->mu);
+  } else {
+    pthread_mutex_unlock(&m->mu);
+    pthread_mutex_unlock(&m->in_mu);
+  }
+}
+/* A map's element made again: its input's, through the function with the index and epoch it had. */
+static int map_remake(sl__op *op, sl__run *run, const sl_eref *r, sl_elem *out) {
+  int rc = sl__remake(op->input, run, r, out);
+  if (rc) return rc;
+  uint64_t epoch = 0, index = 0;
+  if (op->stamp >= 0 && (r->nstamp & (1u << op->stamp))) {
+    epoch = r->stamp[op->stamp] >> 40;
+    index = r->stamp[op->stamp] & (((uint64_t)1 << 40) - 1);
+  }
+  bool keep = true;
+  if (!(rc = call_fn(op, op->impl, out, epoch, index, &keep)) && !keep)
+    rc = sl__op_err(op, SL_ECORRUPT, "an element made again was dropped this time (a function that is not "
+                                     "deterministic?)");
+  if (rc) sl_elem_clear(out);
+  return rc;
+}
+static const sl__op_state MAP_STATE = {map_save, map_load, map_hold, map_remake, SL__STF_LOADS_ITSELF};
+static const sl__op_state FILTER_STATE = {map_save, map_load, map_hold, NULL, SL__STF_LOADS_ITSELF | SL__STF_PASS};
 
 static const sl__arg MAP_KNOBS[] = {
     {"fn", SL__ARG_STR, NULL, SL__ARGF_REQUIRED, 0, 0, NULL, "the function (docs/functions.md)"},
@@ -739,5 +841,6 @@ static int map_infer(sl__op *op, sl__struct *s, const sl__struct *src) {
 static const sl__op_schema MAP_SCHEMA = {SL__MK_MAP, 0, "runs a function on each element", MAP_KNOBS, map_infer};
 static const sl__op_schema FILTER_SCHEMA = {SL__MK_FILTER, 0, "keeps the elements a predicate accepts",
                                             FILTER_KNOBS, map_infer};
-const sl__op_vt sl__op_map = {"map", map_parse, map_open, map_free_op, SL__OPF_NEEDS_INPUT, &MAP_SCHEMA};
-const sl__op_vt sl__op_filter = {"filter", filter_parse, map_open, map_free_op, SL__OPF_NEEDS_INPUT, &FILTER_SCHEMA};
+const sl__op_vt sl__op_map = {"map", map_parse, map_open, map_free_op, SL__OPF_NEEDS_INPUT, &MAP_SCHEMA, &MAP_STATE};
+const sl__op_vt sl__op_filter = {"filter", filter_parse, map_open, map_free_op, SL__OPF_NEEDS_INPUT, &FILTER_SCHEMA,
+                                 &FILTER_STATE};

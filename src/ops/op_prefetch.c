@@ -32,6 +32,7 @@ typedef struct {
   bool started;
   bool producing;         /* under mu: the producer is pulling a chunk (outside mu) */
   bool consumer_pulling;  /* under mu: the consumer is pulling inline (outside mu) */
+  bool held;              /* under mu: a state is being saved: the producer starts no chunk */
 } pf_it;
 
 /* An "autotune" prefetch the tuner sets to depth 0 makes nothing ahead: its consumer pulls the input itself, once
@@ -83,7 +84,7 @@ static void *pf_producer(void *p) {
       int half = lim / 2 < 1 ? 1 : lim / 2;
       k = lim - f->count;
       if (f->stop) break;
-      if (!pf_inline(f) && !f->consumer_pulling && k >= (chunk < half ? chunk : half)) break;
+      if (!pf_inline(f) && !f->consumer_pulling && !f->held && k >= (chunk < half ? chunk : half)) break;
       if (!spun && chunk > 1 && !f->waiting_consumer) {
         /* Cheap elements and the consumer is taking them: it gives room within microseconds. Poll a while. */
         spun = true;
@@ -291,6 +292,32 @@ static void pf_free(sl__it *it) {
 }
 static const sl__it_vt PF_IT = {pf_next, pf_free};
 
+/* ---- saved state: the elements made ahead are its input's again, as refs (made again on restore) ---- */
+static void pf_hold(sl__it *it, bool on) {
+  pf_it *f = (pf_it *)it;
+  if (on) {
+    pthread_mutex_lock(&f->mu);
+    f->held = true;
+    while (f->producing) sl__cond_wait_ms(&f->cv_ready, &f->mu, 1);
+  } else {
+    f->held = false;
+    pthread_mutex_unlock(&f->mu);
+    pthread_cond_broadcast(&f->cv_space);
+  }
+}
+static int pf_save(sl__it *it, sl__sw *w) {
+  pf_it *f = (pf_it *)it;
+  int unserved = f->cl.n - f->cl.head, rest = f->count - f->lent;
+  sl__sw_u64(w, (uint64_t)(unserved + rest));
+  for (int i = f->cl.head; i < f->cl.n; i++) sl__sw_ref(w, &f->cl.e[i]->ref);
+  for (int i = 0; i < rest; i++) sl__sw_ref(w, &f->ring[(f->head + f->lent + i) % f->span].ref);
+  return 0;
+}
+static int pf_load(sl__it *it, sl__sr *r) {
+  return sl__sr_pushback(r, &it->input, it->run, it->op->input, "a prefetch's elements made ahead");
+}
+static const sl__op_state PF_STATE = {pf_save, pf_load, pf_hold, NULL, SL__STF_PASS | SL__STF_LOADS_ITSELF};
+
 static int pf_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out) {
   int rc = sl__it_new(out, sizeof(pf_it), &PF_IT, op, run, seed);
   if (rc) return rc;
@@ -310,6 +337,11 @@ static int pf_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out) 
     *out = NULL;
     return sl__op_err(op, SL_ENOMEM, "out of memory for a buffer of %d elements", cap);
   }
+  if ((rc = sl__state_load(*out))) {
+    sl__it_free(*out);
+    *out = NULL;
+    return rc;
+  }
   if (pthread_create(&f->thread, NULL, pf_producer, f)) {
     sl__it_free(*out);
     *out = NULL;
@@ -325,4 +357,4 @@ static const sl__arg PF_KNOBS[] = {
     {NULL}};
 static const sl__op_schema PF_SCHEMA = {SL__MK_PREFETCH, SL__OPS_NO_IDENTITY,
                                         "makes elements ahead on its own thread", PF_KNOBS, NULL};
-const sl__op_vt sl__op_prefetch = {"prefetch", pf_parse, pf_open, NULL, SL__OPF_NEEDS_INPUT, &PF_SCHEMA};
+const sl__op_vt sl__op_prefetch = {"prefetch", pf_parse, pf_open, NULL, SL__OPF_NEEDS_INPUT, &PF_SCHEMA, &PF_STATE};

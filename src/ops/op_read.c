@@ -129,10 +129,36 @@ static int files_next(sl__it *it, sl_elem *out) {
   files_it *f = (files_it *)it;
   const files_cfg *c = it->op->impl;
   if (f->pos >= c->n) return SL_END;
-  const char *p = c->paths[f->order ? f->order[f->pos] : f->pos];
+  int64_t k = f->order ? f->order[f->pos] : f->pos;
+  const char *p = c->paths[k];
   f->pos++;
+  sl__ref_set(out, it->op, NULL, (uint64_t)k, 0);
   return sl_elem_set_bytes(out, "filename", NULL, 0, p, strlen(p));
 }
+static int files_save(sl__it *it, sl__sw *w) {
+  sl__sw_u64(w, (uint64_t)((files_it *)it)->pos);
+  return 0;
+}
+static int files_load(sl__it *it, sl__sr *r) {
+  uint64_t pos;
+  int rc = sl__sr_u64(r, &pos, "a files op's position");
+  if (rc) return rc;
+  if (pos > (uint64_t)((const files_cfg *)it->op->impl)->n)
+    return sl__op_err(it->op, SL_EINVAL, "the saved position (file %llu) is past its %lld files",
+                      (unsigned long long)pos, (long long)((const files_cfg *)it->op->impl)->n);
+  ((files_it *)it)->pos = (int64_t)pos;
+  return 0;
+}
+static int files_remake(sl__op *op, sl__run *run, const sl_eref *r, sl_elem *out) {
+  (void)run;
+  const files_cfg *c = op->impl;
+  if (r->pos >= (uint64_t)c->n) return sl__op_err(op, SL_ECORRUPT, "a saved ref names file %llu of %lld",
+                                                  (unsigned long long)r->pos, (long long)c->n);
+  const char *p = c->paths[r->pos];
+  sl__ref_set(out, op, NULL, r->pos, 0);
+  return sl_elem_set_bytes(out, "filename", NULL, 0, p, strlen(p));
+}
+static const sl__op_state FILES_STATE = {files_save, files_load, NULL, files_remake, 0};
 static void files_free(sl__it *it) {
   files_it *f = (files_it *)it;
   sl__free(f->order);
@@ -195,7 +221,8 @@ static const char *files_first(const sl__op *op) {
 static const sl__op_schema FILES_SCHEMA = {SL__MK_SOURCE, SL__OPS_LISTS_FILES,
                                            "file names (from globs or a list), as bytes `filename`", FILES_KNOBS,
                                            files_infer, files_first};
-const sl__op_vt sl__op_files = {"files", files_parse, files_open, files_free_op, SL__OPF_SOURCE, &FILES_SCHEMA};
+const sl__op_vt sl__op_files = {"files", files_parse, files_open, files_free_op, SL__OPF_SOURCE, &FILES_SCHEMA,
+                                &FILES_STATE};
 
 /* ---------------- helpers for per-file readers ---------------- */
 /* Reads the filename out of an input element (component `comp`) into a NUL-terminated string. */
@@ -220,6 +247,8 @@ typedef struct {
   sl__it it;
   sl_tfrecord_reader *r;
   uint64_t disk_seen;
+  sl_eref in_ref; /* the ref of the filename element being read (its records' `up`) */
+  char *path;     /* that file's name (a saved state names it) */
 } tfr_it;
 
 static int tfr_parse(sl__op *op, json_t *o) {
@@ -247,6 +276,16 @@ static void tfr_account(tfr_it *t) {
   t->disk_seen = d;
 }
 
+static int tfr_start(tfr_it *t, const char *path, const tfr_cfg *c) {
+  sl__free(t->path);
+  t->path = sl__strdup(path);
+  if (!t->path) return sl__oom("a file name");
+  int rc = sl_tfrecord_reader_open(&t->r, path, c->comp);
+  if (rc) return sl__op_wrap(t->it.op, rc);
+  t->disk_seen = 0;
+  return 0;
+}
+
 static int tfr_next(sl__it *it, sl_elem *out) {
   tfr_it *t = (tfr_it *)it;
   const tfr_cfg *c = it->op->impl;
@@ -258,17 +297,19 @@ static int tfr_next(sl__it *it, sl_elem *out) {
       if (rc) return rc;
       char path[4096];
       rc = input_filename(it->op, &in, c->component, path, sizeof path);
+      t->in_ref = in.ref;
+      t->in_ref.members = NULL;
       sl_elem_clear(&in);
       if (rc) return rc;
-      rc = sl_tfrecord_reader_open(&t->r, path, c->comp);
-      if (rc) return sl__op_wrap(it->op, rc);
-      t->disk_seen = 0;
+      if ((rc = tfr_start(t, path, c))) return rc;
     }
     sl_buf *rec;
     size_t len;
+    uint64_t at = sl_tfrecord_reader_offset(t->r), idx = sl_tfrecord_reader_index(t->r);
     int rc = sl_tfrecord_reader_next(&rec, &len, t->r);
     tfr_account(t);
     if (rc == 0) {
+      sl__ref_set(out, it->op, &t->in_ref, at, idx);
       rc = sl_elem_set_bytes(out, "record", rec, 0, NULL, len);
       sl_buf_unref(rec);
       return rc;
@@ -289,8 +330,60 @@ static int tfr_next(sl__it *it, sl_elem *out) {
 static void tfr_free(sl__it *it) {
   tfr_it *t = (tfr_it *)it;
   sl_tfrecord_reader_free(t->r);
+  sl__free(t->path);
   sl__free(t);
 }
+/* Its part: the file being read (none: "") with its element's ref, and the next record's offset and index. */
+static int tfr_save(sl__it *it, sl__sw *w) {
+  tfr_it *t = (tfr_it *)it;
+  sl__sw_str(w, t->r ? t->path : "");
+  if (!t->r) return 0;
+  sl__sw_u64(w, t->in_ref.op);
+  sl__sw_u64(w, t->in_ref.pos);
+  sl__sw_u64(w, sl_tfrecord_reader_offset(t->r));
+  sl__sw_u64(w, sl_tfrecord_reader_index(t->r));
+  return 0;
+}
+static int tfr_load(sl__it *it, sl__sr *r) {
+  tfr_it *t = (tfr_it *)it;
+  char path[4096];
+  uint64_t op, up, off, idx;
+  int rc = sl__sr_str(r, path, sizeof path, "a tfrecord op's file");
+  if (rc || !path[0]) return rc;
+  if ((rc = sl__sr_u64(r, &op, "a tfrecord op's file ref")) || (rc = sl__sr_u64(r, &up, "a tfrecord op's file ref")) ||
+      (rc = sl__sr_u64(r, &off, "a tfrecord op's offset")) || (rc = sl__sr_u64(r, &idx, "a tfrecord op's index")))
+    return rc;
+  t->in_ref = (sl_eref){.op = (uint16_t)op, .pos = up};
+  if ((rc = tfr_start(t, path, it->op->impl))) return rc;
+  rc = sl_tfrecord_reader_seek(t->r, off, idx);
+  return rc ? sl__op_wrap(it->op, rc) : 0;
+}
+static int tfr_remake(sl__op *op, sl__run *run, const sl_eref *r, sl_elem *out) {
+  const tfr_cfg *c = op->impl;
+  sl_elem in;
+  sl_elem_init(&in);
+  char path[4096];
+  int rc = sl__remake_input(op, run, r->up_op, r->up, &in);
+  if (!rc) rc = input_filename(op, &in, c->component, path, sizeof path);
+  sl_elem_clear(&in);
+  if (rc) return rc;
+  sl_tfrecord_reader *rd;
+  if ((rc = sl_tfrecord_reader_open(&rd, path, c->comp))) return sl__op_wrap(op, rc);
+  sl_buf *rec = NULL;
+  size_t len;
+  if (!(rc = sl_tfrecord_reader_seek(rd, r->pos, r->aux))) rc = sl_tfrecord_reader_next(&rec, &len, rd);
+  sl_tfrecord_reader_free(rd);
+  if (rc == SL_END) rc = sl__op_err(op, SL_ECORRUPT, "%s: no record at byte %llu to resume with", path,
+                                    (unsigned long long)r->pos);
+  if (rc) return rc < 0 ? sl__op_wrap(op, rc) : rc;
+  sl__ref_set(out, op, NULL, r->pos, r->aux);
+  out->ref.up_op = r->up_op;
+  out->ref.up = r->up;
+  rc = sl_elem_set_bytes(out, "record", rec, 0, NULL, len);
+  sl_buf_unref(rec);
+  return rc;
+}
+static const sl__op_state TFR_STATE = {tfr_save, tfr_load, NULL, tfr_remake, 0};
 static const sl__it_vt TFR_IT = {tfr_next, tfr_free};
 static int tfr_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out) {
   return sl__it_new(out, sizeof(tfr_it), &TFR_IT, op, run, seed);
@@ -314,7 +407,8 @@ static int tfr_infer(sl__op *op, sl__struct *s, const sl__struct *src) {
 }
 static const sl__op_schema TFR_SCHEMA = {SL__MK_READER, 0, "the records of each input file, as bytes `record`",
                                          TFR_KNOBS, tfr_infer};
-const sl__op_vt sl__op_tfrecord = {"tfrecord", tfr_parse, tfr_open, cfg_free, SL__OPF_NEEDS_INPUT, &TFR_SCHEMA};
+const sl__op_vt sl__op_tfrecord = {"tfrecord", tfr_parse, tfr_open, cfg_free, SL__OPF_NEEDS_INPUT, &TFR_SCHEMA,
+                                   &TFR_STATE};
 
 /* ---------------- lines ---------------- */
 typedef struct {

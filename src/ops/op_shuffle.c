@@ -87,6 +87,47 @@ static void shuf_free(sl__it *it) {
 }
 static const sl__it_vt SHUF_IT = {shuf_next, shuf_free};
 
+/* Its part: the generator, whether the input ended, and the buffer as refs to its elements (made again on restore,
+ * not saved as bytes). */
+static int shuf_save(sl__it *it, sl__sw *w) {
+  shuf_it *s = (shuf_it *)it;
+  for (int i = 0; i < 4; i++) sl__sw_u64(w, s->rng.s[i]);
+  sl__sw_u64(w, s->eof);
+  sl__sw_u64(w, (uint64_t)s->n);
+  for (int64_t i = 0; i < s->n; i++) sl__sw_ref(w, &s->buf[i].ref);
+  return 0;
+}
+static int shuf_load(sl__it *it, sl__sr *r) {
+  shuf_it *s = (shuf_it *)it;
+  uint64_t v[6];
+  int rc;
+  for (int i = 0; i < 6; i++)
+    if ((rc = sl__sr_u64(r, &v[i], "a shuffle's state"))) return rc;
+  if (v[5] > (uint64_t)s->cap)
+    return sl__op_err(it->op, SL_ECORRUPT, "the saved state holds %llu buffered elements; the buffer holds %lld",
+                      (unsigned long long)v[5], (long long)s->cap);
+  for (int i = 0; i < 4; i++) s->rng.s[i] = v[i];
+  s->eof = v[4] != 0;
+  sl_elem *nb = sl__realloc(s->buf, (size_t)(v[5] > (uint64_t)s->alloc ? v[5] : (uint64_t)s->alloc) * sizeof(sl_elem));
+  if (!nb) return sl__op_err(it->op, SL_ENOMEM, "out of memory for the buffer");
+  s->buf = nb;
+  if (v[5] > (uint64_t)s->alloc) s->alloc = (int64_t)v[5];
+  for (; s->n < (int64_t)v[5]; s->n++) {
+    sl_eref ref;
+    if ((rc = sl__sr_ref(r, &ref))) return rc;
+    sl_elem_init(&s->buf[s->n]);
+    rc = sl__remake(it->op->input, it->run, &ref, &s->buf[s->n]);
+    sl_buf_unref(ref.members);
+    if (rc) {
+      sl_elem_clear(&s->buf[s->n]);
+      return rc;
+    }
+    sl__stats_held(it->op, (int64_t)sl_elem_bytes(&s->buf[s->n]));
+  }
+  return 0;
+}
+static const sl__op_state SHUF_STATE = {shuf_save, shuf_load, NULL, NULL, SL__STF_PASS};
+
 static int shuf_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out) {
   int rc = sl__it_new(out, sizeof(shuf_it), &SHUF_IT, op, run, seed);
   if (rc) return rc;
@@ -114,4 +155,5 @@ static const sl__arg SHUF_KNOBS[] = {
     {"reshuffle_each_iteration", SL__ARG_BOOL, "true", 0, 0, 0, NULL, "a new order each epoch"},
     {NULL}};
 static const sl__op_schema SHUF_SCHEMA = {SL__MK_SHUFFLE, 0, "a random order, drawn from a buffer", SHUF_KNOBS, NULL};
-const sl__op_vt sl__op_shuffle = {"shuffle", shuf_parse, shuf_open, shuf_free_op, SL__OPF_NEEDS_INPUT, &SHUF_SCHEMA};
+const sl__op_vt sl__op_shuffle = {"shuffle", shuf_parse, shuf_open, shuf_free_op, SL__OPF_NEEDS_INPUT, &SHUF_SCHEMA,
+                                  &SHUF_STATE};

@@ -20,6 +20,7 @@ struct sl_pipeline {
   sl__op *root;     /* last op of the top chain */
   char *origin;
   char *base_dir;   /* directory of the spec file: relative paths in the spec resolve against it */
+  int nstamps;      /* random maps given a stamp slot in sl_eref (resumable state) */
   bool no_timing;   /* its samplers never time, like SL_NO_TIMING for one pipeline (bench/trace_cost.c's
                      * untraced twin); set before any iterator is opened */
 };
@@ -29,6 +30,7 @@ struct sl_iter {
   sl__run run;
   sl__it *root;
   int sticky;
+  uint64_t delivered; /* elements handed out, those before a restored state included */
   sl__errbox box;
 };
 
@@ -163,6 +165,10 @@ static int parse_chain(sl_pipeline *p, json_t *arr, const char *path, bool neste
       return sl__err(SL_EINVAL, "%s: the op chain is more than %d ops deep here (nested interleave sources count): "
                                 "the limit on op chain depth", opath, SL__MAX_DEPTH);
     if ((rc = vt->parse(op, obj)) || (rc = sl__op_infer(op, seed))) return rc;
+    /* A random map writes each element's index into the element's ref, so that a resumed run makes it again with
+     * the same seed; past SL_REF_STAMPS of them a run cannot save its state (op_state.c says so). */
+    op->stamp = -1;
+    if (op->random && sl__op_model(vt->kind) == SL__MK_MAP) op->stamp = p->nstamps < SL_REF_STAMPS ? p->nstamps++ : -2;
     atomic_store(&op->active_par, (int)op->parallelism);
     atomic_store(&op->active_buf, (int)op->buffer);
     atomic_store(&op->live_cache, 0);
@@ -315,20 +321,56 @@ char *sl__resolve_path(const sl_pipeline *pl, const char *path) {
 }
 
 /* ---- runs ---- */
-int sl_pipeline_iter(sl_iter **out, sl_pipeline *p) {
+static int iter_open(sl_iter **out, sl_pipeline *p, sl__sr *rd, uint64_t delivered) {
   *out = NULL;
   sl_iter *it = sl__calloc(1, sizeof *it);
   if (!it) return sl__oom("an iterator");
   it->pl = p;
   it->run.pl = p;
+  it->delivered = delivered;
   atomic_init(&it->run.cancel, false);
+  sl__t_restore = rd;
   int rc = sl__op_open(p->root, &it->run, NULL, &it->root);
+  sl__t_restore = NULL;
+  if (!rc && rd && rd->at != rd->n) {
+    rc = sl__err(SL_ECORRUPT, "the saved state has %zu bytes left over after the pipeline's records (damaged, or "
+                              "of another pipeline)", rd->n - rd->at);
+    sl__it_free(it->root);
+  }
   if (rc) {
     sl__free(it);
     return rc;
   }
   *out = it;
   return 0;
+}
+
+int sl_pipeline_iter(sl_iter **out, sl_pipeline *p) { return iter_open(out, p, NULL, 0); }
+
+int sl_pipeline_iter_at(sl_iter **out, sl_pipeline *p, const void *buf, size_t len) {
+  *out = NULL;
+  if (!buf) return sl__err(SL_EINVAL, "sl_pipeline_iter_at: no state given");
+  sl__sr r;
+  uint64_t delivered;
+  int rc = sl__state_decode(p, buf, len, &r, &delivered);
+  return rc ? rc : iter_open(out, p, &r, delivered);
+}
+
+int sl_iter_state(sl_iter *it, void **buf, size_t *len) {
+  *buf = NULL;
+  *len = 0;
+  if (it->sticky) return sl__err(it->sticky, "the run has failed or was cancelled: it has no position to save");
+  sl__state_hold(it->root, true);
+  int rc = sl__state_encode(it->pl, it->root, it->delivered, buf, len);
+  sl__state_hold(it->root, false);
+  return rc;
+}
+
+uint64_t sl_iter_position(const sl_iter *it) { return it->delivered; }
+
+void sl_pipeline_set_epoch(sl_pipeline *p, uint64_t epoch) {
+  for (int i = 0; i < p->nops; i++)
+    if (!p->ops[i]->nested) atomic_store(&p->ops[i]->opens, epoch);
 }
 
 int sl_iter_next(sl_elem *out, sl_iter *it) {
@@ -340,6 +382,7 @@ int sl_iter_next(sl_elem *out, sl_iter *it) {
     return SL_ECANCELED;
   }
   int rc = sl__it_next(it->root, out);
+  if (rc == 0) it->delivered++;
   if (rc < 0) {
     if (!sl_error_last()[0]) sl__err(rc, "%s", sl_strerror(rc));
     it->sticky = rc;

@@ -84,6 +84,7 @@ typedef struct sl__op_vt {
   void (*free)(sl__op *op);
   unsigned flags;
   const sl__op_schema *schema; /* every registered op has one (test_schema checks) */
+  const struct sl__op_state *state; /* how its iterators save and restore their position; NULL: they cannot yet */
 } sl__op_vt;
 
 enum {
@@ -102,6 +103,7 @@ struct sl__op {
    * per op it stands for, seed_ops[0] giving call->seed. */
   int seed_ops[SL__MAX_SEED_OPS];
   int nseed_ops;
+  int stamp;       /* a random map's slot in sl_eref.stamp (-1: none): where it writes each element's index */
   int parent;      /* index of the consumer op, -1 for the root */
   int height;      /* ops on the longest path from this op to a source, itself included (<= SL__MAX_DEPTH) */
   bool nested;     /* inside an interleave's source chain */
