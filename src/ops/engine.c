@@ -116,9 +116,14 @@ int sl__it_new_ex(sl__it **out, size_t size, const sl__it_vt *vt, sl__op *op, sl
   it->vt = vt;
   it->op = op;
   it->run = run;
-  it->epoch = atomic_fetch_add_explicit(&op->opens, 1, memory_order_relaxed);
+  /* Its epoch: the op's count of iterators so far; a restored one's is in its record (sl__state_head); iterators
+   * opened to make an element again, and pushbacks, count none. */
+  bool restoring = sl__restoring(run) && vt != sl__pushback_vt();
+  it->epoch = restoring || sl__t_remaking || vt == sl__pushback_vt()
+                  ? 0
+                  : atomic_fetch_add_explicit(&op->opens, 1, memory_order_relaxed);
   sl__sampler_init(&it->smp, op);
-  int rc = sl__restoring(run) && vt != sl__pushback_vt() ? sl__state_head(it) : 0;
+  int rc = restoring ? sl__state_head(it) : 0;
   if (!rc && open_input) rc = sl__op_open_input(op, run, seed_elem, &it->input);
   if (rc) {
     sl__free(it);

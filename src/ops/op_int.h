@@ -17,6 +17,8 @@ struct sl__run {
  * opening thread only (threads an op starts meanwhile open nested chains afresh; making an element again clears it
  * for its while). */
 extern _Thread_local sl__sr *sl__t_restore;
+/* Above 0 while an element is made again (sl__remake): the iterators opened for it count no epoch. */
+extern _Thread_local int sl__t_remaking;
 static inline bool sl__canceled(const sl__run *run) { return atomic_load_explicit(&run->cancel, memory_order_relaxed); }
 
 /* When to time the next call. Each call is timed with probability 1/stride (gaps between timed calls are drawn
@@ -150,6 +152,9 @@ typedef struct sl__op_state {
    * SL__STF_PASS: the element is its input's, made again by the input. */
   int (*remake)(sl__op *op, sl__run *run, const sl_eref *r, sl_elem *out);
   unsigned flags;
+  /* Writes the refs of elements it has taken for its consumer but not handed out yet (they come first on restore);
+   * returns how many. NULL: none. */
+  int (*pending)(sl__it *it, sl__sw *w);
 } sl__op_state;
 enum {
   SL__STF_PASS = 1u << 0,        /* hands its input's elements out unchanged (shuffle, take, prefetch, ...) */
@@ -184,6 +189,7 @@ const sl__it_vt *sl__pushback_vt(void);
 /* The state document around the root's record (sl_iter_state), and its checks before the records are read. */
 int sl__state_encode(sl_pipeline *p, sl__it *root, uint64_t delivered, void **buf, size_t *len);
 int sl__state_decode(sl_pipeline *p, const void *buf, size_t len, sl__sr *r, uint64_t *delivered);
+void sl__state_set_opens(sl_pipeline *p, const void *buf);
 
 /* The ref an op stamps on an element it makes from its input element `in`: position `pos` (and `aux`) within it. */
 static inline void sl__ref_set(sl_elem *e, const sl__op *op, const sl_eref *in, uint64_t pos, uint64_t aux) {

@@ -26,6 +26,7 @@ typedef struct {
   bool exhausted;  /* the nested iterator returned SL_END */
   int err;         /* a nested error, delivered after the buffered elements */
   sl__errbox *box;
+  sl_eref seed;    /* the ref of the input element its chain was opened for (a saved state makes it again) */
 } il_slot;
 
 typedef struct il_it il_it;
@@ -62,6 +63,7 @@ struct il_it {
   /* Consumer only: elements claimed on its last trip under mu, and the slot each came from (to release it). */
   sl__claims cl;
   il_slot *cl_slot[SL__HANDOFF_MAX];
+  bool held; /* under mu: a state is being saved: workers start no chunk */
 };
 
 static int il_parse(sl__op *op, json_t *o) {
@@ -104,9 +106,13 @@ static int il_fill(il_it *m, il_slot *s) {
   if (rc) return rc;
   sl__it *nit = NULL;
   rc = sl__op_open(m->it.op->source, m->it.run, &in, &nit);
+  sl_eref seed = in.ref;
+  seed.members = NULL;
+  if (in.ref.members) seed.op = 0; /* a batch as an interleave's input: no ref kept */
   sl_elem_clear(&in);
   if (rc) return rc;
   if (m->parallel) pthread_mutex_lock(&m->mu);
+  s->seed = seed;
   s->it = nit;
   s->exhausted = false;
   s->err = 0;
@@ -160,7 +166,7 @@ static int il_next_seq(sl__it *it, sl_elem *out) {
 /* Under mu: whether a worker should fill slot t now: it has room for `want` elements (hysteresis: a worker making
  * cheap elements waits for room for a chunk), or nothing the consumer has not claimed yet. */
 static bool il_wants_work(const il_it *m, const il_slot *t, int want) {
-  return t->it && !t->busy && !t->exhausted && !t->err && t->qn < t->span &&
+  return !m->held && t->it && !t->busy && !t->exhausted && !t->err && t->qn < t->span &&
          (t->span - t->qn >= want || t->qn <= t->lent);
 }
 
@@ -489,6 +495,94 @@ static void il_free(sl__it *it) {
 }
 static const sl__it_vt IL_IT = {il_next, il_free};
 
+/* ---- saved state: the cycle's position; each slot's input element (as a ref), its nested chain's record and its
+ * buffered elements (refs, made again through the chain); the elements the consumer claimed and has not served yet
+ * are handed out first on restore (they are this op's output, after the cycle position they advanced). */
+static void il_hold(sl__it *it, bool on) {
+  il_it *m = (il_it *)it;
+  if (!m->parallel) {
+    for (int i = 0; i < m->cycle; i++) sl__state_hold(m->slots[i].it, on);
+    return;
+  }
+  if (on) {
+    pthread_mutex_lock(&m->mu);
+    m->held = true;
+    for (bool busy = true; busy;) {
+      busy = false;
+      for (int i = 0; i < m->cycle; i++) busy = busy || m->slots[i].busy;
+      if (busy) sl__cond_wait_ms(&m->cv_ready, &m->mu, 1);
+    }
+    for (int i = 0; i < m->cycle; i++) sl__state_hold(m->slots[i].it, true);
+  } else {
+    for (int i = 0; i < m->cycle; i++) sl__state_hold(m->slots[i].it, false);
+    m->held = false;
+    pthread_mutex_unlock(&m->mu);
+    pthread_cond_broadcast(&m->cv_work);
+  }
+}
+static int il_save(sl__it *it, sl__sw *w) {
+  il_it *m = (il_it *)it;
+  sl__sw_u64(w, (uint64_t)m->cycle);
+  sl__sw_u64(w, (uint64_t)m->cur);
+  sl__sw_u64(w, (uint64_t)m->block);
+  sl__sw_u64(w, m->input_eof);
+  for (int i = 0; i < m->cycle; i++) {
+    il_slot *s = &m->slots[i];
+    if (s->err) return sl__op_err(it->op, SL_EINVAL, "cannot save its position: a nested source failed and its "
+                                                     "error is not handed out yet");
+    sl__sw_u64(w, s->it != NULL);
+    if (!s->it) continue;
+    sl__sw_ref(w, &s->seed);
+    int rc = sl__state_save_it(s->it, w);
+    if (rc) return rc;
+    int rest = m->parallel ? s->qn - s->lent : 0;
+    sl__sw_u64(w, (uint64_t)rest);
+    for (int k = 0; k < rest; k++) sl__sw_ref(w, &s->q[(s->qhead + s->lent + k) % s->span].ref);
+  }
+  return 0;
+}
+static int il_pending(sl__it *it, sl__sw *w) {
+  il_it *m = (il_it *)it;
+  for (int i = m->cl.head; i < m->cl.n; i++) sl__sw_ref(w, &m->cl.e[i]->ref);
+  return m->cl.n - m->cl.head;
+}
+static int il_load_slot(il_it *m, il_slot *s, sl__sr *r) {
+  sl__op *op = m->it.op;
+  sl_elem in;
+  sl_elem_init(&in);
+  int rc = sl__sr_ref(r, &s->seed);
+  if (!rc) rc = sl__remake(op->input, m->it.run, &s->seed, &in);
+  sl_buf_unref(s->seed.members);
+  s->seed.members = NULL;
+  if (!rc) rc = sl__op_open(op->source, m->it.run, &in, &s->it);
+  sl_elem_clear(&in);
+  if (!rc) rc = sl__sr_pushback(r, &s->it, m->it.run, op->source, "a nested source's buffered elements");
+  return rc;
+}
+static int il_load(sl__it *it, sl__sr *r) {
+  il_it *m = (il_it *)it;
+  uint64_t v[4];
+  int rc;
+  for (int i = 0; i < 4; i++)
+    if ((rc = sl__sr_u64(r, &v[i], "an interleave's cycle"))) return rc;
+  if (v[0] != (uint64_t)m->cycle || v[1] >= v[0])
+    return sl__op_err(it->op, SL_EINVAL, "the saved state has a cycle of %llu sources; this op has %d (cycle_length "
+                                         "changes what it makes)", (unsigned long long)v[0], m->cycle);
+  m->cur = (int)v[1];
+  m->block = (int64_t)v[2];
+  m->input_eof = v[3] != 0;
+  for (int i = 0; i < m->cycle; i++) {
+    uint64_t present;
+    if ((rc = sl__sr_u64(r, &present, "an interleave's source"))) return rc;
+    if (present && (rc = il_load_slot(m, &m->slots[i], r))) return rc;
+  }
+  return 0;
+}
+static int il_remake(sl__op *op, sl__run *run, const sl_eref *r, sl_elem *out) {
+  return sl__remake(op->source, run, r, out);
+}
+static const sl__op_state IL_STATE = {il_save, il_load, il_hold, il_remake, SL__STF_LOADS_ITSELF, il_pending};
+
 static int il_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out) {
   int rc = sl__it_new(out, sizeof(il_it), &IL_IT, op, run, seed);
   if (rc) return rc;
@@ -498,6 +592,11 @@ static int il_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out) 
   m->qcap = (int)op->buffer;
   m->slots = sl__calloc((size_t)m->cycle, sizeof *m->slots);
   if (!m->slots) goto oom;
+  if ((rc = sl__state_load(*out))) { /* before any worker runs */
+    sl__it_free(*out);
+    *out = NULL;
+    return rc;
+  }
   if (!m->parallel) return 0;
   for (int i = 0; i < m->cycle; i++) {
     m->slots[i].span = m->qcap < IL_SPAN0 ? m->qcap : IL_SPAN0;
@@ -552,4 +651,4 @@ static int il_infer(sl__op *op, sl__struct *s, const sl__struct *src) {
 static const sl__op_schema IL_SCHEMA = {SL__MK_INTERLEAVE, 0, "runs `source` for each input element and "
                                         "interleaves their outputs", IL_KNOBS, il_infer};
 const sl__op_vt sl__op_interleave = {"interleave", il_parse, il_open, il_free_op,
-                                     SL__OPF_NEEDS_INPUT | SL__OPF_TAKES_SOURCE, &IL_SCHEMA};
+                                     SL__OPF_NEEDS_INPUT | SL__OPF_TAKES_SOURCE, &IL_SCHEMA, &IL_STATE};

@@ -12,6 +12,7 @@
 #include "ops/op_int.h"
 
 _Thread_local sl__sr *sl__t_restore;
+_Thread_local int sl__t_remaking;
 
 /* ---- writer and reader ---- */
 static void sw_put(sl__sw *w, const void *p, size_t n) {
@@ -228,9 +229,11 @@ static int remake_op(sl__op *op, sl__run *run, const sl_eref *r, sl_elem *out) {
 }
 
 int sl__remake(sl__op *op, sl__run *run, const sl_eref *r, sl_elem *out) {
-  sl__sr *saved = sl__t_restore; /* iterators opened to make an element again read no state */
+  sl__sr *saved = sl__t_restore; /* iterators opened to make an element again read no state, count no epoch */
   sl__t_restore = NULL;
+  sl__t_remaking++;
   int rc = remake_op(op, run, r, out);
+  sl__t_remaking--;
   sl__t_restore = saved;
   return rc;
 }
@@ -260,14 +263,24 @@ int sl__state_save_it(sl__it *it, sl__sw *w) {
     if (it->input && (rc = sl__state_save_it(it->input, w))) return rc;
     if (st->save && (rc = st->save(it, w))) return rc;
   }
+  /* Its pushback: a wrapper's elements not handed out yet, then those the op took for its consumer. */
+  sl__sw own = {0};
   size_t left = pb ? pb->n - pb->next : 0;
-  sl__sw_u64(w, left);
+  int pend = !single && op->vt->state->pending ? op->vt->state->pending(it, &own) : 0;
+  sl__sw_u64(w, left + (size_t)pend);
   for (size_t i = 0; i < left; i++) sl__sw_ref(w, &pb->refs[pb->next + i]);
+  if (own.n) sw_put(w, own.p, own.n);
+  if (own.err && !w->err) w->err = own.err;
+  sl__free(own.p);
   return w->err ? w->err : rc;
 }
 
 void sl__state_hold(sl__it *it, bool on) {
   if (!it) return;
+  if (it->vt == &PB_IT) {
+    sl__state_hold(it->input, on);
+    return;
+  }
   const sl__op_state *st = it->op->pl ? it->op->vt->state : NULL;
   if (on && st && st->hold) st->hold(it, true);
   sl__state_hold(it->input, on);
@@ -285,12 +298,7 @@ int sl__state_head(sl__it *it) {
     return sl__err(SL_ECORRUPT, "the saved state does not fit this pipeline: at byte %zu it holds the record of op "
                                 "%lld where %s was expected", r->at, (long long)idx - 1,
                    single ? "a nested source's start" : it->op->path);
-  it->epoch = ep;
-  if (!single) { /* later iterators of the op continue the epochs from there */
-    uint64_t cur = atomic_load(&it->op->opens);
-    while (cur < ep + 1 && !atomic_compare_exchange_weak(&it->op->opens, &cur, ep + 1)) {
-    }
-  }
+  it->epoch = ep; /* the op's later epochs continue from the count the state's op list set */
   return 0;
 }
 
@@ -372,6 +380,7 @@ int sl__state_encode(sl_pipeline *p, sl__it *root, uint64_t delivered, void **bu
     const sl__op *op = sl__pipeline_op(p, i);
     sl__sw_str(&w, op->vt->kind);
     sl__sw_u64(&w, op_identity(op));
+    sl__sw_u64(&w, atomic_load(&((sl__op *)op)->opens)); /* its iterators so far: the next one's epoch */
   }
   const char **files = NULL;
   size_t nf = 0;
@@ -429,8 +438,9 @@ int sl__state_decode(sl_pipeline *p, const void *buf, size_t len, sl__sr *r, uin
   int have = sl_pipeline_op_count(p);
   for (uint64_t i = 0; i < n && i < (uint64_t)have; i++) {
     char kind[64];
-    uint64_t id;
-    if ((rc = sl__sr_str(r, kind, sizeof kind, "an op's kind")) || (rc = sl__sr_u64(r, &id, "an op's identity")))
+    uint64_t id, opens;
+    if ((rc = sl__sr_str(r, kind, sizeof kind, "an op's kind")) || (rc = sl__sr_u64(r, &id, "an op's identity")) ||
+        (rc = sl__sr_u64(r, &opens, "an op's epoch count")))
       return rc;
     const sl__op *op = sl__pipeline_op(p, (int)i);
     if (strcmp(kind, op->vt->kind))
@@ -465,4 +475,19 @@ int sl__state_decode(sl_pipeline *p, const void *buf, size_t len, sl__sr *r, uin
   sl_free(files);
   if (!rc) rc = sl__sr_u64(r, delivered, "the element count");
   return rc;
+}
+
+/* Sets each op's epoch count as the state has it (after sl__state_decode accepted the state). */
+void sl__state_set_opens(sl_pipeline *p, const void *buf) {
+  sl__sr r = {buf, SIZE_MAX, 8};
+  uint64_t v, n;
+  char kind[64];
+  sl__sr_u64(&r, &v, "");
+  sl__sr_u64(&r, &n, "");
+  for (uint64_t i = 0; i < n; i++) {
+    sl__sr_str(&r, kind, sizeof kind, "");
+    sl__sr_u64(&r, &v, "");
+    sl__sr_u64(&r, &v, "");
+    atomic_store(&sl__pipeline_op(p, (int)i)->opens, v);
+  }
 }

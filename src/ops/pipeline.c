@@ -353,7 +353,9 @@ int sl_pipeline_iter_at(sl_iter **out, sl_pipeline *p, const void *buf, size_t l
   sl__sr r;
   uint64_t delivered;
   int rc = sl__state_decode(p, buf, len, &r, &delivered);
-  return rc ? rc : iter_open(out, p, &r, delivered);
+  if (rc) return rc;
+  sl__state_set_opens(p, buf);
+  return iter_open(out, p, &r, delivered);
 }
 
 int sl_iter_state(sl_iter *it, void **buf, size_t *len) {
