@@ -123,8 +123,16 @@ int sl__it_new_ex(sl__it **out, size_t size, const sl__it_vt *vt, sl__op *op, sl
                   ? 0
                   : atomic_fetch_add_explicit(&op->opens, 1, memory_order_relaxed);
   sl__sampler_init(&it->smp, op);
-  int rc = restoring ? sl__state_head(it) : 0;
-  if (!rc && open_input) rc = sl__op_open_input(op, run, seed_elem, &it->input);
+  bool rec_input = open_input;
+  int rc = restoring ? sl__state_head(it, &rec_input) : 0;
+  if (!rc && (open_input || rec_input)) {
+    /* An input the record has is restored from it (even where this op would not open one now: a cache read in the
+     * state's run but empty in this one); one it lacks is opened afresh. */
+    sl__sr *rd = sl__t_restore;
+    if (!rec_input) sl__t_restore = NULL;
+    rc = sl__op_open_input(op, run, seed_elem, &it->input);
+    sl__t_restore = rd;
+  }
   if (rc) {
     sl__free(it);
     return rc;
@@ -198,7 +206,7 @@ int sl__it_single(sl__op *op, sl__run *run, const sl_elem *e, sl__it **out) {
   if (sl__restoring(run)) { /* its record: the head, whether its element was taken, no pushback */
     uint64_t done, pb;
     int rc;
-    if ((rc = sl__state_head(&s->it)) || (rc = sl__sr_u64(sl__t_restore, &done, "a nested source's start")) ||
+    if ((rc = sl__state_head(&s->it, NULL)) || (rc = sl__sr_u64(sl__t_restore, &done, "a nested source's start")) ||
         (rc = sl__sr_u64(sl__t_restore, &pb, "a nested source's start"))) {
       sl__it_free(&s->it);
       *out = NULL;

@@ -107,12 +107,38 @@ static int stack(sl__op *op, const bucket_cfg *c, int bucket, sl_elem *els, int6
   return 0;
 }
 
+/* The bucket an element goes to (by its component's length); -1 when it has no such component. */
+static int bucket_of(const bucket_cfg *c, sl_elem *e) {
+  sl_comp *x = sl_elem_get(e, c->comp);
+  if (!x) return -1;
+  int64_t len = x->rank == 0 ? (x->dtype == SL_BYTES ? (int64_t)x->size : 1) : x->shape[0];
+  int k = 0;
+  while (k < c->nb - 1 && len >= c->bound[k]) k++;
+  return k;
+}
+
+/* A batch's ref: its members' refs (a resumed run makes it again). */
+static void members_ref(const sl__op *op, const sl_elem *els, int64_t n, sl_elem *out) {
+  sl_buf *m = sl_buf_alloc((size_t)n * sizeof(sl_eref));
+  if (m) {
+    sl_eref *r = sl_buf_data(m);
+    for (int64_t i = 0; i < n; i++) {
+      r[i] = els[i].ref;
+      r[i].members = NULL;
+      if (els[i].ref.members) r[i].op = 0;
+    }
+  }
+  sl_buf_unref(out->ref.members);
+  out->ref = (sl_eref){.op = m ? (uint16_t)(op->index + 1) : 0, .members = m};
+}
+
 static int emit(sl__it *it, int bucket, sl_elem *out) {
   bucket_it *b = (bucket_it *)it;
   const bucket_cfg *c = it->op->impl;
   sl_elem_init(out);
   int rc = stack(it->op, c, bucket, b->b[bucket], b->n[bucket], out);
   if (rc) sl_elem_clear(out);
+  else members_ref(it->op, b->b[bucket], b->n[bucket], out);
   for (int64_t k = 0; k < b->n[bucket]; k++) sl_elem_clear(&b->b[bucket][k]);
   sl__stats_held(it->op, -b->held[bucket]);
   b->held[bucket] = 0;
@@ -132,14 +158,11 @@ static int bucket_next(sl__it *it, sl_elem *out) {
       break;
     }
     if (rc) return rc;
-    sl_comp *x = sl_elem_get(&e, c->comp);
-    if (!x) {
+    int k = bucket_of(c, &e);
+    if (k < 0) {
       sl_elem_clear(&e);
       return sl__op_err(it->op, SL_EINVAL, "input element has no component '%s'", c->comp);
     }
-    int64_t len = x->rank == 0 ? (x->dtype == SL_BYTES ? (int64_t)x->size : 1) : x->shape[0];
-    int k = 0;
-    while (k < c->nb - 1 && len >= c->bound[k]) k++;
     if (!b->b[k]) {
       b->b[k] = sl__mallocarray((size_t)c->size[k], sizeof(sl_elem));
       if (!b->b[k]) {
@@ -181,6 +204,73 @@ static void bucket_free(sl__it *it) {
 }
 static const sl__it_vt BUCKET_IT = {bucket_next, bucket_free};
 
+/* ---- saved state: whether the input ended, the bucket being flushed, each bucket's elements as refs ---- */
+static int bucket_save(sl__it *it, sl__sw *w) {
+  bucket_it *b = (bucket_it *)it;
+  const bucket_cfg *c = it->op->impl;
+  sl__sw_u64(w, b->eof);
+  sl__sw_u64(w, (uint64_t)b->flush);
+  for (int k = 0; k < c->nb; k++) {
+    sl__sw_u64(w, (uint64_t)b->n[k]);
+    for (int64_t i = 0; i < b->n[k]; i++) sl__sw_ref(w, &b->b[k][i].ref);
+  }
+  return 0;
+}
+static int bucket_load(sl__it *it, sl__sr *r) {
+  bucket_it *b = (bucket_it *)it;
+  const bucket_cfg *c = it->op->impl;
+  uint64_t eof, flush;
+  int rc;
+  if ((rc = sl__sr_u64(r, &eof, "a bucket op's state")) || (rc = sl__sr_u64(r, &flush, "a bucket op's state")))
+    return rc;
+  b->eof = eof != 0;
+  b->flush = (int)(flush > (uint64_t)c->nb ? (uint64_t)c->nb : flush);
+  for (int k = 0; k < c->nb; k++) {
+    uint64_t n;
+    if ((rc = sl__sr_u64(r, &n, "a bucket's size"))) return rc;
+    if (n >= (uint64_t)c->size[k])
+      return sl__op_err(it->op, SL_ECORRUPT, "the saved state holds %llu elements in bucket %d of %lld",
+                        (unsigned long long)n, k, (long long)c->size[k]);
+    if (n && !b->b[k] && !(b->b[k] = sl__mallocarray((size_t)c->size[k], sizeof(sl_elem))))
+      return sl__op_err(it->op, SL_ENOMEM, "out of memory for bucket %d", k);
+    for (; b->n[k] < (int64_t)n; b->n[k]++) {
+      sl_eref ref;
+      if ((rc = sl__sr_ref(r, &ref))) return rc;
+      sl_elem *e = &b->b[k][b->n[k]];
+      sl_elem_init(e);
+      rc = sl__remake(it->op->input, it->run, &ref, e);
+      sl_buf_unref(ref.members);
+      if (rc) {
+        sl_elem_clear(e);
+        return rc;
+      }
+      int64_t bytes = (int64_t)sl_elem_bytes(e);
+      b->held[k] += bytes;
+      sl__stats_held(it->op, bytes);
+    }
+  }
+  return 0;
+}
+static int bucket_remake(sl__op *op, sl__run *run, const sl_eref *r, sl_elem *out) {
+  const bucket_cfg *c = op->impl;
+  size_t n = r->members ? sl_buf_size(r->members) / sizeof(sl_eref) : 0;
+  if (!n) return sl__op_err(op, SL_ECORRUPT, "a saved ref of a bucket's batch lists no members");
+  sl_elem *els = sl__calloc(n, sizeof *els);
+  if (!els) return sl__oom("a bucket's batch");
+  const sl_eref *m = sl_buf_data(r->members);
+  int rc = 0;
+  size_t got = 0;
+  for (; got < n && !rc; got++) rc = sl__remake(op->input, run, &m[got], &els[got]);
+  int k = rc ? 0 : bucket_of(c, &els[0]);
+  if (!rc && k < 0) rc = sl__op_err(op, SL_EINVAL, "input element has no component '%s'", c->comp);
+  if (!rc && (rc = stack(op, c, k, els, (int64_t)n, out))) sl_elem_clear(out);
+  if (!rc) members_ref(op, els, (int64_t)n, out);
+  for (size_t i = 0; i < got; i++) sl_elem_clear(&els[i]);
+  sl__free(els);
+  return rc;
+}
+static const sl__op_state BUCKET_STATE = {bucket_save, bucket_load, NULL, bucket_remake, 0};
+
 static int bucket_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out) {
   return sl__it_new(out, sizeof(bucket_it), &BUCKET_IT, op, run, seed);
 }
@@ -210,4 +300,5 @@ static int bucket_infer(sl__op *op, sl__struct *s, const sl__struct *src) {
 static const sl__op_schema BUCKET_SCHEMA = {SL__MK_BUCKET, 0, "batches elements of similar length together, padded",
                                             BUCKET_KNOBS, bucket_infer};
 const sl__op_vt sl__op_bucket_by_sequence_length = {"bucket_by_sequence_length", bucket_parse, bucket_open,
-                                                    bucket_free_op, SL__OPF_NEEDS_INPUT, &BUCKET_SCHEMA};
+                                                    bucket_free_op, SL__OPF_NEEDS_INPUT, &BUCKET_SCHEMA,
+                                                    &BUCKET_STATE};

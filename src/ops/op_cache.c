@@ -358,6 +358,62 @@ static void cache_it_free(sl__it *it) {
 }
 static const sl__it_vt CACHE_IT = {cache_next, cache_it_free};
 
+/* ---- saved state: whether this pass reads the cache, and the elements it has handed out. A resumed pass reads a
+ * complete cache at that position; where the cache is not there (a memory cache in a new process) or was being
+ * filled, the pass goes on through its input without filling it (skipping the elements handed out when the state
+ * came from a read), and the next epoch fills it. */
+static uint64_t cache_delivered(const cache_it *ci) {
+  const cache_cfg *c = ci->it.op->impl;
+  return ci->mode == 2 || ci->mode == 4 ? ci->pos : ci->mode == 1 ? c->n : ci->mode == 3 ? ci->written : ci->pos;
+}
+static int cache_save(sl__it *it, sl__sw *w) {
+  cache_it *ci = (cache_it *)it;
+  sl__sw_u64(w, ci->mode == 2 || ci->mode == 4);
+  sl__sw_u64(w, cache_delivered(ci));
+  return 0;
+}
+/* Mode 0 from here on: the pass goes on through the input; a cache this iterator was to fill stays empty. */
+static void cache_pass_through(cache_it *ci) {
+  cache_cfg *c = ci->it.op->impl;
+  if (ci->mode == 1 || ci->mode == 3) {
+    if (ci->mode == 3) sl__outfile_abort(&ci->out);
+    ci->f = NULL;
+    pthread_mutex_lock(&c->mu);
+    if (ci->mode == 1) cache_drop(ci->it.op, c);
+    c->state = C_EMPTY;
+    pthread_mutex_unlock(&c->mu);
+  }
+  ci->mode = 0;
+}
+static int cache_load(sl__it *it, sl__sr *r) {
+  cache_it *ci = (cache_it *)it;
+  uint64_t reading, pos;
+  int rc;
+  if ((rc = sl__sr_u64(r, &reading, "a cache's state")) || (rc = sl__sr_u64(r, &pos, "a cache's position"))) return rc;
+  if (ci->mode == 2 || ci->mode == 4) { /* the cache is complete here: read it from that position */
+    sl_elem e;
+    sl_elem_init(&e);
+    while (ci->pos < pos && !(rc = cache_next(it, &e))) sl_elem_clear(&e);
+    if (rc == SL_END) rc = sl__op_err(it->op, SL_ECORRUPT, "the cache has fewer than the %llu elements the state "
+                                                           "had read", (unsigned long long)pos);
+    if (rc < 0) return rc;
+    if (ci->mode == 2) ci->pos = (size_t)pos;
+    return 0;
+  }
+  cache_pass_through(ci);
+  if (!reading) return 0; /* its input was restored from the record */
+  sl_elem e;
+  sl_elem_init(&e);
+  for (uint64_t k = 0; k < pos; k++) { /* the input afresh, to the position the read was at */
+    if ((rc = sl__it_pull(it, &e))) return rc == SL_END ? sl__op_err(it->op, SL_ECORRUPT, "the input ended before "
+                                                                   "the cache's position %llu", (unsigned long long)pos)
+                                                        : rc;
+    sl_elem_clear(&e);
+  }
+  return 0;
+}
+static const sl__op_state CACHE_STATE = {cache_save, cache_load, NULL, NULL, SL__STF_PASS};
+
 static int cache_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out) {
   cache_cfg *c = op->impl;
   pthread_mutex_lock(&c->mu);
@@ -431,4 +487,5 @@ static const sl__arg CACHE_KNOBS[] = {
 static const sl__op_schema CACHE_SCHEMA = {SL__MK_CACHE, SL__OPS_NO_IDENTITY,
                                            "holds its input's first pass (in memory or a file) and replays it",
                                            CACHE_KNOBS, NULL};
-const sl__op_vt sl__op_cache = {"cache", cache_parse, cache_open, cache_free_op, SL__OPF_NEEDS_INPUT, &CACHE_SCHEMA};
+const sl__op_vt sl__op_cache = {"cache", cache_parse, cache_open, cache_free_op, SL__OPF_NEEDS_INPUT, &CACHE_SCHEMA,
+                                &CACHE_STATE};

@@ -244,34 +244,43 @@ static int folder_parse(sl__op *op, json_t *o) {
   return 0;
 }
 
+/* Sample k (in the listing's order) read into out: 0, or the read's error (unwrapped). */
+static int folder_make(sl__op *op, int64_t k, sl_elem *out) {
+  const folder_cfg *c = op->impl;
+  const sample *s = &c->s[k];
+  char *p = join(s->dir, s->name);
+  if (!p) return sl__op_err(op, SL_ENOMEM, "a path");
+  sl_buf *b;
+  size_t n;
+  int rc = sl__read_whole_file(p, MAX_FILE_BYTES, &b, &n);
+  if (rc) {
+    sl__free(p);
+    return rc;
+  }
+  sl__stat_add(&op->st.disk_bytes, n);
+  rc = sl_elem_set_bytes(out, "image/encoded", b, 0, NULL, n);
+  sl_buf_unref(b);
+  if (!rc) rc = sl_elem_set_i64(out, "label", s->label);
+  if (!rc) rc = sl_elem_set_bytes(out, "filename", NULL, 0, p, strlen(p));
+  sl__ref_set(out, op, NULL, (uint64_t)k, 0);
+  sl__free(p);
+  return rc;
+}
+
 static int folder_next(sl__it *it, sl_elem *out) {
   folder_it *f = (folder_it *)it;
   const folder_cfg *c = it->op->impl;
   for (;;) {
     if (f->pos >= c->n) return SL_END;
-    const sample *s = &c->s[f->order ? f->order[f->pos] : f->pos];
+    int64_t k = f->order ? f->order[f->pos] : f->pos;
     f->pos++;
-    char *p = join(s->dir, s->name);
-    if (!p) return sl__op_err(it->op, SL_ENOMEM, "a path");
-    sl_buf *b;
-    size_t n;
-    int rc = sl__read_whole_file(p, MAX_FILE_BYTES, &b, &n);
+    int rc = folder_make(it->op, k, out);
     if (rc && c->skip && rc != SL_ENOMEM) {
+      sl_elem_clear(out);
       sl__stat_add(&it->op->st.skipped, 1);
-      sl__free(p);
       continue;
     }
-    if (rc) {
-      sl__free(p);
-      return sl__op_wrap(it->op, rc);
-    }
-    sl__stat_add(&it->op->st.disk_bytes, n);
-    rc = sl_elem_set_bytes(out, "image/encoded", b, 0, NULL, n);
-    sl_buf_unref(b);
-    if (!rc) rc = sl_elem_set_i64(out, "label", s->label);
-    if (!rc) rc = sl_elem_set_bytes(out, "filename", NULL, 0, p, strlen(p));
-    sl__free(p);
-    return rc;
+    return rc ? sl__op_wrap(it->op, rc) : 0;
   }
 }
 static void folder_free(sl__it *it) {
@@ -280,6 +289,21 @@ static void folder_free(sl__it *it) {
   sl__free(f);
 }
 static const sl__it_vt FOLDER_IT = {folder_next, folder_free};
+static int folder_save(sl__it *it, sl__sw *w) {
+  sl__sw_u64(w, (uint64_t)((folder_it *)it)->pos);
+  return 0;
+}
+static int folder_load(sl__it *it, sl__sr *r) {
+  return sl__sr_index(r, &((folder_it *)it)->pos, ((const folder_cfg *)it->op->impl)->n, it->op, "an image folder's position");
+}
+static int folder_remake(sl__op *op, sl__run *run, const sl_eref *r, sl_elem *out) {
+  (void)run;
+  if (r->pos >= (uint64_t)((const folder_cfg *)op->impl)->n)
+    return sl__op_err(op, SL_ECORRUPT, "a saved ref names sample %llu, past the listing", (unsigned long long)r->pos);
+  int rc = folder_make(op, (int64_t)r->pos, out);
+  return rc ? sl__op_wrap(op, rc) : 0;
+}
+static const sl__op_state FOLDER_STATE = {folder_save, folder_load, NULL, folder_remake, 0};
 
 static int folder_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out) {
   int rc = sl__it_new(out, sizeof(folder_it), &FOLDER_IT, op, run, NULL);
@@ -337,4 +361,4 @@ static const sl__op_schema FOLDER_SCHEMA = {
     "`label` (the class's index), bytes `filename`",
     FOLDER_KNOBS, folder_infer, folder_first};
 const sl__op_vt sl__op_image_folder = {"image_folder", folder_parse, folder_open, folder_free_op, SL__OPF_SOURCE,
-                                       &FOLDER_SCHEMA};
+                                       &FOLDER_SCHEMA, &FOLDER_STATE};

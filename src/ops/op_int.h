@@ -140,6 +140,8 @@ void sl__sw_ref(sl__sw *w, const sl_eref *r); /* a batch's members too */
 int sl__sr_u64(sl__sr *r, uint64_t *v, const char *what);
 int sl__sr_str(sl__sr *r, char *buf, size_t n, const char *what);
 int sl__sr_ref(sl__sr *r, sl_eref *out); /* out->members is a new reference */
+/* A position in 0..n (a listing's next entry) into *pos; SL_ECORRUPT naming op when past n. */
+int sl__sr_index(sl__sr *r, int64_t *pos, int64_t n, const sl__op *op, const char *what);
 
 typedef struct sl__op_state {
   /* Writes the iterator's own part (the chain is held still: sl__state_hold). NULL: nothing of its own. */
@@ -182,7 +184,7 @@ int sl__state_save_it(sl__it *it, sl__sw *w);
 void sl__state_hold(sl__it *it, bool on);
 /* The engine's side (engine.c, pipeline.c): a record's head read into a new iterator; its own part and pushback after its op's
  * open; the part of a nested chain's single-element start; the pushback iterator's table. */
-int sl__state_head(sl__it *it);
+int sl__state_head(sl__it *it, bool *has_input);
 int sl__state_after_open(sl__it **it);
 int sl__single_save(sl__it *it, sl__sw *w);
 const sl__it_vt *sl__pushback_vt(void);

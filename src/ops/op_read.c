@@ -140,14 +140,7 @@ static int files_save(sl__it *it, sl__sw *w) {
   return 0;
 }
 static int files_load(sl__it *it, sl__sr *r) {
-  uint64_t pos;
-  int rc = sl__sr_u64(r, &pos, "a files op's position");
-  if (rc) return rc;
-  if (pos > (uint64_t)((const files_cfg *)it->op->impl)->n)
-    return sl__op_err(it->op, SL_EINVAL, "the saved position (file %llu) is past its %lld files",
-                      (unsigned long long)pos, (long long)((const files_cfg *)it->op->impl)->n);
-  ((files_it *)it)->pos = (int64_t)pos;
-  return 0;
+  return sl__sr_index(r, &((files_it *)it)->pos, ((const files_cfg *)it->op->impl)->n, it->op, "a files op's position");
 }
 static int files_remake(sl__op *op, sl__run *run, const sl_eref *r, sl_elem *out) {
   (void)run;
@@ -234,6 +227,38 @@ static int input_filename(sl__op *op, sl_elem *e, const char *comp, char *buf, s
   memcpy(buf, sl_comp_data(c), c->size);
   buf[c->size] = 0;
   return 0;
+}
+
+/* A per-file reader's saved part: the file being read ("" when none), its element's ref, and the next record's
+ * byte offset and index in it. */
+static void reader_save(sl__sw *w, const char *path, const sl_eref *in, uint64_t off, uint64_t idx) {
+  sl__sw_str(w, path ? path : "");
+  if (!path) return;
+  sl__sw_u64(w, in->op);
+  sl__sw_u64(w, in->pos);
+  sl__sw_u64(w, off);
+  sl__sw_u64(w, idx);
+}
+/* Reads it back: *path "" when no file was open. */
+static int reader_load(sl__sr *r, char *path, size_t n, sl_eref *in, uint64_t *off, uint64_t *idx) {
+  uint64_t op, up;
+  int rc = sl__sr_str(r, path, n, "a reader's file");
+  if (rc || !path[0]) return rc;
+  if ((rc = sl__sr_u64(r, &op, "a reader's file ref")) || (rc = sl__sr_u64(r, &up, "a reader's file ref")) ||
+      (rc = sl__sr_u64(r, off, "a reader's offset")) || (rc = sl__sr_u64(r, idx, "a reader's record index")))
+    return rc;
+  if (op > UINT16_MAX) return sl__err(SL_ECORRUPT, "the saved state is damaged (a reader's file ref)");
+  *in = (sl_eref){.op = (uint16_t)op, .pos = up};
+  return 0;
+}
+/* The file name of a reader's input element made again from its ref (r->up_op, r->up). */
+static int reader_remake_path(sl__op *op, sl__run *run, const sl_eref *r, const char *comp, char *path, size_t n) {
+  sl_elem in;
+  sl_elem_init(&in);
+  int rc = sl__remake_input(op, run, r->up_op, r->up, &in);
+  if (!rc) rc = input_filename(op, &in, comp, path, n);
+  sl_elem_clear(&in);
+  return rc;
 }
 
 /* ---------------- tfrecord ---------------- */
@@ -336,36 +361,24 @@ static void tfr_free(sl__it *it) {
 /* Its part: the file being read (none: "") with its element's ref, and the next record's offset and index. */
 static int tfr_save(sl__it *it, sl__sw *w) {
   tfr_it *t = (tfr_it *)it;
-  sl__sw_str(w, t->r ? t->path : "");
-  if (!t->r) return 0;
-  sl__sw_u64(w, t->in_ref.op);
-  sl__sw_u64(w, t->in_ref.pos);
-  sl__sw_u64(w, sl_tfrecord_reader_offset(t->r));
-  sl__sw_u64(w, sl_tfrecord_reader_index(t->r));
+  reader_save(w, t->r ? t->path : NULL, &t->in_ref, t->r ? sl_tfrecord_reader_offset(t->r) : 0,
+              t->r ? sl_tfrecord_reader_index(t->r) : 0);
   return 0;
 }
 static int tfr_load(sl__it *it, sl__sr *r) {
   tfr_it *t = (tfr_it *)it;
   char path[4096];
-  uint64_t op, up, off, idx;
-  int rc = sl__sr_str(r, path, sizeof path, "a tfrecord op's file");
+  uint64_t off = 0, idx = 0;
+  int rc = reader_load(r, path, sizeof path, &t->in_ref, &off, &idx);
   if (rc || !path[0]) return rc;
-  if ((rc = sl__sr_u64(r, &op, "a tfrecord op's file ref")) || (rc = sl__sr_u64(r, &up, "a tfrecord op's file ref")) ||
-      (rc = sl__sr_u64(r, &off, "a tfrecord op's offset")) || (rc = sl__sr_u64(r, &idx, "a tfrecord op's index")))
-    return rc;
-  t->in_ref = (sl_eref){.op = (uint16_t)op, .pos = up};
   if ((rc = tfr_start(t, path, it->op->impl))) return rc;
   rc = sl_tfrecord_reader_seek(t->r, off, idx);
   return rc ? sl__op_wrap(it->op, rc) : 0;
 }
 static int tfr_remake(sl__op *op, sl__run *run, const sl_eref *r, sl_elem *out) {
   const tfr_cfg *c = op->impl;
-  sl_elem in;
-  sl_elem_init(&in);
   char path[4096];
-  int rc = sl__remake_input(op, run, r->up_op, r->up, &in);
-  if (!rc) rc = input_filename(op, &in, c->component, path, sizeof path);
-  sl_elem_clear(&in);
+  int rc = reader_remake_path(op, run, r, c->component, path, sizeof path);
   if (rc) return rc;
   sl_tfrecord_reader *rd;
   if ((rc = sl_tfrecord_reader_open(&rd, path, c->comp))) return sl__op_wrap(op, rc);
@@ -423,6 +436,7 @@ typedef struct {
   size_t cap;
   char path[4096];
   uint64_t lineno;
+  sl_eref in_ref; /* the ref of the filename element being read */
 } lines_it;
 
 static int lines_parse(sl__op *op, json_t *o) {
@@ -438,6 +452,19 @@ static int lines_parse(sl__op *op, json_t *o) {
   return 0;
 }
 
+/* Opens l->path at byte `off`, the start of line lineno + 1. */
+static int lines_start(lines_it *l, uint64_t off, uint64_t lineno) {
+  l->f = fopen(l->path, "rb");
+  if (!l->f)
+    return sl__op_err(l->it.op, errno == ENOENT ? SL_ENOTFOUND : SL_EIO, "%s: cannot open: %s", l->path,
+                      strerror(errno));
+  if (off && fseeko(l->f, (off_t)off, SEEK_SET))
+    return sl__op_err(l->it.op, SL_EIO, "%s: cannot resume at byte %llu: %s", l->path, (unsigned long long)off,
+                      strerror(errno));
+  l->lineno = lineno;
+  return 0;
+}
+
 static int lines_next(sl__it *it, sl_elem *out) {
   lines_it *l = (lines_it *)it;
   const lines_cfg *c = it->op->impl;
@@ -448,15 +475,14 @@ static int lines_next(sl__it *it, sl_elem *out) {
       int rc = sl__it_pull(it, &in);
       if (rc) return rc;
       rc = input_filename(it->op, &in, c->component, l->path, sizeof l->path);
+      l->in_ref = in.ref;
+      l->in_ref.members = NULL;
       sl_elem_clear(&in);
       if (rc) return rc;
-      l->f = fopen(l->path, "rb");
-      if (!l->f)
-        return sl__op_err(it->op, errno == ENOENT ? SL_ENOTFOUND : SL_EIO, "%s: cannot open: %s", l->path,
-                          strerror(errno));
-      l->lineno = 0;
+      if ((rc = lines_start(l, 0, 0))) return rc;
     }
     errno = 0;
+    off_t at = ftello(l->f);
     ssize_t n = getline(&l->line, &l->cap, l->f);
     if (n < 0) {
       if (ferror(l->f)) return sl__op_err(it->op, SL_EIO, "%s: read error after line %llu: %s", l->path,
@@ -476,6 +502,7 @@ static int lines_next(sl__it *it, sl_elem *out) {
     memcpy(sl_buf_data(b), l->line, (size_t)n);
     int rc = sl_elem_set_bytes(out, "line", b, 0, NULL, (size_t)n);
     sl_buf_unref(b);
+    sl__ref_set(out, it->op, &l->in_ref, (uint64_t)at, l->lineno);
     return rc;
   }
 }
@@ -486,6 +513,47 @@ static void lines_free(sl__it *it) {
   sl__free(l);
 }
 static const sl__it_vt LINES_IT = {lines_next, lines_free};
+static int lines_save(sl__it *it, sl__sw *w) {
+  lines_it *l = (lines_it *)it;
+  off_t at = l->f ? ftello(l->f) : 0;
+  reader_save(w, l->f ? l->path : NULL, &l->in_ref, at > 0 ? (uint64_t)at : 0, l->lineno);
+  return 0;
+}
+static int lines_load(sl__it *it, sl__sr *r) {
+  lines_it *l = (lines_it *)it;
+  uint64_t off = 0, idx = 0;
+  int rc = reader_load(r, l->path, sizeof l->path, &l->in_ref, &off, &idx);
+  return rc || !l->path[0] ? rc : lines_start(l, off, idx);
+}
+static int lines_remake(sl__op *op, sl__run *run, const sl_eref *r, sl_elem *out) {
+  const lines_cfg *c = op->impl;
+  char path[4096];
+  int rc = reader_remake_path(op, run, r, c->component, path, sizeof path);
+  if (rc) return rc;
+  FILE *f = fopen(path, "rb");
+  if (!f) return sl__op_err(op, SL_EIO, "%s: cannot open: %s", path, strerror(errno));
+  char *line = NULL;
+  size_t cap = 0;
+  ssize_t n = fseeko(f, (off_t)r->pos, SEEK_SET) ? -1 : getline(&line, &cap, f);
+  fclose(f);
+  if (n < 0) {
+    free(line);
+    return sl__op_err(op, SL_ECORRUPT, "%s: no line at byte %llu to resume with", path, (unsigned long long)r->pos);
+  }
+  if (n > 0 && line[n - 1] == '\n') n--;
+  if (n > 0 && line[n - 1] == '\r') n--;
+  sl_buf *b = sl__buf_alloc_origin((size_t)n, path, r->aux);
+  if (b) memcpy(sl_buf_data(b), line, (size_t)n);
+  free(line);
+  if (!b) return sl__op_err(op, SL_ENOMEM, "%s: line %llu", path, (unsigned long long)r->aux);
+  rc = sl_elem_set_bytes(out, "line", b, 0, NULL, (size_t)n);
+  sl_buf_unref(b);
+  sl__ref_set(out, op, NULL, r->pos, r->aux);
+  out->ref.up_op = r->up_op;
+  out->ref.up = r->up;
+  return rc;
+}
+static const sl__op_state LINES_STATE = {lines_save, lines_load, NULL, lines_remake, 0};
 static int lines_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out) {
   return sl__it_new(out, sizeof(lines_it), &LINES_IT, op, run, seed);
 }
@@ -499,7 +567,8 @@ static int lines_infer(sl__op *op, sl__struct *s, const sl__struct *src) {
 }
 static const sl__op_schema LINES_SCHEMA = {SL__MK_READER, 0, "the text lines of each input file, as bytes `line`",
                                            LINES_KNOBS, lines_infer};
-const sl__op_vt sl__op_lines = {"lines", lines_parse, lines_open, cfg_free, SL__OPF_NEEDS_INPUT, &LINES_SCHEMA};
+const sl__op_vt sl__op_lines = {"lines", lines_parse, lines_open, cfg_free, SL__OPF_NEEDS_INPUT, &LINES_SCHEMA,
+                                &LINES_STATE};
 
 int sl_pipeline_input_files(const char ***paths, size_t *n, const sl_pipeline *p) {
   *paths = NULL;

@@ -100,6 +100,17 @@ int sl__sr_str(sl__sr *r, char *buf, size_t n, const char *what) {
   return 0;
 }
 
+int sl__sr_index(sl__sr *r, int64_t *pos, int64_t n, const sl__op *op, const char *what) {
+  uint64_t v;
+  int rc = sl__sr_u64(r, &v, what);
+  if (rc) return rc;
+  if (v > (uint64_t)n)
+    return sl__op_err(op, SL_ECORRUPT, "the saved position (%llu) is past its %lld entries", (unsigned long long)v,
+                      (long long)n);
+  *pos = (int64_t)v;
+  return 0;
+}
+
 static int sr_ref_depth(sl__sr *r, sl_eref *out, int depth) {
   *out = (sl_eref){0};
   uint64_t v[6];
@@ -240,15 +251,21 @@ int sl__remake(sl__op *op, sl__run *run, const sl_eref *r, sl_elem *out) {
 
 /* ---- records ---- */
 int sl__state_save_it(sl__it *it, sl__sw *w) {
-  const pb_it *pb = NULL;
-  if (it->vt == &PB_IT) {
-    pb = (const pb_it *)it;
+  /* Pushbacks around the iterator (a restored one may have several): theirs come first, outermost first. */
+  enum { MAX_PB = 8 };
+  const pb_it *pbs[MAX_PB];
+  int npb = 0;
+  while (it->vt == &PB_IT) {
+    if (npb == MAX_PB) return sl__err(SL_EINVAL, "a run restored more than %d times over without handing out what "
+                                                  "it made again: save its state later", MAX_PB);
+    pbs[npb++] = (const pb_it *)it;
     it = it->input;
   }
   sl__op *op = it->op;
   bool single = op->pl == NULL; /* the start of a nested chain */
   sl__sw_u64(w, single ? 0 : (uint64_t)op->index + 1);
   sl__sw_u64(w, it->epoch);
+  if (!single) sl__sw_u64(w, it->input != NULL);
   int rc = 0;
   if (single) {
     rc = sl__single_save(it, w);
@@ -265,10 +282,12 @@ int sl__state_save_it(sl__it *it, sl__sw *w) {
   }
   /* Its pushback: a wrapper's elements not handed out yet, then those the op took for its consumer. */
   sl__sw own = {0};
-  size_t left = pb ? pb->n - pb->next : 0;
+  size_t left = 0;
+  for (int k = 0; k < npb; k++) left += pbs[k]->n - pbs[k]->next;
   int pend = !single && op->vt->state->pending ? op->vt->state->pending(it, &own) : 0;
   sl__sw_u64(w, left + (size_t)pend);
-  for (size_t i = 0; i < left; i++) sl__sw_ref(w, &pb->refs[pb->next + i]);
+  for (int k = 0; k < npb; k++)
+    for (size_t i = pbs[k]->next; i < pbs[k]->n; i++) sl__sw_ref(w, &pbs[k]->refs[i]);
   if (own.n) sw_put(w, own.p, own.n);
   if (own.err && !w->err) w->err = own.err;
   sl__free(own.p);
@@ -287,11 +306,14 @@ void sl__state_hold(sl__it *it, bool on) {
   if (!on && st && st->hold) st->hold(it, false);
 }
 
-int sl__state_head(sl__it *it) {
+int sl__state_head(sl__it *it, bool *has_input) {
   sl__sr *r = sl__t_restore;
-  uint64_t idx, ep;
+  uint64_t idx, ep, in = 0;
   int rc;
-  if ((rc = sl__sr_u64(r, &idx, "an op's record")) || (rc = sl__sr_u64(r, &ep, "an op's epoch"))) return rc;
+  if ((rc = sl__sr_u64(r, &idx, "an op's record")) || (rc = sl__sr_u64(r, &ep, "an op's epoch")) ||
+      (has_input && (rc = sl__sr_u64(r, &in, "an op's record"))))
+    return rc;
+  if (has_input) *has_input = in != 0;
   bool single = it->op->pl == NULL;
   uint64_t want = single ? 0 : (uint64_t)it->op->index + 1;
   if (idx != want)

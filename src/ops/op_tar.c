@@ -44,6 +44,10 @@ typedef struct {
   char key[MAX_KEY];
   tar_member m[SL_MAX_COMPONENTS];
   int nm;
+  /* For saved states: the shard's element's ref, and the samples of the shard handed out so far (a sample's
+   * position: a shard is a stream, so a restore reads its way back to it, skipping members' data). */
+  sl_eref in_ref;
+  uint64_t nsample;
 } tar_it;
 
 static int tar_parse(sl__op *op, json_t *o) {
@@ -107,6 +111,7 @@ static void account(tar_it *t) {
 }
 
 static int corrupt(tar_it *t, const char *where, const char *what);
+static int open_path(tar_it *t);
 
 /* Opens the shard the next input element names. 0, 2 when it was skipped as corrupt (on_corrupt), or an error. */
 static int open_shard(tar_it *t) {
@@ -124,7 +129,16 @@ static int open_shard(tar_it *t) {
   }
   memcpy(t->path, sl_comp_data(f), f->size);
   t->path[f->size] = 0;
+  t->in_ref = in.ref;
+  t->in_ref.members = NULL;
   sl_elem_clear(&in);
+  return open_path(t);
+}
+
+/* Opens the shard at t->path (t->in_ref and the input already taken). */
+static int open_path(tar_it *t) {
+  int rc;
+  t->nsample = 0;
   if (!(t->a = archive_read_new())) return sl__oom("a tar reader");
   archive_read_support_format_tar(t->a);
   archive_read_support_filter_gzip(t->a);
@@ -148,6 +162,7 @@ static int open_shard(tar_it *t) {
 /* The sample gathered so far into out (its buffers move there). */
 static int emit(tar_it *t, sl_elem *out) {
   int rc = 0;
+  sl__ref_set(out, t->it.op, &t->in_ref, t->nsample++, 0);
   for (int i = 0; i < t->nm && !rc; i++) rc = sl_elem_set_bytes(out, t->m[i].name, t->m[i].buf, 0, NULL, t->m[i].len);
   if (!rc) rc = sl_elem_set_bytes(out, "__key__", NULL, 0, t->key, strlen(t->key));
   if (!rc) rc = sl_elem_set_bytes(out, "__url__", NULL, 0, t->path, strlen(t->path));
@@ -304,6 +319,81 @@ static void tar_free(sl__it *it) {
   sl__free(t);
 }
 static const sl__it_vt TAR_IT = {tar_next, tar_free};
+
+/* Reads the open shard forward past its first k samples (their members' data skipped, not read). */
+static int tar_skip_to(tar_it *t, uint64_t k) {
+  while (t->nsample < k) {
+    int rc = t->pending ? 1 : next_member(t);
+    if (rc < 0) return rc;
+    if (rc == 0) break;
+    bool same = t->nm && strlen(t->key) == t->pkl && !memcmp(t->key, t->last, t->pkl);
+    if (t->nm && !same) { /* a sample ends: counted, not made */
+      drop_sample(t);
+      t->nsample++;
+      t->pending = true;
+      continue;
+    }
+    t->pending = false;
+    if (!t->nm) {
+      memcpy(t->key, t->last, t->pkl);
+      t->key[t->pkl] = 0;
+    }
+    t->nm = 1; /* a member of the current key: its data is not needed */
+    t->m[0] = (tar_member){0};
+    archive_read_data_skip(t->a);
+  }
+  if (t->nsample != k)
+    return sl__op_err(t->it.op, SL_ECORRUPT, "shard '%s': no sample %llu to resume at (it has %llu)", t->path,
+                      (unsigned long long)k, (unsigned long long)t->nsample);
+  return 0;
+}
+/* Its part: the shard being read ("" when none), its element's ref, and the samples of it handed out. */
+static int tar_save(sl__it *it, sl__sw *w) {
+  tar_it *t = (tar_it *)it;
+  sl__sw_str(w, t->a ? t->path : "");
+  if (!t->a) return 0;
+  sl__sw_u64(w, t->in_ref.op);
+  sl__sw_u64(w, t->in_ref.pos);
+  sl__sw_u64(w, t->nsample);
+  return 0;
+}
+static int tar_load(sl__it *it, sl__sr *r) {
+  tar_it *t = (tar_it *)it;
+  uint64_t op, up, k;
+  int rc = sl__sr_str(r, t->path, sizeof t->path, "a tar op's shard");
+  if (rc || !t->path[0]) return rc;
+  if ((rc = sl__sr_u64(r, &op, "a tar op's shard ref")) || (rc = sl__sr_u64(r, &up, "a tar op's shard ref")) ||
+      (rc = sl__sr_u64(r, &k, "a tar op's sample")))
+    return rc;
+  t->in_ref = (sl_eref){.op = (uint16_t)op, .pos = up};
+  if ((rc = open_path(t))) return rc == 2 ? sl__op_err(it->op, SL_ECORRUPT, "shard '%s' cannot be read", t->path) : rc;
+  return tar_skip_to(t, k);
+}
+static int tar_remake(sl__op *op, sl__run *run, const sl_eref *r, sl_elem *out) {
+  const tar_cfg *c = op->impl;
+  sl_elem in;
+  sl_elem_init(&in);
+  int rc = sl__remake_input(op, run, r->up_op, r->up, &in);
+  sl_comp *f = rc ? NULL : sl_elem_get(&in, c->component);
+  tar_it *t = NULL;
+  if (!rc && (!f || f->dtype != SL_BYTES || f->rank != 0 || f->size >= sizeof t->path))
+    rc = sl__op_err(op, SL_EINVAL, "input element has no byte-string component '%s' (a shard's name)", c->component);
+  if (!rc) rc = sl__it_new_ex((sl__it **)&t, sizeof(tar_it), &TAR_IT, op, run, NULL, false);
+  if (!rc) {
+    memcpy(t->path, sl_comp_data(f), f->size);
+    t->path[f->size] = 0;
+    t->in_ref = (sl_eref){.op = r->up_op, .pos = r->up};
+    if ((rc = open_path(t)) == 2) rc = sl__op_err(op, SL_ECORRUPT, "shard '%s' cannot be read", t->path);
+    if (!rc) rc = tar_skip_to(t, r->pos);
+    if (!rc) rc = tar_next(&t->it, out);
+    if (rc == SL_END) rc = sl__op_err(op, SL_ECORRUPT, "shard '%s': no sample %llu to make again", t->path,
+                                      (unsigned long long)r->pos);
+  }
+  sl_elem_clear(&in);
+  sl__it_free(&t->it);
+  return rc;
+}
+static const sl__op_state TAR_STATE = {tar_save, tar_load, NULL, tar_remake, 0};
 static int tar_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out) {
   return sl__it_new(out, sizeof(tar_it), &TAR_IT, op, run, seed);
 }
@@ -330,4 +420,4 @@ static const sl__op_schema TAR_SCHEMA = {
     "the samples of each input WebDataset tar shard (plain, gzip, zstd or xz): one bytes component per member "
     "extension (\"jpg\", \"cls\", ...) of each key, plus `__key__` and `__url__`",
     TAR_KNOBS, tar_infer};
-const sl__op_vt sl__op_tar = {"tar", tar_parse, tar_open, tar_free_op, SL__OPF_NEEDS_INPUT, &TAR_SCHEMA};
+const sl__op_vt sl__op_tar = {"tar", tar_parse, tar_open, tar_free_op, SL__OPF_NEEDS_INPUT, &TAR_SCHEMA, &TAR_STATE};
