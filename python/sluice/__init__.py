@@ -77,13 +77,13 @@ class _Run:
 
     __slots__ = ("_it", "_p", "_epoch", "_stats0", "_skips0", "skipped")
 
-    def __init__(self, p, epoch):
+    def __init__(self, p, epoch, state=None):
         self._p, self._epoch = p, epoch
         # the counters before the run starts: its workers begin at once
         self._stats0 = p.stats()
         self._skips0 = [_reason_counts(p, i) if st["skipped"] else {} for i, st in enumerate(self._stats0)]
         self.skipped = None  # after the run: {op path: {"count", "errors", "reasons": [...]}} (ops that skipped)
-        self._it = _sluice.Pipeline.__iter__(p)
+        self._it = _sluice.Pipeline.__iter__(p) if state is None else p._iter_at(state)
 
     def __iter__(self):
         return self
@@ -101,6 +101,16 @@ class _Run:
 
     def cancel(self):
         self._it.cancel()
+
+    def state(self):
+        """The run's position as bytes: what this run has handed out so far (not what its workers made ahead).
+        ``pipeline.iter(state=s)`` continues from it, in this process or another, exactly: the same elements in the
+        same order for a spec with a seed (docs/state.md). Small (refs to records, not data) and fast."""
+        return self._it.state()
+
+    def position(self):
+        """Elements handed out so far (a run resumed from a state counts on from the state's)."""
+        return self._it.position()
 
     def stats(self):
         """The pipeline's per-op counters for this run alone (``Pipeline.stats()`` sums every run)."""
@@ -226,6 +236,13 @@ class Pipeline(_sluice.Pipeline):
         """One run (the next epoch): yields the elements; ``it.skipped`` and ``it.stats()`` say what it did."""
         self._runs += 1
         return _Run(self, self._runs)
+
+    def iter(self, state=None):
+        """A run, as ``iter(pipeline)``; with ``state`` (bytes from ``run.state()``, of this spec or of one with
+        other performance knobs) it continues where that run stood. Raises sluice.Error when the state is of
+        another pipeline (naming the op that differs), damaged or truncated, or a data file changed since."""
+        self._runs += 1
+        return _Run(self, self._runs, state)
 
     def skips(self):
         """Why elements were skipped, over every run: {op path: [{"reason", "count", "first"}, ...]} for the ops

@@ -377,7 +377,8 @@ static bool need_pipeline(PipelineObject *self) {
   return false;
 }
 
-static PyObject *Pipeline_iter(PipelineObject *self) {
+/* A run: from the start, or (state: bytes of Iterator.state()) from a saved position. */
+static PyObject *pipeline_run(PipelineObject *self, const void *state, size_t state_len) {
   if (!need_pipeline(self)) return NULL;
   IterObject *o = PyObject_New(IterObject, &IterType);
   if (!o) return NULL;
@@ -404,7 +405,13 @@ static PyObject *Pipeline_iter(PipelineObject *self) {
     Py_DECREF(o);
     return raise_msg(Error, rc, msg);
   }
-  rc = sl_pipeline_iter(&o->it, self->p);
+  if (state) {
+    Py_BEGIN_ALLOW_THREADS /* restoring makes buffered elements again: it may run Python map functions */
+    rc = sl_pipeline_iter_at(&o->it, self->p, state, state_len);
+    Py_END_ALLOW_THREADS
+  } else {
+    rc = sl_pipeline_iter(&o->it, self->p);
+  }
   if (rc) {
     o->it = NULL;
     char msg[1024];
@@ -416,6 +423,27 @@ static PyObject *Pipeline_iter(PipelineObject *self) {
   self->live++;
   watch_sigint();
   return (PyObject *)o;
+}
+
+static PyObject *Pipeline_iter(PipelineObject *self) { return pipeline_run(self, NULL, 0); }
+
+/* _iter_at(state): a run that continues from a saved state (Pipeline.iter(state=...)). */
+static PyObject *Pipeline_iter_at(PipelineObject *self, PyObject *arg) {
+  Py_buffer b;
+  if (PyObject_GetBuffer(arg, &b, PyBUF_SIMPLE) < 0) return NULL;
+  PyObject *r = pipeline_run(self, b.buf, (size_t)b.len);
+  PyBuffer_Release(&b);
+  return r;
+}
+
+/* set_epoch(n): the next run is epoch n. */
+static PyObject *Pipeline_set_epoch(PipelineObject *self, PyObject *arg) {
+  if (!need_pipeline(self)) return NULL;
+  unsigned long long n = PyLong_AsUnsignedLongLong(arg);
+  if (PyErr_Occurred()) return NULL;
+  if (self->live) return PyErr_Format(Error, "set_epoch: a run of this pipeline is open; close it first");
+  sl_pipeline_set_epoch(self->p, (uint64_t)n);
+  Py_RETURN_NONE;
 }
 
 static PyObject *Pipeline_tuner_fused(PipelineObject *self, PyObject *unused) {
@@ -603,6 +631,10 @@ static PyMethodDef Pipeline_methods[] = {
     {"_optimize", (PyCFunction)(void (*)(void))Pipeline_optimize, METH_VARARGS | METH_KEYWORDS, NULL},
     {"_report_html", (PyCFunction)(void (*)(void))Pipeline_report_html, METH_VARARGS | METH_KEYWORDS, NULL},
     {"_tuner_logs", (PyCFunction)Pipeline_tuner_logs, METH_NOARGS, NULL},
+    {"_iter_at", (PyCFunction)Pipeline_iter_at, METH_O, NULL},
+    {"set_epoch", (PyCFunction)Pipeline_set_epoch, METH_O,
+     "set_epoch(n): the next run is epoch n (its order a function of the seed and n: DistributedSampler's "
+     "convention)."},
     {"_skips", (PyCFunction)Pipeline_skips, METH_O, NULL},
     {"tuner_fused", (PyCFunction)Pipeline_tuner_fused, METH_NOARGS,
      "tune=True: what was fused when the pipeline was built (decode_jpeg + a window crop, as sluice optimize fuses "
@@ -771,7 +803,38 @@ static PyObject *Iter_cancel(IterObject *self, PyObject *unused) {
   Py_RETURN_NONE;
 }
 
+/* state(): the run's position as bytes (docs/state.md); between next() calls of this run. */
+static PyObject *Iter_state(IterObject *self, PyObject *unused) {
+  if (self->pid != getpid() && self->it) return iter_forked(self);
+  next_lock(self);
+  if (!self->it) {
+    pthread_mutex_unlock(&self->next_mu);
+    return PyErr_Format(Error, "state(): the run has ended or was closed: it has no position to save");
+  }
+  void *buf = NULL;
+  size_t len = 0;
+  int rc;
+  char msg[2048] = "";
+  Py_BEGIN_ALLOW_THREADS
+  rc = sl_iter_state(self->it, &buf, &len);
+  if (rc) snprintf(msg, sizeof msg, "%s", sl_error_last());
+  Py_END_ALLOW_THREADS
+  pthread_mutex_unlock(&self->next_mu);
+  if (rc) return raise_msg(Error, rc, msg);
+  PyObject *r = PyBytes_FromStringAndSize(buf, (Py_ssize_t)len);
+  sl_free(buf);
+  return r;
+}
+
+/* position(): elements handed out, those before a restored state included. */
+static PyObject *Iter_position(IterObject *self, PyObject *unused) {
+  if (!self->it) Py_RETURN_NONE;
+  return PyLong_FromUnsignedLongLong(sl_iter_position(self->it));
+}
+
 static PyMethodDef Iter_methods[] = {
+    {"state", (PyCFunction)Iter_state, METH_NOARGS, "The run's position as bytes (Pipeline.iter(state=...) resumes it)."},
+    {"position", (PyCFunction)Iter_position, METH_NOARGS, "Elements handed out so far (a resumed run counts on)."},
     {"close", (PyCFunction)Iter_close, METH_NOARGS, "Stops the run and joins its threads."},
     {"cancel", (PyCFunction)Iter_cancel, METH_NOARGS, "Asks the run to stop; safe from any thread."},
     {NULL}};

@@ -50,6 +50,9 @@ class Dataset(_IterableDataset):
         else:
             self._pipeline = _sluice.Pipeline(spec, **pipeline_kwargs)
         self.epoch = 0
+        self._run = None  # the run being iterated (its state() is what state_dict() saves)
+        self._resume = None  # a state load_state_dict() gave: the next __iter__ continues from it
+        self._next_epoch = None  # set_epoch(n): the next __iter__ is epoch n
 
     @property
     def pipeline(self):
@@ -61,6 +64,46 @@ class Dataset(_IterableDataset):
         if info is not None and info.num_workers > 1:
             raise _sluice.Error("sluice.torch.Dataset: use DataLoader(num_workers=0): the pipeline runs its own "
                                 "threads, and each worker process would read the whole dataset")
-        self.epoch += 1
-        for element in self._pipeline:
-            yield to_torch(element)
+        state, self._resume = self._resume, None
+        if state is None and self._next_epoch is not None:
+            self._pipeline.set_epoch(self._next_epoch)
+            self.epoch = self._next_epoch
+        elif state is None:
+            self.epoch += 1
+        self._next_epoch = None
+        run = self._pipeline.iter(state=state)
+        self._run = run
+        try:
+            for element in run:
+                yield to_torch(element)
+        finally:
+            if self._run is run:
+                self._run = None
+
+    def set_epoch(self, epoch):
+        """The next iteration is epoch ``epoch`` (``DistributedSampler``'s convention): its order is a function of
+        the spec's seed and the epoch, the same on every rank, so ``set_epoch(3)`` gives epoch 3's order."""
+        if not isinstance(epoch, int) or epoch < 0:
+            raise TypeError(f"set_epoch: expected an epoch number (an int >= 0), not {epoch!r}")
+        self._next_epoch = epoch
+
+    def state_dict(self):
+        """Where the current iteration stands (torchdata's ``StatefulDataLoader`` protocol): ``{"epoch": n,
+        "state": bytes or None}``, the state being the pipeline run's position (what this dataset has yielded, not
+        what its threads made ahead; small and fast: docs/state.md). None between iterations."""
+        run = self._run
+        return {"epoch": self.epoch, "state": run.state() if run is not None else None}
+
+    def load_state_dict(self, state_dict):
+        """Makes the next iteration continue where ``state_dict()`` stood (in this process or a new one): the
+        same elements in the same order for a spec with a seed."""
+        if not isinstance(state_dict, dict) or "state" not in state_dict:
+            raise TypeError("load_state_dict: expected the dict state_dict() returned ({'epoch': n, 'state': ...})")
+        st = state_dict["state"]
+        if st is not None and not isinstance(st, (bytes, bytearray, memoryview)):
+            raise TypeError(f"load_state_dict: 'state' must be bytes or None, not {type(st).__name__}")
+        self._resume = bytes(st) if st is not None else None
+        if st is None and state_dict.get("epoch") is not None:
+            self._next_epoch = int(state_dict["epoch"]) + 1
+        else:
+            self.epoch = int(state_dict.get("epoch", self.epoch))
