@@ -12,6 +12,7 @@ typedef struct sl__sr sl__sr;
 struct sl__run {
   sl_pipeline *pl;
   atomic_bool cancel;
+  atomic_bool want_state; /* a state was taken of this run: ops that can prepare the next one cheaply do */
 };
 /* While sl_pipeline_iter_at opens a run's iterators: the saved state they read their parts from (op_state.c), on the
  * opening thread only (threads an op starts meanwhile open nested chains afresh; making an element again clears it
@@ -135,6 +136,7 @@ struct sl__sr {
 };
 void sl__sw_u64(sl__sw *w, uint64_t v);
 void sl__sw_str(sl__sw *w, const char *s);
+void sl__sw_bytes(sl__sw *w, const void *p, size_t n); /* raw, no length */
 void sl__sw_ref(sl__sw *w, const sl_eref *r); /* a batch's members too */
 /* Reads fail with SL_ECORRUPT naming `what` and the byte (a truncated or damaged state). */
 int sl__sr_u64(sl__sr *r, uint64_t *v, const char *what);
@@ -157,6 +159,9 @@ typedef struct sl__op_state {
   /* Writes the refs of elements it has taken for its consumer but not handed out yet (they come first on restore);
    * returns how many. NULL: none. */
   int (*pending)(sl__it *it, sl__sw *w);
+  /* Writes its input's record (NULL: the input iterator writes it, held still by this op's hold, which then also
+   * holds its input: an op with save_input holds its input itself, or not at all). */
+  int (*save_input)(sl__it *it, sl__sw *w);
 } sl__op_state;
 enum {
   SL__STF_PASS = 1u << 0,        /* hands its input's elements out unchanged (shuffle, take, prefetch, ...) */

@@ -33,7 +33,16 @@ typedef struct {
   bool producing;         /* under mu: the producer is pulling a chunk (outside mu) */
   bool consumer_pulling;  /* under mu: the consumer is pulling inline (outside mu) */
   bool held;              /* under mu: a state is being saved: the producer starts no chunk */
+  /* Saved states without waiting for a slow chunk: once a state was asked for in the run, the producer writes its
+   * input's record after each chunk of expensive elements (snap, under mu: as of snap_pub elements published). */
+  sl__sw snap;
+  uint64_t snap_pub, pub_n;
+  bool snap_ok, use_snap;
 } pf_it;
+
+/* Elements above this wall time each get a snapshot of the input's record (a few microseconds of writing per
+ * element of a millisecond or more); cheaper ones are waited for when a state is taken. */
+#define PF_SNAP_NS 1000000u
 
 /* An "autotune" prefetch the tuner sets to depth 0 makes nothing ahead: its consumer pulls the input itself, once
  * the ring is empty and the producer is not pulling (a prefetch planned away costs no hand-off; the tuner's trial of
@@ -115,6 +124,13 @@ static void *pf_producer(void *p) {
       got++;
     }
     uint64_t pw = sl__now_ns() - w0;
+    sl__sw snap = {0};
+    bool snapped = false;
+    if (!rc && got && atomic_load_explicit(&f->it.run->want_state, memory_order_relaxed) && pw / (uint64_t)got >= PF_SNAP_NS) {
+      sl__state_hold(f->it.input, true);
+      snapped = sl__state_save_it(f->it.input, &snap) == 0;
+      sl__state_hold(f->it.input, false);
+    }
     uint64_t rq = timed ? sl__runq_since(r0) : SL__RUNQ_NONE;
     if (timed) {
       sl__it_force(f->it.input, -1);
@@ -130,6 +146,14 @@ static void *pf_producer(void *p) {
       f->count++;
       sl__stats_held(op, (int64_t)b);
     }
+    f->pub_n += (uint64_t)got;
+    if (snapped) {
+      sl__sw old = f->snap;
+      f->snap = snap;
+      snap = old;
+      f->snap_pub = f->pub_n;
+      f->snap_ok = true;
+    }
     if (rc) {
       f->done = true;
       f->end_rc = rc;
@@ -142,6 +166,7 @@ static void *pf_producer(void *p) {
       f->elem_ns = mean_ns; /* as of the chunks before this one */
     }
     pthread_mutex_unlock(&f->mu);
+    sl__free(snap.p);
     atomic_fetch_add_explicit(&f->published, 1, memory_order_relaxed);
     if (wake) pthread_cond_signal(&f->cv_ready); /* after the unlock: the consumer does not block on the mutex */
     if (got) {
@@ -203,6 +228,7 @@ static int pf_next(sl__it *it, sl_elem *out) {
   while (f->count == 0 && !f->done) {
     if (pf_inline(f) && !f->producing) {
       f->consumer_pulling = true;
+      f->snap_ok = false; /* the input moves on without the producer: its snapshot is stale */
       pthread_mutex_unlock(&f->mu);
       if (w0) sl__stat_add(&it->op->st.wait_ns, sl__now_ns() - w0);
       int rc = sl__it_next(it->input, out);
@@ -288,35 +314,56 @@ static void pf_free(sl__it *it) {
   sl__free(f->ring);
   sl__free(f->ring_bytes);
   sl__free(f->scratch);
+  sl__free(f->snap.p);
   sl__free(f);
 }
 static const sl__it_vt PF_IT = {pf_next, pf_free};
 
 /* ---- saved state: the elements made ahead are its input's again, as refs (made again on restore) ---- */
+/* Undelivered elements: unserved claims, then the ring after the claims. */
+static int pf_undelivered(const pf_it *f) { return (f->cl.n - f->cl.head) + (f->count - f->lent); }
+static const sl_elem *pf_undelivered_at(const pf_it *f, int i) {
+  int unserved = f->cl.n - f->cl.head;
+  return i < unserved ? f->cl.e[f->cl.head + i] : &f->ring[(f->head + f->lent + (i - unserved)) % f->span];
+}
+/* With a snapshot taken after every element the consumer has: the input stays as it is (the snapshot is its
+ * record); else the producer's chunk is waited for and the input held still, its record written live. */
 static void pf_hold(sl__it *it, bool on) {
   pf_it *f = (pf_it *)it;
   if (on) {
     pthread_mutex_lock(&f->mu);
     f->held = true;
+    uint64_t delivered = f->pub_n - (uint64_t)pf_undelivered(f);
+    f->use_snap = f->snap_ok && f->snap_pub >= delivered;
+    if (f->use_snap) return;
     while (f->producing) sl__cond_wait_ms(&f->cv_ready, &f->mu, 1);
+    sl__state_hold(it->input, true);
   } else {
+    if (!f->use_snap) sl__state_hold(it->input, false);
     f->held = false;
     pthread_mutex_unlock(&f->mu);
     pthread_cond_broadcast(&f->cv_space);
   }
 }
+static int pf_save_input(sl__it *it, sl__sw *w) {
+  pf_it *f = (pf_it *)it;
+  if (!f->use_snap) return sl__state_save_it(it->input, w);
+  sl__sw_bytes(w, f->snap.p, f->snap.n);
+  return 0;
+}
 static int pf_save(sl__it *it, sl__sw *w) {
   pf_it *f = (pf_it *)it;
-  int unserved = f->cl.n - f->cl.head, rest = f->count - f->lent;
-  sl__sw_u64(w, (uint64_t)(unserved + rest));
-  for (int i = f->cl.head; i < f->cl.n; i++) sl__sw_ref(w, &f->cl.e[i]->ref);
-  for (int i = 0; i < rest; i++) sl__sw_ref(w, &f->ring[(f->head + f->lent + i) % f->span].ref);
+  int n = pf_undelivered(f);
+  if (f->use_snap) n -= (int)(f->pub_n - f->snap_pub); /* those published after the snapshot follow from it */
+  sl__sw_u64(w, (uint64_t)n);
+  for (int i = 0; i < n; i++) sl__sw_ref(w, &pf_undelivered_at(f, i)->ref);
   return 0;
 }
 static int pf_load(sl__it *it, sl__sr *r) {
   return sl__sr_pushback(r, &it->input, it->run, it->op->input, "a prefetch's elements made ahead");
 }
-static const sl__op_state PF_STATE = {pf_save, pf_load, pf_hold, NULL, SL__STF_PASS | SL__STF_LOADS_ITSELF};
+static const sl__op_state PF_STATE = {pf_save,        pf_load, pf_hold, NULL, SL__STF_PASS | SL__STF_LOADS_ITSELF, NULL,
+                                      pf_save_input};
 
 static int pf_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out) {
   int rc = sl__it_new(out, sizeof(pf_it), &PF_IT, op, run, seed);

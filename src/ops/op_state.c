@@ -50,6 +50,10 @@ void sl__sw_u64(sl__sw *w, uint64_t v) { /* LEB128 */
   sw_put(w, b, n);
 }
 
+void sl__sw_bytes(sl__sw *w, const void *p, size_t n) {
+  if (n) sw_put(w, p, n);
+}
+
 void sl__sw_str(sl__sw *w, const char *s) {
   size_t n = strlen(s);
   sl__sw_u64(w, n);
@@ -277,7 +281,7 @@ int sl__state_save_it(sl__it *it, sl__sw *w) {
     if (op->stamp == -2)
       return sl__op_err(op, SL_EINVAL, "more than %d random maps: a run of it cannot save its position",
                         SL_REF_STAMPS);
-    if (it->input && (rc = sl__state_save_it(it->input, w))) return rc;
+    if (it->input && (rc = st->save_input ? st->save_input(it, w) : sl__state_save_it(it->input, w))) return rc;
     if (st->save && (rc = st->save(it, w))) return rc;
   }
   /* Its pushback: a wrapper's elements not handed out yet, then those the op took for its consumer. */
@@ -302,7 +306,7 @@ void sl__state_hold(sl__it *it, bool on) {
   }
   const sl__op_state *st = it->op->pl ? it->op->vt->state : NULL;
   if (on && st && st->hold) st->hold(it, true);
-  sl__state_hold(it->input, on);
+  if (!st || !st->save_input) sl__state_hold(it->input, on); /* else its hold did */
   if (!on && st && st->hold) st->hold(it, false);
 }
 

@@ -329,6 +329,7 @@ static int iter_open(sl_iter **out, sl_pipeline *p, sl__sr *rd, uint64_t deliver
   it->run.pl = p;
   it->delivered = delivered;
   atomic_init(&it->run.cancel, false);
+  atomic_init(&it->run.want_state, rd != NULL); /* a resumed run is likely to save again */
   sl__t_restore = rd;
   int rc = sl__op_open(p->root, &it->run, NULL, &it->root);
   sl__t_restore = NULL;
@@ -362,6 +363,7 @@ int sl_iter_state(sl_iter *it, void **buf, size_t *len) {
   *buf = NULL;
   *len = 0;
   if (it->sticky) return sl__err(it->sticky, "the run has failed or was cancelled: it has no position to save");
+  atomic_store(&it->run.want_state, true);
   sl__state_hold(it->root, true);
   int rc = sl__state_encode(it->pl, it->root, it->delivered, buf, len);
   sl__state_hold(it->root, false);

@@ -191,6 +191,45 @@ static void test_state_of_a_restored_run(void **s) {
   sl_pipeline_free(p);
 }
 
+/* Slow elements (over a millisecond each) under a prefetch: after the first state of a run, its producer keeps a
+ * snapshot of its input's record, and later states use it (without waiting for the element being made). */
+static void test_states_of_slow_elements_use_snapshots(void **s) {
+  (void)s;
+  sl_pipeline *p = tu_pipeline("{\"seed\": 8, \"ops\": [{\"op\": \"range\", \"stop\": 40}, {\"op\": \"shuffle\", "
+                               "\"buffer\": 6}, {\"op\": \"map\", \"fn\": \"spin\", \"args\": {\"us\": 1500}}, "
+                               "{\"op\": \"map\", \"fn\": \"test_tag\"}, {\"op\": \"prefetch\", \"buffer\": 4}]}");
+  int64_t n;
+  uint64_t *full = digests(p, NULL, 0, -1, &n, NULL, NULL);
+  sl_pipeline_set_epoch(p, 0);
+  sl_iter *it;
+  assert_int_equal(sl_pipeline_iter(&it, p), 0);
+  sl_elem e;
+  sl_elem_init(&e);
+  void *st[4] = {0};
+  size_t len[4];
+  int64_t at[4], k = 0;
+  for (int j = 0; j < 4; j++) {
+    for (int64_t m = 0; m < 3 + 2 * j; m++, k++) {
+      assert_int_equal(sl_iter_next(&e, it), 0);
+      sl_elem_clear(&e);
+    }
+    usleep(3000 * (unsigned)j); /* the producer fills its buffer meanwhile */
+    assert_int_equal(sl_iter_state(it, &st[j], &len[j]), 0);
+    at[j] = k;
+  }
+  sl_iter_free(it);
+  for (int j = 0; j < 4; j++) {
+    int64_t rest;
+    uint64_t *after = digests(p, st[j], len[j], -1, &rest, NULL, NULL);
+    assert_int_equal(rest, n - at[j]);
+    assert_memory_equal(after, full + at[j], (size_t)rest * sizeof *after);
+    free(after);
+    sl_free(st[j]);
+  }
+  free(full);
+  sl_pipeline_free(p);
+}
+
 static void expect_refused(sl_pipeline *p, const void *st, size_t len, int code, const char *needle) {
   sl_iter *it = NULL;
   int rc = sl_pipeline_iter_at(&it, p, st, len);
@@ -267,6 +306,7 @@ int main(void) {
       cmocka_unit_test(test_cuts_shuffle_filter_batch), cmocka_unit_test(test_cuts_interleave),
       cmocka_unit_test(test_cuts_counts_and_epochs),    cmocka_unit_test(test_cuts_repeat_over_files),
       cmocka_unit_test(test_state_of_a_restored_run),  cmocka_unit_test(test_set_epoch),
+      cmocka_unit_test(test_states_of_slow_elements_use_snapshots),
       cmocka_unit_test(test_bad_states_are_refused),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
