@@ -120,6 +120,8 @@ typedef struct sl_op_stats {
   double runq_seconds;     /* the part of wall_seconds spent runnable, waiting for a core (the threads' run-queue
                             * delay over sampled calls); -1 when unknown (a kernel without schedstat, an old trace).
                             * wall - cpu - runq is time blocked (I/O, sleep, locks) */
+  uint64_t filled; /* elements a map or filter after a shard with "in_step" handed out again in place of ones it
+                    * dropped, so that every rank's count stays the same (docs/distributed.md) */
 } sl_op_stats;
 
 /* Number of ops, nested source ops included (pre-order: an interleave is followed by its source ops). */

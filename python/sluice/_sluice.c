@@ -481,7 +481,7 @@ static PyObject *Pipeline_to_json(PipelineObject *self, PyObject *unused) {
 /* Builds the dict; Py_BuildValue keeps the field list in one place. */
 static PyObject *stats_to_dict(const sl_op_stats *s) {
   return Py_BuildValue(
-      "{s:s,s:s,s:s,s:i,s:O,s:L,s:L,s:O,s:O,s:K,s:K,s:K,s:d,s:d,s:d,s:K,s:K,s:K,s:d,s:K,s:K,s:L,s:d,s:d,s:K,s:d}", "op",
+      "{s:s,s:s,s:s,s:i,s:O,s:L,s:L,s:O,s:O,s:K,s:K,s:K,s:d,s:d,s:d,s:K,s:K,s:K,s:d,s:K,s:K,s:L,s:d,s:d,s:K,s:d,s:K}", "op",
       s->op, "path", s->path, "label", s->label, "parent", s->parent, "nested", s->nested ? Py_True : Py_False,
       "parallelism", (long long)s->parallelism, "buffer", (long long)s->buffer, "async", s->async ? Py_True : Py_False,
       "random", s->random ? Py_True : Py_False, "elements_out", (unsigned long long)s->elements_out, "elements_in",
@@ -491,7 +491,7 @@ static PyObject *stats_to_dict(const sl_op_stats *s) {
       (unsigned long long)s->skipped, "buffer_occupancy", s->buffer_occupancy, "bytes_held",
       (unsigned long long)s->bytes_held, "bytes_held_peak", (unsigned long long)s->bytes_held_peak, "cardinality",
       (long long)s->cardinality, "call_mean", s->call_mean, "call_sd", s->call_sd, "errors_skipped",
-      (unsigned long long)s->errors_skipped, "runq_seconds", s->runq_seconds);
+      (unsigned long long)s->errors_skipped, "runq_seconds", s->runq_seconds, "filled", (unsigned long long)s->filled);
 }
 
 static PyObject *Pipeline_stats(PipelineObject *self, PyObject *unused) {

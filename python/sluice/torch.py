@@ -80,6 +80,23 @@ class Dataset(_IterableDataset):
             if self._run is run:
                 self._run = None
 
+    def __len__(self):
+        """Elements per epoch (batches, for a batching spec), when the spec says it: a ``range`` or an
+        ``image_folder`` source, counts kept by every op after it (a ``shard`` with ``"in_step"``, the default under
+        torchrun, keeps every rank's count equal by filling dropped places). Raises TypeError saying why when the
+        count is only known by reading the data (TFRecord, text or tar files) or when the spec repeats forever."""
+        top = [st for st in self._pipeline.stats() if not st["nested"]]
+        root = top[-1]
+        n = root["cardinality"]
+        if n >= 0:
+            return n
+        if n == -2:
+            raise TypeError(f"len(): the spec repeats forever ({root['path']} has no end)")
+        unknown = next((st for st in top if st["cardinality"] == -1), root)
+        raise TypeError(f"len(): the number of elements per epoch is not known before reading the data: "
+                        f"{unknown['path']} ({unknown['op']}) makes a count the spec does not fix (records in files, "
+                        f"a filter without a shard's \"in_step\"); count one epoch instead")
+
     def set_epoch(self, epoch):
         """The next iteration is epoch ``epoch`` (``DistributedSampler``'s convention): its order is a function of
         the spec's seed and the epoch, the same on every rank, so ``set_epoch(3)`` gives epoch 3's order."""

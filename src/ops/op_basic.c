@@ -405,6 +405,10 @@ static int shard_parse(sl__op *op, json_t *o) {
   if (c->index >= c->num)
     return sl__err(SL_EINVAL, "%s.index: %lld must be below num_shards %lld", op->path, (long long)c->index,
                    (long long)c->num);
+  /* In step (default for a launched run): the maps and filters after it fill the places of what they drop. */
+  bool in_step = anum;
+  if (json_object_get(o, "in_step") && (rc = sl__get_bool(&in_step, &k, "in_step"))) return rc;
+  op->in_step = in_step;
   int64_t ic = in_card(op);
   if (ic < 0) op->cardinality = ic;
   else if (c->remainder == SHARD_DROP) op->cardinality = ic / c->num;
@@ -521,6 +525,9 @@ static const sl__arg SHARD_KNOBS[] = {
     {"remainder", SL__ARG_ENUM, NULL, 0, 0, 0, "keep|drop|pad",
      "the last incomplete round: kept (exactly once), dropped, or padded from the epoch's start (default: pad "
      "when num_shards is \"auto\", else keep)"},
+    {"in_step", SL__ARG_BOOL, NULL, 0, 0, 0, NULL,
+     "every rank the same count: a map or filter after it that drops an element hands out the rank's previous "
+     "element again in its place, counted as filled (default: true when num_shards is \"auto\")"},
     {NULL}};
 static const sl__op_schema SHARD_SCHEMA = {SL__MK_SEQ, 0, "every num_shards-th element, from the index-th",
                                            SHARD_KNOBS, NULL};

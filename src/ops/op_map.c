@@ -15,6 +15,7 @@ typedef struct {
   char *args_path;
   bool deterministic;
   bool is_filter;
+  bool fill; /* after a shard "in_step": a dropped element's place is filled by the previous one handed out */
   bool skip_errors; /* on_error "skip": an element the function fails on is dropped and counted */
 } map_cfg;
 
@@ -83,8 +84,9 @@ static int map_parse_common(sl__op *op, json_t *o, bool filter) {
     if (op->parallelism > 1 && op->buffer < op->parallelism) op->buffer = op->parallelism;
     op->async = op->parallelism > 1 || op->par_autotune;
   }
-  op->cardinality = filter ? (op->input && op->input->cardinality == -2 ? -2 : -1)
-                           : (op->input ? op->input->cardinality : -1);
+  for (const sl__op *u = op->input; u && !c->fill; u = u->input) c->fill = u->in_step;
+  op->cardinality = filter && !c->fill ? (op->input && op->input->cardinality == -2 ? -2 : -1)
+                                       : (op->input ? op->input->cardinality : -1);
   /* A function without an arg table (a user's, through sl_fn_register): its init() says what it reads. */
   sl__args_asked asked = {c->fn.schema ? NULL : json_object(), false};
   if (!c->fn.schema && !asked.keys) return sl__oom("map");
@@ -160,14 +162,46 @@ static int call_fn(sl__op *op, map_cfg *c, sl_elem *e, uint64_t epoch, uint64_t 
 }
 
 /* ---------------- sequential map / filter ---------------- */
+/* Filling (shard "in_step"): the consumer's side of a map keeps the last element it handed out; a dropped element's
+ * place gets a copy of it (one dropped before any was handed out is owed, and paid after the first). */
+typedef struct {
+  sl_elem last;
+  bool has;
+  uint64_t owed;
+} map_fill;
+static void fill_note(map_fill *f, const sl_elem *out) {
+  sl_elem_clear(&f->last);
+  sl_elem_copy(&f->last, out);
+  f->has = true;
+}
+static bool fill_give(map_fill *f, sl__op *op, sl_elem *out) {
+  sl_elem_copy(out, &f->last);
+  sl__stat_add(&op->st.filled, 1);
+  return true;
+}
+/* A drop: true when its place was filled (out holds the copy). */
+static bool fill_drop(map_fill *f, sl__op *op, sl_elem *out) {
+  if (f->has) return fill_give(f, op, out);
+  f->owed++;
+  return false;
+}
+/* At a call's start: true when an owed place was filled. */
+static bool fill_owed(map_fill *f, sl__op *op, sl_elem *out) {
+  if (!f->owed || !f->has) return false;
+  f->owed--;
+  return fill_give(f, op, out);
+}
+
 typedef struct {
   sl__it it;
   uint64_t index;
+  map_fill fill;
 } smap_it;
 
 static int smap_next(sl__it *it, sl_elem *out) {
   smap_it *m = (smap_it *)it;
   map_cfg *c = it->op->impl;
+  if (c->fill && fill_owed(&m->fill, it->op, out)) return 0;
   for (;;) {
     int rc = sl__it_pull(it, out);
     if (rc) return rc;
@@ -177,12 +211,19 @@ static int smap_next(sl__it *it, sl_elem *out) {
       sl_elem_clear(out);
       return rc;
     }
-    if (keep) return 0;
+    if (keep) {
+      if (c->fill) fill_note(&m->fill, out);
+      return 0;
+    }
     if (!c->is_filter) sl__stat_add(&it->op->st.skipped, 1);
     sl_elem_clear(out);
+    if (c->fill && fill_drop(&m->fill, it->op, out)) return 0;
   }
 }
-static void smap_free(sl__it *it) { sl__free(it); }
+static void smap_free(sl__it *it) {
+  sl_elem_clear(&((smap_it *)it)->fill.last);
+  sl__free(it);
+}
 static const sl__it_vt SMAP_IT = {smap_next, smap_free};
 
 /* ---------------- parallel map ---------------- */
@@ -243,6 +284,7 @@ struct pmap_it {
   /* Under in_mu: the ref of each input element pulled, at seq % cap (a saved state makes those in flight again). */
   sl_eref *pref;
   bool held;
+  map_fill fill; /* consumer only */
 };
 
 /* Under in_mu: notes the ref of the input element given sequence number seq. */
@@ -562,9 +604,15 @@ static int pmap_inline_next(pmap_it *m, sl_elem *out) {
 /* Under the hold: the next element inline while the parallelism stays 0, else the hold given back and
  * INLINE_GIVEN_BACK returned (the caller goes on with its workers). */
 static int pmap_inline_run(pmap_it *m, sl_elem *out) {
+  bool fill = ((const map_cfg *)m->it.op->impl)->fill;
   while (pmap_workers(m->it.op) == 0) {
     int rc = pmap_inline_next(m, out);
-    if (rc != SLOT_DROPPED) return rc;
+    if (rc == SLOT_DROPPED) {
+      if (fill && fill_drop(&m->fill, m->it.op, out)) return 0;
+      continue;
+    }
+    if (rc == 0 && fill) fill_note(&m->fill, out);
+    return rc;
   }
   pmap_inline_release(m, 0);
   return INLINE_GIVEN_BACK;
@@ -572,7 +620,12 @@ static int pmap_inline_run(pmap_it *m, sl_elem *out) {
 
 static int pmap_next(sl__it *it, sl_elem *out) {
   pmap_it *m = (pmap_it *)it;
-  if (sl__claims_next(&m->cl, out)) return 0;
+  bool fill = ((const map_cfg *)it->op->impl)->fill;
+  if (fill && fill_owed(&m->fill, it->op, out)) return 0;
+  if (sl__claims_next(&m->cl, out)) {
+    if (fill) fill_note(&m->fill, out);
+    return 0;
+  }
   if (m->inline_hold) {
     int rc = pmap_inline_run(m, out);
     if (rc != INLINE_GIVEN_BACK) return rc;
@@ -587,9 +640,14 @@ static int pmap_next(sl__it *it, sl_elem *out) {
   for (;;) {
     s = pmap_ready(m);
     if (s && s->rc != SLOT_DROPPED) break;
-    if (s) { /* a result the function dropped: nothing to hand out */
+    if (s) { /* a result the function dropped: nothing to hand out (or, filling, the last one again) */
       pmap_pass(m, s);
       m->reserved--;
+      if (fill && fill_drop(&m->fill, it->op, out)) {
+        pthread_mutex_unlock(&m->mu);
+        if (wait0) sl__stat_add(&it->op->st.wait_ns, sl__now_ns() - wait0);
+        return 0;
+      }
       continue;
     }
     if (m->input_done && m->reserved == 0 && (!m->deterministic || m->head >= m->end_seq)) {
@@ -641,7 +699,7 @@ static int pmap_next(sl__it *it, sl_elem *out) {
   m->reserved--;
   /* Claim the run of ready results after it (an error stops the run: it is handed out on a trip of its own). */
   int lim = rc == 0 ? m->claim_max - 1 : 0;
-  while (m->cl.n < lim && (s = pmap_ready(m)) && s->rc >= 0) {
+  while (m->cl.n < lim && (s = pmap_ready(m)) && s->rc >= 0 && !(fill && s->rc == SLOT_DROPPED)) {
     if (s->rc != SLOT_DROPPED) {
       m->cl.e[m->cl.n++] = &s->e;
       n++;
@@ -663,6 +721,7 @@ static int pmap_next(sl__it *it, sl_elem *out) {
     sl__free(eb);
     return rc;
   }
+  if (fill) fill_note(&m->fill, out);
   return rc;
 }
 
@@ -682,6 +741,7 @@ static void pmap_free(sl__it *it) {
   if (m->pref)
     for (int i = 0; i < m->cap; i++) sl_buf_unref(m->pref[i].members);
   sl__free(m->pref);
+  sl_elem_clear(&m->fill.last);
   pthread_mutex_destroy(&m->mu);
   pthread_mutex_destroy(&m->in_mu);
   pthread_cond_destroy(&m->cv_space);
@@ -753,10 +813,30 @@ static int map_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out)
 /* ---- saved state: the index of the next element the consumer gets, and the refs of the input elements after it
  * that are in flight (made again on restore, through the input). One format for the sequential and the parallel
  * map: a state restores on another parallelism. */
+/* Filling's part: whether it has a last element (then its ref), and how many places are owed. */
+static void fill_save(const map_fill *f, sl__sw *w) {
+  sl__sw_u64(w, f->has);
+  if (f->has) sl__sw_ref(w, &f->last.ref);
+  sl__sw_u64(w, f->owed);
+}
+static int fill_load(map_fill *f, sl__it *it, sl__sr *r) {
+  uint64_t has;
+  int rc = sl__sr_u64(r, &has, "a map's filling");
+  if (!rc && has) {
+    sl_eref ref;
+    if ((rc = sl__sr_ref(r, &ref))) return rc;
+    rc = sl__remake(it->op, it->run, &ref, &f->last);
+    sl_buf_unref(ref.members);
+    f->has = rc == 0;
+  }
+  return rc ? rc : sl__sr_u64(r, &f->owed, "a map's filling");
+}
+
 static int map_save(sl__it *it, sl__sw *w) {
   if (!it->op->async) {
     sl__sw_u64(w, ((smap_it *)it)->index);
     sl__sw_u64(w, 0);
+    fill_save(&((smap_it *)it)->fill, w);
     return 0;
   }
   pmap_it *m = (pmap_it *)it;
@@ -773,12 +853,14 @@ static int map_save(sl__it *it, sl__sw *w) {
   sl__sw_u64(w, first);
   sl__sw_u64(w, m->next_seq - first);
   for (uint64_t q = first; q < m->next_seq; q++) sl__sw_ref(w, &m->pref[q % (uint64_t)m->cap]);
+  fill_save(&m->fill, w);
   return 0;
 }
 static int map_load(sl__it *it, sl__sr *r) {
   uint64_t index;
   int rc = sl__sr_u64(r, &index, "a map's index");
   if (!rc) rc = sl__sr_pushback(r, &it->input, it->run, it->op->input, "a map's elements in flight");
+  if (!rc) rc = fill_load(it->op->async ? &((pmap_it *)it)->fill : &((smap_it *)it)->fill, it, r);
   if (rc) return rc;
   if (!it->op->async) ((smap_it *)it)->index = index;
   else ((pmap_it *)it)->head = ((pmap_it *)it)->next_seq = index;

@@ -441,6 +441,7 @@ int sl_pipeline_op_stats(sl_op_stats *s, const sl_pipeline *p, int i) {
   s->source_bytes = op->source_bytes;
   s->skipped = LD(op->st.skipped);
   s->errors_skipped = LD(op->st.errors_skipped);
+  s->filled = LD(op->st.filled);
   uint64_t on = LD(op->st.occ_n);
   s->buffer_occupancy = on ? (double)LD(op->st.occ_sum) / (double)on : 0;
   s->bytes_held = LD(op->st.held);

@@ -24,6 +24,7 @@ typedef struct sl__run sl__run;
 typedef struct sl__stats {
   atomic_uint_fast64_t out, in, bytes_out, disk_bytes, skipped;
   atomic_uint_fast64_t errors_skipped; /* the part of `skipped` a map's on_error "skip" dropped */
+  atomic_uint_fast64_t filled;         /* elements handed out again in place of dropped ones (shard "in_step") */
   atomic_uint_fast64_t cpu_ns, wall_ns, samples;   /* own time of next() calls on the consumer's side (sl__nest) */
   atomic_uint_fast64_t work_cpu_ns, work_wall_ns;  /* own work done on worker threads (map functions, pulls) */
   atomic_uint_fast64_t wait_ns;
@@ -119,6 +120,7 @@ struct sl__op {
   int64_t buffer;      /* resolved output buffer, 0 for none */
   bool par_autotune, buf_autotune, async, random;
   bool serial; /* its function is SL_FN_SERIAL */
+  bool in_step; /* a shard with "in_step": the ops after it that drop elements fill their places (op_map.c) */
   int64_t cardinality; /* per epoch: >= 0 known, -1 unknown, -2 infinite */
   uint64_t source_bytes; /* `files`: total size of the files listed (0: unknown) */
   atomic_int active_par;    /* parallelism in force: an online tuner may change it during a run */

@@ -143,3 +143,38 @@ def test_torchdata_stateful_dataloader():
     dl2 = StatefulDataLoader(sluice.torch.Dataset(SPEC), batch_size=None, num_workers=0)
     dl2.load_state_dict(sd)
     assert head + batches(dl2) == full
+
+
+def test_torch_len_when_known_and_why_not(data):
+    ds = sluice.torch.Dataset(SPEC)
+    assert len(ds) == 23  # 90 elements in batches of 4
+    with pytest.raises(TypeError, match="not known before reading the data"):
+        len(sluice.torch.Dataset({"ops": [{"op": "files", "glob": str(data / "img" / "*.tfrecord")},
+                                          {"op": "tfrecord"}]}))
+    with pytest.raises(TypeError, match="forever"):
+        len(sluice.torch.Dataset({"ops": [{"op": "range", "stop": 3}, {"op": "repeat"}]}))
+
+
+def test_ranks_in_step_yield_equal_batches(monkeypatch):
+    def fail_some(e):
+        if int(e["value"]) % 4 == 0:
+            raise ValueError("planted")
+        return e
+    sluice.register_fn("t_state_fail", fail_some)
+    counts, values = [], []
+    for rank in range(2):
+        monkeypatch.setenv("WORLD_SIZE", "2")
+        monkeypatch.setenv("RANK", str(rank))
+        spec = {"seed": 1, "ops": [{"op": "range", "stop": 29},
+                                   {"op": "shard", "num_shards": "auto", "index": "auto"},
+                                   {"op": "map", "fn": "t_state_fail", "on_error": "skip"},
+                                   {"op": "batch", "size": 3}]}
+        ds = sluice.torch.Dataset(spec)
+        got = [b["value"].tolist() for b in torch.utils.data.DataLoader(ds, batch_size=None, num_workers=0)]
+        counts.append(len(got))
+        assert len(ds) == len(got)
+        values += [v for b in got for v in b]
+        filled = [st["filled"] for st in ds.pipeline.stats() if st["op"] == "map"][0]
+        assert filled > 0
+    assert counts[0] == counts[1] == 5
+    assert {v for v in range(29) if v % 4} <= set(values)

@@ -21,15 +21,30 @@ static int tag_call(void *st, sl_elem *e, sl_fn_call *call) {
   (void)st;
   return sl_elem_set_i64(e, "r", (int64_t)(call->seed & 0xffff));
 }
-/* A filter that drops a record in 5 by its bytes. */
+/* A filter that drops a record in 5 by its bytes (or a "value" that is a multiple of 5 or 7 after 40). */
 static int drop_call(void *st, sl_elem *e, sl_fn_call *call) {
   (void)st;
-  const sl_comp *c = sl_elem_get(e, "record");
+  const sl_comp *c = sl_elem_get(e, "record"), *v = sl_elem_get(e, "value");
+  int64_t x;
+  if (!c && v && !sl_comp_get_i64(&x, v)) {
+    call->keep = x % 5 != 0 && !(x > 40 && x % 7 == 0);
+    return 0;
+  }
   uint64_t h = 0;
   const unsigned char *d = c ? sl_comp_data(c) : NULL;
   for (size_t i = 0; c && i < c->size; i++) h = h * 31 + d[i];
   call->keep = h % 5 != 0;
   return 0;
+}
+
+/* A map that fails on the values test_drop drops (for on_error "skip", on workers). */
+static int fail_call(void *st, sl_elem *e, sl_fn_call *call) {
+  sl_fn_call c = {.keep = true};
+  drop_call(st, e, &c);
+  (void)call;
+  if (c.keep) return 0;
+  sl_error_set(SL_EINVAL, "a planted failure");
+  return SL_EINVAL;
 }
 
 static int setup(void **s) {
@@ -38,6 +53,8 @@ static int setup(void **s) {
   static const sl_fn_def drop = {SL_FN_DEF_VERSION, SL_FN_FILTER, NULL, drop_call, NULL};
   sl_fn_register("test_tag", &tag, NULL);
   sl_fn_register("test_drop", &drop, NULL);
+  static const sl_fn_def fail = {SL_FN_DEF_VERSION, 0, NULL, fail_call, NULL};
+  sl_fn_register("test_fail", &fail, NULL);
   g_dir = tu_tmpdir("state");
   static const int counts[] = {37, 41, 23};
   for (int f = 0; f < 3; f++) {
@@ -80,6 +97,10 @@ static const char *const SPECS[] = {
     "{\"seed\": 6, \"ops\": [{\"op\": \"files\", \"glob\": \"%1$s/d-*.tfrecord\", \"shuffle\": true},"
     " {\"op\": \"tfrecord\"}, {\"op\": \"repeat\", \"count\": 2},"
     " {\"op\": \"map\", \"fn\": \"test_tag\", \"parallelism\": %2$d}, {\"op\": \"prefetch\", \"buffer\": 4}]}",
+    "{\"seed\": 7, \"ops\": [{\"op\": \"range\", \"stop\": 101}, {\"op\": \"shuffle\", \"buffer\": 9},"
+    " {\"op\": \"shard\", \"num_shards\": 3, \"index\": 1, \"remainder\": \"pad\", \"in_step\": true},"
+    " {\"op\": \"filter\", \"fn\": \"test_drop\"}, {\"op\": \"map\", \"fn\": \"test_tag\", \"parallelism\": %2$d},"
+    " {\"op\": \"batch\", \"size\": 4}, {\"op\": \"prefetch\", \"buffer\": 2}]}",
 };
 #define NSPECS (sizeof SPECS / sizeof *SPECS)
 
@@ -166,6 +187,49 @@ static void test_cuts_counts_and_epochs(void **s) {
 static void test_cuts_repeat_over_files(void **s) {
   (void)s;
   check_cuts(3);
+}
+static void test_cuts_ranks_in_step(void **s) {
+  (void)s;
+  check_cuts(4);
+}
+
+/* Ranks in step: three ranks with a filter that drops elements unevenly yield the same number of batches; together
+ * their kept elements are every kept element once (pad repeats the epoch's first ones), the rest filled and counted. */
+static void test_ranks_in_step(void **s) {
+  (void)s;
+  int64_t counts[3];
+  uint64_t filled = 0;
+  int seen[101] = {0};
+  for (int r = 0; r < 3; r++) {
+    sl_pipeline *p = tu_pipelinef("{\"seed\": 7, \"ops\": [{\"op\": \"range\", \"stop\": 101},"
+                                  " {\"op\": \"shard\", \"num_shards\": 3, \"index\": %d, \"in_step\": true, \"remainder\": \"pad\"},"
+                                  " {\"op\": \"map\", \"fn\": \"test_fail\", \"on_error\": \"skip\", \"parallelism\": %d}]}",
+                                  r, 1 + r % 2);
+    int64_t v[64];
+    counts[r] = tu_collect_i64(p, "value", v, 64);
+    for (int64_t i = 0; i < counts[r]; i++) seen[v[i]]++;
+    sl_op_stats st;
+    assert_int_equal(sl_pipeline_op_stats(&st, p, 2), 0);
+    filled += st.filled;
+    sl_pipeline_free(p);
+  }
+  assert_int_equal(counts[0], 34); /* 101 over 3 ranks, padded: 34 each */
+  assert_int_equal(counts[1], 34);
+  assert_int_equal(counts[2], 34);
+  int kept = 0, extra = 0;
+  for (int x = 0; x < 101; x++) {
+    bool keep = x % 5 != 0 && !(x > 40 && x % 7 == 0);
+    if (!keep) assert_true(seen[x] == 0);
+    else {
+      assert_true(seen[x] >= 1);
+      kept++;
+      extra += seen[x] - 1;
+    }
+  }
+  assert_int_equal(kept + extra, 3 * 34);
+  assert_true(filled > 0);
+  /* the padding repeats element 0, which the map drops too: every extra element is a filled place */
+  assert_int_equal((int64_t)filled, (int64_t)extra);
 }
 
 /* A state restored twice, and a state of a restored run, continue the same way. */
@@ -307,6 +371,7 @@ int main(void) {
       cmocka_unit_test(test_cuts_counts_and_epochs),    cmocka_unit_test(test_cuts_repeat_over_files),
       cmocka_unit_test(test_state_of_a_restored_run),  cmocka_unit_test(test_set_epoch),
       cmocka_unit_test(test_states_of_slow_elements_use_snapshots),
+      cmocka_unit_test(test_cuts_ranks_in_step),        cmocka_unit_test(test_ranks_in_step),
       cmocka_unit_test(test_bad_states_are_refused),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
