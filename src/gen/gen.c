@@ -20,21 +20,21 @@ static const char *const KIND_NAMES[] = {"imagenet", "ssd", "text", "tabular"};
 static const char *const FORMAT_NAMES[] = {"tfrecord", "folder", "tar"};
 
 int sl_gen_kind_parse(sl_gen_kind *out, const char *name) {
-  for (int i = 0; i < 4; i++)
-    if (name && !strcmp(name, KIND_NAMES[i])) {
-      *out = (sl_gen_kind)i;
-      return 0;
-    }
+  int i = sl__name_index(KIND_NAMES, 4, name);
+  if (i >= 0) {
+    *out = (sl_gen_kind)i;
+    return 0;
+  }
   return sl__err(SL_EINVAL, "unknown dataset '%s' (imagenet, ssd, text, tabular)", name ? name : "");
 }
 const char *sl_gen_kind_name(sl_gen_kind k) { return (unsigned)k < 4 ? KIND_NAMES[k] : "?"; }
 
 int sl_gen_format_parse(sl_gen_format *out, const char *name) {
-  for (int i = 0; i < 3; i++)
-    if (name && !strcmp(name, FORMAT_NAMES[i])) {
-      *out = (sl_gen_format)i;
-      return 0;
-    }
+  int i = sl__name_index(FORMAT_NAMES, 3, name);
+  if (i >= 0) {
+    *out = (sl_gen_format)i;
+    return 0;
+  }
   return sl__err(SL_EINVAL, "unknown format '%s' (tfrecord, folder, tar)", name ? name : "");
 }
 
