@@ -2,7 +2,9 @@
 # cli_convert.sh: `sluice convert` writes an image folder and a WebDataset tar shard as TFRecord shards of tf.Example
 # that read back (tfrecord + parse_example) to the same images and labels; TFRecord -> tar (--to tar) -> TFRecord
 # gives the same --digest, through shards that Python's tarfile lists as WebDataset samples; an interrupted or
-# failing convert (either format) leaves no file under a final name (nor a temporary one).
+# failing convert (either format) leaves no file under a final name (nor a temporary one). And `sluice gen imagenet
+# --format tfrecord|folder|tar` writes the same images and labels in each layout: the --digest of each layout's
+# images and labels, read by its own reader and named alike, is the same; no temporary is left.
 set -u
 : "${SL_CLI:?}" "${SL_SRC:?}"
 S=$SL_CLI
@@ -119,6 +121,45 @@ echo "$out" | grep -q "component 'image' is uint8" || fail "pixels error: $out"
 cat > slow.json <<'J'
 {"ops": [{"op": "image_folder", "root": "data"}, {"op": "repeat", "count": 1000}, {"op": "map", "fn": "sleep_io", "args": {"us": 20000}}]}
 J
+# gen's three layouts of the same images
+for f in tfrecord folder tar; do
+  out=$("$S" gen imagenet --format $f --out g$f --n 30 --shards 3 --classes 4 --seed 3 --threads 2 --quiet) ||
+    fail "gen --format $f: $out"
+  echo "$out" | grep -q "classes: 4 of 4 have an image" || fail "$f summary: $out"
+  [ -z "$(find g$f -name '.*' -not -name .)" ] || fail "$f: a hidden file is left: $(find g$f -name '.*')"
+done
+[ "$(ls gfolder)" = "$(printf '0\n1\n2\n3')" ] || fail "class folders: $(ls gfolder)"
+[ "$(find gfolder -name '*.jpg' | wc -l)" -eq 30 ] || fail "folder images: $(find gfolder | head)"
+[ "$(ls gtar)" = "$(printf 'train-00000-of-00003.tar\ntrain-00001-of-00003.tar\ntrain-00002-of-00003.tar')" ] ||
+  fail "tar shards: $(ls gtar)"
+
+# The same (image, label) pairs: each layout's encoded bytes decoded to "image" (the decoded pixels are the bytes'
+# function, and decode_image's output is named alike), its label parsed into a component named "image/class/label".
+tail='{"op": "map", "fn": "decode_image", "args": {"component": "IMG", "output": "image", "channels": 3}},
+ {"op": "map", "fn": "select", "args": {"keep": ["image", "LABEL"]}}'
+echo '{"ops": [{"op": "files", "glob": "gtfrecord/*.tfrecord"}, {"op": "tfrecord"},
+ {"op": "map", "fn": "parse_example", "args": {"features": {"image/encoded": {"dtype": "bytes"},
+  "image/class/label": {"dtype": "int64"}}}}, '"${tail/IMG/image/encoded}"']}' | sed 's|LABEL|image/class/label|' > lt.json
+echo '{"ops": [{"op": "files", "glob": "gtar/*.tar"}, {"op": "tar"},
+ {"op": "map", "fn": "parse_int", "args": {"component": "cls", "output": "image/class/label"}}, '"${tail/IMG/jpg}"']}' |
+  sed 's|LABEL|image/class/label|' > lw.json
+# image_folder's label is "label": the TFRecord side is compared on its images alone, and the labels below
+echo '{"ops": [{"op": "image_folder", "root": "gfolder"}, '"${tail/IMG/image/encoded}"']}' | sed 's|"LABEL"|"label"|' > lf.json
+a=$(digest lt.json) && b=$(digest lw.json) || fail "digests"
+[ -n "$a" ] && [ "$a" = "$b" ] || fail "tfrecord and tar layouts differ: $a vs $b"
+sed 's|, "image/class/label"\]|]|' lt.json > lti.json
+sed 's|, "label"\]|]|' lf.json > lfi.json
+a=$(digest lti.json) && b=$(digest lfi.json) || fail "image digests"
+[ -n "$a" ] && [ "$a" = "$b" ] || fail "tfrecord and folder images differ: $a vs $b"
+# labels: the folder's, in its order, are the TFRecord labels sorted (ImageFolder's order: by class)
+lt=$("$S" head lt.json -n 30 --json | python3 -c '
+import json, sys
+print(sorted(c["values"][0] for e in json.load(sys.stdin)["elements"] for c in e["components"] if c["name"] == "image/class/label"))')
+lf=$("$S" head lf.json -n 30 --json | python3 -c '
+import json, sys
+print([c["values"][0] for e in json.load(sys.stdin)["elements"] for c in e["components"] if c["name"] == "label"])')
+[ "$lt" = "$lf" ] || fail "labels: tfrecord $lt, folder $lf"
+
 # stop FORMAT DIR SIGNAL CODE WORD: a convert stopped by SIGNAL mid-shard exits CODE, says "WORD after N elements"
 # and leaves DIR empty.
 stop() {
