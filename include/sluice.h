@@ -7,6 +7,7 @@
 #include "sluice/pipeline.h"
 #include "sluice/tfrecord.h"
 #include "sluice/gen.h"
+#include "sluice/convert.h"
 #include "sluice/trace.h"
 #include "sluice/plan.h"
 

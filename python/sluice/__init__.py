@@ -21,7 +21,7 @@ from . import _sluice
 from ._sluice import DataError, Error, SpecError, StoreError
 
 __all__ = ["Pipeline", "Error", "SpecError", "DataError", "StoreError", "SkipWarning", "register_fn", "functions",
-           "__version__"]
+           "convert", "__version__"]
 
 __version__ = _sluice.version()
 
@@ -380,6 +380,19 @@ def _bind_args(fn, spec, given, path):
             raise SpecError(f"{path}.{k}: expected {kind} for function '{fn}', found {text}")
         out[k] = v
     return out
+
+
+def convert(spec, to="tfrecord", out=None, shards=1, prefix="train"):
+    """Writes the elements a spec yields (a path, JSON string, dict or Pipeline) into ``shards`` files
+    ``out/PREFIX-00000-of-0000N.tfrecord`` (tf.Example records) or ``.tar`` (WebDataset samples), as
+    ``sluice convert SPEC --to TO --out OUT --shards N`` does (docs/python.md says how components are named).
+    Every file is written under a temporary name and renamed when all are complete: an error or Ctrl-C leaves
+    none. Returns ``{"elements", "files", "bytes"}``; raises DataError naming the element for what a shard cannot
+    hold (decoded pixels, a list in a tar member), ValueError for an unknown format."""
+    if out is None:
+        raise TypeError("convert: out=DIR is required")
+    p = spec if isinstance(spec, Pipeline) else Pipeline(spec)
+    return p._convert(_os.fspath(out), to=to, shards=int(shards), prefix=prefix)
 
 
 def functions():

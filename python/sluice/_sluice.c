@@ -41,6 +41,7 @@ static PyObject *raise_msg(PyObject *cls, int code, const char *msg) {
   return NULL;
 }
 static PyObject *raise_sl(PyObject *cls, int code) { return raise_msg(cls, code, sl_error_last()); }
+static PyObject *raise_run_error(int rc, const char *msg);
 
 /* Which class an error of the running pipeline is: DataError for bad input data (a file, a record, a value),
  * MemoryError for allocation failures, Error otherwise. */
@@ -207,8 +208,12 @@ static void *watcher_main(void *arg) {
   return NULL;
 }
 
+/* Polled by a running sl_convert (its opts.cancel): set by the handler below, cleared when a convert starts. */
+static volatile sig_atomic_t convert_cancel;
+
 static void on_sigint(int sig, siginfo_t *info, void *ctx) {
   int saved = errno;
+  convert_cancel = 1;
   sem_post(&sig_sem);
   if (prev_sigint.sa_flags & SA_SIGINFO) {
     if (prev_sigint.sa_sigaction) prev_sigint.sa_sigaction(sig, info, ctx);
@@ -613,6 +618,34 @@ static PyObject *Pipeline_report_html(PipelineObject *self, PyObject *args, PyOb
   return r;
 }
 
+/* _convert(out, to="tfrecord", shards=1, prefix="train"): sl_convert over this pipeline (a run of its own, like an
+ * iterator's), the GIL released; Ctrl-C stops it at the next element with nothing written. */
+static PyObject *Pipeline_convert(PipelineObject *self, PyObject *args, PyObject *kw) {
+  static char *kwlist[] = {"out", "to", "shards", "prefix", NULL};
+  const char *to = "tfrecord";
+  sl_convert_opts o = SL_CONVERT_OPTS_INIT;
+  o.prefix = "train";
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "s|sis", kwlist, &o.out_dir, &to, &o.shards, &o.prefix)) return NULL;
+  if (!need_pipeline(self)) return NULL;
+  if (sl_convert_format_parse(&o.format, to)) return raise_sl(PyExc_ValueError, SL_EINVAL);
+  if (o.shards < 1) return raise_msg(PyExc_ValueError, SL_EINVAL, "shards: must be >= 1");
+  watch_sigint();
+  convert_cancel = 0;
+  o.cancel = &convert_cancel;
+  self->live++; /* not rebuilt under the run */
+  sl_convert_report r;
+  int rc;
+  char msg[4096] = "";
+  Py_BEGIN_ALLOW_THREADS
+  rc = sl_convert(&r, self->p, &o);
+  if (rc) snprintf(msg, sizeof msg, "%s", sl_error_last());
+  Py_END_ALLOW_THREADS
+  self->live--;
+  if (rc) return raise_run_error(rc, msg);
+  return Py_BuildValue("{s:L,s:i,s:K}", "elements", (long long)r.elements, "files", r.files, "bytes",
+                       (unsigned long long)r.bytes);
+}
+
 static PyObject *Pipeline_name(PipelineObject *self, void *c) {
   if (!need_pipeline(self)) return NULL;
   const char *n = sl_pipeline_name(self->p);
@@ -629,6 +662,7 @@ static PyMethodDef Pipeline_methods[] = {
     {"reset_stats", (PyCFunction)Pipeline_reset_stats, METH_NOARGS, "Zeroes every op's counters."},
     {"input_files", (PyCFunction)Pipeline_input_files, METH_NOARGS, "The data files the `files` ops list."},
     {"_optimize", (PyCFunction)(void (*)(void))Pipeline_optimize, METH_VARARGS | METH_KEYWORDS, NULL},
+    {"_convert", (PyCFunction)(void (*)(void))Pipeline_convert, METH_VARARGS | METH_KEYWORDS, NULL},
     {"_report_html", (PyCFunction)(void (*)(void))Pipeline_report_html, METH_VARARGS | METH_KEYWORDS, NULL},
     {"_tuner_logs", (PyCFunction)Pipeline_tuner_logs, METH_NOARGS, NULL},
     {"_iter_at", (PyCFunction)Pipeline_iter_at, METH_O, NULL},
@@ -763,6 +797,12 @@ static PyObject *Iter_next_locked(IterObject *self) {
   }
   iter_release_locked(self);
   if (rc == SL_END) return NULL;
+  return raise_run_error(rc, msg);
+}
+
+/* Raises the error `rc` (message msg) that a run ended with: KeyboardInterrupt after a Ctrl-C, the exception a
+ * Python map function raised (as itself when it is no Exception, else as the cause), else DataError or Error. */
+static PyObject *raise_run_error(int rc, const char *msg) {
   if (rc == SL_ECANCELED && PyErr_CheckSignals() < 0) return NULL; /* KeyboardInterrupt */
   PyObject *cause = last_fn_exc;
   last_fn_exc = NULL;

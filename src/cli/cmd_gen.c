@@ -10,13 +10,21 @@
 static void gen_help(FILE *f) {
   fprintf(f,
           "usage: sluice gen imagenet|ssd|text|tabular --out DIR [--n N] [--shards K] [--seed S]\n"
-          "                  [--quality Q] [--chroma 444|420] [--threads T] [--vocab-size V] [--quiet]\n\n"
+          "                  [--format tfrecord|folder|tar] [--classes C] [--quality Q] [--chroma 444|420]\n"
+          "                  [--threads T] [--vocab-size V] [--quiet]\n\n"
           "Writes a synthetic dataset into DIR (created when missing):\n"
           "  imagenet  TFRecord shards of tf.Example: image/encoded (photo-like JPEG, about 400x350, about 110 KB),\n"
           "            image/format, image/class/label, image/height, image/width\n"
           "  ssd       the same plus image/object/bbox/{ymin,xmin,ymax,xmax} and image/object/class/label (1-20)\n"
           "  text      text shards of sentences (5-300 tokens, Zipf vocabulary) and vocab.txt\n"
           "  tabular   Criteo-like CSV shards: label, 13 integer and 26 hex categorical columns, some empty\n\n"
+          "  --format F      imagenet's layout, the same images and labels in each (default tfrecord):\n"
+          "                  tfrecord  the TFRecord shards above\n"
+          "                  folder    DIR/<label>/<index>.jpg, torchvision's ImageFolder layout (the label\n"
+          "                            zero-padded, so ImageFolder's class index is the label when every class\n"
+          "                            has an image: the summary says how many do)\n"
+          "                  tar       WebDataset shards train-*.tar of <index>.jpg and <index>.cls\n"
+          "  --classes C     labels 0..C-1 (default 1000); the images do not depend on it\n"
           "  --n N           records (default 1000)\n"
           "  --shards K      output files, train-00000-of-0000K.* (default 4)\n"
           "  --seed S        random seed (default 0); the output depends only on the options\n"
@@ -39,12 +47,14 @@ int cmd_gen(int argc, char **argv) {
   sl_gen_opts o = SL_GEN_OPTS_INIT;
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   o.threads = cores < 1 ? 1 : cores > 16 ? 16 : (int)cores;
-  const char *kind = NULL;
+  const char *kind = NULL, *format = "tfrecord";
   bool quiet = false;
-  int64_t shards = o.shards, quality = o.quality, threads = o.threads, seed = (int64_t)o.seed, chroma = o.chroma;
+  int64_t classes = 1000, shards = o.shards, quality = o.quality, threads = o.threads, seed = (int64_t)o.seed, chroma = o.chroma;
   const cli_opt opts[] = {
       {.name = "--out", .type = CLI_STR, .dst = &o.out_dir},
       {.name = "--n", .type = CLI_INT, .dst = &o.n},
+      {.name = "--format", .type = CLI_STR, .dst = &format, .needs = "a layout (tfrecord, folder, tar)"},
+      {.name = "--classes", .type = CLI_INT, .dst = &classes, .lo = 1, .hi = 100000, .must = "in 1..100000"},
       {.name = "--shards", .type = CLI_INT, .dst = &shards, .lo = 1, .hi = 100000, .must = "in 1..100000"},
       {.name = "--quality", .type = CLI_INT, .dst = &quality, .lo = 1, .hi = 100000, .must = "in 1..100000"},
       {.name = "--threads", .type = CLI_INT, .dst = &threads, .lo = 1, .hi = 100000, .must = "in 1..100000"},
@@ -62,6 +72,8 @@ int cmd_gen(int argc, char **argv) {
   o.threads = (int)threads;
   o.seed = (uint64_t)seed; /* a negative seed is one of the 2^64 seeds as well */
   o.chroma = (int)chroma;
+  o.classes = (int)classes;
+  if (sl_gen_format_parse(&o.format, format)) return cli_usage("gen", "--format: %s", sl_error_last());
   if (!kind) return cli_usage("gen", "a dataset is required (imagenet, ssd, text, tabular)");
   if (sl_gen_kind_parse(&o.kind, kind)) return cli_usage("gen", "%s", sl_error_last());
   if (!o.out_dir) return cli_usage("gen", "--out DIR is required");
@@ -91,6 +103,10 @@ int cmd_gen(int argc, char **argv) {
   if (o.kind == SL_GEN_IMAGENET || o.kind == SL_GEN_SSD) {
     printf("mean image: %.0fx%.0f, %.1f KB JPEG (quality %d, %d chroma)\n", r.mean_width, r.mean_height,
            r.mean_image_bytes / 1e3, r.quality, r.chroma);
+    if (o.format == SL_GEN_FOLDER && r.classes_present < o.classes)
+      printf("classes: %d of %d have an image: a folder reader's class index is the label's rank among them\n",
+             r.classes_present, o.classes);
+    else printf("classes: %d of %d have an image\n", r.classes_present, o.classes);
     printf("decode cost: %.0f us/image (libjpeg-turbo, one core, sample of up to 48 images)\n", r.decode_us);
     if (o.kind == SL_GEN_SSD) printf("boxes: %lld (%.1f per image)\n", (long long)r.boxes, (double)r.boxes / (double)r.records);
   } else if (o.kind == SL_GEN_TEXT) {

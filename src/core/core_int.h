@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <time.h>
 
 #include "sluice/common.h"
@@ -38,6 +39,13 @@ bool sl__json_oom_take(void);
 char *sl__redact_dup(const char *src);
 /* SL_ENOMEM with a message naming what was being allocated. */
 int sl__oom(const char *what);
+
+/* The index of `name` among names[0..n), or -1 (also for NULL): the parsers of enum names (gen's kinds, formats). */
+static inline int sl__name_index(const char *const *names, int n, const char *name) {
+  for (int i = 0; name && i < n; i++)
+    if (!strcmp(name, names[i])) return i;
+  return -1;
+}
 
 /* Checked arithmetic: false on overflow. */
 static inline bool sl__add_ok(size_t a, size_t b, size_t *out) { return !__builtin_add_overflow(a, b, out); }

@@ -1,6 +1,6 @@
 /* gen/gen.c: sl_gen_run: checks options, creates the output folder, runs the record makers of gen_image.c and
  * gen_text.c on `threads` threads in chunks (record i always comes from seed and i alone, so the files do not
- * depend on the thread count), writes records in order into `shards` files and measures what the issue asks the
+ * depend on the thread count), writes records in order through gen_layout.c (shards, or an image folder) and measures what the issue asks the
  * report to say (mean JPEG size, decode cost). Each file is written under a hidden temporary name and renamed when
  * complete, so an interrupted run never leaves a truncated file under a final name. */
 #include <errno.h>
@@ -17,16 +17,26 @@
 #include "fns/image_int.h"
 
 static const char *const KIND_NAMES[] = {"imagenet", "ssd", "text", "tabular"};
+static const char *const FORMAT_NAMES[] = {"tfrecord", "folder", "tar"};
 
 int sl_gen_kind_parse(sl_gen_kind *out, const char *name) {
-  for (int i = 0; i < 4; i++)
-    if (name && !strcmp(name, KIND_NAMES[i])) {
-      *out = (sl_gen_kind)i;
-      return 0;
-    }
+  int i = sl__name_index(KIND_NAMES, 4, name);
+  if (i >= 0) {
+    *out = (sl_gen_kind)i;
+    return 0;
+  }
   return sl__err(SL_EINVAL, "unknown dataset '%s' (imagenet, ssd, text, tabular)", name ? name : "");
 }
 const char *sl_gen_kind_name(sl_gen_kind k) { return (unsigned)k < 4 ? KIND_NAMES[k] : "?"; }
+
+int sl_gen_format_parse(sl_gen_format *out, const char *name) {
+  int i = sl__name_index(FORMAT_NAMES, 3, name);
+  if (i >= 0) {
+    *out = (sl_gen_format)i;
+    return 0;
+  }
+  return sl__err(SL_EINVAL, "unknown format '%s' (tfrecord, folder, tar)", name ? name : "");
+}
 
 static int mkdirs(const char *path) {
   char buf[4096];
@@ -101,16 +111,20 @@ static double measure_decode(sl_buf **jpegs, int n) {
 }
 
 /* The options as the run reads them: fields left 0 take their defaults (gen.h); a version 1 struct ends before
- * `cancel`, so only its fields are read. 0, or the error naming the field out of range. */
+ * `cancel`, a version 2 before `format`, so only their fields are read. 0, or the error naming the field out of
+ * range. */
 static int gen_opts(sl_gen_opts *oo, const sl_gen_opts *opts) {
   memset(oo, 0, sizeof *oo);
-  memcpy(oo, opts, opts->version == 1 ? offsetof(sl_gen_opts, cancel) : sizeof *oo);
+  memcpy(oo, opts, opts->version == 1   ? offsetof(sl_gen_opts, cancel)
+                   : opts->version == 2 ? offsetof(sl_gen_opts, format)
+                                        : sizeof *oo);
   if (!oo->n) oo->n = 1000;
   if (!oo->shards) oo->shards = oo->n > 0 && oo->n < 4 ? (int)oo->n : 4;
   if (!oo->quality) oo->quality = 90;
   if (!oo->threads) oo->threads = 1;
   if (!oo->vocab_size) oo->vocab_size = 30000;
   if (!oo->chroma) oo->chroma = 444;
+  if (!oo->classes) oo->classes = 1000;
   const sl_gen_opts *o = oo;
   if ((unsigned)o->kind > SL_GEN_TABULAR) return sl__err(SL_EINVAL, "sl_gen_run: unknown kind %d", (int)o->kind);
   if (!o->out_dir || !o->out_dir[0]) return sl__err(SL_EINVAL, "out_dir: required");
@@ -120,6 +134,12 @@ static int gen_opts(sl_gen_opts *oo, const sl_gen_opts *opts) {
   if (o->quality < 1 || o->quality > 100) return sl__err(SL_EINVAL, "quality: must be in 1..100 (got %d)", o->quality);
   if (o->chroma != 444 && o->chroma != 420) return sl__err(SL_EINVAL, "chroma: 444 or 420 (got %d)", o->chroma);
   if (o->threads < 1 || o->threads > 256) return sl__err(SL_EINVAL, "threads: must be in 1..256 (got %d)", o->threads);
+  if ((unsigned)o->format > SL_GEN_TAR) return sl__err(SL_EINVAL, "format: unknown format %d", (int)o->format);
+  if (o->format != SL_GEN_TFRECORD && o->kind != SL_GEN_IMAGENET)
+    return sl__err(SL_EINVAL, "format: %s has one layout (TFRecord, text or CSV shards); folder and tar are for "
+                   "imagenet", KIND_NAMES[o->kind]);
+  if (o->classes < 1 || o->classes > 100000)
+    return sl__err(SL_EINVAL, "classes: must be in 1..100000 (got %d)", o->classes);
   if (o->kind == SL_GEN_TEXT && (o->vocab_size < 10 || o->vocab_size > 10000000))
     return sl__err(SL_EINVAL, "vocab_size: must be in 10..10000000");
   return 0;
@@ -158,9 +178,6 @@ int sl_gen_run(sl_gen_report *report, const sl_gen_opts *opts) {
   memset(&rep, 0, sizeof rep);
   void *zipf = NULL;
   sl__str path = {0};
-  /* each shard is written as a hidden temporary beside its name (core/outfile_int.h), renamed when complete; a
-   * failed or cancelled run removes the one in the making */
-  sl__outfile of = {0};
   if (o->kind == SL_GEN_TEXT) {
     if ((rc = sl__str_printf(&path, "%s/vocab.txt", o->out_dir)) ||
         (rc = sl__gen_vocab(o, path.s, &zipf, &rep.vocab_size, &rep.bytes))) {
@@ -171,7 +188,6 @@ int sl_gen_run(sl_gen_report *report, const sl_gen_opts *opts) {
     rep.files++;
   }
   bool images = o->kind == SL_GEN_IMAGENET || o->kind == SL_GEN_SSD;
-  const char *ext = images ? "tfrecord" : o->kind == SL_GEN_TEXT ? "txt" : "csv";
   sl__gen_rec *recs = sl__calloc(CHUNK, sizeof *recs);
   chunk_job *jobs = sl__calloc((size_t)o->threads, sizeof *jobs);
   pthread_t *th = sl__calloc((size_t)o->threads, sizeof *th);
@@ -179,42 +195,26 @@ int sl_gen_run(sl_gen_report *report, const sl_gen_opts *opts) {
   sl_buf *sample[NSAMPLE];
   int nsample = 0;
   double img_bytes = 0, sum_w = 0, sum_h = 0, tokens = 0;
-  sl_tfrecord_writer *tw = NULL;
-  int shard = -1;
+  /* a failed or cancelled run removes the file in the making (gen_layout.c) */
+  sl__gen_sink sink;
+  if ((rc = sl__gen_sink_open(&sink, o)) != 0) goto done;
   if (!recs || !jobs || !th) {
     rc = sl__oom("generator");
     goto done;
   }
   for (int64_t base = 0; base < o->n && !rc; base += CHUNK) {
     if (o->cancel && *o->cancel) {
-      rc = sl__err(SL_ECANCELED, "cancelled after %lld records; %d complete shards kept", (long long)rep.records,
-                   shard < 0 ? 0 : shard);
+      bool folder = images && o->format == SL_GEN_FOLDER; /* a folder's files are complete one by one */
+      rc = sl__err(SL_ECANCELED, "cancelled after %lld records; %d complete %s kept", (long long)rep.records,
+                   folder ? sink.files : sink.files > 0 ? sink.files - 1 : 0, folder ? "files" : "shards");
       break;
     }
     int64_t count = o->n - base < CHUNK ? o->n - base : CHUNK;
     rc = make_chunk(jobs, th, o, zipf, base, count, recs);
     for (int64_t k = 0; k < count && !rc; k++) {
-      int64_t i = base + k;
       sl__gen_rec *r = &recs[k];
-      int s = (int)(i * o->shards / o->n);
-      if (s != shard) {
-        if (tw && (rc = sl_tfrecord_writer_close(tw))) {
-          tw = NULL;
-          break;
-        }
-        tw = NULL;
-        if (of.f && (rc = sl__outfile_commit(&of))) break;
-        shard = s;
-        path.len = 0;
-        if ((rc = sl__str_printf(&path, "%s/train-%05d-of-%05d.%s", o->out_dir, s, o->shards, ext)) ||
-            (rc = sl__outfile_open(&of, path.s, 0)))
-          break;
-        if (images && (rc = sl__tfrecord_writer_on(&tw, of.f, path.s, SL_COMPRESSION_NONE))) break;
-        rep.files++;
-      }
+      if ((rc = sl__gen_sink_put(&sink, base + k, r)) != 0) break;
       if (images) {
-        rc = sl_tfrecord_write(tw, r->data.s, r->data.len);
-        rep.bytes += r->data.len + 16;
         img_bytes += (double)sl_buf_size(r->jpeg);
         sum_w += (double)r->w;
         sum_h += (double)r->h;
@@ -224,9 +224,6 @@ int sl_gen_run(sl_gen_report *report, const sl_gen_opts *opts) {
           r->jpeg = NULL;
         }
       } else {
-        if (fwrite(r->data.s, 1, r->data.len, of.f) != r->data.len)
-          rc = sl__err(SL_EIO, "write error on '%s': %s", path.s, strerror(errno));
-        rep.bytes += r->data.len;
         tokens += (double)r->tokens;
       }
       rep.records++;
@@ -234,11 +231,13 @@ int sl_gen_run(sl_gen_report *report, const sl_gen_opts *opts) {
     }
     for (int64_t k = 0; k < count; k++) rec_dispose(&recs[k]);
   }
-  if (tw) {
-    int c = sl_tfrecord_writer_close(tw);
+  {
+    int c = sl__gen_sink_close(&sink, !rc);
     if (!rc) rc = c;
   }
-  if (of.f && !rc) rc = sl__outfile_commit(&of);
+  rep.files += sink.files;
+  rep.bytes += sink.bytes;
+  rep.classes_present = sink.classes_present;
   if (!rc && images && rep.records) {
     rep.mean_image_bytes = img_bytes / (double)rep.records;
     rep.mean_width = sum_w / (double)rep.records;
@@ -249,7 +248,7 @@ int sl_gen_run(sl_gen_report *report, const sl_gen_opts *opts) {
   }
   if (!rc && o->kind == SL_GEN_TEXT) rep.mean_tokens = tokens / (double)rep.records;
 done:
-  sl__outfile_abort(&of); /* a failed or cancelled run leaves no partial file */
+  sl__gen_sink_close(&sink, false); /* a failed or cancelled run leaves no partial file */
   for (int i = 0; i < nsample; i++) sl_buf_unref(sample[i]);
   if (recs)
     for (int k = 0; k < CHUNK; k++) rec_dispose(&recs[k]);

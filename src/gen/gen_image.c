@@ -142,7 +142,7 @@ int sl__gen_image(const sl_gen_opts *o, int64_t i, sl__gen_rec *rec) {
   if (h > 700) h = 700;
   bool ssd = o->kind == SL_GEN_SSD;
   int nobj = ssd ? 1 + (int)(sl_rng_u64(&r) % 20) : 2 + (int)(sl_rng_u64(&r) % 9);
-  int64_t label = (int64_t)(sl_rng_u64(&r) % 1000);
+  int64_t label = (int64_t)(sl_rng_u64(&r) % (uint64_t)o->classes);
   float boxes[20 * 4];
   uint8_t *rgb = sl__mallocarray((size_t)w * (size_t)h, 3);
   if (!rgb) return sl__oom("generated image");
@@ -200,5 +200,6 @@ int sl__gen_image(const sl_gen_opts *o, int64_t i, sl__gen_rec *rec) {
   sl_buf_unref(ser);
   rec->w = w;
   rec->h = h;
+  rec->label = label;
   return rc;
 }

@@ -11,4 +11,13 @@
  * flushes `f` and leaves it open. `name` names the file in messages. */
 int sl__tfrecord_writer_on(sl_tfrecord_writer **out, FILE *f, const char *name, sl_compression comp);
 
+/* A tar (POSIX pax, ustar-compatible) writer onto a stream the caller owns, for WebDataset shards (io/tar_write.c):
+ * members are regular files, mode 0644, time 0 (the output depends only on the members). close writes the end of
+ * the archive and flushes `f`, leaving it open. `name` names the file in messages. */
+typedef struct sl__tarw sl__tarw;
+int sl__tarw_on(sl__tarw **out, FILE *f, const char *name);
+int sl__tarw_add(sl__tarw *w, const char *member, const void *data, size_t len);
+/* Ends the archive; returns the first error, if any. Frees w (accepts NULL). */
+int sl__tarw_close(sl__tarw *w);
+
 #endif

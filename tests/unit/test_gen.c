@@ -230,6 +230,92 @@ static void test_bad_options(void **st) {
   assert_string_equal(sl_gen_kind_name(SL_GEN_TABULAR), "tabular");
 }
 
+/* Image files under dir/<class>/ (hidden names counted apart), each checked to be a whole JPEG (SOI ... EOI). */
+static int count_folder_jpegs(const char *dir, int *hidden) {
+  DIR *d = opendir(dir);
+  assert_non_null(d);
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+    char *sub = NULL;
+    assert_true(asprintf(&sub, "%s/%s", dir, e->d_name) > 0);
+    DIR *c = opendir(sub);
+    assert_non_null(c); /* only class folders at the top */
+    struct dirent *f;
+    while ((f = readdir(c))) {
+      if (f->d_name[0] == '.') {
+        *hidden += strcmp(f->d_name, ".") && strcmp(f->d_name, "..");
+        continue;
+      }
+      char *path = NULL;
+      assert_true(asprintf(&path, "%s/%s", sub, f->d_name) > 0);
+      size_t len;
+      unsigned char *b = (unsigned char *)read_all(path, &len);
+      assert_true(len > 4 && b[0] == 0xFF && b[1] == 0xD8 && b[len - 2] == 0xFF && b[len - 1] == 0xD9);
+      free(b), free(path);
+      n++;
+    }
+    closedir(c);
+    free(sub);
+  }
+  closedir(d);
+  return n;
+}
+
+/* The folder layout is written file by file: a cancelled run keeps the images it finished, each whole, and no
+ * temporary; a version 2 struct (before `format`) still writes TFRecord shards; bad layouts are refused. */
+static void test_layouts(void **st) {
+  char *dir = tu_tmpdir("genlayout");
+  sl_gen_opts o = SL_GEN_OPTS_INIT;
+  o.out_dir = dir;
+  o.n = 80;
+  o.classes = 3;
+  o.format = SL_GEN_FOLDER;
+  o.progress = cancel_at_40;
+  o.cancel = &g_cancel;
+  g_cancel = 0;
+  assert_int_equal(sl_gen_run(NULL, &o), SL_ECANCELED);
+  assert_non_null(strstr(sl_error_last(), "cancelled after 64 records; 64 complete files kept"));
+  int hidden = 0;
+  assert_int_equal(count_folder_jpegs(dir, &hidden), 64);
+  assert_int_equal(hidden, 0);
+  assert_int_equal(count_entries(dir), 3); /* 3 classes: 64 images draw every one */
+  tu_rmtree(dir);
+  free(dir);
+  dir = tu_tmpdir("genlayout2");
+  o.out_dir = dir;
+  o.n = 4;
+  o.shards = 2;
+  o.progress = NULL;
+  g_cancel = 0;
+  o.format = SL_GEN_TAR;
+  o.version = 2; /* format and classes are not read: TFRecord shards */
+  sl_gen_report r;
+  assert_int_equal(sl_gen_run(&r, &o), 0);
+  assert_int_equal(r.files, 2);
+  char *path = NULL;
+  assert_true(asprintf(&path, "%s/train-00001-of-00002.tfrecord", dir) > 0);
+  struct stat sb;
+  assert_int_equal(stat(path, &sb), 0);
+  free(path);
+  o.version = SL_GEN_OPTS_VERSION;
+  o.classes = 0;
+  o.kind = SL_GEN_SSD;
+  assert_int_equal(sl_gen_run(NULL, &o), SL_EINVAL);
+  assert_non_null(strstr(sl_error_last(), "folder and tar are for imagenet"));
+  o.kind = SL_GEN_IMAGENET;
+  o.classes = 100001;
+  assert_int_equal(sl_gen_run(NULL, &o), SL_EINVAL);
+  assert_non_null(strstr(sl_error_last(), "classes: must be in 1..100000"));
+  sl_gen_format f;
+  assert_int_equal(sl_gen_format_parse(&f, "zip"), SL_EINVAL);
+  assert_int_equal(sl_gen_format_parse(&f, "folder"), 0);
+  assert_int_equal(f, SL_GEN_FOLDER);
+  tu_rmtree(dir);
+  free(dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_imagenet_and_threads),
@@ -237,6 +323,7 @@ int main(void) {
       cmocka_unit_test(test_text_and_tabular),
       cmocka_unit_test(test_bad_options),
       cmocka_unit_test(test_cancel_leaves_whole_files),
+      cmocka_unit_test(test_layouts),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
