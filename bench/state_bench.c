@@ -51,6 +51,7 @@ static double epoch_rate(sl_pipeline *p, long every, int epoch) {
   sl_pipeline_set_epoch(p, (uint64_t)epoch);
   sl_iter *it;
   if (sl_pipeline_iter(&it, p)) die("iter");
+  if (every) sl_iter_keep_state(it);
   double t0 = now();
   long n = 0;
   while (pull(it)) {
@@ -89,6 +90,7 @@ int main(int argc, char **argv) {
   sl_iter *it;
   sl_pipeline_set_epoch(p, 0);
   if (sl_pipeline_iter(&it, p)) die("iter");
+  sl_iter_keep_state(it); /* as sluice run --save-state and sluice.torch.Dataset do */
   for (long k = 1; k <= cut; k++) {
     size_t b = pull(it);
     if (!b) break;

@@ -61,6 +61,10 @@ SL_EXTERN int sl_iter_state(sl_iter *it, void **buf, size_t *len);
  * SL_EINVAL when it is of another pipeline (naming the op that differs) or a data file changed since (naming it);
  * SL_ECORRUPT for a truncated or damaged state; SL_EVERSION for another format. Nothing runs on error. */
 SL_EXTERN int sl_pipeline_iter_at(sl_iter **out, sl_pipeline *p, const void *buf, size_t len);
+/* Says a state will be asked of run `it`: from now on ops that can keep what a state needs at hand do (a prefetch of
+ * slow elements keeps its input's record after each one), so that every sl_iter_state is quick, the first included.
+ * Without it the first state of a run may wait for the element being made. Costs microseconds per slow element. */
+SL_EXTERN void sl_iter_keep_state(sl_iter *it);
 /* Elements the run has handed out, those before the state it resumed from included. */
 SL_EXTERN uint64_t sl_iter_position(const sl_iter *it);
 /* Makes the next run of p epoch `epoch` (each run is the next epoch; a per-epoch order is a function of the seed and

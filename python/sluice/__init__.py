@@ -112,6 +112,11 @@ class _Run:
         """Elements handed out so far (a run resumed from a state counts on from the state's)."""
         return self._it.position()
 
+    def keep_state(self):
+        """Says states will be asked for: every ``state()`` is then quick, the first included (without it the
+        first may wait for the element being made). Costs microseconds per element of a millisecond or more."""
+        self._it.keep_state()
+
     def stats(self):
         """The pipeline's per-op counters for this run alone (``Pipeline.stats()`` sums every run)."""
         out = self._p.stats()

@@ -866,6 +866,12 @@ static PyObject *Iter_state(IterObject *self, PyObject *unused) {
   return r;
 }
 
+/* keep_state(): every later state() quick (sl_iter_keep_state). */
+static PyObject *Iter_keep_state(IterObject *self, PyObject *unused) {
+  if (self->it) sl_iter_keep_state(self->it);
+  Py_RETURN_NONE;
+}
+
 /* position(): elements handed out, those before a restored state included. */
 static PyObject *Iter_position(IterObject *self, PyObject *unused) {
   if (!self->it) Py_RETURN_NONE;
@@ -875,6 +881,8 @@ static PyObject *Iter_position(IterObject *self, PyObject *unused) {
 static PyMethodDef Iter_methods[] = {
     {"state", (PyCFunction)Iter_state, METH_NOARGS, "The run's position as bytes (Pipeline.iter(state=...) resumes it)."},
     {"position", (PyCFunction)Iter_position, METH_NOARGS, "Elements handed out so far (a resumed run counts on)."},
+    {"keep_state", (PyCFunction)Iter_keep_state, METH_NOARGS,
+     "States will be asked for: keep what they need at hand, so that each is quick, the first included."},
     {"close", (PyCFunction)Iter_close, METH_NOARGS, "Stops the run and joins its threads."},
     {"cancel", (PyCFunction)Iter_cancel, METH_NOARGS, "Asks the run to stop; safe from any thread."},
     {NULL}};

@@ -72,6 +72,7 @@ class Dataset(_IterableDataset):
             self.epoch += 1
         self._next_epoch = None
         run = self._pipeline.iter(state=state)
+        run.keep_state()  # state_dict() may be asked at any step: each quick
         self._run = run
         try:
             for element in run:

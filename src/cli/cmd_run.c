@@ -262,6 +262,7 @@ static int run_start(const run_opts *o, run_ctx *c) {
       return cli_fail(false, "%s", msg);
     }
   } else if (sl_pipeline_iter(&c->it, c->p)) return run_start_fail(o, c, true);
+  if (o->save_state) sl_iter_keep_state(c->it); /* every state quick, the first included */
   if (o->autotune && sl_autotune_start(&c->tuner, c->p, NULL)) return run_start_fail(o, c, true);
   return CLI_OK;
 }

@@ -372,6 +372,8 @@ int sl_iter_state(sl_iter *it, void **buf, size_t *len) {
 
 uint64_t sl_iter_position(const sl_iter *it) { return it->delivered; }
 
+void sl_iter_keep_state(sl_iter *it) { atomic_store(&it->run.want_state, true); }
+
 void sl_pipeline_set_epoch(sl_pipeline *p, uint64_t epoch) {
   for (int i = 0; i < p->nops; i++)
     if (!p->ops[i]->nested) atomic_store(&p->ops[i]->opens, epoch);
