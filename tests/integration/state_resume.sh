@@ -29,6 +29,34 @@ for s in imagenet ssd transformer tabular imagenet-cacheable; do
     [ "$(add "$a" "$b")" = "$full" ] || fail "$s: cut at $k of $n: $a + $b != $full"
   done
 done
+# The other readers: an image folder (shuffled per epoch) and WebDataset tar shards through an interleave, with a
+# padded batch; each cut at several points.
+"$S" gen imagenet --format folder --classes 4 --out "$T/data/folder" --n 40 --quiet > /dev/null || fail "gen folder"
+"$S" gen imagenet --format tar --classes 4 --out "$T/data/tar" --n 40 --shards 3 --quiet > /dev/null || fail "gen tar"
+cat > "$T/folder.json" <<J
+{"name": "folder", "seed": 3, "ops": [{"op": "image_folder", "root": "data/folder", "shuffle": true},
+ {"op": "shuffle", "buffer": 8},
+ {"op": "map", "fn": "decode_image", "parallelism": 2, "args": {"component": "image/encoded"}},
+ {"op": "map", "fn": "random_resized_crop", "args": {"size": [16, 16]}},
+ {"op": "batch", "size": 3}, {"op": "prefetch", "buffer": 2}]}
+J
+cat > "$T/tar.json" <<J
+{"name": "tar", "seed": 4, "ops": [{"op": "files", "glob": "data/tar/*.tar", "shuffle": true},
+ {"op": "interleave", "cycle_length": 2, "parallelism": 2, "source": [{"op": "tar"}]},
+ {"op": "shuffle", "buffer": 6}, {"op": "map", "fn": "parse_int", "args": {"component": "cls"}},
+ {"op": "padded_batch", "size": 4}, {"op": "prefetch", "buffer": 2}]}
+J
+for s in folder tar; do
+  spec="$T/$s.json"
+  full=$("$S" run "$spec" --digest --quiet | dig) || fail "$s: full run"
+  n=$("$S" run "$spec" --json --quiet | python3 -c 'import json,sys; print(json.load(sys.stdin)["elements"])')
+  [ "$n" -gt 3 ] || fail "$s: $n elements"
+  for k in 1 $((n / 2)) $((n - 1)); do
+    a=$("$S" run "$spec" --take "$k" --digest --quiet --save-state "$T/st" | dig) || fail "$s: cut at $k"
+    b=$("$S" run "$spec" --resume "$T/st" --digest --quiet | dig) || fail "$s: resume at $k"
+    [ "$(add "$a" "$b")" = "$full" ] || fail "$s: cut at $k of $n: $a + $b != $full"
+  done
+done
 # --every: the last state wins; it resumes where the last multiple of N was.
 spec="$T/imagenet.json"
 full=$("$S" run "$spec" --digest --quiet | dig)

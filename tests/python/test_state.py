@@ -178,3 +178,19 @@ def test_ranks_in_step_yield_equal_batches(monkeypatch):
         assert filled > 0
     assert counts[0] == counts[1] == 5
     assert {v for v in range(29) if v % 4} <= set(values)
+
+
+def test_state_of_a_tuned_run_restores_on_the_plain_spec():
+    spec = {"name": "tuned", "seed": 5, "ops": [
+        {"op": "range", "stop": 3000},
+        {"op": "shuffle", "buffer": 64},
+        {"op": "map", "fn": "t_state_jitter", "parallelism": "autotune"},
+        {"op": "batch", "size": 8},
+        {"op": "prefetch", "buffer": "autotune"}]}
+    full = rows(sluice.Pipeline(spec))
+    p = sluice.Pipeline(spec, tune={"interval": 0.05})
+    run = iter(p)
+    head = rows(run, 200)
+    st = run.state()
+    run.close()
+    assert head + rows(sluice.Pipeline(spec).iter(state=st)) == full
