@@ -436,6 +436,7 @@ typedef struct {
   size_t cap;
   char path[4096];
   uint64_t lineno;
+  uint64_t at;    /* byte offset of the next line (counted, not asked of the stream: ftello is a system call) */
   sl_eref in_ref; /* the ref of the filename element being read */
 } lines_it;
 
@@ -462,6 +463,7 @@ static int lines_start(lines_it *l, uint64_t off, uint64_t lineno) {
     return sl__op_err(l->it.op, SL_EIO, "%s: cannot resume at byte %llu: %s", l->path, (unsigned long long)off,
                       strerror(errno));
   l->lineno = lineno;
+  l->at = off;
   return 0;
 }
 
@@ -482,7 +484,7 @@ static int lines_next(sl__it *it, sl_elem *out) {
       if ((rc = lines_start(l, 0, 0))) return rc;
     }
     errno = 0;
-    off_t at = ftello(l->f);
+    uint64_t at = l->at;
     ssize_t n = getline(&l->line, &l->cap, l->f);
     if (n < 0) {
       if (ferror(l->f)) return sl__op_err(it->op, SL_EIO, "%s: read error after line %llu: %s", l->path,
@@ -492,6 +494,7 @@ static int lines_next(sl__it *it, sl_elem *out) {
       continue;
     }
     l->lineno++;
+    l->at += (uint64_t)n;
     sl__stat_add(&it->op->st.disk_bytes, (uint64_t)n);
     if (n > 0 && l->line[n - 1] == '\n') n--;
     if (n > 0 && l->line[n - 1] == '\r') n--;
@@ -502,7 +505,7 @@ static int lines_next(sl__it *it, sl_elem *out) {
     memcpy(sl_buf_data(b), l->line, (size_t)n);
     int rc = sl_elem_set_bytes(out, "line", b, 0, NULL, (size_t)n);
     sl_buf_unref(b);
-    sl__ref_set(out, it->op, &l->in_ref, (uint64_t)at, l->lineno);
+    sl__ref_set(out, it->op, &l->in_ref, at, l->lineno);
     return rc;
   }
 }
@@ -515,8 +518,7 @@ static void lines_free(sl__it *it) {
 static const sl__it_vt LINES_IT = {lines_next, lines_free};
 static int lines_save(sl__it *it, sl__sw *w) {
   lines_it *l = (lines_it *)it;
-  off_t at = l->f ? ftello(l->f) : 0;
-  reader_save(w, l->f ? l->path : NULL, &l->in_ref, at > 0 ? (uint64_t)at : 0, l->lineno);
+  reader_save(w, l->f ? l->path : NULL, &l->in_ref, l->at, l->lineno);
   return 0;
 }
 static int lines_load(sl__it *it, sl__sr *r) {
