@@ -127,7 +127,14 @@ typedef struct sl_optimize_result {
    * (median). The same work: their ratio is how much slower (> 1) or faster the machine ran the final runs than the
    * trace, which the prediction, made at the trace's speed, cannot know. 0: not measured. */
   double input_cpu_traced, input_cpu_checked;
+  /* A trace taken beside other load (at least SL_PLAN_LOAD_CORES busy elsewhere): `predicted` counts on the cores
+   * the others left (predicted_cores of them), while the plan's knobs are for every core, so that it is ready when
+   * the load goes; predicted_all is the prediction on every core. Without such load the three agree with the
+   * machine's cores. */
+  double predicted_all, predicted_cores;
 } sl_optimize_result;
+/* Cores other processes must keep busy during a trace for the prediction to count on the cores they leave. */
+#define SL_PLAN_LOAD_CORES 0.25
 
 /* Options of sl_optimize / sl_pipeline_optimize. Every field left 0 takes its default. */
 typedef struct sl_optimize_opts {

@@ -74,14 +74,15 @@ static void print_json(FILE *sum, const char *spec, const char *out, const sl_op
                "\"alternating\": %s, \"trace_elements\": %llu, \"min_trace_elements\": %d, \"repeated_input\": %s, "
                "\"bound_from_run\": %s, \"fused\": %s, \"fused_cpu_per_element\": %.9f, \"unfused_cpu_per_element\": %.9f, "
                "\"core_share\": %.4f, \"input_cpu_traced\": %.9f, \"input_cpu_checked\": %.9f, "
-               "\"machine_speed_change\": %.4f}\n",
+               "\"machine_speed_change\": %.4f, \"predicted_all_cores\": %.3f, \"predicted_cores\": %.3f}\n",
           r->baseline, r->bound, r->predicted, r->measured,
           r->measured > 0 && r->predicted > 0 ? r->measured / r->predicted - 1 : 0, speedup, r->rounds,
           sl_plan_limit(pl), r->other_load, r->model_cpu, r->measured_cpu, r->measure_other_load,
           r->predicted_free, r->kept_input ? "true" : "false", r->checked ? "true" : "false",
           (unsigned long long)r->trace_elements, SL_PLAN_MIN_ELEMENTS, r->repeated_input ? "true" : "false",
           r->bound_from_run ? "true" : "false", r->fused ? "true" : "false", r->fused_cpu, r->unfused_cpu,
-          r->core_share, r->input_cpu_traced, r->input_cpu_checked, speed_change(r));
+          r->core_share, r->input_cpu_traced, r->input_cpu_checked, speed_change(r), r->predicted_all,
+          r->predicted_cores);
 }
 
 /* The summary in text: the notes, the figures and what they mean. */
@@ -98,7 +99,11 @@ static void print_text(FILE *sum, const sl_optimize_result *r, const sl_plan *pl
           r->checked ? "median of runs alternating with the plan's" : "traced");
   fprintf(sum, "bound:      %10.1f elem/s (LP, limited by %s%s)\n", r->bound, sl_plan_limit(pl),
           r->bound_from_run ? "; at the measured run's CPU per element, below the trace's" : "");
-  if (r->core_share > 0 && r->core_share < 1)
+  if (r->predicted_all != r->predicted)
+    fprintf(sum, "predicted:  %10.1f elem/s (on the %.1f cores other processes left during the trace; the knobs are "
+                 "planned for every core, which would give %.1f elem/s once the load is gone)\n",
+            r->predicted, r->predicted_cores, r->predicted_all);
+  else if (r->core_share > 0 && r->core_share < 1)
     fprintf(sum, "predicted:  %10.1f elem/s (on %.0f%% of the cores: a run of the CPU-bound plan kept that share "
                  "busy; its threads block and wake, leaving the rest idle)\n",
             r->predicted, 100 * r->core_share);

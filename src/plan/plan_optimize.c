@@ -592,7 +592,13 @@ static int opt_final_check(opt_run *r) {
 static int opt_result(opt_run *r) {
   sl_optimize_result *res = &r->res;
   sl_plan *plan = r->plan;
-  res->predicted = sl_plan_predicted(plan);
+  res->predicted = res->predicted_all = sl_plan_predicted(plan);
+  res->predicted_cores = plan->C;
+  if (plan->machine.other_load >= SL_PLAN_LOAD_CORES) { /* traced beside other load: count on what it leaves */
+    res->predicted_cores = fmax(plan->C - plan->machine.other_load, 0.05);
+    res->predicted = sl_plan_predict_on(plan, res->predicted_cores);
+    if (isnan(res->predicted)) return SL_ENOMEM;
+  }
   res->bound = sl_plan_bound(plan);
   res->core_share = plan->core_share;
   double least = res->measured_cpu;

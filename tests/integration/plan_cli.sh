@@ -55,6 +55,24 @@ set -e
 if "$CLI" analyze "$D/t.json" --memory 10 2> "$D/e4"; then fail "10-byte budget accepted"; fi
 grep -q 'infeasible budget: memory' "$D/e4" || fail "memory message"
 
+# optimize from a trace taken beside other load (a planted machine.other_load of one core): the prediction counts on
+# the cores the load left, the knobs stay planned for every core, and the summary says both.
+python3 - "$D" <<'PY' || fail "planting other_load"
+import json, sys
+d = sys.argv[1]
+t = json.load(open(d + "/t.json"))
+t["machine"]["other_load"] = max(t["machine"]["cores"] - 1.0, 0.5)
+json.dump(t, open(d + "/loaded.json", "w"))
+PY
+js=$("$CLI" optimize "$D/spin.json" --trace "$D/loaded.json" --measure 0 --json -o "$D/lt.json" 2>/dev/null) || fail "optimize --trace loaded"
+python3 - "$D/loaded.json" "$js" <<'PY' || fail "loaded optimize: $js"
+import json, sys
+m = json.load(open(sys.argv[1]))["machine"]
+r = json.loads(sys.argv[2])
+assert abs(r["predicted_cores"] - (m["cores"] - m["other_load"])) < 0.01, r
+assert r["predicted"] < 0.9 * r["predicted_all_cores"], r  # the spin pipeline is CPU-bound: fewer cores, less
+PY
+"$CLI" optimize "$D/spin.json" --trace "$D/loaded.json" --measure 0 -o "$D/lt.json" 2>/dev/null | grep -q "cores other processes left during the trace" || fail "loaded optimize: no words on the cores left"
 # optimize: a spec with every knob set, predicted vs measured, the speed-up.
 "$CLI" optimize "$D/spin.json" -o "$D/tuned.json" --seconds 0.6 --measure 0.6 --cores 2 > "$D/o.txt"
 for w in 'predicted:' 'measured:' 'speed-up:'; do grep -q "$w" "$D/o.txt" || { cat "$D/o.txt"; fail "optimize $w"; }; done
