@@ -109,7 +109,7 @@ def main():
         row["same"] = len(names_seen) == 1 and None not in names_seen
         res["pipelines"][n] = row
     # optimize beside one hog, then the plan alone against a plan made alone
-    n = "imagenet" if "imagenet" in names else names[0]
+    n = "spin4" if "spin4" in names else names[0]
     path = os.path.join(TOP, "bench/pipelines", n + ".json") if n in SUITE else os.path.join(workdir, n + ".json")
     if a.quick and n in SUITE:
         path = os.path.join(workdir, n + ".json")
