@@ -1,0 +1,1123 @@
+"""sluice.torch.diagnose: the bottleneck of an existing torch DataLoader, its bound and what fixes it (issue 39).
+
+The loader is traced as it is (a copy of it whose dataset, transforms and collate are timed: it yields what the
+loader yields), the trace becomes a sluice trace (docs/trace-format.md; docs/python.md says how a loader's steps map
+to stages), and the planner's model and LP (sluice analyze) give the bottleneck, the bound and the what-ifs, told in
+words with the DataLoader settings that fix it and the same pipeline as a sluice spec.
+"""
+
+import copy as _copy
+import glob as _glob
+import json as _json
+import math as _math
+import os as _os
+import shutil as _shutil
+import sys as _sys
+import tempfile as _tempfile
+import threading as _threading
+import time as _time
+
+import torch as _torch
+from torch.utils.data import DataLoader as _DataLoader
+from torch.utils.data import Dataset as _Dataset
+from torch.utils.data import IterableDataset as _IterableDataset
+
+import sluice as _sluice
+
+__all__ = ["diagnose", "tuned", "Report", "DiagnoseError"]
+
+# A worker writes its counters at most this often (seconds): the window's ends are read from these lines.
+_DUMP_EVERY = 0.05
+# Dataset attributes that hold the per-sample transforms (torchvision's datasets and most hand-written ones).
+_TRANSFORM_ATTRS = ("transform", "transforms", "target_transform")
+
+
+class DiagnoseError(_sluice.Error):
+    """The loader could not be traced (it yields nothing, or a setting cannot be copied)."""
+
+
+# ---------------------------------------------------------------- in every process that runs the dataset
+
+class _Recorder:
+    """One process's counters: per step [calls, CPU s, wall s], samples and batches made, appended as JSON lines to
+    its own file in the trace directory (the main process reads the window's ends from them)."""
+
+    def __init__(self, tracedir):
+        self.pid = _os.getpid()
+        self.path = _os.path.join(tracedir, f"w{self.pid}.jsonl")
+        self.fd = _os.open(self.path, _os.O_WRONLY | _os.O_CREAT | _os.O_APPEND, 0o600)
+        self.steps = {}
+        self.samples = 0
+        self.batches = 0
+        self.last = 0.0
+        self.t0 = _time.monotonic()
+        self.dump(force=True)
+
+    def add(self, name, cpu, wall):
+        s = self.steps.get(name)
+        if s is None:
+            s = self.steps[name] = [0, 0.0, 0.0]
+        s[0] += 1
+        s[1] += cpu
+        s[2] += wall
+
+    def dump(self, force=False):
+        now = _time.monotonic()
+        if not force and now - self.last < _DUMP_EVERY:
+            return
+        self.last = now
+        cpu, runq = _proc_sched("self")
+        line = {"t": now, "t0": self.t0, "steps": self.steps, "samples": self.samples, "batches": self.batches,
+                "cpu": cpu, "runq": runq, "read_bytes": _proc_io("self").get("read_bytes", 0)}
+        try:
+            _os.write(self.fd, (_json.dumps(line) + "\n").encode())
+        except OSError:
+            pass  # the trace directory is gone: diagnose has ended, the worker is being shut down
+
+
+_REC = {}  # tracedir -> _Recorder of this process (a forked worker makes its own: the pid differs)
+
+
+def _rec(tracedir):
+    r = _REC.get(tracedir)
+    if r is None or r.pid != _os.getpid():
+        r = _REC[tracedir] = _Recorder(tracedir)
+    return r
+
+
+def _proc_sched(who):
+    """(CPU seconds, run-queue seconds) of every thread of process `who` ("self" or a pid), from schedstat."""
+    cpu = runq = 0
+    for f in _glob.glob(f"/proc/{who}/task/*/schedstat"):
+        try:
+            with open(f) as fh:
+                a = fh.read().split()
+            cpu += int(a[0])
+            runq += int(a[1])
+        except (OSError, IndexError, ValueError):
+            pass  # a thread that ended between the listing and the read
+    return cpu / 1e9, runq / 1e9
+
+
+def _thread_sched(tid):
+    try:
+        with open(f"/proc/self/task/{tid}/schedstat") as fh:
+            a = fh.read().split()
+        return int(a[0]) / 1e9, int(a[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return 0.0, 0.0
+
+
+def _proc_io(who):
+    out = {}
+    try:
+        with open(f"/proc/{who}/io") as fh:
+            for line in fh:
+                k, _, v = line.partition(":")
+                out[k.strip()] = int(v)
+    except (OSError, ValueError):
+        pass
+    return out
+
+
+class _TimedStep:
+    """One transform step, timed (thread CPU and wall) into the process's recorder. Returns what the step returns."""
+
+    def __init__(self, step, name, tracedir):
+        self.step, self.name, self.tracedir = step, name, tracedir
+
+    def __call__(self, *args, **kw):
+        c0, t0 = _time.thread_time(), _time.perf_counter()
+        out = self.step(*args, **kw)
+        _rec(self.tracedir).add(self.name, _time.thread_time() - c0, _time.perf_counter() - t0)
+        return out
+
+    def __repr__(self):
+        return repr(self.step)
+
+
+def _step_name(step, i, steps):
+    """A step's class name (a function's name), with its index when the chain holds that class twice."""
+    def base(s):
+        n = type(s).__name__
+        return getattr(s, "__name__", n) if n == "function" else n
+    name = base(step)
+    return f"{name} [{i}]" if sum(base(s) == name for s in steps) > 1 else name
+
+
+def _timed_transform(t, tracedir, attr, names):
+    """A copy of transform `t` whose steps are timed: a Compose's (v1 or v2: anything with a ``transforms`` list)
+    steps one by one, a list of callables each, a single callable as one step."""
+    steps = getattr(t, "transforms", None)
+    if isinstance(steps, (list, tuple)) and steps and all(callable(s) for s in steps) and callable(t):
+        tc = _copy.copy(t)
+        wrapped = []
+        for i, s in enumerate(steps):
+            n = f"{attr}: {_step_name(s, i, steps)}" if attr != "transform" else _step_name(s, i, steps)
+            names.append(n)
+            wrapped.append(_TimedStep(s, n, tracedir))
+        tc.transforms = type(steps)(wrapped) if isinstance(steps, list) else wrapped
+        return tc
+    if isinstance(t, (list, tuple)) and all(callable(s) for s in t):
+        out = []
+        for i, s in enumerate(t):
+            n = f"{attr}: {_step_name(s, i, t)}" if attr != "transform" else _step_name(s, i, t)
+            names.append(n)
+            out.append(_TimedStep(s, n, tracedir))
+        return type(t)(out)
+    if callable(t):
+        n = f"{attr}: {_step_name(t, 0, [t])}" if attr != "transform" else _step_name(t, 0, [t])
+        names.append(n)
+        return _TimedStep(t, n, tracedir)
+    return t
+
+
+def _timed_dataset_copy(ds, tracedir, names):
+    """A shallow copy of the dataset with its transform attributes timed (the user's dataset is left as it is)."""
+    found = [a for a in _TRANSFORM_ATTRS if getattr(ds, a, None) is not None and not isinstance(getattr(ds, a), str)]
+    if not found:
+        return ds
+    dc = _copy.copy(ds)
+    for a in found:
+        setattr(dc, a, _timed_transform(getattr(ds, a), tracedir, a, names))
+    return dc
+
+
+def _sample_made(tracedir, c0, t0):
+    r = _rec(tracedir)
+    r.add("getitem", _time.thread_time() - c0, _time.perf_counter() - t0)
+    r.samples += 1
+    r.dump()
+
+
+class _Traced:
+    def __init__(self, inner, tracedir):
+        self.inner, self.tracedir = inner, tracedir
+
+    def __len__(self):
+        return len(self.inner)
+
+
+class _TracedMap(_Traced, _Dataset):
+    """A map-style dataset timing ``inner[i]`` (its transform steps time themselves inside)."""
+
+    def __getitem__(self, i):
+        c0, t0 = _time.thread_time(), _time.perf_counter()
+        item = self.inner[i]
+        _sample_made(self.tracedir, c0, t0)
+        return item
+
+
+class _TracedIterable(_Traced, _IterableDataset):
+    """An iterable dataset timing each ``next()`` of the inner iterator (a sample: read, decode, transforms)."""
+
+    def __iter__(self):
+        it = iter(self.inner)
+        while True:
+            c0, t0 = _time.thread_time(), _time.perf_counter()
+            try:
+                item = next(it)
+            except StopIteration:
+                return
+            _sample_made(self.tracedir, c0, t0)
+            yield item
+
+
+class _TimedCollate:
+    def __init__(self, fn, tracedir):
+        self.fn, self.tracedir = fn, tracedir
+
+    def __call__(self, batch):
+        c0, t0 = _time.thread_time(), _time.perf_counter()
+        out = self.fn(batch)
+        r = _rec(self.tracedir)
+        r.add("collate", _time.thread_time() - c0, _time.perf_counter() - t0)
+        r.batches += 1
+        r.dump()
+        return out
+
+
+# ---------------------------------------------------------------- copies of a loader
+
+def _loader_args(loader):
+    """The arguments that make a DataLoader like `loader` (same dataset, sampler and collate)."""
+    kw = dict(dataset=loader.dataset, num_workers=loader.num_workers, collate_fn=loader.collate_fn,
+              pin_memory=loader.pin_memory, timeout=loader.timeout, worker_init_fn=loader.worker_init_fn,
+              multiprocessing_context=loader.multiprocessing_context, generator=loader.generator,
+              persistent_workers=loader.persistent_workers)
+    if loader.num_workers > 0:
+        kw["prefetch_factor"] = loader.prefetch_factor
+    if getattr(loader, "pin_memory_device", ""):
+        kw["pin_memory_device"] = loader.pin_memory_device
+    if isinstance(loader.dataset, _IterableDataset):
+        kw.update(batch_size=loader.batch_size, drop_last=loader.drop_last)
+    elif loader.batch_size is not None:
+        kw["batch_sampler"] = loader.batch_sampler  # holds the sampler, the batch size and drop_last
+    else:
+        kw.update(batch_size=None, sampler=loader.sampler)
+    return kw
+
+
+def _make_loader(kw, **over):
+    kw = dict(kw, **over)
+    if kw["num_workers"] == 0:  # torch refuses these without workers
+        kw.pop("prefetch_factor", None)
+        kw["persistent_workers"] = False
+    return _DataLoader(**kw)
+
+
+def _batch_size(loader):
+    if loader.batch_size is not None:
+        return loader.batch_size
+    return getattr(loader.batch_sampler, "batch_size", None) or 1
+
+
+# ---------------------------------------------------------------- the machine
+
+def _cores():
+    n = len(_os.sched_getaffinity(0))
+    try:
+        with open("/sys/fs/cgroup/cpu.max") as fh:
+            q, p = fh.read().split()[:2]
+        if q != "max":
+            n = min(n, int(q) / int(p))
+    except (OSError, ValueError):
+        pass
+    return float(n)
+
+
+def _meminfo():
+    out = {}
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                k, _, v = line.partition(":")
+                out[k] = int(v.split()[0]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return out.get("MemTotal", 0), out.get("MemAvailable", 0)
+
+
+def _busy_cpu_seconds():
+    """CPU seconds the whole machine has been busy (/proc/stat: every state but idle and iowait)."""
+    try:
+        with open("/proc/stat") as fh:
+            f = [int(x) for x in fh.readline().split()[1:]]
+        hz = _os.sysconf("SC_CLK_TCK")
+        return (sum(f[:8]) - f[3] - f[4]) / hz
+    except (OSError, ValueError):
+        return -1.0
+
+
+# ---------------------------------------------------------------- tracing
+
+class _Stop(BaseException):
+    """Ends the traced script's loop (python -m sluice.torch diagnose) once the window is over."""
+
+
+class _Tracer:
+    """One traced run of a loader: the copy with timed steps, the main process's counters, the window."""
+
+    def __init__(self, loader):
+        if not isinstance(loader, _DataLoader):
+            raise TypeError(f"sluice.torch.diagnose: expected a torch.utils.data.DataLoader, not "
+                            f"{type(loader).__name__}")
+        self.loader = loader
+        self.dir = _tempfile.mkdtemp(prefix="sluice-torch-")
+        self.steps = []
+        inner = _timed_dataset_copy(loader.dataset, self.dir, self.steps)
+        wrap = _TracedIterable if isinstance(loader.dataset, _IterableDataset) else _TracedMap
+        kw = _loader_args(loader)
+        kw["dataset"] = wrap(inner, self.dir)
+        kw["collate_fn"] = _TimedCollate(loader.collate_fn, self.dir)
+        self.traced = _make_loader(kw)
+        self.it = None
+        self.batches = 0        # batches taken in the window
+        self.wait = [0.0, 0.0]  # main thread in next(): wall, CPU (window)
+        self.step = [0.0, 0.0]  # between next() calls: the user's step, wall, CPU (window)
+        self.epochs = 0
+        self.startup = None     # seconds from iter() to the first batch
+        self.t_start = self.t_end = None
+        self.snap0 = self.snap1 = None
+        self.pin_tids = set()
+        self._after = None      # (wall, cpu) when the last batch was handed to the caller
+
+    def _new_iter(self):
+        self.it = iter(self.traced)
+        self.epochs += 1
+        t = getattr(self.it, "_pin_memory_thread", None)
+        if t is not None and t.native_id:
+            self.pin_tids.add(t.native_id)
+
+    def _snap(self):
+        pin = [_thread_sched(tid) for tid in self.pin_tids]
+        return {"t": _time.monotonic(), "proc": _proc_sched("self"), "main": _thread_sched(_threading.get_native_id()),
+                "pin": (sum(p[0] for p in pin), sum(p[1] for p in pin)), "io": _proc_io("self").get("read_bytes", 0),
+                "busy": _busy_cpu_seconds(), "children": _os.times()}
+
+    def next(self, restart=True):
+        """The next batch (with ``restart``, a new epoch when one ends; else StopIteration), timing the main
+        thread's wait for it and the caller's step since the previous one."""
+        now_w, now_c = _time.perf_counter(), _time.thread_time()
+        if self._after is not None and self.t_start is not None:
+            self.step[0] += now_w - self._after[0]
+            self.step[1] += now_c - self._after[1]
+        started = self.it is None
+        if started:
+            t_iter = _time.perf_counter()
+            self._new_iter()
+        while True:
+            try:
+                batch = next(self.it)
+                break
+            except StopIteration:
+                if self.t_start is None and started:
+                    raise DiagnoseError("sluice.torch.diagnose: the loader yields no batch") from None
+                if not restart:
+                    self.it = None
+                    self._after = None
+                    raise
+                started = True
+                t_iter = _time.perf_counter()
+                self._new_iter()
+        w, c = _time.perf_counter(), _time.thread_time()
+        if self.t_start is None:  # the first batch: the workers' start-up is before the window
+            self.startup = w - t_iter
+            self.batch_bytes = _nbytes(batch)
+            self.pickled_bytes = _nbytes(batch, tensors=False)
+            self.t_start = _time.monotonic()
+            self.snap0 = self._snap()
+        else:
+            self.wait[0] += w - now_w
+            self.wait[1] += c - now_c
+            self.batches += 1
+        self._after = (_time.perf_counter(), _time.thread_time())
+        return batch
+
+    def end(self):
+        if self.t_start is not None and self.snap1 is None:
+            self.snap1 = self._snap()
+            self.t_end = self.snap1["t"]
+
+    def close(self):
+        """Stops the workers and the pin-memory thread and removes the trace directory (also after an error or
+        Ctrl-C)."""
+        it, self.it = self.it, None
+        try:
+            if it is not None and hasattr(it, "_shutdown_workers"):
+                it._shutdown_workers()
+        finally:
+            self._workers = self._read_workers()
+            _shutil.rmtree(self.dir, ignore_errors=True)
+            _REC.pop(self.dir, None)
+
+    def _read_workers(self):
+        out = {}
+        for f in _glob.glob(_os.path.join(self.dir, "w*.jsonl")):
+            lines = []
+            try:
+                with open(f) as fh:
+                    for line in fh:
+                        try:
+                            lines.append(_json.loads(line))
+                        except ValueError:
+                            pass  # a line cut by a worker's end
+            except OSError:
+                continue
+            if lines:
+                out[int(_os.path.basename(f)[1:-6])] = lines
+        return out
+
+    def worker_window(self):
+        """The workers' counters over the window, summed: steps, samples, batches, CPU, run-queue, bytes read. In
+        the main process itself when num_workers is 0."""
+        tot = {"steps": {}, "samples": 0, "batches": 0, "cpu": 0.0, "runq": 0.0, "read_bytes": 0, "busy": 0.0}
+        for lines in self._workers.values():
+            before = [x for x in lines if x["t"] <= self.t_start]
+            upto = [x for x in lines if x["t"] <= self.t_end]
+            if not upto:
+                continue
+            a, b = (before[-1] if before else None), upto[-1]
+            for k in ("samples", "batches", "cpu", "runq", "read_bytes"):
+                tot[k] += b[k] - (a[k] if a else 0)
+            for name, s in b["steps"].items():
+                s0 = a["steps"].get(name, [0, 0, 0]) if a else [0, 0, 0]
+                t = tot["steps"].setdefault(name, [0, 0.0, 0.0])
+                for j in range(3):
+                    t[j] += s[j] - s0[j]
+            tot["busy"] += b["t"] - max(a["t"] if a else b["t0"], self.t_start)
+        return tot
+
+
+def _check_seconds(seconds):
+    if not (isinstance(seconds, (int, float)) and seconds > 0 and _math.isfinite(seconds)):
+        raise ValueError(f"sluice.torch.diagnose: seconds must be a positive number, not {seconds!r}")
+
+
+def diagnose(loader, seconds=20.0, cores=0, memory=0, warmup=None):
+    """Traces ``loader`` (a torch DataLoader) for ``seconds`` after its first batch and returns a Report: the
+    bottleneck, the bound, what-ifs and the recommended settings (``print(report)``, ``report.to_dict()``,
+    ``report.save_html(path)``). The loader itself is not changed: a copy with timed steps runs, yielding what the
+    loader yields, and its workers are stopped before this returns (also on an error or Ctrl-C).
+
+    ``seconds=None`` traces the caller's own loop instead: ``with sluice.torch.diagnose(loader, None) as report:``
+    around the training loop (``for batch in loader: ...``), and the report is filled when the block ends; the
+    time between batches is the training step (the consumer). ``cores`` and ``memory`` set the planner's budget
+    (0: this machine's cores and half of the memory available)."""
+    report = Report(loader, cores=cores, memory=memory)
+    if seconds is None:
+        return report
+    _check_seconds(seconds)
+    tr = _Tracer(loader)
+    try:
+        deadline = None
+        while True:
+            tr.next()
+            if deadline is None:
+                deadline = _time.monotonic() + seconds
+            if _time.monotonic() >= deadline:
+                break
+        tr.end()
+    finally:
+        tr.close()
+    report._fill(tr, consumer=False)
+    return report
+
+
+# ---------------------------------------------------------------- the sluice trace of a loader
+
+def _op(path, kind, label, parent, par=1, buf=0, asyn=False, auto_par=False, auto_buf=False, n_out=0, n_in=0,
+        nbytes=0, cpu=0.0, wall=0.0, wait=0.0, runq=None, disk=0, serial=False, card=-1, call_mean=0.0):
+    o = {"path": path, "op": kind, "label": label, "parent": parent, "nested": False, "parallelism": max(int(par), 1),
+         "buffer": int(buf), "async": asyn, "random": False, "autotune": {"parallelism": auto_par, "buffer": auto_buf},
+         "elements_out": int(n_out), "elements_in": int(n_in), "bytes_out": int(nbytes), "cpu_seconds": max(cpu, 0.0),
+         "wall_seconds": max(wall, cpu, 0.0), "wait_seconds": max(wait, 0.0), "disk_bytes": int(disk), "skipped": 0,
+         "buffer_occupancy": 0.0, "bytes_held": 0, "bytes_held_peak": 0, "cardinality": int(card),
+         "call_mean": call_mean, "call_sd": 0.0}
+    if runq is not None:
+        o["runq_seconds"] = max(runq, 0.0)
+    if serial:
+        o["serial"] = True
+    return o
+
+
+def _nbytes(batch, tensors=True, depth=0):
+    """Bytes of the arrays in a batch: with ``tensors=False`` only those a worker pickles by value (numpy arrays,
+    Python numbers; tensors go through shared memory)."""
+    if isinstance(batch, _torch.Tensor):
+        return batch.element_size() * batch.nelement() if tensors else 0
+    if hasattr(batch, "nbytes"):
+        return int(batch.nbytes)
+    if isinstance(batch, (int, float)):
+        return 0 if tensors else 8
+    if depth > 4:
+        return 0
+    if isinstance(batch, dict):
+        return sum(_nbytes(v, tensors, depth + 1) for v in batch.values())
+    if isinstance(batch, (list, tuple)):
+        return sum(_nbytes(v, tensors, depth + 1) for v in batch)
+    return 0
+
+
+def _build_trace(tr, consumer):
+    """The sluice trace of a traced loader and the figures it came from (docs/python.md: how steps map to stages)."""
+    L = tr.loader
+    W = L.num_workers
+    T = tr.t_end - tr.t_start
+    nb = tr.batches
+    if nb < 1 or T <= 0:
+        raise DiagnoseError(f"sluice.torch.diagnose: no batch arrived in the {T:.2f} s window after the first: trace "
+                            "for longer (seconds=)")
+    ww = tr.worker_window()
+    s0, s1 = tr.snap0, tr.snap1
+    per_batch = float(_batch_size(L))  # a last short batch aside
+    samples = nb * per_batch
+    k = samples / ww["samples"] if ww["samples"] > 0 else 0.0  # the workers' window scaled to the batches taken
+    steps = ww["steps"]
+    gi = steps.get("getitem", [0, 0.0, 0.0])
+    co = steps.get("collate", [0, 0.0, 0.0])
+    inner = {n: s for n, s in steps.items() if n not in ("getitem", "collate")}
+    in_cpu = sum(s[1] for s in inner.values())
+    in_wall = sum(s[2] for s in inner.values())
+    # The parts of a sample's time: the named transform steps, the rest of __getitem__ (reading, decoding), the
+    # collate; in a worker process also the hand-off (pickling the batch into shared memory or the pipe) and the
+    # worker's loop, the process's CPU that no step holds.
+    parts = {"__getitem__ (read, decode, rest)": [max(gi[1] - in_cpu, 0.0), max(gi[2] - in_wall, 0.0)]}
+    for n, s in inner.items():
+        parts[n] = [s[1], s[2]]
+    parts["collate"] = [co[1], co[2]]
+    step_cpu = sum(p[0] for p in parts.values())
+    if W > 0:
+        send = max(ww["cpu"] - step_cpu, 0.0)
+        parts["send to the main process"] = [send, send]
+    work_cpu = sum(p[0] for p in parts.values()) * k
+    work_wall = sum(p[1] for p in parts.values()) * k
+    runq = ww["runq"] * k if W > 0 else None
+    disk = ww["read_bytes"] * k if W > 0 else max(s1["io"] - s0["io"], 0)
+    main_cpu, main_rq = s1["main"][0] - s0["main"][0], s1["main"][1] - s0["main"][1]
+    pin_cpu, pin_rq = s1["pin"][0] - s0["pin"][0], s1["pin"][1] - s0["pin"][1]
+    # The main thread in next(): taking batches from the workers (unpickling) and the loader's own work; without
+    # workers the work itself, which the per-sample stage holds.
+    transfer_cpu = max(tr.wait[1] - (work_cpu if W == 0 else 0.0), 0.0)
+    step_wall, step_cpu_user = tr.step
+    proc_cpu = (s1["proc"][0] - s0["proc"][0]) + (ww["cpu"] * k if W > 0 else 0.0)
+    proc_rq = (s1["proc"][1] - s0["proc"][1]) + (ww["runq"] * k if W > 0 else 0.0)
+    busy = s1["busy"] - s0["busy"] if s1["busy"] >= 0 and s0["busy"] >= 0 else -1
+    other = max(busy / T - proc_cpu / T, 0.0) if busy >= 0 else -1
+    mem_total, mem_avail = _meminfo()
+    n_disp = len(L) if hasattr(L.dataset, "__len__") else -1
+    B = int(round(per_batch))
+    name = f"DataLoader({type(L.dataset).__name__})"
+    spec_ops = [{"op": "range", "stop": max(n_disp * B if n_disp > 0 else 1 << 40, 1)},
+                {"op": "map", "fn": "sample: " + " > ".join(parts), "parallelism": "autotune"},
+                {"op": "batch", "size": max(B, 1)}]
+    ops = [_op("ops[0]", "range", "sampler", 1, n_out=samples, n_in=0, card=-1),
+           _op("ops[1]", "map", "workers: dataset[i], transforms, collate, send" if W else
+               "dataset[i], transforms, collate (main process)", 2, par=max(W, 1), buf=max(W, 1), asyn=W > 0,
+               auto_par=True, n_out=samples, n_in=samples, cpu=work_cpu, wall=work_wall, runq=runq, disk=disk,
+               call_mean=work_wall / samples if samples else 0.0),
+           _op("ops[2]", "batch", "batch", 3, n_out=nb, n_in=samples)]
+    if W > 0:
+        spec_ops.append({"op": "prefetch", "buffer": "autotune"})
+        ops.append(_op("ops[3]", "prefetch", "worker queue (prefetch_factor x num_workers)", 4,
+                       buf=W * (L.prefetch_factor or 2), asyn=True, auto_buf=True, n_out=nb, n_in=nb,
+                       wall=tr.wait[0], wait=tr.wait[0]))
+    main_parts = [("main", "map", "main process: take batches (unpickle)", transfer_cpu, transfer_cpu, main_rq)]
+    if tr.pin_tids:
+        main_parts.append(("pin", "map", "pin-memory thread", pin_cpu, pin_cpu, pin_rq))
+    if consumer:
+        main_parts.append(("step", "map", "your training step", step_cpu_user, step_wall, None))
+    for key, kind, label, cpu, wall, rq in main_parts:
+        i = len(ops)
+        spec_ops.append({"op": kind, "fn": label})
+        ops.append(_op(f"ops[{i}]", kind, label, i + 1, n_out=nb, n_in=nb, cpu=cpu, wall=wall, runq=rq,
+                       serial=True))
+    ops[-1]["parent"] = -1
+    nbytes = getattr(tr, "batch_bytes", 0)
+    for o in ops[2:]:
+        o["bytes_out"] = int(nbytes * nb)
+    trace = {"format": "sluice-trace", "version": 1, "sluice": _sluice.__version__, "origin": name,
+             "spec": {"name": name, "ops": spec_ops},
+             "machine": {"cores": _cores(), "cpus_online": _os.cpu_count() or 1, "mem_total": mem_total,
+                         "mem_available": mem_avail, "disk_bandwidth": 0.0, "disk_method": "none", "disk_path": "",
+                         "other_load": other},
+             "run": {"seconds": T, "elements": nb, "ended": False, "throughput": nb / T,
+                     "process_cpu_seconds": proc_cpu, "run_delay": proc_rq / proc_cpu if proc_cpu > 0 else 0.0},
+             "ops": ops}
+    figures = {"seconds": T, "batches": nb, "samples_per_batch": per_batch, "parts": parts, "k": k,
+               "work_cpu": work_cpu, "work_wall": work_wall, "worker_runq": runq, "disk_bytes": disk,
+               "transfer_cpu": transfer_cpu, "wait": tr.wait[0], "idle": max(tr.wait[0] - tr.wait[1], 0.0), "pin_cpu": pin_cpu if tr.pin_tids else None,
+               "step_wall": step_wall if consumer else None, "step_cpu": step_cpu_user if consumer else None,
+               "other_load": other, "startup": tr.startup, "epochs": tr.epochs, "worker_busy": ww["busy"]}
+    return trace, figures
+
+
+# ---------------------------------------------------------------- the equivalent sluice spec
+
+_INTERP = {"bilinear": "bilinear", "bicubic": "bicubic", "nearest": "nearest"}
+
+
+def _pair(size):
+    if isinstance(size, int):
+        return [size, size]
+    size = list(size)
+    return [int(size[0]), int(size[-1])] if size else None
+
+
+def _interp(t):
+    mode = getattr(t, "interpolation", None)
+    name = getattr(mode, "value", mode)
+    return _INTERP.get(str(name).lower()) if name is not None else "bilinear"
+
+
+class _PyStep:
+    """A loader step with no sluice equivalent, as a sluice map function: the element's image handed to the step in
+    the form the loader's chain had there (a PIL image before the to-tensor step, a CHW tensor after it)."""
+
+    def __init__(self, step, tensor, component="image"):
+        self.step, self.tensor, self.component = step, tensor, component
+
+    def __call__(self, e, rng=None):
+        import numpy as np
+        x = e[self.component]
+        if self.tensor:
+            y = self.step(_torch.from_numpy(np.array(x)))
+        else:
+            from PIL import Image
+            y = self.step(Image.fromarray(np.ascontiguousarray(x)))
+        out = dict(e)
+        out[self.component] = y.numpy() if isinstance(y, _torch.Tensor) else np.asarray(y)
+        return out
+
+
+class _PyDataset:
+    """``dataset[i]`` as a sluice map function over a ``range`` op: the sample's parts as components "0", "1", ..."""
+
+    def __init__(self, ds):
+        self.ds = ds
+
+    def __call__(self, e, rng=None):
+        import numpy as np
+        item = self.ds[int(e["value"])]
+        parts = item if isinstance(item, (tuple, list)) else (item,)
+        return {str(j): (p.numpy() if isinstance(p, _torch.Tensor) else p if isinstance(p, (int, float, bytes))
+                         else np.asarray(p)) for j, p in enumerate(parts)}
+
+
+def _pil_to_tensor(img):
+    import numpy as np
+    return _torch.from_numpy(np.array(img)).permute(2, 0, 1).contiguous()
+
+
+def _translate(loader):
+    """(spec, python steps, notes): the loader as a sluice spec; steps without a sluice equivalent are registered
+    Python functions (named in the list), which the spec calls by name."""
+    ds = loader.dataset
+    B = _batch_size(loader)
+    python, notes = [], []
+    tag = f"{id(loader) & 0xffffff:06x}"
+
+    def register(obj, label, random=True):
+        name = f"torch_{label}_{tag}_{len(python)}"
+        _sluice.register_fn(name, obj, random=random)
+        python.append(name)
+        return {"op": "map", "fn": name, "parallelism": "autotune"}
+
+    try:
+        from torchvision.datasets import DatasetFolder
+        from torchvision.datasets.folder import default_loader, pil_loader
+        folder = isinstance(ds, DatasetFolder) and getattr(ds, "loader", None) in (default_loader, pil_loader)
+    except ImportError:
+        folder = False
+    shuffle = type(getattr(loader, "sampler", None)).__name__ == "RandomSampler"
+    if folder:
+        ops = [{"op": "image_folder", "root": str(ds.root), "shuffle": shuffle},
+               {"op": "map", "fn": "decode_image", "args": {"channels": 3}, "parallelism": "autotune"}]
+        steps = getattr(ds.transform, "transforms", None) if ds.transform is not None else []
+        if steps is None:
+            steps = [ds.transform]
+        tensor = False
+        for t in steps:
+            kind = type(t).__name__
+            prev = ops[-1]
+            if kind == "RandomResizedCrop" and not tensor:
+                ops.append({"op": "map", "fn": "random_resized_crop", "parallelism": "autotune",
+                            "args": {"size": _pair(t.size), "scale": list(t.scale), "ratio": list(t.ratio),
+                                     "method": _interp(t) or "bilinear"}})
+            elif kind == "Resize" and not tensor and (_interp(t) or "") in _INTERP:
+                a = {"shorter_side": int(t.size if isinstance(t.size, int) else t.size[0])} \
+                    if isinstance(t.size, int) or len(t.size) == 1 else {"size": _pair(t.size)}
+                a["method"] = _interp(t)
+                ops.append({"op": "map", "fn": "resize", "args": a, "parallelism": "autotune"})
+            elif kind == "CenterCrop" and not tensor:
+                ops.append({"op": "map", "fn": "center_crop", "args": {"size": _pair(t.size)},
+                            "parallelism": "autotune"})
+            elif kind == "RandomHorizontalFlip" and not tensor:
+                ops.append({"op": "map", "fn": "random_flip", "args": {"prob": float(t.p)}, "parallelism": "autotune"})
+            elif kind in ("ToTensor", "ToImageTensor") and not tensor:
+                ops.append({"op": "map", "fn": "normalize", "parallelism": "autotune",
+                            "args": {"scale": 1 / 255, "mean": [0.0, 0.0, 0.0], "std": [1.0, 1.0, 1.0],
+                                     "layout": "CHW"}})
+                tensor = True
+            elif kind == "PILToTensor" and not tensor:
+                ops.append({"op": "map", "fn": "normalize", "parallelism": "autotune", "_uint8": True,
+                            "args": {"scale": 1.0, "mean": [0.0, 0.0, 0.0], "std": [1.0, 1.0, 1.0],
+                                     "layout": "CHW"}})
+                tensor = True
+            elif kind in ("ConvertImageDtype", "ConvertDtype") and prev.pop("_uint8", False) and \
+                    getattr(t, "dtype", None) == _torch.float32:
+                prev["args"]["scale"] = 1 / 255
+            elif kind == "Normalize" and tensor and prev.get("fn") == "normalize" and not prev.get("_uint8") and \
+                    prev["args"]["mean"] == [0.0, 0.0, 0.0] and prev["args"]["std"] == [1.0, 1.0, 1.0]:
+                prev["args"]["mean"] = [float(x) for x in t.mean]
+                prev["args"]["std"] = [float(x) for x in t.std]
+            else:
+                if prev.pop("_uint8", False):  # PILToTensor alone: uint8 CHW has no sluice equivalent
+                    ops[-1] = register(_PyStep(_pil_to_tensor, False), "PILToTensor")
+                name = type(t).__name__ if type(t).__name__ != "function" else getattr(t, "__name__", "fn")
+                ops.append(register(_PyStep(t, tensor), "".join(c for c in name if c.isalnum()) or "fn"))
+        if ops[-1].pop("_uint8", False):
+            ops[-1] = register(_PyStep(_pil_to_tensor, False), "PILToTensor")
+        if getattr(ds, "target_transform", None) is not None:
+            notes.append("target_transform is not translated: the spec yields the class index as 'label'")
+        ops.append({"op": "map", "fn": "select", "args": {"keep": ["image", "label"]}})
+    else:
+        if isinstance(ds, _IterableDataset) or not hasattr(ds, "__len__"):
+            return None, [], ["an iterable dataset has no sluice equivalent here: only map-style datasets translate"]
+        ops = [{"op": "range", "stop": len(ds)}]
+        if shuffle:
+            ops.append({"op": "shuffle", "buffer": len(ds)})
+        ops.append(register(_PyDataset(ds), type(ds).__name__ or "dataset"))
+        notes.append(f"{type(ds).__name__}[i] stays a Python function (only torchvision image folders translate "
+                     "to sluice's readers and decoders)")
+    if B and loader.batch_size is not None:
+        ops.append({"op": "batch", "size": int(B), "drop_remainder": bool(loader.drop_last)})
+    ops.append({"op": "prefetch", "buffer": "autotune"})
+    return {"name": f"{type(ds).__name__} (from a DataLoader)", "ops": ops}, python, notes
+
+
+# ---------------------------------------------------------------- the report
+
+def _pct(x):
+    return f"{100 * x:.0f}%"
+
+
+def _rate(x):
+    return f"{x:.3g}" if x < 100 else f"{x:.0f}"
+
+
+class Report:
+    """What ``diagnose`` found: ``print(report)`` (the words), ``to_dict()`` (the figures: ``bottleneck``,
+    ``bound``, ``measured``, ``recommend``, ...), ``save_html(path)`` (the ``sluice report`` page of the loader's
+    trace, with the words on top), ``spec`` (the same pipeline in sluice, or None) and ``trace`` (the sluice
+    trace, the JSON ``sluice analyze`` reads). Also a context manager: ``diagnose(loader, None)``."""
+
+    def __init__(self, loader, cores=0, memory=0):
+        self.loader = loader
+        self.cores, self.memory = cores, memory
+        self._d = None
+        self._tracer = None
+        self._orig_class = None
+        self.trace = None
+        self.spec = None
+        self.python_steps = []
+        self._html = None
+
+    # -- the context manager: trace the caller's loop over `loader`
+    def __enter__(self):
+        self._begin()
+        return self
+
+    def __exit__(self, et, ev, tb):
+        self._finish(ok=et is None or issubclass(et, _Stop))
+        return False
+
+    def _begin(self, deadline=None):
+        tr = self._tracer = _Tracer(self.loader)
+        self._orig_class = cls = type(self.loader)
+
+        def traced_iter(loader):
+            tr.it = None
+            while True:
+                if deadline is not None and tr.t_start is not None and _time.monotonic() - tr.t_start >= deadline:
+                    raise _Stop()
+                try:
+                    b = tr.next(restart=False)
+                except StopIteration:
+                    return
+                yield b
+
+        sub = type(cls.__name__, (cls,), {"__iter__": traced_iter, "__module__": cls.__module__})
+        object.__setattr__(self.loader, "__class__", sub)
+
+    def _finish(self, ok):
+        tr = self._tracer
+        try:
+            tr.end()
+        finally:
+            object.__setattr__(self.loader, "__class__", self._orig_class)
+            tr.close()
+        if ok:
+            if tr.t_start is None:
+                raise DiagnoseError("sluice.torch.diagnose: the loader was not iterated inside the with block")
+            self._fill(tr, consumer=True)
+
+    # -- analysis
+    def _fill(self, tr, consumer):
+        trace, fig = _build_trace(tr, consumer)
+        self.trace = trace
+        text = _json.dumps(trace)
+        res = _sluice._sluice.analyze_trace(text, cores=self.cores, memory=self.memory, only_autotune=True,
+                                            no_cache=True, html=False)
+        rep = _json.loads(res["report"])
+        self._analysis = rep
+        L = self.loader
+        W = L.num_workers
+        T, nb = fig["seconds"], fig["batches"]
+        measured = nb / T
+        per = fig["samples_per_batch"]
+        ops = rep["ops"]
+        budget = rep["budget"]["cores"]
+        bpath = rep.get("bottleneck")
+        bi = int(bpath[4:-1]) if bpath else -1
+        bop = trace["ops"][bi] if bi >= 0 else None
+        parts = fig["parts"]
+        k = fig["k"]
+        part_cpu = {n: p[0] * k for n, p in parts.items()}
+        total_part = sum(part_cpu.values()) or 1.0
+        top = max(part_cpu, key=part_cpu.get) if part_cpu else None
+        top_share = part_cpu[top] / total_part if top else 0.0
+        where = "worker CPU" if W else "the main process's CPU for loading"
+        blocked = max(fig["work_wall"] - fig["work_cpu"] - (fig["worker_runq"] or 0.0), 0.0)
+        planned_w = int(ops[1].get("planned_parallelism") or max(W, 1))
+        kind, words = "step", ""
+        if bop is None:
+            kind, words = "none", "no bottleneck: every stage costs nothing measurable"
+        elif bi == 1:
+            if fig["work_wall"] > 0 and blocked > 0.5 * fig["work_wall"]:
+                kind = "disk" if fig["disk_bytes"] > 0 else "blocked"
+                what = "reading from disk" if kind == "disk" else "blocked (I/O, sleeps or locks)"
+                mb = fig["disk_bytes"] / T / 1e6
+                words = (f"{'disk' if kind == 'disk' else 'waiting'}: the workers spend {_pct(blocked / fig['work_wall'])}"
+                         f" of their time {what}" + (f" ({mb:.1f} MB/s read)" if fig["disk_bytes"] else "") +
+                         "; more workers overlap the waits")
+            elif W == 0:
+                kind = "num_workers=0"
+                words = (f"num_workers=0: the main process loads every sample itself; {top} takes "
+                         f"{_pct(top_share)} of that CPU")
+            elif planned_w > W and W < budget - 0.5:
+                kind = "too few workers"
+                words = (f"too few workers: {W} worker process{'es' if W > 1 else ''} for {budget:g} cores; "
+                         f"{top} is {_pct(top_share)} of worker CPU")
+            else:
+                words = f"{top}: {_pct(top_share)} of worker CPU (the workers keep the cores busy)"
+        else:
+            label = bop["label"]
+            if label.startswith("main process"):
+                kind = "main process"
+                words = (f"the main process spends {_pct(fig['transfer_cpu'] / T)} of its time unpickling batches "
+                         f"(taking them from the workers: {1e3 * fig['transfer_cpu'] / nb:.2f} ms a batch)")
+                pb = getattr(tr, "pickled_bytes", 0)
+                if pb > 0.5 * max(getattr(tr, "batch_bytes", 0), 1):
+                    words += (f"; {pb / 1e6:.1f} MB of each batch is numpy arrays or Python objects, pickled by value:"
+                              " as torch tensors they would pass through shared memory")
+            elif label.startswith("pin-memory"):
+                kind = "pin memory"
+                words = f"the pin-memory thread: {_pct(fig['pin_cpu'] / T)} of a core copying batches into pinned memory"
+            elif label.startswith("your training step"):
+                kind = "training step"
+                words = (f"your training step ({_pct(fig['step_wall'] / T)} of the main process's time): the loader "
+                         "keeps up; the input pipeline is not the bottleneck")
+            else:
+                words = f"{label}"
+        # what-ifs from the stage costs (per batch): +1 worker, the planner's +1 core
+        cw = (fig["work_cpu"] + blocked) / nb
+        main_cost = (fig["transfer_cpu"] + (fig["pin_cpu"] or 0.0) + (fig["step_wall"] or 0.0)) / nb
+        cpu_all = (fig["work_cpu"] + fig["transfer_cpu"] + (fig["pin_cpu"] or 0.0) + (fig["step_cpu"] or 0.0)) / nb
+        avail = budget if self.cores else max(budget - max(fig["other_load"], 0.0), 1.0)
+
+        def model_rate(w):
+            if w == 0:
+                return 1 / (cw + main_cost) if cw + main_cost > 0 else float("inf")
+            r = [min(w, avail) / cw if cw > 0 else float("inf"), 1 / main_cost if main_cost > 0 else float("inf"),
+                 avail / cpu_all if cpu_all > 0 else float("inf")]
+            return min(r)
+
+        rec_w = planned_w if (W > 0 or planned_w > 1 or cw > main_cost) else W
+        if kind == "main process" and W > 0:
+            rec_w = max(1, min(W, planned_w))
+        pbuf = ops[3].get("planned_buffer") if W > 0 else 0
+        rec_pf = max(2, _math.ceil((pbuf or 0) / rec_w)) if rec_w > 0 else None
+        predicted = rep.get("predicted") or 0.0
+        base_model = model_rate(W)
+        rec_model = model_rate(rec_w)
+        gain = rec_model / base_model if base_model > 0 else 1.0
+        recommend = {"num_workers": {"value": rec_w, "was": W, "predicted": measured * gain,
+                                     "why": (f"keep {W}: more workers would not raise the rate" if rec_w == W else
+                                             f"{rec_w} worker{'s' if rec_w > 1 else ''}: predicted "
+                                             f"{_rate(measured * gain)} batches/s ({gain:.2f}x)" if rec_w > W else
+                                             f"{rec_w} worker{'s keep' if rec_w > 1 else ' keeps'} up: predicted "
+                                             f"{_rate(measured * gain)} batches/s ({gain:.2f}x) with fewer processes")}}
+        if rec_w > 0:
+            recommend["prefetch_factor"] = {"value": rec_pf, "was": L.prefetch_factor if W else None,
+                                            "why": f"{rec_pf} batches per worker queued ahead" +
+                                                   (f" (the planner's buffer: {pbuf} batches in all)" if pbuf else "") +
+                                                   " absorb the variance of batch times"}
+            epoch = len(L) / measured if hasattr(L.dataset, "__len__") and measured > 0 else None
+            su = fig["startup"] or 0.0
+            recommend["persistent_workers"] = {
+                "value": True, "was": L.persistent_workers,
+                "why": (f"keeps the workers between epochs: saves their start-up, {su:.2f} s per epoch"
+                        + (f" ({_pct(su / (epoch + su))} of an epoch)" if epoch else ""))}
+        cuda = _torch.cuda.is_available()
+        pin_cost = fig["pin_cpu"] / T if fig["pin_cpu"] is not None else None
+        recommend["pin_memory"] = {
+            "value": bool(cuda), "was": L.pin_memory,
+            "why": ("batches copy to the GPU from pinned memory without a staging copy, asynchronously" if cuda else
+                    "no CUDA device: pinned memory buys nothing" +
+                    (f" and its thread costs {_pct(pin_cost)} of a core" if pin_cost else ""))}
+        whatif = {"plus_one_worker": model_rate(W + 1) / base_model * measured if base_model > 0 else None,
+                  "plus_one_core": rep.get("whatif", {}).get("plus_one_core")}
+        self.spec, self.python_steps, notes = _translate(L)
+        self._d = {
+            "bottleneck": {"kind": kind, "stage": bop["label"] if bop else None, "words": words, "step": top,
+                           "step_share": top_share},
+            "bound": rep.get("bound"),
+            "predicted": predicted,
+            "limit": rep.get("limit"),
+            "measured": {"batches_per_s": measured, "samples_per_s": measured * per, "seconds": T, "batches": nb,
+                         "samples_per_batch": per, "main_waiting": fig["idle"] / T,
+                         "main_unpickling": fig["transfer_cpu"] / T, "training_step": (fig["step_wall"] / T)
+                         if fig["step_wall"] is not None else None,
+                         "worker_cpu_per_batch": fig["work_cpu"] / nb, "worker_blocked_per_batch": blocked / nb,
+                         "worker_runq_per_batch": (fig["worker_runq"] / nb) if fig["worker_runq"] is not None else None,
+                         "disk_bytes_per_s": fig["disk_bytes"] / T, "pin_memory_cpu": pin_cost,
+                         "startup_seconds": fig["startup"], "other_load": fig["other_load"],
+                         "steps": {n: {"cpu_per_sample": p[0] * k / (nb * per), "wall_per_sample":
+                                       p[1] * k / (nb * per), "share": part_cpu[n] / total_part}
+                                   for n, p in parts.items()}},
+            "recommend": recommend,
+            "whatif": whatif,
+            "sentences": rep.get("text") or [],
+            "spec": self.spec,
+            "python_steps": self.python_steps,
+            "notes": notes,
+            "settings": {"num_workers": W, "prefetch_factor": L.prefetch_factor if W else None,
+                         "persistent_workers": L.persistent_workers, "pin_memory": L.pin_memory,
+                         "batch_size": L.batch_size},
+        }
+
+    def _need(self):
+        if self._d is None:
+            raise DiagnoseError("sluice.torch.diagnose: the report is not ready (the with block has not ended)")
+        return self._d
+
+    def to_dict(self):
+        """The figures: bottleneck, bound, predicted, measured, recommend, whatif, spec (JSON-ready)."""
+        return _json.loads(_json.dumps(self._need()))
+
+    @property
+    def recommended(self):
+        """The recommended DataLoader settings as keyword arguments."""
+        return {k: v["value"] for k, v in self._need()["recommend"].items()}
+
+    def __str__(self):
+        d = self._need()
+        m = d["measured"]
+        s = d["settings"]
+        out = [f"sluice.torch.diagnose: {type(self.loader.dataset).__name__}, num_workers={s['num_workers']}, "
+               f"batch_size={s['batch_size']}, over {m['seconds']:.1f} s",
+               f"  measured: {_rate(m['batches_per_s'])} batches/s ({_rate(m['samples_per_s'])} samples/s); the main "
+               f"process waited idle for batches {_pct(m['main_waiting'])} of the time" +
+               (f", in your step {_pct(m['training_step'])}" if m["training_step"] is not None else ""),
+               f"  bottleneck: {d['bottleneck']['words']}",
+               f"  bound: {_rate(d['bound'] or 0)} batches/s under this machine's cores (limit: {d['limit']})"]
+        steps = sorted(m["steps"].items(), key=lambda kv: -kv[1]["share"])
+        out.append("  where the CPU goes: " + ", ".join(f"{n} {_pct(v['share'])}" for n, v in steps[:6]
+                                                        if v["share"] >= 0.005))
+        w = d["whatif"]
+        if w.get("plus_one_worker"):
+            out.append(f"  what if: +1 worker {_rate(w['plus_one_worker'])} batches/s; +1 core: bound "
+                       f"{_rate(w['plus_one_core'] or 0)}")
+        out.append("  recommend:")
+        for k, v in d["recommend"].items():
+            out.append(f"    {k}={v['value']!r} (now {v['was']!r}): {v['why']}")
+        if d["spec"] is not None:
+            py = f"; Python steps: {', '.join(d['python_steps'])}" if d["python_steps"] else ""
+            out.append(f"  the same pipeline in sluice ({len(d['spec']['ops'])} ops{py}): report.spec")
+        for n in d["notes"]:
+            out.append(f"  note: {n}")
+        return "\n".join(out)
+
+    def __repr__(self):
+        if self._d is None:
+            return "<sluice.torch.Report (not filled)>"
+        return f"<sluice.torch.Report: {self._d['bottleneck']['words']}>"
+
+    def save_html(self, path):
+        """Writes the ``sluice report`` page of the loader's trace, with the diagnosis on top. Returns ``path``."""
+        self._need()
+        if self._html is None:
+            res = _sluice._sluice.analyze_trace(_json.dumps(self.trace), cores=self.cores, memory=self.memory,
+                                                only_autotune=True, no_cache=True, html=True,
+                                                source="sluice.torch.diagnose")
+            import html as _h
+            box = ("<section style=\"border:1px solid #888;padding:0.5em 1em;margin:1em 0\"><h2>DataLoader diagnosis"
+                   "</h2><pre>" + _h.escape(str(self)) + "</pre>")
+            if self.spec is not None:
+                box += "<h3>The same pipeline in sluice</h3><pre>" + _h.escape(_json.dumps(self.spec, indent=1)) + \
+                       "</pre>"
+            box += "</section>"
+            page = res["html"]
+            i = page.find("<body")
+            j = page.find(">", i) + 1 if i >= 0 else 0
+            self._html = page[:j] + box + page[j:]
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(self._html)
+        return path
+
+    def pipeline(self, **kw):
+        """The translated spec as a sluice.Pipeline (its Python steps are registered in this process)."""
+        if self._need()["spec"] is None:
+            raise DiagnoseError("sluice.torch.diagnose: this loader has no sluice equivalent: " +
+                                "; ".join(self._d["notes"]))
+        return _sluice.Pipeline(self.spec, **kw)
+
+
+def tuned(loader, report=None, seconds=5.0, **diagnose_kw):
+    """A new DataLoader like ``loader`` (same dataset, sampler, collate) with the recommended num_workers,
+    prefetch_factor, persistent_workers and pin_memory: those of ``report``, or of a ``diagnose`` run of ``seconds``
+    now."""
+    if report is None:
+        report = diagnose(loader, seconds=seconds, **diagnose_kw)
+    return _make_loader(_loader_args(loader), **report.recommended)
+
+
+# ---------------------------------------------------------------- python -m sluice.torch diagnose SCRIPT.py
+
+_USAGE = """usage: python -m sluice.torch diagnose [--seconds S] [--html PATH] [--json PATH] SCRIPT.py [ARGS...]
+
+Runs SCRIPT.py as __main__; the first DataLoader it iterates is traced for S seconds (20) from its first batch,
+with the script's own loop as the consumer; then the script is stopped and the diagnosis printed."""
+
+
+def main(argv=None):
+    import runpy
+    args = list(_sys.argv[1:] if argv is None else argv)
+    if not args or args[0] != "diagnose":
+        print(_USAGE, file=_sys.stderr)
+        return 2
+    args.pop(0)
+    seconds, html, js = 20.0, None, None
+    while args and args[0].startswith("--"):
+        opt = args.pop(0)
+        if opt in ("--seconds", "--html", "--json") and args:
+            val = args.pop(0)
+            if opt == "--seconds":
+                seconds = float(val)
+            elif opt == "--html":
+                html = val
+            else:
+                js = val
+        else:
+            print(_USAGE, file=_sys.stderr)
+            return 2
+    if not args:
+        print(_USAGE, file=_sys.stderr)
+        return 2
+    _check_seconds(seconds)
+    script = args[0]
+    state = {}
+    orig = _DataLoader.__iter__
+
+    def first_traced(loader):
+        if "report" not in state and type(loader).__iter__ is first_traced:
+            rep = state["report"] = Report(loader)
+            rep._begin(deadline=seconds)
+            return iter(loader)
+        return orig(loader)
+
+    _DataLoader.__iter__ = first_traced
+    saved_argv = _sys.argv
+    _sys.argv = args
+    stopped = False
+    try:
+        runpy.run_path(script, run_name="__main__")
+    except _Stop:
+        stopped = True
+    finally:
+        _sys.argv = saved_argv
+        _DataLoader.__iter__ = orig
+        rep = state.get("report")
+        if rep is not None:
+            rep._finish(ok=_sys.exc_info()[0] is None or stopped)
+    if rep is None:
+        print(f"sluice.torch diagnose: {script} iterated no DataLoader", file=_sys.stderr)
+        return 1
+    print(rep)
+    if html:
+        rep.save_html(html)
+    if js:
+        with open(js, "w") as f:
+            _json.dump(rep.to_dict(), f, indent=1)
+    return 0
