@@ -10,6 +10,8 @@ import copy as _copy
 import glob as _glob
 import json as _json
 import math as _math
+import multiprocessing as _mp
+import multiprocessing.util as _mp_util
 import os as _os
 import shutil as _shutil
 import sys as _sys
@@ -26,6 +28,8 @@ import sluice as _sluice
 
 __all__ = ["diagnose", "tuned", "Report", "DiagnoseError"]
 
+# Batches the window must hold for the planner to name a bottleneck (SL_PLAN_MIN_ELEMENTS): diagnose traces longer.
+MIN_BATCHES = 32
 # A worker writes its counters at most this often (seconds): the window's ends are read from these lines.
 _DUMP_EVERY = 0.05
 # Dataset attributes that hold the per-sample transforms (torchvision's datasets and most hand-written ones).
@@ -52,6 +56,10 @@ class _Recorder:
         self.last = 0.0
         self.t0 = _time.monotonic()
         self.dump(force=True)
+        if _mp.parent_process() is not None:
+            # A worker's last counters, written as it exits normally (an epoch's end, the loader's shutdown): a
+            # short-lived worker would otherwise leave only its first line.
+            _mp_util.Finalize(self, self.dump, kwargs={"force": True}, exitpriority=10)
 
     def add(self, name, cpu, wall):
         s = self.steps.get(name)
@@ -395,6 +403,9 @@ class _Tracer:
         return batch
 
     def end(self):
+        r = _REC.get(self.dir)
+        if r is not None and r.pid == _os.getpid():  # num_workers=0: the main process's own counters, now
+            r.dump(force=True)
         if self.t_start is not None and self.snap1 is None:
             self.snap1 = self._snap()
             self.t_end = self.snap1["t"]
@@ -454,8 +465,9 @@ def _check_seconds(seconds):
         raise ValueError(f"sluice.torch.diagnose: seconds must be a positive number, not {seconds!r}")
 
 
-def diagnose(loader, seconds=20.0, cores=0, memory=0, warmup=None):
-    """Traces ``loader`` (a torch DataLoader) for ``seconds`` after its first batch and returns a Report: the
+def diagnose(loader, seconds=20.0, cores=0, memory=0):
+    """Traces ``loader`` (a torch DataLoader) for ``seconds`` after its first batch (longer, up to 3x or 30 s more,
+    until 32 batches have arrived: the planner needs them) and returns a Report: the
     bottleneck, the bound, what-ifs and the recommended settings (``print(report)``, ``report.to_dict()``,
     ``report.save_html(path)``). The loader itself is not changed: a copy with timed steps runs, yielding what the
     loader yields, and its workers are stopped before this returns (also on an error or Ctrl-C).
@@ -475,7 +487,10 @@ def diagnose(loader, seconds=20.0, cores=0, memory=0, warmup=None):
             tr.next()
             if deadline is None:
                 deadline = _time.monotonic() + seconds
-            if _time.monotonic() >= deadline:
+                cap = deadline + max(3 * seconds, 30.0)
+            now = _time.monotonic()
+            # The planner needs MIN_BATCHES batches in the window: a slow loader is traced for longer (up to cap).
+            if now >= deadline and (tr.batches >= MIN_BATCHES or now >= cap):
                 break
         tr.end()
     finally:
@@ -851,7 +866,10 @@ class Report:
         blocked = max(fig["work_wall"] - fig["work_cpu"] - (fig["worker_runq"] or 0.0), 0.0)
         planned_w = int(ops[1].get("planned_parallelism") or max(W, 1))
         kind, words = "step", ""
-        if bop is None:
+        if rep.get("too_short"):
+            kind, words = "too short", (f"the trace is too short: {nb} batches (the planner needs {MIN_BATCHES}); "
+                                        "trace for longer")
+        elif bop is None:
             kind, words = "none", "no bottleneck: every stage costs nothing measurable"
         elif bi == 1:
             if fig["work_wall"] > 0 and blocked > 0.5 * fig["work_wall"]:

@@ -1,0 +1,210 @@
+# test_torch_diagnose.py: sluice.torch.diagnose on planted DataLoaders (issue 39): the named bottleneck is the
+# planted one (by construction, not by timing), map-style and iterable datasets with and without workers, the
+# traced loop yields what the loader yields, errors and Ctrl-C leave nothing running, a Compose's lambda and custom
+# class stay Python steps of the translated spec, which runs; tuned(), to_dict(), save_html() and the CLI.
+import glob
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import sluice.torch as st  # noqa: E402
+from conftest import ROOT  # noqa: E402
+
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+from torch_planted import Cheap, Samples, Slow, planted  # noqa: E402
+
+SECONDS = 1.0
+
+
+def leftovers():
+    """Worker processes, threads and trace directories that diagnose could leave behind."""
+    return (multiprocessing.active_children(), sorted(t.name for t in threading.enumerate()),
+            glob.glob(os.path.join(tempfile.gettempdir(), "sluice-torch-*")))
+
+
+@pytest.fixture()
+def nothing_left():
+    before = leftovers()
+    yield
+    children, threads, dirs = leftovers()
+    assert children == [] and threads == before[1] and dirs == before[2]
+
+
+def test_slow_step_is_named(nothing_left):
+    # Slow costs 15x each Cheap step; two workers on a two-core budget: the workers keep the cores busy, and the
+    # step to blame is Slow, with most of the worker CPU.
+    r = st.diagnose(planted("slow_step"), seconds=SECONDS, cores=2)
+    b = r.to_dict()["bottleneck"]
+    assert b["kind"] == "step" and b["step"] == "Slow" and b["step_share"] > 0.5
+    assert "Slow" in str(r) and "of worker CPU" in str(r)
+    steps = r.to_dict()["measured"]["steps"]
+    assert {"Cheap [0]", "Slow", "Cheap [2]", "collate", "__getitem__ (read, decode, rest)"} <= set(steps)
+
+
+def test_too_few_workers(nothing_left):
+    # One worker process of CPU-heavy samples against a budget of 4 cores: more workers is the fix.
+    r = st.diagnose(planted("few_workers"), seconds=SECONDS, cores=4)
+    d = r.to_dict()
+    assert d["bottleneck"]["kind"] == "too few workers"
+    assert d["recommend"]["num_workers"]["value"] > 1 and d["recommend"]["num_workers"]["was"] == 1
+    assert d["recommend"]["num_workers"]["predicted"] > d["measured"]["batches_per_s"]
+    assert "too few workers" in str(r)
+
+
+def test_transfer_makes_the_main_process_the_bottleneck(nothing_left):
+    # Big numpy batches that cost the workers nothing to make are pickled by value: the main process unpickles them
+    # one at a time while the two workers pickle them in parallel.
+    r = st.diagnose(planted("transfer", mb=4), seconds=SECONDS, cores=4)
+    d = r.to_dict()
+    assert d["bottleneck"]["kind"] == "main process", d["bottleneck"]
+    assert "unpickling batches" in d["bottleneck"]["words"] and "shared memory" in d["bottleneck"]["words"]
+    assert d["measured"]["main_unpickling"] > 0
+    assert d["recommend"]["num_workers"]["value"] <= 2  # more workers cannot help
+
+
+def test_no_workers_is_diagnosed_and_tuned(nothing_left):
+    loader = planted("few_workers", workers=0)
+    r = st.diagnose(loader, seconds=SECONDS, cores=2)
+    d = r.to_dict()
+    assert d["bottleneck"]["kind"] == "num_workers=0"
+    assert d["recommend"]["num_workers"]["value"] >= 1
+    t = st.tuned(loader, r)
+    assert t.num_workers == d["recommend"]["num_workers"]["value"] and t.persistent_workers
+    assert t.dataset is loader.dataset and t.batch_sampler is loader.batch_sampler
+    assert t.collate_fn is loader.collate_fn
+    assert loader.num_workers == 0  # the user's loader is left as it was
+
+
+class Stream(torch.utils.data.IterableDataset):
+    """An iterable dataset with a list of transform callables; each worker reads its own share."""
+
+    def __init__(self, n):
+        self.n = n
+        self.transform = [Cheap(50), Slow(800)]
+
+    def __iter__(self):
+        info = torch.utils.data.get_worker_info()
+        k, of = (info.id, info.num_workers) if info else (0, 1)
+        for i in range(k, self.n, of):
+            x = torch.full((2,), float(i))
+            for t in self.transform:
+                x = t(x)
+            yield x
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_iterable_dataset(nothing_left, workers):
+    loader = torch.utils.data.DataLoader(Stream(400), batch_size=4, num_workers=workers)
+    r = st.diagnose(loader, seconds=SECONDS, cores=2)
+    d = r.to_dict()
+    assert {"Cheap", "Slow"} <= set(d["measured"]["steps"])
+    assert d["bottleneck"]["step"] == "Slow"
+    assert d["spec"] is None and d["notes"]  # an iterable dataset does not translate
+    assert set(d) >= {"bottleneck", "bound", "measured", "recommend"} and d["bound"] > 0
+
+
+def test_traced_loop_yields_what_the_loader_yields(nothing_left):
+    loader = torch.utils.data.DataLoader(Samples(40, transform=Cheap(10)), batch_size=5, num_workers=2)
+    plain = [b for b in loader]
+    traced = []
+    with st.diagnose(loader, None) as r:
+        for _ in range(2):
+            traced.extend(b for b in loader)
+    assert type(loader) is torch.utils.data.DataLoader  # put back
+    assert len(traced) == 2 * len(plain)
+    for a, b in zip(plain + plain, traced):
+        assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
+    assert r.to_dict()["measured"]["training_step"] is not None
+
+
+class Raises(torch.utils.data.Dataset):
+    def __len__(self):
+        return 100
+
+    def __getitem__(self, i):
+        if i == 37:
+            raise ValueError("planted failure at sample 37")
+        return torch.zeros(2)
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_dataset_that_raises(nothing_left, workers):
+    loader = torch.utils.data.DataLoader(Raises(), batch_size=4, num_workers=workers)
+    with pytest.raises(ValueError, match="planted failure at sample 37"):
+        st.diagnose(loader, seconds=30)
+
+
+def test_ctrl_c_leaves_nothing_running(nothing_left):
+    timer = threading.Timer(0.8, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            st.diagnose(planted("slow_step"), seconds=30)
+    finally:
+        timer.cancel()
+        timer.join()
+
+
+class Brighten:
+    """A custom step with no sluice equivalent."""
+
+    def __call__(self, x):
+        return x * 1.0
+
+
+def test_compose_translates_with_python_steps(tmp_path, nothing_left):
+    np = pytest.importorskip("numpy")
+    Image = pytest.importorskip("PIL.Image")
+    tv = pytest.importorskip("torchvision")
+    T = tv.transforms
+    rng = np.random.default_rng(1)
+    for c in ("a", "b"):
+        os.makedirs(tmp_path / c)
+        for i in range(6):
+            Image.fromarray(rng.integers(0, 255, (40, 50, 3), dtype=np.uint8)).save(tmp_path / c / f"{i}.jpg")
+    tf = T.Compose([T.RandomResizedCrop(16), T.RandomHorizontalFlip(), T.ToTensor(),
+                    T.Normalize([0.5, 0.5, 0.5], [0.25, 0.25, 0.25]), Brighten(), lambda x: x + 0])
+    loader = torch.utils.data.DataLoader(tv.datasets.ImageFolder(str(tmp_path), transform=tf), batch_size=4,
+                                         shuffle=True, num_workers=1)
+    r = st.diagnose(loader, seconds=0.5)
+    spec = r.spec
+    fns = [op.get("fn") for op in spec["ops"]]
+    assert spec["ops"][0]["op"] == "image_folder" and fns[1:5] == ["decode_image", "random_resized_crop",
+                                                                   "random_flip", "normalize"]
+    norm = spec["ops"][4]["args"]
+    assert norm["layout"] == "CHW" and norm["mean"] == [0.5] * 3 and abs(norm["scale"] - 1 / 255) < 1e-12
+    assert len(r.python_steps) == 2 and fns[5:7] == r.python_steps  # Brighten and the lambda stay Python
+    assert "Brighten" in r.python_steps[0] and "lambda" in r.python_steps[1]
+    batches = list(r.pipeline())
+    assert len(batches) == 3 and batches[0]["image"].shape == (4, 3, 16, 16) and batches[0]["image"].dtype == "float32"
+    page = r.save_html(tmp_path / "r.html")
+    text = open(page).read()
+    assert "DataLoader diagnosis" in text and "<svg" in text
+
+
+def test_cli_traces_a_script(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(
+        "import sys, torch\n"
+        f"sys.path.insert(0, {os.path.join(ROOT, 'bench')!r})\n"
+        "from torch_planted import planted\n"
+        "loader = planted('slow_step', workers=1)\n"
+        "for epoch in range(1000):\n"
+        "    for batch in loader:\n"
+        "        pass\n"
+        "print('the script ran to its end')\n")
+    out = subprocess.run([sys.executable, "-m", "sluice.torch", "diagnose", "--seconds", "1", "--json",
+                          str(tmp_path / "d.json"), str(script)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "bottleneck:" in out.stdout and "the script ran to its end" not in out.stdout
+    assert os.path.exists(tmp_path / "d.json")
+    bad = subprocess.run([sys.executable, "-m", "sluice.torch", "diagnose"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "usage" in bad.stderr
