@@ -259,7 +259,7 @@ def _loader_args(loader):
         kw["pin_memory_device"] = loader.pin_memory_device
     if isinstance(loader.dataset, _IterableDataset):
         kw.update(batch_size=loader.batch_size, drop_last=loader.drop_last)
-    elif loader.batch_size is not None:
+    elif loader.batch_sampler is not None:  # batch_size, or a batch_sampler given (then batch_size is None)
         kw["batch_sampler"] = loader.batch_sampler  # holds the sampler, the batch size and drop_last
     else:
         kw.update(batch_size=None, sampler=loader.sampler)
@@ -275,6 +275,7 @@ def _make_loader(kw, **over):
 
 
 def _batch_size(loader):
+    """Samples in a batch (1 without auto-collation; a custom batch_sampler without batch_size: 1, unknown)."""
     if loader.batch_size is not None:
         return loader.batch_size
     return getattr(loader.batch_sampler, "batch_size", None) or 1
@@ -765,8 +766,9 @@ def _translate(loader):
         ops.append(register(_PyDataset(ds), type(ds).__name__ or "dataset"))
         notes.append(f"{type(ds).__name__}[i] stays a Python function (only torchvision image folders translate "
                      "to sluice's readers and decoders)")
-    if B and loader.batch_size is not None:
-        ops.append({"op": "batch", "size": int(B), "drop_remainder": bool(loader.drop_last)})
+    if loader.batch_sampler is not None:
+        drop = getattr(loader.batch_sampler, "drop_last", loader.drop_last)
+        ops.append({"op": "batch", "size": int(B), "drop_remainder": bool(drop)})
     ops.append({"op": "prefetch", "buffer": "autotune"})
     return {"name": f"{type(ds).__name__} (from a DataLoader)", "ops": ops}, python, notes
 
@@ -914,9 +916,14 @@ class Report:
         cpu_all = (fig["work_cpu"] + fig["transfer_cpu"] + (fig["pin_cpu"] or 0.0) + (fig["step_cpu"] or 0.0)) / nb
         avail = budget if self.cores else max(budget - max(fig["other_load"], 0.0), 1.0)
 
+        # Without workers the main process does the work but pickles and unpickles nothing.
+        send = parts.get("send to the main process", [0.0])[0] * k
+        cost0 = (fig["work_cpu"] - send + blocked + (fig["pin_cpu"] or 0.0) + (fig["step_wall"] or 0.0) +
+                 (fig["transfer_cpu"] if W == 0 else 0.0)) / nb
+
         def model_rate(w):
             if w == 0:
-                return 1 / (cw + main_cost) if cw + main_cost > 0 else float("inf")
+                return 1 / cost0 if cost0 > 0 else float("inf")
             r = [min(w, avail) / cw if cw > 0 else float("inf"), 1 / main_cost if main_cost > 0 else float("inf"),
                  avail / cpu_all if cpu_all > 0 else float("inf")]
             return min(r)
@@ -924,6 +931,8 @@ class Report:
         rec_w = planned_w if (W > 0 or planned_w > 1 or cw > main_cost) else W
         if kind == "main process" and W > 0:
             rec_w = max(1, min(W, planned_w))
+        if rec_w > 0 and model_rate(0) > 1.1 * model_rate(rec_w):
+            rec_w = 0  # the hand-off costs more than the work it spreads
         pbuf = ops[3].get("planned_buffer") if W > 0 else 0
         rec_pf = max(2, _math.ceil((pbuf or 0) / rec_w)) if rec_w > 0 else None
         predicted = rep.get("predicted") or 0.0
@@ -932,6 +941,8 @@ class Report:
         gain = rec_model / base_model if base_model > 0 else 1.0
         recommend = {"num_workers": {"value": rec_w, "was": W, "predicted": measured * gain,
                                      "why": (f"keep {W}: more workers would not raise the rate" if rec_w == W else
+                                             f"0: without workers no batch is pickled; predicted "
+                                             f"{_rate(measured * gain)} batches/s ({gain:.2f}x)" if rec_w == 0 else
                                              f"{rec_w} worker{'s' if rec_w > 1 else ''}: predicted "
                                              f"{_rate(measured * gain)} batches/s ({gain:.2f}x)" if rec_w > W else
                                              f"{rec_w} worker{'s keep' if rec_w > 1 else ' keeps'} up: predicted "
@@ -982,7 +993,7 @@ class Report:
             "notes": notes,
             "settings": {"num_workers": W, "prefetch_factor": L.prefetch_factor if W else None,
                          "persistent_workers": L.persistent_workers, "pin_memory": L.pin_memory,
-                         "batch_size": L.batch_size},
+                         "batch_size": _batch_size(L) if L.batch_sampler is not None else None},
         }
 
     def _need(self):

@@ -208,3 +208,12 @@ def test_cli_traces_a_script(tmp_path):
     assert os.path.exists(tmp_path / "d.json")
     bad = subprocess.run([sys.executable, "-m", "sluice.torch", "diagnose"], capture_output=True, text=True)
     assert bad.returncode == 2 and "usage" in bad.stderr
+
+
+def test_a_loader_made_from_a_batch_sampler(nothing_left):
+    # tuned() of a tuned loader: built with batch_sampler=, its batch_size is None; the copy must still batch.
+    loader = planted("few_workers", workers=0)
+    again = st.tuned(st.tuned(loader, st.diagnose(loader, seconds=0.3)), seconds=0.3)
+    assert again.batch_size is None and again.batch_sampler is loader.batch_sampler
+    x, i = next(iter(again))
+    assert x.shape == (8, 4) and i.shape == (8,)
