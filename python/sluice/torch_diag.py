@@ -466,7 +466,7 @@ def _check_seconds(seconds):
         raise ValueError(f"sluice.torch.diagnose: seconds must be a positive number, not {seconds!r}")
 
 
-def diagnose(loader, seconds=20.0, cores=0, memory=0):
+def diagnose(loader, seconds=20.0, cores=0, memory=0, spec_seconds=None):
     """Traces ``loader`` (a torch DataLoader) for ``seconds`` after its first batch (longer, up to 3x or 30 s more,
     until 32 batches have arrived: the planner needs them) and returns a Report: the
     bottleneck, the bound, what-ifs and the recommended settings (``print(report)``, ``report.to_dict()``,
@@ -476,7 +476,9 @@ def diagnose(loader, seconds=20.0, cores=0, memory=0):
     ``seconds=None`` traces the caller's own loop instead: ``with sluice.torch.diagnose(loader, None) as report:``
     around the training loop (``for batch in loader: ...``), and the report is filled when the block ends; the
     time between batches is the training step (the consumer). ``cores`` and ``memory`` set the planner's budget
-    (0: this machine's cores and half of the memory available)."""
+    (0: this machine's cores and half of the memory available). When every step has a sluice equivalent, the
+    translated spec is planned for ``spec_seconds`` (default: a quarter of ``seconds``, 1 to 5 s; 0: not) to predict
+    its rate (``Report.compare_spec``)."""
     report = Report(loader, cores=cores, memory=memory)
     if seconds is None:
         return report
@@ -497,6 +499,13 @@ def diagnose(loader, seconds=20.0, cores=0, memory=0):
     finally:
         tr.close()
     report._fill(tr, consumer=False)
+    if spec_seconds is None:
+        spec_seconds = min(5.0, max(1.0, seconds / 4))
+    if spec_seconds > 0 and report.spec is not None and not report.python_steps:
+        try:
+            report.compare_spec(seconds=spec_seconds)
+        except _sluice.Error as e:  # the diagnosis stands without it
+            report._d["notes"].append(f"the translated spec did not run: {e}")
     return report
 
 
@@ -956,7 +965,8 @@ class Report:
             su = fig["startup"] or 0.0
             recommend["persistent_workers"] = {
                 "value": True, "was": L.persistent_workers,
-                "why": (f"keeps the workers between epochs: saves their start-up, {su:.2f} s per epoch"
+                "why": ("keep: the workers stay between epochs" if L.persistent_workers else
+                        f"keeps the workers between epochs: saves their start-up, {su:.2f} s per epoch"
                         + (f" ({_pct(su / (epoch + su))} of an epoch)" if epoch else ""))}
         cuda = _torch.cuda.is_available()
         pin_cost = fig["pin_cpu"] / T if fig["pin_cpu"] is not None else None
@@ -1031,7 +1041,11 @@ class Report:
         out.append("  recommend:")
         for k, v in d["recommend"].items():
             out.append(f"    {k}={v['value']!r} (now {v['was']!r}): {v['why']}")
-        if d["spec"] is not None:
+        sp = d.get("sluice_spec")
+        if sp is not None:
+            out.append(f"  the same pipeline in sluice: predicted {sp['over_loader']:.2f}x ({_rate(sp['predicted'])} "
+                       f"{sp['unit']}; report.spec, planned: report.to_dict()['sluice_spec']['spec'])")
+        elif d["spec"] is not None:
             py = f"; Python steps: {', '.join(d['python_steps'])}" if d["python_steps"] else ""
             out.append(f"  the same pipeline in sluice ({len(d['spec']['ops'])} ops{py}): report.spec")
         for n in d["notes"]:
@@ -1064,6 +1078,19 @@ class Report:
         with open(path, "w", encoding="utf-8") as f:
             f.write(self._html)
         return path
+
+    def compare_spec(self, seconds=3.0):
+        """Plans the translated spec (``Pipeline.optimize`` for ``seconds``: a trace, the planner) and returns its
+        predicted rate beside the loader's measured one: {"predicted", "baseline", "bound", "unit", "over_loader",
+        "spec" (the planned spec, runnable as written in this process)}; also kept in ``to_dict()["sluice_spec"]``."""
+        p = self.pipeline()
+        plan = p.optimize(seconds=seconds)
+        measured = self._d["measured"]["batches_per_s"]
+        out = {"predicted": plan["predicted"], "baseline": plan["baseline"], "bound": plan["bound"],
+               "unit": plan["unit"], "over_loader": plan["predicted"] / measured if measured > 0 else None,
+               "spec": plan["spec"]}
+        self._d["sluice_spec"] = out
+        return out
 
     def pipeline(self, **kw):
         """The translated spec as a sluice.Pipeline (its Python steps are registered in this process)."""

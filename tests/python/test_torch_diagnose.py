@@ -183,6 +183,9 @@ def test_compose_translates_with_python_steps(tmp_path, nothing_left):
     assert norm["layout"] == "CHW" and norm["mean"] == [0.5] * 3 and abs(norm["scale"] - 1 / 255) < 1e-12
     assert len(r.python_steps) == 2 and fns[5:7] == r.python_steps  # Brighten and the lambda stay Python
     assert "Brighten" in r.python_steps[0] and "lambda" in r.python_steps[1]
+    assert "sluice_spec" not in r.to_dict()  # Python steps: not planned unless asked
+    sp = r.compare_spec(seconds=0.5)
+    assert sp["predicted"] > 0 and sp["unit"] == "batches/s" and "the same pipeline in sluice: predicted" in str(r)
     batches = list(r.pipeline())
     assert len(batches) == 3 and batches[0]["image"].shape == (4, 3, 16, 16) and batches[0]["image"].dtype == "float32"
     page = r.save_html(tmp_path / "r.html")
