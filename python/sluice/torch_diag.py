@@ -107,13 +107,14 @@ def _proc_sched(who):
     return cpu / 1e9, runq / 1e9
 
 
-def _thread_sched(tid):
+def _thread_sched(tid, gone=(0.0, 0.0)):
+    """(CPU seconds, run-queue seconds) of thread `tid` of this process; `gone` when it has ended."""
     try:
         with open(f"/proc/self/task/{tid}/schedstat") as fh:
             a = fh.read().split()
         return int(a[0]) / 1e9, int(a[1]) / 1e9
     except (OSError, IndexError, ValueError):
-        return 0.0, 0.0
+        return gone
 
 
 def _proc_io(who):
@@ -210,6 +211,7 @@ class _TracedMap(_Traced, _Dataset):
     """A map-style dataset timing ``inner[i]`` (its transform steps time themselves inside)."""
 
     def __getitem__(self, i):
+        _rec(self.tracedir)  # a new worker's first line comes before its first sample
         c0, t0 = _time.thread_time(), _time.perf_counter()
         item = self.inner[i]
         _sample_made(self.tracedir, c0, t0)
@@ -220,6 +222,7 @@ class _TracedIterable(_Traced, _IterableDataset):
     """An iterable dataset timing each ``next()`` of the inner iterator (a sample: read, decode, transforms)."""
 
     def __iter__(self):
+        _rec(self.tracedir)
         it = iter(self.inner)
         while True:
             c0, t0 = _time.thread_time(), _time.perf_counter()
@@ -348,7 +351,7 @@ class _Tracer:
         self.startup = None     # seconds from iter() to the first batch
         self.t_start = self.t_end = None
         self.snap0 = self.snap1 = None
-        self.pin_tids = set()
+        self.pin_tids = {}  # pin-memory thread id -> its (CPU, run-queue) seconds when last read
         self._after = None      # (wall, cpu) when the last batch was handed to the caller
 
     def _new_iter(self):
@@ -356,10 +359,19 @@ class _Tracer:
         self.epochs += 1
         t = getattr(self.it, "_pin_memory_thread", None)
         if t is not None and t.native_id:
-            self.pin_tids.add(t.native_id)
+            self.pin_tids.setdefault(t.native_id, (0.0, 0.0))
+
+    def _read_pins(self):
+        """The pin-memory threads' counters, read at every batch: a thread of an epoch that ended is gone from
+        /proc with them, so its last reading stands."""
+        for tid in self.pin_tids:
+            now = _thread_sched(tid, None)
+            if now is not None:
+                self.pin_tids[tid] = now
 
     def _snap(self):
-        pin = [_thread_sched(tid) for tid in self.pin_tids]
+        self._read_pins()
+        pin = list(self.pin_tids.values())
         return {"t": _time.monotonic(), "proc": _proc_sched("self"), "main": _thread_sched(_threading.get_native_id()),
                 "pin": (sum(p[0] for p in pin), sum(p[1] for p in pin)), "io": _proc_io("self").get("read_bytes", 0),
                 "busy": _busy_cpu_seconds(), "children": _os.times()}
@@ -400,6 +412,8 @@ class _Tracer:
             self.wait[0] += w - now_w
             self.wait[1] += c - now_c
             self.batches += 1
+        if self.pin_tids:
+            self._read_pins()
         self._after = (_time.perf_counter(), _time.thread_time())
         return batch
 
@@ -421,7 +435,9 @@ class _Tracer:
         finally:
             self._workers = self._read_workers()
             _shutil.rmtree(self.dir, ignore_errors=True)
-            _REC.pop(self.dir, None)
+            r = _REC.pop(self.dir, None)
+            if r is not None and r.pid == _os.getpid():
+                _os.close(r.fd)
 
     def _read_workers(self):
         out = {}
@@ -443,21 +459,26 @@ class _Tracer:
     def worker_window(self):
         """The workers' counters over the window, summed: steps, samples, batches, CPU, run-queue, bytes read. In
         the main process itself when num_workers is 0."""
-        tot = {"steps": {}, "samples": 0, "batches": 0, "cpu": 0.0, "runq": 0.0, "read_bytes": 0, "busy": 0.0}
+        tot = {"steps": {}, "samples": 0, "batches": 0, "cpu": 0.0, "runq": 0.0, "read_bytes": 0, "busy": 0.0,
+               "startup_cpu": 0.0}
         for lines in self._workers.values():
             before = [x for x in lines if x["t"] <= self.t_start]
             upto = [x for x in lines if x["t"] <= self.t_end]
             if not upto:
                 continue
-            a, b = (before[-1] if before else None), upto[-1]
+            # A worker started in the window (a new epoch's): its start-up (process start to its first line,
+            # written before its first sample) is told apart from its work.
+            a, b = (before[-1] if before else lines[0]), upto[-1]
+            if not before:
+                tot["startup_cpu"] += a["cpu"]
             for k in ("samples", "batches", "cpu", "runq", "read_bytes"):
-                tot[k] += b[k] - (a[k] if a else 0)
+                tot[k] += b[k] - a[k]
             for name, s in b["steps"].items():
-                s0 = a["steps"].get(name, [0, 0, 0]) if a else [0, 0, 0]
+                s0 = a["steps"].get(name, [0, 0, 0])
                 t = tot["steps"].setdefault(name, [0, 0.0, 0.0])
                 for j in range(3):
                     t[j] += s[j] - s0[j]
-            tot["busy"] += b["t"] - max(a["t"] if a else b["t0"], self.t_start)
+            tot["busy"] += b["t"] - max(a["t"], self.t_start)
         return tot
 
 
@@ -575,6 +596,8 @@ def _build_trace(tr, consumer):
     if W > 0:
         send = max(ww["cpu"] - step_cpu, 0.0)
         parts["send to the main process"] = [send, send]
+        if ww["startup_cpu"] > 0:
+            parts["worker start-up (each epoch)"] = [ww["startup_cpu"], ww["startup_cpu"]]
     work_cpu = sum(p[0] for p in parts.values()) * k
     work_wall = sum(p[1] for p in parts.values()) * k
     runq = ww["runq"] * k if W > 0 else None
@@ -585,7 +608,7 @@ def _build_trace(tr, consumer):
     # workers the work itself, which the per-sample stage holds.
     transfer_cpu = max(tr.wait[1] - (work_cpu if W == 0 else 0.0), 0.0)
     step_wall, step_cpu_user = tr.step
-    proc_cpu = (s1["proc"][0] - s0["proc"][0]) + (ww["cpu"] * k if W > 0 else 0.0)
+    proc_cpu = (s1["proc"][0] - s0["proc"][0]) + ((ww["cpu"] + ww["startup_cpu"]) * k if W > 0 else 0.0)
     proc_rq = (s1["proc"][1] - s0["proc"][1]) + (ww["runq"] * k if W > 0 else 0.0)
     busy = s1["busy"] - s0["busy"] if s1["busy"] >= 0 and s0["busy"] >= 0 else -1
     other = max(busy / T - proc_cpu / T, 0.0) if busy >= 0 else -1
@@ -631,7 +654,8 @@ def _build_trace(tr, consumer):
              "ops": ops}
     figures = {"seconds": T, "batches": nb, "samples_per_batch": per_batch, "parts": parts, "k": k,
                "work_cpu": work_cpu, "work_wall": work_wall, "worker_runq": runq, "disk_bytes": disk,
-               "transfer_cpu": transfer_cpu, "wait": tr.wait[0], "idle": max(tr.wait[0] - tr.wait[1], 0.0), "pin_cpu": pin_cpu if tr.pin_tids else None,
+               "transfer_cpu": transfer_cpu, "wait": tr.wait[0], "idle": max(tr.wait[0] - tr.wait[1], 0.0),
+               "pin_cpu": pin_cpu if tr.pin_tids else None,
                "step_wall": step_wall if consumer else None, "step_cpu": step_cpu_user if consumer else None,
                "other_load": other, "startup": tr.startup, "epochs": tr.epochs, "worker_busy": ww["busy"]}
     return trace, figures
@@ -784,6 +808,141 @@ def _translate(loader):
 
 # ---------------------------------------------------------------- the report
 
+def _verdict(rep, trace, fig, tr, W, part_cpu):
+    """The bottleneck in words: {"kind", "stage", "words", "step", "step_share"} from the planner's bottleneck op
+    and the measured parts of the workers' stage."""
+    T, nb = fig["seconds"], fig["batches"]
+    bpath = rep.get("bottleneck")
+    bi = int(bpath[4:-1]) if bpath else -1
+    bop = trace["ops"][bi] if bi >= 0 else None
+    total = sum(part_cpu.values()) or 1.0
+    top = max(part_cpu, key=part_cpu.get) if part_cpu else None
+    share = part_cpu[top] / total if top else 0.0
+    blocked = max(fig["work_wall"] - fig["work_cpu"] - (fig["worker_runq"] or 0.0), 0.0)
+    planned_w = int(rep["ops"][1].get("planned_parallelism") or max(W, 1))
+    budget = rep["budget"]["cores"]
+    kind = "step"
+    if rep.get("too_short"):
+        kind, words = "too short", (f"the trace is too short: {nb} batches (the planner needs {MIN_BATCHES}); "
+                                    "trace for longer")
+    elif bop is None:
+        kind, words = "none", "no bottleneck: every stage costs nothing measurable"
+    elif bi == 1:
+        if fig["work_wall"] > 0 and blocked > 0.5 * fig["work_wall"]:
+            kind = "disk" if fig["disk_bytes"] > 0 else "blocked"
+            what = "reading from disk" if kind == "disk" else "blocked (I/O, sleeps or locks)"
+            words = (f"{'disk' if kind == 'disk' else 'waiting'}: the workers spend {_pct(blocked / fig['work_wall'])}"
+                     f" of their time {what}" +
+                     (f" ({fig['disk_bytes'] / T / 1e6:.1f} MB/s read)" if fig["disk_bytes"] else "") +
+                     "; more workers overlap the waits")
+        elif top == "worker start-up (each epoch)":
+            kind = "worker start-up"
+            words = (f"the workers' start-up: {_pct(share)} of worker CPU (new worker processes every epoch; "
+                     "persistent_workers=True keeps them)")
+        elif W == 0:
+            kind = "num_workers=0"
+            words = f"num_workers=0: the main process loads every sample itself; {top} takes {_pct(share)} of that CPU"
+        elif planned_w > W and W < budget - 0.5:
+            kind = "too few workers"
+            words = (f"too few workers: {W} worker process{'es' if W > 1 else ''} for {budget:g} cores; {top} is "
+                     f"{_pct(share)} of worker CPU")
+        else:
+            words = f"{top}: {_pct(share)} of worker CPU (the workers keep the cores busy)"
+    elif bop["label"].startswith("main process"):
+        kind = "main process"
+        words = (f"the main process spends {_pct(fig['transfer_cpu'] / T)} of its time unpickling batches (taking "
+                 f"them from the workers: {1e3 * fig['transfer_cpu'] / nb:.2f} ms a batch)")
+        pb = getattr(tr, "pickled_bytes", 0)
+        if pb > 0.5 * max(getattr(tr, "batch_bytes", 0), 1):
+            words += (f"; {pb / 1e6:.1f} MB of each batch is numpy arrays or Python objects, pickled by value: as "
+                      "torch tensors they would pass through shared memory")
+    elif bop["label"].startswith("pin-memory"):
+        kind = "pin memory"
+        words = f"the pin-memory thread: {_pct(fig['pin_cpu'] / T)} of a core copying batches into pinned memory"
+    elif bop["label"].startswith("your training step"):
+        kind = "training step"
+        words = (f"your training step ({_pct(fig['step_wall'] / T)} of the main process's time): the loader keeps "
+                 "up; the input pipeline is not the bottleneck")
+    else:
+        words = bop["label"]
+    return {"kind": kind, "stage": bop["label"] if bop else None, "words": words, "step": top, "step_share": share,
+            "planned_workers": planned_w}
+
+
+class _Model:
+    """The loader's rate from its stage costs per batch, for other settings: the workers' stage at min(workers,
+    cores) over its cost, the main process (serial: the GIL) at one batch per its cost, all under the cores' CPU.
+    Without workers the main process does the work but pickles and unpickles nothing and starts no worker;
+    persistent workers start once, not every epoch."""
+
+    def __init__(self, fig, W, avail):
+        nb, k, parts = fig["batches"], fig["k"], fig["parts"]
+        self.avail = avail
+        self.blocked = max(fig["work_wall"] - fig["work_cpu"] - (fig["worker_runq"] or 0.0), 0.0)
+        self.cw = (fig["work_cpu"] + self.blocked) / nb
+        self.main = (fig["transfer_cpu"] + (fig["pin_cpu"] or 0.0) + (fig["step_wall"] or 0.0)) / nb
+        self.cpu = (fig["work_cpu"] + fig["transfer_cpu"] + (fig["pin_cpu"] or 0.0) + (fig["step_cpu"] or 0.0)) / nb
+        self.startup = parts.get("worker start-up (each epoch)", [0.0])[0] * k / nb
+        send = parts.get("send to the main process", [0.0])[0] * k / nb
+        self.cost0 = (fig["work_cpu"] + self.blocked + (fig["pin_cpu"] or 0.0) + (fig["step_wall"] or 0.0) +
+                      (fig["transfer_cpu"] if W == 0 else 0.0)) / nb - send - self.startup
+
+    def rate(self, w, persistent=True):
+        inf = float("inf")
+        if w == 0:  # all on the main thread: at most a core, fewer when other load leaves less
+            return min(1.0, self.avail) / self.cost0 if self.cost0 > 0 else inf
+        c, a = (self.cw - self.startup, self.cpu - self.startup) if persistent else (self.cw, self.cpu)
+        return min(min(w, self.avail) / c if c > 0 else inf, 1 / self.main if self.main > 0 else inf,
+                   self.avail / a if a > 0 else inf)
+
+
+def _recommend(L, rep, fig, model, kind, measured):
+    """num_workers (the planner's parallelism of the workers' op; 0 when the hand-off costs more than the work it
+    spreads), prefetch_factor (the planner's queue over the workers), persistent_workers, pin_memory: each
+    {"value", "was", "why"}, num_workers with its predicted rate."""
+    W = L.num_workers
+    planned_w = int(rep["ops"][1].get("planned_parallelism") or max(W, 1))
+    rec_w = planned_w if (W > 0 or planned_w > 1 or model.cw > model.main) else W
+    if kind == "main process" and W > 0:
+        rec_w = max(1, min(W, planned_w))
+    if rec_w > 0 and model.rate(0) > 1.1 * model.rate(rec_w):
+        rec_w = 0
+    base = model.rate(W, L.persistent_workers)
+    gain = model.rate(rec_w) / base if base > 0 else 1.0
+    pred = f"predicted {_rate(measured * gain)} batches/s ({gain:.2f}x)"
+    out = {"num_workers": {"value": rec_w, "was": W, "predicted": measured * gain,
+                           "why": (f"keep {W}: more workers would not raise the rate" if rec_w == W else
+                                   f"0: without workers no batch is pickled; {pred}" if rec_w == 0 else
+                                   f"{rec_w} worker{'s' if rec_w > 1 else ''}: {pred}" if rec_w > W else
+                                   f"{rec_w} worker{'s keep' if rec_w > 1 else ' keeps'} up: {pred} with fewer "
+                                   "processes")}}
+    if rec_w > 0:
+        pbuf = rep["ops"][3].get("planned_buffer") if W > 0 else 0
+        pf = max(2, _math.ceil((pbuf or 0) / rec_w))
+        out["prefetch_factor"] = {"value": pf, "was": L.prefetch_factor if W else None,
+                                  "why": f"{pf} batches per worker queued ahead" +
+                                         (f" (the planner's buffer: {pbuf} batches in all)" if pbuf else "") +
+                                         " absorb the variance of batch times"}
+        epoch = len(L) / measured if hasattr(L.dataset, "__len__") and measured > 0 else None
+        su = fig["startup"] or 0.0
+        pg = model.rate(W, True) / base if W > 0 and base > 0 else 1.0
+        out["persistent_workers"] = {
+            "value": True, "was": L.persistent_workers,
+            "why": ("keep: the workers stay between epochs" if L.persistent_workers else
+                    f"keeps the workers between epochs: saves their start-up, {su:.2f} s before the first batch" +
+                    (f" ({_pct(su / (epoch + su))} of an epoch)" if epoch else "") +
+                    (f" and {1e3 * model.startup:.2f} ms of worker CPU a batch: {pg:.2f}x at {W} workers"
+                     if model.startup > 0 and W > 0 else ""))}
+    cuda = _torch.cuda.is_available()
+    pin_cost = fig["pin_cpu"] / fig["seconds"] if fig["pin_cpu"] is not None else None
+    out["pin_memory"] = {
+        "value": bool(cuda), "was": L.pin_memory,
+        "why": ("batches copy to the GPU from pinned memory without a staging copy, asynchronously" if cuda else
+                "no CUDA device: pinned memory buys nothing" +
+                (f" and its thread costs {_pct(pin_cost)} of a core" if pin_cost else ""))}
+    return out
+
+
 def _pct(x):
     return f"{100 * x:.0f}%"
 
@@ -852,156 +1011,46 @@ class Report:
     def _fill(self, tr, consumer):
         trace, fig = _build_trace(tr, consumer)
         self.trace = trace
-        text = _json.dumps(trace)
-        res = _sluice._sluice.analyze_trace(text, cores=self.cores, memory=self.memory, only_autotune=True,
-                                            no_cache=True, html=False)
-        rep = _json.loads(res["report"])
-        self._analysis = rep
+        res = _sluice._sluice.analyze_trace(_json.dumps(trace), cores=self.cores, memory=self.memory,
+                                            only_autotune=True, no_cache=True, html=False)
+        rep = self._analysis = _json.loads(res["report"])
         L = self.loader
-        W = L.num_workers
-        T, nb = fig["seconds"], fig["batches"]
+        T, nb, k, per = fig["seconds"], fig["batches"], fig["k"], fig["samples_per_batch"]
         measured = nb / T
-        per = fig["samples_per_batch"]
-        ops = rep["ops"]
-        budget = rep["budget"]["cores"]
-        bpath = rep.get("bottleneck")
-        bi = int(bpath[4:-1]) if bpath else -1
-        bop = trace["ops"][bi] if bi >= 0 else None
-        parts = fig["parts"]
-        k = fig["k"]
-        part_cpu = {n: p[0] * k for n, p in parts.items()}
+        part_cpu = {n: p[0] * k for n, p in fig["parts"].items()}
         total_part = sum(part_cpu.values()) or 1.0
-        top = max(part_cpu, key=part_cpu.get) if part_cpu else None
-        top_share = part_cpu[top] / total_part if top else 0.0
-        where = "worker CPU" if W else "the main process's CPU for loading"
-        blocked = max(fig["work_wall"] - fig["work_cpu"] - (fig["worker_runq"] or 0.0), 0.0)
-        planned_w = int(ops[1].get("planned_parallelism") or max(W, 1))
-        kind, words = "step", ""
-        if rep.get("too_short"):
-            kind, words = "too short", (f"the trace is too short: {nb} batches (the planner needs {MIN_BATCHES}); "
-                                        "trace for longer")
-        elif bop is None:
-            kind, words = "none", "no bottleneck: every stage costs nothing measurable"
-        elif bi == 1:
-            if fig["work_wall"] > 0 and blocked > 0.5 * fig["work_wall"]:
-                kind = "disk" if fig["disk_bytes"] > 0 else "blocked"
-                what = "reading from disk" if kind == "disk" else "blocked (I/O, sleeps or locks)"
-                mb = fig["disk_bytes"] / T / 1e6
-                words = (f"{'disk' if kind == 'disk' else 'waiting'}: the workers spend {_pct(blocked / fig['work_wall'])}"
-                         f" of their time {what}" + (f" ({mb:.1f} MB/s read)" if fig["disk_bytes"] else "") +
-                         "; more workers overlap the waits")
-            elif W == 0:
-                kind = "num_workers=0"
-                words = (f"num_workers=0: the main process loads every sample itself; {top} takes "
-                         f"{_pct(top_share)} of that CPU")
-            elif planned_w > W and W < budget - 0.5:
-                kind = "too few workers"
-                words = (f"too few workers: {W} worker process{'es' if W > 1 else ''} for {budget:g} cores; "
-                         f"{top} is {_pct(top_share)} of worker CPU")
-            else:
-                words = f"{top}: {_pct(top_share)} of worker CPU (the workers keep the cores busy)"
-        else:
-            label = bop["label"]
-            if label.startswith("main process"):
-                kind = "main process"
-                words = (f"the main process spends {_pct(fig['transfer_cpu'] / T)} of its time unpickling batches "
-                         f"(taking them from the workers: {1e3 * fig['transfer_cpu'] / nb:.2f} ms a batch)")
-                pb = getattr(tr, "pickled_bytes", 0)
-                if pb > 0.5 * max(getattr(tr, "batch_bytes", 0), 1):
-                    words += (f"; {pb / 1e6:.1f} MB of each batch is numpy arrays or Python objects, pickled by value:"
-                              " as torch tensors they would pass through shared memory")
-            elif label.startswith("pin-memory"):
-                kind = "pin memory"
-                words = f"the pin-memory thread: {_pct(fig['pin_cpu'] / T)} of a core copying batches into pinned memory"
-            elif label.startswith("your training step"):
-                kind = "training step"
-                words = (f"your training step ({_pct(fig['step_wall'] / T)} of the main process's time): the loader "
-                         "keeps up; the input pipeline is not the bottleneck")
-            else:
-                words = f"{label}"
-        # what-ifs from the stage costs (per batch): +1 worker, the planner's +1 core
-        cw = (fig["work_cpu"] + blocked) / nb
-        main_cost = (fig["transfer_cpu"] + (fig["pin_cpu"] or 0.0) + (fig["step_wall"] or 0.0)) / nb
-        cpu_all = (fig["work_cpu"] + fig["transfer_cpu"] + (fig["pin_cpu"] or 0.0) + (fig["step_cpu"] or 0.0)) / nb
-        avail = budget if self.cores else max(budget - max(fig["other_load"], 0.0), 1.0)
-
-        # Without workers the main process does the work but pickles and unpickles nothing.
-        send = parts.get("send to the main process", [0.0])[0] * k
-        cost0 = (fig["work_cpu"] - send + blocked + (fig["pin_cpu"] or 0.0) + (fig["step_wall"] or 0.0) +
-                 (fig["transfer_cpu"] if W == 0 else 0.0)) / nb
-
-        def model_rate(w):
-            if w == 0:
-                return 1 / cost0 if cost0 > 0 else float("inf")
-            r = [min(w, avail) / cw if cw > 0 else float("inf"), 1 / main_cost if main_cost > 0 else float("inf"),
-                 avail / cpu_all if cpu_all > 0 else float("inf")]
-            return min(r)
-
-        rec_w = planned_w if (W > 0 or planned_w > 1 or cw > main_cost) else W
-        if kind == "main process" and W > 0:
-            rec_w = max(1, min(W, planned_w))
-        if rec_w > 0 and model_rate(0) > 1.1 * model_rate(rec_w):
-            rec_w = 0  # the hand-off costs more than the work it spreads
-        pbuf = ops[3].get("planned_buffer") if W > 0 else 0
-        rec_pf = max(2, _math.ceil((pbuf or 0) / rec_w)) if rec_w > 0 else None
-        predicted = rep.get("predicted") or 0.0
-        base_model = model_rate(W)
-        rec_model = model_rate(rec_w)
-        gain = rec_model / base_model if base_model > 0 else 1.0
-        recommend = {"num_workers": {"value": rec_w, "was": W, "predicted": measured * gain,
-                                     "why": (f"keep {W}: more workers would not raise the rate" if rec_w == W else
-                                             f"0: without workers no batch is pickled; predicted "
-                                             f"{_rate(measured * gain)} batches/s ({gain:.2f}x)" if rec_w == 0 else
-                                             f"{rec_w} worker{'s' if rec_w > 1 else ''}: predicted "
-                                             f"{_rate(measured * gain)} batches/s ({gain:.2f}x)" if rec_w > W else
-                                             f"{rec_w} worker{'s keep' if rec_w > 1 else ' keeps'} up: predicted "
-                                             f"{_rate(measured * gain)} batches/s ({gain:.2f}x) with fewer processes")}}
-        if rec_w > 0:
-            recommend["prefetch_factor"] = {"value": rec_pf, "was": L.prefetch_factor if W else None,
-                                            "why": f"{rec_pf} batches per worker queued ahead" +
-                                                   (f" (the planner's buffer: {pbuf} batches in all)" if pbuf else "") +
-                                                   " absorb the variance of batch times"}
-            epoch = len(L) / measured if hasattr(L.dataset, "__len__") and measured > 0 else None
-            su = fig["startup"] or 0.0
-            recommend["persistent_workers"] = {
-                "value": True, "was": L.persistent_workers,
-                "why": ("keep: the workers stay between epochs" if L.persistent_workers else
-                        f"keeps the workers between epochs: saves their start-up, {su:.2f} s per epoch"
-                        + (f" ({_pct(su / (epoch + su))} of an epoch)" if epoch else ""))}
-        cuda = _torch.cuda.is_available()
-        pin_cost = fig["pin_cpu"] / T if fig["pin_cpu"] is not None else None
-        recommend["pin_memory"] = {
-            "value": bool(cuda), "was": L.pin_memory,
-            "why": ("batches copy to the GPU from pinned memory without a staging copy, asynchronously" if cuda else
-                    "no CUDA device: pinned memory buys nothing" +
-                    (f" and its thread costs {_pct(pin_cost)} of a core" if pin_cost else ""))}
-        whatif = {"plus_one_worker": model_rate(W + 1) / base_model * measured if base_model > 0 else None,
-                  "plus_one_core": rep.get("whatif", {}).get("plus_one_core")}
+        v = _verdict(rep, trace, fig, tr, L.num_workers, part_cpu)
+        model = _Model(fig, L.num_workers, rep["budget"]["cores"] if self.cores else
+                       max(rep["budget"]["cores"] - max(fig["other_load"], 0.0), 1.0))
+        recommend = _recommend(L, rep, fig, model, v["kind"], measured)
+        base = model.rate(L.num_workers, L.persistent_workers)
         self.spec, self.python_steps, notes = _translate(L)
+        pin_cost = fig["pin_cpu"] / T if fig["pin_cpu"] is not None else None
         self._d = {
-            "bottleneck": {"kind": kind, "stage": bop["label"] if bop else None, "words": words, "step": top,
-                           "step_share": top_share},
+            "bottleneck": v,
             "bound": rep.get("bound"),
-            "predicted": predicted,
+            "predicted": rep.get("predicted") or 0.0,
             "limit": rep.get("limit"),
             "measured": {"batches_per_s": measured, "samples_per_s": measured * per, "seconds": T, "batches": nb,
                          "samples_per_batch": per, "main_waiting": fig["idle"] / T,
                          "main_unpickling": fig["transfer_cpu"] / T, "training_step": (fig["step_wall"] / T)
                          if fig["step_wall"] is not None else None,
-                         "worker_cpu_per_batch": fig["work_cpu"] / nb, "worker_blocked_per_batch": blocked / nb,
+                         "worker_cpu_per_batch": fig["work_cpu"] / nb, "worker_blocked_per_batch": model.blocked / nb,
                          "worker_runq_per_batch": (fig["worker_runq"] / nb) if fig["worker_runq"] is not None else None,
                          "disk_bytes_per_s": fig["disk_bytes"] / T, "pin_memory_cpu": pin_cost,
                          "startup_seconds": fig["startup"], "other_load": fig["other_load"],
                          "steps": {n: {"cpu_per_sample": p[0] * k / (nb * per), "wall_per_sample":
                                        p[1] * k / (nb * per), "share": part_cpu[n] / total_part}
-                                   for n, p in parts.items()}},
+                                   for n, p in fig["parts"].items()}},
             "recommend": recommend,
-            "whatif": whatif,
+            "whatif": {"plus_one_worker": model.rate(L.num_workers + 1, L.persistent_workers) / base * measured
+                       if base > 0 else None,
+                       "plus_one_core": rep.get("whatif", {}).get("plus_one_core")},
             "sentences": rep.get("text") or [],
             "spec": self.spec,
             "python_steps": self.python_steps,
             "notes": notes,
-            "settings": {"num_workers": W, "prefetch_factor": L.prefetch_factor if W else None,
+            "settings": {"num_workers": L.num_workers, "prefetch_factor": L.prefetch_factor if L.num_workers else None,
                          "persistent_workers": L.persistent_workers, "pin_memory": L.pin_memory,
                          "batch_size": _batch_size(L) if L.batch_sampler is not None else None},
         }
@@ -1030,7 +1079,8 @@ class Report:
                f"process waited idle for batches {_pct(m['main_waiting'])} of the time" +
                (f", in your step {_pct(m['training_step'])}" if m["training_step"] is not None else ""),
                f"  bottleneck: {d['bottleneck']['words']}",
-               f"  bound: {_rate(d['bound'] or 0)} batches/s under this machine's cores (limit: {d['limit']})"]
+               f"  bound: {_rate(d['bound'] or 0)} batches/s under this machine's cores (limit: {d['limit']}" +
+               (f"; other processes kept {m['other_load']:.1f} cores busy" if m["other_load"] >= 0.25 else "") + ")"]
         steps = sorted(m["steps"].items(), key=lambda kv: -kv[1]["share"])
         out.append("  where the CPU goes: " + ", ".join(f"{n} {_pct(v['share'])}" for n, v in steps[:6]
                                                         if v["share"] >= 0.005))
