@@ -30,6 +30,11 @@ __all__ = ["diagnose", "tuned", "Report", "DiagnoseError"]
 
 # Batches the window must hold for the planner to name a bottleneck (SL_PLAN_MIN_ELEMENTS): diagnose traces longer.
 MIN_BATCHES = 32
+# Calls of each step whose input and output sizes are taken (the cache what-if's bytes per sample).
+_SIZE_SAMPLES = 8
+# torchvision steps whose output depends only on their input: a cache after them serves later epochs.
+_DETERMINISTIC = {"Resize", "CenterCrop", "ToTensor", "PILToTensor", "Normalize", "ConvertImageDtype", "Grayscale",
+                  "Pad", "ToImageTensor", "ToImage", "ConvertDtype", "ToDtype"}
 # A worker writes its counters at most this often (seconds): the window's ends are read from these lines.
 _DUMP_EVERY = 0.05
 # Dataset attributes that hold the per-sample transforms (torchvision's datasets and most hand-written ones).
@@ -51,6 +56,7 @@ class _Recorder:
         self.path = _os.path.join(tracedir, f"w{self.pid}.jsonl")
         self.fd = _os.open(self.path, _os.O_WRONLY | _os.O_CREAT | _os.O_APPEND, 0o600)
         self.steps = {}
+        self.sizes = {}  # step -> [calls sampled, input bytes, output bytes] of its first few calls
         self.samples = 0
         self.batches = 0
         self.last = 0.0
@@ -75,7 +81,8 @@ class _Recorder:
             return
         self.last = now
         cpu, runq = _proc_sched("self")
-        line = {"t": now, "t0": self.t0, "steps": self.steps, "samples": self.samples, "batches": self.batches,
+        line = {"t": now, "t0": self.t0, "steps": self.steps, "sizes": self.sizes, "samples": self.samples,
+                "batches": self.batches,
                 "cpu": cpu, "runq": runq, "read_bytes": _proc_io("self").get("read_bytes", 0)}
         try:
             _os.write(self.fd, (_json.dumps(line) + "\n").encode())
@@ -138,11 +145,28 @@ class _TimedStep:
     def __call__(self, *args, **kw):
         c0, t0 = _time.thread_time(), _time.perf_counter()
         out = self.step(*args, **kw)
-        _rec(self.tracedir).add(self.name, _time.thread_time() - c0, _time.perf_counter() - t0)
+        r = _rec(self.tracedir)
+        r.add(self.name, _time.thread_time() - c0, _time.perf_counter() - t0)
+        z = r.sizes.setdefault(self.name, [0, 0, 0])
+        if z[0] < _SIZE_SAMPLES and args:  # what a cache after this step would hold (the cache what-if)
+            z[0] += 1
+            z[1] += _obj_bytes(args[0])
+            z[2] += _obj_bytes(out)
         return out
 
     def __repr__(self):
         return repr(self.step)
+
+
+def _obj_bytes(x):
+    """Bytes of an image or array a step takes or returns (a PIL image's pixels; 0 for anything else)."""
+    if isinstance(x, _torch.Tensor):
+        return x.element_size() * x.nelement()
+    if hasattr(x, "nbytes"):
+        return int(x.nbytes)
+    if hasattr(x, "getbands") and hasattr(x, "size"):
+        return x.size[0] * x.size[1] * len(x.getbands())
+    return 0
 
 
 def _step_name(step, i, steps):
@@ -460,7 +484,7 @@ class _Tracer:
         """The workers' counters over the window, summed: steps, samples, batches, CPU, run-queue, bytes read. In
         the main process itself when num_workers is 0."""
         tot = {"steps": {}, "samples": 0, "batches": 0, "cpu": 0.0, "runq": 0.0, "read_bytes": 0, "busy": 0.0,
-               "startup_cpu": 0.0}
+               "startup_cpu": 0.0, "sizes": {}}
         for lines in self._workers.values():
             before = [x for x in lines if x["t"] <= self.t_start]
             upto = [x for x in lines if x["t"] <= self.t_end]
@@ -479,6 +503,10 @@ class _Tracer:
                 for j in range(3):
                     t[j] += s[j] - s0[j]
             tot["busy"] += b["t"] - max(a["t"], self.t_start)
+            for name, z in b.get("sizes", {}).items():
+                t = tot["sizes"].setdefault(name, [0, 0, 0])
+                for j in range(3):
+                    t[j] += z[j]
         return tot
 
 
@@ -657,7 +685,8 @@ def _build_trace(tr, consumer):
                "transfer_cpu": transfer_cpu, "wait": tr.wait[0], "idle": max(tr.wait[0] - tr.wait[1], 0.0),
                "pin_cpu": pin_cpu if tr.pin_tids else None,
                "step_wall": step_wall if consumer else None, "step_cpu": step_cpu_user if consumer else None,
-               "other_load": other, "startup": tr.startup, "epochs": tr.epochs, "worker_busy": ww["busy"]}
+               "other_load": other, "startup": tr.startup, "epochs": tr.epochs, "worker_busy": ww["busy"],
+               "sizes": ww["sizes"], "order": list(tr.steps)}
     return trace, figures
 
 
@@ -887,13 +916,45 @@ class _Model:
         self.cost0 = (fig["work_cpu"] + self.blocked + (fig["pin_cpu"] or 0.0) + (fig["step_wall"] or 0.0) +
                       (fig["transfer_cpu"] if W == 0 else 0.0)) / nb - send - self.startup
 
-    def rate(self, w, persistent=True):
+    def rate(self, w, persistent=True, saved=0.0):
+        """Batches/s with `w` workers; `saved`: worker CPU per batch that a cache would spare."""
         inf = float("inf")
         if w == 0:  # all on the main thread: at most a core, fewer when other load leaves less
-            return min(1.0, self.avail) / self.cost0 if self.cost0 > 0 else inf
+            return min(1.0, self.avail) / (self.cost0 - saved) if self.cost0 > saved else inf
         c, a = (self.cw - self.startup, self.cpu - self.startup) if persistent else (self.cw, self.cpu)
+        c, a = c - saved, a - saved
         return min(min(w, self.avail) / c if c > 0 else inf, 1 / self.main if self.main > 0 else inf,
                    self.avail / a if a > 0 else inf)
+
+
+def _cache_whatif(L, rep, fig, model, measured):
+    """A cache of the samples after the deterministic steps (loading, decoding and the transform steps before the
+    first random one), as sluice's `cache` op would hold them: its bytes for the dataset, whether they fit the
+    memory budget, and the rate with that work spared. None for an iterable dataset or unknown sizes."""
+    if isinstance(L.dataset, _IterableDataset) or not hasattr(L.dataset, "__len__"):
+        return None
+    order, sizes, parts, k, nb = fig["order"], fig["sizes"], fig["parts"], fig["k"], fig["batches"]
+    prefix = []
+    for n in order:
+        if n.split(" [")[0] not in _DETERMINISTIC:
+            break
+        prefix.append(n)
+    if prefix:
+        z = sizes.get(prefix[-1])
+        per = z[2] / z[0] if z and z[0] else 0
+    else:
+        z = sizes.get(order[0]) if order else None
+        per = z[1] / z[0] if z and z[0] else 0
+    if per <= 0:
+        return None
+    saved = (parts.get("__getitem__ (read, decode, rest)", [0.0])[0] + sum(parts[n][0] for n in prefix if n in parts))
+    saved = saved * k / nb
+    nbytes = per * len(L.dataset)
+    budget = rep["budget"]["memory"]
+    base = model.rate(L.num_workers, L.persistent_workers)
+    return {"after": prefix[-1] if prefix else "loading and decoding", "bytes": nbytes, "fits": nbytes <= budget,
+            "memory_budget": budget, "batches_per_s": model.rate(max(L.num_workers, 0), L.persistent_workers,
+                                                                  saved) / base * measured if base > 0 else None}
 
 
 def _recommend(L, rep, fig, model, kind, measured):
@@ -1045,7 +1106,8 @@ class Report:
             "recommend": recommend,
             "whatif": {"plus_one_worker": model.rate(L.num_workers + 1, L.persistent_workers) / base * measured
                        if base > 0 else None,
-                       "plus_one_core": rep.get("whatif", {}).get("plus_one_core")},
+                       "plus_one_core": rep.get("whatif", {}).get("plus_one_core"),
+                       "cache": _cache_whatif(L, rep, fig, model, measured)},
             "sentences": rep.get("text") or [],
             "spec": self.spec,
             "python_steps": self.python_steps,
@@ -1088,6 +1150,12 @@ class Report:
         if w.get("plus_one_worker"):
             out.append(f"  what if: +1 worker {_rate(w['plus_one_worker'])} batches/s; +1 core: bound "
                        f"{_rate(w['plus_one_core'] or 0)}")
+        c = w.get("cache")
+        if c and c["batches_per_s"]:
+            out.append(f"  what if: a cache after {c['after']} ({c['bytes'] / 1e9:.2g} GB for the dataset, "
+                       f"{'within' if c['fits'] else 'over'} the memory budget of "
+                       f"{c['memory_budget'] / 1e9:.2g} GB): epochs after the first at {_rate(c['batches_per_s'])} "
+                       "batches/s (a sluice `cache` op; a DataLoader has none)")
         out.append("  recommend:")
         for k, v in d["recommend"].items():
             out.append(f"    {k}={v['value']!r} (now {v['was']!r}): {v['why']}")
@@ -1206,19 +1274,25 @@ def main(argv=None):
     _DataLoader.__iter__ = first_traced
     saved_argv = _sys.argv
     _sys.argv = args
-    stopped = False
+    ok = False
     try:
         runpy.run_path(script, run_name="__main__")
+        ok = True
     except _Stop:
-        stopped = True
-    finally:
+        ok = True
+    finally:  # the script's own error propagates after the tracing is undone
         _sys.argv = saved_argv
         _DataLoader.__iter__ = orig
         rep = state.get("report")
-        if rep is not None:
-            rep._finish(ok=_sys.exc_info()[0] is None or stopped)
+        if rep is not None and not ok:
+            rep._finish(ok=False)
     if rep is None:
         print(f"sluice.torch diagnose: {script} iterated no DataLoader", file=_sys.stderr)
+        return 1
+    try:
+        rep._finish(ok=True)
+    except DiagnoseError as e:
+        print(e, file=_sys.stderr)
         return 1
     print(rep)
     if html:

@@ -170,18 +170,22 @@ def test_compose_translates_with_python_steps(tmp_path, nothing_left):
         os.makedirs(tmp_path / c)
         for i in range(6):
             Image.fromarray(rng.integers(0, 255, (40, 50, 3), dtype=np.uint8)).save(tmp_path / c / f"{i}.jpg")
-    tf = T.Compose([T.RandomResizedCrop(16), T.RandomHorizontalFlip(), T.ToTensor(),
+    tf = T.Compose([T.Resize(20), T.RandomResizedCrop(16), T.RandomHorizontalFlip(), T.ToTensor(),
                     T.Normalize([0.5, 0.5, 0.5], [0.25, 0.25, 0.25]), Brighten(), lambda x: x + 0])
     loader = torch.utils.data.DataLoader(tv.datasets.ImageFolder(str(tmp_path), transform=tf), batch_size=4,
                                          shuffle=True, num_workers=1)
     r = st.diagnose(loader, seconds=0.5)
     spec = r.spec
     fns = [op.get("fn") for op in spec["ops"]]
-    assert spec["ops"][0]["op"] == "image_folder" and fns[1:5] == ["decode_image", "random_resized_crop",
+    assert spec["ops"][0]["op"] == "image_folder" and fns[1:6] == ["decode_image", "resize", "random_resized_crop",
                                                                    "random_flip", "normalize"]
-    norm = spec["ops"][4]["args"]
+    assert spec["ops"][2]["args"] == {"shorter_side": 20, "method": "bilinear"}
+    norm = spec["ops"][5]["args"]
     assert norm["layout"] == "CHW" and norm["mean"] == [0.5] * 3 and abs(norm["scale"] - 1 / 255) < 1e-12
-    assert len(r.python_steps) == 2 and fns[5:7] == r.python_steps  # Brighten and the lambda stay Python
+    assert len(r.python_steps) == 2 and fns[6:8] == r.python_steps  # Brighten and the lambda stay Python
+    # The cache what-if holds the samples after the deterministic prefix (decode, Resize): 20x25 RGB each.
+    cache = r.to_dict()["whatif"]["cache"]
+    assert cache["after"] == "Resize" and cache["bytes"] == 12 * 20 * 25 * 3 and cache["fits"]
     assert "Brighten" in r.python_steps[0] and "lambda" in r.python_steps[1]
     assert "sluice_spec" not in r.to_dict()  # Python steps: not planned unless asked
     sp = r.compare_spec(seconds=0.5)
