@@ -90,12 +90,14 @@ class _Recorder:
             pass  # the trace directory is gone: diagnose has ended, the worker is being shut down
 
 
-_REC = {}  # tracedir -> _Recorder of this process (a forked worker makes its own: the pid differs)
+_REC = {}  # tracedir -> _Recorder of this process
+# A forked worker makes its own (checked without a getpid() system call on every sample).
+_os.register_at_fork(after_in_child=_REC.clear)
 
 
 def _rec(tracedir):
     r = _REC.get(tracedir)
-    if r is None or r.pid != _os.getpid():
+    if r is None:
         r = _REC[tracedir] = _Recorder(tracedir)
     return r
 
