@@ -400,7 +400,7 @@ class _Tracer:
         pin = list(self.pin_tids.values())
         return {"t": _time.monotonic(), "proc": _proc_sched("self"), "main": _thread_sched(_threading.get_native_id()),
                 "pin": (sum(p[0] for p in pin), sum(p[1] for p in pin)), "io": _proc_io("self").get("read_bytes", 0),
-                "busy": _busy_cpu_seconds(), "children": _os.times()}
+                "busy": _busy_cpu_seconds()}
 
     def next(self, restart=True):
         """The next batch (with ``restart``, a new epoch when one ends; else StopIteration), timing the main

@@ -160,19 +160,25 @@ class Brighten:
         return x * 1.0
 
 
-def test_compose_translates_with_python_steps(tmp_path, nothing_left):
+@pytest.fixture()
+def folder(tmp_path):
+    """An image folder of 2 classes x 6 JPEGs of 50x40."""
     np = pytest.importorskip("numpy")
     Image = pytest.importorskip("PIL.Image")
-    tv = pytest.importorskip("torchvision")
-    T = tv.transforms
     rng = np.random.default_rng(1)
     for c in ("a", "b"):
         os.makedirs(tmp_path / c)
         for i in range(6):
             Image.fromarray(rng.integers(0, 255, (40, 50, 3), dtype=np.uint8)).save(tmp_path / c / f"{i}.jpg")
+    return tmp_path
+
+
+def test_compose_translates_with_python_steps(folder, tmp_path, nothing_left):
+    tv = pytest.importorskip("torchvision")
+    T = tv.transforms
     tf = T.Compose([T.Resize(20), T.RandomResizedCrop(16), T.RandomHorizontalFlip(), T.ToTensor(),
                     T.Normalize([0.5, 0.5, 0.5], [0.25, 0.25, 0.25]), Brighten(), lambda x: x + 0])
-    loader = torch.utils.data.DataLoader(tv.datasets.ImageFolder(str(tmp_path), transform=tf), batch_size=4,
+    loader = torch.utils.data.DataLoader(tv.datasets.ImageFolder(str(folder), transform=tf), batch_size=4,
                                          shuffle=True, num_workers=1)
     r = st.diagnose(loader, seconds=0.5)
     spec = r.spec
@@ -195,6 +201,21 @@ def test_compose_translates_with_python_steps(tmp_path, nothing_left):
     page = r.save_html(tmp_path / "r.html")
     text = open(page).read()
     assert "DataLoader diagnosis" in text and "<svg" in text
+
+
+def test_translated_spec_yields_what_the_loader_yields(folder, nothing_left):
+    # Deterministic steps only: the spec's batches are the loader's (same files, order, pixels, labels).
+    np = pytest.importorskip("numpy")
+    tv = pytest.importorskip("torchvision")
+    T = tv.transforms
+    tf = T.Compose([T.CenterCrop(16), T.ToTensor(), T.Normalize([0.5, 0.4, 0.3], [0.2, 0.25, 0.3])])
+    loader = torch.utils.data.DataLoader(tv.datasets.ImageFolder(str(folder), transform=tf), batch_size=4)
+    r = st.diagnose(loader, seconds=0.3, spec_seconds=0)
+    assert r.python_steps == [] and [op.get("fn") for op in r.spec["ops"][1:4]] == ["decode_image", "center_crop",
+                                                                                  "normalize"]
+    for (x, y), b in zip(loader, r.pipeline()):
+        np.testing.assert_allclose(x.numpy(), b["image"], atol=1e-5)
+        np.testing.assert_array_equal(y.numpy(), b["label"])
 
 
 def test_cli_traces_a_script(tmp_path):
