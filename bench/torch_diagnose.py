@@ -53,6 +53,8 @@ def rate(loader, seconds, warmup=0.5):
     finally:
         if hasattr(it, "_shutdown_workers"):
             it._shutdown_workers()
+            if getattr(loader, "_iterator", None) is it:  # persistent workers: the next iter() starts new ones
+                loader._iterator = None
 
 
 def image_folder(files, root):

@@ -208,7 +208,18 @@ def _timed_transform(t, tracedir, attr, names):
 
 
 def _timed_dataset_copy(ds, tracedir, names):
-    """A shallow copy of the dataset with its transform attributes timed (the user's dataset is left as it is)."""
+    """A shallow copy of the dataset with its transform attributes timed (the user's dataset is left as it is); a
+    Subset's or ConcatDataset's inner datasets likewise (random_split gives Subsets)."""
+    if isinstance(ds, _torch.utils.data.Subset):
+        dc = _copy.copy(ds)
+        dc.dataset = _timed_dataset_copy(ds.dataset, tracedir, names)
+        return dc
+    if isinstance(ds, _torch.utils.data.ConcatDataset):
+        dc = _copy.copy(ds)
+        seen = len(names)
+        dc.datasets = [_timed_dataset_copy(d, tracedir, names) for d in ds.datasets]
+        names[seen:] = list(dict.fromkeys(names[seen:]))  # the same step names from each part, once
+        return dc
     found = [a for a in _TRANSFORM_ATTRS if getattr(ds, a, None) is not None and not isinstance(getattr(ds, a), str)]
     if not found:
         return ds

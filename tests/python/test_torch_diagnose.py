@@ -111,6 +111,15 @@ def test_iterable_dataset(nothing_left, workers):
     assert set(d) >= {"bottleneck", "bound", "measured", "recommend"} and d["bound"] > 0
 
 
+def test_steps_inside_a_subset_are_timed(nothing_left):
+    # random_split gives Subsets: the transform sits on the inner dataset; the user's dataset keeps its own steps.
+    inner = Samples(400, transform=Slow(500))
+    part, _ = torch.utils.data.random_split(inner, [300, 100], generator=torch.Generator().manual_seed(0))
+    r = st.diagnose(torch.utils.data.DataLoader(part, batch_size=4), seconds=0.3, cores=2)
+    assert "Slow" in r.to_dict()["measured"]["steps"] and r.to_dict()["bottleneck"]["step"] == "Slow"
+    assert type(inner.transform) is Slow
+
+
 def test_traced_loop_yields_what_the_loader_yields(nothing_left):
     loader = torch.utils.data.DataLoader(Samples(40, transform=Cheap(10)), batch_size=5, num_workers=2)
     plain = [b for b in loader]
