@@ -30,6 +30,8 @@ __all__ = ["diagnose", "tuned", "Report", "DiagnoseError"]
 
 # Batches the window must hold for the planner to name a bottleneck (SL_PLAN_MIN_ELEMENTS): diagnose traces longer.
 MIN_BATCHES = 32
+# The most worker processes recommended per core, however blocked they are (each holds a copy of the dataset).
+MAX_WORKERS_PER_CORE = 4
 # Calls of each step whose input and output sizes are taken (the cache what-if's bytes per sample).
 _SIZE_SAMPLES = 8
 # torchvision steps whose output depends only on their input: a cache after them serves later epochs.
@@ -641,9 +643,10 @@ def _build_trace(tr, consumer):
             parts["worker start-up (each epoch)"] = [ww["startup_cpu"], ww["startup_cpu"]]
     work_cpu = sum(p[0] for p in parts.values()) * k
     work_wall = sum(p[1] for p in parts.values()) * k
-    runq = ww["runq"] * k if W > 0 else None
+    main_rq = max(s1["main"][1] - s0["main"][1], 0.0)
+    # Without workers the work runs on the main thread, in next(): its run-queue delay is the work's.
+    runq = ww["runq"] * k if W > 0 else main_rq
     disk = ww["read_bytes"] * k if W > 0 else max(s1["io"] - s0["io"], 0)
-    main_cpu, main_rq = s1["main"][0] - s0["main"][0], s1["main"][1] - s0["main"][1]
     pin_cpu, pin_rq = s1["pin"][0] - s0["pin"][0], s1["pin"][1] - s0["pin"][1]
     # The main thread in next(): taking batches from the workers (unpickling) and the loader's own work; without
     # workers the work itself, which the per-sample stage holds.
@@ -671,7 +674,8 @@ def _build_trace(tr, consumer):
         ops.append(_op("ops[3]", "prefetch", "worker queue (prefetch_factor x num_workers)", 4,
                        buf=W * (L.prefetch_factor or 2), asyn=True, auto_buf=True, n_out=nb, n_in=nb,
                        wall=tr.wait[0], wait=tr.wait[0]))
-    main_parts = [("main", "map", "main process: take batches (unpickle)", transfer_cpu, transfer_cpu, main_rq)]
+    main_parts = [("main", "map", "main process: take batches (unpickle)", transfer_cpu, transfer_cpu,
+                   main_rq if W > 0 else None)]
     if tr.pin_tids:
         main_parts.append(("pin", "map", "pin-memory thread", pin_cpu, pin_cpu, pin_rq))
     if consumer:
@@ -921,7 +925,8 @@ class _Model:
         nb, k, parts = fig["batches"], fig["k"], fig["parts"]
         self.avail = avail
         self.blocked = max(fig["work_wall"] - fig["work_cpu"] - (fig["worker_runq"] or 0.0), 0.0)
-        self.cw = (fig["work_cpu"] + self.blocked) / nb
+        self.cw = (fig["work_cpu"] + self.blocked) / nb  # a worker is busy for its CPU and its blocked time
+        self.cw_cpu = fig["work_cpu"] / nb
         self.main = (fig["transfer_cpu"] + (fig["pin_cpu"] or 0.0) + (fig["step_wall"] or 0.0)) / nb
         self.cpu = (fig["work_cpu"] + fig["transfer_cpu"] + (fig["pin_cpu"] or 0.0) + (fig["step_cpu"] or 0.0)) / nb
         self.startup = parts.get("worker start-up (each epoch)", [0.0])[0] * k / nb
@@ -934,10 +939,11 @@ class _Model:
         inf = float("inf")
         if w == 0:  # all on the main thread: at most a core, fewer when other load leaves less
             return min(1.0, self.avail) / (self.cost0 - saved) if self.cost0 > saved else inf
-        c, a = (self.cw - self.startup, self.cpu - self.startup) if persistent else (self.cw, self.cpu)
-        c, a = c - saved, a - saved
-        return min(min(w, self.avail) / c if c > 0 else inf, 1 / self.main if self.main > 0 else inf,
-                   self.avail / a if a > 0 else inf)
+        drop = (self.startup if persistent else 0.0) + saved
+        c, cc, a = self.cw - drop, self.cw_cpu - drop, self.cpu - drop
+        # w workers each busy c a batch, their CPU on at most the cores left; blocked time overlaps across workers
+        return min(w / c if c > 0 else inf, min(w, self.avail) / cc if cc > 0 else inf,
+                   1 / self.main if self.main > 0 else inf, self.avail / a if a > 0 else inf)
 
 
 def _cache_whatif(L, rep, fig, model, measured):
@@ -975,7 +981,9 @@ def _recommend(L, rep, fig, model, kind, measured):
     spreads), prefetch_factor (the planner's queue over the workers), persistent_workers, pin_memory: each
     {"value", "was", "why"}, num_workers with its predicted rate."""
     W = L.num_workers
-    planned_w = int(rep["ops"][1].get("planned_parallelism") or max(W, 1))
+    # Each worker is a process holding a copy of the dataset: at most MAX_WORKERS_PER_CORE per core.
+    planned_w = min(int(rep["ops"][1].get("planned_parallelism") or max(W, 1)),
+                    max(W, MAX_WORKERS_PER_CORE * _math.ceil(rep["budget"]["cores"])))
     rec_w = planned_w if (W > 0 or planned_w > 1 or model.cw > model.main) else W
     if kind == "main process" and W > 0:
         rec_w = max(1, min(W, planned_w))

@@ -10,12 +10,14 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 
 import pytest
 
 torch = pytest.importorskip("torch")
 
 import sluice.torch as st  # noqa: E402
+from sluice.torch_diag import MAX_WORKERS_PER_CORE  # noqa: E402
 from conftest import ROOT  # noqa: E402
 
 sys.path.insert(0, os.path.join(ROOT, "bench"))
@@ -31,11 +33,17 @@ def leftovers():
 
 
 @pytest.fixture()
-def nothing_left():
+def nothing_left(tmp_path_factory):
+    # diagnose's trace directories go to a temporary directory of this test's own (another process may diagnose)
+    was = tempfile.tempdir
+    tempfile.tempdir = str(tmp_path_factory.mktemp("tmp"))
     before = leftovers()
-    yield
-    children, threads, dirs = leftovers()
-    assert children == [] and threads == before[1] and dirs == before[2]
+    try:
+        yield
+        children, threads, dirs = leftovers()
+        assert children == [] and threads == before[1] and dirs == before[2] == []
+    finally:
+        tempfile.tempdir = was
 
 
 def test_slow_step_is_named(nothing_left):
@@ -68,6 +76,25 @@ def test_transfer_makes_the_main_process_the_bottleneck(nothing_left):
     assert "unpickling batches" in d["bottleneck"]["words"] and "shared memory" in d["bottleneck"]["words"]
     assert d["measured"]["main_unpickling"] > 0
     assert d["recommend"]["num_workers"]["value"] <= 2  # more workers cannot help
+
+
+class Sleepy(torch.utils.data.Dataset):
+    """Samples that wait (a sleep stands for a slow read) and cost almost no CPU."""
+
+    def __len__(self):
+        return 4000
+
+    def __getitem__(self, i):
+        time.sleep(0.002)
+        return torch.zeros(2)
+
+
+def test_blocked_workers_want_more_workers(nothing_left):
+    r = st.diagnose(torch.utils.data.DataLoader(Sleepy(), batch_size=8, num_workers=2), seconds=SECONDS, cores=2)
+    d = r.to_dict()
+    assert d["bottleneck"]["kind"] == "blocked" and "blocked" in d["bottleneck"]["words"]
+    assert d["measured"]["worker_blocked_per_batch"] > d["measured"]["worker_cpu_per_batch"]
+    assert 2 < d["recommend"]["num_workers"]["value"] <= MAX_WORKERS_PER_CORE * 2
 
 
 def test_no_workers_is_diagnosed_and_tuned(nothing_left):
