@@ -15,6 +15,7 @@ import time
 import pytest
 
 torch = pytest.importorskip("torch")
+pytest.importorskip("torchvision")  # the planted loaders' Compose
 
 import sluice.torch as st  # noqa: E402
 from sluice.torch_diag import MAX_WORKERS_PER_CORE  # noqa: E402
