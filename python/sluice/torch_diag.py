@@ -40,7 +40,7 @@ _DETERMINISTIC = {"Resize", "CenterCrop", "ToTensor", "PILToTensor", "Normalize"
 # A worker writes its counters at most this often (seconds): the window's ends are read from these lines.
 _DUMP_EVERY = 0.05
 # Dataset attributes that hold the per-sample transforms (torchvision's datasets and most hand-written ones).
-_TRANSFORM_ATTRS = ("transform", "transforms", "target_transform")
+_TRANSFORM_ATTRS = ("transform", "target_transform", "transforms")  # "transforms" last: it may pair the first two
 
 
 class DiagnoseError(_sluice.Error):
@@ -79,7 +79,7 @@ class _Recorder:
 
     def dump(self, force=False):
         now = _time.monotonic()
-        if not force and now - self.last < _DUMP_EVERY:
+        if self.fd < 0 or (not force and now - self.last < _DUMP_EVERY):
             return
         self.last = now
         cpu, runq = _proc_sched("self")
@@ -227,7 +227,14 @@ def _timed_dataset_copy(ds, tracedir, names):
         return ds
     dc = _copy.copy(ds)
     for a in found:
-        setattr(dc, a, _timed_transform(getattr(ds, a), tracedir, a, names))
+        t = getattr(ds, a)
+        if a == "transforms" and type(t).__name__ == "StandardTransform":
+            # torchvision's pair of the dataset's transform and target_transform: around the timed ones
+            t = _copy.copy(t)
+            t.transform, t.target_transform = getattr(dc, "transform", None), getattr(dc, "target_transform", None)
+            setattr(dc, a, t)
+        else:
+            setattr(dc, a, _timed_transform(t, tracedir, a, names))
     return dc
 
 
@@ -476,7 +483,8 @@ class _Tracer:
             _shutil.rmtree(self.dir, ignore_errors=True)
             r = _REC.pop(self.dir, None)
             if r is not None and r.pid == _os.getpid():
-                _os.close(r.fd)
+                fd, r.fd = r.fd, -1  # its exit hook (this process a multiprocessing child) writes nothing then
+                _os.close(fd)
 
     def _read_workers(self):
         out = {}

@@ -148,6 +148,25 @@ def test_steps_inside_a_subset_are_timed(nothing_left):
     assert type(inner.transform) is Slow
 
 
+def test_vision_dataset_through_its_transforms_pair(nothing_left):
+    # A torchvision VisionDataset whose __getitem__ calls self.transforms (the transform and target_transform
+    # pair): both steps are timed, once each, and the pair is no step of its own.
+    from torchvision.datasets import VisionDataset
+
+    class Pairs(VisionDataset):
+        def __len__(self):
+            return 400
+
+        def __getitem__(self, i):
+            return self.transforms(torch.zeros(2), i)
+
+    ds = Pairs("", transform=Slow(300), target_transform=Cheap(20))
+    r = st.diagnose(torch.utils.data.DataLoader(ds, batch_size=4), seconds=0.3, cores=2)
+    steps = r.to_dict()["measured"]["steps"]
+    assert {"Slow", "target_transform: Cheap"} <= set(steps) and not any("StandardTransform" in n for n in steps)
+    assert type(ds.transforms.transform) is Slow  # the user's dataset is left as it is
+
+
 def test_traced_loop_yields_what_the_loader_yields(nothing_left):
     loader = torch.utils.data.DataLoader(Samples(40, transform=Cheap(10)), batch_size=5, num_workers=2)
     plain = [b for b in loader]
