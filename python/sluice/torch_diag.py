@@ -474,17 +474,25 @@ class _Tracer:
     def close(self):
         """Stops the workers and the pin-memory thread and removes the trace directory (also after an error or
         Ctrl-C)."""
-        it, self.it = self.it, None
+        # The current iterator, and a persistent loader's own (kept between epochs, also when no epoch is running)
+        its = [self.it] + [getattr(self.traced, "_iterator", None)]
+        self.it = None
         try:
-            if it is not None and hasattr(it, "_shutdown_workers"):
-                it._shutdown_workers()
+            for i, it in enumerate(its):
+                if it is not None and hasattr(it, "_shutdown_workers") and it not in its[:i]:
+                    it._shutdown_workers()
         finally:
+            if hasattr(self.traced, "_iterator"):
+                self.traced._iterator = None
             self._workers = self._read_workers()
             _shutil.rmtree(self.dir, ignore_errors=True)
             r = _REC.pop(self.dir, None)
             if r is not None and r.pid == _os.getpid():
                 fd, r.fd = r.fd, -1  # its exit hook (this process a multiprocessing child) writes nothing then
                 _os.close(fd)
+
+    def release(self):
+        self.loader = self.traced = None
 
     def _read_workers(self):
         out = {}
@@ -570,7 +578,10 @@ def diagnose(loader, seconds=20.0, cores=0, memory=0, spec_seconds=None):
         tr.end()
     finally:
         tr.close()
-    report._fill(tr, consumer=False)
+    try:
+        report._fill(tr, consumer=False)
+    finally:
+        tr.release()
     if spec_seconds is None:
         spec_seconds = min(5.0, max(1.0, seconds / 4))
     if spec_seconds > 0 and report.spec is not None and not report.python_steps:
@@ -1092,10 +1103,16 @@ class Report:
         finally:
             object.__setattr__(self.loader, "__class__", self._orig_class)
             tr.close()
-        if ok:
-            if tr.t_start is None:
-                raise DiagnoseError("sluice.torch.diagnose: the loader was not iterated inside the with block")
-            self._fill(tr, consumer=True)
+        try:
+            if ok:
+                if tr.t_start is None:
+                    raise DiagnoseError("sluice.torch.diagnose: the loader was not iterated inside the with block")
+                self._fill(tr, consumer=True)
+        finally:
+            # The traced __iter__'s class is garbage in a cycle, collected late: it must not keep the user's loader
+            # (and its persistent workers) alive through the tracer.
+            tr.release()
+            self._tracer = None
 
     # -- analysis
     def _fill(self, tr, consumer):

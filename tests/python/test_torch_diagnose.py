@@ -167,8 +167,10 @@ def test_vision_dataset_through_its_transforms_pair(nothing_left):
     assert type(ds.transforms.transform) is Slow  # the user's dataset is left as it is
 
 
-def test_traced_loop_yields_what_the_loader_yields(nothing_left):
-    loader = torch.utils.data.DataLoader(Samples(40, transform=Cheap(10)), batch_size=5, num_workers=2)
+@pytest.mark.parametrize("persistent", [False, True])
+def test_traced_loop_yields_what_the_loader_yields(nothing_left, persistent):
+    loader = torch.utils.data.DataLoader(Samples(40, transform=Cheap(10)), batch_size=5, num_workers=2,
+                                         persistent_workers=persistent)
     plain = [b for b in loader]
     traced = []
     with st.diagnose(loader, None) as r:
@@ -179,6 +181,7 @@ def test_traced_loop_yields_what_the_loader_yields(nothing_left):
     for a, b in zip(plain + plain, traced):
         assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
     assert r.to_dict()["measured"]["training_step"] is not None
+    del plain, traced, loader  # the loader's own persistent workers (of the plain run) go with it
 
 
 class Raises(torch.utils.data.Dataset):
