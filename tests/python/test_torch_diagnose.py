@@ -201,15 +201,24 @@ def test_dataset_that_raises(nothing_left, workers):
         st.diagnose(loader, seconds=30)
 
 
-def test_ctrl_c_leaves_nothing_running(nothing_left):
+@pytest.mark.parametrize("mode", ["call", "with"])
+def test_ctrl_c_leaves_nothing_running(nothing_left, mode):
+    loader = planted("slow_step")
     timer = threading.Timer(0.8, os.kill, (os.getpid(), signal.SIGINT))
     timer.start()
     try:
         with pytest.raises(KeyboardInterrupt):
-            st.diagnose(planted("slow_step"), seconds=30)
+            if mode == "call":
+                st.diagnose(loader, seconds=30)
+            else:
+                with st.diagnose(loader, None):
+                    while True:
+                        for _ in loader:
+                            pass
     finally:
         timer.cancel()
         timer.join()
+    assert type(loader) is torch.utils.data.DataLoader
 
 
 class Brighten:
