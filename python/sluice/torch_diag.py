@@ -1022,7 +1022,8 @@ def _recommend(L, rep, fig, model, kind, measured):
         pf = max(2, _math.ceil((pbuf or 0) / rec_w))
         out["prefetch_factor"] = {"value": pf, "was": L.prefetch_factor if W else None,
                                   "why": f"{pf} batches per worker queued ahead" +
-                                         (f" (the planner's buffer: {pbuf} batches in all)" if pbuf else "") +
+                                         (f" (the planner's buffer: {pbuf} batch{'es' if pbuf > 1 else ''} in all)"
+                                          if pbuf else "") +
                                          " absorb the variance of batch times"}
         epoch = len(L) / measured if hasattr(L.dataset, "__len__") and measured > 0 else None
         su = fig["startup"] or 0.0
@@ -1046,6 +1047,10 @@ def _recommend(L, rep, fig, model, kind, measured):
 
 def _pct(x):
     return f"{100 * x:.0f}%"
+
+
+def _size(b):
+    return f"{b / 1e9:.1f} GB" if b >= 1e9 else f"{b / 1e6:.1f} MB" if b >= 1e6 else f"{b / 1e3:.0f} kB"
 
 
 def _rate(x):
@@ -1197,11 +1202,11 @@ class Report:
             out.append(f"  what if: +1 worker {_rate(w['plus_one_worker'])} batches/s; +1 core: bound "
                        f"{_rate(w['plus_one_core'] or 0)}")
         c = w.get("cache")
-        if c and c["batches_per_s"]:
-            out.append(f"  what if: a cache after {c['after']} ({c['bytes'] / 1e9:.2g} GB for the dataset, "
-                       f"{'within' if c['fits'] else 'over'} the memory budget of "
-                       f"{c['memory_budget'] / 1e9:.2g} GB): epochs after the first at {_rate(c['batches_per_s'])} "
-                       "batches/s (a sluice `cache` op; a DataLoader has none)")
+        if c and c["batches_per_s"] and c["batches_per_s"] > 1.05 * m["batches_per_s"]:
+            out.append(f"  what if: a cache after {c['after']} ({_size(c['bytes'])} for the dataset, "
+                       f"{'within' if c['fits'] else 'over'} the memory budget of {_size(c['memory_budget'])}): "
+                       f"epochs after the first at {_rate(c['batches_per_s'])} batches/s (a sluice `cache` op; a "
+                       "DataLoader has none)")
         out.append("  recommend:")
         for k, v in d["recommend"].items():
             out.append(f"    {k}={v['value']!r} (now {v['was']!r}): {v['why']}")
