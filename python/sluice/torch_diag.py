@@ -803,7 +803,10 @@ def _translate(loader):
         folder = isinstance(ds, DatasetFolder) and getattr(ds, "loader", None) in (default_loader, pil_loader)
     except ImportError:
         folder = False
-    shuffle = type(getattr(loader, "sampler", None)).__name__ == "RandomSampler"
+    sampler = type(getattr(loader, "sampler", None)).__name__
+    shuffle = sampler == "RandomSampler"
+    if sampler not in ("RandomSampler", "SequentialSampler", "_InfiniteConstantSampler"):
+        notes.append(f"the sampler ({sampler}) is not translated: the spec reads every sample, in order")
     if folder:
         ops = [{"op": "image_folder", "root": str(ds.root), "shuffle": shuffle},
                {"op": "map", "fn": "decode_image", "args": {"channels": 3}, "parallelism": "autotune"}]
@@ -818,7 +821,8 @@ def _translate(loader):
                 ops.append({"op": "map", "fn": "random_resized_crop", "parallelism": "autotune",
                             "args": {"size": _pair(t.size), "scale": list(t.scale), "ratio": list(t.ratio),
                                      "method": _interp(t) or "bilinear"}})
-            elif kind == "Resize" and not tensor and (_interp(t) or "") in _INTERP:
+            elif kind == "Resize" and not tensor and (_interp(t) or "") in _INTERP and \
+                    getattr(t, "max_size", None) is None:
                 a = {"shorter_side": int(t.size if isinstance(t.size, int) else t.size[0])} \
                     if isinstance(t.size, int) or len(t.size) == 1 else {"size": _pair(t.size)}
                 a["method"] = _interp(t)
@@ -838,8 +842,9 @@ def _translate(loader):
                             "args": {"scale": 1.0, "mean": [0.0, 0.0, 0.0], "std": [1.0, 1.0, 1.0],
                                      "layout": "CHW"}})
                 tensor = True
-            elif kind in ("ConvertImageDtype", "ConvertDtype") and prev.pop("_uint8", False) and \
+            elif kind in ("ConvertImageDtype", "ConvertDtype") and prev.get("_uint8") and \
                     getattr(t, "dtype", None) == _torch.float32:
+                del prev["_uint8"]
                 prev["args"]["scale"] = 1 / 255
             elif kind == "Normalize" and tensor and prev.get("fn") == "normalize" and not prev.get("_uint8") and \
                     prev["args"]["mean"] == [0.0, 0.0, 0.0] and prev["args"]["std"] == [1.0, 1.0, 1.0]:
