@@ -271,19 +271,30 @@ def test_compose_translates_with_python_steps(folder, tmp_path, nothing_left):
     assert "DataLoader diagnosis" in text and "<svg" in text
 
 
-def test_translated_spec_yields_what_the_loader_yields(folder, nothing_left):
-    # Deterministic steps only: the spec's batches are the loader's (same files, order, pixels, labels).
+@pytest.mark.parametrize("chain", ["to_tensor", "pil_to_tensor_float", "pil_to_tensor"])
+def test_translated_spec_yields_what_the_loader_yields(folder, nothing_left, chain):
+    # Deterministic steps only: the spec's batches are the loader's (same files, order, pixels, dtype, labels).
     np = pytest.importorskip("numpy")
     tv = pytest.importorskip("torchvision")
     T = tv.transforms
-    tf = T.Compose([T.CenterCrop(16), T.ToTensor(), T.Normalize([0.5, 0.4, 0.3], [0.2, 0.25, 0.3])])
-    loader = torch.utils.data.DataLoader(tv.datasets.ImageFolder(str(folder), transform=tf), batch_size=4)
+    steps, fns = {
+        "to_tensor": ([T.ToTensor(), T.Normalize([0.5, 0.4, 0.3], [0.2, 0.25, 0.3])], ["normalize"]),
+        "pil_to_tensor_float": ([T.PILToTensor(), T.ConvertImageDtype(torch.float32)], ["normalize"]),
+        "pil_to_tensor": ([T.PILToTensor()], [None]),  # uint8 CHW: a Python step
+    }[chain]
+    loader = torch.utils.data.DataLoader(tv.datasets.ImageFolder(str(folder), transform=T.Compose(
+        [T.CenterCrop(16)] + steps)), batch_size=4)
     r = st.diagnose(loader, seconds=0.3, spec_seconds=0)
-    assert r.python_steps == [] and [op.get("fn") for op in r.spec["ops"][1:4]] == ["decode_image", "center_crop",
-                                                                                  "normalize"]
+    got = [op.get("fn") for op in r.spec["ops"][1:4]]
+    assert got[:2] == ["decode_image", "center_crop"] and (got[2] in r.python_steps if fns == [None] else
+                                                           got[2:] == fns)
+    n = 0
     for (x, y), b in zip(loader, r.pipeline()):
+        assert b["image"].dtype == x.numpy().dtype
         np.testing.assert_allclose(x.numpy(), b["image"], atol=1e-5)
         np.testing.assert_array_equal(y.numpy(), b["label"])
+        n += 1
+    assert n == 3
 
 
 def test_cli_traces_a_script(tmp_path):
