@@ -3,6 +3,7 @@
 # traced loop yields what the loader yields, errors and Ctrl-C leave nothing running, a Compose's lambda and custom
 # class stay Python steps of the translated spec, which runs; tuned(), to_dict(), save_html() and the CLI.
 import glob
+import json
 import multiprocessing
 import os
 import signal
@@ -17,6 +18,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("torchvision")  # the planted loaders' Compose
 
+import sluice  # noqa: E402
 import sluice.torch as st  # noqa: E402
 from sluice.torch_diag import MAX_WORKERS_PER_CORE  # noqa: E402
 from conftest import ROOT  # noqa: E402
@@ -56,6 +58,18 @@ def test_slow_step_is_named(nothing_left):
     assert "Slow" in str(r) and "of worker CPU" in str(r)
     steps = r.to_dict()["measured"]["steps"]
     assert {"Cheap [0]", "Slow", "Cheap [2]", "collate", "__getitem__ (read, decode, rest)"} <= set(steps)
+
+
+def test_the_trace_is_one_sluice_analyze_reads(cli, tmp_path, nothing_left):
+    # report.trace is a sluice trace (docs/trace-format.md): the CLI's analyzer reads it and names the same op.
+    r = st.diagnose(planted("slow_step"), seconds=SECONDS, cores=2)
+    path = tmp_path / "loader.trace.json"
+    path.write_text(json.dumps(r.trace))
+    out = subprocess.run([cli, "analyze", str(path), "--cores", "2"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "Bottleneck: ops[1] (map workers: dataset[i], transforms, collate, send)" in out.stdout
+    with pytest.raises(sluice.Error, match="not a sluice trace"):
+        sluice._sluice.analyze_trace("{}")
 
 
 def test_too_few_workers(nothing_left):
