@@ -12,7 +12,7 @@ For the imagenet loader also: num_workers=0 against tuned() of it (the speed-up)
 rate beside the loader's (the spec's own plan: Pipeline.optimize, then measured).
 
 usage: torch_diagnose.py --files 'DIR/*.tfrecord' [--seconds S] [--diag-seconds D] [--rounds R] [--max-workers N]
-                         [--only slow_step,few_workers,transfer,imagenet]
+                         [--only slow_step,few_workers,transfer,imagenet] [--batch B]
 Needs `import sluice` (bench/run installs the package into a venv beside the build). Prints one JSON object.
 """
 import argparse, glob, json, os, statistics, sys, tempfile, time
@@ -72,7 +72,7 @@ def image_folder(files, root):
     return n
 
 
-def builders(files, workdir):
+def builders(files, workdir, batch):
     def imagenet(**kw):
         import torchvision
         from torch_imagenet import pil_transform
@@ -81,7 +81,7 @@ def builders(files, workdir):
             image_folder(files, root)
         ds = torchvision.datasets.ImageFolder(root, transform=pil_transform())
         kw.setdefault("num_workers", 2)
-        return DataLoader(ds, batch_size=64, shuffle=True, drop_last=True, **kw)
+        return DataLoader(ds, batch_size=batch, shuffle=True, drop_last=True, **kw)
 
     def planted_kind(kind):
         return lambda **kw: planted(kind, scale=10, **({"workers": kw.pop("num_workers")} if "num_workers" in kw
@@ -162,13 +162,14 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--max-workers", type=int, default=0, help="grid's largest num_workers (0: cores + 1)")
     ap.add_argument("--only", default=",".join(PLANTED))
+    ap.add_argument("--batch", type=int, default=64, help="the imagenet loader's batch size")
     a = ap.parse_args()
     cores = len(os.sched_getaffinity(0))
     a.max_workers = a.max_workers or cores + 1
     out = {"torch": torch.__version__, "cores": cores, "seconds": a.seconds, "diag_seconds": a.diag_seconds,
-           "rounds": a.rounds, "loaders": {}}
+           "rounds": a.rounds, "batch": a.batch, "loaders": {}}
     with tempfile.TemporaryDirectory(prefix="sluice-torchdiag-bench-") as workdir:
-        b = builders(a.files, workdir)
+        b = builders(a.files, workdir, a.batch)
         for name in a.only.split(","):
             print("torch_diagnose: %s" % name, file=sys.stderr, flush=True)
             out["loaders"][name] = bench_one(name, b[name], a, cores)
