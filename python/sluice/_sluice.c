@@ -1403,6 +1403,54 @@ static PyObject *redact(PyObject *m, PyObject *args) {
   return o;
 }
 
+/* analyze_trace: the analyzer (sluice analyze) on a trace given as JSON text (docs/trace-format.md), e.g. one that
+ * sluice.torch.diagnose made from a PyTorch DataLoader. Returns {"report": the analyzer's JSON, "spec": the planned
+ * spec, "html": the `sluice report` page or None}. Numbers <= 0 mean the default. */
+static PyObject *analyze_trace(PyObject *m, PyObject *args, PyObject *kw) {
+  static char *kwlist[] = {"trace", "cores", "consumer_cores", "memory", "only_autotune", "no_cache", "html",
+                           "source", NULL};
+  const char *text = NULL, *source = NULL;
+  Py_ssize_t len = 0;
+  double cores = 0, consumer = 0;
+  long long memory = 0;
+  int only_auto = 0, no_cache = 0, html = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "s#|ddLpppz", kwlist, &text, &len, &cores, &consumer, &memory,
+                                   &only_auto, &no_cache, &html, &source))
+    return NULL;
+  sl_report_trace_opts ro = SL_REPORT_TRACE_OPTS_INIT;
+  sl_plan_opts *po = &ro.plan;
+  po->version = SL_PLAN_OPTS_VERSION; /* sl_plan_solve checks it; the report leaves it 0 */
+  if (cores > 0) po->cores = cores;
+  if (consumer > 0) po->consumer_cores = consumer;
+  if (memory > 0) po->memory = memory;
+  po->knobs = only_auto ? SL_PLAN_KNOBS_AUTOTUNE : SL_PLAN_KNOBS_ALL;
+  po->no_cache = no_cache;
+  ro.source = source;
+  sl_trace *t = NULL;
+  sl_plan *pl = NULL;
+  char *report = NULL, *spec = NULL, *page = NULL, msg[2048] = "";
+  int rc;
+  Py_BEGIN_ALLOW_THREADS
+  rc = sl_trace_from_json(&t, text, (size_t)len, source ? source : "<trace>");
+  if (!rc) rc = sl_plan_solve(&pl, t, po);
+  if (!rc) rc = sl_plan_report(&report, pl, true);
+  if (!rc) rc = sl_plan_spec_json(&spec, pl);
+  if (!rc && html) rc = sl_report_trace_html(&page, t, &ro);
+  if (rc) snprintf(msg, sizeof msg, "%s", sl_error_last());
+  sl_plan_free(pl);
+  sl_trace_free(t);
+  Py_END_ALLOW_THREADS
+  PyObject *r = NULL;
+  if (rc)
+    raise_msg(Error, rc, msg);
+  else
+    r = Py_BuildValue("{s:s,s:s,s:z}", "report", report, "spec", spec, "html", page);
+  sl_free(report);
+  sl_free(spec);
+  sl_free(page);
+  return r;
+}
+
 static PyMethodDef module_methods[] = {
     {"version", version, METH_NOARGS, "The library's version (sl_version)."},
     {"redact", redact, METH_VARARGS, "The text with connection strings' passwords as *** (sl_redact)."},
@@ -1412,6 +1460,8 @@ static PyMethodDef module_methods[] = {
     {"prov_check", prov_check, METH_VARARGS, NULL},
     {"prov_record_run", (PyCFunction)(void (*)(void))prov_record_run, METH_VARARGS | METH_KEYWORDS, NULL},
     {"prov_should_train", (PyCFunction)(void (*)(void))prov_should_train, METH_VARARGS | METH_KEYWORDS, NULL},
+    {"analyze_trace", (PyCFunction)(void (*)(void))analyze_trace, METH_VARARGS | METH_KEYWORDS,
+     "The analyzer's report, planned spec and (html=True) HTML page of a trace given as JSON text."},
     {"_c_elements", c_elements, METH_VARARGS, "test-only: the elements as the C API yields them, copied"},
     {NULL}};
 

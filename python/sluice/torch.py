@@ -125,3 +125,14 @@ class Dataset(_IterableDataset):
             self._next_epoch = int(state_dict["epoch"]) + 1
         else:
             self.epoch = int(state_dict.get("epoch", self.epoch))
+
+
+# The bottleneck of an existing DataLoader and the settings that fix it (sluice/torch_diag.py, docs/python.md).
+from .torch_diag import DiagnoseError, Report, diagnose, tuned  # noqa: E402,F401
+
+if __name__ == "__main__":  # python -m sluice.torch diagnose SCRIPT.py
+    import sys as _sys
+
+    from .torch_diag import main as _main
+
+    _sys.exit(_main())

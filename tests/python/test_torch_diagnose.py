@@ -1,0 +1,340 @@
+# test_torch_diagnose.py: sluice.torch.diagnose on planted DataLoaders (issue 39): the named bottleneck is the
+# planted one (by construction, not by timing), map-style and iterable datasets with and without workers, the
+# traced loop yields what the loader yields, errors and Ctrl-C leave nothing running, a Compose's lambda and custom
+# class stay Python steps of the translated spec, which runs; tuned(), to_dict(), save_html() and the CLI.
+import glob
+import json
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("torchvision")  # the planted loaders' Compose
+
+import sluice  # noqa: E402
+import sluice.torch as st  # noqa: E402
+from sluice.torch_diag import MAX_WORKERS_PER_CORE  # noqa: E402
+from conftest import ROOT  # noqa: E402
+
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+from torch_planted import Cheap, Samples, Slow, planted  # noqa: E402
+
+SECONDS = 1.0
+
+
+def leftovers():
+    """Worker processes, threads and trace directories that diagnose could leave behind."""
+    return (multiprocessing.active_children(), sorted(t.name for t in threading.enumerate()),
+            glob.glob(os.path.join(tempfile.gettempdir(), "sluice-torch-*")))
+
+
+@pytest.fixture()
+def nothing_left(tmp_path_factory):
+    # diagnose's trace directories go to a temporary directory of this test's own (another process may diagnose)
+    was = tempfile.tempdir
+    tempfile.tempdir = str(tmp_path_factory.mktemp("tmp"))
+    before = leftovers()
+    try:
+        yield
+        children, threads, dirs = leftovers()
+        assert children == [] and threads == before[1] and dirs == before[2] == []
+    finally:
+        tempfile.tempdir = was
+
+
+def test_slow_step_is_named(nothing_left):
+    # Slow costs 15x each Cheap step; two workers on a two-core budget: the workers keep the cores busy, and the
+    # step to blame is Slow, with most of the worker CPU.
+    r = st.diagnose(planted("slow_step"), seconds=SECONDS, cores=2)
+    b = r.to_dict()["bottleneck"]
+    assert b["kind"] == "step" and b["step"] == "Slow" and b["step_share"] > 0.5
+    assert "Slow" in str(r) and "of worker CPU" in str(r)
+    steps = r.to_dict()["measured"]["steps"]
+    assert {"Cheap [0]", "Slow", "Cheap [2]", "collate", "__getitem__ (read, decode, rest)"} <= set(steps)
+
+
+def test_the_trace_is_one_sluice_analyze_reads(cli, tmp_path, nothing_left):
+    # report.trace is a sluice trace (docs/trace-format.md): the CLI's analyzer reads it and names the same op.
+    r = st.diagnose(planted("slow_step"), seconds=SECONDS, cores=2)
+    path = tmp_path / "loader.trace.json"
+    path.write_text(json.dumps(r.trace))
+    out = subprocess.run([cli, "analyze", str(path), "--cores", "2"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "Bottleneck: ops[1] (map workers: dataset[i], transforms, collate, send)" in out.stdout
+    with pytest.raises(sluice.Error, match="not a sluice trace"):
+        sluice._sluice.analyze_trace("{}")
+
+
+def test_too_few_workers(nothing_left):
+    # One worker process of CPU-heavy samples against a budget of 4 cores: more workers is the fix.
+    r = st.diagnose(planted("few_workers"), seconds=SECONDS, cores=4)
+    d = r.to_dict()
+    assert d["bottleneck"]["kind"] == "too few workers"
+    assert d["recommend"]["num_workers"]["value"] > 1 and d["recommend"]["num_workers"]["was"] == 1
+    assert d["recommend"]["num_workers"]["predicted"] > d["measured"]["batches_per_s"]
+    assert "too few workers" in str(r)
+
+
+def test_transfer_makes_the_main_process_the_bottleneck(nothing_left):
+    # Big numpy batches that cost the workers nothing to make are pickled by value: the main process unpickles them
+    # one at a time while the two workers pickle them in parallel.
+    r = st.diagnose(planted("transfer", mb=4), seconds=SECONDS, cores=4)
+    d = r.to_dict()
+    assert d["bottleneck"]["kind"] == "main process", d["bottleneck"]
+    assert "unpickling batches" in d["bottleneck"]["words"] and "shared memory" in d["bottleneck"]["words"]
+    assert d["measured"]["main_unpickling"] > 0
+    assert d["recommend"]["num_workers"]["value"] <= 2  # more workers cannot help
+
+
+class Sleepy(torch.utils.data.Dataset):
+    """Samples that wait (a sleep stands for a slow read) and cost almost no CPU."""
+
+    def __len__(self):
+        return 4000
+
+    def __getitem__(self, i):
+        time.sleep(0.002)
+        return torch.zeros(2)
+
+
+def test_blocked_workers_want_more_workers(nothing_left):
+    r = st.diagnose(torch.utils.data.DataLoader(Sleepy(), batch_size=8, num_workers=2), seconds=SECONDS, cores=2)
+    d = r.to_dict()
+    assert d["bottleneck"]["kind"] == "blocked" and "blocked" in d["bottleneck"]["words"]
+    assert d["measured"]["worker_blocked_per_batch"] > d["measured"]["worker_cpu_per_batch"]
+    assert 2 < d["recommend"]["num_workers"]["value"] <= MAX_WORKERS_PER_CORE * 2
+
+
+def test_no_workers_is_diagnosed_and_tuned(nothing_left):
+    loader = planted("few_workers", workers=0)
+    r = st.diagnose(loader, seconds=SECONDS, cores=2)
+    d = r.to_dict()
+    assert d["bottleneck"]["kind"] == "num_workers=0"
+    assert d["recommend"]["num_workers"]["value"] >= 1
+    t = st.tuned(loader, r)
+    assert t.num_workers == d["recommend"]["num_workers"]["value"] and t.persistent_workers
+    assert t.dataset is loader.dataset and t.batch_sampler is loader.batch_sampler
+    assert t.collate_fn is loader.collate_fn
+    assert loader.num_workers == 0  # the user's loader is left as it was
+
+
+class Stream(torch.utils.data.IterableDataset):
+    """An iterable dataset with a list of transform callables; each worker reads its own share."""
+
+    def __init__(self, n):
+        self.n = n
+        self.transform = [Cheap(50), Slow(800)]
+
+    def __iter__(self):
+        info = torch.utils.data.get_worker_info()
+        k, of = (info.id, info.num_workers) if info else (0, 1)
+        for i in range(k, self.n, of):
+            x = torch.full((2,), float(i))
+            for t in self.transform:
+                x = t(x)
+            yield x
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_iterable_dataset(nothing_left, workers):
+    loader = torch.utils.data.DataLoader(Stream(400), batch_size=4, num_workers=workers)
+    r = st.diagnose(loader, seconds=SECONDS, cores=2)
+    d = r.to_dict()
+    assert {"Cheap", "Slow"} <= set(d["measured"]["steps"])
+    assert d["bottleneck"]["step"] == "Slow"
+    assert d["spec"] is None and d["notes"]  # an iterable dataset does not translate
+    assert set(d) >= {"bottleneck", "bound", "measured", "recommend"} and d["bound"] > 0
+
+
+def test_steps_inside_a_subset_are_timed(nothing_left):
+    # random_split gives Subsets: the transform sits on the inner dataset; the user's dataset keeps its own steps.
+    inner = Samples(400, transform=Slow(500))
+    part, _ = torch.utils.data.random_split(inner, [300, 100], generator=torch.Generator().manual_seed(0))
+    r = st.diagnose(torch.utils.data.DataLoader(part, batch_size=4), seconds=0.3, cores=2)
+    assert "Slow" in r.to_dict()["measured"]["steps"] and r.to_dict()["bottleneck"]["step"] == "Slow"
+    assert type(inner.transform) is Slow
+
+
+def test_vision_dataset_through_its_transforms_pair(nothing_left):
+    # A torchvision VisionDataset whose __getitem__ calls self.transforms (the transform and target_transform
+    # pair): both steps are timed, once each, and the pair is no step of its own.
+    from torchvision.datasets import VisionDataset
+
+    class Pairs(VisionDataset):
+        def __len__(self):
+            return 400
+
+        def __getitem__(self, i):
+            return self.transforms(torch.zeros(2), i)
+
+    ds = Pairs("", transform=Slow(300), target_transform=Cheap(20))
+    r = st.diagnose(torch.utils.data.DataLoader(ds, batch_size=4), seconds=0.3, cores=2)
+    steps = r.to_dict()["measured"]["steps"]
+    assert {"Slow", "target_transform: Cheap"} <= set(steps) and not any("StandardTransform" in n for n in steps)
+    assert type(ds.transforms.transform) is Slow  # the user's dataset is left as it is
+
+
+@pytest.mark.parametrize("persistent", [False, True])
+def test_traced_loop_yields_what_the_loader_yields(nothing_left, persistent):
+    loader = torch.utils.data.DataLoader(Samples(40, transform=Cheap(10)), batch_size=5, num_workers=2,
+                                         persistent_workers=persistent)
+    plain = [b for b in loader]
+    traced = []
+    with st.diagnose(loader, None) as r:
+        for _ in range(2):
+            traced.extend(b for b in loader)
+    assert type(loader) is torch.utils.data.DataLoader  # put back
+    assert len(traced) == 2 * len(plain)
+    for a, b in zip(plain + plain, traced):
+        assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
+    assert r.to_dict()["measured"]["training_step"] is not None
+    del plain, traced, loader  # the loader's own persistent workers (of the plain run) go with it
+
+
+class Raises(torch.utils.data.Dataset):
+    def __len__(self):
+        return 100
+
+    def __getitem__(self, i):
+        if i == 37:
+            raise ValueError("planted failure at sample 37")
+        return torch.zeros(2)
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_dataset_that_raises(nothing_left, workers):
+    loader = torch.utils.data.DataLoader(Raises(), batch_size=4, num_workers=workers)
+    with pytest.raises(ValueError, match="planted failure at sample 37"):
+        st.diagnose(loader, seconds=30)
+
+
+@pytest.mark.parametrize("mode", ["call", "with"])
+def test_ctrl_c_leaves_nothing_running(nothing_left, mode):
+    loader = planted("slow_step")
+    timer = threading.Timer(0.8, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            if mode == "call":
+                st.diagnose(loader, seconds=30)
+            else:
+                with st.diagnose(loader, None):
+                    while True:
+                        for _ in loader:
+                            pass
+    finally:
+        timer.cancel()
+        timer.join()
+    assert type(loader) is torch.utils.data.DataLoader
+
+
+class Brighten:
+    """A custom step with no sluice equivalent."""
+
+    def __call__(self, x):
+        return x * 1.0
+
+
+@pytest.fixture()
+def folder(tmp_path):
+    """An image folder of 2 classes x 6 JPEGs of 50x40."""
+    np = pytest.importorskip("numpy")
+    Image = pytest.importorskip("PIL.Image")
+    rng = np.random.default_rng(1)
+    for c in ("a", "b"):
+        os.makedirs(tmp_path / c)
+        for i in range(6):
+            Image.fromarray(rng.integers(0, 255, (40, 50, 3), dtype=np.uint8)).save(tmp_path / c / f"{i}.jpg")
+    return tmp_path
+
+
+def test_compose_translates_with_python_steps(folder, tmp_path, nothing_left):
+    tv = pytest.importorskip("torchvision")
+    T = tv.transforms
+    tf = T.Compose([T.Resize(20), T.RandomResizedCrop(16), T.RandomHorizontalFlip(), T.ToTensor(),
+                    T.Normalize([0.5, 0.5, 0.5], [0.25, 0.25, 0.25]), Brighten(), lambda x: x + 0])
+    loader = torch.utils.data.DataLoader(tv.datasets.ImageFolder(str(folder), transform=tf), batch_size=4,
+                                         shuffle=True, num_workers=1)
+    r = st.diagnose(loader, seconds=0.5)
+    spec = r.spec
+    fns = [op.get("fn") for op in spec["ops"]]
+    assert spec["ops"][0]["op"] == "image_folder" and fns[1:6] == ["decode_image", "resize", "random_resized_crop",
+                                                                   "random_flip", "normalize"]
+    assert spec["ops"][2]["args"] == {"shorter_side": 20, "method": "bilinear"}
+    norm = spec["ops"][5]["args"]
+    assert norm["layout"] == "CHW" and norm["mean"] == [0.5] * 3 and abs(norm["scale"] - 1 / 255) < 1e-12
+    assert len(r.python_steps) == 2 and fns[6:8] == r.python_steps  # Brighten and the lambda stay Python
+    # The cache what-if holds the samples after the deterministic prefix (decode, Resize): 20x25 RGB each.
+    cache = r.to_dict()["whatif"]["cache"]
+    assert cache["after"] == "Resize" and cache["bytes"] == 12 * 20 * 25 * 3 and cache["fits"]
+    assert "Brighten" in r.python_steps[0] and "lambda" in r.python_steps[1]
+    assert "sluice_spec" not in r.to_dict()  # Python steps: not planned unless asked
+    sp = r.compare_spec(seconds=0.5)
+    assert sp["predicted"] > 0 and sp["unit"] == "batches/s" and "the same pipeline in sluice: predicted" in str(r)
+    batches = list(r.pipeline())
+    assert len(batches) == 3 and batches[0]["image"].shape == (4, 3, 16, 16) and batches[0]["image"].dtype == "float32"
+    page = r.save_html(tmp_path / "r.html")
+    text = open(page).read()
+    assert "DataLoader diagnosis" in text and "<svg" in text
+
+
+@pytest.mark.parametrize("chain", ["to_tensor", "pil_to_tensor_float", "pil_to_tensor"])
+def test_translated_spec_yields_what_the_loader_yields(folder, nothing_left, chain):
+    # Deterministic steps only: the spec's batches are the loader's (same files, order, pixels, dtype, labels).
+    np = pytest.importorskip("numpy")
+    tv = pytest.importorskip("torchvision")
+    T = tv.transforms
+    steps, fns = {
+        "to_tensor": ([T.ToTensor(), T.Normalize([0.5, 0.4, 0.3], [0.2, 0.25, 0.3])], ["normalize"]),
+        "pil_to_tensor_float": ([T.PILToTensor(), T.ConvertImageDtype(torch.float32)], ["normalize"]),
+        "pil_to_tensor": ([T.PILToTensor()], [None]),  # uint8 CHW: a Python step
+    }[chain]
+    loader = torch.utils.data.DataLoader(tv.datasets.ImageFolder(str(folder), transform=T.Compose(
+        [T.CenterCrop(16)] + steps)), batch_size=4)
+    r = st.diagnose(loader, seconds=0.3, spec_seconds=0)
+    got = [op.get("fn") for op in r.spec["ops"][1:4]]
+    assert got[:2] == ["decode_image", "center_crop"] and (got[2] in r.python_steps if fns == [None] else
+                                                           got[2:] == fns)
+    n = 0
+    for (x, y), b in zip(loader, r.pipeline()):
+        assert b["image"].dtype == x.numpy().dtype
+        np.testing.assert_allclose(x.numpy(), b["image"], atol=1e-5)
+        np.testing.assert_array_equal(y.numpy(), b["label"])
+        n += 1
+    assert n == 3
+
+
+def test_cli_traces_a_script(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(
+        "import sys, torch\n"
+        f"sys.path.insert(0, {os.path.join(ROOT, 'bench')!r})\n"
+        "from torch_planted import planted\n"
+        "loader = planted('slow_step', workers=1)\n"
+        "for epoch in range(1000):\n"
+        "    for batch in loader:\n"
+        "        pass\n"
+        "print('the script ran to its end')\n")
+    out = subprocess.run([sys.executable, "-m", "sluice.torch", "diagnose", "--seconds", "1", "--json",
+                          str(tmp_path / "d.json"), str(script)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "bottleneck:" in out.stdout and "the script ran to its end" not in out.stdout
+    assert os.path.exists(tmp_path / "d.json")
+    bad = subprocess.run([sys.executable, "-m", "sluice.torch", "diagnose"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "usage" in bad.stderr
+
+
+def test_a_loader_made_from_a_batch_sampler(nothing_left):
+    # tuned() of a tuned loader: built with batch_sampler=, its batch_size is None; the copy must still batch.
+    loader = planted("few_workers", workers=0)
+    again = st.tuned(st.tuned(loader, st.diagnose(loader, seconds=0.3)), seconds=0.3)
+    assert again.batch_size is None and again.batch_sampler is loader.batch_sampler
+    x, i = next(iter(again))
+    assert x.shape == (8, 4) and i.shape == (8,)
