@@ -478,9 +478,18 @@ class _Tracer:
         its = [self.it] + [getattr(self.traced, "_iterator", None)]
         self.it = None
         try:
+            queues = []
             for i, it in enumerate(its):
                 if it is not None and hasattr(it, "_shutdown_workers") and it not in its[:i]:
+                    queues += list(getattr(it, "_index_queues", None) or [])
+                    queues += [getattr(it, "_worker_result_queue", None)]
                     it._shutdown_workers()
+            # The queues' feeder threads: the shutdown closes the queues without joining them (they end on their own,
+            # later on a busy machine); joined here, so that nothing of the diagnosis runs after it returns.
+            for q in queues:
+                t = getattr(q, "_thread", None)
+                if t is not None and t.is_alive():
+                    t.join(timeout=10)
         finally:
             if hasattr(self.traced, "_iterator"):
                 self.traced._iterator = None
