@@ -46,27 +46,7 @@ static int jpeg_orientation(const uint8_t *d, size_t len) {
     if (m == 0xDA || seg < 2 || p + 2 + seg > len) break; /* the scan, or a bad length */
     const uint8_t *x = d + p + 4;
     size_t n = seg - 2;
-    if (m == 0xE1 && n >= 14 && !memcmp(x, "Exif\0\0", 6)) {
-      const uint8_t *t = x + 6;
-      size_t tn = n - 6;
-      bool le = t[0] == 'I' && t[1] == 'I';
-      if (!le && !(t[0] == 'M' && t[1] == 'M')) return 1;
-#define RD16(q) (le ? (unsigned)(q)[0] | (unsigned)(q)[1] << 8 : (unsigned)(q)[0] << 8 | (unsigned)(q)[1])
-#define RD32(q) (le ? (uint32_t)RD16(q) | (uint32_t)RD16((q) + 2) << 16 : (uint32_t)RD16(q) << 16 | RD16((q) + 2))
-      uint32_t ifd = RD32(t + 4);
-      if (ifd > tn || tn - ifd < 2) return 1;
-      unsigned cnt = RD16(t + ifd);
-      for (unsigned i = 0; i < cnt && ifd + 2 + (size_t)(i + 1) * 12 <= tn; i++) {
-        const uint8_t *e = t + ifd + 2 + (size_t)i * 12;
-        if (RD16(e) == 0x0112) {
-          unsigned v = RD16(e + 8);
-          return v >= 1 && v <= 8 ? (int)v : 1;
-        }
-      }
-#undef RD32
-#undef RD16
-      return 1;
-    }
+    if (m == 0xE1 && n >= 14 && !memcmp(x, "Exif\0\0", 6)) return sl__exif_tiff_orientation(x + 6, n - 6);
     p += 2 + seg;
   }
   return 1;
@@ -148,8 +128,11 @@ static int dimg_call(void *st, sl_elem *e, sl_fn_call *call) {
     int o = rc || !s->orient ? 1 : jpeg_orientation(d, c->size);
     if (o != 1 && (rc = orient_image(&buf, &shape[0], &shape[1], shape[2], o))) sl_buf_unref(buf);
     break;
-  default:
+  default: {
     rc = sl__image_decode_other(d, c->size, s->o.channels, s->o.max_pixels, &buf, &shape[0], &shape[1], &shape[2]);
+    int po = rc || !s->orient ? 1 : sl__image_exif_orientation(d, c->size);
+    if (po != 1 && (rc = orient_image(&buf, &shape[0], &shape[1], shape[2], po))) sl_buf_unref(buf);
+  }
   }
   if (rc)
     return sl__err_wrap(rc, "%s: element %llu%s ('%s', %zu bytes)", call->op_path, (unsigned long long)call->index,
@@ -290,7 +273,8 @@ static const sl__arg DIMG_ARGS[] = {
     {"strict", SL__ARG_BOOL, "true", 0, 0, 0, NULL, "JPEG: fail on corrupt data (false: decode what can be decoded)"},
     {"max_pixels", SL__ARG_INT, "100000000", SL__ARGF_LO, 1, 0, NULL, "refuse images larger than this"},
     {"orient", SL__ARG_BOOL, "false", 0, 0, 0, NULL,
-     "JPEG: turn the image as its EXIF orientation says (as PIL's exif_transpose; false: as stored)"},
+     "turn the image as its EXIF orientation says (a JPEG's APP1, a PNG's eXIf, a WebP's EXIF chunk; as PIL's "
+     "exif_transpose; false: as stored)"},
     {NULL}};
 static const sl__fn_io DIMG_READS[] = {{"component", NULL, NULL, SL_BYTES, 0, SL__IO_CONSUMED}, {NULL}};
 static const sl__fn_io DIMG_WRITES[] = {{"output", NULL, NULL, SL_UINT8, 3, 0}, {NULL}};

@@ -6,6 +6,7 @@
 
 #include <spng.h>
 #include <webp/decode.h>
+#include <webp/demux.h>
 
 #include "fns/image_int.h"
 
@@ -159,3 +160,57 @@ static int unknown_format(const uint8_t *d, size_t n) {
                  b[2], b[3]);
 }
 
+
+int sl__exif_tiff_orientation(const uint8_t *t, size_t tn) {
+  if (tn >= 6 && !memcmp(t, "Exif\0\0", 6)) { /* WebP writers differ on this prefix */
+    t += 6;
+    tn -= 6;
+  }
+  if (tn < 8) return 1;
+  bool le = t[0] == 'I' && t[1] == 'I';
+  if (!le && !(t[0] == 'M' && t[1] == 'M')) return 1;
+#define RD16(q) (le ? (unsigned)(q)[0] | (unsigned)(q)[1] << 8 : (unsigned)(q)[0] << 8 | (unsigned)(q)[1])
+#define RD32(q) (le ? (uint32_t)RD16(q) | (uint32_t)RD16((q) + 2) << 16 : (uint32_t)RD16(q) << 16 | RD16((q) + 2))
+  uint32_t ifd = RD32(t + 4);
+  if (ifd > tn || tn - ifd < 2) return 1;
+  unsigned cnt = RD16(t + ifd);
+  for (unsigned i = 0; i < cnt && ifd + 2 + (size_t)(i + 1) * 12 <= tn; i++) {
+    const uint8_t *e = t + ifd + 2 + (size_t)i * 12;
+    if (RD16(e) == 0x0112) {
+      unsigned v = RD16(e + 8);
+      return v >= 1 && v <= 8 ? (int)v : 1;
+    }
+  }
+#undef RD32
+#undef RD16
+  return 1;
+}
+
+int sl__image_exif_orientation(const uint8_t *d, size_t n) {
+  int o = 1;
+  switch (sl__image_sniff(d, n)) {
+  case SL__IMG_PNG: { /* the eXIf chunk, through libspng */
+    spng_ctx *ctx = spng_ctx_new(0);
+    struct spng_exif ex;
+    if (ctx && !spng_set_png_buffer(ctx, d, n) && !spng_set_chunk_limits(ctx, 16u << 20, 16u << 20) &&
+        !spng_get_exif(ctx, &ex))
+      o = sl__exif_tiff_orientation((const uint8_t *)ex.data, ex.length);
+    spng_ctx_free(ctx);
+    break;
+  }
+  case SL__IMG_WEBP: { /* the EXIF chunk, through libwebp's demuxer */
+    WebPData wd = {d, n};
+    WebPDemuxer *dm = WebPDemux(&wd);
+    WebPChunkIterator it;
+    if (dm && WebPDemuxGetChunk(dm, "EXIF", 1, &it)) {
+      o = sl__exif_tiff_orientation(it.chunk.bytes, it.chunk.size);
+      WebPDemuxReleaseChunkIterator(&it);
+    }
+    WebPDemuxDelete(dm);
+    break;
+  }
+  default:
+    break;
+  }
+  return o;
+}

@@ -151,6 +151,11 @@ int sl__jpeg_decode(const uint8_t *data, size_t len, const sl__jpeg_opts *o, con
 /* The format of encoded image bytes (image_decode.c). */
 enum { SL__IMG_JPEG, SL__IMG_PNG, SL__IMG_WEBP, SL__IMG_UNKNOWN };
 int sl__image_sniff(const uint8_t *d, size_t n);
+/* The EXIF orientation (1..8) in TIFF-structured EXIF data (an optional "Exif\0\0" first), or 1 when there is none or
+ * it cannot be read; reads only within tn. */
+int sl__exif_tiff_orientation(const uint8_t *t, size_t tn);
+/* The same from a PNG's eXIf chunk or a WebP's EXIF chunk (1 for other formats, or none). */
+int sl__image_exif_orientation(const uint8_t *d, size_t n);
 /* A uint8 image buffer of h x w x c, its size checked (image_decode.c). */
 int sl__image_buf(sl_buf **out, int64_t h, int64_t w, int c);
 int sl__image_decode_other(const uint8_t *data, size_t len, int channels, int64_t max_pixels, sl_buf **out, int64_t *h,
