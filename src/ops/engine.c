@@ -1,7 +1,10 @@
 /* ops/engine.c: the iterator protocol: next (counting and sampling around every call), pulls from an input,
  * creation and freeing (each live iterator linked to its op so counts can be read while it runs), the single-
- * element iterator that starts a nested chain, errors that name the op, and interned names. Counters are in
- * engine_stats.c, knob readers in engine_knobs.c, thread hand-off helpers in engine_handoff.c. */
+ * element iterator that starts a nested chain, errors that name the op, and interned names; and the engine's side of a
+ * saved state (docs/state.md): reading an iterator's record as it opens, the pushback of elements made again, making
+ * an element again from its ref, writing an iterator's record with its chain held still. Counters are in
+ * engine_stats.c, knob readers in engine_knobs.c, thread hand-off helpers in engine_handoff.c, a state's bytes in
+ * state_io.c, the state document in pipeline_state.c. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -280,3 +283,186 @@ const char *sl__op_intern(sl__op *op, const char *name, size_t len) {
   pthread_mutex_unlock(&g_intern_mu);
   return n->name;
 }
+
+/* ---- saved state: the engine's side (docs/state.md) ---- */
+/* ---- pushback: elements made again, handed out before the input's ---- */
+typedef struct {
+  sl__it it;
+  sl__op *by; /* the op whose output the refs are (the inner iterator's op) */
+  sl_eref *refs;
+  size_t n, next;
+} pb_it;
+
+static int pb_next(sl__it *it, sl_elem *out) {
+  pb_it *b = (pb_it *)it;
+  if (b->next < b->n) {
+    int rc = sl__remake(b->by, it->run, &b->refs[b->next], out);
+    if (rc) return rc;
+    sl_buf_unref(b->refs[b->next].members);
+    b->refs[b->next].members = NULL;
+    b->next++;
+    return 0;
+  }
+  return it->input ? it->input->vt->next(it->input, out) : SL_END; /* counted once, as this iterator's */
+}
+static void pb_free(sl__it *it) {
+  pb_it *b = (pb_it *)it;
+  for (size_t i = b->next; i < b->n; i++) sl_buf_unref(b->refs[i].members);
+  sl__free(b->refs);
+  sl__free(b);
+}
+static const sl__it_vt PB_IT = {pb_next, pb_free};
+const sl__it_vt *sl__pushback_vt(void) { return &PB_IT; }
+
+int sl__pushback(sl__it **in, sl__run *run, sl__op *by, const sl_eref *refs, size_t n) {
+  if (!n && *in) return 0;
+  sl__it *inner = *in;
+  sl__it *w;
+  int rc = sl__it_new_ex(&w, sizeof(pb_it), &PB_IT, inner ? inner->op : by, run, NULL, false);
+  if (rc) return rc;
+  pb_it *b = (pb_it *)w;
+  b->refs = sl__mallocarray(n, sizeof *b->refs);
+  if (!b->refs) {
+    sl__it_free(w);
+    return sl__oom("elements to make again");
+  }
+  for (size_t i = 0; i < n; i++) {
+    b->refs[i] = refs[i];
+    sl_buf_ref(b->refs[i].members);
+  }
+  b->n = n;
+  b->by = by ? by : inner->op;
+  w->epoch = inner ? inner->epoch : 0;
+  w->input = inner;
+  *in = w;
+  return 0;
+}
+
+/* ---- making an element again ---- */
+int sl__remake_input(sl__op *op, sl__run *run, uint16_t up_op, uint64_t up, sl_elem *out) {
+  sl_eref r = {.op = up_op, .pos = up};
+  if (op->input) return sl__remake(op->input, run, &r, out);
+  sl__op *il = op->owner;
+  if (!il || !il->input) return sl__op_err(op, SL_EINVAL, "cannot make its input element again");
+  return sl__remake(il->input, run, &r, out);
+}
+
+static int remake_op(sl__op *op, sl__run *run, const sl_eref *r, sl_elem *out) {
+  for (;;) {
+    const sl__op_state *st = op->vt->state;
+    if (!r->op)
+      return sl__op_err(op, SL_EINVAL, "an element to make again has no ref (an op before it does not keep "
+                                             "refs: docs/state.md lists the ops a saved state covers)");
+    if (!st) return sl__op_err(op, SL_EINVAL, "'%s' cannot make an element again", op->vt->kind);
+    if (r->op == op->index + 1 || !(st->flags & SL__STF_PASS)) {
+      if (!st->remake) return sl__op_err(op, SL_EINVAL, "'%s' cannot make an element again", op->vt->kind);
+      return st->remake(op, run, r, out);
+    }
+    if (!op->input) return sl__op_err(op, SL_ECORRUPT, "an element's ref names no op before this one");
+    op = op->input;
+  }
+}
+
+int sl__remake(sl__op *op, sl__run *run, const sl_eref *r, sl_elem *out) {
+  sl__sr *saved = sl__t_restore; /* iterators opened to make an element again read no state, count no epoch */
+  sl__t_restore = NULL;
+  sl__t_remaking++;
+  int rc = remake_op(op, run, r, out);
+  sl__t_remaking--;
+  sl__t_restore = saved;
+  return rc;
+}
+
+/* ---- records ---- */
+int sl__state_save_it(sl__it *it, sl__sw *w) {
+  /* Pushbacks around the iterator (a restored one may have several): theirs come first, outermost first. */
+  enum { MAX_PB = 8 };
+  const pb_it *pbs[MAX_PB];
+  int npb = 0;
+  while (it->vt == &PB_IT) {
+    if (npb == MAX_PB) return sl__err(SL_EINVAL, "a run restored more than %d times over without handing out what "
+                                                  "it made again: save its state later", MAX_PB);
+    pbs[npb++] = (const pb_it *)it;
+    it = it->input;
+  }
+  sl__op *op = it->op;
+  bool single = op->pl == NULL; /* the start of a nested chain */
+  sl__sw_u64(w, single ? 0 : (uint64_t)op->index + 1);
+  sl__sw_u64(w, it->epoch);
+  if (!single) sl__sw_u64(w, it->input != NULL);
+  int rc = 0;
+  if (single) {
+    rc = sl__single_save(it, w);
+  } else {
+    const sl__op_state *st = op->vt->state;
+    if (!st)
+      return sl__op_err(op, SL_EINVAL, "'%s' cannot save its position yet (docs/state.md lists the ops that "
+                                             "can)", op->vt->kind);
+    if (op->stamp == -2)
+      return sl__op_err(op, SL_EINVAL, "more than %d random maps: a run of it cannot save its position",
+                        SL_REF_STAMPS);
+    if (it->input && (rc = st->save_input ? st->save_input(it, w) : sl__state_save_it(it->input, w))) return rc;
+    if (st->save && (rc = st->save(it, w))) return rc;
+  }
+  /* Its pushback: a wrapper's elements not handed out yet, then those the op took for its consumer. */
+  sl__sw own = {0};
+  size_t left = 0;
+  for (int k = 0; k < npb; k++) left += pbs[k]->n - pbs[k]->next;
+  int pend = !single && op->vt->state->pending ? op->vt->state->pending(it, &own) : 0;
+  sl__sw_u64(w, left + (size_t)pend);
+  for (int k = 0; k < npb; k++)
+    for (size_t i = pbs[k]->next; i < pbs[k]->n; i++) sl__sw_ref(w, &pbs[k]->refs[i]);
+  sl__sw_bytes(w, own.p, own.n);
+  if (own.err && !w->err) w->err = own.err;
+  sl__free(own.p);
+  return w->err ? w->err : rc;
+}
+
+void sl__state_hold(sl__it *it, bool on) {
+  if (!it) return;
+  if (it->vt == &PB_IT) {
+    sl__state_hold(it->input, on);
+    return;
+  }
+  const sl__op_state *st = it->op->pl ? it->op->vt->state : NULL;
+  if (on && st && st->hold) st->hold(it, true);
+  if (!st || !st->save_input) sl__state_hold(it->input, on); /* else its hold did */
+  if (!on && st && st->hold) st->hold(it, false);
+}
+
+int sl__sr_pushback(sl__sr *r, sl__it **in, sl__run *run, sl__op *by, const char *what) {
+  uint64_t n;
+  int rc = sl__sr_u64(r, &n, what);
+  if (rc || !n) return rc;
+  if (n > r->n - r->at)
+    return sl__err(SL_ECORRUPT, "the saved state is damaged at byte %zu (%llu refs of %s)", r->at,
+                   (unsigned long long)n, what);
+  sl_eref *refs = sl__calloc((size_t)n, sizeof *refs);
+  if (!refs) return sl__oom(what);
+  for (uint64_t i = 0; i < n && !rc; i++) rc = sl__sr_ref(r, &refs[i]);
+  if (!rc) rc = sl__pushback(in, run, by, refs, (size_t)n);
+  for (uint64_t i = 0; i < n; i++) sl_buf_unref(refs[i].members);
+  sl__free(refs);
+  return rc;
+}
+
+static int read_pushback(sl__it **it) {
+  return sl__sr_pushback(sl__t_restore, it, (*it)->run, NULL, "the elements to make again");
+}
+
+int sl__state_load(sl__it *it) {
+  if (!sl__restoring(it->run)) return 0;
+  const sl__op_state *st = it->op->pl ? it->op->vt->state : NULL;
+  if (!st) return sl__op_err(it->op, SL_EINVAL, "'%s' cannot restore a position yet", it->op->vt->kind);
+  return st->load ? st->load(it, sl__t_restore) : 0;
+}
+
+int sl__state_after_open(sl__it **it) {
+  if (!sl__restoring((*it)->run)) return 0;
+  int rc = 0;
+  const sl__op_state *st = (*it)->op->pl ? (*it)->op->vt->state : NULL;
+  if (st && !(st->flags & SL__STF_LOADS_ITSELF)) rc = sl__state_load(*it);
+  else if (!st && (*it)->op->pl) rc = sl__state_load(*it);
+  return rc ? rc : read_pushback(it);
+}
+

@@ -168,10 +168,7 @@ enum {
   SL__STF_LOADS_ITSELF = 1u << 1 /* its open calls sl__state_load before starting threads */
 };
 /* True on the thread that restores a run while it opens iterators. */
-static inline bool sl__restoring(const sl__run *run) {
-  (void)run;
-  return sl__t_restore != NULL;
-}
+bool sl__restoring(const sl__run *run);
 /* Reads the op's own part when restoring (0 otherwise); ops with SL__STF_LOADS_ITSELF call it from open. */
 int sl__state_load(sl__it *it);
 /* Makes again the element `r` as op `op` handed it out. */
@@ -194,9 +191,12 @@ int sl__state_after_open(sl__it **it);
 int sl__single_save(sl__it *it, sl__sw *w);
 const sl__it_vt *sl__pushback_vt(void);
 /* The state document around the root's record (sl_iter_state), and its checks before the records are read. */
-int sl__state_encode(sl_pipeline *p, sl__it *root, uint64_t delivered, void **buf, size_t *len);
-int sl__state_decode(sl_pipeline *p, const void *buf, size_t len, sl__sr *r, uint64_t *delivered);
-void sl__state_set_opens(sl_pipeline *p, const void *buf);
+/* pipeline.c's run, for pipeline_state.c: a run opened from a state's records (rd NULL: afresh), its root, its
+ * pipeline, its failure code. */
+int sl__iter_open(sl_iter **out, sl_pipeline *p, sl__sr *rd, uint64_t delivered);
+sl__it *sl__iter_root(sl_iter *it);
+sl_pipeline *sl__iter_pipeline(sl_iter *it);
+int sl__iter_sticky(const sl_iter *it);
 
 /* The ref an op stamps on an element it makes from its input element `in`: position `pos` (and `aux`) within it. */
 static inline void sl__ref_set(sl_elem *e, const sl__op *op, const sl_eref *in, uint64_t pos, uint64_t aux) {

@@ -157,6 +157,7 @@ static int parse_chain(sl_pipeline *p, json_t *arr, const char *path, bool neste
       if (rc) return rc;
       op->source = slast;
       slast->parent = op->index;
+      for (sl__op *u = slast; u; u = u->input) u->owner = op; /* a state's refs are made again through it */
     }
     int below = prev ? prev->height : 0;
     if (op->source && op->source->height > below) below = op->source->height;
@@ -321,7 +322,7 @@ char *sl__resolve_path(const sl_pipeline *pl, const char *path) {
 }
 
 /* ---- runs ---- */
-static int iter_open(sl_iter **out, sl_pipeline *p, sl__sr *rd, uint64_t delivered) {
+int sl__iter_open(sl_iter **out, sl_pipeline *p, sl__sr *rd, uint64_t delivered) {
   *out = NULL;
   sl_iter *it = sl__calloc(1, sizeof *it);
   if (!it) return sl__oom("an iterator");
@@ -346,29 +347,11 @@ static int iter_open(sl_iter **out, sl_pipeline *p, sl__sr *rd, uint64_t deliver
   return 0;
 }
 
-int sl_pipeline_iter(sl_iter **out, sl_pipeline *p) { return iter_open(out, p, NULL, 0); }
+int sl_pipeline_iter(sl_iter **out, sl_pipeline *p) { return sl__iter_open(out, p, NULL, 0); }
 
-int sl_pipeline_iter_at(sl_iter **out, sl_pipeline *p, const void *buf, size_t len) {
-  *out = NULL;
-  if (!buf) return sl__err(SL_EINVAL, "sl_pipeline_iter_at: no state given");
-  sl__sr r;
-  uint64_t delivered;
-  int rc = sl__state_decode(p, buf, len, &r, &delivered);
-  if (rc) return rc;
-  sl__state_set_opens(p, buf);
-  return iter_open(out, p, &r, delivered);
-}
-
-int sl_iter_state(sl_iter *it, void **buf, size_t *len) {
-  *buf = NULL;
-  *len = 0;
-  if (it->sticky) return sl__err(it->sticky, "the run has failed or was cancelled: it has no position to save");
-  atomic_store(&it->run.want_state, true);
-  sl__state_hold(it->root, true);
-  int rc = sl__state_encode(it->pl, it->root, it->delivered, buf, len);
-  sl__state_hold(it->root, false);
-  return rc;
-}
+sl__it *sl__iter_root(sl_iter *it) { return it->root; }
+sl_pipeline *sl__iter_pipeline(sl_iter *it) { return it->pl; }
+int sl__iter_sticky(const sl_iter *it) { return it->sticky; }
 
 uint64_t sl_iter_position(const sl_iter *it) { return it->delivered; }
 

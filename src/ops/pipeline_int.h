@@ -114,6 +114,7 @@ struct sl__op {
   json_t *json;    /* this op's object in the pipeline's spec (borrowed) */
   sl__op *input;   /* upstream op, NULL at the start of a chain */
   sl__op *source;  /* last op of the nested source chain (interleave) */
+  sl__op *owner;   /* in a nested source chain: the interleave it is the source of (NULL in the top chain) */
   void *impl;
   sl__struct *shape;   /* the element structure after the op (validation; NULL until the pipeline is checked) */
   int64_t parallelism; /* resolved; 1 for synchronous ops */
