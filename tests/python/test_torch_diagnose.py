@@ -90,8 +90,9 @@ def test_too_few_workers(nothing_left):
 
 def test_transfer_makes_the_main_process_the_bottleneck(nothing_left):
     # Big numpy batches that cost the workers nothing to make are pickled by value: the main process unpickles them
-    # one at a time while the two workers pickle them in parallel.
-    r = st.diagnose(planted("transfer", mb=4), seconds=SECONDS, cores=4)
+    # one at a time while four workers pickle them in parallel (with two, pickling and unpickling cost about the same
+    # per batch, and the verdict could go either way: "too few workers" was named on an idle machine).
+    r = st.diagnose(planted("transfer", mb=4, workers=4), seconds=SECONDS, cores=8)
     d = r.to_dict()
     assert d["bottleneck"]["kind"] == "main process", d["bottleneck"]
     assert "unpickling batches" in d["bottleneck"]["words"] and "shared memory" in d["bottleneck"]["words"]
