@@ -12,21 +12,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_util.h"
 #include "sluice.h"
 
-static double cpu_now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-static int cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp);
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
+static double cpu_now(void) { return bench_clock(CLOCK_PROCESS_CPUTIME_ID); }
 
 /* The bare loop: every file's bytes decoded to RGB8. Returns CPU seconds. */
 static double bare(unsigned char **data, size_t *len, size_t n) {
@@ -125,7 +114,7 @@ int main(int argc, char **argv) {
   double rb[64];
   for (int r = 0; r < rounds; r++) rb[r] = s[r] / b[r];
   printf("{\"images\": %zu, \"rounds\": %d, \"bare_us\": %.1f, \"sluice_us\": %.1f, \"ratio\": %.3f}\n", n, rounds,
-         median(b, rounds), median(s, rounds), median(rb, rounds));
+         bench_median(b, rounds), bench_median(s, rounds), bench_median(rb, rounds));
   for (size_t i = 0; i < n; i++) free(data[i]);
   free(data);
   free(len);

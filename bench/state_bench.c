@@ -14,21 +14,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_util.h"
 #include "sluice.h"
 
-static double now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-static int cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp);
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
+static double now(void) { return bench_clock(CLOCK_MONOTONIC); }
 static void die(const char *what) {
   fprintf(stderr, "state_bench: %s: %s\n", what, sl_error_last());
   exit(1);
@@ -143,8 +132,8 @@ int main(int argc, char **argv) {
          "\"first_ms_fresh\": %.2f, \"first_ms_restored\": %.2f, \"rate_without\": %.2f, \"rate_with\": %.2f, "
          "\"rate_with_min\": %.2f, \"rate_without_min\": %.2f, \"every\": %ld, \"rounds\": %d, \"held_bytes\": %.0f, "
          "\"element_bytes\": %.0f}\n",
-         nt, median(size, nt), smax, median(take, nt), tmax, median(fresh, nf), median(restored, nf),
-         median(without, nf), median(with, nf), with[0], without[0], every, nf, held, elem_bytes);
+         nt, bench_median(size, nt), smax, bench_median(take, nt), tmax, bench_median(fresh, nf), bench_median(restored, nf),
+         bench_median(without, nf), bench_median(with, nf), with[0], without[0], every, nf, held, elem_bytes);
   sl_free(state);
   sl_pipeline_free(p);
   return 0;
