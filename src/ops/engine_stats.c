@@ -69,6 +69,12 @@ uint64_t sl__runq_ns(void) {
   return end == p ? SL__RUNQ_NONE : r;
 }
 
+uint64_t sl__runq_since(uint64_t r0) {
+  if (r0 == SL__RUNQ_NONE) return SL__RUNQ_NONE;
+  uint64_t r1 = sl__runq_ns();
+  return r1 == SL__RUNQ_NONE || r1 < r0 ? SL__RUNQ_NONE : r1 - r0;
+}
+
 static int cmp_u64(const void *a, const void *b) {
   uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
   return x < y ? -1 : x > y;

@@ -56,11 +56,7 @@ static inline bool sl__sampler_runq_due(sl__sampler *s) {
   return true;
 }
 /* The delay between two reads (SL__RUNQ_NONE when either is unknown). */
-static inline uint64_t sl__runq_since(uint64_t r0) {
-  if (r0 == SL__RUNQ_NONE) return SL__RUNQ_NONE;
-  uint64_t r1 = sl__runq_ns();
-  return r1 == SL__RUNQ_NONE || r1 < r0 ? SL__RUNQ_NONE : r1 - r0;
-}
+uint64_t sl__runq_since(uint64_t r0);
 
 /* Hand-off of cheap elements between threads (parallel map, parallel interleave, prefetch). A lock round-trip and a
  * wake-up cost more than a cheap element's work, so both sides move runs of elements:

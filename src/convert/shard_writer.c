@@ -1,4 +1,4 @@
-/* convert/convert.c: sl_convert (include/sluice/convert.h): runs a pipeline and writes its elements as tf.Example
+/* convert/shard_writer.c: sl_convert (include/sluice/convert.h): runs a pipeline and writes its elements as tf.Example
  * TFRecords or WebDataset tar samples into N shards, each a temporary (core/outfile_int.h) renamed into place only
  * when every shard is complete, so an error or a Ctrl-C leaves nothing under a final name. */
 #include <errno.h>
