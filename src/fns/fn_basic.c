@@ -118,7 +118,8 @@ static int select_init(void **state, const sl_args *a, void *payload) {
 
 /* ---- schemas ---- */
 static const sl__arg SPIN_ARGS[] = {
-    {"us", SL__ARG_INT, "100", SL__ARGF_LO, 0, 0, NULL, "microseconds of CPU (spin) or of sleep (sleep_io) per element"},
+    {"us", SL__ARG_INT, "100", SL__LOHI, 0, 10000000, NULL,
+     "microseconds of CPU (spin) or of sleep (sleep_io) per element, at most 10 s"},
     {NULL}};
 static const sl__fn_schema SPIN_SCHEMA = {"burns `us` microseconds of CPU per element (a stand-in for work)",
                                           SPIN_ARGS, NULL, NULL, NULL};

@@ -250,7 +250,9 @@ struct pmap_it {
   pthread_cond_t cv_space, cv_ready, cv_park;
   slot *ring;
   uint64_t *fifo; /* unordered mode: completed sequence numbers in completion order */
-  int cap;
+  int cap;        /* slots allocated: they start at PMAP_CAP0 and double up to cap_max as the workers find them full */
+  int cap_max;    /* the op's buffer */
+  bool grow;      /* under mu: a worker found the ring full; no one reserves until it has grown (pmap_grow) */
   int reserved;   /* slots reserved, holding results not yet taken, or claimed and not yet released */
   uint64_t head;  /* next seq the consumer takes (ordered mode) */
   uint64_t next_seq;
@@ -387,6 +389,41 @@ static bool pmap_publish(pmap_it *m, pmap_chunk *w) {
   return wake;
 }
 
+/* Slots a ring starts with (a slot holds a 2 KB sl_elem): default buffers (4 per worker) fit, and at this size the
+ * hand-off shares (a quarter of the ring, at most SL__HANDOFF_MAX) are already whole. */
+#define PMAP_CAP0 64
+
+/* Hand-off sizes from the ring's size: the consumer's claims, the workers' chunks in flight and the results ready
+ * between them each get about a quarter of it, so that the consumer and two workers all work at once. */
+static void pmap_shares(pmap_it *m) {
+  m->low_water = m->cap / 4 < 1 ? 1 : m->cap / 4 > SL__HANDOFF_MAX ? SL__HANDOFF_MAX : m->cap / 4;
+  m->chunk_max = m->claim_max = m->low_water;
+}
+
+/* Under mu, once a grow is asked for and nothing is reserved (no worker holds a slot between reserving and
+ * publishing, no claim is lent, every result taken: ring[seq % cap] is free for every seq to come, so the size can
+ * change under it): doubles the ring up to cap_max. Out of memory, the ring stays as it is and stops growing. */
+static void pmap_grow(pmap_it *m) {
+  if (m->reserved) return;
+  m->grow = false;
+  int n = m->cap > m->cap_max / 2 ? m->cap_max : 2 * m->cap;
+  slot *ring = sl__realloc(m->ring, (size_t)n * sizeof *ring);
+  if (ring) m->ring = ring;
+  sl_eref *pref = ring ? sl__realloc(m->pref, (size_t)n * sizeof *pref) : NULL;
+  if (pref) m->pref = pref;
+  uint64_t *fifo = pref ? sl__realloc(m->fifo, (size_t)n * sizeof *fifo) : NULL;
+  if (!fifo) { /* the arrays that did grow keep the old size in use */
+    m->cap_max = m->cap;
+    return;
+  }
+  m->fifo = fifo;
+  memset(m->ring + m->cap, 0, (size_t)(n - m->cap) * sizeof *ring);
+  memset(m->pref + m->cap, 0, (size_t)(n - m->cap) * sizeof *pref);
+  m->cap = n;
+  pmap_shares(m);
+  if (m->waiting_workers) pthread_cond_broadcast(&m->cv_space);
+}
+
 /* Under mu: waits until there is room for a chunk (or the run stops); *wake is the consumer's pending wake-up, sent
  * before any sleep. Returns false when the worker is to stop. */
 static bool pmap_wait_room(pmap_it *m, const worker_arg *wa, pmap_chunk *w, bool *wake) {
@@ -397,7 +434,9 @@ static bool pmap_wait_room(pmap_it *m, const worker_arg *wa, pmap_chunk *w, bool
   while (!m->stop && !m->input_done) {
     /* A worker the tuner has parked waits apart, so that a wake-up for space always reaches a working one. */
     bool parked = wa->id >= pmap_workers(m->it.op) || m->inline_pull;
-    if (!parked && m->cap - m->reserved >= want) break;
+    if (!parked && m->cap - m->reserved < want && m->cap < m->cap_max) m->grow = true;
+    if (m->grow) pmap_grow(m);
+    if (!parked && !m->grow && m->cap - m->reserved >= want) break;
     if (!parked && !spun && w->chunk > 1 && !m->waiting_consumer &&
         m->waiting_workers + m->parked + 1 >= m->nthreads_ok) {
       /* The last worker at work, making cheap elements, and the consumer is taking them: it gives room within
@@ -638,6 +677,7 @@ static int pmap_next(sl__it *it, sl_elem *out) {
   slot *s;
   uint64_t wait0 = 0;
   for (;;) {
+    if (m->grow) pmap_grow(m);
     s = pmap_ready(m);
     if (s && s->rc != SLOT_DROPPED) break;
     if (s) { /* a result the function dropped: nothing to hand out (or, filling, the last one again) */
@@ -776,11 +816,9 @@ static int map_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out)
   pthread_cond_init(&m->cv_park, NULL);
   int64_t par = op->parallelism;
   if (op->par_autotune && par < sl__autotune_parallelism()) par = sl__autotune_parallelism();
-  m->cap = (int)(op->buffer > 0 ? op->buffer : par);
-  /* The ring is shared by the consumer's claims, the workers' chunks in flight and the results ready between
-   * them: each gets about a quarter of it, so that the consumer and two workers all work at once. */
-  m->low_water = m->cap / 4 < 1 ? 1 : m->cap / 4 > SL__HANDOFF_MAX ? SL__HANDOFF_MAX : m->cap / 4;
-  m->chunk_max = m->claim_max = m->low_water;
+  m->cap_max = (int)(op->buffer > 0 ? op->buffer : par);
+  m->cap = m->cap_max < PMAP_CAP0 ? m->cap_max : PMAP_CAP0;
+  pmap_shares(m);
   m->ring = sl__calloc((size_t)m->cap, sizeof *m->ring);
   m->pref = sl__calloc((size_t)m->cap, sizeof *m->pref);
   m->fifo = sl__calloc((size_t)m->cap, sizeof *m->fifo);

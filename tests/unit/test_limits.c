@@ -1,7 +1,7 @@
 /* test_limits.c: buffers allocate as they fill, not by their capacity (issue 34 row 7): through a counting
- * allocator, the largest single allocation of a deep prefetch, of deep interleave buffers and of a huge batch size
- * over short streams stays small (an element slot is 2 KB: capacity-sized, they were 134 MB, 2 MB per source and
- * 34 GB).
+ * allocator, the largest single allocation of a deep prefetch, of deep interleave buffers, of a deep parallel map
+ * and of a huge batch size over short streams stays small (an element slot is 2 KB: capacity-sized, they were
+ * 134 MB, 2 MB per source, 134 MB and 34 GB).
  * SL_TEST_THREADED */
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -10,6 +10,10 @@
 #include "testutil.h"
 
 static atomic_size_t g_largest;
+static int cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
 
 static void note(size_t size) {
   size_t cur = atomic_load(&g_largest);
@@ -69,6 +73,31 @@ static void test_deep_interleave_buffers_over_short_sources_stay_small(void **s)
   assert_true(atomic_load(&g_largest) < SMALL);
 }
 
+static void test_a_deep_parallel_map_over_a_short_stream_stays_small(void **s) {
+  (void)s;
+  assert_int_equal(run_counted("{\"ops\": [{\"op\": \"range\", \"stop\": 100}, {\"op\": \"map\", \"fn\": "
+                               "\"spin\", \"args\": {\"us\": 1}, \"parallelism\": 2, \"buffer\": 65536}]}"), 100);
+  assert_true(atomic_load(&g_largest) < SMALL);
+}
+
+/* Workers faster than their consumer (a sequential spin after them) fill the ring, which grows to the buffer while
+ * it runs: every element comes once, in order (and once each, unordered). */
+static void test_a_parallel_map_ring_grows_and_keeps_its_order(void **s) {
+  (void)s;
+  enum { N = 20000 };
+  static int64_t v[N];
+  for (int det = 1; det >= 0; det--) {
+    sl_pipeline *p = tu_pipelinef("{\"ops\": [{\"op\": \"range\", \"stop\": %d}, {\"op\": \"map\", \"fn\": "
+                                  "\"spin\", \"args\": {\"us\": 0}, \"parallelism\": 2, \"buffer\": 4096, "
+                                  "\"deterministic\": %s}, {\"op\": \"map\", \"fn\": \"spin\", \"args\": "
+                                  "{\"us\": 5}}]}", N, det ? "true" : "false");
+    assert_int_equal(tu_collect_i64(p, "value", v, N), N);
+    if (!det) qsort(v, N, sizeof v[0], cmp_i64);
+    for (int64_t i = 0; i < N; i++) assert_int_equal(v[i], i);
+    sl_pipeline_free(p);
+  }
+}
+
 /* Sources that fill their buffers grow them to the op's buffer, the order kept (deterministic, block 1: the two
  * sources alternate). */
 static void test_interleave_buffers_grow_in_order(void **s) {
@@ -98,6 +127,8 @@ int main(void) {
       cmocka_unit_test(test_a_deep_prefetch_over_a_short_stream_stays_small),
       cmocka_unit_test(test_a_huge_batch_size_over_a_short_stream_stays_small),
       cmocka_unit_test(test_a_deep_prefetch_fills_to_its_depth),
+      cmocka_unit_test(test_a_deep_parallel_map_over_a_short_stream_stays_small),
+      cmocka_unit_test(test_a_parallel_map_ring_grows_and_keeps_its_order),
       cmocka_unit_test(test_deep_interleave_buffers_over_short_sources_stay_small),
       cmocka_unit_test(test_interleave_buffers_grow_in_order),
   };
