@@ -38,10 +38,11 @@ sluice.register_fn("t_typo_plain", typo)
 sluice.register_fn("t_pop_plain", popper)
 sluice.register_fn("t_own_dict", own_dict)
 sluice.register_fn("t_forgets", forgets, makes={"twice": {}})
+sluice.register_fn("t_keeps_typo", lambda e: e["vale"] > 2, filter=True)
 
 
-def spec(fn, after=None, on_error="error", stop=6):
-    ops = [{"op": "range", "stop": stop}, {"op": "map", "fn": fn, "on_error": on_error}]
+def spec(fn, after=None, on_error="error", stop=6, par=1):
+    ops = [{"op": "range", "stop": stop}, {"op": "map", "fn": fn, "on_error": on_error, "parallelism": par}]
     return {"ops": ops + ([after] if after else [])}
 
 
@@ -67,9 +68,10 @@ def test_what_a_declared_function_makes_is_checked_in_the_ops_after_it():
     sluice.Pipeline(spec("t_double_plain", cast("twcie")))
 
 
-@pytest.mark.parametrize("fn,component", [("t_typo_plain", "valeu"), ("t_pop_plain", "vlaue")])
-def test_reading_a_missing_component_ends_the_run_as_a_spec_error_under_skip(fn, component):
-    p = sluice.Pipeline(spec(fn, on_error="skip"))
+@pytest.mark.parametrize("fn,component,par", [("t_typo_plain", "valeu", 1), ("t_typo_plain", "valeu", 3),
+                                              ("t_pop_plain", "vlaue", 1)])
+def test_reading_a_missing_component_ends_the_run_as_a_spec_error_under_skip(fn, component, par):
+    p = sluice.Pipeline(spec(fn, on_error="skip", par=par))
     with pytest.raises(sluice.SpecError) as e:
         list(p)
     text = str(e.value)
@@ -77,6 +79,13 @@ def test_reading_a_missing_component_ends_the_run_as_a_spec_error_under_skip(fn,
                            "which the element does not have (the element has: 'value'); did you mean 'value'?"), text
     assert isinstance(e.value.__cause__, KeyError)
     assert p.stats()[1]["errors_skipped"] == 0
+
+
+def test_a_filter_reading_a_missing_component_ends_the_run_too():
+    p = sluice.Pipeline({"ops": [{"op": "range", "stop": 6}, {"op": "filter", "fn": "t_keeps_typo"}]})
+    with pytest.raises(sluice.SpecError, match=r"ops\[1\] \(filter t_keeps_typo\), element 0: .* reads component "
+                                                r"'vale'.*did you mean 'value'"):
+        list(p)
 
 
 def test_a_keyerror_of_the_functions_own_dict_stays_a_data_error():
