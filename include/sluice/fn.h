@@ -79,7 +79,7 @@ typedef struct sl_fn_io {
   const char *name;          /* the component */
   int dtype;                 /* an sl_dtype, or -1: any (a read), not known before running (a make) */
   int rank;                  /* -1: any, or not known */
-  int64_t dims[SL_MAX_RANK]; /* a made component's dims (rank of them): each >= 0, or -1 when not known; reads: unused */
+  int64_t dims[SL_MAX_RANK]; /* a made component's dims (`rank` of them): each >= 0, or -1 when not known */
 } sl_fn_io;
 /* Declares what registered function `name` reads and makes, as a built-in's schema says it: pipelines built
  * afterwards check it like a built-in. A read of a component no earlier op makes (or of another dtype or rank) is

@@ -38,8 +38,8 @@ static int missing(const sl__struct *s, const char *who, const char *arg, const 
   sl__str have = {0};
   int rc = sl__struct_names(&have, s);
   if (rc) return rc;
-  rc = sl__err(SL_EINVAL, "%s: reads component '%s'%s%s%s, which no earlier op makes (the element has: %s)%s", who, name,
-               arg ? " (" : "", arg ? arg : "", arg ? ")" : "", have.s, nb);
+  rc = sl__err(SL_EINVAL, "%s: reads component '%s'%s%s%s, which no earlier op makes (the element has: %s)%s", who,
+               name, arg ? " (" : "", arg ? arg : "", arg ? ")" : "", have.s, nb);
   sl__str_dispose(&have);
   return rc;
 }

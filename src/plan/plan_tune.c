@@ -47,7 +47,7 @@ struct sl_tuner {
   double *c_solved;    /* each op's CPU per output element at the last solve (-1: none yet) */
   double *c_prev;      /* the same in the window before (-1: none; tuner thread) */
   uint64_t t0;
-  atomic_bool first_done; /* a window was solved on (before: windows end on counts, first_ready) */
+  bool first_done;     /* a window was solved on (before: windows end on counts, first_ready; tuner thread) */
   bool cached;         /* a cache was inserted live (a repeat keeps and replays its input's epoch) */
   int cache_rep;       /* that repeat op */
   bool cache_seen_settled; /* a window ended with that cache replaying (or given up) */
@@ -456,7 +456,7 @@ static void tune_window(sl_tuner *a, const sl_op_stats *now, const sl_op_stats *
     if (sl__plan_solve(&P, t, &po, 1.0)) goto out;
   }
   for (int i = 0; i < a->nops; i++) a->c_solved[i] = M->ops[i].c;
-  atomic_store(&a->first_done, true);
+  a->first_done = true;
   /* Change knobs only for a predicted gain of at least SL__TUNE_MIN_GAIN over the knobs in force (on the same
    * model): a marginal gain is within the model's error and not worth the churn. */
   int64_t *cur = sl__calloc((size_t)a->nops, sizeof *cur);
@@ -554,9 +554,10 @@ static void timed_snap(const sl_tuner *a, uint64_t *out) {
 
 static uint64_t since(uint64_t now, uint64_t base) { return now > base ? now - base : 0; }
 
-/* Before the first solve: whether the window since `base` (counters, timed elements t0) can be solved on now (the
+/* Before the first solve: whether the window since `base` (counters, timed elements timed0) can be solved on now (the
  * rule at SL__TUNE_FIRST_SAMPLES). Reads the counters into `now`. */
-static bool first_ready(const sl_tuner *a, sl_op_stats *now, const sl_op_stats *base, const uint64_t *t0, int root) {
+static bool first_ready(const sl_tuner *a, sl_op_stats *now, const sl_op_stats *base, const uint64_t *timed0,
+                        int root) {
   for (int i = 0; i < a->nops; i++) sl_pipeline_op_stats(&now[i], a->p, i);
   if (since(now[root].elements_out, base[root].elements_out) < SL__TUNE_FIRST_ROOT) return false;
   double total = 0;
@@ -564,7 +565,7 @@ static bool first_ready(const sl_tuner *a, sl_op_stats *now, const sl_op_stats *
   for (int i = 0; i < a->nops; i++) {
     double cpu = fmax(0, now[i].cpu_seconds - base[i].cpu_seconds);
     if (since(now[i].elements_out, base[i].elements_out) && cpu >= SL__TUNE_FIRST_SHARE * total &&
-        since(op_timed(a, i), t0[i]) < SL__TUNE_FIRST_SAMPLES)
+        since(op_timed(a, i), timed0[i]) < SL__TUNE_FIRST_SAMPLES)
       return false;
   }
   return true;
@@ -574,25 +575,25 @@ static void *tune_main(void *arg) {
   sl_tuner *a = arg;
   size_t n = (size_t)a->nops;
   sl_op_stats *base = sl__calloc(n, sizeof *base), *now = sl__calloc(n, sizeof *now);
-  uint64_t *t0 = sl__calloc(n, sizeof *t0);
+  uint64_t *timed0 = sl__calloc(n, sizeof *timed0); /* each op's timed elements at the window's start */
   double interval = a->opts.interval > 0 ? a->opts.interval : 1.0;
   int root = sl__pipeline_root(a->p)->index;
   uint64_t tw = sl__now_ns();
   double cw = proc_cpu_now();
   sl__load_snap lw, l1;
   sl__load_snap_take(&lw);
-  if (base && t0) {
+  if (base && timed0) {
     for (int i = 0; i < a->nops; i++) sl_pipeline_op_stats(&base[i], a->p, i);
-    timed_snap(a, t0);
+    timed_snap(a, timed0);
   }
   pthread_mutex_lock(&a->mu);
-  while (!a->stop && base && now && t0) {
+  while (!a->stop && base && now && timed0) {
     uint64_t until = sl__now_ns() + (uint64_t)(interval * 1e9);
     bool early = false; /* the first window's counts sufficed before the interval ended */
     while (!a->stop && sl__now_ns() < until) {
       uint64_t left_ms = (until - sl__now_ns()) / 1000000;
       sl__cond_wait_ms(&a->cv, &a->mu, (int)(left_ms > 50 ? 50 : left_ms + 1));
-      if (!a->stop && !atomic_load(&a->first_done) && first_ready(a, now, base, t0, root)) {
+      if (!a->stop && !a->first_done && first_ready(a, now, base, timed0, root)) {
         early = true;
         break;
       }
@@ -618,14 +619,14 @@ static void *tune_main(void *arg) {
       now = x;
       tw = t1;
       cw = c1;
-      timed_snap(a, t0);
+      timed_snap(a, timed0);
     }
     pthread_mutex_lock(&a->mu);
   }
   pthread_mutex_unlock(&a->mu);
   sl__free(base);
   sl__free(now);
-  sl__free(t0);
+  sl__free(timed0);
   sl__plan_lp_thread_done();
   return NULL;
 }
@@ -671,7 +672,6 @@ int sl_pipeline_tune(sl_tuner **out, sl_pipeline *p, const sl_tune_opts *opts) {
     pthread_mutex_init(&a->mu, NULL);
     pthread_cond_init(&a->cv, NULL);
     atomic_init(&a->solves, 0);
-    atomic_init(&a->first_done, false);
     a->t0 = sl__now_ns();
     if (pthread_create(&a->thread, NULL, tune_main, a)) {
       pthread_mutex_destroy(&a->mu);

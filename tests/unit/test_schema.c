@@ -661,7 +661,8 @@ static void test_user_function_components(void **s) {
   rd[0].name = "value";
   assert_int_equal(sl_fn_declare("test_schema_decl", rd, 1, mk, 1), 0);
   const char *after = "{\"ops\": [{\"op\": \"range\", \"stop\": 3}, {\"op\": \"map\", \"fn\": \"test_schema_decl\"}, "
-                      "{\"op\": \"map\", \"fn\": \"cast\", \"args\": {\"component\": \"piar\", \"dtype\": \"int32\"}}]}";
+                      "{\"op\": \"map\", \"fn\": \"cast\", \"args\": {\"component\": \"piar\", "
+                      "\"dtype\": \"int32\"}}]}";
   tu_expect_spec_error(after, SL_EINVAL, "reads component 'piar' (ops[2].args.component), which no earlier op makes "
                                          "(the element has: 'value', 'pair'); did you mean 'pair'?");
   const char *good = "{\"ops\": [{\"op\": \"range\", \"stop\": 3}, {\"op\": \"map\", \"fn\": \"test_schema_decl\"}]}";
