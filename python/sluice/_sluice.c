@@ -26,9 +26,6 @@ static PyObject *Error, *SpecError, *DataError, *StoreError;
 /* The exception stored by the last Python map function that raised (chained as the cause of the error the
  * iteration raises). Guarded by the GIL. */
 static PyObject *last_fn_exc;
-/* A Python function read a component its element lacks (a spec error, SL_ENOTFOUND): the run's error is raised
- * as SpecError. Set under the GIL by the function's call, cleared when the consumer raises. */
-static bool last_fn_spec;
 /* sluice._Element (the dict a Python function receives) and sluice._MissingComponent (what reading a component it
  * lacks raises), from sluice/__init__.py. */
 static PyObject *element_cls, *missing_cls;
@@ -809,7 +806,8 @@ static PyObject *Iter_next_locked(IterObject *self) {
 }
 
 /* Raises the error `rc` (message msg) that a run ended with: KeyboardInterrupt after a Ctrl-C, the exception a
- * Python map function raised (as itself when it is no Exception, else as the cause), else DataError or Error. */
+ * Python map function raised (as itself when it is no Exception, else as the cause), else SpecError (a component
+ * an element lacks), DataError or Error. */
 static PyObject *raise_run_error(int rc, const char *msg) {
   if (rc == SL_ECANCELED && PyErr_CheckSignals() < 0) return NULL; /* KeyboardInterrupt */
   PyObject *cause = last_fn_exc;
@@ -820,8 +818,9 @@ static PyObject *raise_run_error(int rc, const char *msg) {
     PyErr_Restore(Py_NewRef((PyObject *)Py_TYPE(cause)), cause, PyException_GetTraceback(cause));
     return NULL;
   }
-  raise_msg(rc == SL_ENOTFOUND && last_fn_spec ? SpecError : data_class(rc), rc, msg);
-  last_fn_spec = false;
+  /* A component an element lacks (a function's, a Python function's read): the message says it is a spec error. */
+  bool spec = rc == SL_ENOTFOUND && msg && strstr(msg, "(a spec error");
+  raise_msg(spec ? SpecError : data_class(rc), rc, msg);
   if (cause) {
     PyObject *t, *v, *tb;
     PyErr_Fetch(&t, &v, &tb);
@@ -1088,7 +1087,7 @@ static PyObject *pyfn_invoke(const pyfn_use *u, PyObject *d, const sl_fn_call *c
 
 /* A spec error of a Python function at run time (a component read that the element lacks, one declared made
  * that it did not return): SL_ENOTFOUND, which on_error "skip" does not skip, with the text sluice._missing_message
- * (or `text`) gives; the consumer raises it as SpecError, with `cause` (stolen, may be NULL). */
+ * (or `text`) gives; the consumer raises it as SpecError (raise_run_error), with `cause` (stolen, may be NULL). */
 static int pyfn_spec_fail(const pyfn *f, const sl_fn_call *call, PyObject *key, PyObject *elem, const char *text,
                           PyObject *cause) {
   PyObject *mod = text ? NULL : PyImport_ImportModule("sluice");
@@ -1103,7 +1102,6 @@ static int pyfn_spec_fail(const pyfn *f, const sl_fn_call *call, PyObject *key, 
   Py_XDECREF(have);
   Py_XDECREF(mod);
   Py_XSETREF(last_fn_exc, cause);
-  last_fn_spec = true;
   return rc;
 }
 
