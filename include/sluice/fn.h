@@ -74,6 +74,20 @@ typedef struct sl_fn_def {
 /* Registers (or replaces) function `name`. The definition is copied. Safe from any thread; pipelines built
  * afterwards see it. */
 SL_EXTERN int sl_fn_register(const char *name, const sl_fn_def *def, void *payload);
+/* A component a function registered at run time reads or makes (sl_fn_declare). */
+typedef struct sl_fn_io {
+  const char *name;          /* the component */
+  int dtype;                 /* an sl_dtype, or -1: any (a read), not known before running (a make) */
+  int rank;                  /* -1: any, or not known */
+  int64_t dims[SL_MAX_RANK]; /* a made component's dims (`rank` of them): each >= 0, or -1 when not known */
+} sl_fn_io;
+/* Declares what registered function `name` reads and makes, as a built-in's schema says it: pipelines built
+ * afterwards check it like a built-in. A read of a component no earlier op makes (or of another dtype or rank) is
+ * a spec error naming the op, the nearest name and the components there are; the components it makes join the
+ * element after it (the others are taken to pass through). Without a declaration nothing is checked and the
+ * structure after the function is open (anything may follow). The arrays are copied; registering `name` again
+ * drops its declaration. SL_ENOTFOUND when no function `name` was registered, SL_EINVAL for a bad entry. */
+SL_EXTERN int sl_fn_declare(const char *name, const sl_fn_io *reads, int nreads, const sl_fn_io *makes, int nmakes);
 /* Names of registered functions, sorted, NULL-terminated; free with sl_free() (one block). */
 SL_EXTERN int sl_fn_list(const char ***names);
 

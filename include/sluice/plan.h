@@ -198,7 +198,9 @@ typedef struct sl_tune_opts {
   int version;          /* SL_TUNE_OPTS_VERSION */
   sl_plan_opts plan;    /* the planner's budget (its version may stay 0); knobs: always only "autotune" knobs */
   double interval;      /* seconds between looks at the counters; 0: 1 (shorter windows hold too few timing samples
-                         * of cheap ops). A window with fewer than SL_PLAN_MIN_ELEMENTS output
+                         * of cheap ops). The first window ends sooner, once its counts can carry a solve (8 root
+                         * elements, 16 timed elements of each op doing 5% of its CPU: plan_tune.c, docs/planner.md).
+                         * A window with fewer than SL_PLAN_MIN_ELEMENTS output
                          * elements grows into the next (after two intervals a quarter of that is
                          * enough; fewer for windows only waited out or compared) */
   double drift;         /* re-solve when an op's CPU per output element moved since the last solve by more than

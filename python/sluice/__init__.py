@@ -326,9 +326,69 @@ class Pipeline(_sluice.Pipeline):
 
 _ARG_TYPES = {"number": (int, float), "integer": (int,), "string": (str,), "boolean": (bool,), "array": (list,),
               "object": (dict,)}
+_DTYPES = ("uint8", "int32", "int64", "float32", "float64", "bytes")
 
 
-def register_fn(name, fn, args=None, random=False, filter=False):
+class _MissingComponent(KeyError):
+    """What reading a component the element does not have raises inside a registered Python function: a spec
+    error (the name is wrong, whatever the data), which ends the run even under ``"on_error": "skip"``."""
+
+
+class _Element(dict):
+    """The dict a registered Python function receives: a plain dict, except that reading (``e[name]``,
+    ``e.pop(name)``) a component it does not have raises _MissingComponent, a KeyError."""
+    __slots__ = ()
+
+    def __missing__(self, key):
+        raise _MissingComponent(key)
+
+    def pop(self, key, *default):
+        if default or key in self:
+            return super().pop(key, *default)
+        raise _MissingComponent(key)
+
+
+_sluice._set_element_types(_Element, _MissingComponent)
+
+
+def _missing_message(fn, key, have):
+    """The text of a spec error for a component a Python function read that the element lacks."""
+    import difflib
+    near = difflib.get_close_matches(str(key), have, n=1)
+    return (f"Python function '{fn}' reads component {key!r}, which the element does not have (the element has: "
+            f"{', '.join(repr(h) for h in have) or 'nothing'}){f'; did you mean {near[0]!r}?' if near else ''}")
+
+
+def _components(what, decl, fn, made):
+    """register_fn's reads or makes as [(name, dtype or None, shape or None)]: a list of names, or a dict of name to
+    {"dtype": one of _DTYPES, "shape": [dims, None for a dim not known before running]} (both optional)."""
+    if decl is None:
+        return []
+    if isinstance(decl, (list, tuple)) and not made:
+        decl = {k: {} for k in decl}
+    if not isinstance(decl, dict):
+        raise TypeError(f"register_fn({fn!r}): {what} must be a " + ("dict" if made else "list or dict") +
+                        f" of component names, not {type(decl).__name__}")
+    out = []
+    for k, d in decl.items():
+        if not isinstance(k, str) or not k:
+            raise ValueError(f"register_fn({fn!r}): {what}: component names are non-empty strings, found {k!r}")
+        d = {} if d is None else d
+        if not isinstance(d, dict) or set(d) - {"dtype", "shape"}:
+            raise ValueError(f"register_fn({fn!r}): {what}[{k!r}]: expected {{'dtype': one of {', '.join(_DTYPES)}, "
+                             f"'shape': [dims, None: not known]}} (both optional), found {d!r}")
+        dt, shape = d.get("dtype"), d.get("shape")
+        if dt is not None and dt not in _DTYPES:
+            raise ValueError(f"register_fn({fn!r}): {what}[{k!r}].dtype: {dt!r} is not one of {', '.join(_DTYPES)}")
+        if shape is not None and (not isinstance(shape, (list, tuple)) or len(shape) > 8 or not all(
+                x is None or (isinstance(x, int) and not isinstance(x, bool) and x >= 0) for x in shape)):
+            raise ValueError(f"register_fn({fn!r}): {what}[{k!r}].shape: expected a list of at most 8 dims (each an "
+                             f"int >= 0, or None when not known before running), found {shape!r}")
+        out.append((k, dt, None if shape is None else [-1 if x is None else x for x in shape]))
+    return out
+
+
+def register_fn(name, fn, args=None, random=False, filter=False, reads=None, makes=None):
     """Registers the Python function ``fn(element_dict, **args) -> element_dict`` as map function ``name``, usable
     in specs like any function (``{"op": "map", "fn": name, "args": {...}}``). With ``filter=True`` it is a
     predicate for ``filter`` (returns true to keep).
@@ -345,7 +405,20 @@ def register_fn(name, fn, args=None, random=False, filter=False):
     The input arrays are read-only views of the engine's buffers; return new arrays (or the same ones, passed on
     without a copy), ``bytes``, ``int`` or ``float``. Python functions run under the GIL: together they get at most
     one core, whatever the op's parallelism. An exception inside ``fn`` fails the run at that element: iteration
-    raises sluice.Error whose message carries the traceback, with the original exception as ``__cause__``."""
+    raises sluice.Error whose message carries the traceback, with the original exception as ``__cause__``.
+
+    Reading a component the element does not have (``e["image/encodd"]``: a KeyError) is a spec error, not a data
+    error: the run ends with sluice.SpecError naming the op, the component, the nearest name and the components the
+    element has, also under ``"on_error": "skip"``.
+
+    ``reads`` and ``makes`` declare the components it reads and makes, as C functions' schemas do, so that the
+    pipeline is checked when it is built: ``reads=["image/encoded"]`` (or ``{"image": {"dtype": "uint8", "shape":
+    [None, None, 3]}}`` to check the dtype and rank too), ``makes={"label": {"dtype": "int64", "shape": []}}``
+    (dtype one of uint8, int32, int64, float32, float64, bytes; shape a list of dims, None for one not known before
+    running; both optional). A read of a component no earlier op makes is then a SpecError when the pipeline is
+    built, naming the op with "did you mean"; the components it makes join the element (the others it is taken to
+    pass on), so that the ops after it are checked too. A function that returns without a component it declares it
+    makes ends the run with a SpecError. Without them the element after the function is not known before running."""
     spec = None
     if args is not None:
         if not isinstance(args, dict):
@@ -359,7 +432,13 @@ def register_fn(name, fn, args=None, random=False, filter=False):
             if "default" in decl and not _arg_fits(decl["type"], decl["default"]):
                 raise ValueError(f"register_fn: args[{k!r}]: the default {decl['default']!r} is not a {decl['type']}")
             spec[str(k)] = dict(decl)
-    _sluice.register_fn(name, fn, random=random, filter=filter, args=spec)
+    declared = reads is not None or makes is not None
+    reads = _components("reads", reads, name, False)
+    if filter and makes:
+        raise ValueError(f"register_fn({name!r}): a filter makes no components (makes= is for map functions)")
+    makes = _components("makes", makes, name, True)
+    _sluice.register_fn(name, fn, random=random, filter=filter, args=spec, reads=reads, makes=makes,
+                        declared=declared)
 
 
 def _arg_fits(kind, v):

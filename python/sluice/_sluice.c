@@ -26,6 +26,9 @@ static PyObject *Error, *SpecError, *DataError, *StoreError;
 /* The exception stored by the last Python map function that raised (chained as the cause of the error the
  * iteration raises). Guarded by the GIL. */
 static PyObject *last_fn_exc;
+/* sluice._Element (the dict a Python function receives) and sluice._MissingComponent (what reading a component it
+ * lacks raises), from sluice/__init__.py. */
+static PyObject *element_cls, *missing_cls;
 
 /* Raises `cls` with the library's message (the same text the CLI prints) and the code as `.code`. */
 static PyObject *raise_msg(PyObject *cls, int code, const char *msg) {
@@ -153,8 +156,9 @@ static PyObject *comp_to_py(const sl_comp *c, bool readonly) {
   return a;
 }
 
-static PyObject *elem_to_dict(const sl_elem *e, bool readonly) {
-  PyObject *d = PyDict_New();
+/* The element as a dict: a plain one, or (cls not NULL) an instance of that dict subclass. */
+static PyObject *elem_to_dict(const sl_elem *e, bool readonly, PyObject *cls) {
+  PyObject *d = cls ? PyObject_CallNoArgs(cls) : PyDict_New();
   if (!d) return NULL;
   for (int i = 0; i < e->n; i++) {
     PyObject *v = comp_to_py(&e->c[i], readonly);
@@ -792,7 +796,7 @@ static PyObject *Iter_next_locked(IterObject *self) {
   self->in_next = false;
   pthread_mutex_unlock(&watch_mu);
   if (rc == 0) {
-    PyObject *d = elem_to_dict(&e, self->readonly);
+    PyObject *d = elem_to_dict(&e, self->readonly, NULL);
     sl_elem_clear(&e);
     return d;
   }
@@ -802,7 +806,8 @@ static PyObject *Iter_next_locked(IterObject *self) {
 }
 
 /* Raises the error `rc` (message msg) that a run ended with: KeyboardInterrupt after a Ctrl-C, the exception a
- * Python map function raised (as itself when it is no Exception, else as the cause), else DataError or Error. */
+ * Python map function raised (as itself when it is no Exception, else as the cause), else SpecError (a component
+ * an element lacks), DataError or Error. */
 static PyObject *raise_run_error(int rc, const char *msg) {
   if (rc == SL_ECANCELED && PyErr_CheckSignals() < 0) return NULL; /* KeyboardInterrupt */
   PyObject *cause = last_fn_exc;
@@ -813,7 +818,9 @@ static PyObject *raise_run_error(int rc, const char *msg) {
     PyErr_Restore(Py_NewRef((PyObject *)Py_TYPE(cause)), cause, PyException_GetTraceback(cause));
     return NULL;
   }
-  raise_msg(data_class(rc), rc, msg);
+  /* A component an element lacks (a function's, a Python function's read): the message says it is a spec error. */
+  bool spec = rc == SL_ENOTFOUND && msg && strstr(msg, "(a spec error");
+  raise_msg(spec ? SpecError : data_class(rc), rc, msg);
   if (cause) {
     PyObject *t, *v, *tb;
     PyErr_Fetch(&t, &v, &tb);
@@ -996,6 +1003,7 @@ typedef struct {
   bool filter;
   bool random;       /* also called with rng=: a numpy Generator seeded from the element's seed */
   PyObject *argspec; /* {name: {"type", "default"?}} as register_fn checked it; NULL: takes no args */
+  PyObject *makes;   /* the names of the components it declared it makes (list of str); NULL: none declared */
 } pyfn;
 
 /* One map op's use of a Python function: the function and the op's args as keyword arguments. */
@@ -1077,12 +1085,42 @@ static PyObject *pyfn_invoke(const pyfn_use *u, PyObject *d, const sl_fn_call *c
   return r;
 }
 
-/* Records the raised exception (with its traceback text) as the element's error and keeps it for the consumer. */
-static int pyfn_fail(const pyfn *f, const sl_fn_call *call) {
+/* A spec error of a Python function at run time (a component read that the element lacks, one declared made
+ * that it did not return): SL_ENOTFOUND, which on_error "skip" does not skip, with the text sluice._missing_message
+ * (or `text`) gives; the consumer raises it as SpecError (raise_run_error), with `cause` (stolen, may be NULL). */
+static int pyfn_spec_fail(const pyfn *f, const sl_fn_call *call, PyObject *key, PyObject *elem, const char *text,
+                          PyObject *cause) {
+  PyObject *mod = text ? NULL : PyImport_ImportModule("sluice");
+  PyObject *have = elem ? PyDict_Keys(elem) : NULL;
+  PyObject *m = mod && have ? PyObject_CallMethod(mod, "_missing_message", "sOO", f->name, key, have) : NULL;
+  const char *s = text ? text : m ? PyUnicode_AsUTF8(m) : NULL;
+  int rc = sl_error_set(SL_ENOTFOUND, "%s (%s %s), element %llu: %s (a spec error: not skipped)", call->op_path,
+                        f->filter ? "filter" : "map", f->name, (unsigned long long)call->index,
+                        s ? s : "a component the element lacks");
+  PyErr_Clear();
+  Py_XDECREF(m);
+  Py_XDECREF(have);
+  Py_XDECREF(mod);
+  Py_XSETREF(last_fn_exc, cause);
+  return rc;
+}
+
+/* Records the raised exception (with its traceback text) as the element's error and keeps it for the consumer.
+ * `elem` is the dict the function was given (NULL when none was made). */
+static int pyfn_fail(const pyfn *f, const sl_fn_call *call, PyObject *elem) {
   PyObject *t, *v, *tb;
   PyErr_Fetch(&t, &v, &tb);
   PyErr_NormalizeException(&t, &v, &tb);
   if (tb && v) PyException_SetTraceback(v, tb);
+  if (v && missing_cls && PyErr_GivenExceptionMatches(v, missing_cls)) {
+    PyObject *args = PyObject_GetAttrString(v, "args");
+    PyObject *key = args && PyTuple_Check(args) && PyTuple_GET_SIZE(args) ? PyTuple_GET_ITEM(args, 0) : Py_None;
+    int rc = pyfn_spec_fail(f, call, key, elem, NULL, v); /* owns v */
+    Py_XDECREF(args);
+    Py_XDECREF(t);
+    Py_XDECREF(tb);
+    return rc;
+  }
   PyObject *text = NULL, *tbmod = PyImport_ImportModule("traceback");
   if (tbmod && v) {
     PyObject *lines = PyObject_CallMethod(tbmod, "format_exception", "O", v);
@@ -1114,20 +1152,30 @@ static int pyfn_call(void *state, sl_elem *elem, sl_fn_call *call) {
   pyfn *f = u->f;
   PyGILState_STATE g = PyGILState_Ensure();
   int rc = 0;
-  PyObject *d = elem_to_dict(elem, true), *r = NULL;
+  PyObject *d = elem_to_dict(elem, true, element_cls), *r = NULL;
   if (d) r = pyfn_invoke(u, d, call);
+  PyObject *lacks = NULL; /* a component it declared it makes and did not return */
+  for (Py_ssize_t i = 0; r && PyDict_Check(r) && f->makes && !lacks && i < PyList_GET_SIZE(f->makes); i++)
+    if (PyDict_Contains(r, PyList_GET_ITEM(f->makes, i)) == 0) lacks = PyList_GET_ITEM(f->makes, i);
   if (!r) {
-    rc = pyfn_fail(f, call);
+    rc = pyfn_fail(f, call, d);
   } else if (f->filter) {
     int keep = PyObject_IsTrue(r);
-    if (keep < 0) rc = pyfn_fail(f, call);
+    if (keep < 0) rc = pyfn_fail(f, call, d);
     else call->keep = keep;
   } else if (!PyDict_Check(r)) {
     PyErr_Format(PyExc_TypeError, "a map function must return a dict, not %s", Py_TYPE(r)->tp_name);
-    rc = pyfn_fail(f, call);
+    rc = pyfn_fail(f, call, d);
+  } else if (lacks) {
+    PyObject *got = PyDict_Keys(r);
+    PyObject *msg = got ? PyUnicode_FromFormat("Python function '%s' declares it makes component %R but returned "
+                                               "none (it returned: %R)", f->name, lacks, got) : NULL;
+    rc = pyfn_spec_fail(f, call, lacks, NULL, msg ? PyUnicode_AsUTF8(msg) : NULL, NULL);
+    Py_XDECREF(msg);
+    Py_XDECREF(got);
   } else if (PyDict_GET_SIZE(r) > SL_MAX_COMPONENTS) {
     PyErr_Format(PyExc_ValueError, "an element has at most %d components", SL_MAX_COMPONENTS);
-    rc = pyfn_fail(f, call);
+    rc = pyfn_fail(f, call, d);
   } else {
     sl_elem out;
     sl_elem_init(&out);
@@ -1140,7 +1188,7 @@ static int pyfn_call(void *state, sl_elem *elem, sl_fn_call *call) {
     }
     if (rc) {
       sl_elem_clear(&out);
-      rc = pyfn_fail(f, call);
+      rc = pyfn_fail(f, call, d);
     } else {
       sl_elem_clear(elem);
       sl_elem_move(elem, &out);
@@ -1152,20 +1200,67 @@ static int pyfn_call(void *state, sl_elem *elem, sl_fn_call *call) {
   return rc;
 }
 
+/* register_fn's reads or makes as sluice._components gave them, [(name, dtype name or None, [dims, -1 not known]
+ * or None)], into io[0..*n) (at most SL_MAX_COMPONENTS); the names borrowed from the list. -1 with an exception. */
+static int io_from_py(sl_fn_io *io, int *n, PyObject *list) {
+  *n = 0;
+  if (list == Py_None) return 0;
+  if (!PyList_Check(list) || PyList_GET_SIZE(list) > SL_MAX_COMPONENTS) {
+    PyErr_Format(PyExc_ValueError, "register_fn: at most %d components read and made", SL_MAX_COMPONENTS);
+    return -1;
+  }
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(list); i++) {
+    const char *name, *dt = NULL;
+    PyObject *shape;
+    if (!PyArg_ParseTuple(PyList_GET_ITEM(list, i), "szO", &name, &dt, &shape)) return -1;
+    sl_fn_io *c = &io[(*n)++];
+    *c = (sl_fn_io){.name = name, .dtype = -1, .rank = -1};
+    sl_dtype t;
+    if (dt && sl_dtype_parse(&t, dt)) {
+      raise_sl(PyExc_ValueError, SL_EINVAL);
+      return -1;
+    }
+    if (dt) c->dtype = (int)t;
+    if (shape == Py_None) continue;
+    if (!PyList_Check(shape) || PyList_GET_SIZE(shape) > SL_MAX_RANK) {
+      PyErr_Format(PyExc_ValueError, "register_fn: the shape of '%s': a list of at most %d dims", name, SL_MAX_RANK);
+      return -1;
+    }
+    c->rank = (int)PyList_GET_SIZE(shape);
+    for (int d = 0; d < c->rank; d++) {
+      c->dims[d] = PyLong_AsLongLong(PyList_GET_ITEM(shape, d));
+      if (c->dims[d] == -1 && PyErr_Occurred()) return -1;
+    }
+  }
+  return 0;
+}
+
 static PyObject *register_fn(PyObject *m, PyObject *args, PyObject *kw) {
-  static char *kwlist[] = {"name", "fn", "random", "filter", "args", NULL};
+  static char *kwlist[] = {"name", "fn", "random", "filter", "args", "reads", "makes", "declared", NULL};
   const char *name;
-  PyObject *fn, *argspec = Py_None;
-  int random = 0, filter = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "sO|ppO", kwlist, &name, &fn, &random, &filter, &argspec)) return NULL;
+  PyObject *fn, *argspec = Py_None, *reads = Py_None, *makes = Py_None;
+  int random = 0, filter = 0, declared = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "sO|ppOOOp", kwlist, &name, &fn, &random, &filter, &argspec, &reads,
+                                   &makes, &declared))
+    return NULL;
   if (!PyCallable_Check(fn)) return PyErr_Format(PyExc_TypeError, "register_fn: %R is not callable", fn);
   if (argspec != Py_None && !PyDict_Check(argspec)) return PyErr_Format(PyExc_TypeError, "register_fn: args: a dict");
+  sl_fn_io rd[SL_MAX_COMPONENTS], mk[SL_MAX_COMPONENTS];
+  int nrd, nmk;
+  if (io_from_py(rd, &nrd, reads) < 0 || io_from_py(mk, &nmk, makes) < 0) return NULL;
+  PyObject *made = NULL; /* the names made, for the check after each call */
+  if (nmk) {
+    if (!(made = PyList_New(nmk))) return NULL;
+    for (int i = 0; i < nmk; i++) PyList_SET_ITEM(made, i, Py_NewRef(PyTuple_GET_ITEM(PyList_GET_ITEM(makes, i), 0)));
+  }
   /* Kept for the life of the process: pipelines built earlier may still call it. */
   pyfn *f = PyMem_RawCalloc(1, sizeof *f);
   if (!f || !(f->name = strdup(name))) {
     PyMem_RawFree(f);
+    Py_XDECREF(made);
     return PyErr_NoMemory();
   }
+  f->makes = made;
   Py_INCREF(fn);
   f->fn = fn;
   f->filter = filter;
@@ -1177,7 +1272,16 @@ static PyObject *register_fn(PyObject *m, PyObject *args, PyObject *kw) {
                    .call = pyfn_call,
                    .free = pyfn_free};
   int rc = sl_fn_register(name, &def, f);
-  if (rc) return raise_sl(Error, rc);
+  if (!rc && declared) rc = sl_fn_declare(name, rd, nrd, mk, nmk);
+  if (rc) return raise_sl(rc == SL_EINVAL ? PyExc_ValueError : Error, rc);
+  Py_RETURN_NONE;
+}
+
+static PyObject *set_element_types(PyObject *m, PyObject *args) {
+  PyObject *e, *k;
+  if (!PyArg_ParseTuple(args, "OO", &e, &k)) return NULL;
+  Py_XSETREF(element_cls, Py_NewRef(e));
+  Py_XSETREF(missing_cls, Py_NewRef(k));
   Py_RETURN_NONE;
 }
 
@@ -1456,6 +1560,7 @@ static PyMethodDef module_methods[] = {
     {"redact", redact, METH_VARARGS, "The text with connection strings' passwords as *** (sl_redact)."},
     {"register_fn", (PyCFunction)(void (*)(void))register_fn, METH_VARARGS | METH_KEYWORDS, NULL},
     {"fn_names", fn_names, METH_NOARGS, "Names of the registered functions."},
+    {"_set_element_types", set_element_types, METH_VARARGS, "The dict class Python functions get, its KeyError."},
     {"close_all", close_all, METH_NOARGS, "Cancels and joins every live run."},
     {"prov_check", prov_check, METH_VARARGS, NULL},
     {"prov_record_run", (PyCFunction)(void (*)(void))prov_record_run, METH_VARARGS | METH_KEYWORDS, NULL},

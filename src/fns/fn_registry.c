@@ -38,12 +38,14 @@ const sl__fn_entry *sl__fn_builtin(size_t i) {
 static pthread_mutex_t g_reg_mu = PTHREAD_MUTEX_INITIALIZER;
 static sl__fn *g_fns;
 static size_t g_nfns, g_capfns;
+static sl__fn_decl *g_decls; /* every declaration (sl_fn_declare), never freed */
 
 static int reg_locked(const char *name, const sl_fn_def *def, void *payload) {
   for (size_t i = 0; i < g_nfns; i++)
     if (!strcmp(g_fns[i].name, name)) {
       g_fns[i].def = *def;
       g_fns[i].payload = payload;
+      g_fns[i].decl = NULL; /* a new function: its old declaration is not its */
       return 0;
     }
   if (g_nfns == g_capfns) {
@@ -55,7 +57,7 @@ static int reg_locked(const char *name, const sl_fn_def *def, void *payload) {
   }
   char *nm = sl__strdup(name);
   if (!nm) return sl__oom("a function name");
-  g_fns[g_nfns++] = (sl__fn){nm, *def, payload, NULL};
+  g_fns[g_nfns++] = (sl__fn){nm, *def, payload, NULL, NULL};
   return 0;
 }
 
@@ -68,6 +70,75 @@ int sl_fn_register(const char *name, const sl_fn_def *def, void *payload) {
   int rc = reg_locked(name, def, payload);
   pthread_mutex_unlock(&g_reg_mu);
   return rc;
+}
+
+/* Checks one declared component (entry `i` of `what`) at `fn`'s declaration. */
+static int io_check(const sl_fn_io *io, const char *fn, const char *what, int i, bool make) {
+  if (!io->name || !*io->name)
+    return sl__err(SL_EINVAL, "sl_fn_declare(%s): %s[%d]: a component name is required", fn, what, i);
+  if (io->dtype < -1 || io->dtype > SL_BYTES)
+    return sl__err(SL_EINVAL, "sl_fn_declare(%s): %s[%d] ('%s'): dtype %d is no sl_dtype", fn, what, i, io->name,
+                   io->dtype);
+  if (io->rank < -1 || io->rank > SL_MAX_RANK)
+    return sl__err(SL_EINVAL, "sl_fn_declare(%s): %s[%d] ('%s'): rank %d outside -1..%d", fn, what, i, io->name,
+                   io->rank, SL_MAX_RANK);
+  for (int d = 0; make && d < io->rank; d++)
+    if (io->dims[d] < -1)
+      return sl__err(SL_EINVAL, "sl_fn_declare(%s): %s[%d] ('%s'): dim %d is %lld (>= 0, or -1: not known)", fn, what,
+                     i, io->name, d, (long long)io->dims[d]);
+  return 0;
+}
+
+/* Copies n entries and their names into `dst` and the name area at *names. */
+static void io_copy(sl_fn_io *dst, const sl_fn_io *src, int n, char **names) {
+  for (int i = 0; i < n; i++) {
+    dst[i] = src[i];
+    size_t l = strlen(src[i].name) + 1;
+    memcpy(*names, src[i].name, l);
+    dst[i].name = *names;
+    *names += l;
+  }
+}
+
+int sl_fn_declare(const char *name, const sl_fn_io *reads, int nreads, const sl_fn_io *makes, int nmakes) {
+  if (!name || nreads < 0 || nmakes < 0 || (nreads && !reads) || (nmakes && !makes))
+    return sl__err(SL_EINVAL, "sl_fn_declare: a name, and arrays for the counts given, are required");
+  if (nreads > SL_MAX_COMPONENTS || nmakes > SL_MAX_COMPONENTS)
+    return sl__err(SL_EINVAL, "sl_fn_declare(%s): at most %d components read and %d made", name, SL_MAX_COMPONENTS,
+                   SL_MAX_COMPONENTS);
+  size_t bytes = sizeof(sl__fn_decl) + (size_t)(nreads + nmakes) * sizeof(sl_fn_io);
+  int rc = 0;
+  for (int i = 0; i < nreads && !rc; i++)
+    if (!(rc = io_check(&reads[i], name, "reads", i, false))) bytes += strlen(reads[i].name) + 1;
+  for (int i = 0; i < nmakes && !rc; i++)
+    if (!(rc = io_check(&makes[i], name, "makes", i, true))) bytes += strlen(makes[i].name) + 1;
+  if (rc) return rc;
+  sl__fn_decl *d = sl__calloc(1, bytes);
+  if (!d) return sl__oom("a function's declaration");
+  d->nreads = nreads;
+  d->nmakes = nmakes;
+  d->reads = (sl_fn_io *)(d + 1);
+  d->makes = d->reads + nreads;
+  char *names = (char *)(d->makes + nmakes);
+  io_copy(d->reads, reads, nreads, &names);
+  io_copy(d->makes, makes, nmakes, &names);
+  pthread_mutex_lock(&g_reg_mu);
+  rc = SL_ENOTFOUND;
+  for (size_t i = 0; i < g_nfns; i++)
+    if (!strcmp(g_fns[i].name, name)) {
+      g_fns[i].decl = d;
+      rc = 0;
+    }
+  if (!rc) {
+    d->next = g_decls;
+    g_decls = d;
+  }
+  pthread_mutex_unlock(&g_reg_mu);
+  if (rc) {
+    sl__free(d);
+    return sl__err(SL_ENOTFOUND, "sl_fn_declare: no function '%s' was registered (sl_fn_register first)", name);
+  }
+  return 0;
 }
 
 int sl__fn_lookup(const char *name, sl__fn *out) {
@@ -83,7 +154,7 @@ int sl__fn_lookup(const char *name, sl__fn *out) {
   if (rc) {
     const sl__fn_entry *d = fn_builtin(name);
     if (d) {
-      *out = (sl__fn){NULL, d->def, NULL, d->schema};
+      *out = (sl__fn){NULL, d->def, NULL, d->schema, NULL};
       rc = 0;
     }
   }

@@ -27,18 +27,54 @@ static const char *io_name(const sl__fn_schema *sc, const sl__fn_io *io, json_t 
   return NULL;
 }
 
-static int missing(const sl__struct *s, const char *who, const char *path, const sl__fn_io *io, const char *name) {
+/* A read of a component s does not have: the op, the component (and the arg naming it, `arg` "ops[3].args.x" or
+ * NULL), the nearest name and the components there are. */
+static int missing(const sl__struct *s, const char *who, const char *arg, const char *name) {
+  const char *names[SL_MAX_COMPONENTS];
+  for (int i = 0; i < s->n; i++) names[i] = s->c[i].name;
+  const char *near = sl__name_suggest(names, (size_t)s->n, name);
+  char nb[160] = "";
+  if (near) snprintf(nb, sizeof nb, "; did you mean '%.120s'?", near);
   sl__str have = {0};
   int rc = sl__struct_names(&have, s);
   if (rc) return rc;
-  if (io->arg)
-    rc = sl__err(SL_EINVAL, "%s: reads component '%s' (%s.%s), which no earlier op makes (the element has: %s)", who,
-                 name, path, io->arg, have.s);
-  else
-    rc = sl__err(SL_EINVAL, "%s: reads component '%s', which no earlier op makes (the element has: %s)", who, name,
-                 have.s);
+  rc = sl__err(SL_EINVAL, "%s: reads component '%s'%s%s%s, which no earlier op makes (the element has: %s)%s", who,
+               name, arg ? " (" : "", arg ? arg : "", arg ? ")" : "", have.s, nb);
   sl__str_dispose(&have);
   return rc;
+}
+
+/* A component read: present (in an open structure, may be) and of the dtype and rank asked for (-1: any). */
+static int read_check(sl__struct *s, const char *who, const char *arg, const char *name, int dtype, int rank,
+                      sl__comp_desc **out) {
+  sl__comp_desc *c = *out = sl__struct_get(s, name);
+  if (!c) return s->open ? 0 : missing(s, who, arg, name);
+  if (dtype >= 0 && c->dtype >= 0 && c->dtype != dtype)
+    return sl__err(SL_EINVAL, "%s: component '%s' is %s (made by %s); the function reads %s", who, name,
+                   sl_dtype_name((sl_dtype)c->dtype), c->origin ? c->origin : "?", sl_dtype_name((sl_dtype)dtype));
+  if (rank >= 0 && c->rank >= 0 && c->rank != rank)
+    return sl__err(SL_EINVAL, "%s: component '%s' has rank %d (made by %s); the function reads rank %d", who, name,
+                   c->rank, c->origin ? c->origin : "?", rank);
+  return 0;
+}
+
+int sl__fn_infer_decl(sl__struct *s, const sl__fn_decl *d, const char *origin, const char *who) {
+  if (!d) {
+    s->open = true; /* a function registered at run time: what it makes is not known */
+    return 0;
+  }
+  sl__comp_desc *c;
+  for (int i = 0; i < d->nreads; i++) {
+    int rc = read_check(s, who, NULL, d->reads[i].name, d->reads[i].dtype, d->reads[i].rank, &c);
+    if (rc) return rc;
+  }
+  for (int i = 0; i < d->nmakes; i++) {
+    const sl_fn_io *m = &d->makes[i];
+    int rc = sl__struct_put(s, m->name, m->dtype, m->rank, origin, &c);
+    if (rc) return sl__err_wrap(rc, "%s", who);
+    for (int k = 0; k < m->rank; k++) c->dims[k] = m->dims[k] >= 0 ? m->dims[k] : SL__DIM_UNKNOWN;
+  }
+  return 0;
 }
 
 int sl__fn_infer(sl__struct *s, const sl__fn_schema *sc, json_t *args, const char *path, const char *origin,
@@ -57,17 +93,12 @@ int sl__fn_infer(sl__struct *s, const sl__fn_schema *sc, json_t *args, const cha
     const char *name = io_name(sc, io, args);
     if (!name) continue;
     sl__comp_desc *c = sl__struct_get(s, name);
-    if (!c) {
-      if (s->open || (io->flags & SL__IO_IF_PRESENT)) continue;
-      if ((io->flags & SL__IO_OPTIONAL) && !(io->arg && json_object_get(args, io->arg))) continue;
-      return missing(s, who, path, io, name);
-    }
-    if (io->dtype >= 0 && c->dtype >= 0 && c->dtype != io->dtype)
-      return sl__err(SL_EINVAL, "%s: component '%s' is %s (made by %s); the function reads %s", who, name,
-                     sl_dtype_name((sl_dtype)c->dtype), c->origin ? c->origin : "?", sl_dtype_name((sl_dtype)io->dtype));
-    if (io->rank >= 0 && c->rank >= 0 && c->rank != io->rank)
-      return sl__err(SL_EINVAL, "%s: component '%s' has rank %d (made by %s); the function reads rank %d", who, name,
-                     c->rank, c->origin ? c->origin : "?", io->rank);
+    if (!c && (s->open || (io->flags & SL__IO_IF_PRESENT))) continue;
+    if (!c && (io->flags & SL__IO_OPTIONAL) && !(io->arg && json_object_get(args, io->arg))) continue;
+    char arg[200];
+    if (io->arg) snprintf(arg, sizeof arg, "%s.%s", path, io->arg);
+    int rc = read_check(s, who, io->arg ? arg : NULL, name, io->dtype, io->rank, &c);
+    if (rc) return rc;
     if (!have_first) {
       first = *c;
       have_first = true;

@@ -44,6 +44,14 @@ typedef struct sl__fn_entry {
   const sl__fn_schema *schema; /* every built-in has one (test_schema checks) */
 } sl__fn_entry;
 
+/* What a function registered at run time declared it reads and makes (sl_fn_declare). Never freed: a pipeline
+ * built from an earlier declaration may still point at it. */
+typedef struct sl__fn_decl {
+  int nreads, nmakes;
+  sl_fn_io *reads, *makes; /* names copied into the same block */
+  struct sl__fn_decl *next; /* every declaration made, in one list (kept, see above) */
+} sl__fn_decl;
+
 /* A function as the registry hands it out: a copy of the definition and the payload (name is NULL for a
  * built-in). */
 typedef struct sl__fn {
@@ -51,6 +59,7 @@ typedef struct sl__fn {
   sl_fn_def def;
   void *payload;
   const sl__fn_schema *schema; /* NULL for functions registered at run time */
+  const sl__fn_decl *decl;     /* a function registered at run time that declared its components; else NULL */
 } sl__fn;
 
 /* Looks a function up by name (run-time registrations first, then the built-ins) and copies it into out;
@@ -77,6 +86,8 @@ int sl__fn_check_args(const sl__fn_schema *sc, json_t *args, const char *path, c
  * components that exist. A function without a schema opens s. */
 int sl__fn_infer(sl__struct *s, const sl__fn_schema *sc, json_t *args, const char *path, const char *origin,
                  const char *who);
+/* The same for a function registered at run time: what it declared (sl_fn_declare), or an open s when nothing. */
+int sl__fn_infer_decl(sl__struct *s, const sl__fn_decl *d, const char *origin, const char *who);
 
 /* The component `name` of e (an arg of the function names it), or SL_EINVAL naming the op and the element when e has
  * none (fn_common.c). */

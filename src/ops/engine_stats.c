@@ -323,6 +323,7 @@ void sl__stats_work_n(sl__op *op, sl__sampler *smp, uint64_t cpu_ns, uint64_t wa
   sl__stat_add(&op->st.work_cpu_ns, cpu_ns * scale);
   sl__stat_add(&op->st.work_wall_ns, wall_ns * scale);
   sl__stat_add(&op->st.work_n, scale * n);
+  sl__stat_add(&op->st.work_samples, n);
   sl__stat_add(&op->st.work_sq_us, us * us * scale * n);
 }
 

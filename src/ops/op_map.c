@@ -956,6 +956,7 @@ static int map_infer(sl__op *op, sl__struct *s, const sl__struct *src) {
   const map_cfg *c = op->impl;
   char who[300];
   snprintf(who, sizeof who, "%s (%s %s)", op->path, op->vt->kind, op->label);
+  if (!c->fn.schema) return sl__fn_infer_decl(s, c->fn.decl, op->path, who);
   return sl__fn_infer(s, c->fn.schema, c->args.obj, c->args_path, op->path, who);
 }
 static const sl__op_schema MAP_SCHEMA = {SL__MK_MAP, 0, "runs a function on each element", MAP_KNOBS, map_infer};

@@ -27,6 +27,7 @@ typedef struct sl__stats {
   atomic_uint_fast64_t filled;         /* elements handed out again in place of dropped ones (shard "in_step") */
   atomic_uint_fast64_t cpu_ns, wall_ns, samples;   /* own time of next() calls on the consumer's side (sl__nest) */
   atomic_uint_fast64_t work_cpu_ns, work_wall_ns;  /* own work done on worker threads (map functions, pulls) */
+  atomic_uint_fast64_t work_samples; /* elements in the worker chunks timed (the online tuner's first window) */
   atomic_uint_fast64_t wait_ns;
   /* Run-queue delay (waiting for a core while runnable) of the sampled calls that read it, and those calls' own
    * wall time: the op's share of wall time spent waiting for a core is runq_ns / runq_wall_ns (sl__runq_ns). */

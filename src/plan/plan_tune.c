@@ -1,5 +1,6 @@
 /* plan/plan_tune.c: the online tuner (`sluice run --tuner sluice`, sl_pipeline_tune): the planner's model and LP,
- * re-solved from the pipeline's always-on counters while it runs. Every interval it makes a trace of the window's
+ * re-solved from the pipeline's always-on counters while it runs. Every interval (the first window: as soon as its
+ * counts carry a solve) it makes a trace of the window's
  * counters (with the machine's load over it), and when the model's costs drifted in two windows in a row (or
  * nothing was solved yet) solves the plan and sets the running pipeline's "autotune" knobs (parallelism, prefetch
  * depth), logging each change with its reason in one line. */
@@ -13,6 +14,13 @@
 
 /* The least predicted gain (over the knobs in force, on the same model) worth changing knobs for. */
 #define SL__TUNE_MIN_GAIN 0.05
+/* The first solve comes as soon as the window's counts can carry it, not after an interval (short epochs were never
+ * tuned): the root made SL__TUNE_FIRST_ROOT elements (a quarter of a modelled window, what a slow pipeline's windows
+ * are allowed after two intervals) and every op that did at least SL__TUNE_FIRST_SHARE of the window's own CPU has
+ * SL__TUNE_FIRST_SAMPLES timed elements (a cheap op, timed once in thousands of calls, carries no weight). */
+#define SL__TUNE_FIRST_ROOT (SL_PLAN_MIN_ELEMENTS / 4)
+#define SL__TUNE_FIRST_SAMPLES 16
+#define SL__TUNE_FIRST_SHARE 0.05
 
 typedef struct tune_change {
   double t;           /* seconds since the tuner started */
@@ -39,6 +47,7 @@ struct sl_tuner {
   double *c_solved;    /* each op's CPU per output element at the last solve (-1: none yet) */
   double *c_prev;      /* the same in the window before (-1: none; tuner thread) */
   uint64_t t0;
+  bool first_done;     /* a window was solved on (before: windows end on counts, first_ready; tuner thread) */
   bool cached;         /* a cache was inserted live (a repeat keeps and replays its input's epoch) */
   int cache_rep;       /* that repeat op */
   bool cache_seen_settled; /* a window ended with that cache replaying (or given up) */
@@ -447,6 +456,7 @@ static void tune_window(sl_tuner *a, const sl_op_stats *now, const sl_op_stats *
     if (sl__plan_solve(&P, t, &po, 1.0)) goto out;
   }
   for (int i = 0; i < a->nops; i++) a->c_solved[i] = M->ops[i].c;
+  a->first_done = true;
   /* Change knobs only for a predicted gain of at least SL__TUNE_MIN_GAIN over the knobs in force (on the same
    * model): a marginal gain is within the model's error and not worth the churn. */
   int64_t *cur = sl__calloc((size_t)a->nops, sizeof *cur);
@@ -529,24 +539,64 @@ static uint64_t window_min(const sl_tuner *a) {
   return SL_PLAN_MIN_ELEMENTS;
 }
 
+/* Elements of op i whose time was measured: those in timed worker chunks for an op whose work is on its workers (a
+ * parallel map, a prefetch), else its timed next() calls. */
+static uint64_t op_timed(const sl_tuner *a, int i) {
+  sl__op *op = sl__pipeline_op(a->p, i);
+  sl__model_kind k = sl__op_model(op->vt->kind);
+  bool workers = op->async && (k == SL__MK_MAP || k == SL__MK_PREFETCH);
+  return atomic_load_explicit(workers ? &op->st.work_samples : &op->st.samples, memory_order_relaxed);
+}
+
+static void timed_snap(const sl_tuner *a, uint64_t *out) {
+  for (int i = 0; i < a->nops; i++) out[i] = op_timed(a, i);
+}
+
+static uint64_t since(uint64_t now, uint64_t base) { return now > base ? now - base : 0; }
+
+/* Before the first solve: whether the window since `base` (counters, timed elements timed0) can be solved on now (the
+ * rule at SL__TUNE_FIRST_SAMPLES). Reads the counters into `now`. */
+static bool first_ready(const sl_tuner *a, sl_op_stats *now, const sl_op_stats *base, const uint64_t *timed0,
+                        int root) {
+  for (int i = 0; i < a->nops; i++) sl_pipeline_op_stats(&now[i], a->p, i);
+  if (since(now[root].elements_out, base[root].elements_out) < SL__TUNE_FIRST_ROOT) return false;
+  double total = 0;
+  for (int i = 0; i < a->nops; i++) total += fmax(0, now[i].cpu_seconds - base[i].cpu_seconds);
+  for (int i = 0; i < a->nops; i++) {
+    double cpu = fmax(0, now[i].cpu_seconds - base[i].cpu_seconds);
+    if (since(now[i].elements_out, base[i].elements_out) && cpu >= SL__TUNE_FIRST_SHARE * total &&
+        since(op_timed(a, i), timed0[i]) < SL__TUNE_FIRST_SAMPLES)
+      return false;
+  }
+  return true;
+}
+
 static void *tune_main(void *arg) {
   sl_tuner *a = arg;
   size_t n = (size_t)a->nops;
   sl_op_stats *base = sl__calloc(n, sizeof *base), *now = sl__calloc(n, sizeof *now);
+  uint64_t *timed0 = sl__calloc(n, sizeof *timed0); /* each op's timed elements at the window's start */
   double interval = a->opts.interval > 0 ? a->opts.interval : 1.0;
   int root = sl__pipeline_root(a->p)->index;
   uint64_t tw = sl__now_ns();
   double cw = proc_cpu_now();
   sl__load_snap lw, l1;
   sl__load_snap_take(&lw);
-  if (base)
+  if (base && timed0) {
     for (int i = 0; i < a->nops; i++) sl_pipeline_op_stats(&base[i], a->p, i);
+    timed_snap(a, timed0);
+  }
   pthread_mutex_lock(&a->mu);
-  while (!a->stop && base && now) {
+  while (!a->stop && base && now && timed0) {
     uint64_t until = sl__now_ns() + (uint64_t)(interval * 1e9);
+    bool early = false; /* the first window's counts sufficed before the interval ended */
     while (!a->stop && sl__now_ns() < until) {
       uint64_t left_ms = (until - sl__now_ns()) / 1000000;
       sl__cond_wait_ms(&a->cv, &a->mu, (int)(left_ms > 50 ? 50 : left_ms + 1));
+      if (!a->stop && !a->first_done && first_ready(a, now, base, timed0, root)) {
+        early = true;
+        break;
+      }
     }
     if (a->stop) break;
     pthread_mutex_unlock(&a->mu);
@@ -556,7 +606,7 @@ static void *tune_main(void *arg) {
      * the minimum after two intervals: its per-image ops have hundreds of samples by then, and the first solve
      * (which inserts the cache) would otherwise wait 8 s. */
     uint64_t got = now[root].elements_out - base[root].elements_out, need = window_min(a);
-    if (got >= need || (need > 1 && got >= need / 4 && sl__now_ns() - tw >= (uint64_t)(2 * interval * 1e9))) {
+    if (early || got >= need || (need > 1 && got >= need / 4 && sl__now_ns() - tw >= (uint64_t)(2 * interval * 1e9))) {
       uint64_t t1 = sl__now_ns();
       double c1 = proc_cpu_now(), secs = (double)(t1 - tw) * 1e-9, run_delay;
       sl__load_snap_take(&l1);
@@ -569,12 +619,14 @@ static void *tune_main(void *arg) {
       now = x;
       tw = t1;
       cw = c1;
+      timed_snap(a, timed0);
     }
     pthread_mutex_lock(&a->mu);
   }
   pthread_mutex_unlock(&a->mu);
   sl__free(base);
   sl__free(now);
+  sl__free(timed0);
   sl__plan_lp_thread_done();
   return NULL;
 }

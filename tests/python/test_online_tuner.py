@@ -90,6 +90,23 @@ def test_one_tuner_keeps_tuning_from_run_to_run():
     assert len(p._tuner_logs()) == 2
 
 
+def test_first_solve_comes_on_counts_not_after_an_interval():
+    # The first solve comes as soon as the window's counts carry it (8 root elements, 16 timed elements of each op
+    # that did a share of the work), not after an interval: with a 600 s interval, 256 elements of a 200 us map
+    # (a run of well under 1 s of work) are enough. The consumer then stops pulling; the deadline only guards.
+    p = sluice.Pipeline({"ops": [{"op": "range"},
+                                 {"op": "map", "fn": "spin", "args": {"us": 200}, "parallelism": "autotune"},
+                                 {"op": "prefetch", "buffer": "autotune"}]}, tune={"interval": 600})
+    it = iter(p)
+    for _ in range(256):
+        next(it)
+    end = time.monotonic() + 60
+    while p.tuner_solves() == 0 and time.monotonic() < end:
+        time.sleep(0.05)
+    assert p.tuner_solves() == 1
+    it.close()
+
+
 def test_untuned_pipeline_has_no_tuner():
     p = sluice.Pipeline(SPIN)
     it = iter(p)

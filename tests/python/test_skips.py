@@ -49,7 +49,7 @@ def test_typo_behind_a_python_function_stops_the_run(folder):
     # the structure after a Python function is not known at build time: the first element names the mistake,
     # and on_error "skip" does not drop it
     p = sluice.Pipeline(folder_spec(folder, "image/encodd"))
-    with pytest.raises(sluice.Error, match="no component 'image/encodd'"):
+    with pytest.raises(sluice.SpecError, match="no component 'image/encodd'"):
         list(p)
     assert p.stats()[2]["errors_skipped"] == 0
 

@@ -645,6 +645,47 @@ static void test_user_function_args(void **s) {
   assert_null(p);
 }
 
+/* A function registered at run time that declares its components (sl_fn_declare) is checked like a built-in: its
+ * reads at build, with the nearest name; what it makes known to the ops after it. Registering it again drops that. */
+static void test_user_function_components(void **s) {
+  (void)s;
+  sl_fn_def def = {SL_FN_DEF_VERSION, 0, NULL, noop_call, NULL};
+  assert_int_equal(sl_fn_register("test_schema_decl", &def, NULL), 0);
+  sl_fn_io rd[] = {{.name = "valeu", .dtype = SL_INT64, .rank = 0}};
+  sl_fn_io mk[] = {{.name = "pair", .dtype = SL_FLOAT32, .rank = 1, .dims = {2}}};
+  assert_int_equal(sl_fn_declare("test_schema_decl", rd, 1, mk, 1), 0);
+  const char *typo = "{\"ops\": [{\"op\": \"range\", \"stop\": 3}, {\"op\": \"map\", \"fn\": \"test_schema_decl\", "
+                     "\"on_error\": \"skip\"}]}";
+  tu_expect_spec_error(typo, SL_EINVAL, "ops[1] (map test_schema_decl): reads component 'valeu', which no earlier op "
+                                        "makes (the element has: 'value'); did you mean 'value'?");
+  rd[0].name = "value";
+  assert_int_equal(sl_fn_declare("test_schema_decl", rd, 1, mk, 1), 0);
+  const char *after = "{\"ops\": [{\"op\": \"range\", \"stop\": 3}, {\"op\": \"map\", \"fn\": \"test_schema_decl\"}, "
+                      "{\"op\": \"map\", \"fn\": \"cast\", \"args\": {\"component\": \"piar\", "
+                      "\"dtype\": \"int32\"}}]}";
+  tu_expect_spec_error(after, SL_EINVAL, "reads component 'piar' (ops[2].args.component), which no earlier op makes "
+                                         "(the element has: 'value', 'pair'); did you mean 'pair'?");
+  const char *good = "{\"ops\": [{\"op\": \"range\", \"stop\": 3}, {\"op\": \"map\", \"fn\": \"test_schema_decl\"}]}";
+  sl_pipeline *p = tu_pipeline(good);
+  char *desc = NULL;
+  assert_int_equal(sl_pipeline_structure(&desc, p, 1), 0);
+  assert_string_equal(desc, "value int64 [], pair float32 [2]");
+  sl_free(desc);
+  sl_pipeline_free(p);
+  /* Registered again: nothing declared, the structure after it open again. */
+  assert_int_equal(sl_fn_register("test_schema_decl", &def, NULL), 0);
+  p = tu_pipeline(typo);
+  sl_pipeline_free(p);
+  /* Bad declarations. */
+  assert_int_equal(sl_fn_declare("test_schema_nobody", rd, 1, NULL, 0), SL_ENOTFOUND);
+  sl_fn_io bad = {.name = "x", .dtype = 9, .rank = -1};
+  assert_int_equal(sl_fn_declare("test_schema_decl", &bad, 1, NULL, 0), SL_EINVAL);
+  assert_non_null(strstr(sl_error_last(), "reads[0] ('x'): dtype 9"));
+  sl_fn_io dims = {.name = "x", .dtype = -1, .rank = 1, .dims = {-5}};
+  assert_int_equal(sl_fn_declare("test_schema_decl", NULL, 0, &dims, 1), SL_EINVAL);
+  assert_non_null(strstr(sl_error_last(), "makes[0] ('x'): dim 0 is -5"));
+}
+
 static void test_examples_and_suite_pipelines(void **s) {
   (void)s;
   const char *src = getenv("SL_SRC");
@@ -868,6 +909,7 @@ int main(void) {
       cmocka_unit_test(test_the_issue_specs),
       cmocka_unit_test(test_structure),
       cmocka_unit_test(test_user_function_args),
+      cmocka_unit_test(test_user_function_components),
       cmocka_unit_test(test_examples_and_suite_pipelines),
       cmocka_unit_test(test_docs_match_the_schemas),
   };
