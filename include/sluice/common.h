@@ -63,8 +63,11 @@ SL_EXTERN size_t sl_redact(char *dst, size_t cap, const char *src);
  * itself is replaced by the new file; its target is not written. Safe from any thread. */
 SL_EXTERN int sl_file_write(const char *path, const void *data, size_t len);
 
-/* Allocator hooks. All of libsluice's heap use goes through these; tests install a failing allocator to check
- * that every allocation failure surfaces as SL_ENOMEM. Not thread-safe: set before any other sluice call. */
+/* Allocator hooks. All of libsluice's heap use goes through these, and so does that of jansson, stb_image_resize
+ * and libspng; tests install a failing allocator to check that every allocation failure surfaces as SL_ENOMEM.
+ * The other libraries allocate their own working state with the C library's malloc (libjpeg-turbo, libwebp,
+ * libarchive, SQLite, libpq, GLPK, XGBoost); decoded pixels always land in sluice's buffers. Not thread-safe: set
+ * before any other sluice call. */
 typedef struct sl_allocator {
   void *(*malloc_fn)(size_t size, void *payload);
   void *(*realloc_fn)(void *ptr, size_t size, void *payload);

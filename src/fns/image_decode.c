@@ -40,9 +40,38 @@ int sl__image_buf(sl_buf **out, int64_t h, int64_t w, int c) {
   return *out ? 0 : sl__oom("decoded image");
 }
 
+/* libspng (and the zlib stream it allocates through the same hooks) allocates through sluice's allocator
+ * (sl_set_allocator), as we do. A failed allocation is noted for this thread: libspng reports one inside zlib as a
+ * stream error (SPNG_EIDAT_STREAM), which must be SL_ENOMEM, never a corrupt image that on_error "skip" drops. */
+static _Thread_local bool png_oom;
+static void *png_malloc(size_t n) {
+  void *p = sl__malloc(n);
+  if (!p) png_oom = true;
+  return p;
+}
+static void *png_realloc(void *q, size_t n) {
+  void *p = sl__realloc(q, n);
+  if (!p) png_oom = true;
+  return p;
+}
+static void *png_calloc(size_t n, size_t size) {
+  void *p = sl__calloc(n, size);
+  if (!p) png_oom = true;
+  return p;
+}
+static spng_ctx *png_ctx(void) {
+  static struct spng_alloc a = {png_malloc, png_realloc, png_calloc, sl__free};
+  png_oom = false;
+  return spng_ctx_new2(&a, 0);
+}
+static int png_err(int src) {
+  return src == SPNG_EMEM || png_oom ? sl__oom("a PNG decoder")
+                                     : sl__err(SL_ECORRUPT, "corrupt PNG: %s", spng_strerror(src));
+}
+
 static int png_decode(const uint8_t *data, size_t len, const img_opts *o, sl_buf **out, int64_t *oh, int64_t *ow,
                       int64_t *oc) {
-  spng_ctx *ctx = spng_ctx_new(0);
+  spng_ctx *ctx = png_ctx();
   if (!ctx) return sl__oom("a PNG decoder");
   uint8_t *rgba = NULL;
   struct spng_ihdr ih;
@@ -52,7 +81,7 @@ static int png_decode(const uint8_t *data, size_t len, const img_opts *o, sl_buf
   if (!src) src = spng_set_chunk_limits(ctx, 16u << 20, 16u << 20);
   if (!src) src = spng_get_ihdr(ctx, &ih);
   if (src) {
-    rc = sl__err(SL_ECORRUPT, "corrupt PNG: %s", spng_strerror(src));
+    rc = png_err(src);
     goto done;
   }
   if ((rc = check_size(ih.height, ih.width, o->max_pixels, "PNG"))) goto done;
@@ -65,7 +94,7 @@ static int png_decode(const uint8_t *data, size_t len, const img_opts *o, sl_buf
    * alpha), or to one channel through RGBA8. */
   int fmt = c == 3 ? SPNG_FMT_RGB8 : SPNG_FMT_RGBA8;
   if ((src = spng_decoded_image_size(ctx, fmt, &need))) {
-    rc = sl__err(SL_ECORRUPT, "corrupt PNG: %s", spng_strerror(src));
+    rc = png_err(src);
     goto done;
   }
   if ((rc = sl__image_buf(out, ih.height, ih.width, c))) goto done;
@@ -75,7 +104,7 @@ static int png_decode(const uint8_t *data, size_t len, const img_opts *o, sl_buf
     goto done;
   }
   if ((src = spng_decode_image(ctx, c == 1 ? rgba : dst, need, fmt, SPNG_DECODE_TRNS))) {
-    rc = sl__err(SL_ECORRUPT, "corrupt PNG: %s", spng_strerror(src));
+    rc = png_err(src);
     goto done;
   }
   if (c == 1) rgba_to(rgba, dst, (size_t)ih.height * ih.width, 1);
@@ -190,7 +219,7 @@ int sl__image_exif_orientation(const uint8_t *d, size_t n) {
   int o = 1;
   switch (sl__image_sniff(d, n)) {
   case SL__IMG_PNG: { /* the eXIf chunk, through libspng */
-    spng_ctx *ctx = spng_ctx_new(0);
+    spng_ctx *ctx = png_ctx();
     struct spng_exif ex;
     if (ctx && !spng_set_png_buffer(ctx, d, n) && !spng_set_chunk_limits(ctx, 16u << 20, 16u << 20) &&
         !spng_get_exif(ctx, &ex))

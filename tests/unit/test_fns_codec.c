@@ -1,27 +1,9 @@
 /* test_fns_codec.c: decode_image (PNG and lossless WebP encoded here by libspng and libwebp, decoded exactly; JPEG as
  * decode_jpeg decodes it; gray, palette, 16-bit and alpha layouts; the bad-input table, each error naming the format
  * and the file), read_file (bytes, errors naming the file) and parse_int (values, bounds, bad text). */
-#include <spng.h>
 #include <webp/encode.h>
 
 #include "test_fns_util.h"
-
-/* A PNG of w x h pixels in the given colour type and bit depth from raw rows (packed as PNG stores them). */
-static uint8_t *png_encode(const void *px, size_t pxlen, int w, int h, int ctype, int depth, const struct spng_plte *plte,
-                           size_t *len) {
-  spng_ctx *ctx = spng_ctx_new(SPNG_CTX_ENCODER);
-  assert_non_null(ctx);
-  assert_int_equal(spng_set_option(ctx, SPNG_ENCODE_TO_BUFFER, 1), 0);
-  struct spng_ihdr ih = {(uint32_t)w, (uint32_t)h, (uint8_t)depth, (uint8_t)ctype, 0, 0, 0};
-  assert_int_equal(spng_set_ihdr(ctx, &ih), 0);
-  if (plte) assert_int_equal(spng_set_plte(ctx, (struct spng_plte *)plte), 0);
-  assert_int_equal(spng_encode_image(ctx, px, pxlen, SPNG_FMT_PNG, SPNG_ENCODE_FINALIZE), 0);
-  int err = 0;
-  uint8_t *out = spng_get_png_buffer(ctx, len, &err);
-  assert_int_equal(err, 0);
-  spng_ctx_free(ctx);
-  return out; /* free() */
-}
 
 static void set_bytes(sl_elem *e, const void *d, size_t n, const char *file) {
   sl_elem_init(e);
@@ -50,7 +32,7 @@ static void test_png_layouts(void **st) {
   const int w = 37, h = 23;
   uint8_t *rgb = tf_picture(w, h, 3);
   size_t n;
-  uint8_t *png = png_encode(rgb, (size_t)w * h * 3, w, h, SPNG_COLOR_TYPE_TRUECOLOR, 8, NULL, &n);
+  uint8_t *png = tf_png_encode(rgb, (size_t)w * h * 3, w, h, SPNG_COLOR_TYPE_TRUECOLOR, 8, NULL, &n);
   expect_pixels(png, n, NULL, h, w, 3, rgb);
   expect_pixels(png, n, "{\"channels\": 0}", h, w, 3, rgb); /* as stored */
   /* RGBA out of RGB: alpha 255. */
@@ -65,13 +47,13 @@ static void test_png_layouts(void **st) {
   free(png);
   /* With alpha: kept with 4 and as stored, dropped with 3. */
   for (int i = 0; i < w * h; i++) rgba[i * 4 + 3] = (uint8_t)(i * 7);
-  png = png_encode(rgba, (size_t)w * h * 4, w, h, SPNG_COLOR_TYPE_TRUECOLOR_ALPHA, 8, NULL, &n);
+  png = tf_png_encode(rgba, (size_t)w * h * 4, w, h, SPNG_COLOR_TYPE_TRUECOLOR_ALPHA, 8, NULL, &n);
   expect_pixels(png, n, "{\"channels\": 4}", h, w, 4, rgba);
   expect_pixels(png, n, "{\"channels\": 0}", h, w, 4, rgba);
   expect_pixels(png, n, NULL, h, w, 3, rgb);
   free(png);
   /* Grayscale: one channel as stored, replicated to RGB. */
-  png = png_encode(gray, (size_t)w * h, w, h, SPNG_COLOR_TYPE_GRAYSCALE, 8, NULL, &n);
+  png = tf_png_encode(gray, (size_t)w * h, w, h, SPNG_COLOR_TYPE_GRAYSCALE, 8, NULL, &n);
   expect_pixels(png, n, "{\"channels\": 0}", h, w, 1, gray);
   uint8_t *g3 = malloc((size_t)w * h * 3);
   for (int i = 0; i < w * h; i++) g3[i * 3] = g3[i * 3 + 1] = g3[i * 3 + 2] = gray[i];
@@ -80,7 +62,7 @@ static void test_png_layouts(void **st) {
   /* 16-bit gray (big-endian samples in the file) scaled to 8 bits: v16 = v8 * 257 gives back v8. */
   uint8_t *g16 = malloc((size_t)w * h * 2);
   for (int i = 0; i < w * h; i++) g16[i * 2] = g16[i * 2 + 1] = gray[i];
-  png = png_encode(g16, (size_t)w * h * 2, w, h, SPNG_COLOR_TYPE_GRAYSCALE, 16, NULL, &n);
+  png = tf_png_encode(g16, (size_t)w * h * 2, w, h, SPNG_COLOR_TYPE_GRAYSCALE, 16, NULL, &n);
   expect_pixels(png, n, "{\"channels\": 0}", h, w, 1, gray);
   expect_pixels(png, n, NULL, h, w, 3, g3);
   free(png);
@@ -92,7 +74,7 @@ static void test_png_layouts(void **st) {
     exp[i * 3] = plte.entries[i % 4].red, exp[i * 3 + 1] = plte.entries[i % 4].green;
     exp[i * 3 + 2] = plte.entries[i % 4].blue;
   }
-  png = png_encode(idx, (size_t)w * h, w, h, SPNG_COLOR_TYPE_INDEXED, 8, &plte, &n);
+  png = tf_png_encode(idx, (size_t)w * h, w, h, SPNG_COLOR_TYPE_INDEXED, 8, &plte, &n);
   expect_pixels(png, n, NULL, h, w, 3, exp);
   expect_pixels(png, n, "{\"channels\": 0}", h, w, 3, exp);
   free(png);
@@ -160,7 +142,7 @@ static void test_bad_inputs(void **st) {
   const int w = 32, h = 16;
   uint8_t *rgb = tf_picture(w, h, 1);
   size_t n;
-  uint8_t *png = png_encode(rgb, (size_t)w * h * 3, w, h, SPNG_COLOR_TYPE_TRUECOLOR, 8, NULL, &n);
+  uint8_t *png = tf_png_encode(rgb, (size_t)w * h * 3, w, h, SPNG_COLOR_TYPE_TRUECOLOR, 8, NULL, &n);
   expect_bad(png, n / 2, NULL, SL_ECORRUPT, "corrupt PNG");
   expect_bad(png, 20, NULL, SL_ECORRUPT, "corrupt PNG");
   uint8_t *bad = malloc(n);
@@ -205,7 +187,7 @@ static void test_mutation(void **st) {
   const int w = 24, h = 24;
   uint8_t *rgb = tf_picture(w, h, 2), *wp = NULL;
   size_t np, nw;
-  uint8_t *png = png_encode(rgb, (size_t)w * h * 3, w, h, SPNG_COLOR_TYPE_TRUECOLOR, 8, NULL, &np);
+  uint8_t *png = tf_png_encode(rgb, (size_t)w * h * 3, w, h, SPNG_COLOR_TYPE_TRUECOLOR, 8, NULL, &np);
   nw = WebPEncodeLosslessRGB(rgb, w, h, w * 3, &wp);
   uint64_t x = 88172645463325252ull;
   tf_fn f;

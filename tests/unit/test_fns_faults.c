@@ -54,6 +54,15 @@ static void test_image_functions_oom(void **st) {
   bytes b = {j, n};
   sweep("decode_jpeg", NULL, make_jpeg, &b);
   sweep("decode_and_crop_jpeg", "{\"random\": true, \"size\": [32, 32]}", make_jpeg, &b);
+  /* PNG: libspng allocates through sluice's allocator, and its out-of-memory is SL_ENOMEM, not a corrupt image. */
+  uint8_t px[24 * 16 * 3];
+  for (size_t i = 0; i < sizeof px; i++) px[i] = (uint8_t)(i * 7);
+  size_t pn;
+  uint8_t *png = tf_png_encode(px, sizeof px, 24, 16, SPNG_COLOR_TYPE_TRUECOLOR, 8, NULL, &pn);
+  bytes pb = {png, pn};
+  sweep("decode_image", NULL, make_jpeg, &pb);
+  sweep("decode_image", "{\"channels\": 1}", make_jpeg, &pb);
+  free(png);
   sweep("decode_and_crop_jpeg", "{\"crop\": [3, 5, 40, 50]}", make_jpeg, &b);
   sweep("random_resized_crop", "{\"size\": [20, 20]}", make_image, NULL);
   sweep("resize", "{\"size\": [20, 70], \"method\": \"area\"}", make_image, NULL);

@@ -8,10 +8,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <spng.h>
 #include <turbojpeg.h>
 
 #include "core/args_int.h"
 #include "fns/fns_int.h"
+
 #include "testutil.h"
 
 /* A function instance made from args JSON text. */
@@ -104,6 +106,23 @@ static inline uint8_t *tf_jpeg(const uint8_t *px, int w, int h, int pf, int samp
   *len = n;
   return out;
 }
+/* A PNG of w x h pixels in the given colour type and bit depth from raw rows (packed as PNG stores them). */
+static inline uint8_t *tf_png_encode(const void *px, size_t pxlen, int w, int h, int ctype, int depth, const struct spng_plte *plte,
+                                         size_t *len) {
+  spng_ctx *ctx = spng_ctx_new(SPNG_CTX_ENCODER);
+  assert_non_null(ctx);
+  assert_int_equal(spng_set_option(ctx, SPNG_ENCODE_TO_BUFFER, 1), 0);
+  struct spng_ihdr ih = {(uint32_t)w, (uint32_t)h, (uint8_t)depth, (uint8_t)ctype, 0, 0, 0};
+  assert_int_equal(spng_set_ihdr(ctx, &ih), 0);
+  if (plte) assert_int_equal(spng_set_plte(ctx, (struct spng_plte *)plte), 0);
+  assert_int_equal(spng_encode_image(ctx, px, pxlen, SPNG_FMT_PNG, SPNG_ENCODE_FINALIZE), 0);
+  int err = 0;
+  uint8_t *out = spng_get_png_buffer(ctx, len, &err);
+  assert_int_equal(err, 0);
+  spng_ctx_free(ctx);
+  return out; /* free() */
+}
+
 static inline uint8_t *tf_rgb_jpeg(int w, int h, int samp, size_t *len) {
   uint8_t *p = tf_picture(w, h, 1);
   uint8_t *j = tf_jpeg(p, w, h, TJPF_RGB, samp, 92, len);
