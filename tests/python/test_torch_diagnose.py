@@ -2,14 +2,11 @@
 # planted one (by construction, not by timing), map-style and iterable datasets with and without workers, the
 # traced loop yields what the loader yields, errors and Ctrl-C leave nothing running, a Compose's lambda and custom
 # class stay Python steps of the translated spec, which runs; tuned(), to_dict(), save_html() and the CLI.
-import glob
 import json
-import multiprocessing
 import os
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
@@ -27,32 +24,6 @@ sys.path.insert(0, os.path.join(ROOT, "bench"))
 from torch_planted import Cheap, Samples, Slow, planted  # noqa: E402
 
 SECONDS = 1.0
-
-
-def leftovers():
-    """Worker processes, threads and trace directories that diagnose could leave behind."""
-    return (multiprocessing.active_children(), sorted(t.name for t in threading.enumerate()),
-            glob.glob(os.path.join(tempfile.gettempdir(), "sluice-torch-*")))
-
-
-@pytest.fixture()
-def nothing_left(tmp_path_factory):
-    # diagnose's trace directories go to a temporary directory of this test's own (another process may diagnose)
-    was = tempfile.tempdir
-    tempfile.tempdir = str(tmp_path_factory.mktemp("tmp"))
-    before = leftovers()
-    try:
-        yield
-        # torch's own loaders (the test's plain runs) close their queues without joining the feeder threads, which end
-        # by themselves, later on a busy machine: they get a few seconds; anything still running then fails the test
-        for _ in range(100):
-            children, threads, dirs = leftovers()
-            if children == [] and threads == before[1] and dirs == before[2] == []:
-                break
-            time.sleep(0.1)
-        assert children == [] and threads == before[1] and dirs == before[2] == []
-    finally:
-        tempfile.tempdir = was
 
 
 def test_slow_step_is_named(nothing_left):
@@ -247,19 +218,6 @@ class Brighten:
 
     def __call__(self, x):
         return x * 1.0
-
-
-@pytest.fixture()
-def folder(tmp_path):
-    """An image folder of 2 classes x 6 JPEGs of 50x40."""
-    np = pytest.importorskip("numpy")
-    Image = pytest.importorskip("PIL.Image")
-    rng = np.random.default_rng(1)
-    for c in ("a", "b"):
-        os.makedirs(tmp_path / c)
-        for i in range(6):
-            Image.fromarray(rng.integers(0, 255, (40, 50, 3), dtype=np.uint8)).save(tmp_path / c / f"{i}.jpg")
-    return tmp_path
 
 
 def test_compose_translates_with_python_steps(folder, tmp_path, nothing_left):
