@@ -330,6 +330,67 @@ def _batch_size(loader):
     return getattr(loader.batch_sampler, "batch_size", None) or 1
 
 
+class _NullMap(_Dataset):
+    def __init__(self, n):
+        self.n = n
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        return None
+
+
+class _NullIterable(_IterableDataset):
+    def __iter__(self):
+        while True:
+            yield None
+
+
+def _null_collate(batch):
+    return batch
+
+
+def _loop_cpu(loader, cpu=0.03):
+    """(the DataLoader's own CPU per batch in the main process without workers, the CPU per batch its probes report
+    around a dataset and collate that do nothing): its sampler, fetch loop and iterator, with the loader's batching,
+    over samples that cost nothing, untraced and then traced as diagnose traces (`cpu` seconds of each at most).
+    num_workers=0 adds the first to the samples' work, which no worker measures (a worker's loop is another, priced
+    in its hand-off); the second is the tracing's own, in every getitem and collate figure and in no untraced run."""
+    iterable = isinstance(loader.dataset, _IterableDataset) or not hasattr(loader.dataset, "__len__")
+    kw = dict(num_workers=0, collate_fn=_null_collate)
+    if loader.batch_size is not None or loader.batch_sampler is not None:
+        kw.update(batch_size=_batch_size(loader), drop_last=False)
+    else:
+        kw["batch_size"] = None
+    tracedir = _tempfile.mkdtemp(prefix="sluice-torch-")
+    out = []
+    try:
+        for traced in (False, True):
+            ds = _NullIterable() if iterable else _NullMap(1 << 30)
+            if traced:
+                ds = (_TracedIterable if iterable else _TracedMap)(ds, tracedir)
+            it = iter(_DataLoader(ds, **dict(kw, collate_fn=_TimedCollate(_null_collate, tracedir) if traced else
+                                             _null_collate)))
+            next(it)  # the iterator's start and the first batch's: not a batch's
+            r = _REC.get(tracedir)
+            steps0 = {k: v[1] for k, v in r.steps.items()} if traced else {}
+            n, c0 = 0, _time.thread_time()
+            while _time.thread_time() - c0 < cpu and n < 100000:
+                next(it)
+                n += 1
+            c = (_time.thread_time() - c0) / max(n, 1)
+            out.append(c if not traced else
+                       sum(v[1] - steps0.get(k, 0.0) for k, v in _REC[tracedir].steps.items()) / max(n, 1))
+    finally:
+        r = _REC.pop(tracedir, None)
+        if r is not None:
+            fd, r.fd = r.fd, -1
+            _os.close(fd)
+        _shutil.rmtree(tracedir, ignore_errors=True)
+    return out[0], out[1]
+
+
 # ---------------------------------------------------------------- the machine
 
 def _cores():
@@ -1062,8 +1123,12 @@ class _Model:
         self.cpu = (fig["work_cpu"] + fig["transfer_cpu"] + (fig["pin_cpu"] or 0.0) + (fig["step_cpu"] or 0.0)) / nb
         self.startup = parts.get("worker start-up (each epoch)", [0.0])[0] * k / nb
         send = parts.get("send to the main process", [0.0])[0] * k / nb
+        # Without workers the main process runs the loader's own loop too (sampler, fetch, iterator: the main thread's
+        # CPU in next() holds it when W is 0; no worker figure does, a worker's loop being its hand-off's); the
+        # probes' CPU in the getitem and collate figures is the tracing's, in no untraced run.
         self.cost0 = (fig["work_cpu"] + self.blocked + (fig["pin_cpu"] or 0.0) + (fig["step_wall"] or 0.0) +
-                      (fig["transfer_cpu"] if W == 0 else 0.0)) / nb - send - self.startup
+                      (fig["transfer_cpu"] if W == 0 else 0.0)) / nb - send - self.startup + \
+            (fig.get("loop_cpu", 0.0) if W > 0 else 0.0) - fig.get("probe_cpu", 0.0)
 
     def rate(self, w, persistent=True, saved=0.0):
         """Batches/s with `w` workers; `saved`: worker CPU per batch that a cache would spare."""
@@ -1234,6 +1299,7 @@ class Report:
     # -- analysis
     def _fill(self, tr, consumer):
         trace, fig = _build_trace(tr, consumer)
+        fig["loop_cpu"], fig["probe_cpu"] = _loop_cpu(self.loader)
         self.trace = trace
         res = _sluice._sluice.analyze_trace(_json.dumps(trace), cores=self.cores, memory=self.memory,
                                             only_autotune=True, no_cache=True, html=False)
@@ -1263,6 +1329,7 @@ class Report:
                          "worker_runq_per_batch": (fig["worker_runq"] / nb) if fig["worker_runq"] is not None else None,
                          "disk_bytes_per_s": fig["disk_bytes"] / T, "pin_memory_cpu": pin_cost,
                          "startup_seconds": fig["startup"], "other_load": fig["other_load"],
+                         "loader_loop_cpu_per_batch": fig["loop_cpu"], "probe_cpu_per_batch": fig["probe_cpu"],
                          "steps": {n: {"cpu_per_sample": p[0] * k / (nb * per), "wall_per_sample":
                                        p[1] * k / (nb * per), "share": part_cpu[n] / total_part}
                                    for n, p in fig["parts"].items()}},

@@ -69,6 +69,24 @@ def test_transfer_makes_the_main_process_the_bottleneck(nothing_left):
     assert "unpickling batches" in d["bottleneck"]["words"] and "shared memory" in d["bottleneck"]["words"]
     assert d["measured"]["main_unpickling"] > 0
     assert d["recommend"]["num_workers"]["value"] <= 2  # more workers cannot help
+    # what num_workers=0 would run in the main process besides the samples: the loader's own loop, measured
+    assert d["measured"]["loader_loop_cpu_per_batch"] > 0 and d["measured"]["probe_cpu_per_batch"] > 0
+
+
+def test_without_workers_the_loaders_own_loop_is_priced():
+    # A loader whose samples cost little: without workers a batch costs the DataLoader's own loop in the main process
+    # (sampler, fetch, iterator), which no worker's figures hold; the probes' CPU in the getitem and collate figures
+    # is the tracing's. Per batch here: 10 us of samples and collate, less 1 us of probes, plus a 4 us loop.
+    from sluice.torch_diag import _Model
+    parts = {"__getitem__ (read, decode, rest)": [0.001, 0.001], "collate": [0.0, 0.0]}
+    fig = {"batches": 100, "k": 1.0, "parts": dict(parts, **{"send to the main process": [0.5, 0.5]}),
+           "work_cpu": 0.501, "work_wall": 0.501, "worker_runq": 0.0, "transfer_cpu": 0.6, "pin_cpu": None,
+           "step_wall": None, "step_cpu": None, "loop_cpu": 4e-6, "probe_cpu": 1e-6}
+    assert _Model(fig, 2, 2.0).rate(0) == pytest.approx(1 / 13e-6)
+    assert _Model(dict(fig, loop_cpu=0.0, probe_cpu=0.0), 2, 2.0).rate(0) == pytest.approx(1 / 10e-6)
+    # num_workers=0 as given: the main thread's CPU in next() beyond the samples' (4 us a batch) is that loop already
+    fig0 = dict(fig, parts=parts, work_cpu=0.001, work_wall=0.001, transfer_cpu=0.0004)
+    assert _Model(fig0, 0, 2.0).rate(0) == pytest.approx(1 / 13e-6)
 
 
 class Sleepy(torch.utils.data.Dataset):

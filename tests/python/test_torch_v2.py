@@ -99,7 +99,8 @@ def test_translated_spec_yields_what_the_loader_yields(request, nothing_left, na
     assert ["py" if f in r.python_steps else f for f in got] == want, (got, r.python_steps)
     assert ops[2 + len(want)]["fn"] == "select"
     if name == "tensor_resize_no_antialias":
-        assert any("v2.Resize stays a Python step: on a tensor without antialias=True" in n for n in r.to_dict()["notes"])
+        assert any("v2.Resize stays a Python step: on a tensor without antialias=True" in n
+                   for n in r.to_dict()["notes"])
     n = 0
     for (x, y), b in zip(loader, r.pipeline()):
         x = x.numpy()
