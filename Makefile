@@ -59,8 +59,8 @@ demo: deps
 	bash tools/demo.sh $(BUILD)/sluice
 
 test: deps
-	$(MAKE) test-plain test-asan test-tsan test-fuzz test-python
-	@echo "make test: plain, ASan+UBSan, TSan suites, $(FUZZ_SECONDS) s of each fuzz target and the Python package passed"
+	$(MAKE) test-plain test-asan test-tsan test-fuzz test-python test-python-torch2
+	@echo "make test: plain, ASan+UBSan, TSan suites, $(FUZZ_SECONDS) s of each fuzz target and the Python package (also under torch 2) passed"
 
 test-plain: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
@@ -122,7 +122,7 @@ clean:
 	rm -rf build build-asan build-tsan build-fuzz build-engine
 
 # ---- Python package (python/, docs/python.md): Debian's interpreter, offline, libsluice linked in statically.
-.PHONY: python test-python
+.PHONY: python test-python test-python-torch2
 PYTHON := /usr/bin/python3
 # Into the active virtual environment, else (Debian marks its own site-packages as externally managed) for the
 # user (~/.local).
@@ -150,3 +150,18 @@ test-python: build
 	cd tests/python && SLUICE_BUILD_DIR=$(abspath $(BUILD)) SLUICE_CLI=$(abspath $(BUILD))/sluice SLUICE_MLMD_REQUIRED=1 \
 	  SLUICE_MLMD_SKIP="$$(cat $(abspath $(PYVENV))/mlmd-skip 2>/dev/null)" \
 	  $(abspath $(PYVENV))/bin/python -m pytest -q -rs -p no:cacheprovider .
+
+# The translation of torchvision.transforms.v2 chains and torchvision.io image folders (issue 39) against the real
+# torch 2 / torchvision 0.29 (Debian's 0.14 has no v2): a venv of their own under $(BUILD), pinned in
+# tests/python/torch2-requirements.txt and made again when the pins change (about 50 s from the local wheels here);
+# the package goes into it each run, as in test-python.
+TORCH2_VENV := $(BUILD)/torch2-venv
+$(TORCH2_VENV)/.installed: tests/python/torch2-requirements.txt
+	rm -rf $(TORCH2_VENV) && $(PYTHON) -m venv $(TORCH2_VENV)
+	$(TORCH2_VENV)/bin/python -m pip install -q -r $<
+	touch $@
+
+test-python-torch2: build $(TORCH2_VENV)/.installed
+	SLUICE_BUILD_DIR=$(abspath $(BUILD)) $(TORCH2_VENV)/bin/python -m pip install -q --no-build-isolation --no-deps ./python
+	cd tests/python && SLUICE_BUILD_DIR=$(abspath $(BUILD)) SLUICE_CLI=$(abspath $(BUILD))/sluice SLUICE_TORCH2_REQUIRED=1 \
+	  $(abspath $(TORCH2_VENV))/bin/python -m pytest -q -rs -p no:cacheprovider test_torch_v2.py

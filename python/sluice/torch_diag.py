@@ -36,7 +36,7 @@ MAX_WORKERS_PER_CORE = 4
 _SIZE_SAMPLES = 8
 # torchvision steps whose output depends only on their input: a cache after them serves later epochs.
 _DETERMINISTIC = {"Resize", "CenterCrop", "ToTensor", "PILToTensor", "Normalize", "ConvertImageDtype", "Grayscale",
-                  "Pad", "ToImageTensor", "ToImage", "ConvertDtype", "ToDtype"}
+                  "Pad", "ToImageTensor", "ToImage", "ConvertDtype", "ToDtype", "ToPureTensor"}
 # A worker writes its counters at most this often (seconds): the window's ends are read from these lines.
 _DUMP_EVERY = 0.05
 # Dataset attributes that hold the per-sample transforms (torchvision's datasets and most hand-written ones).
@@ -328,6 +328,67 @@ def _batch_size(loader):
     if loader.batch_size is not None:
         return loader.batch_size
     return getattr(loader.batch_sampler, "batch_size", None) or 1
+
+
+class _NullMap(_Dataset):
+    def __init__(self, n):
+        self.n = n
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        return None
+
+
+class _NullIterable(_IterableDataset):
+    def __iter__(self):
+        while True:
+            yield None
+
+
+def _null_collate(batch):
+    return batch
+
+
+def _loop_cpu(loader, cpu=0.03):
+    """(the DataLoader's own CPU per batch in the main process without workers, the CPU per batch its probes report
+    around a dataset and collate that do nothing): its sampler, fetch loop and iterator, with the loader's batching,
+    over samples that cost nothing, untraced and then traced as diagnose traces (`cpu` seconds of each at most).
+    num_workers=0 adds the first to the samples' work, which no worker measures (a worker's loop is another, priced
+    in its hand-off); the second is the tracing's own, in every getitem and collate figure and in no untraced run."""
+    iterable = isinstance(loader.dataset, _IterableDataset) or not hasattr(loader.dataset, "__len__")
+    kw = dict(num_workers=0, collate_fn=_null_collate)
+    if loader.batch_size is not None or loader.batch_sampler is not None:
+        kw.update(batch_size=_batch_size(loader), drop_last=False)
+    else:
+        kw["batch_size"] = None
+    tracedir = _tempfile.mkdtemp(prefix="sluice-torch-")
+    out = []
+    try:
+        for traced in (False, True):
+            ds = _NullIterable() if iterable else _NullMap(1 << 30)
+            if traced:
+                ds = (_TracedIterable if iterable else _TracedMap)(ds, tracedir)
+            it = iter(_DataLoader(ds, **dict(kw, collate_fn=_TimedCollate(_null_collate, tracedir) if traced else
+                                             _null_collate)))
+            next(it)  # the iterator's start and the first batch's: not a batch's
+            r = _REC.get(tracedir)
+            steps0 = {k: v[1] for k, v in r.steps.items()} if traced else {}
+            n, c0 = 0, _time.thread_time()
+            while _time.thread_time() - c0 < cpu and n < 100000:
+                next(it)
+                n += 1
+            c = (_time.thread_time() - c0) / max(n, 1)
+            out.append(c if not traced else
+                       sum(v[1] - steps0.get(k, 0.0) for k, v in _REC[tracedir].steps.items()) / max(n, 1))
+    finally:
+        r = _REC.pop(tracedir, None)
+        if r is not None:
+            fd, r.fd = r.fd, -1
+            _os.close(fd)
+        _shutil.rmtree(tracedir, ignore_errors=True)
+    return out[0], out[1]
 
 
 # ---------------------------------------------------------------- the machine
@@ -738,6 +799,8 @@ def _build_trace(tr, consumer):
 # ---------------------------------------------------------------- the equivalent sluice spec
 
 _INTERP = {"bilinear": "bilinear", "bicubic": "bicubic", "nearest": "nearest"}
+# torchvision.io's read modes as sluice decode_image's channels (GRAY_ALPHA, two channels, has none)
+_IO_MODES = {"UNCHANGED": 0, "GRAY": 1, "RGB": 3, "RGB_ALPHA": 4}
 
 
 def _pair(size):
@@ -751,6 +814,54 @@ def _interp(t):
     mode = getattr(t, "interpolation", None)
     name = getattr(mode, "value", mode)
     return _INTERP.get(str(name).lower()) if name is not None else "bilinear"
+
+
+def _resample(t, state):
+    """(sluice's resize method, None) when sluice resizes as step `t` does on its input (a PIL image, state "pil",
+    or a uint8 tensor, "u8"), else (None, why not)."""
+    m = _interp(t)
+    mode = getattr(getattr(t, "interpolation", None), "value", getattr(t, "interpolation", None))
+    if m is None:
+        return None, f"its interpolation {mode!r} has no sluice equivalent"
+    if state == "pil":  # PIL resizes with its filters widened by the shrink (antialiased) whatever `antialias` says
+        return m, None
+    if m == "nearest":
+        return None, "nearest on a tensor (torch's) picks other pixels than PIL's nearest, which sluice's follows"
+    if getattr(t, "antialias", None) is not True:
+        return None, ("on a tensor without antialias=True: sluice resizes with an antialiasing filter (as PIL and "
+                      "antialias=True do)")
+    return m, None
+
+
+def _io_decoder(fn):
+    """sluice decode_image's args for a torchvision.io decoder given as a DatasetFolder's loader (decode_image or
+    read_image, or a functools.partial of one setting mode or apply_exif_orientation), else None."""
+    import functools
+    try:
+        import torchvision.io as tio
+    except ImportError:
+        return None
+    kw = {}
+    if isinstance(fn, functools.partial):
+        if fn.args:
+            return None
+        fn, kw = fn.func, dict(fn.keywords)
+    if fn not in [f for f in (getattr(tio, "decode_image", None), getattr(tio, "read_image", None)) if f]:
+        return None
+    mode = kw.pop("mode", "UNCHANGED")
+    orient = kw.pop("apply_exif_orientation", False)
+    channels = _IO_MODES.get(str(getattr(mode, "name", mode)).upper())
+    if kw or channels is None:
+        return None
+    return dict({"channels": channels}, **({"orient": True} if orient else {}))
+
+
+def _float_scale(t):
+    """The scale of a uint8 -> float32 step (v2 ToDtype, ConvertImageDtype), None for any other conversion."""
+    dtype = getattr(t, "dtype", None)
+    if type(t).__name__ == "ToDtype":
+        return (1 / 255 if t.scale else 1.0) if dtype == _torch.float32 else None
+    return 1 / 255 if dtype == _torch.float32 else None
 
 
 class _PyStep:
@@ -773,6 +884,17 @@ class _PyStep:
         return out
 
 
+class _ToCHW:
+    """sluice's HWC uint8 image as the uint8 CHW tensor PILToTensor, ToImage or a torchvision.io decoder gives (no
+    sluice function writes uint8 CHW)."""
+
+    def __call__(self, e, rng=None):
+        import numpy as np
+        out = dict(e)
+        out["image"] = np.ascontiguousarray(np.transpose(e["image"], (2, 0, 1)))
+        return out
+
+
 class _PyDataset:
     """``dataset[i]`` as a sluice map function over a ``range`` op: the sample's parts as components "0", "1", ..."""
 
@@ -787,9 +909,82 @@ class _PyDataset:
                          else np.asarray(p)) for j, p in enumerate(parts)}
 
 
-def _pil_to_tensor(img):
-    import numpy as np
-    return _torch.from_numpy(np.array(img)).permute(2, 0, 1).contiguous()
+def _translate_steps(steps, state, register, notes):
+    """The sluice ops of a chain of torchvision transforms (v1 or v2) after the decode. `state` is what the next
+    step takes: "pil" (a PIL image: sluice's HWC uint8 image), "u8" (a uint8 CHW tensor, from ToImage, PILToTensor
+    or a torchvision.io decoder: sluice's image stays HWC, its image functions apply, and the channels go first at
+    the float conversion, or in a Python step where none comes) or "tensor" (sluice holds what the chain holds).
+    Steps without an equivalent are registered Python steps; those with one that cannot match say why in `notes`."""
+    ops = []
+    made_u8 = "torchvision.io decoder"
+
+    def to_chw():
+        ops.append(register(_ToCHW(), "".join(c for c in made_u8 if c.isalnum()), random=False))
+        return "tensor"
+
+    for t in steps:
+        kind = type(t).__name__
+        v2 = type(t).__module__.startswith("torchvision.transforms.v2")
+        prev = ops[-1] if ops else {}
+        image = state in ("pil", "u8")
+        why = None
+        if kind == "RandomResizedCrop" and image:
+            m, why = _resample(t, state)
+            if m:
+                ops.append({"op": "map", "fn": "random_resized_crop", "parallelism": "autotune",
+                            "args": {"size": _pair(t.size), "scale": list(t.scale), "ratio": list(t.ratio),
+                                     "method": m}})
+                continue
+        elif kind == "Resize" and image and getattr(t, "size", None) is not None:
+            m, why = _resample(t, state)
+            if getattr(t, "max_size", None) is not None:
+                m, why = None, "max_size has no sluice equivalent"
+            if m:
+                a = {"shorter_side": int(t.size if isinstance(t.size, int) else t.size[0])} \
+                    if isinstance(t.size, int) or len(t.size) == 1 else {"size": _pair(t.size)}
+                a["method"] = m
+                ops.append({"op": "map", "fn": "resize", "args": a, "parallelism": "autotune"})
+                continue
+        elif kind == "CenterCrop" and image:
+            ops.append({"op": "map", "fn": "center_crop", "args": {"size": _pair(t.size)}, "parallelism": "autotune"})
+            continue
+        elif kind == "RandomHorizontalFlip" and image:
+            ops.append({"op": "map", "fn": "random_flip", "args": {"prob": float(t.p)}, "parallelism": "autotune"})
+            continue
+        elif kind in ("ToTensor", "ToImageTensor") and state == "pil":
+            ops.append({"op": "map", "fn": "normalize", "parallelism": "autotune",
+                        "args": {"scale": 1 / 255, "mean": [0.0, 0.0, 0.0], "std": [1.0, 1.0, 1.0], "layout": "CHW"}})
+            state = "tensor"
+            continue
+        elif kind in ("ToImage", "PILToTensor") and state == "pil":
+            state, made_u8 = "u8", kind
+            continue
+        elif v2 and kind in ("ToImage", "PILToTensor", "ToTensor", "ToPureTensor") and state == "u8" or \
+                v2 and kind == "ToPureTensor" and state == "tensor":
+            continue  # v2 passes a tensor through these (ToImage only marks it an Image): the same values
+        elif kind in ("ToDtype", "ConvertImageDtype", "ConvertDtype") and state == "u8":
+            scale = _float_scale(t)
+            if scale is not None:
+                ops.append({"op": "map", "fn": "normalize", "parallelism": "autotune",
+                            "args": {"scale": scale, "mean": [0.0, 0.0, 0.0], "std": [1.0, 1.0, 1.0],
+                                     "layout": "CHW"}})
+                state = "tensor"
+                continue
+            why = f"to {getattr(t, 'dtype', None)}: only float32 translates"
+        elif kind == "Normalize" and state == "tensor" and prev.get("fn") == "normalize" and \
+                prev["args"]["mean"] == [0.0, 0.0, 0.0] and prev["args"]["std"] == [1.0, 1.0, 1.0]:
+            prev["args"]["mean"] = [float(x) for x in t.mean]
+            prev["args"]["std"] = [float(x) for x in t.std]
+            continue
+        if why:
+            notes.append(f"{'v2.' if v2 else ''}{kind} stays a Python step: {why}")
+        if state == "u8":
+            state = to_chw()
+        name = kind if kind != "function" else getattr(t, "__name__", "fn")
+        ops.append(register(_PyStep(t, state == "tensor"), "".join(c for c in name if c.isalnum()) or "fn"))
+    if state == "u8":
+        to_chw()
+    return ops
 
 
 def _translate(loader):
@@ -806,66 +1001,30 @@ def _translate(loader):
         python.append(name)
         return {"op": "map", "fn": name, "parallelism": "autotune"}
 
+    # An image folder: PIL's loader gives an RGB PIL image (decode_image, 3 channels); a torchvision.io decoder a
+    # uint8 CHW tensor with the channels its mode says (UNCHANGED: as stored).
+    decode, state = None, None
     try:
         from torchvision.datasets import DatasetFolder
         from torchvision.datasets.folder import default_loader, pil_loader
-        folder = isinstance(ds, DatasetFolder) and getattr(ds, "loader", None) in (default_loader, pil_loader)
+        if isinstance(ds, DatasetFolder):
+            if getattr(ds, "loader", None) in (default_loader, pil_loader):
+                decode, state = {"channels": 3}, "pil"
+            else:
+                decode, state = _io_decoder(getattr(ds, "loader", None)), "u8"
     except ImportError:
-        folder = False
+        pass
     sampler = type(getattr(loader, "sampler", None)).__name__
     shuffle = sampler == "RandomSampler"
     if sampler not in ("RandomSampler", "SequentialSampler", "_InfiniteConstantSampler"):
         notes.append(f"the sampler ({sampler}) is not translated: the spec reads every sample, in order")
-    if folder:
+    if decode is not None:
         ops = [{"op": "image_folder", "root": str(ds.root), "shuffle": shuffle},
-               {"op": "map", "fn": "decode_image", "args": {"channels": 3}, "parallelism": "autotune"}]
+               {"op": "map", "fn": "decode_image", "args": decode, "parallelism": "autotune"}]
         steps = getattr(ds.transform, "transforms", None) if ds.transform is not None else []
         if steps is None:
             steps = [ds.transform]
-        tensor = False
-        for t in steps:
-            kind = type(t).__name__
-            prev = ops[-1]
-            if kind == "RandomResizedCrop" and not tensor:
-                ops.append({"op": "map", "fn": "random_resized_crop", "parallelism": "autotune",
-                            "args": {"size": _pair(t.size), "scale": list(t.scale), "ratio": list(t.ratio),
-                                     "method": _interp(t) or "bilinear"}})
-            elif kind == "Resize" and not tensor and (_interp(t) or "") in _INTERP and \
-                    getattr(t, "max_size", None) is None:
-                a = {"shorter_side": int(t.size if isinstance(t.size, int) else t.size[0])} \
-                    if isinstance(t.size, int) or len(t.size) == 1 else {"size": _pair(t.size)}
-                a["method"] = _interp(t)
-                ops.append({"op": "map", "fn": "resize", "args": a, "parallelism": "autotune"})
-            elif kind == "CenterCrop" and not tensor:
-                ops.append({"op": "map", "fn": "center_crop", "args": {"size": _pair(t.size)},
-                            "parallelism": "autotune"})
-            elif kind == "RandomHorizontalFlip" and not tensor:
-                ops.append({"op": "map", "fn": "random_flip", "args": {"prob": float(t.p)}, "parallelism": "autotune"})
-            elif kind in ("ToTensor", "ToImageTensor") and not tensor:
-                ops.append({"op": "map", "fn": "normalize", "parallelism": "autotune",
-                            "args": {"scale": 1 / 255, "mean": [0.0, 0.0, 0.0], "std": [1.0, 1.0, 1.0],
-                                     "layout": "CHW"}})
-                tensor = True
-            elif kind == "PILToTensor" and not tensor:
-                ops.append({"op": "map", "fn": "normalize", "parallelism": "autotune", "_uint8": True,
-                            "args": {"scale": 1.0, "mean": [0.0, 0.0, 0.0], "std": [1.0, 1.0, 1.0],
-                                     "layout": "CHW"}})
-                tensor = True
-            elif kind in ("ConvertImageDtype", "ConvertDtype") and prev.get("_uint8") and \
-                    getattr(t, "dtype", None) == _torch.float32:
-                del prev["_uint8"]
-                prev["args"]["scale"] = 1 / 255
-            elif kind == "Normalize" and tensor and prev.get("fn") == "normalize" and not prev.get("_uint8") and \
-                    prev["args"]["mean"] == [0.0, 0.0, 0.0] and prev["args"]["std"] == [1.0, 1.0, 1.0]:
-                prev["args"]["mean"] = [float(x) for x in t.mean]
-                prev["args"]["std"] = [float(x) for x in t.std]
-            else:
-                if prev.pop("_uint8", False):  # PILToTensor alone: uint8 CHW has no sluice equivalent
-                    ops[-1] = register(_PyStep(_pil_to_tensor, False), "PILToTensor")
-                name = type(t).__name__ if type(t).__name__ != "function" else getattr(t, "__name__", "fn")
-                ops.append(register(_PyStep(t, tensor), "".join(c for c in name if c.isalnum()) or "fn"))
-        if ops[-1].pop("_uint8", False):
-            ops[-1] = register(_PyStep(_pil_to_tensor, False), "PILToTensor")
+        ops += _translate_steps(steps, state, register, notes)
         if getattr(ds, "target_transform", None) is not None:
             notes.append("target_transform is not translated: the spec yields the class index as 'label'")
         ops.append({"op": "map", "fn": "select", "args": {"keep": ["image", "label"]}})
@@ -876,8 +1035,8 @@ def _translate(loader):
         if shuffle:
             ops.append({"op": "shuffle", "buffer": len(ds)})
         ops.append(register(_PyDataset(ds), type(ds).__name__ or "dataset"))
-        notes.append(f"{type(ds).__name__}[i] stays a Python function (only torchvision image folders translate "
-                     "to sluice's readers and decoders)")
+        notes.append(f"{type(ds).__name__}[i] stays a Python function (only torchvision image folders, read by "
+                     "PIL or a torchvision.io decoder, translate to sluice's readers and decoders)")
     if loader.batch_sampler is not None:
         drop = getattr(loader.batch_sampler, "drop_last", loader.drop_last)
         ops.append({"op": "batch", "size": int(B), "drop_remainder": bool(drop)})
@@ -964,8 +1123,12 @@ class _Model:
         self.cpu = (fig["work_cpu"] + fig["transfer_cpu"] + (fig["pin_cpu"] or 0.0) + (fig["step_cpu"] or 0.0)) / nb
         self.startup = parts.get("worker start-up (each epoch)", [0.0])[0] * k / nb
         send = parts.get("send to the main process", [0.0])[0] * k / nb
+        # Without workers the main process runs the loader's own loop too (sampler, fetch, iterator: the main thread's
+        # CPU in next() holds it when W is 0; no worker figure does, a worker's loop being its hand-off's); the
+        # probes' CPU in the getitem and collate figures is the tracing's, in no untraced run.
         self.cost0 = (fig["work_cpu"] + self.blocked + (fig["pin_cpu"] or 0.0) + (fig["step_wall"] or 0.0) +
-                      (fig["transfer_cpu"] if W == 0 else 0.0)) / nb - send - self.startup
+                      (fig["transfer_cpu"] if W == 0 else 0.0)) / nb - send - self.startup + \
+            (fig.get("loop_cpu", 0.0) if W > 0 else 0.0) - fig.get("probe_cpu", 0.0)
 
     def rate(self, w, persistent=True, saved=0.0):
         """Batches/s with `w` workers; `saved`: worker CPU per batch that a cache would spare."""
@@ -1136,6 +1299,7 @@ class Report:
     # -- analysis
     def _fill(self, tr, consumer):
         trace, fig = _build_trace(tr, consumer)
+        fig["loop_cpu"], fig["probe_cpu"] = _loop_cpu(self.loader)
         self.trace = trace
         res = _sluice._sluice.analyze_trace(_json.dumps(trace), cores=self.cores, memory=self.memory,
                                             only_autotune=True, no_cache=True, html=False)
@@ -1165,6 +1329,7 @@ class Report:
                          "worker_runq_per_batch": (fig["worker_runq"] / nb) if fig["worker_runq"] is not None else None,
                          "disk_bytes_per_s": fig["disk_bytes"] / T, "pin_memory_cpu": pin_cost,
                          "startup_seconds": fig["startup"], "other_load": fig["other_load"],
+                         "loader_loop_cpu_per_batch": fig["loop_cpu"], "probe_cpu_per_batch": fig["probe_cpu"],
                          "steps": {n: {"cpu_per_sample": p[0] * k / (nb * per), "wall_per_sample":
                                        p[1] * k / (nb * per), "share": part_cpu[n] / total_part}
                                    for n, p in fig["parts"].items()}},

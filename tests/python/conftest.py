@@ -1,9 +1,14 @@
 # conftest.py: fixtures of the Python package's tests: the CLI (to compare with), small generated datasets.
+import glob
 import gzip
 import json
+import multiprocessing
 import os
 import signal
 import subprocess
+import tempfile
+import threading
+import time
 import zlib
 
 import pytest
@@ -81,3 +86,44 @@ def image_spec(d, sub="img", compression="NONE", decode=True, batch=4):
         ops += [{"op": "batch", "size": batch}]
     ops += [{"op": "prefetch", "buffer": 2}]
     return {"name": "img-test", "seed": 7, "ops": ops}
+
+
+# The torch diagnosis's tests (test_torch_diagnose.py, test_torch_v2.py)
+
+def leftovers():
+    """Worker processes, threads and trace directories that diagnose could leave behind."""
+    return (multiprocessing.active_children(), sorted(t.name for t in threading.enumerate()),
+            glob.glob(os.path.join(tempfile.gettempdir(), "sluice-torch-*")))
+
+
+@pytest.fixture()
+def nothing_left(tmp_path_factory):
+    # diagnose's trace directories go to a temporary directory of this test's own (another process may diagnose)
+    was = tempfile.tempdir
+    tempfile.tempdir = str(tmp_path_factory.mktemp("tmp"))
+    before = leftovers()
+    try:
+        yield
+        # torch's own loaders (the test's plain runs) close their queues without joining the feeder threads, which end
+        # by themselves, later on a busy machine: they get a few seconds; anything still running then fails the test
+        for _ in range(100):
+            children, threads, dirs = leftovers()
+            if children == [] and threads == before[1] and dirs == before[2] == []:
+                break
+            time.sleep(0.1)
+        assert children == [] and threads == before[1] and dirs == before[2] == []
+    finally:
+        tempfile.tempdir = was
+
+
+@pytest.fixture()
+def folder(tmp_path):
+    """An image folder of 2 classes x 6 JPEGs of 50x40."""
+    np = pytest.importorskip("numpy")
+    Image = pytest.importorskip("PIL.Image")
+    rng = np.random.default_rng(1)
+    for c in ("a", "b"):
+        os.makedirs(tmp_path / c)
+        for i in range(6):
+            Image.fromarray(rng.integers(0, 255, (40, 50, 3), dtype=np.uint8)).save(tmp_path / c / f"{i}.jpg")
+    return tmp_path

@@ -2,14 +2,11 @@
 # planted one (by construction, not by timing), map-style and iterable datasets with and without workers, the
 # traced loop yields what the loader yields, errors and Ctrl-C leave nothing running, a Compose's lambda and custom
 # class stay Python steps of the translated spec, which runs; tuned(), to_dict(), save_html() and the CLI.
-import glob
 import json
-import multiprocessing
 import os
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
@@ -27,32 +24,6 @@ sys.path.insert(0, os.path.join(ROOT, "bench"))
 from torch_planted import Cheap, Samples, Slow, planted  # noqa: E402
 
 SECONDS = 1.0
-
-
-def leftovers():
-    """Worker processes, threads and trace directories that diagnose could leave behind."""
-    return (multiprocessing.active_children(), sorted(t.name for t in threading.enumerate()),
-            glob.glob(os.path.join(tempfile.gettempdir(), "sluice-torch-*")))
-
-
-@pytest.fixture()
-def nothing_left(tmp_path_factory):
-    # diagnose's trace directories go to a temporary directory of this test's own (another process may diagnose)
-    was = tempfile.tempdir
-    tempfile.tempdir = str(tmp_path_factory.mktemp("tmp"))
-    before = leftovers()
-    try:
-        yield
-        # torch's own loaders (the test's plain runs) close their queues without joining the feeder threads, which end
-        # by themselves, later on a busy machine: they get a few seconds; anything still running then fails the test
-        for _ in range(100):
-            children, threads, dirs = leftovers()
-            if children == [] and threads == before[1] and dirs == before[2] == []:
-                break
-            time.sleep(0.1)
-        assert children == [] and threads == before[1] and dirs == before[2] == []
-    finally:
-        tempfile.tempdir = was
 
 
 def test_slow_step_is_named(nothing_left):
@@ -98,6 +69,24 @@ def test_transfer_makes_the_main_process_the_bottleneck(nothing_left):
     assert "unpickling batches" in d["bottleneck"]["words"] and "shared memory" in d["bottleneck"]["words"]
     assert d["measured"]["main_unpickling"] > 0
     assert d["recommend"]["num_workers"]["value"] <= 2  # more workers cannot help
+    # what num_workers=0 would run in the main process besides the samples: the loader's own loop, measured
+    assert d["measured"]["loader_loop_cpu_per_batch"] > 0 and d["measured"]["probe_cpu_per_batch"] > 0
+
+
+def test_without_workers_the_loaders_own_loop_is_priced():
+    # A loader whose samples cost little: without workers a batch costs the DataLoader's own loop in the main process
+    # (sampler, fetch, iterator), which no worker's figures hold; the probes' CPU in the getitem and collate figures
+    # is the tracing's. Per batch here: 10 us of samples and collate, less 1 us of probes, plus a 4 us loop.
+    from sluice.torch_diag import _Model
+    parts = {"__getitem__ (read, decode, rest)": [0.001, 0.001], "collate": [0.0, 0.0]}
+    fig = {"batches": 100, "k": 1.0, "parts": dict(parts, **{"send to the main process": [0.5, 0.5]}),
+           "work_cpu": 0.501, "work_wall": 0.501, "worker_runq": 0.0, "transfer_cpu": 0.6, "pin_cpu": None,
+           "step_wall": None, "step_cpu": None, "loop_cpu": 4e-6, "probe_cpu": 1e-6}
+    assert _Model(fig, 2, 2.0).rate(0) == pytest.approx(1 / 13e-6)
+    assert _Model(dict(fig, loop_cpu=0.0, probe_cpu=0.0), 2, 2.0).rate(0) == pytest.approx(1 / 10e-6)
+    # num_workers=0 as given: the main thread's CPU in next() beyond the samples' (4 us a batch) is that loop already
+    fig0 = dict(fig, parts=parts, work_cpu=0.001, work_wall=0.001, transfer_cpu=0.0004)
+    assert _Model(fig0, 0, 2.0).rate(0) == pytest.approx(1 / 13e-6)
 
 
 class Sleepy(torch.utils.data.Dataset):
@@ -247,19 +236,6 @@ class Brighten:
 
     def __call__(self, x):
         return x * 1.0
-
-
-@pytest.fixture()
-def folder(tmp_path):
-    """An image folder of 2 classes x 6 JPEGs of 50x40."""
-    np = pytest.importorskip("numpy")
-    Image = pytest.importorskip("PIL.Image")
-    rng = np.random.default_rng(1)
-    for c in ("a", "b"):
-        os.makedirs(tmp_path / c)
-        for i in range(6):
-            Image.fromarray(rng.integers(0, 255, (40, 50, 3), dtype=np.uint8)).save(tmp_path / c / f"{i}.jpg")
-    return tmp_path
 
 
 def test_compose_translates_with_python_steps(folder, tmp_path, nothing_left):
