@@ -135,6 +135,9 @@ int sl__outfile_open(sl__outfile *o, const char *path, unsigned flags) {
     return rc ? rc : sl__err(SL_EIO, "%s: cannot create a temporary beside it: %s", path, strerror(err));
   }
   o->tmp = tmp.s;
+  /* A file written over keeps its permissions (a 0600 file stays private); a new one gets 0666 less the umask. */
+  struct stat st;
+  if (lstat(path, &st) == 0 && S_ISREG(st.st_mode)) (void)fchmod(fd, st.st_mode & 07777);
   o->f = fdopen(fd, "wb");
   if (!o->f) {
     err = errno;

@@ -114,7 +114,15 @@ signal_check() { # SIGNAL RC PATTERN CMD...
   local sig=$1 want=$2 pat=$3; shift 3
   "$@" > "$T/sig.out" 2> "$T/sig.err" &
   local pid=$!
-  sleep 0.7
+  # Signal once the command has its handler (the signal's bit in /proc/PID/status SigCgt), not after a fixed sleep:
+  # on a loaded machine a sleep could come before it and the default action would end the process unannounced.
+  local num; num=$(kill -l "$sig")
+  local i=0 cgt
+  while [ $i -lt 600 ]; do
+    cgt=$(awk '/^SigCgt:/ {print $2}' "/proc/$pid/status" 2>/dev/null) || break
+    [ -n "$cgt" ] && [ $(( (0x$cgt >> (num - 1)) & 1 )) -eq 1 ] && break
+    sleep 0.05; i=$((i + 1))
+  done
   kill -"$sig" $pid
   wait $pid; local rc=$?
   [ $rc -eq "$want" ] || fail "$* after SIG$sig exited $rc, wanted $want: $(cat "$T/sig.err")"

@@ -87,6 +87,22 @@ static void test_link_at_the_name_is_replaced_not_followed(void **s) {
   assert_string_equal(get("victim"), "VICTIM");
 }
 
+/* A file written over keeps its permissions: a private (0600) output stays private, an executable stays one. */
+static void test_written_over_keeps_its_mode(void **s) {
+  char p[256];
+  snprintf(p, sizeof p, "%s/private.json", dir);
+  for (int k = 0; k < 2; k++) {
+    mode_t want = k ? 0750 : 0600;
+    put("private.json", "OLD");
+    assert_int_equal(chmod(p, want), 0);
+    assert_int_equal(sl_file_write(p, "new", 3), 0);
+    struct stat st;
+    assert_int_equal(stat(p, &st), 0);
+    assert_int_equal(st.st_mode & 07777, want);
+    assert_string_equal(get("private.json"), "new");
+  }
+}
+
 static void test_abort_keeps_the_previous_file(void **s) {
   put("keep.txt", "OLD");
   char p[256];
@@ -189,6 +205,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_written_hidden_beside_then_renamed, setup, teardown),
       cmocka_unit_test_setup_teardown(test_link_at_the_name_is_replaced_not_followed, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_written_over_keeps_its_mode, setup, teardown),
       cmocka_unit_test_setup_teardown(test_abort_keeps_the_previous_file, setup, teardown),
       cmocka_unit_test_setup_teardown(test_failed_write_keeps_the_previous_file_and_says_why, setup, teardown),
       cmocka_unit_test_setup_teardown(test_missing_directory_names_the_file, setup, teardown),
