@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # run_sigterm.sh: SIGTERM ends a `sluice run` whatever its threads are doing (issue 34 row 6): the CLI cancels the
 # run (the engine's blocking points poll that flag), and if a thread sits in a function that does not return, it
-# exits after its grace period with 143 instead of waiting for it. The stuck functions here sleep 600 s per element;
+# exits after its grace period with 143 instead of waiting for it. The stuck functions here sleep 10 s per element
+# (the most `us` allows), twice the grace;
 # the bound of 120 s only separates "stopped" from "waited for the function".
 set -u
 S=${SL_CLI:?}
@@ -20,7 +21,7 @@ stopped() {
   [ $rc -eq 143 ] || fail "$1: exit $rc (137: still running after 120 s): $(cat "$1.err")"
   grep -qF "$3" "$1.err" || fail "$1: no '$3' in: $(cat "$1.err")"
 }
-SLEEP='{"op": "map", "fn": "sleep_io", "args": {"us": 600000000}'
+SLEEP='{"op": "map", "fn": "sleep_io", "args": {"us": 10000000}'
 # Workers stuck in the function, the consumer waiting for them.
 stopped workers "{\"ops\": [{\"op\": \"range\", \"stop\": 100}, $SLEEP, \"parallelism\": 2}]}" \
   "did not stop within 5 s"
