@@ -164,4 +164,5 @@ $(TORCH2_VENV)/.installed: tests/python/torch2-requirements.txt
 test-python-torch2: build $(TORCH2_VENV)/.installed
 	SLUICE_BUILD_DIR=$(abspath $(BUILD)) $(TORCH2_VENV)/bin/python -m pip install -q --no-build-isolation --no-deps ./python
 	cd tests/python && SLUICE_BUILD_DIR=$(abspath $(BUILD)) SLUICE_CLI=$(abspath $(BUILD))/sluice SLUICE_TORCH2_REQUIRED=1 \
-	  $(abspath $(TORCH2_VENV))/bin/python -m pytest -q -rs -p no:cacheprovider test_torch_v2.py
+	  $(abspath $(TORCH2_VENV))/bin/python -m pytest -q -rs -p no:cacheprovider test_torch_v2.py \
+	  test_state.py::test_torchdata_stateful_dataloader
