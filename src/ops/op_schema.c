@@ -5,12 +5,9 @@
 
 #include "ops/op_int.h"
 
-static const char *const MODEL_NAMES[SL__MK_COUNT] = {
-    [SL__MK_SEQ] = "sequential", [SL__MK_SOURCE] = "source",   [SL__MK_READER] = "reader",
-    [SL__MK_MAP] = "map",        [SL__MK_FILTER] = "filter",   [SL__MK_INTERLEAVE] = "interleave",
-    [SL__MK_PREFETCH] = "buffer", [SL__MK_CACHE] = "cache",    [SL__MK_BATCH] = "batch",
-    [SL__MK_BUCKET] = "bucket",  [SL__MK_SHUFFLE] = "shuffle", [SL__MK_REPEAT] = "repeat",
-    [SL__MK_CUT] = "cut"};
+#define SL__MK_NAME(k, name) [SL__MK_##k] = name,
+static const char *const MODEL_NAMES[SL__MK_COUNT] = {SL__MODEL_KINDS(SL__MK_NAME)};
+#undef SL__MK_NAME
 
 const char *sl__model_kind_name(sl__model_kind k) {
   return k >= 0 && k < SL__MK_COUNT && MODEL_NAMES[k] ? MODEL_NAMES[k] : "?";

@@ -38,22 +38,25 @@ typedef struct sl__stats {
 } sl__stats;
 
 /* What an op is to the planner and the tracer (its model node, as tf.data's CreateNode tells its autotuner). */
-typedef enum sl__model_kind {
-  SL__MK_SEQ,        /* a synchronous one-in-one-out or counting op (take, skip, shard) */
-  SL__MK_SOURCE,     /* makes elements from nothing (range, files) */
-  SL__MK_READER,     /* reads records from the files its input names (tfrecord, lines) */
-  SL__MK_MAP,        /* runs a function per element, possibly on workers */
-  SL__MK_FILTER,     /* drops elements by a predicate */
-  SL__MK_INTERLEAVE, /* runs a nested chain per input element, possibly on workers */
-  SL__MK_PREFETCH,   /* a buffer filled by its own thread */
-  SL__MK_CACHE,      /* holds the first pass, replays it */
-  SL__MK_BATCH,      /* stacks a fixed number of elements */
-  SL__MK_BUCKET,     /* batches by length buckets */
-  SL__MK_SHUFFLE,    /* a random-order buffer */
-  SL__MK_REPEAT,     /* replays its input's epochs */
-  SL__MK_CUT,        /* a cut between processes (offload): in one process a pass-through */
-  SL__MK_COUNT
-} sl__model_kind;
+/* Each kind once: its enum name, the name the report and the trace give it, and what it is. A new kind is a line
+ * here and its model in plan/plan_model.c (throughput, memory, buffer depth). */
+#define SL__MODEL_KINDS(X)                                                                                          \
+  X(SEQ, "sequential")    /* a synchronous one-in-one-out or counting op (take, skip, shard) */                     \
+  X(SOURCE, "source")     /* makes elements from nothing (range, files) */                                          \
+  X(READER, "reader")     /* reads records from the files its input names (tfrecord, lines) */                      \
+  X(MAP, "map")           /* runs a function per element, possibly on workers */                                   \
+  X(FILTER, "filter")     /* drops elements by a predicate */                                                       \
+  X(INTERLEAVE, "interleave") /* runs a nested chain per input element, possibly on workers */                      \
+  X(PREFETCH, "buffer")   /* a buffer filled by its own thread */                                                   \
+  X(CACHE, "cache")       /* holds the first pass, replays it */                                                    \
+  X(BATCH, "batch")       /* stacks a fixed number of elements */                                                   \
+  X(BUCKET, "bucket")     /* batches by length buckets */                                                           \
+  X(SHUFFLE, "shuffle")   /* a random-order buffer */                                                               \
+  X(REPEAT, "repeat")     /* replays its input's epochs */                                                          \
+  X(CUT, "cut")           /* a cut between processes (offload): in one process a pass-through */
+#define SL__MK_ENUM(k, name) SL__MK_##k,
+typedef enum sl__model_kind { SL__MODEL_KINDS(SL__MK_ENUM) SL__MK_COUNT } sl__model_kind;
+#undef SL__MK_ENUM
 
 enum {
   SL__OPS_NO_IDENTITY = 1u << 0, /* never part of the pipeline's identity: the planner adds and removes it (prefetch,

@@ -106,7 +106,7 @@ int sl_plan_offload(char **spec, sl_offload_plan *out, const sl_trace *t, const 
       bytes[k] = (double)s.bytes_out;
       is_off[k] = mk == SL__MK_CUT;
       is_rep[k] = mk == SL__MK_REPEAT;
-      is_pass[k] = mk == SL__MK_SHUFFLE || mk == SL__MK_PREFETCH || mk == SL__MK_CUT;
+      is_pass[k] = sl__plan_kind_buffers(mk) || mk == SL__MK_CUT;
     }
   }
   /* Visit ratios (elements op k yields per output element), from the last op up, as the one-machine model's: an

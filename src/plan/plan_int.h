@@ -203,6 +203,12 @@ void sl__plan_fmt_bytes(char *b, size_t n, double v);
 int sl__plan_search_parallelism(sl_plan *P, int cache_at);
 /* Buffer depths (and interleave cycle lengths) for the plan's parallelism: sets P->buf, P->cyc, P->prefetch_buf. */
 void sl__plan_size_buffers(sl_plan *P);
+/* The same for op i alone (its model kind's rule: plan_model.c, beside the kind's throughput and memory). */
+void sl__plan_size_buffer(sl_plan *P, int i);
+/* A buffering model kind (shuffle, prefetch): one element out per element in, in steady state. */
+bool sl__plan_kind_buffers(sl__model_kind k);
+/* Whether op o's work runs on threads of its own. */
+bool sl__plan_op_threaded(const sl__pm_op *o);
 /* Shrinks buffers, then workers, until the plan fits P->M; SL_EINVAL naming the shortfall when it cannot. */
 int sl__plan_fit_memory(sl_plan *P);
 /* The analyzer's report as a JSON object (the document sl_plan_report writes with json) and the planned spec (the

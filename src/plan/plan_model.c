@@ -46,7 +46,7 @@ bool sl__plan_upstream(const sl_plan *P, int j, int k) {
 static void visit_ratios(sl_plan *P, int i, double v) {
   sl__pm_op *o = &P->ops[i];
   o->V = v;
-  bool pass = o->kind == SL__MK_SHUFFLE || o->kind == SL__MK_PREFETCH;
+  bool pass = sl__plan_kind_buffers(o->kind);
   int kids[2] = {o->input, o->source};
   for (int k = 0; k < 2; k++) {
     int c = kids[k];
@@ -550,6 +550,46 @@ void sl__plan_fmt_bytes(char *b, size_t n, double v) {
   else if (v >= 1e3) snprintf(b, n, "%.1f kB", v / 1e3);
   else snprintf(b, n, "%.0f B", v);
 }
+
+/* Op i's buffer depth (and an interleave's cycle length) for the plan's parallelism: what each model kind holds
+ * between its threads and its consumer (sl__plan_size_buffers adds the root prefetch's depth). */
+void sl__plan_size_buffer(sl_plan *P, int i) {
+  const sl__pm_op *o = &P->ops[i];
+  P->cyc[i] = o->cyc0;
+  if (o->kind == SL__MK_MAP) {
+    if (!o->buf_tunable) P->buf[i] = o->buf0;
+    else if (P->par[i] > 1) {
+      /* Room for the spread of call times, between p + 1 and 4p slots. */
+      double b = ceil((double)P->par[i] * (1.0 + fmax(0.5, 2.0 * o->cv)));
+      P->buf[i] = (int64_t)fmin(fmax(b, (double)P->par[i] + 1), 4.0 * (double)P->par[i]);
+      /* A consumer faster than the workers is woken for runs of a quarter of the ring: room for runs of 4, so
+       * that it is not woken (a context switch) for every element. Cheap elements cross in chunks of up to
+       * half the buffer: room for chunks of 16. fit_memory shrinks these when memory is short. */
+      if (P->buf[i] < SL__HANDOFF_RUN_BUFFER) P->buf[i] = SL__HANDOFF_RUN_BUFFER;
+      if (o->elem_cost < SL__PLAN_CHEAP_ELEMENT_S && P->buf[i] < SL__HANDOFF_CHEAP_BUFFER)
+        P->buf[i] = SL__HANDOFF_CHEAP_BUFFER;
+    } else P->buf[i] = 0;
+  } else if (o->kind == SL__MK_INTERLEAVE) {
+    if (P->par[i] > P->cyc[i]) {
+      if (o->cyc_tunable) P->cyc[i] = P->par[i];
+      else P->par[i] = P->cyc[i];
+    }
+    P->buf[i] = o->buf_tunable ? (int64_t)fmin(ceil(1.0 + fmax(1.0, 2.0 * o->cv)), 8) : o->buf0;
+    if (o->buf_tunable && o->elem_cost < SL__PLAN_CHEAP_ELEMENT_S) P->buf[i] = SL__HANDOFF_CHEAP_BUFFER / 2;
+  } else if (o->kind == SL__MK_PREFETCH) {
+    int in = o->input;
+    double cv = in >= 0 ? P->ops[in].cv : 0;
+    P->buf[i] = o->buf_tunable ? (int64_t)fmin(ceil(fmax(1.0, 1.0 + 2.0 * cv)), 16) : o->buf0;
+  } else {
+    P->buf[i] = o->buf0;
+  }
+}
+
+/* A buffering kind (shuffle, prefetch): in steady state it passes on one element per element it takes. */
+bool sl__plan_kind_buffers(sl__model_kind k) { return k == SL__MK_SHUFFLE || k == SL__MK_PREFETCH; }
+
+/* Whether an op's work runs on threads of its own (a prefetch's producer, a parallel map's or interleave's pool). */
+bool sl__plan_op_threaded(const sl__pm_op *o) { return o->async0 || o->kind == SL__MK_PREFETCH; }
 
 /* Smallest buffers a configuration can run with. */
 void sl__plan_min_buffers(const sl_plan *P, const int64_t *par, int64_t *buf) {

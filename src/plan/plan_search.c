@@ -33,10 +33,10 @@ int sl__plan_search_parallelism(sl_plan *P, int cache_at) {
     bool cached = cache_at >= 0 && sl__plan_upstream(P, i, cache_at);
     double th = 0;
     if (!cached) {
-      /* The pool's threads: the op's own work for a map, its source chain's too for an interleave; an op that
-       * waits needs a thread for its whole wall time. */
+      /* The pool's threads: the op's own work, and its nested source chain's when it has one (an interleave's
+       * threads run it); an op that waits needs a thread for its whole wall time. */
       th = X * o->tt;
-      if (o->kind == SL__MK_INTERLEAVE)
+      if (o->source >= 0)
         for (int j = 0; j < P->nops; j++)
           if (j != i && sl__plan_upstream(P, j, i) && !sl__plan_upstream(P, j, o->input >= 0 ? o->input : -2) &&
               !(cache_at >= 0 && sl__plan_upstream(P, j, cache_at)))
@@ -111,38 +111,11 @@ void sl__plan_size_buffers(sl_plan *P) {
     if (!cached) {
       /* Latency: CPU, or wall where a sync op waits on something other than CPU (I/O); an async op's wall is
        * mostly waiting for its own workers, which the CPU terms already count. */
-      bool async = o->async0 || o->kind == SL__MK_PREFETCH;
+      bool async = sl__plan_op_threaded(o);
       L += !async && o->w > o->c ? o->w : o->c;
       busy += X * o->c;
     }
-    P->cyc[i] = o->cyc0;
-    if (o->kind == SL__MK_MAP) {
-      if (!o->buf_tunable) P->buf[i] = o->buf0;
-      else if (P->par[i] > 1) {
-        /* Room for the spread of call times, between p + 1 and 4p slots. */
-        double b = ceil((double)P->par[i] * (1.0 + fmax(0.5, 2.0 * o->cv)));
-        P->buf[i] = (int64_t)fmin(fmax(b, (double)P->par[i] + 1), 4.0 * (double)P->par[i]);
-        /* A consumer faster than the workers is woken for runs of a quarter of the ring: room for runs of 4, so
-         * that it is not woken (a context switch) for every element. Cheap elements cross in chunks of up to
-         * half the buffer: room for chunks of 16. fit_memory shrinks these when memory is short. */
-        if (P->buf[i] < SL__HANDOFF_RUN_BUFFER) P->buf[i] = SL__HANDOFF_RUN_BUFFER;
-        if (o->elem_cost < SL__PLAN_CHEAP_ELEMENT_S && P->buf[i] < SL__HANDOFF_CHEAP_BUFFER) P->buf[i] = SL__HANDOFF_CHEAP_BUFFER;
-      }
-      else P->buf[i] = 0;
-    } else if (o->kind == SL__MK_INTERLEAVE) {
-      if (P->par[i] > P->cyc[i]) {
-        if (o->cyc_tunable) P->cyc[i] = P->par[i];
-        else P->par[i] = P->cyc[i];
-      }
-      P->buf[i] = o->buf_tunable ? (int64_t)fmin(ceil(1.0 + fmax(1.0, 2.0 * o->cv)), 8) : o->buf0;
-      if (o->buf_tunable && o->elem_cost < SL__PLAN_CHEAP_ELEMENT_S) P->buf[i] = SL__HANDOFF_CHEAP_BUFFER / 2;
-    } else if (o->kind == SL__MK_PREFETCH) {
-      int in = o->input;
-      double cv = in >= 0 ? P->ops[in].cv : 0;
-      P->buf[i] = o->buf_tunable ? (int64_t)fmin(ceil(fmax(1.0, 1.0 + 2.0 * cv)), 16) : o->buf0;
-    } else {
-      P->buf[i] = o->buf0;
-    }
+    sl__plan_size_buffer(P, i);
   }
   if (P->add_prefetch) {
     double depth = ceil(X * L - busy);
