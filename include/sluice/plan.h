@@ -130,8 +130,11 @@ typedef struct sl_optimize_result {
   /* A trace taken beside other load (at least SL_PLAN_LOAD_CORES busy elsewhere): `predicted` counts on the cores
    * the others left (predicted_cores of them), while the plan's knobs are for every core, so that it is ready when
    * the load goes; predicted_all is the prediction on every core. Without such load the three agree with the
-   * machine's cores. */
-  double predicted_all, predicted_cores;
+   * machine's cores. cores_from_run: the cores left are those the others left the final plan in its own measured
+   * run (a plan for every core contends for cores the input left them, and they yield some), not the trace's;
+   * trace_cores: the cores they left during the input's trace. */
+  double predicted_all, predicted_cores, trace_cores;
+  bool cores_from_run;
 } sl_optimize_result;
 /* Cores other processes must keep busy during a trace for the prediction to count on the cores they leave. */
 #define SL_PLAN_LOAD_CORES 0.25

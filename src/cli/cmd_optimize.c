@@ -74,7 +74,8 @@ static void print_json(FILE *sum, const char *spec, const char *out, const sl_op
                "\"alternating\": %s, \"trace_elements\": %llu, \"min_trace_elements\": %d, \"repeated_input\": %s, "
                "\"bound_from_run\": %s, \"fused\": %s, \"fused_cpu_per_element\": %.9f, \"unfused_cpu_per_element\": %.9f, "
                "\"core_share\": %.4f, \"input_cpu_traced\": %.9f, \"input_cpu_checked\": %.9f, "
-               "\"machine_speed_change\": %.4f, \"predicted_all_cores\": %.3f, \"predicted_cores\": %.3f}\n",
+               "\"machine_speed_change\": %.4f, \"predicted_all_cores\": %.3f, \"predicted_cores\": %.3f, "
+               "\"predicted_cores_from\": \"%s\", \"trace_cores\": %.3f}\n",
           r->baseline, r->bound, r->predicted, r->measured,
           r->measured > 0 && r->predicted > 0 ? r->measured / r->predicted - 1 : 0, speedup, r->rounds,
           sl_plan_limit(pl), r->other_load, r->model_cpu, r->measured_cpu, r->measure_other_load,
@@ -82,7 +83,7 @@ static void print_json(FILE *sum, const char *spec, const char *out, const sl_op
           (unsigned long long)r->trace_elements, SL_PLAN_MIN_ELEMENTS, r->repeated_input ? "true" : "false",
           r->bound_from_run ? "true" : "false", r->fused ? "true" : "false", r->fused_cpu, r->unfused_cpu,
           r->core_share, r->input_cpu_traced, r->input_cpu_checked, speed_change(r), r->predicted_all,
-          r->predicted_cores);
+          r->predicted_cores, r->cores_from_run ? "measured run" : "trace", r->trace_cores);
 }
 
 /* The summary in text: the notes, the figures and what they mean. */
@@ -99,7 +100,12 @@ static void print_text(FILE *sum, const sl_optimize_result *r, const sl_plan *pl
           r->checked ? "median of runs alternating with the plan's" : "traced");
   fprintf(sum, "bound:      %10.1f elem/s (LP, limited by %s%s)\n", r->bound, sl_plan_limit(pl),
           r->bound_from_run ? "; at the measured run's CPU per element, below the trace's" : "");
-  if (r->predicted_all != r->predicted)
+  if (r->predicted_all != r->predicted && r->cores_from_run)
+    fprintf(sum, "predicted:  %10.1f elem/s (on the %.2f cores other processes left the plan in its measured run, "
+                 "%.2f during the input's trace; the knobs are planned for every core, which would give %.1f elem/s "
+                 "once the load is gone)\n",
+            r->predicted, r->predicted_cores, r->trace_cores, r->predicted_all);
+  else if (r->predicted_all != r->predicted)
     fprintf(sum, "predicted:  %10.1f elem/s (on the %.1f cores other processes left during the trace; the knobs are "
                  "planned for every core, which would give %.1f elem/s once the load is gone)\n",
             r->predicted, r->predicted_cores, r->predicted_all);
@@ -139,7 +145,7 @@ static void print_text(FILE *sum, const sl_optimize_result *r, const sl_plan *pl
   }
   if (r->other_load >= 0.25)
     fprintf(sum, "warning:    other processes kept up to %.2f cores busy during these runs\n", r->other_load);
-  if (r->measured > 0 && r->measure_other_load >= 0.25 && r->predicted_free > 0)
+  if (r->measured > 0 && r->measure_other_load >= 0.25 && r->predicted_free > 0 && !r->cores_from_run)
     fprintf(sum, "load-adj.:  %10.1f elem/s predicted on the cores other processes left free during the measured "
                  "run (%.2f busy elsewhere): measured %+.1f%%\n", r->predicted_free, r->measure_other_load,
             100.0 * (r->measured / r->predicted_free - 1));

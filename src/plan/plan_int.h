@@ -41,6 +41,10 @@ double sl__plan_bound_at_run(const char *limit, double C, double bound, double m
  * time), for sl__plan_set_core_share: within [0.5, 1] (a run that used under half its cores was held back by
  * something other than wake-ups; the model is not bent that far), and 1 from 99% busy up. */
 double sl__plan_learn_share(double used, double avail);
+/* The cores of `C` a prediction counts on when the trace saw `trace_other` cores busy in other processes (at least
+ * SL_PLAN_LOAD_CORES; else C): C less what they kept busy beside the final plan's own measured run (`run_other`,
+ * -1: not measured; *from_run set), or less what they kept busy during the trace when the plan was not run. */
+double sl__plan_load_cores(double C, double trace_other, double run_other, bool *from_run);
 /* The core share (sl__plan_learn_share) a run of plan P that measured `measured` elements/s at `cpu` process CPU
  * seconds per element with `busy` cores busy, `other` cores taken by other processes (-1 unknown), teaches: 1 unless
  * P's LP is CPU-limited, its prediction counts on every free core, and the run fell short of it while spending

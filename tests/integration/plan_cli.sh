@@ -73,6 +73,18 @@ assert abs(r["predicted_cores"] - (m["cores"] - m["other_load"])) < 0.01, r
 assert r["predicted"] < 0.9 * r["predicted_all_cores"], r  # the spin pipeline is CPU-bound: fewer cores, less
 PY
 "$CLI" optimize "$D/spin.json" --trace "$D/loaded.json" --measure 0 -o "$D/lt.json" 2>/dev/null | grep -q "cores other processes left during the trace" || fail "loaded optimize: no words on the cores left"
+# The same trace with measured runs: the prediction counts on the cores other processes left the plan in its run.
+js=$("$CLI" optimize "$D/spin.json" --trace "$D/loaded.json" --measure 0.4 --json -o "$D/lt.json" 2>/dev/null) || fail "optimize --trace loaded --measure"
+python3 - "$D/loaded.json" "$js" <<'PY' || fail "loaded optimize, measured: $js"
+import json, sys
+m = json.load(open(sys.argv[1]))["machine"]
+r = json.loads(sys.argv[2])
+assert r["predicted_cores_from"] == "measured run", r
+assert abs(r["trace_cores"] - (m["cores"] - m["other_load"])) < 0.01, r
+o = r["measure_other_load"]
+want = max(m["cores"] - o, 0.05) if o >= 0.25 else m["cores"]
+assert abs(r["predicted_cores"] - want) < 0.01, r
+PY
 # optimize: a spec with every knob set, predicted vs measured, the speed-up.
 "$CLI" optimize "$D/spin.json" -o "$D/tuned.json" --seconds 0.6 --measure 0.6 --cores 2 > "$D/o.txt"
 for w in 'predicted:' 'measured:' 'speed-up:'; do grep -q "$w" "$D/o.txt" || { cat "$D/o.txt"; fail "optimize $w"; }; done

@@ -234,8 +234,25 @@ static void test_share_only_when_cpu_bound(void **st) {
   sl_pipeline_free(pw);
 }
 
+/* Beside other load the prediction counts on the cores the others left the final plan in its own measured run,
+ * else on those they left during the trace; a trace under a quarter core of other load counts on every core. */
+static void test_load_cores(void **st) {
+  (void)st;
+  bool run = true;
+  assert_float_equal(sl__plan_load_cores(2, 0.1, 0.9, &run), 2, 1e-12); /* a quiet trace: every core */
+  assert_false(run);
+  assert_float_equal(sl__plan_load_cores(2, 1.0, -1, &run), 1.0, 1e-12); /* not measured: the trace's */
+  assert_false(run);
+  assert_float_equal(sl__plan_load_cores(2, 1.0, 0.82, &run), 1.18, 1e-12); /* the plan's run: the others yielded */
+  assert_true(run);
+  assert_float_equal(sl__plan_load_cores(2, 1.0, 0.1, &run), 2, 1e-12); /* the load was gone in the run */
+  assert_true(run);
+  assert_float_equal(sl__plan_load_cores(2, 1.0, 3.0, &run), 0.05, 1e-12);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_load_cores),
       cmocka_unit_test(test_bound_is_C_over_sum_c), cmocka_unit_test(test_bound_sequential_op),
       cmocka_unit_test(test_costs_capped_by_process_cpu), cmocka_unit_test(test_measured_run_within_bound),
       cmocka_unit_test(test_bound_at_run), cmocka_unit_test(test_core_share),
