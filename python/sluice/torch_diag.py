@@ -13,7 +13,9 @@ import math as _math
 import multiprocessing as _mp
 import multiprocessing.util as _mp_util
 import os as _os
+import select as _select
 import shutil as _shutil
+import signal as _signal
 import sys as _sys
 import tempfile as _tempfile
 import threading as _threading
@@ -320,6 +322,7 @@ def _make_loader(kw, **over):
     if kw["num_workers"] == 0:  # torch refuses these without workers
         kw.pop("prefetch_factor", None)
         kw["persistent_workers"] = False
+        kw["multiprocessing_context"] = None
     return _DataLoader(**kw)
 
 
@@ -389,6 +392,127 @@ def _loop_cpu(loader, cpu=0.03):
             _os.close(fd)
         _shutil.rmtree(tracedir, ignore_errors=True)
     return out[0], out[1]
+
+
+# The no-workers probe: the CPU a batch costs without workers, measured in a forked child.
+PROBE_CPU = 0.2    # seconds of the child's CPU on batches after its first
+PROBE_WALL = 0.6   # ... or of its wall clock, whichever comes first (a blocked dataset spends little CPU)
+PROBE_TIMEOUT = 2.0  # the child is killed after this many seconds, plus 3x the batches it should take
+PROBE_MAX_BATCH = 1.0  # a batch this slow in a worker (seconds) is not probed: two would take too long
+
+
+def _probe_child(loader, cpu, wall):
+    """In the forked child: the loader's own num_workers=0 fetch (its sampler, dataset, collate_fn, batching) over
+    batches after the first, for `cpu` seconds of CPU or `wall` seconds; its main thread's CPU, blocked time (wall
+    less CPU less run-queue delay) per batch."""
+    _torch.set_num_threads(1)  # as a DataLoader worker does (and torch's thread pool is not the parent's after fork)
+    L = _make_loader(_loader_args(loader), num_workers=0, pin_memory=False)  # CUDA is not for a forked child
+    tid = _threading.get_native_id()
+    state = {"it": iter(L)}
+
+    def take():
+        try:
+            return next(state["it"])
+        except StopIteration:  # an epoch ended: the next one, as a training loop would start it
+            state["it"] = iter(L)
+            return next(state["it"])  # an empty epoch ends the probe (StopIteration)
+
+    take()  # the first batch: the iterator's start, cold caches
+    n, c0, w0, q0 = 0, _time.thread_time(), _time.perf_counter(), _thread_sched(tid)[1]
+    while True:
+        take()
+        n += 1
+        c, w = _time.thread_time() - c0, _time.perf_counter() - w0
+        if c >= cpu or w >= wall:
+            break
+    q = _thread_sched(tid)[1] - q0
+    return {"batches": n, "cpu": c / n, "blocked": max(w - c - q, 0.0) / n}
+
+
+def _probe_no_workers(loader, batch_wall, cpu=PROBE_CPU, wall=PROBE_WALL):
+    """(figures, None) or (None, why not): the CPU and blocked time per batch of `loader` without workers, from
+    `_probe_child` in a forked child process. The workers' figures carry the hand-off (pickling a batch evicts the
+    caches the next sample's steps use); the child pickles nothing, and the user's process never runs the dataset
+    itself: like a fork-started worker, the child has a copy of the dataset (an IterableDataset's iterator included)
+    and whatever it opens ends with it. `batch_wall`: a batch's time in a worker (the timeout's measure)."""
+    if not hasattr(_os, "fork"):
+        return None, "no fork() on this platform"
+    if batch_wall > PROBE_MAX_BATCH:
+        return None, f"a batch takes {batch_wall:.1f} s in a worker: too slow to probe without workers"
+    timeout = PROBE_TIMEOUT + 3 * (wall + 2 * batch_wall)
+    parent = _os.getpid()
+    rd, wr = _os.pipe()
+    try:
+        import warnings
+        with warnings.catch_warnings():
+            # Python 3.12+ warns of fork() in a threaded process: the child runs only the dataset's code, as a
+            # fork-started worker does, and ends with os._exit
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = _os.fork()
+    except OSError as e:
+        _os.close(rd)
+        _os.close(wr)
+        return None, f"fork() failed: {e}"
+    if pid == 0:  # the child: never returns into the caller's code
+        try:
+            _os.close(rd)
+            _die_with_parent(parent)
+            try:
+                msg = _probe_child(loader, cpu, wall)
+            except BaseException as e:  # noqa: B036 (KeyboardInterrupt too: the child only reports)
+                msg = {"error": f"{type(e).__name__}: {e}"[:500] if str(e) else type(e).__name__}
+            _os.write(wr, (_json.dumps(msg) + "\n").encode())
+        finally:
+            _os._exit(0)
+    _os.close(wr)
+    got, late = b"", False
+    try:
+        end = _time.monotonic() + timeout
+        while not got.endswith(b"\n"):
+            left = end - _time.monotonic()
+            late = left <= 0 or not _select.select([rd], [], [], left)[0]
+            chunk = b"" if late else _os.read(rd, 4096)
+            if not chunk:
+                break  # the timeout, or the child ended without a word
+            got += chunk
+    finally:
+        _os.close(rd)
+        if not got.endswith(b"\n") or not _reap(pid, 1.0):
+            try:
+                _os.kill(pid, _signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            _os.waitpid(pid, 0)
+    if late:
+        return None, f"its fetch was stopped at the probe's timeout ({timeout:.1f} s)"
+    if not got.endswith(b"\n"):
+        return None, "the child ended without a figure"
+    msg = _json.loads(got)
+    if "error" in msg:
+        return None, f"its fetch raised {msg['error']}"
+    return msg, None
+
+
+def _reap(pid, seconds):
+    """Whether child `pid` ended (and was waited for) within `seconds`."""
+    end = _time.monotonic() + seconds
+    while True:
+        if _os.waitpid(pid, _os.WNOHANG)[0]:
+            return True
+        if _time.monotonic() >= end:
+            return False
+        _time.sleep(0.005)
+
+
+def _die_with_parent(parent):
+    """The probe's child is killed when the user's process (`parent`) ends: a hanging dataset would outlive it."""
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(_signal.SIGKILL))  # 1: PR_SET_PDEATHSIG (Linux)
+    except (OSError, AttributeError):
+        pass
+    if _os.getppid() != parent:  # the parent ended before the line above
+        _os._exit(0)
 
 
 # ---------------------------------------------------------------- the machine
@@ -1123,12 +1247,18 @@ class _Model:
         self.cpu = (fig["work_cpu"] + fig["transfer_cpu"] + (fig["pin_cpu"] or 0.0) + (fig["step_cpu"] or 0.0)) / nb
         self.startup = parts.get("worker start-up (each epoch)", [0.0])[0] * k / nb
         send = parts.get("send to the main process", [0.0])[0] * k / nb
-        # Without workers the main process runs the loader's own loop too (sampler, fetch, iterator: the main thread's
-        # CPU in next() holds it when W is 0; no worker figure does, a worker's loop being its hand-off's); the
-        # probes' CPU in the getitem and collate figures is the tracing's, in no untraced run.
-        self.cost0 = (fig["work_cpu"] + self.blocked + (fig["pin_cpu"] or 0.0) + (fig["step_wall"] or 0.0) +
-                      (fig["transfer_cpu"] if W == 0 else 0.0)) / nb - send - self.startup + \
-            (fig.get("loop_cpu", 0.0) if W > 0 else 0.0) - fig.get("probe_cpu", 0.0)
+        p0 = fig.get("no_workers") if W > 0 else None
+        if p0:
+            # The loader's own fetch without workers, measured in a forked child (_probe_no_workers): samples,
+            # collate and the loader's loop, none of it slowed by pickling batches between them
+            self.cost0 = p0["cpu"] + p0["blocked"] + ((fig["pin_cpu"] or 0.0) + (fig["step_wall"] or 0.0)) / nb
+        else:
+            # Without workers the main process runs the loader's own loop too (sampler, fetch, iterator: the main
+            # thread's CPU in next() holds it when W is 0; no worker figure does, a worker's loop being its
+            # hand-off's); the probes' CPU in the getitem and collate figures is the tracing's, in no untraced run.
+            self.cost0 = (fig["work_cpu"] + self.blocked + (fig["pin_cpu"] or 0.0) + (fig["step_wall"] or 0.0) +
+                          (fig["transfer_cpu"] if W == 0 else 0.0)) / nb - send - self.startup + \
+                (fig.get("loop_cpu", 0.0) if W > 0 else 0.0) - fig.get("probe_cpu", 0.0)
 
     def rate(self, w, persistent=True, saved=0.0):
         """Batches/s with `w` workers; `saved`: worker CPU per batch that a cache would spare."""
@@ -1300,6 +1430,9 @@ class Report:
     def _fill(self, tr, consumer):
         trace, fig = _build_trace(tr, consumer)
         fig["loop_cpu"], fig["probe_cpu"] = _loop_cpu(self.loader)
+        fig["no_workers"], no_probe = None, None
+        if self.loader.num_workers > 0:  # without workers the traced run measured num_workers=0 itself
+            fig["no_workers"], no_probe = _probe_no_workers(self.loader, fig["work_wall"] / fig["batches"])
         self.trace = trace
         res = _sluice._sluice.analyze_trace(_json.dumps(trace), cores=self.cores, memory=self.memory,
                                             only_autotune=True, no_cache=True, html=False)
@@ -1315,6 +1448,9 @@ class Report:
         recommend = _recommend(L, rep, fig, model, v["kind"], measured)
         base = model.rate(L.num_workers, L.persistent_workers)
         self.spec, self.python_steps, notes = _translate(L)
+        if no_probe:
+            notes.append("num_workers=0 is priced from the workers' figures (which carry their hand-off: pickling "
+                         f"batches slows the steps between): the probe without workers failed: {no_probe}")
         pin_cost = fig["pin_cpu"] / T if fig["pin_cpu"] is not None else None
         self._d = {
             "bottleneck": v,
@@ -1330,12 +1466,14 @@ class Report:
                          "disk_bytes_per_s": fig["disk_bytes"] / T, "pin_memory_cpu": pin_cost,
                          "startup_seconds": fig["startup"], "other_load": fig["other_load"],
                          "loader_loop_cpu_per_batch": fig["loop_cpu"], "probe_cpu_per_batch": fig["probe_cpu"],
+                         "no_workers": fig["no_workers"],
                          "steps": {n: {"cpu_per_sample": p[0] * k / (nb * per), "wall_per_sample":
                                        p[1] * k / (nb * per), "share": part_cpu[n] / total_part}
                                    for n, p in fig["parts"].items()}},
             "recommend": recommend,
             "whatif": {"plus_one_worker": model.rate(L.num_workers + 1, L.persistent_workers) / base * measured
                        if base > 0 else None,
+                       "no_workers": model.rate(0) / base * measured if base > 0 else None,
                        "plus_one_core": rep.get("whatif", {}).get("plus_one_core"),
                        "cache": _cache_whatif(L, rep, fig, model, measured)},
             "sentences": rep.get("text") or [],
