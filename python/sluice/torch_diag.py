@@ -481,9 +481,9 @@ def _probe_no_workers(loader, batch_wall, cpu=PROBE_CPU, wall=PROBE_WALL):
         if not got.endswith(b"\n") or not _reap(pid, 1.0):
             try:
                 _os.kill(pid, _signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            _os.waitpid(pid, 0)
+                _os.waitpid(pid, 0)
+            except (ProcessLookupError, ChildProcessError):
+                pass  # reaped already (a SIGCHLD handler of the caller's that waits for any child)
     if late:
         return None, f"its fetch was stopped at the probe's timeout ({timeout:.1f} s)"
     if not got.endswith(b"\n"):
@@ -498,8 +498,11 @@ def _reap(pid, seconds):
     """Whether child `pid` ended (and was waited for) within `seconds`."""
     end = _time.monotonic() + seconds
     while True:
-        if _os.waitpid(pid, _os.WNOHANG)[0]:
-            return True
+        try:
+            if _os.waitpid(pid, _os.WNOHANG)[0]:
+                return True
+        except ChildProcessError:
+            return True  # reaped by someone else
         if _time.monotonic() >= end:
             return False
         _time.sleep(0.005)
@@ -1451,7 +1454,7 @@ class Report:
         self.spec, self.python_steps, notes = _translate(L)
         if no_probe:
             notes.append("num_workers=0 is priced from the workers' figures (which carry their hand-off: pickling "
-                         f"batches slows the steps between): the probe without workers failed: {no_probe}")
+                         f"batches slows the steps between): the probe without workers gave no figure: {no_probe}")
         pin_cost = fig["pin_cpu"] / T if fig["pin_cpu"] is not None else None
         self._d = {
             "bottleneck": v,

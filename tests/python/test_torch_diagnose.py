@@ -93,6 +93,14 @@ def test_without_workers_the_loaders_own_loop_is_priced():
     assert _Model(dict(fig0, no_workers=probed), 0, 2.0).rate(0) == pytest.approx(1 / 13e-6)
 
 
+def test_a_loader_without_workers_drops_the_multiprocessing_context():
+    # torch refuses a multiprocessing_context without workers: tuned() to 0 workers, and the no-workers probe, drop it
+    from sluice.torch_diag import _loader_args, _make_loader
+    loader = torch.utils.data.DataLoader(Samples(8), batch_size=4, num_workers=2, multiprocessing_context="spawn")
+    zero = _make_loader(_loader_args(loader), num_workers=0)
+    assert zero.num_workers == 0 and zero.multiprocessing_context is None and len(list(zero)) == 2
+
+
 class WhereRun(torch.utils.data.Dataset):
     """Samples that log the process making them (its pid; in a worker or not) and cost ten times more CPU in a worker
     than without workers; without workers, mode "raise" raises and "hang" never returns."""
@@ -152,13 +160,42 @@ def test_no_workers_probe_falls_back(tmp_path, nothing_left, monkeypatch, mode):
                     cores=2)
     d = r.to_dict()
     assert d["measured"]["no_workers"] is None and d["whatif"]["no_workers"] > 0
-    note = [n for n in d["notes"] if "the probe without workers failed" in n]
+    note = [n for n in d["notes"] if "the probe without workers gave no figure" in n]
     assert len(note) == 1, d["notes"]
     assert ("RuntimeError: planted failure without workers" if mode == "raise" else "timeout") in note[0]
-    assert "probe without workers failed" in str(r)
+    assert "probe without workers gave no figure" in str(r)
     child = [pid for pid, w in where_run(log).items() if False in w]
     assert len(child) == 1 and child[0] != os.getpid()
     with pytest.raises(ProcessLookupError):  # killed and waited for
+        os.kill(child[0], 0)
+
+
+def test_ctrl_c_during_the_no_workers_probe(tmp_path, nothing_left, monkeypatch):
+    # Ctrl-C while the probe's child hangs: the KeyboardInterrupt reaches the caller and the child is killed.
+    import sluice.torch_diag as td
+    monkeypatch.setattr(td, "PROBE_TIMEOUT", 60.0)
+    log = tmp_path / "where.log"
+    log.write_text("")
+    main, stop = os.getpid(), threading.Event()
+
+    def interrupt_once_probed():  # the child's first sample is logged before it hangs
+        while not stop.wait(0.02):
+            if any(False in w for w in where_run(log).values()):
+                os.kill(main, signal.SIGINT)
+                return
+
+    watcher = threading.Thread(target=interrupt_once_probed)
+    watcher.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            st.diagnose(torch.utils.data.DataLoader(WhereRun(log, "hang"), batch_size=4, num_workers=2),
+                        seconds=0.5, cores=2)
+    finally:
+        stop.set()
+        watcher.join()
+    child = [pid for pid, w in where_run(log).items() if False in w]
+    assert len(child) == 1
+    with pytest.raises(ProcessLookupError):
         os.kill(child[0], 0)
 
 
