@@ -7,6 +7,7 @@ words with the DataLoader settings that fix it and the same pipeline as a sluice
 """
 
 import copy as _copy
+import gc as _gc
 import glob as _glob
 import json as _json
 import math as _math
@@ -395,39 +396,60 @@ def _loop_cpu(loader, cpu=0.03):
 
 
 # The no-workers probe: the CPU a batch costs without workers, measured in a forked child.
-PROBE_CPU = 0.2    # seconds of the child's CPU on batches after its first
+PROBE_CPU = 0.2    # seconds of the child's CPU on batches after its warm-up
 PROBE_WALL = 0.6   # ... or of its wall clock, whichever comes first (a blocked dataset spends little CPU)
 PROBE_TIMEOUT = 2.0  # the child is killed after this many seconds, plus 3x the batches it should take
 PROBE_MAX_BATCH = 1.0  # a batch this slow in a worker (seconds) is not probed: two would take too long
+PROBE_SEGMENTS = 5  # the budget is spent in this many segments (fewer when a batch takes more than one's share)
+PROBE_GAP = 0.1  # seconds between them
 
 
 def _probe_child(loader, cpu, wall):
-    """In the forked child: the loader's own num_workers=0 fetch (its sampler, dataset, collate_fn, batching) over
-    batches after the first, for `cpu` seconds of CPU or `wall` seconds; its main thread's CPU, blocked time (wall
-    less CPU less run-queue delay) per batch."""
+    """In the forked child: the loader's own num_workers=0 fetch (its sampler, dataset, collate_fn, batching) for
+    `cpu` seconds of CPU or `wall` seconds after a warm-up (the first batch, and a tenth of either), in up to
+    PROBE_SEGMENTS segments PROBE_GAP apart; the median segment's CPU and blocked time (wall less CPU less run-queue
+    delay) per batch of its main thread. A shared machine runs this code up to 1.7x slower for a few hundred ms now
+    and then (measured on the development VM, in one process, no fork): spread segments mostly miss such a spell."""
     _torch.set_num_threads(1)  # as a DataLoader worker does (and torch's thread pool is not the parent's after fork)
+    # The parent's objects out of the collector's reach: a full collection in the child would touch every one of
+    # them, copying each page the fork shares
+    _gc.freeze()
     L = _make_loader(_loader_args(loader), num_workers=0, pin_memory=False)  # CUDA is not for a forked child
     tid = _threading.get_native_id()
-    it = iter(L)
-    n, k, first = 0, 1, True
-    while True:
-        for _ in range(k):
-            try:
-                next(it)
-            except StopIteration:  # an epoch ended: the next one, as a training loop would start it
-                it = iter(L)
-                next(it)  # an empty epoch ends the probe (StopIteration)
-        if first:  # the first batch (the iterator's start, cold caches) is not timed
-            first, c0, w0, q0 = False, _time.thread_time(), _time.perf_counter(), _thread_sched(tid)[1]
-            continue
-        n += k
-        c, w = _time.thread_time() - c0, _time.perf_counter() - w0
-        if c >= cpu or w >= wall:
-            break
-        # the clocks read about every 2 ms of batches: reading them costs a microsecond batch a few percent
-        k = max(1, min(2 * k, int(0.002 * n / c) if c > 0 else 2 * k))
-    q = _thread_sched(tid)[1] - q0
-    return {"batches": n, "cpu": c / n, "blocked": max(w - c - q, 0.0) / n}
+    its = [iter(L)]
+
+    def fetch(c_budget, w_budget):
+        """Batches until `c_budget` CPU or `w_budget` wall (one at least): (batches, CPU, wall, run-queue delay)."""
+        it = its[0]
+        n, k = 0, 1
+        c0, w0, q0 = _time.thread_time(), _time.perf_counter(), _thread_sched(tid)[1]
+        while True:
+            for _ in range(k):
+                try:
+                    next(it)
+                except StopIteration:  # an epoch ended: the next one, as a training loop would start it
+                    it = its[0] = iter(L)
+                    next(it)  # an empty epoch ends the probe (StopIteration)
+            n += k
+            c, w = _time.thread_time() - c0, _time.perf_counter() - w0
+            if c >= c_budget or w >= w_budget:
+                return n, c, w, _thread_sched(tid)[1] - q0
+            # the clocks read about every 2 ms of batches: reading them costs a microsecond batch a few percent
+            k = max(1, min(2 * k, int(0.002 * n / c) if c > 0 else 2 * k))
+
+    n, c, w, q = fetch(cpu / 10, wall / 10)  # the iterator's start, cold caches, the fork's pages copied
+    per = c / n
+    segs = max(1, min(PROBE_SEGMENTS, int(cpu / per) if per > 0 else PROBE_SEGMENTS))  # a batch a segment at least
+    got = []
+    for i in range(segs):
+        if i:
+            _time.sleep(PROBE_GAP)
+            if per < cpu / segs / 10:  # the caches that other processes took during the gap
+                fetch(cpu / segs / 10, wall / segs / 10)
+        n, c, w, q = fetch(cpu / segs, wall / segs)
+        got.append((c / n, max(w - c - q, 0.0) / n, n))
+    mid = sorted(got, key=lambda g: g[0] + g[1])[len(got) // 2]
+    return {"batches": sum(g[2] for g in got), "segments": segs, "cpu": mid[0], "blocked": mid[1]}
 
 
 def _probe_no_workers(loader, batch_wall, cpu=PROBE_CPU, wall=PROBE_WALL):
@@ -440,7 +462,7 @@ def _probe_no_workers(loader, batch_wall, cpu=PROBE_CPU, wall=PROBE_WALL):
         return None, "no fork() on this platform"
     if batch_wall > PROBE_MAX_BATCH:
         return None, f"a batch takes {batch_wall:.1f} s in a worker: too slow to probe without workers"
-    timeout = PROBE_TIMEOUT + 3 * (wall + 2 * batch_wall)
+    timeout = PROBE_TIMEOUT + 3 * (wall + (PROBE_SEGMENTS - 1) * PROBE_GAP + 2 * batch_wall)
     parent = _os.getpid()
     rd, wr = _os.pipe()
     try:
