@@ -1263,7 +1263,7 @@ class _Model:
     Without workers the main process does the work but pickles and unpickles nothing and starts no worker;
     persistent workers start once, not every epoch."""
 
-    def __init__(self, fig, W, avail):
+    def __init__(self, fig, W, avail, persistent=False):
         nb, k, parts = fig["batches"], fig["k"], fig["parts"]
         self.avail = avail
         self.blocked = max(fig["work_wall"] - fig["work_cpu"] - (fig["worker_runq"] or 0.0), 0.0)
@@ -1274,6 +1274,7 @@ class _Model:
         self.startup = parts.get("worker start-up (each epoch)", [0.0])[0] * k / nb
         send = parts.get("send to the main process", [0.0])[0] * k / nb
         p0 = fig.get("no_workers") if W > 0 else None
+        self.W, self.persistent, self.probed = W, persistent, bool(p0)
         if p0:
             # The loader's own fetch without workers, measured in a forked child (_probe_no_workers): samples,
             # collate and the loader's loop, none of it slowed by pickling batches between them
@@ -1285,6 +1286,15 @@ class _Model:
             self.cost0 = (fig["work_cpu"] + self.blocked + (fig["pin_cpu"] or 0.0) + (fig["step_wall"] or 0.0) +
                           (fig["transfer_cpu"] if W == 0 else 0.0)) / nb - send - self.startup + \
                 (fig.get("loop_cpu", 0.0) if W > 0 else 0.0) - fig.get("probe_cpu", 0.0)
+
+    def predict(self, w, measured):
+        """Batches/s with `w` workers: the `measured` rate at the loader's own setting times the model's ratio (the
+        model's errors common to both settings cancel), but num_workers=0 probed without workers at its own rate:
+        a measurement of that setting, which the ratio would give the model's error at the loader's setting."""
+        if w == 0 and self.probed:
+            return self.rate(0)
+        base = self.rate(self.W, self.persistent)
+        return measured * self.rate(w) / base if base > 0 else measured
 
     def rate(self, w, persistent=True, saved=0.0):
         """Batches/s with `w` workers; `saved`: worker CPU per batch that a cache would spare."""
@@ -1339,10 +1349,10 @@ def _recommend(L, rep, fig, model, kind, measured):
     rec_w = planned_w if (W > 0 or planned_w > 1 or model.cw > model.main) else W
     if kind == "main process" and W > 0:
         rec_w = max(1, min(W, planned_w))
-    if rec_w > 0 and model.rate(0) > 1.1 * model.rate(rec_w):
+    if rec_w > 0 and model.predict(0, measured) > 1.1 * model.predict(rec_w, measured):
         rec_w = 0
     base = model.rate(W, L.persistent_workers)
-    gain = model.rate(rec_w) / base if base > 0 else 1.0
+    gain = model.predict(rec_w, measured) / measured if measured > 0 else 1.0
     pred = f"predicted {_rate(measured * gain)} batches/s ({gain:.2f}x)"
     out = {"num_workers": {"value": rec_w, "was": W, "predicted": measured * gain,
                            "why": (f"keep {W}: more workers would not raise the rate" if rec_w == W else
@@ -1470,7 +1480,7 @@ class Report:
         total_part = sum(part_cpu.values()) or 1.0
         v = _verdict(rep, trace, fig, tr, L.num_workers, part_cpu)
         model = _Model(fig, L.num_workers, rep["budget"]["cores"] if self.cores else
-                       max(rep["budget"]["cores"] - max(fig["other_load"], 0.0), 1.0))
+                       max(rep["budget"]["cores"] - max(fig["other_load"], 0.0), 1.0), L.persistent_workers)
         recommend = _recommend(L, rep, fig, model, v["kind"], measured)
         base = model.rate(L.num_workers, L.persistent_workers)
         self.spec, self.python_steps, notes = _translate(L)
@@ -1499,7 +1509,7 @@ class Report:
             "recommend": recommend,
             "whatif": {"plus_one_worker": model.rate(L.num_workers + 1, L.persistent_workers) / base * measured
                        if base > 0 else None,
-                       "no_workers": model.rate(0) / base * measured if base > 0 else None,
+                       "no_workers": model.predict(0, measured),
                        "plus_one_core": rep.get("whatif", {}).get("plus_one_core"),
                        "cache": _cache_whatif(L, rep, fig, model, measured)},
             "sentences": rep.get("text") or [],

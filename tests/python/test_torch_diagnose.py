@@ -91,6 +91,12 @@ def test_without_workers_the_loaders_own_loop_is_priced():
     probed = {"cpu": 5e-6, "blocked": 1e-6, "batches": 1000}
     assert _Model(dict(fig, no_workers=probed), 2, 2.0).rate(0) == pytest.approx(1 / 6e-6)
     assert _Model(dict(fig0, no_workers=probed), 0, 2.0).rate(0) == pytest.approx(1 / 13e-6)
+    # ... and predict num_workers=0 at the probe's own rate, where the model's ratio scales the measured rate for
+    # other settings (its error at the loader's own setting would otherwise reach the probed figure)
+    m, plain = _Model(dict(fig, no_workers=probed), 2, 2.0), _Model(fig, 2, 2.0)
+    assert m.predict(0, 100.0) == m.predict(0, 200.0) == pytest.approx(1 / 6e-6)
+    assert plain.predict(0, 100.0) == pytest.approx(100.0 * plain.rate(0) / plain.rate(2, False))
+    assert m.predict(1, 100.0) == pytest.approx(100.0 * m.rate(1) / m.rate(2, False))
 
 
 def test_a_loader_without_workers_drops_the_multiprocessing_context():
