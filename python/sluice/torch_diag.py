@@ -447,9 +447,9 @@ def _probe_child(loader, cpu, wall):
             if per < cpu / segs / 10:  # the caches that other processes took during the gap
                 fetch(cpu / segs / 10, wall / segs / 10)
         n, c, w, q = fetch(cpu / segs, wall / segs)
-        got.append((c / n, max(w - c - q, 0.0) / n, n))
+        got.append((c / n, max(w - c - q, 0.0) / n, n, q / n))
     mid = sorted(got, key=lambda g: g[0] + g[1])[len(got) // 2]
-    return {"batches": sum(g[2] for g in got), "segments": segs, "cpu": mid[0], "blocked": mid[1]}
+    return {"batches": sum(g[2] for g in got), "segments": segs, "cpu": mid[0], "blocked": mid[1], "runq": mid[3]}
 
 
 def _probe_no_workers(loader, batch_wall, cpu=PROBE_CPU, wall=PROBE_WALL):
