@@ -7,13 +7,16 @@ words with the DataLoader settings that fix it and the same pipeline as a sluice
 """
 
 import copy as _copy
+import gc as _gc
 import glob as _glob
 import json as _json
 import math as _math
 import multiprocessing as _mp
 import multiprocessing.util as _mp_util
 import os as _os
+import select as _select
 import shutil as _shutil
+import signal as _signal
 import sys as _sys
 import tempfile as _tempfile
 import threading as _threading
@@ -320,6 +323,7 @@ def _make_loader(kw, **over):
     if kw["num_workers"] == 0:  # torch refuses these without workers
         kw.pop("prefetch_factor", None)
         kw["persistent_workers"] = False
+        kw["multiprocessing_context"] = None
     return _DataLoader(**kw)
 
 
@@ -389,6 +393,152 @@ def _loop_cpu(loader, cpu=0.03):
             _os.close(fd)
         _shutil.rmtree(tracedir, ignore_errors=True)
     return out[0], out[1]
+
+
+# The no-workers probe: the CPU a batch costs without workers, measured in a forked child.
+PROBE_CPU = 0.2    # seconds of the child's CPU on batches after its warm-up
+PROBE_WALL = 0.6   # ... or of its wall clock, whichever comes first (a blocked dataset spends little CPU)
+PROBE_TIMEOUT = 2.0  # the child is killed after this many seconds, plus 3x the batches it should take
+PROBE_MAX_BATCH = 1.0  # a batch this slow in a worker (seconds) is not probed: two would take too long
+PROBE_SEGMENTS = 5  # the budget is spent in this many segments (fewer when a batch takes more than one's share)
+PROBE_GAP = 0.1  # seconds between them
+
+
+def _probe_child(loader, cpu, wall):
+    """In the forked child: the loader's own num_workers=0 fetch (its sampler, dataset, collate_fn, batching) for
+    `cpu` seconds of CPU or `wall` seconds after a warm-up (the first batch, and a tenth of either), in up to
+    PROBE_SEGMENTS segments PROBE_GAP apart; the median segment's CPU and blocked time (wall less CPU less run-queue
+    delay) per batch of its main thread. A shared machine runs this code up to 1.7x slower for a few hundred ms now
+    and then (measured on the development VM, in one process, no fork): spread segments mostly miss such a spell."""
+    _torch.set_num_threads(1)  # as a DataLoader worker does (and torch's thread pool is not the parent's after fork)
+    # The parent's objects out of the collector's reach: a full collection in the child would touch every one of
+    # them, copying each page the fork shares
+    _gc.freeze()
+    L = _make_loader(_loader_args(loader), num_workers=0, pin_memory=False)  # CUDA is not for a forked child
+    tid = _threading.get_native_id()
+    its = [iter(L)]
+
+    def fetch(c_budget, w_budget):
+        """Batches until `c_budget` CPU or `w_budget` wall (one at least): (batches, CPU, wall, run-queue delay)."""
+        it = its[0]
+        n, k = 0, 1
+        c0, w0, q0 = _time.thread_time(), _time.perf_counter(), _thread_sched(tid)[1]
+        while True:
+            for _ in range(k):
+                try:
+                    next(it)
+                except StopIteration:  # an epoch ended: the next one, as a training loop would start it
+                    it = its[0] = iter(L)
+                    next(it)  # an empty epoch ends the probe (StopIteration)
+            n += k
+            c, w = _time.thread_time() - c0, _time.perf_counter() - w0
+            if c >= c_budget or w >= w_budget:
+                return n, c, w, _thread_sched(tid)[1] - q0
+            # the clocks read about every 2 ms of batches: reading them costs a microsecond batch a few percent
+            k = max(1, min(2 * k, int(0.002 * n / c) if c > 0 else 2 * k))
+
+    n, c, w, q = fetch(cpu / 10, wall / 10)  # the iterator's start, cold caches, the fork's pages copied
+    per = c / n
+    segs = max(1, min(PROBE_SEGMENTS, int(cpu / per) if per > 0 else PROBE_SEGMENTS))  # a batch a segment at least
+    got = []
+    for i in range(segs):
+        if i:
+            _time.sleep(PROBE_GAP)
+            if per < cpu / segs / 10:  # the caches that other processes took during the gap
+                fetch(cpu / segs / 10, wall / segs / 10)
+        n, c, w, q = fetch(cpu / segs, wall / segs)
+        got.append((c / n, max(w - c - q, 0.0) / n, n, q / n))
+    mid = sorted(got, key=lambda g: g[0] + g[1])[len(got) // 2]
+    return {"batches": sum(g[2] for g in got), "segments": segs, "cpu": mid[0], "blocked": mid[1], "runq": mid[3]}
+
+
+def _probe_no_workers(loader, batch_wall, cpu=PROBE_CPU, wall=PROBE_WALL):
+    """(figures, None) or (None, why not): the CPU and blocked time per batch of `loader` without workers, from
+    `_probe_child` in a forked child process. The workers' figures carry the hand-off (pickling a batch evicts the
+    caches the next sample's steps use); the child pickles nothing, and the user's process never runs the dataset
+    itself: like a fork-started worker, the child has a copy of the dataset (an IterableDataset's iterator included)
+    and whatever it opens ends with it. `batch_wall`: a batch's time in a worker (the timeout's measure)."""
+    if not hasattr(_os, "fork"):
+        return None, "no fork() on this platform"
+    if batch_wall > PROBE_MAX_BATCH:
+        return None, f"a batch takes {batch_wall:.1f} s in a worker: too slow to probe without workers"
+    timeout = PROBE_TIMEOUT + 3 * (wall + (PROBE_SEGMENTS - 1) * PROBE_GAP + 2 * batch_wall)
+    parent = _os.getpid()
+    rd, wr = _os.pipe()
+    try:
+        import warnings
+        with warnings.catch_warnings():
+            # Python 3.12+ warns of fork() in a threaded process: the child runs only the dataset's code, as a
+            # fork-started worker does, and ends with os._exit
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = _os.fork()
+    except OSError as e:
+        _os.close(rd)
+        _os.close(wr)
+        return None, f"fork() failed: {e}"
+    if pid == 0:  # the child: never returns into the caller's code
+        try:
+            _os.close(rd)
+            _die_with_parent(parent)
+            try:
+                msg = _probe_child(loader, cpu, wall)
+            except BaseException as e:  # noqa: B036 (KeyboardInterrupt too: the child only reports)
+                msg = {"error": f"{type(e).__name__}: {e}"[:500] if str(e) else type(e).__name__}
+            _os.write(wr, (_json.dumps(msg) + "\n").encode())
+        finally:
+            _os._exit(0)
+    _os.close(wr)
+    got, late = b"", False
+    try:
+        end = _time.monotonic() + timeout
+        while not got.endswith(b"\n"):
+            left = end - _time.monotonic()
+            late = left <= 0 or not _select.select([rd], [], [], left)[0]
+            chunk = b"" if late else _os.read(rd, 4096)
+            if not chunk:
+                break  # the timeout, or the child ended without a word
+            got += chunk
+    finally:
+        _os.close(rd)
+        if not got.endswith(b"\n") or not _reap(pid, 1.0):
+            try:
+                _os.kill(pid, _signal.SIGKILL)
+                _os.waitpid(pid, 0)
+            except (ProcessLookupError, ChildProcessError):
+                pass  # reaped already (a SIGCHLD handler of the caller's that waits for any child)
+    if late:
+        return None, f"its fetch was stopped at the probe's timeout ({timeout:.1f} s)"
+    if not got.endswith(b"\n"):
+        return None, "the child ended without a figure"
+    msg = _json.loads(got)
+    if "error" in msg:
+        return None, f"its fetch raised {msg['error']}"
+    return msg, None
+
+
+def _reap(pid, seconds):
+    """Whether child `pid` ended (and was waited for) within `seconds`."""
+    end = _time.monotonic() + seconds
+    while True:
+        try:
+            if _os.waitpid(pid, _os.WNOHANG)[0]:
+                return True
+        except ChildProcessError:
+            return True  # reaped by someone else
+        if _time.monotonic() >= end:
+            return False
+        _time.sleep(0.005)
+
+
+def _die_with_parent(parent):
+    """The probe's child is killed when the user's process (`parent`) ends: a hanging dataset would outlive it."""
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(_signal.SIGKILL))  # 1: PR_SET_PDEATHSIG (Linux)
+    except (OSError, AttributeError):
+        pass
+    if _os.getppid() != parent:  # the parent ended before the line above
+        _os._exit(0)
 
 
 # ---------------------------------------------------------------- the machine
@@ -1113,7 +1263,7 @@ class _Model:
     Without workers the main process does the work but pickles and unpickles nothing and starts no worker;
     persistent workers start once, not every epoch."""
 
-    def __init__(self, fig, W, avail):
+    def __init__(self, fig, W, avail, persistent=False):
         nb, k, parts = fig["batches"], fig["k"], fig["parts"]
         self.avail = avail
         self.blocked = max(fig["work_wall"] - fig["work_cpu"] - (fig["worker_runq"] or 0.0), 0.0)
@@ -1123,12 +1273,28 @@ class _Model:
         self.cpu = (fig["work_cpu"] + fig["transfer_cpu"] + (fig["pin_cpu"] or 0.0) + (fig["step_cpu"] or 0.0)) / nb
         self.startup = parts.get("worker start-up (each epoch)", [0.0])[0] * k / nb
         send = parts.get("send to the main process", [0.0])[0] * k / nb
-        # Without workers the main process runs the loader's own loop too (sampler, fetch, iterator: the main thread's
-        # CPU in next() holds it when W is 0; no worker figure does, a worker's loop being its hand-off's); the
-        # probes' CPU in the getitem and collate figures is the tracing's, in no untraced run.
-        self.cost0 = (fig["work_cpu"] + self.blocked + (fig["pin_cpu"] or 0.0) + (fig["step_wall"] or 0.0) +
-                      (fig["transfer_cpu"] if W == 0 else 0.0)) / nb - send - self.startup + \
-            (fig.get("loop_cpu", 0.0) if W > 0 else 0.0) - fig.get("probe_cpu", 0.0)
+        p0 = fig.get("no_workers") if W > 0 else None
+        self.W, self.persistent, self.probed = W, persistent, bool(p0)
+        if p0:
+            # The loader's own fetch without workers, measured in a forked child (_probe_no_workers): samples,
+            # collate and the loader's loop, none of it slowed by pickling batches between them
+            self.cost0 = p0["cpu"] + p0["blocked"] + ((fig["pin_cpu"] or 0.0) + (fig["step_wall"] or 0.0)) / nb
+        else:
+            # Without workers the main process runs the loader's own loop too (sampler, fetch, iterator: the main
+            # thread's CPU in next() holds it when W is 0; no worker figure does, a worker's loop being its
+            # hand-off's); the probes' CPU in the getitem and collate figures is the tracing's, in no untraced run.
+            self.cost0 = (fig["work_cpu"] + self.blocked + (fig["pin_cpu"] or 0.0) + (fig["step_wall"] or 0.0) +
+                          (fig["transfer_cpu"] if W == 0 else 0.0)) / nb - send - self.startup + \
+                (fig.get("loop_cpu", 0.0) if W > 0 else 0.0) - fig.get("probe_cpu", 0.0)
+
+    def predict(self, w, measured):
+        """Batches/s with `w` workers: the `measured` rate at the loader's own setting times the model's ratio (the
+        model's errors common to both settings cancel), but num_workers=0 probed without workers at its own rate:
+        a measurement of that setting, which the ratio would give the model's error at the loader's setting."""
+        if w == 0 and self.probed:
+            return self.rate(0)
+        base = self.rate(self.W, self.persistent)
+        return measured * self.rate(w) / base if base > 0 else measured
 
     def rate(self, w, persistent=True, saved=0.0):
         """Batches/s with `w` workers; `saved`: worker CPU per batch that a cache would spare."""
@@ -1183,10 +1349,10 @@ def _recommend(L, rep, fig, model, kind, measured):
     rec_w = planned_w if (W > 0 or planned_w > 1 or model.cw > model.main) else W
     if kind == "main process" and W > 0:
         rec_w = max(1, min(W, planned_w))
-    if rec_w > 0 and model.rate(0) > 1.1 * model.rate(rec_w):
+    if rec_w > 0 and model.predict(0, measured) > 1.1 * model.predict(rec_w, measured):
         rec_w = 0
     base = model.rate(W, L.persistent_workers)
-    gain = model.rate(rec_w) / base if base > 0 else 1.0
+    gain = model.predict(rec_w, measured) / measured if measured > 0 else 1.0
     pred = f"predicted {_rate(measured * gain)} batches/s ({gain:.2f}x)"
     out = {"num_workers": {"value": rec_w, "was": W, "predicted": measured * gain,
                            "why": (f"keep {W}: more workers would not raise the rate" if rec_w == W else
@@ -1300,6 +1466,9 @@ class Report:
     def _fill(self, tr, consumer):
         trace, fig = _build_trace(tr, consumer)
         fig["loop_cpu"], fig["probe_cpu"] = _loop_cpu(self.loader)
+        fig["no_workers"], no_probe = None, None
+        if self.loader.num_workers > 0:  # without workers the traced run measured num_workers=0 itself
+            fig["no_workers"], no_probe = _probe_no_workers(self.loader, fig["work_wall"] / fig["batches"])
         self.trace = trace
         res = _sluice._sluice.analyze_trace(_json.dumps(trace), cores=self.cores, memory=self.memory,
                                             only_autotune=True, no_cache=True, html=False)
@@ -1311,10 +1480,13 @@ class Report:
         total_part = sum(part_cpu.values()) or 1.0
         v = _verdict(rep, trace, fig, tr, L.num_workers, part_cpu)
         model = _Model(fig, L.num_workers, rep["budget"]["cores"] if self.cores else
-                       max(rep["budget"]["cores"] - max(fig["other_load"], 0.0), 1.0))
+                       max(rep["budget"]["cores"] - max(fig["other_load"], 0.0), 1.0), L.persistent_workers)
         recommend = _recommend(L, rep, fig, model, v["kind"], measured)
         base = model.rate(L.num_workers, L.persistent_workers)
         self.spec, self.python_steps, notes = _translate(L)
+        if no_probe:
+            notes.append("num_workers=0 is priced from the workers' figures (which carry their hand-off: pickling "
+                         f"batches slows the steps between): the probe without workers gave no figure: {no_probe}")
         pin_cost = fig["pin_cpu"] / T if fig["pin_cpu"] is not None else None
         self._d = {
             "bottleneck": v,
@@ -1330,12 +1502,14 @@ class Report:
                          "disk_bytes_per_s": fig["disk_bytes"] / T, "pin_memory_cpu": pin_cost,
                          "startup_seconds": fig["startup"], "other_load": fig["other_load"],
                          "loader_loop_cpu_per_batch": fig["loop_cpu"], "probe_cpu_per_batch": fig["probe_cpu"],
+                         "no_workers": fig["no_workers"],
                          "steps": {n: {"cpu_per_sample": p[0] * k / (nb * per), "wall_per_sample":
                                        p[1] * k / (nb * per), "share": part_cpu[n] / total_part}
                                    for n, p in fig["parts"].items()}},
             "recommend": recommend,
             "whatif": {"plus_one_worker": model.rate(L.num_workers + 1, L.persistent_workers) / base * measured
                        if base > 0 else None,
+                       "no_workers": model.predict(0, measured),
                        "plus_one_core": rep.get("whatif", {}).get("plus_one_core"),
                        "cache": _cache_whatif(L, rep, fig, model, measured)},
             "sentences": rep.get("text") or [],

@@ -21,7 +21,7 @@ from sluice.torch_diag import MAX_WORKERS_PER_CORE  # noqa: E402
 from conftest import ROOT  # noqa: E402
 
 sys.path.insert(0, os.path.join(ROOT, "bench"))
-from torch_planted import Cheap, Samples, Slow, planted  # noqa: E402
+from torch_planted import Cheap, Samples, Slow, planted, spin  # noqa: E402
 
 SECONDS = 1.0
 
@@ -87,6 +87,122 @@ def test_without_workers_the_loaders_own_loop_is_priced():
     # num_workers=0 as given: the main thread's CPU in next() beyond the samples' (4 us a batch) is that loop already
     fig0 = dict(fig, parts=parts, work_cpu=0.001, work_wall=0.001, transfer_cpu=0.0004)
     assert _Model(fig0, 0, 2.0).rate(0) == pytest.approx(1 / 13e-6)
+    # The no-workers probe's CPU and blocked time a batch, where there is one (workers > 0), replace all of that
+    probed = {"cpu": 5e-6, "blocked": 1e-6, "batches": 1000}
+    assert _Model(dict(fig, no_workers=probed), 2, 2.0).rate(0) == pytest.approx(1 / 6e-6)
+    assert _Model(dict(fig0, no_workers=probed), 0, 2.0).rate(0) == pytest.approx(1 / 13e-6)
+    # ... and predict num_workers=0 at the probe's own rate, where the model's ratio scales the measured rate for
+    # other settings (its error at the loader's own setting would otherwise reach the probed figure)
+    m, plain = _Model(dict(fig, no_workers=probed), 2, 2.0), _Model(fig, 2, 2.0)
+    assert m.predict(0, 100.0) == m.predict(0, 200.0) == pytest.approx(1 / 6e-6)
+    assert plain.predict(0, 100.0) == pytest.approx(100.0 * plain.rate(0) / plain.rate(2, False))
+    assert m.predict(1, 100.0) == pytest.approx(100.0 * m.rate(1) / m.rate(2, False))
+
+
+def test_a_loader_without_workers_drops_the_multiprocessing_context():
+    # torch refuses a multiprocessing_context without workers: tuned() to 0 workers, and the no-workers probe, drop it
+    from sluice.torch_diag import _loader_args, _make_loader
+    loader = torch.utils.data.DataLoader(Samples(8), batch_size=4, num_workers=2, multiprocessing_context="spawn")
+    zero = _make_loader(_loader_args(loader), num_workers=0)
+    assert zero.num_workers == 0 and zero.multiprocessing_context is None and len(list(zero)) == 2
+
+
+class WhereRun(torch.utils.data.Dataset):
+    """Samples that log the process making them (its pid; in a worker or not) and cost ten times more CPU in a worker
+    than without workers; without workers, mode "raise" raises and "hang" never returns."""
+
+    def __init__(self, log, mode="ok"):
+        self.log, self.mode = log, mode
+
+    def __len__(self):
+        return 100000
+
+    def __getitem__(self, i):
+        worker = torch.utils.data.get_worker_info() is not None
+        with open(self.log, "a") as f:
+            f.write(f"{os.getpid()} {int(worker)}\n")
+        if not worker and self.mode == "raise":
+            raise RuntimeError("planted failure without workers")
+        if not worker and self.mode == "hang":
+            time.sleep(3600)
+        spin(1e-3 if worker else 1e-4)
+        return torch.zeros(2)
+
+
+def where_run(log):
+    """{pid: set of 'in a worker' flags} from a WhereRun log."""
+    out = {}
+    for line in open(log):
+        pid, worker = line.split()
+        out.setdefault(int(pid), set()).add(worker == "1")
+    return out
+
+
+def test_no_workers_is_probed_in_a_child(tmp_path, nothing_left):
+    # With workers, num_workers=0 is priced by the loader's own fetch without workers in a forked child: the user's
+    # process never runs the dataset, and the child's figure (samples 10x cheaper there, by construction) is the
+    # model's: the workers' figure would predict num_workers=0 at about their own rate.
+    log = tmp_path / "where.log"
+    r = st.diagnose(torch.utils.data.DataLoader(WhereRun(log), batch_size=4, num_workers=2), seconds=0.5, cores=2)
+    d = r.to_dict()
+    runs = where_run(log)
+    assert os.getpid() not in runs
+    probe = [pid for pid, w in runs.items() if False in w]
+    assert len(probe) == 1 and runs[probe[0]] == {False}  # one child, which ran no worker's samples
+    p0 = d["measured"]["no_workers"]
+    assert p0["batches"] >= 1 and p0["cpu"] < 0.5 * d["measured"]["worker_cpu_per_batch"]
+    assert d["whatif"]["no_workers"] > 2 * d["measured"]["batches_per_s"]
+    assert not any("probe without workers" in n for n in d["notes"])
+
+
+@pytest.mark.parametrize("mode", ["raise", "hang"])
+def test_no_workers_probe_falls_back(tmp_path, nothing_left, monkeypatch, mode):
+    # A dataset that raises, or hangs, without workers: the diagnosis stands on the workers' figures and says so;
+    # the hanging child is killed at the probe's timeout.
+    import sluice.torch_diag as td
+    monkeypatch.setattr(td, "PROBE_TIMEOUT", 0.5)
+    log = tmp_path / "where.log"
+    r = st.diagnose(torch.utils.data.DataLoader(WhereRun(log, mode), batch_size=4, num_workers=2), seconds=0.5,
+                    cores=2)
+    d = r.to_dict()
+    assert d["measured"]["no_workers"] is None and d["whatif"]["no_workers"] > 0
+    note = [n for n in d["notes"] if "the probe without workers gave no figure" in n]
+    assert len(note) == 1, d["notes"]
+    assert ("RuntimeError: planted failure without workers" if mode == "raise" else "timeout") in note[0]
+    assert "probe without workers gave no figure" in str(r)
+    child = [pid for pid, w in where_run(log).items() if False in w]
+    assert len(child) == 1 and child[0] != os.getpid()
+    with pytest.raises(ProcessLookupError):  # killed and waited for
+        os.kill(child[0], 0)
+
+
+def test_ctrl_c_during_the_no_workers_probe(tmp_path, nothing_left, monkeypatch):
+    # Ctrl-C while the probe's child hangs: the KeyboardInterrupt reaches the caller and the child is killed.
+    import sluice.torch_diag as td
+    monkeypatch.setattr(td, "PROBE_TIMEOUT", 60.0)
+    log = tmp_path / "where.log"
+    log.write_text("")
+    main, stop = os.getpid(), threading.Event()
+
+    def interrupt_once_probed():  # the child's first sample is logged before it hangs
+        while not stop.wait(0.02):
+            if any(False in w for w in where_run(log).values()):
+                os.kill(main, signal.SIGINT)
+                return
+
+    watcher = threading.Thread(target=interrupt_once_probed)
+    watcher.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            st.diagnose(torch.utils.data.DataLoader(WhereRun(log, "hang"), batch_size=4, num_workers=2),
+                        seconds=0.5, cores=2)
+    finally:
+        stop.set()
+        watcher.join()
+    child = [pid for pid, w in where_run(log).items() if False in w]
+    assert len(child) == 1
+    with pytest.raises(ProcessLookupError):
+        os.kill(child[0], 0)
 
 
 class Sleepy(torch.utils.data.Dataset):
@@ -191,6 +307,7 @@ def test_traced_loop_yields_what_the_loader_yields(nothing_left, persistent):
     for a, b in zip(plain + plain, traced):
         assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
     assert r.to_dict()["measured"]["training_step"] is not None
+    assert r.to_dict()["measured"]["no_workers"]["batches"] >= 1  # probed after the with block too
     del plain, traced, loader  # the loader's own persistent workers (of the plain run) go with it
 
 
@@ -309,7 +426,8 @@ def test_cli_traces_a_script(tmp_path):
                           str(tmp_path / "d.json"), str(script)], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert "bottleneck:" in out.stdout and "the script ran to its end" not in out.stdout
-    assert os.path.exists(tmp_path / "d.json")
+    # the no-workers probe ran from the command line too (a forked child of the script's process)
+    assert json.load(open(tmp_path / "d.json"))["measured"]["no_workers"]["batches"] >= 1
     bad = subprocess.run([sys.executable, "-m", "sluice.torch", "diagnose"], capture_output=True, text=True)
     assert bad.returncode == 2 and "usage" in bad.stderr
 
