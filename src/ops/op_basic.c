@@ -428,7 +428,7 @@ static int shard_next(sl__it *it, sl_elem *out) {
       if (s->has_held) { /* drop */
         sl_elem_clear(&s->held);
         s->has_held = false;
-      } else if (c->remainder == SHARD_PAD && mine >= n && s->nfirst > 0) {
+      } else if (c->remainder == SHARD_PAD && mine >= n && mine % n < s->nfirst) {
         /* mine % n < min(num, n) = nfirst: the padded stream wraps around to the epoch's start */
         s->done = true;
         sl_elem_copy(out, &s->first[mine % n]);
@@ -446,7 +446,7 @@ static int shard_next(sl__it *it, sl_elem *out) {
                             (long long)c->num);
         }
       }
-      sl_elem_copy(&s->first[s->nfirst++], out);
+      if (s->nfirst < c->num) sl_elem_copy(&s->first[s->nfirst++], out);
     }
     if (c->remainder == SHARD_DROP) {
       if (p % c->num == c->index) {
@@ -503,12 +503,19 @@ static int shard_load(sl__it *it, sl__sr *r) {
   s->pos = (int64_t)pos;
   s->done = done != 0;
   if (held) {
+    if (c->remainder != SHARD_DROP) /* only "drop" holds an element back */
+      return sl__op_err(it->op, SL_ECORRUPT, "the saved state holds an element back, which only remainder \"drop\" does");
     if ((rc = shard_remade(it, r, &s->held))) return rc;
     s->has_held = true;
   }
   if ((rc = sl__sr_u64(r, &nfirst, "a shard's first elements"))) return rc;
-  if (nfirst > (uint64_t)c->num) return sl__op_err(it->op, SL_ECORRUPT, "the saved state holds %llu first elements",
-                                                   (unsigned long long)nfirst);
+  /* What shard_next keeps: with "pad", each of the epoch's first num_shards elements as it passes (so min(pos, num)
+   * of them); else none. A state that says otherwise would have shard_next append past the array. */
+  uint64_t want = c->remainder != SHARD_PAD ? 0 : pos < (uint64_t)c->num ? pos : (uint64_t)c->num;
+  if (nfirst != want)
+    return sl__op_err(it->op, SL_ECORRUPT,
+                      "the saved state holds %llu of the epoch's first elements at position %llu (expected %llu)",
+                      (unsigned long long)nfirst, (unsigned long long)pos, (unsigned long long)want);
   if (nfirst && !(s->first = sl__calloc((size_t)c->num, sizeof *s->first))) return sl__oom("a shard's elements");
   for (; s->nfirst < (int64_t)nfirst; s->nfirst++)
     if ((rc = shard_remade(it, r, &s->first[s->nfirst]))) return rc;
