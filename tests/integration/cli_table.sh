@@ -7,6 +7,7 @@ S=${SL_CLI:?}
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
+. "$(dirname "$0")/signal_common.inc"
 # expect RC CMD...: runs CMD, stdout+stderr in $out, and checks the exit code
 expect() {
   local want=$1; shift
@@ -114,15 +115,7 @@ signal_check() { # SIGNAL RC PATTERN CMD...
   local sig=$1 want=$2 pat=$3; shift 3
   "$@" > "$T/sig.out" 2> "$T/sig.err" &
   local pid=$!
-  # Signal once the command has its handler (the signal's bit in /proc/PID/status SigCgt), not after a fixed sleep:
-  # on a loaded machine a sleep could come before it and the default action would end the process unannounced.
-  local num; num=$(kill -l "$sig")
-  local i=0 cgt
-  while [ $i -lt 600 ]; do
-    cgt=$(awk '/^SigCgt:/ {print $2}' "/proc/$pid/status" 2>/dev/null) || break
-    [ -n "$cgt" ] && [ $(( (0x$cgt >> (num - 1)) & 1 )) -eq 1 ] && break
-    sleep 0.05; i=$((i + 1))
-  done
+  sig_ready $pid "$sig" "$1" || fail "$* never became ready for SIG$sig: $(cat "$T/sig.err" 2> /dev/null)"
   kill -"$sig" $pid
   wait $pid; local rc=$?
   [ $rc -eq "$want" ] || fail "$* after SIG$sig exited $rc, wanted $want: $(cat "$T/sig.err")"

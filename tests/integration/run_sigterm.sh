@@ -9,14 +9,17 @@ S=${SL_CLI:?}
 T=$(mktemp -d "${TMPDIR:-/tmp}/sluice-sigterm-XXXXXX")
 trap 'rm -rf "$T"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
+. "$(dirname "$0")/signal_common.inc"
 cd "$T"
 # stopped NAME SPEC EXPECT: started, sent SIGTERM once it is running, ends with exit 143 and EXPECT on stderr.
 stopped() {
   echo "$2" > "$1.json"
   timeout -s KILL 120 "$S" run "$1.json" --quiet > "$1.out" 2> "$1.err" &
   pid=$!
+  # once sluice (timeout's child) has its handler and a second to reach the stuck function; timeout forwards SIGTERM
+  child=$(child_of $pid) && sig_ready "$child" TERM "$S" || fail "$1: sluice never started: $(cat "$1.err")"
   sleep 1
-  kill -TERM $pid 2> /dev/null # timeout forwards it to sluice
+  kill -TERM $pid 2> /dev/null
   wait $pid; rc=$?
   [ $rc -eq 143 ] || fail "$1: exit $rc (137: still running after 120 s): $(cat "$1.err")"
   grep -qF "$3" "$1.err" || fail "$1: no '$3' in: $(cat "$1.err")"

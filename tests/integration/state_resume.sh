@@ -9,6 +9,7 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
+. "$(dirname "$0")/signal_common.inc"
 mkdir -p "$T/data"
 "$S" gen imagenet --out "$T/data/imagenet" --n 300 --shards 3 --quiet > /dev/null || fail "gen imagenet"
 "$S" gen ssd --out "$T/data/ssd" --n 160 --shards 2 --quiet > /dev/null || fail "gen ssd"
@@ -63,16 +64,20 @@ echo "$out" | grep -q "another pipeline" || fail "foreign state message: $out"
 head -c 40 "$T/ev" > "$T/short"
 out=$("$S" run "$spec" --resume "$T/short" --quiet 2>&1) && fail "a truncated state was accepted"
 echo "$out" | grep -qi "damaged\|truncated\|ends early" || fail "truncated state message: $out"
-# Ctrl-C: the state is written at the stop, and the run goes on from it.
-"$S" run "$T/transformer.json" --digest --quiet --save-state "$T/int" > "$T/int.out" 2>&1 &
+# Ctrl-C: the state is written at the stop, and the run goes on from it. The pipeline takes about 2 s (the suite's
+# five end in milliseconds, before any signal could come), shuffled so that the state holds a buffer.
+echo '{"name": "slowshuf", "ops": [{"op": "range", "stop": 2000}, {"op": "shuffle", "buffer": 64, "seed": 3},
+  {"op": "map", "fn": "sleep_io", "args": {"us": 2000}, "parallelism": 2}]}' > "$T/slowshuf.json"
+"$S" run "$T/slowshuf.json" --digest --quiet --save-state "$T/int" > "$T/int.out" 2> "$T/int.err" &
 pid=$!
-sleep 0.3
-kill -INT $pid 2>/dev/null
-wait $pid
-if [ -s "$T/int" ]; then
-  a=$(dig < "$T/int.out")
-  b=$("$S" run "$T/transformer.json" --resume "$T/int" --digest --quiet | dig)
-  full=$("$S" run "$T/transformer.json" --digest --quiet | dig)
-  [ "$(add "$a" "$b")" = "$full" ] || fail "after Ctrl-C: $a + $b != $full"
-fi
+sig_ready $pid INT "$S" || fail "run --save-state never became ready for SIGINT: $(cat "$T/int.err")"
+sleep 0.2
+kill -INT $pid
+wait $pid; rc=$?
+[ $rc -eq 130 ] || fail "run --save-state after SIGINT exited $rc: $(cat "$T/int.err")"
+[ -s "$T/int" ] || fail "no state written at Ctrl-C: $(cat "$T/int.err")"
+a=$(dig < "$T/int.out")
+b=$("$S" run "$T/slowshuf.json" --resume "$T/int" --digest --quiet | dig)
+full=$("$S" run "$T/slowshuf.json" --digest --quiet | dig)
+[ -n "$a" ] && [ "$(add "$a" "$b")" = "$full" ] || fail "after Ctrl-C: $a + $b != $full"
 echo "ok"
