@@ -109,6 +109,7 @@ int sl__image_dims(const sl_comp *img, const sl_fn_call *call, int64_t *h, int64
 typedef struct sl__jpeg_opts {
   int channels;       /* 0: as stored (1 for grayscale, 3 otherwise); 1 or 3 */
   bool strict;        /* libjpeg warnings (corrupt data, premature end) are errors */
+  bool recheck;       /* strict, cropped: read below the window even for bytes sl__jpeg_seen knows */
   int64_t max_pixels; /* refuse images larger than this */
 } sl__jpeg_opts;
 
@@ -144,6 +145,13 @@ typedef struct sl__jpeg_req {
  * prefixes the op and element. Thread-safe (no shared state). */
 int sl__jpeg_decode(const uint8_t *data, size_t len, const sl__jpeg_opts *o, const sl__jpeg_req *req, sl_buf **out,
                     int64_t *h, int64_t *w, int64_t *c);
+/* The JPEGs a strict cropped decode has read to their end without an error, by content (jpeg_seen.c): the same bytes
+ * decode the same way, so a later cropped decode of them need not entropy-decode what lies below its window to know
+ * it would fail. Process-wide and insert-only (epochs are usually new pipelines over the same files), bounded at
+ * 64 MiB (some 4 million images; past that, nothing is added). Any thread: lookups take no lock. */
+uint64_t sl__jpeg_key(const uint8_t *data, size_t len);
+bool sl__jpeg_seen(uint64_t key);
+void sl__jpeg_seen_add(uint64_t key);
 
 /* Decodes a PNG or a WebP (fn_codec.c, decode_image's decoders) into a new uint8 HWC buffer (*out, caller unrefs)
  * of channels 1, 3 or 4 (0: as stored); SL_EINVAL for a JPEG or an unknown format, SL_ECORRUPT for a corrupt image,
