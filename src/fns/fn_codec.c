@@ -17,7 +17,7 @@ typedef struct {
 /* JPEG through fn_jpeg.c (1 or 3 channels; 4 adds an opaque alpha). */
 static int jpeg_any(const uint8_t *data, size_t len, const img_opts *o, bool strict, sl_buf **out, int64_t *oh,
                     int64_t *ow, int64_t *oc) {
-  sl__jpeg_opts jo = {o->channels == 4 ? 3 : o->channels, strict, o->max_pixels};
+  sl__jpeg_opts jo = {.channels = o->channels == 4 ? 3 : o->channels, .strict = strict, .max_pixels = o->max_pixels};
   int rc = sl__jpeg_decode(data, len, &jo, NULL, out, oh, ow, oc);
   if (rc || o->channels != 4) return rc;
   sl_buf *rgb = *out, *rgba;

@@ -109,8 +109,8 @@ int sl__image_dims(const sl_comp *img, const sl_fn_call *call, int64_t *h, int64
 typedef struct sl__jpeg_opts {
   int channels;       /* 0: as stored (1 for grayscale, 3 otherwise); 1 or 3 */
   bool strict;        /* libjpeg warnings (corrupt data, premature end) are errors */
-  bool recheck;       /* strict, cropped: read below the window even for bytes sl__jpeg_seen knows */
   int64_t max_pixels; /* refuse images larger than this */
+  bool recheck;       /* strict, cropped: read below the window even for bytes sl__jpeg_seen knows */
 } sl__jpeg_opts;
 
 /* What to decode: the full image (win NULL), or a window of it, at a reduced DCT scale when `out_h`/`out_w` (> 0)

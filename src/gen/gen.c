@@ -94,7 +94,7 @@ static void rec_dispose(sl__gen_rec *r) {
 /* Decode cost: CPU time of decoding the sampled JPEGs with the decoder decode_jpeg uses, best of 3 passes. */
 static double measure_decode(sl_buf **jpegs, int n) {
   if (n == 0) return 0;
-  sl__jpeg_opts jo = {3, true, 1 << 30};
+  sl__jpeg_opts jo = {.channels = 3, .strict = true, .max_pixels = 1 << 30};
   double best = -1;
   for (int pass = 0; pass < 3; pass++) {
     uint64_t t0 = sl__cpu_ns();
