@@ -136,7 +136,7 @@ setup(
     name="sluice",
     version=version(),
     description="Fast ML input pipelines that find and remove their own bottlenecks, and ML provenance",
-    packages=["sluice"],
+    packages=["sluice", "sluice.torch"],
     ext_modules=[
         Extension(
             "sluice._sluice",
