@@ -191,7 +191,7 @@ int cmd_optimize(int argc, char **argv) {
     return fail_json(json, "%s", msg);
   }
   /* an output that cannot be written fails now, not after seconds of tracing */
-  if (out && cli_check_writable(out, msg, sizeof msg)) {
+  if (out && cli_check_writable(p, out, msg, sizeof msg)) {
     sl_pipeline_free(p);
     return fail_json(json, "optimize: %s", msg);
   }

@@ -53,7 +53,7 @@ int cmd_trace(int argc, char **argv) {
     return cli_fail(false, "%s", msg);
   }
   /* an output that cannot be written fails now, not after the run */
-  if (out && strcmp(out, "-") && cli_check_writable(out, msg, sizeof msg)) {
+  if (out && strcmp(out, "-") && cli_check_writable(p, out, msg, sizeof msg)) {
     sl_pipeline_free(p);
     return cli_fail(false, "trace: %s", msg);
   }

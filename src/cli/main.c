@@ -286,11 +286,20 @@ int cli_open_spec(sl_pipeline **out, const char *path, char *msg, size_t cap) {
   return -1;
 }
 
-int cli_check_writable(const char *path, char *msg, size_t cap) {
+int cli_check_writable(const sl_pipeline *p, const char *path, char *msg, size_t cap) {
+  if (p && sl_pipeline_check_output(p, path)) { /* an output that is an input of the spec would destroy it */
+    snprintf(msg, cap, "%s", sl_error_last());
+    return -1;
+  }
   struct stat st;
   if (stat(path, &st) == 0) {
     if (S_ISDIR(st.st_mode)) {
       snprintf(msg, cap, "%s: is a directory", path);
+      return -1;
+    }
+    if (!S_ISREG(st.st_mode)) { /* a device or a FIFO (written in place): opening a FIFO would wait for a reader */
+      if (access(path, W_OK) == 0) return 0;
+      snprintf(msg, cap, "%s: cannot write: %s", path, strerror(errno));
       return -1;
     }
     int fd = open(path, O_WRONLY | O_CLOEXEC); /* no O_TRUNC: the file stays as it is until written */

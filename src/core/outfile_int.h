@@ -13,9 +13,12 @@ typedef struct sl__outfile {
   FILE *f;
   char *tmp;  /* DIR/.NAME.tmp-PID-RANDOM */
   char *path; /* the final name */
+  bool in_place; /* an existing device, FIFO or system link (/dev/stdout), written where it is: no tmp */
 } sl__outfile;
 
-/* Creates the temporary of `path` in the directory of `path` with O_CREAT|O_EXCL|O_NOFOLLOW (a name taken by
+/* A directory at `path` is refused; an existing device, FIFO or socket, or a link in /dev or /proc (/dev/stdout), is
+ * opened for writing in place (no temporary, no rename: the node stays). Otherwise:
+ * creates the temporary of `path` in the directory of `path` with O_CREAT|O_EXCL|O_NOFOLLOW (a name taken by
  * anything, a planted symlink included, is skipped for another one). With SL__OUTFILE_SWEEP, first removes the
  * temporaries of `path` whose writer is dead (sl__outfile_sweep); a writer of many files in one directory sweeps
  * it once instead (sl__outfile_sweep_dir). Mode 0666 less the umask, like fopen. SL_EIO naming the file. */

@@ -67,6 +67,11 @@ static int cache_parse(sl__op *op, json_t *o) {
   return 0;
 }
 
+extern const sl__op_vt sl__op_cache;
+const char *sl__cache_file(const sl__op *op) {
+  return op->vt == &sl__op_cache && op->impl ? ((const cache_cfg *)op->impl)->file : NULL;
+}
+
 static void cache_drop(sl__op *op, cache_cfg *c) {
   for (size_t i = 0; i < c->n; i++) sl_elem_clear(&c->els[i]);
   sl__free(c->els);
@@ -467,7 +472,6 @@ static int cache_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **ou
   return 0;
 }
 
-extern const sl__op_vt sl__op_cache;
 bool sl_pipeline_caches_complete(const sl_pipeline *p) {
   for (int i = 0; i < sl_pipeline_op_count(p); i++) {
     sl__op *op = sl__pipeline_op(p, i);
