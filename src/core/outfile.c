@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -67,8 +68,23 @@ bool sl__outfile_is_tmp(const char *name, const char *base, long *pid) {
   return o && o > name && tmp_suffix(o + 1, false, pid);
 }
 
-/* Removes the temporaries in `dir` (of `base`, or of any name when NULL) whose writer is dead. */
-static int sweep(const char *dir, const char *base) {
+bool sl__outfile_tmp_of(const char *name, const char *const *patterns, long *pid) {
+  if (name[0] != '.' || !sl__outfile_is_tmp(name, NULL, pid)) return false;
+  const char *h = NULL; /* the last ".tmp-", which is_tmp parsed */
+  for (const char *c = strstr(name, ".tmp-"); c; c = strstr(c + 1, ".tmp-")) h = c;
+  char base[1024];
+  size_t bl = h ? (size_t)(h - name - 1) : 0;
+  if (!h || bl == 0 || bl >= sizeof base) return false;
+  memcpy(base, name + 1, bl);
+  base[bl] = 0;
+  for (; *patterns; patterns++)
+    if (fnmatch(*patterns, base, FNM_PERIOD) == 0) return true;
+  return false;
+}
+
+/* Removes the temporaries in `dir` whose writer is dead: those of `base`, or (base NULL) the hidden ones of a name
+ * `patterns` match. */
+static int sweep(const char *dir, const char *base, const char *const *patterns) {
   int removed = 0;
   DIR *d = opendir(dir);
   if (!d) return 0;
@@ -76,7 +92,7 @@ static int sweep(const char *dir, const char *base) {
   struct dirent *de;
   while ((de = readdir(d))) {
     long pid;
-    if (!sl__outfile_is_tmp(de->d_name, base, &pid)) continue;
+    if (base ? !sl__outfile_is_tmp(de->d_name, base, &pid) : !sl__outfile_tmp_of(de->d_name, patterns, &pid)) continue;
     /* ESRCH: no such process. EPERM means it exists (another user's): its file stays. */
     if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
     f.len = 0;
@@ -93,12 +109,12 @@ static int sweep(const char *dir, const char *base) {
 int sl__outfile_sweep(const char *path) {
   sl__str dir = {0};
   const char *base;
-  int removed = split_path(&dir, &base, path) || !*base ? 0 : sweep(dir.s, base);
+  int removed = split_path(&dir, &base, path) || !*base ? 0 : sweep(dir.s, base, NULL);
   sl__free(dir.s);
   return removed;
 }
 
-int sl__outfile_sweep_dir(const char *dir) { return sweep(dir, NULL); }
+int sl__outfile_sweep_dir(const char *dir, const char *const *patterns) { return sweep(dir, NULL, patterns); }
 
 /* True when `dir` resolves into /dev or /proc: its links (/dev/stdout, /dev/fd/N, /proc/self/fd/N) are the
  * system's, made to be written through, not links a user planted. */

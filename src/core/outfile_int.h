@@ -36,8 +36,12 @@ int sl__outfile_write(const char *path, const void *data, size_t len);
  * writer process no longer exists; a live writer's, or one whose process cannot be checked, stays. Returns how
  * many were removed. */
 int sl__outfile_sweep(const char *path);
-/* The same for every file of `dir`: temporaries (".NAME.tmp-PID[-X]", "NAME.tmp.PID") of dead writers. */
-int sl__outfile_sweep_dir(const char *dir);
+/* The same in `dir` for the writer of many files: the hidden temporaries (".NAME.tmp-PID[-X]") of dead writers whose
+ * NAME one of `patterns` (fnmatch globs of the writer's own file names, NULL-terminated) matches. A temporary of
+ * another name (an editor's, another program's) is never removed. */
+int sl__outfile_sweep_dir(const char *dir, const char *const *patterns);
+/* True when `name` is such a temporary of a NAME `patterns` match (whatever its writer), with its writer's pid. */
+bool sl__outfile_tmp_of(const char *name, const char *const *patterns, long *pid);
 /* True when `name` (a directory entry, no directory part) is a temporary of a file `base` (NULL: of any file), with
  * its writer's pid. */
 bool sl__outfile_is_tmp(const char *name, const char *base, long *pid);

@@ -57,7 +57,7 @@ static const char *same_input(const file_id *ids, size_t n, const char *path) {
 }
 
 int sl__pipeline_check_outputs(const sl_pipeline *p, const char *const *outs, size_t nout, const char *swept,
-                               const char *what) {
+                               const char *const *patterns, const char *what) {
   file_id *ids;
   size_t n;
   int rc = input_ids(&ids, &n, p);
@@ -71,7 +71,7 @@ int sl__pipeline_check_outputs(const sl_pipeline *p, const char *const *outs, si
       rc = sl__err(SL_EINVAL, "%s'%s' is the input file '%s' of the pipeline: writing it would destroy the data "
                    "being read (write the output elsewhere)", what ? what : "", outs[i], in);
   }
-  if (!rc && swept) { /* the sweep removes temporaries of dead writers: an input never looks like one */
+  if (!rc && swept && patterns) { /* the sweep removes temporaries of dead writers: an input never looks like one */
     struct stat ds;
     for (size_t i = 0; i < n && !rc && stat(swept, &ds) == 0; i++) {
       const char *slash = strrchr(ids[i].path, '/'), *name = slash ? slash + 1 : ids[i].path;
@@ -80,7 +80,7 @@ int sl__pipeline_check_outputs(const sl_pipeline *p, const char *const *outs, si
       sl__str dir = {0};
       if (slash) rc = sl__str_append(&dir, ids[i].path, slash == ids[i].path ? 1 : (size_t)(slash - ids[i].path));
       else rc = sl__str_append(&dir, ".", 1);
-      if (!rc && sl__outfile_is_tmp(name, NULL, &pid) && stat(dir.s, &ps) == 0 && ps.st_dev == ds.st_dev &&
+      if (!rc && sl__outfile_tmp_of(name, patterns, &pid) && stat(dir.s, &ps) == 0 && ps.st_dev == ds.st_dev &&
           ps.st_ino == ds.st_ino)
         rc = sl__err(SL_EINVAL, "the output folder '%s' holds the input file '%s', named as a temporary its sweep "
                      "would remove (rename the input or write the output elsewhere)", swept, ids[i].path);
@@ -93,7 +93,7 @@ int sl__pipeline_check_outputs(const sl_pipeline *p, const char *const *outs, si
 
 int sl_pipeline_check_output(const sl_pipeline *p, const char *path) {
   if (!p || !path) return sl__err(SL_EINVAL, "sl_pipeline_check_output: no pipeline or no path");
-  return sl__pipeline_check_outputs(p, &path, 1, NULL, NULL);
+  return sl__pipeline_check_outputs(p, &path, 1, NULL, NULL, NULL);
 }
 
 /* Every `cache` op's file against the inputs: `validate` refuses what `run` would destroy. */
@@ -105,7 +105,7 @@ int sl__pipeline_check_caches(const sl_pipeline *p) {
     if (!file) continue;
     char what[600];
     snprintf(what, sizeof what, "%s.file: ", op->path);
-    rc = sl__pipeline_check_outputs(p, &file, 1, NULL, what);
+    rc = sl__pipeline_check_outputs(p, &file, 1, NULL, NULL, what);
   }
   return rc;
 }
