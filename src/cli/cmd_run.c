@@ -180,8 +180,9 @@ static int run_save_state(const run_opts *o, sl_iter *it) {
 
 /* --resume: the state file's bytes (at most 64 MiB: a state holds refs, not data). */
 static int run_read_state(const char *path, void **buf, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return cli_fail(false, "--resume %s: cannot open: %s", path, strerror(errno));
+  char msg[1024];
+  FILE *f = cli_open_regular(path, msg, sizeof msg); /* a directory or a FIFO is named so, not "read error" */
+  if (!f) return cli_fail(false, "--resume %s", msg);
   size_t cap = 1 << 16, n = 0;
   unsigned char *b = malloc(cap);
   while (b) {

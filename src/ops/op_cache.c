@@ -61,6 +61,10 @@ static int cache_parse(sl__op *op, json_t *o) {
   if (file && *file) {
     c->file = sl__resolve_path(op->pl, file);
     if (!c->file) return sl__oom("cache");
+    struct stat st; /* a FIFO or a device would be read as a cache, or written in place: neither is one */
+    if (stat(c->file, &st) == 0 && !S_ISREG(st.st_mode))
+      return sl__err(SL_EINVAL, "%s.file: '%s' is %s; a cache file is a regular file (or absent)", op->path, c->file,
+                     sl__file_kind(st.st_mode));
   }
   c->fingerprint = upstream_fingerprint(op);
   op->cardinality = op->input ? op->input->cardinality : -1;
@@ -189,8 +193,8 @@ static int read_full(int fd, void *buf, size_t n, size_t *got) {
 
 /* Verifies a cache file end to end. Returns true only for a complete file of this fingerprint. */
 static bool file_valid(const cache_cfg *c, uint64_t *count_out) {
-  int fd = open(c->file, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
+  int fd;
+  if (sl__open_regular(&fd, c->file)) return false;
   bool ok = false;
   unsigned char hdr[16];
   size_t got;

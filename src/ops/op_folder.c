@@ -133,7 +133,8 @@ static int walk(const sl__op *op, folder_cfg *c, const char *dir, int64_t label,
     char *p = join(dir, names[i]);
     if (!p) rc = sl__oom("a path");
     else if (is_dir(p)) rc = walk(op, c, p, label, depth + 1);
-    else if (has_ext(c, names[i])) rc = add_sample(c, dir, names[i], label);
+    else if (has_ext(c, names[i])) /* a FIFO: refused now, not waited on when read */
+      rc = (rc = sl__check_regular(p)) ? sl__op_wrap(op, rc) : add_sample(c, dir, names[i], label);
     sl__free(p);
   }
   free_names(names, n);

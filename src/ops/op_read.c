@@ -113,14 +113,19 @@ static int files_parse(sl__op *op, json_t *o) {
   op->cardinality = c->n;
   /* One epoch's bytes, which lets the planner size a cache from a trace that read only part of them. */
   uint64_t total = 0;
+  bool known = true;
   for (int64_t i = 0; i < c->n; i++) {
     struct stat st;
-    if (stat(c->paths[i], &st) || !S_ISREG(st.st_mode)) {
-      total = 0;
-      break;
+    if (stat(c->paths[i], &st)) {
+      known = false;
+      continue;
     }
+    if (!S_ISREG(st.st_mode)) /* a FIFO would block its reader, a device never end: refused now (validate too) */
+      return sl__err(SL_EINVAL, "%s: '%s' is %s, not a regular file: sluice reads regular files only", op->path,
+                     c->paths[i], sl__file_kind(st.st_mode));
     total += (uint64_t)st.st_size;
   }
+  if (!known) total = 0;
   op->source_bytes = total;
   return 0;
 }
@@ -455,10 +460,8 @@ static int lines_parse(sl__op *op, json_t *o) {
 
 /* Opens l->path at byte `off`, the start of line lineno + 1. */
 static int lines_start(lines_it *l, uint64_t off, uint64_t lineno) {
-  l->f = fopen(l->path, "rb");
-  if (!l->f)
-    return sl__op_err(l->it.op, errno == ENOENT ? SL_ENOTFOUND : SL_EIO, "%s: cannot open: %s", l->path,
-                      strerror(errno));
+  int rc = sl__fopen_regular(&l->f, l->path); /* a FIFO or a device is refused, never waited on */
+  if (rc) return sl__op_wrap(l->it.op, rc);
   if (off && fseeko(l->f, (off_t)off, SEEK_SET))
     return sl__op_err(l->it.op, SL_EIO, "%s: cannot resume at byte %llu: %s", l->path, (unsigned long long)off,
                       strerror(errno));
@@ -532,8 +535,8 @@ static int lines_remake(sl__op *op, sl__run *run, const sl_eref *r, sl_elem *out
   char path[4096];
   int rc = reader_remake_path(op, run, r, c->component, path, sizeof path);
   if (rc) return rc;
-  FILE *f = fopen(path, "rb");
-  if (!f) return sl__op_err(op, SL_EIO, "%s: cannot open: %s", path, strerror(errno));
+  FILE *f;
+  if ((rc = sl__fopen_regular(&f, path))) return sl__op_wrap(op, rc);
   char *line = NULL;
   size_t cap = 0;
   ssize_t n = fseeko(f, (off_t)r->pos, SEEK_SET) ? -1 : getline(&line, &cap, f);

@@ -706,13 +706,18 @@ int sl_trace_from_json(sl_trace **out, const char *json, size_t len, const char 
 
 int sl_trace_load(sl_trace **out, const char *path) {
   *out = NULL;
-  FILE *f = fopen(path, "rb");
-  if (!f) return sl__err(SL_EIO, "%s: cannot open the trace: %s", path, strerror(errno));
+  FILE *f;
+  int rc = sl__fopen_regular(&f, path); /* a FIFO or /dev/zero is refused, not read until memory runs out */
+  if (rc) return sl__err_wrap(rc, "cannot open the trace");
   sl__str s = {0};
   char buf[65536];
   size_t n;
-  int rc = 0;
-  while ((n = fread(buf, 1, sizeof buf, f)) > 0 && !rc) rc = sl__str_append(&s, buf, n);
+  while (!rc && (n = fread(buf, 1, sizeof buf, f)) > 0) {
+    if (s.len + n > SL_TRACE_MAX_BYTES) /* checked as read: the file may grow while it is */
+      rc = sl__err(SL_EINVAL, "%s: larger than the %u MiB a trace may be (SL_TRACE_MAX_BYTES): not a trace", path,
+                   SL_TRACE_MAX_BYTES >> 20);
+    else rc = sl__str_append(&s, buf, n);
+  }
   bool bad = ferror(f);
   fclose(f);
   if (!rc && bad) rc = sl__err(SL_EIO, "%s: read error", path);
