@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "core/outfile_int.h"
@@ -709,17 +710,20 @@ int sl_trace_load(sl_trace **out, const char *path) {
   FILE *f;
   int rc = sl__fopen_regular(&f, path); /* a FIFO or /dev/zero is refused, not read until memory runs out */
   if (rc) return sl__err_wrap(rc, "cannot open the trace");
+  struct stat st;
+  bool big = fstat(fileno(f), &st) == 0 && (uint64_t)st.st_size > SL_TRACE_MAX_BYTES;
   sl__str s = {0};
   char buf[65536];
   size_t n;
-  while (!rc && (n = fread(buf, 1, sizeof buf, f)) > 0) {
-    if (s.len + n > SL_TRACE_MAX_BYTES) /* checked as read: the file may grow while it is */
-      rc = sl__err(SL_EINVAL, "%s: larger than the %u MiB a trace may be (SL_TRACE_MAX_BYTES): not a trace", path,
-                   SL_TRACE_MAX_BYTES >> 20);
+  while (!rc && !big && (n = fread(buf, 1, sizeof buf, f)) > 0) {
+    if (s.len + n > SL_TRACE_MAX_BYTES) big = true; /* checked as read too: the file may grow while it is */
     else rc = sl__str_append(&s, buf, n);
   }
   bool bad = ferror(f);
   fclose(f);
+  if (!rc && big)
+    rc = sl__err(SL_EINVAL, "%s: larger than the %u MiB a trace may be (SL_TRACE_MAX_BYTES): not a trace", path,
+                 SL_TRACE_MAX_BYTES >> 20);
   if (!rc && bad) rc = sl__err(SL_EIO, "%s: read error", path);
   if (!rc) rc = sl_trace_from_json(out, s.s ? s.s : "", s.len, path);
   sl__str_dispose(&s);
