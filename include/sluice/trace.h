@@ -59,6 +59,8 @@ typedef struct sl_trace_opts {
 /* sl_trace_opts.seconds for "until the end of the stream". */
 #define SL_TRACE_UNTIL_END (-1.0)
 #define SL_TRACE_MAX_FILL 300.0
+/* The most seconds and warmup may be (115 days): 1e18 or inf once overflowed the deadline into a 0-element trace. */
+#define SL_TRACE_MAX_SECONDS 1e7
 
 /* Runs pipeline `p` (from its counters' reset) under `opts` and records a trace: the spec, every op's counters,
  * the machine and the run. The pipeline's counters are reset first. Errors: those of the run (naming the op). */

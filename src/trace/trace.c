@@ -323,6 +323,9 @@ int sl_trace_run(sl_trace **out, sl_pipeline *p, const sl_trace_opts *opts) {
   if (!opts) opts = &def;
   if (opts->version != SL_TRACE_OPTS_VERSION)
     return sl__err(SL_EINVAL, "sl_trace_opts version %d, expected %d", opts->version, SL_TRACE_OPTS_VERSION);
+  if (!(opts->seconds <= SL_TRACE_MAX_SECONDS) || !(opts->warmup >= 0 && opts->warmup <= SL_TRACE_MAX_SECONDS))
+    return sl__err(SL_EINVAL, "trace options: seconds %g and warmup %g must be numbers, at most %g (115 days)",
+                   opts->seconds, opts->warmup, SL_TRACE_MAX_SECONDS);
   if (opts->repeat) {
     sl_trace_opts once = *opts;
     once.repeat = false;
