@@ -38,6 +38,9 @@ SL_EXTERN uint64_t sl_pipeline_seed(const sl_pipeline *p);
 /* The data files the pipeline's `files` ops list (after glob expansion), NULL-terminated. The array is freed with
  * sl_free(); the strings belong to the pipeline. */
 SL_EXTERN int sl_pipeline_input_files(const char ***paths, size_t *n, const sl_pipeline *p);
+/* 0, or SL_EINVAL naming both when `path` (an output about to be written: -o, a state file) is the same file as
+ * one of those inputs (by device and inode: a symlink or hard link to one counts). Call before opening it. */
+SL_EXTERN int sl_pipeline_check_output(const sl_pipeline *p, const char *path);
 
 /* Starts a run. The iterator owns its worker threads; sl_iter_free joins them all. */
 SL_EXTERN int sl_pipeline_iter(sl_iter **out, sl_pipeline *p);

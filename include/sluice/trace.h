@@ -59,6 +59,8 @@ typedef struct sl_trace_opts {
 /* sl_trace_opts.seconds for "until the end of the stream". */
 #define SL_TRACE_UNTIL_END (-1.0)
 #define SL_TRACE_MAX_FILL 300.0
+/* The most seconds and warmup may be (115 days): 1e18 or inf once overflowed the deadline into a 0-element trace. */
+#define SL_TRACE_MAX_SECONDS 1e7
 
 /* Runs pipeline `p` (from its counters' reset) under `opts` and records a trace: the spec, every op's counters,
  * the machine and the run. The pipeline's counters are reset first. Errors: those of the run (naming the op). */
@@ -68,6 +70,9 @@ SL_EXTERN int sl_trace_to_json(char **out, const sl_trace *t);
 /* Reads a trace. SL_EVERSION for a trace of another format version, SL_EINVAL (naming the field) for a malformed
  * one. `origin` names the source in messages. */
 SL_EXTERN int sl_trace_from_json(sl_trace **out, const char *json, size_t len, const char *origin);
+/* Reads a trace file: a regular file of at most SL_TRACE_MAX_BYTES (a FIFO, a device or a larger file is refused
+ * with its path and, for the size, the cap: a trace of the largest spec is a few MB). */
+#define SL_TRACE_MAX_BYTES (256u << 20)
 SL_EXTERN int sl_trace_load(sl_trace **out, const char *path);
 SL_EXTERN int sl_trace_save(const sl_trace *t, const char *path);
 SL_EXTERN void sl_trace_free(sl_trace *t);

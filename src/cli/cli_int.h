@@ -116,9 +116,12 @@ void cli_json_error(const char *msg);
 int cli_open_spec(sl_pipeline **out, const char *path, char *msg, size_t cap);
 /* `validate --print`: one line per op with the element structure after it (cmd_validate.c). */
 int cli_validate_print(const sl_pipeline *p);
-/* Checks before a long run that `path` can be written (creating and removing it when absent): 0, or -1 with the
- * message in msg. */
-int cli_check_writable(const char *path, char *msg, size_t cap);
+/* Opens a file the CLI reads itself (a --resume state, a --tuned spec): a regular file only, never waiting on a FIFO
+ * (stat first, then O_NONBLOCK, cleared). NULL with the message ("PATH: is a directory, not a regular file") in msg. */
+FILE *cli_open_regular(const char *path, char *msg, size_t cap);
+/* Checks before a long run that `path` can be written (creating and removing it when absent) and, with a pipeline,
+ * is none of its input files: 0, or -1 with the message in msg. */
+int cli_check_writable(const sl_pipeline *p, const char *path, char *msg, size_t cap);
 
 /* --record DB / SLUICE_PROV: the store to record into (NULL: none), and the recording. cli_record_begin (before
  * a run) records the execution RUNNING, which cli_record then finishes; it fails (CLI_FAIL, said) when the store

@@ -52,7 +52,7 @@ int cmd_gen(int argc, char **argv) {
   int64_t classes = 1000, shards = o.shards, quality = o.quality, threads = o.threads, seed = (int64_t)o.seed, chroma = o.chroma;
   const cli_opt opts[] = {
       {.name = "--out", .type = CLI_STR, .dst = &o.out_dir},
-      {.name = "--n", .type = CLI_INT, .dst = &o.n},
+      {.name = "--n", .type = CLI_INT, .dst = &o.n, .lo = 1, .hi = (double)INT64_MAX, .must = "1 or more records"},
       {.name = "--format", .type = CLI_STR, .dst = &format, .needs = "a layout (tfrecord, folder, tar)"},
       {.name = "--classes", .type = CLI_INT, .dst = &classes, .lo = 1, .hi = 100000, .must = "in 1..100000"},
       {.name = "--shards", .type = CLI_INT, .dst = &shards, .lo = 1, .hi = 100000, .must = "in 1..100000"},
@@ -60,7 +60,8 @@ int cmd_gen(int argc, char **argv) {
       {.name = "--threads", .type = CLI_INT, .dst = &threads, .lo = 1, .hi = 100000, .must = "in 1..100000"},
       {.name = "--seed", .type = CLI_INT, .dst = &seed},
       {.name = "--chroma", .type = CLI_INT, .dst = &chroma, .lo = 0, .hi = 1000, .must = "444 or 420"},
-      {.name = "--vocab-size", .type = CLI_INT, .dst = &o.vocab_size},
+      {.name = "--vocab-size", .type = CLI_INT, .dst = &o.vocab_size, .lo = 10, .hi = 10000000,
+       .must = "in 10..10000000"}, /* 0 was taken for the default 30000, as the library's 0 is */
       {.name = "--quiet", .type = CLI_FLAG, .dst = &quiet},
       {.name = NULL},
   };

@@ -166,10 +166,10 @@ int cmd_optimize(int argc, char **argv) {
   const cli_opt opts[] = {
       {.name = "-o", .alias = "--output", .type = CLI_STR, .dst = &out, .needs = "a file name"},
       {.name = "--trace", .type = CLI_STR, .dst = &trace_path, .needs = "a file name"},
-      {.name = "--seconds", .type = CLI_NUM, .dst = &oo.trace_seconds, .lo = 0, .lo_open = true, .hi = HUGE_VAL,
-       .must = "a positive number of seconds"},
-      {.name = "--measure", .type = CLI_NUM, .dst = &oo.measure_seconds, .lo = 0, .hi = HUGE_VAL,
-       .must = "0 or more seconds"},
+      {.name = "--seconds", .type = CLI_NUM, .dst = &oo.trace_seconds, .lo = 0, .lo_open = true,
+       .hi = SL_TRACE_MAX_SECONDS, .must = "a positive number of seconds, at most 1e7 (115 days)"},
+      {.name = "--measure", .type = CLI_NUM, .dst = &oo.measure_seconds, .lo = 0, .hi = SL_TRACE_MAX_SECONDS,
+       .must = "0 or more seconds, at most 1e7 (115 days)"},
       {.name = "--record", .type = CLI_STR, .dst = &record, .needs = "a store (a path, sqlite:PATH or postgresql://...)"},
       {.name = "--json", .type = CLI_FLAG, .dst = &json},
       {.name = "--report", .type = CLI_FLAG, .dst = &report},
@@ -191,7 +191,7 @@ int cmd_optimize(int argc, char **argv) {
     return fail_json(json, "%s", msg);
   }
   /* an output that cannot be written fails now, not after seconds of tracing */
-  if (out && cli_check_writable(out, msg, sizeof msg)) {
+  if (out && cli_check_writable(p, out, msg, sizeof msg)) {
     sl_pipeline_free(p);
     return fail_json(json, "optimize: %s", msg);
   }

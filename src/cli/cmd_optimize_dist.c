@@ -40,6 +40,7 @@ int cmd_optimize_workers(int argc, char **argv) {
   int64_t k = 0;
   double min_gain = -1, worker_cores = 0, trainer_cores = 0, recv = 0, send = 0;
 #define POSITIVE .lo = 0, .lo_open = true, .hi = HUGE_VAL, .must = "positive"
+#define SECONDS .lo = 0, .lo_open = true, .hi = SL_TRACE_MAX_SECONDS, .must = "positive, at most 1e7 (115 days)"
   const cli_opt opts[] = {
       {.name = "--workers", .type = CLI_INT, .dst = &k, .lo = 1, .hi = 1 << 20, .must = "1 or more (at most 2^20)"},
       {.name = "-o", .alias = "--output", .type = CLI_STR, .dst = &out, .needs = "a file name"},
@@ -50,7 +51,7 @@ int cmd_optimize_workers(int argc, char **argv) {
       {.name = "--send-gbps", .type = CLI_NUM, .dst = &send, POSITIVE},
       {.name = "--min-gain", .type = CLI_NUM, .dst = &min_gain, .lo = 0, .hi = 100, .hi_open = true,
        .must = "0 or more (below 100)"},
-      {.name = "--seconds", .type = CLI_NUM, .dst = &seconds, POSITIVE},
+      {.name = "--seconds", .type = CLI_NUM, .dst = &seconds, SECONDS},
       {.name = "--json", .type = CLI_FLAG, .dst = &json},
       {.name = NULL},
   };

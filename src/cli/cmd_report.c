@@ -38,15 +38,18 @@ static void report_help(FILE *f) {
 /* --tuned: a trace (its "format" says so) or a spec, normalised as the trace's spec is. */
 static int load_tuned(const char *path, sl_trace **trace, char **spec) {
   json_error_t e;
-  json_t *j = json_load_file(path, 0, &e);
-  if (!j && e.line < 1) return cli_fail(false, "report: --tuned: %s", e.text); /* jansson's text names the file */
+  char msg[1024];
+  FILE *f = cli_open_regular(path, msg, sizeof msg); /* a FIFO is refused, not waited on */
+  if (!f) return cli_fail(false, "report: --tuned %s", msg);
+  json_t *j = json_loadf(f, 0, &e);
+  fclose(f);
+  if (!j && e.line < 1) return cli_fail(false, "report: --tuned %s: %s", path, e.text);
   if (!j) return cli_fail(false, "report: --tuned %s: line %d: %s", path, e.line, e.text);
   const char *fmt = json_string_value(json_object_get(j, "format"));
   bool is_trace = fmt && !strcmp(fmt, "sluice-trace");
   json_decref(j);
   if (is_trace) return sl_trace_load(trace, path) ? cli_fail(false, "report: --tuned %s", sl_error_last()) : CLI_OK;
   sl_pipeline *p = NULL;
-  char msg[1024];
   if (cli_open_spec(&p, path, msg, sizeof msg)) return cli_fail(false, "report: --tuned %s", msg);
   if (sl_pipeline_to_json(spec, p)) {
     sl_pipeline_free(p);

@@ -180,8 +180,9 @@ static int run_save_state(const run_opts *o, sl_iter *it) {
 
 /* --resume: the state file's bytes (at most 64 MiB: a state holds refs, not data). */
 static int run_read_state(const char *path, void **buf, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return cli_fail(false, "--resume %s: cannot open: %s", path, strerror(errno));
+  char msg[1024];
+  FILE *f = cli_open_regular(path, msg, sizeof msg); /* a directory or a FIFO is named so, not "read error" */
+  if (!f) return cli_fail(false, "--resume %s", msg);
   size_t cap = 1 << 16, n = 0;
   unsigned char *b = malloc(cap);
   while (b) {
@@ -245,6 +246,13 @@ static int run_start(const run_opts *o, run_ctx *c) {
   /* --tuner sluice: the planner's model, online (plan_tune.c). Started before the run, so that its one-off probes
    * (the machine, the hand-off costs) measure a machine the pipeline's threads are not yet busy on. */
   if (o->stune && sl_pipeline_tune(&c->stuner, c->p, NULL)) return run_start_fail(o, c, true);
+  if (o->save_state && sl_pipeline_check_output(c->p, o->save_state)) { /* an input: refused before any read */
+    char msg[1200];
+    snprintf(msg, sizeof msg, "--save-state %s: %s", o->save_state, sl_error_last());
+    if (o->json) cli_json_error(msg);
+    run_free(c);
+    return cli_fail(false, "%s", msg);
+  }
   if (o->resume) {
     void *buf = NULL;
     size_t len = 0;

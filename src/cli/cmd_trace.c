@@ -31,10 +31,11 @@ int cmd_trace(int argc, char **argv) {
   bool quiet = false;
   const cli_opt opts[] = {
       {.name = "-o", .alias = "--output", .type = CLI_STR, .dst = &out, .needs = "a file name"},
-      {.name = "--seconds", .type = CLI_NUM, .dst = &o.seconds, .lo = 0, .lo_open = true, .hi = HUGE_VAL,
-       .must = "a positive number of seconds"},
+      {.name = "--seconds", .type = CLI_NUM, .dst = &o.seconds, .lo = 0, .lo_open = true,
+       .hi = SL_TRACE_MAX_SECONDS, .must = "a positive number of seconds, at most 1e7 (115 days)"},
       {.name = "--take", .type = CLI_INT, .dst = &o.take, .lo = 1, .hi = (double)INT64_MAX, .must = "a positive number of elements"},
-      {.name = "--warmup", .type = CLI_NUM, .dst = &o.warmup, .lo = 0, .hi = HUGE_VAL, .must = "0 or more seconds"},
+      {.name = "--warmup", .type = CLI_NUM, .dst = &o.warmup, .lo = 0, .hi = SL_TRACE_MAX_SECONDS,
+       .must = "0 or more seconds, at most 1e7 (115 days)"},
       {.name = "--record", .type = CLI_STR, .dst = &record, .needs = "a store (a path, sqlite:PATH or postgresql://...)"},
       {.name = "--no-disk", .type = CLI_FLAG, .dst = &o.no_disk_probe},
       {.name = "--repeat", .type = CLI_FLAG, .dst = &o.repeat},
@@ -53,7 +54,7 @@ int cmd_trace(int argc, char **argv) {
     return cli_fail(false, "%s", msg);
   }
   /* an output that cannot be written fails now, not after the run */
-  if (out && strcmp(out, "-") && cli_check_writable(out, msg, sizeof msg)) {
+  if (out && strcmp(out, "-") && cli_check_writable(p, out, msg, sizeof msg)) {
     sl_pipeline_free(p);
     return cli_fail(false, "trace: %s", msg);
   }

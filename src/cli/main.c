@@ -286,11 +286,46 @@ int cli_open_spec(sl_pipeline **out, const char *path, char *msg, size_t cap) {
   return -1;
 }
 
-int cli_check_writable(const char *path, char *msg, size_t cap) {
+static const char *file_kind(mode_t m) {
+  return S_ISDIR(m) ? "a directory" : S_ISFIFO(m) ? "a FIFO (a named pipe)" : S_ISSOCK(m) ? "a socket"
+       : S_ISCHR(m) ? "a character device" : S_ISBLK(m) ? "a block device" : "not a regular file";
+}
+
+FILE *cli_open_regular(const char *path, char *msg, size_t cap) {
+  struct stat st;
+  if (stat(path, &st) != 0) {
+    snprintf(msg, cap, "%s: cannot open: %s", path, strerror(errno));
+    return NULL;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    snprintf(msg, cap, "%s: is %s, not a regular file", path, file_kind(st.st_mode));
+    return NULL;
+  }
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC); /* a FIFO put there since: no wait */
+  FILE *f = NULL;
+  if (fd < 0) snprintf(msg, cap, "%s: cannot open: %s", path, strerror(errno));
+  else if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+    snprintf(msg, cap, "%s: is %s, not a regular file", path, file_kind(st.st_mode));
+  else if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0 || !(f = fdopen(fd, "rb")))
+    snprintf(msg, cap, "%s: cannot open: %s", path, strerror(errno));
+  if (!f && fd >= 0) close(fd);
+  return f;
+}
+
+int cli_check_writable(const sl_pipeline *p, const char *path, char *msg, size_t cap) {
+  if (p && sl_pipeline_check_output(p, path)) { /* an output that is an input of the spec would destroy it */
+    snprintf(msg, cap, "%s", sl_error_last());
+    return -1;
+  }
   struct stat st;
   if (stat(path, &st) == 0) {
     if (S_ISDIR(st.st_mode)) {
       snprintf(msg, cap, "%s: is a directory", path);
+      return -1;
+    }
+    if (!S_ISREG(st.st_mode)) { /* a device or a FIFO (written in place): opening a FIFO would wait for a reader */
+      if (access(path, W_OK) == 0) return 0;
+      snprintf(msg, cap, "%s: cannot write: %s", path, strerror(errno));
       return -1;
     }
     int fd = open(path, O_WRONLY | O_CLOEXEC); /* no O_TRUNC: the file stays as it is until written */

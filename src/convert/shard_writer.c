@@ -9,6 +9,7 @@
 
 #include "core/outfile_int.h"
 #include "io/io_int.h"
+#include "ops/pipeline_int.h"
 #include "sluice/convert.h"
 
 static const char *const FORMAT_NAMES[] = {"tfrecord", "tar"};
@@ -266,12 +267,36 @@ static int convert_opts(sl_convert_opts *o, const sl_convert_opts *opts) {
   return 0;
 }
 
+/* The shards about to be written, and the directory swept, against the pipeline's inputs: `convert --out` onto the
+ * folder of the input shards would replace them. Before anything is opened. */
+static int check_outputs(const sl_pipeline *p, const sl_convert_opts *o, const char *const *ours) {
+  char **names = sl__calloc((size_t)o->shards, sizeof *names);
+  if (!names) return sl__oom("the converter's shard names");
+  int rc = 0;
+  for (int i = 0; i < o->shards && !rc; i++) {
+    sl__str path = {0};
+    rc = sl__str_printf(&path, "%s/%s-%05d-of-%05d.%s", o->out_dir, o->prefix, i, o->shards, FORMAT_NAMES[o->format]);
+    names[i] = path.s;
+  }
+  if (!rc) rc = sl__pipeline_check_outputs(p, (const char *const *)names, (size_t)o->shards, o->out_dir, ours,
+                                           "the shard ");
+  for (int i = 0; i < o->shards; i++) sl__free(names[i]);
+  sl__free(names);
+  return rc;
+}
+
 int sl_convert(sl_convert_report *report, sl_pipeline *p, const sl_convert_opts *opts) {
   sl_convert_opts o = {0};
   int rc = convert_opts(&o, opts);
   if (rc) return rc;
   if (!p) return sl__err(SL_EINVAL, "sl_convert: no pipeline");
-  sl__outfile_sweep_dir(o.out_dir); /* temporaries of killed converts */
+  /* the temporaries of killed converts of this prefix and format (whatever their shard count), no others */
+  sl__str pat = {0};
+  if ((rc = sl__str_printf(&pat, "%s-[0-9]*-of-[0-9]*.%s", o.prefix, FORMAT_NAMES[o.format]))) return rc;
+  const char *const ours[] = {pat.s, NULL};
+  if (!(rc = check_outputs(p, &o, ours))) sl__outfile_sweep_dir(o.out_dir, ours);
+  sl__str_dispose(&pat);
+  if (rc) return rc;
   sl_iter *it = NULL;
   if ((rc = sl_pipeline_iter(&it, p)) != 0) return rc;
   shard_set s = {0};

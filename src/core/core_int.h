@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -39,6 +40,16 @@ bool sl__json_oom_take(void);
 char *sl__redact_dup(const char *src);
 /* SL_ENOMEM with a message naming what was being allocated. */
 int sl__oom(const char *what);
+
+/* The readers' opens (infile.c): only a regular file is read. A FIFO, socket, device or directory is refused with
+ * SL_EINVAL ("'PATH' is a FIFO (a named pipe), not a regular file..."), a missing file with SL_ENOTFOUND, and an
+ * open never waits (a FIFO is refused by stat first, and opened O_NONBLOCK in case one replaced the file since).
+ * check: stat only (for readers that open by name, libarchive's). */
+int sl__check_regular(const char *path);
+int sl__open_regular(int *fd, const char *path);
+int sl__fopen_regular(FILE **f, const char *path);
+/* "a FIFO (a named pipe)", "a socket", "a character device", ... for a st_mode. */
+const char *sl__file_kind(unsigned mode);
 
 /* The index of `name` among names[0..n), or -1 (also for NULL): the parsers of enum names (gen's kinds, formats). */
 static inline int sl__name_index(const char *const *names, int n, const char *name) {

@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -67,8 +68,23 @@ bool sl__outfile_is_tmp(const char *name, const char *base, long *pid) {
   return o && o > name && tmp_suffix(o + 1, false, pid);
 }
 
-/* Removes the temporaries in `dir` (of `base`, or of any name when NULL) whose writer is dead. */
-static int sweep(const char *dir, const char *base) {
+bool sl__outfile_tmp_of(const char *name, const char *const *patterns, long *pid) {
+  if (name[0] != '.' || !sl__outfile_is_tmp(name, NULL, pid)) return false;
+  const char *h = NULL; /* the last ".tmp-", which is_tmp parsed */
+  for (const char *c = strstr(name, ".tmp-"); c; c = strstr(c + 1, ".tmp-")) h = c;
+  char base[1024];
+  size_t bl = h ? (size_t)(h - name - 1) : 0;
+  if (!h || bl == 0 || bl >= sizeof base) return false;
+  memcpy(base, name + 1, bl);
+  base[bl] = 0;
+  for (; *patterns; patterns++)
+    if (fnmatch(*patterns, base, FNM_PERIOD) == 0) return true;
+  return false;
+}
+
+/* Removes the temporaries in `dir` whose writer is dead: those of `base`, or (base NULL) the hidden ones of a name
+ * `patterns` match. */
+static int sweep(const char *dir, const char *base, const char *const *patterns) {
   int removed = 0;
   DIR *d = opendir(dir);
   if (!d) return 0;
@@ -76,7 +92,7 @@ static int sweep(const char *dir, const char *base) {
   struct dirent *de;
   while ((de = readdir(d))) {
     long pid;
-    if (!sl__outfile_is_tmp(de->d_name, base, &pid)) continue;
+    if (base ? !sl__outfile_is_tmp(de->d_name, base, &pid) : !sl__outfile_tmp_of(de->d_name, patterns, &pid)) continue;
     /* ESRCH: no such process. EPERM means it exists (another user's): its file stays. */
     if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
     f.len = 0;
@@ -93,12 +109,52 @@ static int sweep(const char *dir, const char *base) {
 int sl__outfile_sweep(const char *path) {
   sl__str dir = {0};
   const char *base;
-  int removed = split_path(&dir, &base, path) || !*base ? 0 : sweep(dir.s, base);
+  int removed = split_path(&dir, &base, path) || !*base ? 0 : sweep(dir.s, base, NULL);
   sl__free(dir.s);
   return removed;
 }
 
-int sl__outfile_sweep_dir(const char *dir) { return sweep(dir, NULL); }
+int sl__outfile_sweep_dir(const char *dir, const char *const *patterns) { return sweep(dir, NULL, patterns); }
+
+/* True when `dir` resolves into /dev or /proc: its links (/dev/stdout, /dev/fd/N, /proc/self/fd/N) are the
+ * system's, made to be written through, not links a user planted. */
+static bool system_dir(const char *dir) {
+  char *r = realpath(dir, NULL);
+  bool sys = r && (!strcmp(r, "/dev") || !strncmp(r, "/dev/", 5) || !strcmp(r, "/proc") || !strncmp(r, "/proc/", 6));
+  free(r); /* realpath's buffer comes from the C library */
+  return sys;
+}
+
+/* An existing `path` that is not a regular file: a directory is refused; a device, FIFO or socket, and whatever a
+ * system link points at (a terminal, a pipe, a file the shell redirected to), is opened and written in place, as
+ * compilers and `sort -o` do. Replacing it would delete a device node (`-o /dev/null` as root) or a FIFO a reader
+ * waits on. Returns 1 when `o` was opened in place, 0 when `path` takes the temporary and rename, or an error. */
+static int open_in_place(sl__outfile *o, const char *path, const char *dir) {
+  struct stat lst, st;
+  if (lstat(path, &lst) != 0) return 0;
+  if (S_ISDIR(lst.st_mode)) return sl__err(SL_EIO, "%s: is a directory (an output is a file)", path);
+  if (S_ISREG(lst.st_mode)) return 0;
+  bool regular_target = false;
+  if (S_ISLNK(lst.st_mode)) { /* a user's link is replaced, never followed (a planted link writes nothing) */
+    if (!system_dir(dir) || stat(path, &st) != 0) return 0;
+    if (S_ISDIR(st.st_mode)) return sl__err(SL_EIO, "%s: is a directory (an output is a file)", path);
+    regular_target = S_ISREG(st.st_mode);
+  }
+  /* a file reached through /dev/stdout is appended to, after what was written there already (>> or >) */
+  int fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC | (regular_target ? O_APPEND : 0));
+  if (fd < 0) return sl__err(SL_EIO, "%s: cannot open it for writing: %s", path, strerror(errno));
+  o->f = fdopen(fd, "wb");
+  o->path = sl__strdup(path);
+  if (!o->f || !o->path) {
+    if (o->f) fclose(o->f);
+    else close(fd);
+    sl__free(o->path);
+    memset(o, 0, sizeof *o);
+    return sl__oom("an output file");
+  }
+  o->in_place = true;
+  return 1;
+}
 
 int sl__outfile_open(sl__outfile *o, const char *path, unsigned flags) {
   memset(o, 0, sizeof *o);
@@ -109,6 +165,10 @@ int sl__outfile_open(sl__outfile *o, const char *path, unsigned flags) {
   if (!*base) {
     sl__free(dir.s);
     return sl__err(SL_EIO, "%s: not a file name", path);
+  }
+  if ((rc = open_in_place(o, path, dir.s))) {
+    sl__free(dir.s);
+    return rc < 0 ? rc : 0;
   }
   if (flags & SL__OUTFILE_SWEEP) sl__outfile_sweep(path);
   o->path = sl__strdup(path);
@@ -163,6 +223,14 @@ void sl__outfile_abort(sl__outfile *o) {
 int sl__outfile_commit(sl__outfile *o) {
   int rc = 0, err = 0;
   const char *step = NULL;
+  if (o->in_place) { /* a device or a pipe: nothing to sync or rename */
+    if (fflush(o->f) != 0) step = "write", err = errno;
+    if (fclose(o->f) != 0 && !step) step = "write", err = errno;
+    o->f = NULL;
+    if (step) rc = sl__err(SL_EIO, "%s: cannot write the file: %s", o->path, strerror(err));
+    release(o);
+    return rc;
+  }
   if (fflush(o->f) != 0) step = "write", err = errno;
   else if (fsync(fileno(o->f)) != 0) step = "sync", err = errno;
   int cl = fclose(o->f);

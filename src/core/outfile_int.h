@@ -13,9 +13,12 @@ typedef struct sl__outfile {
   FILE *f;
   char *tmp;  /* DIR/.NAME.tmp-PID-RANDOM */
   char *path; /* the final name */
+  bool in_place; /* an existing device, FIFO or system link (/dev/stdout), written where it is: no tmp */
 } sl__outfile;
 
-/* Creates the temporary of `path` in the directory of `path` with O_CREAT|O_EXCL|O_NOFOLLOW (a name taken by
+/* A directory at `path` is refused; an existing device, FIFO or socket, or a link in /dev or /proc (/dev/stdout), is
+ * opened for writing in place (no temporary, no rename: the node stays). Otherwise:
+ * creates the temporary of `path` in the directory of `path` with O_CREAT|O_EXCL|O_NOFOLLOW (a name taken by
  * anything, a planted symlink included, is skipped for another one). With SL__OUTFILE_SWEEP, first removes the
  * temporaries of `path` whose writer is dead (sl__outfile_sweep); a writer of many files in one directory sweeps
  * it once instead (sl__outfile_sweep_dir). Mode 0666 less the umask, like fopen. SL_EIO naming the file. */
@@ -33,8 +36,12 @@ int sl__outfile_write(const char *path, const void *data, size_t len);
  * writer process no longer exists; a live writer's, or one whose process cannot be checked, stays. Returns how
  * many were removed. */
 int sl__outfile_sweep(const char *path);
-/* The same for every file of `dir`: temporaries (".NAME.tmp-PID[-X]", "NAME.tmp.PID") of dead writers. */
-int sl__outfile_sweep_dir(const char *dir);
+/* The same in `dir` for the writer of many files: the hidden temporaries (".NAME.tmp-PID[-X]") of dead writers whose
+ * NAME one of `patterns` (fnmatch globs of the writer's own file names, NULL-terminated) matches. A temporary of
+ * another name (an editor's, another program's) is never removed. */
+int sl__outfile_sweep_dir(const char *dir, const char *const *patterns);
+/* True when `name` is such a temporary of a NAME `patterns` match (whatever its writer), with its writer's pid. */
+bool sl__outfile_tmp_of(const char *name, const char *const *patterns, long *pid);
 /* True when `name` (a directory entry, no directory part) is a temporary of a file `base` (NULL: of any file), with
  * its writer's pid. */
 bool sl__outfile_is_tmp(const char *name, const char *base, long *pid);

@@ -156,10 +156,12 @@ int sl__args_check_asked(const sl_args *a, const char *what) {
   return rc;
 }
 
-static int out_of_range(const char *path, const sl__arg *a, double v) {
+/* An integer is said as written (2^63-1 was "9.22337e+18"), a number as %g. */
+static int out_of_range(const char *path, const sl__arg *a, const json_t *v) {
   char r[80], x[32];
-  return sl__err(SL_EINVAL, "%s.%s: %s is out of range (valid: %s)", path, a->name, num(x, sizeof x, v),
-                 sl__arg_range(r, sizeof r, a));
+  if (json_is_integer(v)) snprintf(x, sizeof x, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+  else num(x, sizeof x, json_number_value(v));
+  return sl__err(SL_EINVAL, "%s.%s: %s is out of range (valid: %s)", path, a->name, x, sl__arg_range(r, sizeof r, a));
 }
 
 static bool in_range(const sl__arg *a, double v) {
@@ -253,11 +255,11 @@ static int check_value(const char *path, const sl__arg *a, json_t *v) {
       return sl__err(SL_EINVAL, "%s.%s: expected an %s, found \"%s\"", path, a->name, sl__arg_type_name(a),
                      json_string_value(v));
     if (!json_is_integer(v)) return wrong_type(path, a, v);
-    if (!in_range(a, (double)json_integer_value(v))) return out_of_range(path, a, (double)json_integer_value(v));
+    if (!in_range(a, (double)json_integer_value(v))) return out_of_range(path, a, v);
     return 0;
   case SL__ARG_NUM:
     if (!json_is_number(v)) return wrong_type(path, a, v);
-    if (!in_range(a, json_number_value(v))) return out_of_range(path, a, json_number_value(v));
+    if (!in_range(a, json_number_value(v))) return out_of_range(path, a, v);
     return 0;
   case SL__ARG_BOOL: return json_is_boolean(v) ? 0 : wrong_type(path, a, v);
   case SL__ARG_STR:

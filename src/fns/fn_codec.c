@@ -167,10 +167,10 @@ static int rf_init(void **state, const sl_args *a, void *payload) {
 
 int sl__read_whole_file(const char *path, int64_t max_bytes, sl_buf **out, size_t *len) {
   *out = NULL;
-  FILE *f = fopen(path, "rb");
-  if (!f) return sl__err(errno == ENOENT ? SL_ENOTFOUND : SL_EIO, "'%s': %s", path, strerror(errno));
+  FILE *f;
+  int rc = sl__fopen_regular(&f, path); /* a FIFO or a device is refused, never waited on */
+  if (rc) return rc;
   struct stat st;
-  int rc = 0;
   if (fstat(fileno(f), &st)) rc = sl__err(SL_EIO, "'%s': %s", path, strerror(errno));
   else if (!S_ISREG(st.st_mode)) rc = sl__err(SL_EINVAL, "'%s': not a regular file", path);
   else if ((int64_t)st.st_size > max_bytes)

@@ -71,10 +71,9 @@ static int32_t vocab_find(const tok_state *s, const char *p, size_t n) {
 }
 
 static int load_vocab(tok_state *s, const char *path, const char *apath) {
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return sl__err(errno == ENOENT ? SL_ENOTFOUND : SL_EIO, "%s.vocab: cannot open '%s': %s", apath, path,
-                   strerror(errno));
+  FILE *f;
+  int orc = sl__fopen_regular(&f, path); /* a FIFO or a device is refused, never waited on */
+  if (orc) return sl__err_wrap(orc, "%s.vocab", apath);
   sl__str text = {0};
   char chunk[65536];
   size_t got;

@@ -173,7 +173,10 @@ int sl_gen_run(sl_gen_report *report, const sl_gen_opts *opts) {
   if (rc) return rc;
   const sl_gen_opts *o = &oo;
   if ((rc = mkdirs(o->out_dir)) != 0) return rc;
-  sl__outfile_sweep_dir(o->out_dir); /* shards of killed runs, whatever their count: once, not per shard */
+  /* shards of killed runs, whatever their count or format: once, not per shard; nobody else's temporaries */
+  static const char *const ours[] = {"train-[0-9]*-of-[0-9]*.csv", "train-[0-9]*-of-[0-9]*.txt",
+                                     "train-[0-9]*-of-[0-9]*.tfrecord", "train-[0-9]*-of-[0-9]*.tar", "vocab.txt", NULL};
+  sl__outfile_sweep_dir(o->out_dir, ours);
   sl_gen_report rep;
   memset(&rep, 0, sizeof rep);
   void *zipf = NULL;

@@ -52,7 +52,8 @@ static int put_folder_file(sl__gen_sink *s, int64_t i, const sl__gen_rec *r) {
   if (s->seen[r->label] < 2) {
     if (mkdir(s->path.s, 0777) && errno != EEXIST)
       return sl__err(SL_EIO, "cannot create '%s': %s", s->path.s, strerror(errno));
-    sl__outfile_sweep_dir(s->path.s);
+    static const char *const ours[] = {"[0-9]*.jpg", NULL}; /* the folder's images, nothing else */
+    sl__outfile_sweep_dir(s->path.s, ours);
     s->seen[r->label] = 2;
   }
   if ((rc = sl__str_printf(&s->path, "/%0*lld.jpg", s->iwidth, (long long)i)) ||

@@ -135,9 +135,8 @@ int sl_tfrecord_reader_open(sl_tfrecord_reader **out, const char *path, sl_compr
     if (inflateInit2(&r->z, comp == SL_COMPRESSION_GZIP ? 16 + MAX_WBITS : MAX_WBITS) != Z_OK) goto oom;
     r->z_init = true;
   }
-  r->fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (r->fd < 0) {
-    int rc = sl__err(errno == ENOENT ? SL_ENOTFOUND : SL_EIO, "%s: cannot open: %s", path, strerror(errno));
+  int rc = sl__open_regular(&r->fd, path); /* a FIFO or a device is refused, never waited on */
+  if (rc) {
     sl_tfrecord_reader_free(r);
     return rc;
   }

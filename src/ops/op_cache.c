@@ -61,10 +61,19 @@ static int cache_parse(sl__op *op, json_t *o) {
   if (file && *file) {
     c->file = sl__resolve_path(op->pl, file);
     if (!c->file) return sl__oom("cache");
+    struct stat st; /* a FIFO or a device would be read as a cache, or written in place: neither is one */
+    if (stat(c->file, &st) == 0 && !S_ISREG(st.st_mode))
+      return sl__err(SL_EINVAL, "%s.file: '%s' is %s; a cache file is a regular file (or absent)", op->path, c->file,
+                     sl__file_kind(st.st_mode));
   }
   c->fingerprint = upstream_fingerprint(op);
   op->cardinality = op->input ? op->input->cardinality : -1;
   return 0;
+}
+
+extern const sl__op_vt sl__op_cache;
+const char *sl__cache_file(const sl__op *op) {
+  return op->vt == &sl__op_cache && op->impl ? ((const cache_cfg *)op->impl)->file : NULL;
 }
 
 static void cache_drop(sl__op *op, cache_cfg *c) {
@@ -184,8 +193,8 @@ static int read_full(int fd, void *buf, size_t n, size_t *got) {
 
 /* Verifies a cache file end to end. Returns true only for a complete file of this fingerprint. */
 static bool file_valid(const cache_cfg *c, uint64_t *count_out) {
-  int fd = open(c->file, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
+  int fd;
+  if (sl__open_regular(&fd, c->file)) return false;
   bool ok = false;
   unsigned char hdr[16];
   size_t got;
@@ -467,7 +476,6 @@ static int cache_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **ou
   return 0;
 }
 
-extern const sl__op_vt sl__op_cache;
 bool sl_pipeline_caches_complete(const sl_pipeline *p) {
   for (int i = 0; i < sl_pipeline_op_count(p); i++) {
     sl__op *op = sl__pipeline_op(p, i);

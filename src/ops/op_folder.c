@@ -122,18 +122,32 @@ static int add_sample(folder_cfg *c, const char *dir, const char *name, int64_t 
   return s->dir && s->name ? 0 : sl__oom("the sample list");
 }
 
+/* Under on_error "skip", a folder that cannot be listed is skipped, counted and its reason kept (the run's skipped
+ * line and Python's SkipWarning name it), as an unreadable file is. */
+static int skip_or_fail(sl__op *op, const folder_cfg *c, int rc) {
+  if (!rc || !c->skip || rc == SL_ENOMEM) return rc;
+  sl__op_skip_note(op, sl_error_last(), NULL, 0);
+  sl__stat_add(&op->st.skipped, 1);
+  return 0;
+}
+
 /* Every file under dir with an image extension, recursively (symlinked directories followed). */
-static int walk(const sl__op *op, folder_cfg *c, const char *dir, int64_t label, int depth) {
+static int walk(sl__op *op, folder_cfg *c, const char *dir, int64_t label, int depth) {
   if (depth > MAX_DEPTH)
     return sl__op_err(op, SL_EINVAL, "'%s': more than %d directory levels (a symlink loop?)", dir, MAX_DEPTH);
   char **names;
   size_t n;
   int rc = list_dir(op, dir, &names, &n);
+  if (rc) { /* an unreadable class folder (EACCES) */
+    free_names(names, n);
+    return skip_or_fail(op, c, rc);
+  }
   for (size_t i = 0; !rc && i < n; i++) {
     char *p = join(dir, names[i]);
     if (!p) rc = sl__oom("a path");
     else if (is_dir(p)) rc = walk(op, c, p, label, depth + 1);
-    else if (has_ext(c, names[i])) rc = add_sample(c, dir, names[i], label);
+    else if (has_ext(c, names[i])) /* a FIFO: refused (or skipped) now, not waited on when read */
+      rc = (rc = sl__check_regular(p)) ? skip_or_fail(op, c, sl__op_wrap(op, rc)) : add_sample(c, dir, names[i], label);
     sl__free(p);
   }
   free_names(names, n);

@@ -116,6 +116,10 @@ int sl__op_infer(sl__op *op, const sl__struct *seed);
 
 /* A shuffled order of 0..n-1 (*order, sl__free'd by the caller) for a file-listing op: from `seed` (-1: the
  * pipeline's), the op's seed and, when `reshuffle`, the epoch (op_read.c; `files` and `image_folder`). */
+/* Every cache op's file checked so (at build: validate says it too). */
+int sl__pipeline_check_caches(const sl_pipeline *p);
+/* A cache op's file, NULL for another op or a memory cache. */
+const char *sl__cache_file(const sl__op *op);
 int sl__file_order(int64_t **order, const sl__op *op, int64_t n, int64_t seed, bool reshuffle, uint64_t epoch);
 /* Opens the single-element iterator that starts a nested source chain. */
 int sl__it_single(sl__op *op, sl__run *run, const sl_elem *e, sl__it **out);

@@ -113,14 +113,19 @@ static int files_parse(sl__op *op, json_t *o) {
   op->cardinality = c->n;
   /* One epoch's bytes, which lets the planner size a cache from a trace that read only part of them. */
   uint64_t total = 0;
+  bool known = true;
   for (int64_t i = 0; i < c->n; i++) {
     struct stat st;
-    if (stat(c->paths[i], &st) || !S_ISREG(st.st_mode)) {
-      total = 0;
-      break;
+    if (stat(c->paths[i], &st)) {
+      known = false;
+      continue;
     }
+    if (!S_ISREG(st.st_mode)) /* a FIFO would block its reader, a device never end: refused now (validate too) */
+      return sl__err(SL_EINVAL, "%s: '%s' is %s, not a regular file: sluice reads regular files only", op->path,
+                     c->paths[i], sl__file_kind(st.st_mode));
     total += (uint64_t)st.st_size;
   }
+  if (!known) total = 0;
   op->source_bytes = total;
   return 0;
 }
@@ -427,13 +432,81 @@ const sl__op_vt sl__op_tfrecord = {"tfrecord", tfr_parse, tfr_open, cfg_free, SL
 typedef struct {
   const char *component;
   bool skip_empty;
+  int64_t max_line; /* the longest line, its line end not counted */
 } lines_cfg;
+
+/* Lines read through a buffer of our own (getline grows without bound and reports ENOMEM as the end of the file). */
+enum { LR_BUF = 1 << 16 };
+typedef struct {
+  FILE *f; /* unbuffered: rb is the buffer */
+  char *rb;
+  size_t rpos, rend;
+  char *line; /* the line, its '\n' kept */
+  size_t cap;
+} line_reader;
+
+static void lr_close(line_reader *r) {
+  if (r->f) fclose(r->f);
+  r->f = NULL;
+  r->rpos = r->rend = 0;
+}
+static void lr_free(line_reader *r) {
+  lr_close(r);
+  sl__free(r->rb);
+  sl__free(r->line);
+  memset(r, 0, sizeof *r);
+}
+
+/* Opens `path` (a regular file) at byte `off`. */
+static int lr_open(line_reader *r, const char *path, uint64_t off) {
+  lr_close(r);
+  if (!r->rb && !(r->rb = sl__malloc(LR_BUF))) return sl__oom("a line reader's buffer");
+  int rc = sl__fopen_regular(&r->f, path); /* a FIFO or a device is refused, never waited on */
+  if (rc) return rc;
+  setvbuf(r->f, NULL, _IONBF, 0);
+  if (off && fseeko(r->f, (off_t)off, SEEK_SET))
+    return sl__err(SL_EIO, "%s: cannot resume at byte %llu: %s", path, (unsigned long long)off, strerror(errno));
+  return 0;
+}
+
+/* The next line into r->line: *n bytes (0: the end of the file), its '\n' kept. SL_EINVAL when it is longer than
+ * `max` bytes before its line end, SL_ENOMEM, SL_EIO; the caller names the file and the line. */
+static int lr_next(line_reader *r, int64_t max, size_t *n) {
+  size_t len = 0;
+  for (;;) {
+    if (r->rpos == r->rend) {
+      errno = 0;
+      size_t got = fread(r->rb, 1, LR_BUF, r->f);
+      if (!got && ferror(r->f)) return sl__err(SL_EIO, "read error: %s", strerror(errno ? errno : EIO));
+      if (!got) break; /* the end of the file: the last line may have no '\n' */
+      r->rpos = 0;
+      r->rend = got;
+    }
+    const char *s = r->rb + r->rpos, *nl = memchr(s, '\n', r->rend - r->rpos);
+    size_t take = nl ? (size_t)(nl - s) + 1 : r->rend - r->rpos;
+    size_t body = len + take - (nl ? 1 : 0);
+    if ((int64_t)body > max) /* without its \n, past the cap (a \r before it is counted) */
+      return sl__err(SL_EINVAL, "a line longer than max_line_bytes %lld", (long long)max);
+    if (len + take + 1 > r->cap) {
+      size_t cap = r->cap ? r->cap : 256;
+      while (cap < len + take + 1) cap *= 2;
+      char *nlb = sl__realloc(r->line, cap);
+      if (!nlb) return sl__err(SL_ENOMEM, "out of memory for a line of %zu bytes or more", len + take);
+      r->line = nlb;
+      r->cap = cap;
+    }
+    memcpy(r->line + len, s, take);
+    len += take;
+    r->rpos += take;
+    if (nl) break;
+  }
+  *n = len;
+  return 0;
+}
 
 typedef struct {
   sl__it it;
-  FILE *f;
-  char *line;
-  size_t cap;
+  line_reader r;
   char path[4096];
   uint64_t lineno;
   uint64_t at;    /* byte offset of the next line (counted, not asked of the stream: ftello is a system call) */
@@ -447,7 +520,8 @@ static int lines_parse(sl__op *op, json_t *o) {
   op->impl = c;
   int rc;
   if ((rc = sl__get_str(&c->component, &k, "component")) ||
-      (rc = sl__get_bool(&c->skip_empty, &k, "skip_empty")))
+      (rc = sl__get_bool(&c->skip_empty, &k, "skip_empty")) ||
+      (rc = sl__get_int(&c->max_line, &k, "max_line_bytes")))
     return rc;
   op->cardinality = -1;
   return 0;
@@ -455,13 +529,8 @@ static int lines_parse(sl__op *op, json_t *o) {
 
 /* Opens l->path at byte `off`, the start of line lineno + 1. */
 static int lines_start(lines_it *l, uint64_t off, uint64_t lineno) {
-  l->f = fopen(l->path, "rb");
-  if (!l->f)
-    return sl__op_err(l->it.op, errno == ENOENT ? SL_ENOTFOUND : SL_EIO, "%s: cannot open: %s", l->path,
-                      strerror(errno));
-  if (off && fseeko(l->f, (off_t)off, SEEK_SET))
-    return sl__op_err(l->it.op, SL_EIO, "%s: cannot resume at byte %llu: %s", l->path, (unsigned long long)off,
-                      strerror(errno));
+  int rc = lr_open(&l->r, l->path, off);
+  if (rc) return sl__op_wrap(l->it.op, rc);
   l->lineno = lineno;
   l->at = off;
   return 0;
@@ -471,7 +540,7 @@ static int lines_next(sl__it *it, sl_elem *out) {
   lines_it *l = (lines_it *)it;
   const lines_cfg *c = it->op->impl;
   for (;;) {
-    if (!l->f) {
+    if (!l->r.f) {
       sl_elem in;
       sl_elem_init(&in);
       int rc = sl__it_pull(it, &in);
@@ -483,26 +552,26 @@ static int lines_next(sl__it *it, sl_elem *out) {
       if (rc) return rc;
       if ((rc = lines_start(l, 0, 0))) return rc;
     }
-    errno = 0;
     uint64_t at = l->at;
-    ssize_t n = getline(&l->line, &l->cap, l->f);
-    if (n < 0) {
-      if (ferror(l->f)) return sl__op_err(it->op, SL_EIO, "%s: read error after line %llu: %s", l->path,
-                                          (unsigned long long)l->lineno, strerror(errno));
-      fclose(l->f);
-      l->f = NULL;
+    size_t n;
+    int lrc = lr_next(&l->r, c->max_line, &n);
+    if (lrc) /* ENOMEM is ENOMEM, never the end of the file */
+      return sl__op_err(it->op, lrc, "%s: line %llu: %s", l->path, (unsigned long long)l->lineno + 1, sl_error_last());
+    if (n == 0) {
+      lr_close(&l->r);
       continue;
     }
+    char *line = l->r.line;
     l->lineno++;
     l->at += (uint64_t)n;
     sl__stat_add(&it->op->st.disk_bytes, (uint64_t)n);
-    if (n > 0 && l->line[n - 1] == '\n') n--;
-    if (n > 0 && l->line[n - 1] == '\r') n--;
+    if (n > 0 && line[n - 1] == '\n') n--;
+    if (n > 0 && line[n - 1] == '\r') n--;
     if (n == 0 && c->skip_empty) continue;
     /* The line's buffer remembers its file and line, so that a function failing on it (parse_csv) names them. */
     sl_buf *b = sl__buf_alloc_origin((size_t)n, l->path, l->lineno);
     if (!b) return sl__op_err(it->op, SL_ENOMEM, "%s: line %llu", l->path, (unsigned long long)l->lineno);
-    memcpy(sl_buf_data(b), l->line, (size_t)n);
+    memcpy(sl_buf_data(b), line, n);
     int rc = sl_elem_set_bytes(out, "line", b, 0, NULL, (size_t)n);
     sl_buf_unref(b);
     sl__ref_set(out, it->op, &l->in_ref, at, l->lineno);
@@ -511,14 +580,13 @@ static int lines_next(sl__it *it, sl_elem *out) {
 }
 static void lines_free(sl__it *it) {
   lines_it *l = (lines_it *)it;
-  if (l->f) fclose(l->f);
-  free(l->line); /* getline's buffer comes from the C library */
+  lr_free(&l->r);
   sl__free(l);
 }
 static const sl__it_vt LINES_IT = {lines_next, lines_free};
 static int lines_save(sl__it *it, sl__sw *w) {
   lines_it *l = (lines_it *)it;
-  reader_save(w, l->f ? l->path : NULL, &l->in_ref, l->at, l->lineno);
+  reader_save(w, l->r.f ? l->path : NULL, &l->in_ref, l->at, l->lineno);
   return 0;
 }
 static int lines_load(sl__it *it, sl__sr *r) {
@@ -532,21 +600,22 @@ static int lines_remake(sl__op *op, sl__run *run, const sl_eref *r, sl_elem *out
   char path[4096];
   int rc = reader_remake_path(op, run, r, c->component, path, sizeof path);
   if (rc) return rc;
-  FILE *f = fopen(path, "rb");
-  if (!f) return sl__op_err(op, SL_EIO, "%s: cannot open: %s", path, strerror(errno));
-  char *line = NULL;
-  size_t cap = 0;
-  ssize_t n = fseeko(f, (off_t)r->pos, SEEK_SET) ? -1 : getline(&line, &cap, f);
-  fclose(f);
-  if (n < 0) {
-    free(line);
+  line_reader lr = {0};
+  size_t n = 0;
+  if ((rc = lr_open(&lr, path, r->pos)) || (rc = lr_next(&lr, c->max_line, &n))) {
+    lr_free(&lr);
+    return sl__op_err(op, rc, "%s: line %llu: %s", path, (unsigned long long)r->aux, sl_error_last());
+  }
+  if (n == 0) {
+    lr_free(&lr);
     return sl__op_err(op, SL_ECORRUPT, "%s: no line at byte %llu to resume with", path, (unsigned long long)r->pos);
   }
+  const char *line = lr.line;
   if (n > 0 && line[n - 1] == '\n') n--;
   if (n > 0 && line[n - 1] == '\r') n--;
-  sl_buf *b = sl__buf_alloc_origin((size_t)n, path, r->aux);
-  if (b) memcpy(sl_buf_data(b), line, (size_t)n);
-  free(line);
+  sl_buf *b = sl__buf_alloc_origin(n, path, r->aux);
+  if (b) memcpy(sl_buf_data(b), line, n);
+  lr_free(&lr);
   if (!b) return sl__op_err(op, SL_ENOMEM, "%s: line %llu", path, (unsigned long long)r->aux);
   rc = sl_elem_set_bytes(out, "line", b, 0, NULL, (size_t)n);
   sl_buf_unref(b);
@@ -562,6 +631,8 @@ static int lines_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **ou
 static const sl__arg LINES_KNOBS[] = {
     {"component", SL__ARG_COMP, "filename", 0, 0, 0, NULL, "the input component naming the file"},
     {"skip_empty", SL__ARG_BOOL, "false", 0, 0, 0, NULL, "drop empty lines"},
+    {"max_line_bytes", SL__ARG_INT, "67108864", SL__LOHI, 1, 1073741824, NULL,
+     "the longest line, its line end not counted: a longer one fails the run naming the file and line (64 MiB)"},
     {NULL}};
 static int lines_infer(sl__op *op, sl__struct *s, const sl__struct *src) {
   (void)src;

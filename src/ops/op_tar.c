@@ -145,6 +145,11 @@ static int open_path(tar_it *t) {
   archive_read_support_filter_zstd(t->a);
   archive_read_support_filter_xz(t->a);
   t->disk_seen = 0;
+  if ((rc = sl__check_regular(t->path))) { /* libarchive's open of a FIFO would wait for a writer */
+    rc = sl__op_wrap(t->it.op, rc);
+    close_shard(t);
+    return rc;
+  }
   if (archive_read_open_filename(t->a, t->path, 1 << 16) != ARCHIVE_OK) {
     /* libarchive reads the first block to tell the format: not a tar (its file-format errno, EILSEQ, or its
      * "misc" -1) is a corrupt shard, a system errno a file that failed */

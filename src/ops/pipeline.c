@@ -231,6 +231,7 @@ static int build(sl_pipeline **out, json_t *spec, const char *origin, const char
     goto fail;
   }
   rc = parse_chain(p, ops, "ops", false, -1, &p->root, NULL, 0);
+  if (!rc) rc = sl__pipeline_check_caches(p); /* a cache file that is an input would be overwritten */
   if (rc) {
     if (strncmp(sl_error_last(), p->origin, strlen(p->origin))) sl__err_wrap(rc, "%s", p->origin);
     goto fail;

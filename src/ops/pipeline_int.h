@@ -227,4 +227,10 @@ const char *sl__op_intern(sl__op *op, const char *name, size_t len);
 /* Waits on `cv` for at most `ms` milliseconds (cancellation is polled between waits). */
 void sl__cond_wait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, int ms);
 
+/* Outputs against inputs (pipeline_outputs.c): SL_EINVAL naming both when one of `outs` is the same file as an input
+ * of `files` (device and inode), or when `swept` (a directory whose dead writers' temporaries of names
+ * `patterns` match are removed: sl__outfile_sweep_dir; NULL: none) holds an input named like such a temporary. `what` prefixes the message ("ops[2].file: "; NULL: none). */
+int sl__pipeline_check_outputs(const sl_pipeline *p, const char *const *outs, size_t nout, const char *swept,
+                               const char *const *patterns, const char *what);
+
 #endif

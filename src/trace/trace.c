@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "core/outfile_int.h"
@@ -322,6 +323,9 @@ int sl_trace_run(sl_trace **out, sl_pipeline *p, const sl_trace_opts *opts) {
   if (!opts) opts = &def;
   if (opts->version != SL_TRACE_OPTS_VERSION)
     return sl__err(SL_EINVAL, "sl_trace_opts version %d, expected %d", opts->version, SL_TRACE_OPTS_VERSION);
+  if (!(opts->seconds <= SL_TRACE_MAX_SECONDS) || !(opts->warmup >= 0 && opts->warmup <= SL_TRACE_MAX_SECONDS))
+    return sl__err(SL_EINVAL, "trace options: seconds %g and warmup %g must be numbers, at most %g (115 days)",
+                   opts->seconds, opts->warmup, SL_TRACE_MAX_SECONDS);
   if (opts->repeat) {
     sl_trace_opts once = *opts;
     once.repeat = false;
@@ -706,15 +710,23 @@ int sl_trace_from_json(sl_trace **out, const char *json, size_t len, const char 
 
 int sl_trace_load(sl_trace **out, const char *path) {
   *out = NULL;
-  FILE *f = fopen(path, "rb");
-  if (!f) return sl__err(SL_EIO, "%s: cannot open the trace: %s", path, strerror(errno));
+  FILE *f;
+  int rc = sl__fopen_regular(&f, path); /* a FIFO or /dev/zero is refused, not read until memory runs out */
+  if (rc) return sl__err_wrap(rc, "cannot open the trace");
+  struct stat st;
+  bool big = fstat(fileno(f), &st) == 0 && (uint64_t)st.st_size > SL_TRACE_MAX_BYTES;
   sl__str s = {0};
   char buf[65536];
   size_t n;
-  int rc = 0;
-  while ((n = fread(buf, 1, sizeof buf, f)) > 0 && !rc) rc = sl__str_append(&s, buf, n);
+  while (!rc && !big && (n = fread(buf, 1, sizeof buf, f)) > 0) {
+    if (s.len + n > SL_TRACE_MAX_BYTES) big = true; /* checked as read too: the file may grow while it is */
+    else rc = sl__str_append(&s, buf, n);
+  }
   bool bad = ferror(f);
   fclose(f);
+  if (!rc && big)
+    rc = sl__err(SL_EINVAL, "%s: larger than the %u MiB a trace may be (SL_TRACE_MAX_BYTES): not a trace", path,
+                 SL_TRACE_MAX_BYTES >> 20);
   if (!rc && bad) rc = sl__err(SL_EIO, "%s: read error", path);
   if (!rc) rc = sl_trace_from_json(out, s.s ? s.s : "", s.len, path);
   sl__str_dispose(&s);

@@ -191,14 +191,24 @@ static void test_tmp_names_parsed_strictly(void **s) {
   assert_false(sl__outfile_is_tmp("notes.tmp.txt", NULL, &pid));
 }
 
-static void test_sweep_dir_removes_dead_writers_temporaries_of_any_name(void **s) {
+static void test_sweep_dir_removes_dead_writers_temporaries_of_its_names(void **s) {
   put(".train-00000-of-00008.csv.tmp-999999999-0a", "");
   put(".train-00003-of-00004.csv.tmp-999999998", "");
   put(".vocab.txt.tmp-1-0b", ""); /* live */
   put("train-00000-of-00004.csv", "KEEP");
-  assert_int_equal(sl__outfile_sweep_dir(dir), 2);
-  assert_int_equal(entries(), 2);
+  put(".vimrc.tmp-999999997", "KEEP"); /* someone else's (issue 47 row 3) */
+  put("results.tmp.999999996", "KEEP");
+  put(".train-00000-of-00001.tar.tmp-999999995-0a", "KEEP"); /* a name no pattern matches */
+  static const char *const ours[] = {"train-[0-9]*-of-[0-9]*.csv", "vocab.txt", NULL};
+  assert_int_equal(sl__outfile_sweep_dir(dir, ours), 2);
+  assert_int_equal(entries(), 5);
   assert_non_null(get(".vocab.txt.tmp-1-0b"));
+  assert_non_null(get(".vimrc.tmp-999999997"));
+  assert_non_null(get("results.tmp.999999996"));
+  long pid;
+  assert_true(sl__outfile_tmp_of(".vocab.txt.tmp-12-0a", ours, &pid) && pid == 12);
+  assert_false(sl__outfile_tmp_of(".vimrc.tmp-12", ours, &pid));
+  assert_false(sl__outfile_tmp_of("vocab.txt.tmp.12", ours, &pid));
 }
 
 int main(void) {
@@ -211,7 +221,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_missing_directory_names_the_file, setup, teardown),
       cmocka_unit_test_setup_teardown(test_sweep_removes_only_dead_writers_temporaries, setup, teardown),
       cmocka_unit_test(test_tmp_names_parsed_strictly),
-      cmocka_unit_test_setup_teardown(test_sweep_dir_removes_dead_writers_temporaries_of_any_name, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_sweep_dir_removes_dead_writers_temporaries_of_its_names, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
