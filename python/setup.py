@@ -136,7 +136,7 @@ setup(
     name="sluice",
     version=version(),
     description="Fast ML input pipelines that find and remove their own bottlenecks, and ML provenance",
-    packages=["sluice"],
+    packages=["sluice", "sluice.torch"],
     # PEP 561: the package is typed; _sluice.pyi types the C extension
     package_data={"sluice": ["py.typed", "_sluice.pyi"]},
     ext_modules=[
