@@ -151,6 +151,39 @@ test-python: build
 	  SLUICE_MLMD_SKIP="$$(cat $(abspath $(PYVENV))/mlmd-skip 2>/dev/null)" \
 	  $(abspath $(PYVENV))/bin/python -m pytest -q -rs -p no:cacheprovider .
 
+# ---- The wheel (issue 49, docs/python.md): a manylinux wheel that installs where Debian's packages are not. The
+# library is built for it in $(WHEEL_LIB) without MPI and with libpq loaded when a PostgreSQL store opens (both stay
+# optional and say so when absent); pip builds the wheel against it in $(WHEEL_VENV) (the pinned tools and numpy 2),
+# and auditwheel copies the shared libraries the extension and the CLI link into it (sluice.libs/). Release, as pip's
+# own build of the package is; without CI's -Werror (GCC's -O2 flow analysis warns where the debug build does not).
+.PHONY: wheel test-wheel
+WHEEL_LIB := $(BUILD)/wheel-lib
+WHEEL_VENV := $(BUILD)/wheel-venv
+WHEEL_DIR := $(BUILD)/wheel
+# The tag of this machine's glibc (Debian 12: manylinux_2_36_x86_64): the build's own libraries were built against
+# it, so no older tag can hold the wheel (auditwheel show says which symbol versions constrain it).
+WHEEL_PLAT ?= manylinux_$(subst .,_,$(word 2,$(shell getconf GNU_LIBC_VERSION)))_$(shell uname -m)
+$(WHEEL_VENV)/.installed: python/wheel-requirements.txt
+	rm -rf $(WHEEL_VENV) && $(PYTHON) -m venv $(WHEEL_VENV)
+	$(WHEEL_VENV)/bin/python -m pip install -q -r $<
+	touch $@
+
+wheel: $(WHEEL_VENV)/.installed
+	cmake -S . -B $(WHEEL_LIB) -DCMAKE_BUILD_TYPE=Release -DSL_BUILD_TESTS=OFF -DSL_BUILD_BENCH=OFF \
+	  -DSL_WITH_MPI=OFF -DSL_POSTGRES_DLOPEN=ON >/dev/null
+	cmake --build $(WHEEL_LIB) -j $(JOBS) --target sluice_static sluice
+	rm -rf $(WHEEL_DIR) && mkdir -p $(WHEEL_DIR)/linux
+	SLUICE_BUILD_DIR=$(abspath $(WHEEL_LIB)) $(WHEEL_VENV)/bin/python -m pip wheel -q --no-build-isolation --no-deps \
+	  -w $(WHEEL_DIR)/linux ./python
+	PATH=$(abspath $(WHEEL_VENV))/bin:$$PATH $(WHEEL_VENV)/bin/auditwheel repair --plat $(WHEEL_PLAT) \
+	  -w $(WHEEL_DIR) $(WHEEL_DIR)/linux/sluice-*.whl
+	$(WHEEL_VENV)/bin/auditwheel show $(WHEEL_DIR)/sluice-*manylinux*.whl
+
+# The wheel installed into a fresh venv (numpy from PyPI) and README.md's Python quick start run from it in a mount
+# namespace where the libraries the wheel carries, libpq and MPI are hidden from the loader (tests/wheel/).
+test-wheel: wheel
+	bash tests/wheel/test_wheel.sh $(WHEEL_DIR) $(BUILD)/wheel-test $(PYTHON) python/wheel-requirements.txt
+
 # The translation of torchvision.transforms.v2 chains and torchvision.io image folders (issue 39) against the real
 # torch 2 / torchvision 0.29 (Debian's 0.14 has no v2): a venv of their own under $(BUILD), pinned in
 # tests/python/torch2-requirements.txt and made again when the pins change (about 50 s from the local wheels here);

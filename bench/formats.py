@@ -10,13 +10,13 @@ it too.
 
 usage: bench/formats.py [SLUICE] [--quick] [--out FILE] [--peers-python PY]
 """
-import argparse, importlib.machinery, importlib.util, json, os, shutil, subprocess, tempfile
+import argparse, json, os, shutil, subprocess, sys, tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-# bench/run's helpers (measure, run_spec, autotuned, med_range, fmt, log, splice_section), loaded as a module
-_loader = importlib.machinery.SourceFileLoader("bench_run", os.path.join(HERE, "run"))
-B = importlib.util.module_from_spec(importlib.util.spec_from_loader("bench_run", _loader))
-_loader.exec_module(B)
+# bench/run's helpers (measure, run_spec, autotuned, med_range, fmt, log, splice_section): its sections' modules
+sys.path.insert(0, HERE)
+from sections import base as B, pipelines as P  # noqa: E402
+
 TOP = B.TOP
 
 SIZES = ((384, 4), (1536, 8))  # quick, full: images and shards (shards: enough for 2 DataLoader workers each)
@@ -96,7 +96,7 @@ def bench_formats(sluice, quick, workdir, peers_py=None):
     plans = {}
     for layout in LAYOUTS:
         src = os.path.join(workdir, "formats-%s-src.json" % layout)
-        json.dump(B.autotuned(layout_spec(layout, quick)), open(src, "w"), indent=1)
+        json.dump(P.autotuned(layout_spec(layout, quick)), open(src, "w"), indent=1)
         plans[layout] = os.path.join(workdir, "formats-%s.json" % layout)
         B.log("formats: sluice optimize (%s)" % layout)
         B.measure([sluice, "optimize", src, "-o", plans[layout], "--json", "--seconds", "3",
@@ -117,7 +117,7 @@ def bench_formats(sluice, quick, workdir, peers_py=None):
     for rnd in range(ROUNDS[1 if not quick else 0]):
         B.log("formats: round %d" % (rnd + 1))
         for layout in LAYOUTS:
-            runs[layout].append(B.run_spec(sluice, plans[layout], seconds, swarm))
+            runs[layout].append(P.run_spec(sluice, plans[layout], seconds, swarm))
         for label, layout, files in peers:
             if label in failed:
                 continue

@@ -137,6 +137,8 @@ setup(
     version=version(),
     description="Fast ML input pipelines that find and remove their own bottlenecks, and ML provenance",
     packages=["sluice", "sluice.torch"],
+    # PEP 561: the package is typed; _sluice.pyi types the C extension
+    package_data={"sluice": ["py.typed", "_sluice.pyi"]},
     ext_modules=[
         Extension(
             "sluice._sluice",

@@ -2,7 +2,6 @@
  * prepared once per connection and their results streamed in single-row mode; bulk loads go through COPY buffers,
  * with ids taken from the sequences a block at a time and writes whose result is not needed queued in pipeline
  * mode. */
-#include <libpq-fe.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -11,6 +10,7 @@
 
 #include "core/core_int.h"
 #include "prov/store/db_backend.h"
+#include "prov/store/pq_dlopen.h" /* libpq-fe.h, linked or loaded at the first open */
 
 #define MAXP 24         /* parameters of a statement */
 #define ID_BLOCK 1024   /* ids taken from a sequence per round trip */
@@ -75,6 +75,8 @@ static int pg_err(pg_db *db, PGresult *r, const char *what) {
 
 static int pg_open(sl__pdb *base, const char *uri, bool create) {
   pg_db *db = PDB(base);
+  int rc = sl__pq_load(base->where);
+  if (rc) return rc;
   /* connect_timeout first: a value in the URI (expanded after it) wins. */
   const char *kw[] = {"connect_timeout", "dbname", NULL};
   const char *val[] = {"5", uri, NULL};
