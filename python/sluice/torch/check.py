@@ -2,8 +2,7 @@
 settings and with the settings as given run alternately, a few seconds each, from this process (their workers are
 its children, as the user's loader's are; a proposal without workers for a loader with workers runs in a forked
 child, so that the user's process never runs the dataset); the translated spec's planned pipeline runs in the same
-rounds. A proposal is recommended only when it measured faster in every round and by more than MIN_GAIN over
-all of them."""
+rounds. A proposal is recommended only when it measured faster by more than MIN_GAIN in every round."""
 
 import time as _time
 
@@ -17,6 +16,9 @@ from .loader import _loader_args, _make_loader, _stop_workers
 # A change predicted or measured at this ratio of the settings as given, or less, is not recommended: on a shared
 # machine two runs of the same settings differ by that much.
 MIN_GAIN = 1.05
+# Batches a run of the check counts at least (it runs up to twice its time for them); a comparison of runs with
+# fewer recommends nothing.
+MIN_RUN_BATCHES = 5
 # Alternating rounds of the check (each runs every contender once; the order flips each round).
 ROUNDS = 2
 # The settings the check compares (what tuned() sets).
@@ -42,11 +44,12 @@ def words(s):
     return ", ".join(f"{k}={s[k]!r}" for k in SETTINGS if not (k == "prefetch_factor" and s[k] is None))
 
 
-def _count(start, seconds, warmup=0.0):
-    """(batches, seconds) of the iterators `start()` makes (a new one when one ends: a new epoch) over `seconds`
-    after the first batch and `warmup` more."""
+def _count(start, seconds, warmup=0.0, skip=0):
+    """(batches, seconds) of the iterators `start()` makes (a new one when one ends: a new epoch) from the first
+    batch after `warmup` seconds and `skip` batches (those the workers queued while the others started) for
+    `seconds`, or longer, up to twice that, until MIN_RUN_BATCHES were counted."""
     its = [start()]
-    n, t0, first = 0, None, None
+    n, t0, first, seen = 0, None, None, 0
     while True:
         try:
             next(its[0])
@@ -54,27 +57,29 @@ def _count(start, seconds, warmup=0.0):
             its[0] = start()
             continue
         now = _time.monotonic()
+        seen += 1
         if t0 is None:
             first = first or now
-            if now - first >= warmup:
+            if now - first >= warmup and seen > skip:
                 t0 = now
             continue
         n += 1
-        if now - t0 >= seconds:
+        if now - t0 >= seconds and (n >= MIN_RUN_BATCHES or now - t0 >= 2 * seconds):
             return n, now - t0
 
 
 def measure_loader(loader, seconds, warmup=0.0):
-    """(batches, seconds) of `loader` over `seconds` after its first batch (its workers' start-up is outside, as in
-    the traced window; a new epoch's is inside, as a training loop meets it) and `warmup` more. Its workers are
-    stopped before this returns, also on an error or Ctrl-C."""
+    """(batches, seconds) of `loader` over `seconds` after its first batch, `warmup` more and the batches its
+    workers queued ahead while they started (num_workers x prefetch_factor: they arrive at once, and would flatter
+    a short run); a new epoch's start-up is inside, as a training loop meets it. Its workers are stopped before
+    this returns, also on an error or Ctrl-C."""
     its = [None]
 
     def start():
         its[0] = iter(loader)
         return its[0]
     try:
-        return _count(start, seconds, warmup)
+        return _count(start, seconds, warmup, loader.num_workers * (loader.prefetch_factor or 0))
     finally:
         _stop_workers(loader, its[0])
 
@@ -97,10 +102,11 @@ def measure_pipeline(p, seconds):
 
 def run_rounds(contenders, seconds, rounds=ROUNDS, progress=None):
     """Each contender (name -> a function of `seconds` giving (batches, seconds)) once per round, the order
-    reversed every other round. Returns ({name: [rate of each round]}, {name: why it gave no figure}): a contender
+    reversed every other round. Returns ({name: [rate of each round]}, {name: why it gave no figure}, {name:
+    [batches of each round]}): a contender
     that raised CheckError or sluice.Error is dropped from the rounds after (the loader's own errors propagate)."""
     names = list(contenders)
-    out, failed = {n: [] for n in names}, {}
+    out, failed, counts = {n: [] for n in names}, {}, {n: [] for n in names}
     for r in range(rounds):
         for n in (names if r % 2 == 0 else names[::-1]):
             if n in failed:
@@ -115,7 +121,8 @@ def run_rounds(contenders, seconds, rounds=ROUNDS, progress=None):
                 out[n] = None
                 continue
             out[n].append(b / t if t > 0 else 0.0)
-    return out, failed
+            counts[n].append(b)
+    return out, failed, counts
 
 
 def total(rates):
@@ -135,18 +142,24 @@ def decide(given, proposal, predicted_gain, tuned_over=None):
     return True, None
 
 
-def verdict(rates_given, rates_prop, predicted_gain, seconds, rounds):
-    """(faster, ratio, why): whether the proposal measured faster than the settings as given in every round and
-    by more than MIN_GAIN over them all; `why` says it in words with both figures."""
+def verdict(rates_given, rates_prop, predicted_gain, seconds, rounds, fewest=MIN_RUN_BATCHES):
+    """(faster, ratio, why): whether the proposal measured faster than the settings as given by more than MIN_GAIN
+    in every round (`fewest`: the fewest batches a run counted; fewer than MIN_RUN_BATCHES tell nothing); `why`
+    says it in words with both figures."""
     g, p = total(rates_given), total(rates_prop)
     ratio = p / g if g > 0 else float("inf")
-    every = all(b > a for a, b in zip(rates_given, rates_prop))
+    every = all(b > MIN_GAIN * a for a, b in zip(rates_given, rates_prop))
     how = (f"{_fmt(p)} against {_fmt(g)} batches/s as given, {rounds} alternating round{'s' if rounds > 1 else ''} "
            f"of {seconds:g} s each; predicted {predicted_gain:.2f}x")
+    if fewest < MIN_RUN_BATCHES:
+        return False, ratio, (f"measured {ratio:.2f}x, but a run of the check counted only {fewest} batch"
+                              f"{'es' if fewest != 1 else ''}, too few to tell ({how}): a longer check_seconds "
+                              "can")
     if ratio > MIN_GAIN and every:
         return True, ratio, f"measured {ratio:.2f}x: {how}"
     if ratio > MIN_GAIN:
-        return False, ratio, f"measured {ratio:.2f}x over the rounds but slower in one of them ({how})"
+        return False, ratio, (f"measured {ratio:.2f}x over the rounds but not more than {MIN_GAIN:.2f}x in each of "
+                              f"them ({how})")
     return False, ratio, f"measured {ratio:.2f}x the settings as given ({how})"
 
 

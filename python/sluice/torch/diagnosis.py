@@ -76,7 +76,7 @@ def _plan_words(loader, seconds, spec_seconds, check_seconds):
     """What diagnose will do, and for how long at most (the loader's start-ups aside), in words."""
     spec_s = default_spec_seconds(seconds) if spec_seconds is None else spec_seconds
     check_s = default_check_seconds(seconds) if check_seconds is None else check_seconds
-    runs = _ck.ROUNDS * 3 * check_s
+    runs = _ck.ROUNDS * 3 * 2 * check_s  # a run lasts up to twice check_s to count its batches
     probe = 1.5 if loader.num_workers > 0 else 0.0  # the no-workers probe: 0.6 s of fetch and its gaps, the fork
     most = seconds + probe + 2 * spec_s + runs
     parts = [f"tracing the loader for {seconds:g} s after its first batch"]

@@ -61,10 +61,13 @@ def _verdict(rep, trace, fig, tr, W, part_cpu):
     elif bop is None:
         kind, words = "none", "no bottleneck: every stage costs nothing measurable"
     elif bi == 1:
-        if fig["work_wall"] > 0 and blocked > 0.5 * fig["work_wall"]:
+        # Blocked against the time the workers ran or were blocked: the time they waited for a core (other load's
+        # doing, beside a busy machine's) is neither theirs to overlap nor a reason to name them blocked
+        own = fig["work_wall"] - (fig["worker_runq"] or 0.0)
+        if own > 0 and blocked > 0.5 * own:
             kind = "disk" if fig["disk_bytes"] > 0 else "blocked"
             what = "reading from disk" if kind == "disk" else "blocked (I/O, sleeps or locks)"
-            words = (f"{'disk' if kind == 'disk' else 'waiting'}: the workers spend {_pct(blocked / fig['work_wall'])}"
+            words = (f"{'disk' if kind == 'disk' else 'waiting'}: the workers spend {_pct(blocked / own)}"
                      f" of their time {what}" +
                      (f" ({fig['disk_bytes'] / T / 1e6:.1f} MB/s read)" if fig["disk_bytes"] else "") +
                      "; more workers overlap the waits")
@@ -188,7 +191,8 @@ class Report:
         total_part = sum(part_cpu.values()) or 1.0
         v = _verdict(rep, trace, fig, tr, L.num_workers, part_cpu)
         model = _Model(fig, L.num_workers, rep["budget"]["cores"] if self.cores else
-                       max(rep["budget"]["cores"] - max(fig["other_load"], 0.0), 1.0), L.persistent_workers)
+                       max(rep["budget"]["cores"] - max(fig["other_load"], 0.0), 1.0), L.persistent_workers,
+                       cores=rep["budget"]["cores"], other=0.0 if self.cores else fig["other_load"])
         proposal = _recommend(L, rep, fig, model, v["kind"], measured)
         base = model.rate(L.num_workers, L.persistent_workers)
         self.spec, self.python_steps, notes = _translate(L)
@@ -264,14 +268,16 @@ class Report:
                     L, psettings, d["measured"]["worker_cpu_per_batch"] + d["measured"]["worker_blocked_per_batch"])
             if self._planned is not None:
                 contenders["sluice"] = _ck.pipeline_contender(self._planned)
-        rates, failed = _ck.run_rounds(contenders, check_s, _ck.ROUNDS, self._say) if contenders else ({}, {})
+        rates, failed, counts = _ck.run_rounds(contenders, check_s, _ck.ROUNDS, self._say) if contenders else \
+            ({}, {}, {})
         faster, ratio = False, None
         if "sluice" in failed:
             d["notes"].append(f"the same pipeline in sluice did not run: {failed['sluice']}")
         if "proposed" in failed:
             why = f"the model's proposal ({_ck.words(psettings)}) could not be measured: {failed['proposed']}"
         elif go and check_s > 0:
-            faster, ratio, why = _ck.verdict(rates["as given"], rates["proposed"], gain, check_s, _ck.ROUNDS)
+            fewest = min(counts["as given"] + counts["proposed"])
+            faster, ratio, why = _ck.verdict(rates["as given"], rates["proposed"], gain, check_s, _ck.ROUNDS, fewest)
             if not faster:
                 why = f"the model's proposal ({_ck.words(psettings)}) {why}"
         elif go:
@@ -281,7 +287,7 @@ class Report:
             d["recommend"] = prop
         d["check"] = {"given": given, "proposal": psettings, "predicted_gain": gain, "measured_gain": ratio,
                       "recommended": faster, "why": why, "seconds_each": check_s, "rounds": _ck.ROUNDS if rates else 0,
-                      "rates": rates, "failed": failed}
+                      "rates": rates, "batches": counts, "failed": failed}
         sp = d.get("sluice_spec")
         if sp is not None and rates.get("sluice"):
             g = _ck.total(rates["as given"])
