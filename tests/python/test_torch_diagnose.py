@@ -181,7 +181,10 @@ def test_no_workers_is_probed_in_a_child(tmp_path, nothing_left):
     assert len(probe) == 1 and runs[probe[0]] == {False}  # one child, which ran no worker's samples
     p0 = d["measured"]["no_workers"]
     assert p0["batches"] >= 1 and p0["cpu"] < 0.5 * d["measured"]["worker_cpu_per_batch"]
-    assert d["whatif"]["no_workers"] > 2 * d["measured"]["batches_per_s"]
+    # num_workers=0 is priced at the child's own rate: its CPU, blocked time and wait for a core a batch (a comparison
+    # with the workers' measured rate would be one of rates: beside other load a single thread gets a smaller share
+    # of the cores than two workers, which can eat the 10x)
+    assert d["whatif"]["no_workers"] == pytest.approx(1 / (p0["cpu"] + p0["blocked"] + p0["runq"]))
     assert not any("probe without workers" in n for n in d["notes"])
 
 
@@ -265,7 +268,8 @@ def test_no_workers_is_diagnosed_and_tuned(nothing_left):
     c = d["check"]
     assert len(c["rates"]["as given"]) == len(c["rates"]["proposed"]) == 2 and min(c["rates"]["proposed"]) > 0
     fewest = min(c["batches"]["as given"] + c["batches"]["proposed"])
-    assert c["recommended"] == bool(d["recommend"]) == (fewest >= 5 and c["measured_gain"] > 1.05 and all(
+    assert c["least_batches"] == 4  # 3 batches at least, and 32 samples: 4 batches of 8
+    assert c["recommended"] == bool(d["recommend"]) == (fewest >= 4 and c["measured_gain"] > 1.05 and all(
         p > 1.05 * g for g, p in zip(c["rates"]["as given"], c["rates"]["proposed"])))
     t = st.tuned(loader, r)
     assert t.num_workers == (d["proposal"]["num_workers"]["value"] if d["recommend"] else 0)

@@ -16,9 +16,10 @@ from .loader import _loader_args, _make_loader, _stop_workers
 # A change predicted or measured at this ratio of the settings as given, or less, is not recommended: on a shared
 # machine two runs of the same settings differ by that much.
 MIN_GAIN = 1.05
-# Batches a run of the check counts at least (it runs up to twice its time for them); a comparison of runs with
-# fewer recommends nothing.
-MIN_RUN_BATCHES = 5
+# Batches and samples a run of the check counts at least (it runs up to twice its time for them); a comparison of
+# runs with fewer recommends nothing.
+MIN_RUN_BATCHES = 3
+MIN_RUN_SAMPLES = 32
 # Alternating rounds of the check (each runs every contender once; the order flips each round).
 ROUNDS = 2
 # The settings the check compares (what tuned() sets).
@@ -29,7 +30,8 @@ def settings_of(loader):
     """The settings of `loader` that tuned() sets, as diagnose compares them."""
     w = loader.num_workers
     return {"num_workers": w, "prefetch_factor": loader.prefetch_factor if w else None,
-            "persistent_workers": bool(loader.persistent_workers) if w else False, "pin_memory": bool(loader.pin_memory)}
+            "persistent_workers": bool(loader.persistent_workers) if w else False,
+            "pin_memory": bool(loader.pin_memory)}
 
 
 def applied(given, proposal):
@@ -44,10 +46,10 @@ def words(s):
     return ", ".join(f"{k}={s[k]!r}" for k in SETTINGS if not (k == "prefetch_factor" and s[k] is None))
 
 
-def _count(start, seconds, warmup=0.0, skip=0):
+def _count(start, seconds, warmup=0.0, skip=0, least=MIN_RUN_BATCHES):
     """(batches, seconds) of the iterators `start()` makes (a new one when one ends: a new epoch) from the first
-    batch after `warmup` seconds and `skip` batches (those the workers queued while the others started) for
-    `seconds`, or longer, up to twice that, until MIN_RUN_BATCHES were counted."""
+    batch after `warmup` seconds and `skip` batches (those made alongside the first) for
+    `seconds`, or longer, up to twice that, until `least` were counted."""
     its = [start()]
     n, t0, first, seen = 0, None, None, 0
     while True:
@@ -64,14 +66,14 @@ def _count(start, seconds, warmup=0.0, skip=0):
                 t0 = now
             continue
         n += 1
-        if now - t0 >= seconds and (n >= MIN_RUN_BATCHES or now - t0 >= 2 * seconds):
+        if now - t0 >= seconds and (n >= least or now - t0 >= 2 * seconds):
             return n, now - t0
 
 
 def measure_loader(loader, seconds, warmup=0.0):
-    """(batches, seconds) of `loader` over `seconds` after its first batch, `warmup` more and the batches its
-    workers queued ahead while they started (num_workers x prefetch_factor: they arrive at once, and would flatter
-    a short run); a new epoch's start-up is inside, as a training loop meets it. Its workers are stopped before
+    """(batches, seconds) of `loader` over `seconds` after its first batch, `warmup` more and the first batch of
+    each other worker (made at the same time as the first: they arrive at once, and would flatter a short run); a
+    new epoch's start-up is inside, as a training loop meets it. Its workers are stopped before
     this returns, also on an error or Ctrl-C."""
     its = [None]
 
@@ -79,9 +81,16 @@ def measure_loader(loader, seconds, warmup=0.0):
         its[0] = iter(loader)
         return its[0]
     try:
-        return _count(start, seconds, warmup, loader.num_workers * (loader.prefetch_factor or 0))
+        return _count(start, seconds, warmup, max(loader.num_workers - 1, 0),
+                      max(MIN_RUN_BATCHES, -(-MIN_RUN_SAMPLES // _samples_per_batch(loader))))
     finally:
         _stop_workers(loader, its[0])
+
+
+def _samples_per_batch(loader):
+    if loader.batch_size is not None:
+        return max(loader.batch_size, 1)
+    return max(getattr(loader.batch_sampler, "batch_size", None) or 1, 1)
 
 
 def measure_pipeline(p, seconds):
@@ -112,8 +121,8 @@ def run_rounds(contenders, seconds, rounds=ROUNDS, progress=None):
             if n in failed:
                 continue
             if progress:
-                progress(f"round {r + 1} of {rounds}: the loader {n} for {seconds:g} s" if n != "sluice" else
-                         f"round {r + 1} of {rounds}: the same pipeline in sluice for {seconds:g} s")
+                progress(f"round {r + 1} of {rounds}: the loader {n} for {seconds:.3g} s" if n != "sluice" else
+                         f"round {r + 1} of {rounds}: the same pipeline in sluice for {seconds:.3g} s")
             try:
                 b, t = contenders[n](seconds)
             except (CheckError, _sluice.Error) as e:
@@ -142,16 +151,17 @@ def decide(given, proposal, predicted_gain, tuned_over=None):
     return True, None
 
 
-def verdict(rates_given, rates_prop, predicted_gain, seconds, rounds, fewest=MIN_RUN_BATCHES):
+def verdict(rates_given, rates_prop, predicted_gain, seconds, rounds, fewest=MIN_RUN_BATCHES,
+            least=MIN_RUN_BATCHES):
     """(faster, ratio, why): whether the proposal measured faster than the settings as given by more than MIN_GAIN
-    in every round (`fewest`: the fewest batches a run counted; fewer than MIN_RUN_BATCHES tell nothing); `why`
-    says it in words with both figures."""
+    in every round (`fewest`: the fewest batches a run counted; fewer than `least`, MIN_RUN_BATCHES and
+    MIN_RUN_SAMPLES samples, tell nothing); `why` says it in words with both figures."""
     g, p = total(rates_given), total(rates_prop)
     ratio = p / g if g > 0 else float("inf")
     every = all(b > MIN_GAIN * a for a, b in zip(rates_given, rates_prop))
     how = (f"{_fmt(p)} against {_fmt(g)} batches/s as given, {rounds} alternating round{'s' if rounds > 1 else ''} "
-           f"of {seconds:g} s each; predicted {predicted_gain:.2f}x")
-    if fewest < MIN_RUN_BATCHES:
+           f"of {seconds:.3g} s each; predicted {predicted_gain:.2f}x")
+    if fewest < least:
         return False, ratio, (f"measured {ratio:.2f}x, but a run of the check counted only {fewest} batch"
                               f"{'es' if fewest != 1 else ''}, too few to tell ({how}): a longer check_seconds "
                               "can")

@@ -83,10 +83,10 @@ def _plan_words(loader, seconds, spec_seconds, check_seconds):
     if probe:
         parts.append("pricing num_workers=0 in a child process (about 1 s)")
     if spec_s > 0:
-        parts.append(f"planning the same pipeline in sluice when it translates ({2 * spec_s:g} s at most)")
+        parts.append(f"planning the same pipeline in sluice when it translates ({2 * spec_s:.3g} s at most)")
     if check_s > 0:
         parts.append(f"measuring what it proposes against the settings as given ({_ck.ROUNDS} rounds of "
-                     f"{check_s:g} s runs, {runs:g} s at most)")
+                     f"{check_s:.3g} s runs, {runs:.3g} s at most)")
     return "; ".join(parts) + f": {most:.0f} s at most, plus the loader's start-ups"
 
 

@@ -254,30 +254,52 @@ class Report:
         measured = d["measured"]["batches_per_s"]
         gain = prop["num_workers"]["predicted"] / measured if measured > 0 else 1.0
         go, why = _ck.decide(given, psettings, gain, getattr(L, "_sluice_tuned", None))
+        sluice_p = None
         if spec_s > 0 and self.spec is not None and not self.python_steps:
-            self._say(f"planning the same pipeline in sluice ({spec_s:g} s)")
+            # Planning traces the spec for 32 batches (1.5x that), twice: at this loader's rate that may take far
+            # longer than spec_seconds; then the spec is measured as translated, tuned online (Pipeline(tune=True))
+            need = 2 * 1.5 * MIN_BATCHES / measured if measured > 0 else float("inf")
             try:
-                self.compare_spec(seconds=spec_s)
+                if need <= 2 * spec_s:
+                    self._say(f"planning the same pipeline in sluice ({spec_s:.3g} s)")
+                    self.compare_spec(seconds=spec_s)
+                    sluice_p = self._planned
+                elif check_s > 0:
+                    sluice_p = self.pipeline(tune=True)
+                    d["sluice_spec"] = {"predicted": None, "baseline": None, "bound": None, "over_loader": None,
+                                        "unit": "batches/s" if any(o["op"] == "batch" for o in self.spec["ops"])
+                                        else "elements/s", "spec": self.spec, "planned": False,
+                                        "why": f"as translated, tuned online (planning it traces 32 batches twice: "
+                                               f"about {need:.0f} s at the loader's rate; report.compare_spec())"}
             except _sluice.Error as e:  # the diagnosis stands without it
                 d["notes"].append(f"the translated spec did not run: {e}")
         contenders = {}
-        if check_s > 0 and (go or self._planned is not None):
+        if check_s > 0 and (go or sluice_p is not None):
             contenders["as given"] = _ck.loader_contender(L, given)
             if go:
                 contenders["proposed"] = _ck.loader_contender(
                     L, psettings, d["measured"]["worker_cpu_per_batch"] + d["measured"]["worker_blocked_per_batch"])
-            if self._planned is not None:
-                contenders["sluice"] = _ck.pipeline_contender(self._planned)
+            if sluice_p is not None:
+                contenders["sluice"] = _ck.pipeline_contender(sluice_p)
+            startup = d["measured"]["startup_seconds"] or 0.0
+            per = d["measured"]["samples_per_batch"]
+            run = max(check_s, _ck.MIN_RUN_BATCHES / measured, _ck.MIN_RUN_SAMPLES / per / measured) \
+                if measured > 0 else 2 * check_s
+            est = _ck.ROUNDS * len(contenders) * (min(run, 2 * check_s) + startup)
+            self._say(f"measuring {', '.join(contenders)}: {_ck.ROUNDS} rounds of {check_s:.3g} s runs, about "
+                      f"{est:.0f} s with the start-ups")
         rates, failed, counts = _ck.run_rounds(contenders, check_s, _ck.ROUNDS, self._say) if contenders else \
             ({}, {}, {})
-        faster, ratio = False, None
+        faster, ratio, least = False, None, None
         if "sluice" in failed:
             d["notes"].append(f"the same pipeline in sluice did not run: {failed['sluice']}")
         if "proposed" in failed:
             why = f"the model's proposal ({_ck.words(psettings)}) could not be measured: {failed['proposed']}"
         elif go and check_s > 0:
             fewest = min(counts["as given"] + counts["proposed"])
-            faster, ratio, why = _ck.verdict(rates["as given"], rates["proposed"], gain, check_s, _ck.ROUNDS, fewest)
+            least = max(_ck.MIN_RUN_BATCHES, -(-_ck.MIN_RUN_SAMPLES // max(int(d["measured"]["samples_per_batch"]), 1)))
+            faster, ratio, why = _ck.verdict(rates["as given"], rates["proposed"], gain, check_s, _ck.ROUNDS, fewest,
+                                             least)
             if not faster:
                 why = f"the model's proposal ({_ck.words(psettings)}) {why}"
         elif go:
@@ -287,7 +309,7 @@ class Report:
             d["recommend"] = prop
         d["check"] = {"given": given, "proposal": psettings, "predicted_gain": gain, "measured_gain": ratio,
                       "recommended": faster, "why": why, "seconds_each": check_s, "rounds": _ck.ROUNDS if rates else 0,
-                      "rates": rates, "batches": counts, "failed": failed}
+                      "rates": rates, "batches": counts, "least_batches": least, "failed": failed}
         sp = d.get("sluice_spec")
         if sp is not None and rates.get("sluice"):
             g = _ck.total(rates["as given"])
@@ -343,11 +365,12 @@ class Report:
             out.append(f"  recommend: no change helps here: {c.get('why') or 'not checked'}")
         sp = d.get("sluice_spec")
         if sp is not None and sp.get("measured_over_loader") is not None:
+            how = (f"predicted {sp['over_loader']:.2f}x; report.spec, planned: report.to_dict()['sluice_spec']['spec']"
+                   if sp.get("over_loader") is not None else f"{sp['why']}; report.spec")
             out.append(f"  the same pipeline in sluice: measured {sp['measured_over_loader']:.2f}x the loader as given "
                        f"({_rate(sp['measured'])} against {_rate(_ck.total(c['rates']['as given']))} {sp['unit']}, "
-                       f"{c['rounds']} alternating rounds of {c['seconds_each']:g} s; predicted "
-                       f"{sp['over_loader']:.2f}x; report.spec, planned: report.to_dict()['sluice_spec']['spec'])")
-        elif sp is not None:
+                       f"{c['rounds']} alternating rounds of {c['seconds_each']:.3g} s; {how})")
+        elif sp is not None and sp.get("over_loader") is not None:
             out.append(f"  the same pipeline in sluice: predicted {sp['over_loader']:.2f}x ({_rate(sp['predicted'])} "
                        f"{sp['unit']}, not measured; report.spec, planned: report.to_dict()['sluice_spec']['spec'])")
         elif d["spec"] is not None:
