@@ -579,6 +579,11 @@ def test_few_batches_name_the_dominant_step(nothing_left):
     # what it would take was said before the tracing began; with the check off, nothing is recommended unmeasured
     assert said[0].startswith("tracing the loader for 1 s after its first batch") and "s at most" in said[0]
     assert r.recommended == {} and "was not measured (check_seconds=0)" in str(r)
+    # without workers, the main process doing all of it is named, though no step has half of it (three alike)
+    loader = torch.utils.data.DataLoader(Samples(4000, transform=T.Compose([Slow(1500), Slow(1500), Slow(1500)])),
+                                         batch_size=32)
+    d = st.diagnose(loader, seconds=1.0, cores=2, check_seconds=0, quiet=True).to_dict()
+    assert d["measured"]["batches"] < 32 and d["bottleneck"]["kind"] == "num_workers=0", d["bottleneck"]
 
 
 def test_quiet_says_nothing(capsys, nothing_left):

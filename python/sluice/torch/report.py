@@ -47,10 +47,11 @@ def _verdict(rep, trace, fig, tr, W, part_cpu):
     samples = nb * fig["samples_per_batch"]
     short = None
     main = fig["transfer_cpu"] + (fig["pin_cpu"] or 0.0) + (fig["step_wall"] or 0.0)
-    if rep.get("too_short") and samples >= MIN_BATCHES and share >= DOMINANT and \
+    if rep.get("too_short") and samples >= MIN_BATCHES and (share >= DOMINANT or W == 0) and \
             fig["work_wall"] / max(W, 1) >= main:
         # Few batches, but the workers' steps ran on every sample of them: a step with most of their CPU is the
-        # bottleneck of the workers' stage whatever the batch count (the planner's bound is the rough part)
+        # bottleneck of the workers' stage whatever the batch count (the planner's bound is the rough part); without
+        # workers the main process doing every sample's work is, whichever step has the most of it
         bi, bop = 1, trace["ops"][1]
         short = (f" ({nb} batch{'es' if nb != 1 else ''} in {T:.1f} s, fewer than the {MIN_BATCHES} the planner's "
                  f"bound needs; {samples:.0f} samples through every step)")
