@@ -16,10 +16,9 @@ from .loader import _loader_args, _make_loader, _stop_workers
 # A change predicted or measured at this ratio of the settings as given, or less, is not recommended: on a shared
 # machine two runs of the same settings differ by that much.
 MIN_GAIN = 1.05
-# Batches and samples a run of the check counts at least (it runs up to twice its time for them); a comparison of
-# runs with fewer recommends nothing.
+# Batches a run of the check counts at least (it runs up to twice its time for them); a comparison of runs with
+# fewer recommends nothing.
 MIN_RUN_BATCHES = 3
-MIN_RUN_SAMPLES = 32
 # Alternating rounds of the check (each runs every contender once; the order flips each round).
 ROUNDS = 2
 # The settings the check compares (what tuned() sets).
@@ -81,16 +80,9 @@ def measure_loader(loader, seconds, warmup=0.0):
         its[0] = iter(loader)
         return its[0]
     try:
-        return _count(start, seconds, warmup, max(loader.num_workers - 1, 0),
-                      max(MIN_RUN_BATCHES, -(-MIN_RUN_SAMPLES // _samples_per_batch(loader))))
+        return _count(start, seconds, warmup, max(loader.num_workers - 1, 0))
     finally:
         _stop_workers(loader, its[0])
-
-
-def _samples_per_batch(loader):
-    if loader.batch_size is not None:
-        return max(loader.batch_size, 1)
-    return max(getattr(loader.batch_sampler, "batch_size", None) or 1, 1)
 
 
 def measure_pipeline(p, seconds):
@@ -154,8 +146,8 @@ def decide(given, proposal, predicted_gain, tuned_over=None):
 def verdict(rates_given, rates_prop, predicted_gain, seconds, rounds, fewest=MIN_RUN_BATCHES,
             least=MIN_RUN_BATCHES):
     """(faster, ratio, why): whether the proposal measured faster than the settings as given by more than MIN_GAIN
-    in every round (`fewest`: the fewest batches a run counted; fewer than `least`, MIN_RUN_BATCHES and
-    MIN_RUN_SAMPLES samples, tell nothing); `why` says it in words with both figures."""
+    in every round (`fewest`: the fewest batches a run counted; fewer than `least` tell nothing); `why` says it
+    in words with both figures."""
     g, p = total(rates_given), total(rates_prop)
     ratio = p / g if g > 0 else float("inf")
     every = all(b > MIN_GAIN * a for a, b in zip(rates_given, rates_prop))

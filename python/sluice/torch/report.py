@@ -283,9 +283,7 @@ class Report:
             if sluice_p is not None:
                 contenders["sluice"] = _ck.pipeline_contender(sluice_p)
             startup = d["measured"]["startup_seconds"] or 0.0
-            per = d["measured"]["samples_per_batch"]
-            run = max(check_s, _ck.MIN_RUN_BATCHES / measured, _ck.MIN_RUN_SAMPLES / per / measured) \
-                if measured > 0 else 2 * check_s
+            run = max(check_s, _ck.MIN_RUN_BATCHES / measured) if measured > 0 else 2 * check_s
             est = _ck.ROUNDS * len(contenders) * (min(run, 2 * check_s) + startup)
             self._say(f"measuring {', '.join(contenders)}: {_ck.ROUNDS} rounds of {check_s:.3g} s runs, about "
                       f"{est:.0f} s with the start-ups")
@@ -298,7 +296,7 @@ class Report:
             why = f"the model's proposal ({_ck.words(psettings)}) could not be measured: {failed['proposed']}"
         elif go and check_s > 0:
             fewest = min(counts["as given"] + counts["proposed"])
-            least = max(_ck.MIN_RUN_BATCHES, -(-_ck.MIN_RUN_SAMPLES // max(int(d["measured"]["samples_per_batch"]), 1)))
+            least = _ck.MIN_RUN_BATCHES
             faster, ratio, why = _ck.verdict(rates["as given"], rates["proposed"], gain, check_s, _ck.ROUNDS, fewest,
                                              least)
             if not faster:
