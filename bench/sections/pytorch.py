@@ -91,32 +91,5 @@ def bench_torch_diagnose(bindir, quick):
 
 def torch_diagnose_report(td):
     """The "## Diagnosing a PyTorch DataLoader" section from bench/torch_diagnose.py's JSON."""
-    L = ["## Diagnosing a PyTorch DataLoader (`bench/torch_diagnose.py`)\n",
-         "`sluice.torch.diagnose(loader, seconds=%s)` on three planted loaders (`bench/torch_planted.py`) and the imagenet "
-         "PIL loader (torchvision ImageFolder over the suite's JPEGs, RandomResizedCrop(224), flip, ToTensor, Normalize, "
-         "batches of %d, num_workers=2 as given); the recommended settings measured against a num_workers (0..%d) x "
-         "prefetch_factor (2, 4) grid, every point in alternating rounds (%d, %s s each, medians); torch %s. Rates in "
-         "batches/s.\n" % (fmt(td["diag_seconds"], 0), td.get("batch", 64), td["cores"] + 1, td["rounds"],
-                            fmt(td["seconds"], 0), td["torch"]),
-         "| loader | planted | named | recommended (workers, prefetch) | measured | best grid point | recommended / best "
-         "(target >= 0.9) | predicted / measured (target within 15%) | tracing cost (target <= 3%) |",
-         "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |"]
-    for name, o in td["loaders"].items():
-        r, b = o["recommended"], o["best"]
-        L.append("| %s | %s | %s | %d, %d | %s | %s (%d, %d) | %s | %s | %s |" % (
-            name, o["planted"] or "-", o["named"], r["num_workers"], r["prefetch_factor"], fmt(o["recommended_measured"], 1),
-            fmt(b["batches_per_s"], 1), b["num_workers"], b["prefetch_factor"], fmt(o["recommended_over_best"], 2),
-            fmt(o["predicted_over_measured"], 2), pct(o["tracing"]["cost"])))
-    im = td["loaders"].get("imagenet", {})
-    z = im.get("tuned_from_zero")
-    if z:
-        L.append("\nThe imagenet loader misconfigured with num_workers=0, made right by `sluice.torch.tuned()` (%d "
-                 "workers): %s -> %s batches/s, %sx.\n" % (z["num_workers"], fmt(z["zero"], 2), fmt(z["tuned"], 2),
-                                                           fmt(z["speedup"], 2)))
-    sp = im.get("sluice_spec")
-    if sp:
-        L.append("Its translated sluice spec (`report.pipeline()`, planned by `optimize`): %s batches/s measured "
-                 "(%s predicted) against the loader's best grid point %s: %sx.\n" % (
-                     fmt(sp["measured"], 2), fmt(sp["predicted"], 2), fmt(sp["loader_best"], 2),
-                     fmt(sp["over_loader_best"], 2)))
-    return L
+    import torch_diagnose_section  # bench/, on the path bench/run sets
+    return torch_diagnose_section.section(td)

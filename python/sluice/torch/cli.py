@@ -6,15 +6,18 @@ import sys as _sys
 from torch.utils.data import DataLoader as _DataLoader
 
 from .common import DiagnoseError
-from .diagnosis import _check_seconds
+from .diagnosis import _check_seconds, _plan_words, _stderr
 from .report import Report
 from .tracer import _Stop
 
 
-_USAGE = """usage: python -m sluice.torch diagnose [--seconds S] [--html PATH] [--json PATH] SCRIPT.py [ARGS...]
+_USAGE = """usage: python -m sluice.torch diagnose [--seconds S] [--quiet] [--html PATH] [--json PATH]
+                                         SCRIPT.py [ARGS...]
 
 Runs SCRIPT.py as __main__; the first DataLoader it iterates is traced for S seconds (20) from its first batch,
-with the script's own loop as the consumer; then the script is stopped and the diagnosis printed."""
+with the script's own loop as the consumer; then the script is stopped, what the diagnosis proposes is measured
+against the loader as given, and the diagnosis printed. What it will take, and each phase, go to stderr (--quiet:
+not)."""
 
 
 def main(argv=None):
@@ -24,10 +27,12 @@ def main(argv=None):
         print(_USAGE, file=_sys.stderr)
         return 2
     args.pop(0)
-    seconds, html, js = 20.0, None, None
+    seconds, html, js, quiet = 20.0, None, None, False
     while args and args[0].startswith("--"):
         opt = args.pop(0)
-        if opt in ("--seconds", "--html", "--json") and args:
+        if opt == "--quiet":
+            quiet = True
+        elif opt in ("--seconds", "--html", "--json") and args:
             val = args.pop(0)
             if opt == "--seconds":
                 seconds = float(val)
@@ -42,13 +47,16 @@ def main(argv=None):
         print(_USAGE, file=_sys.stderr)
         return 2
     _check_seconds(seconds)
+    progress = None if quiet else _stderr
     script = args[0]
     state = {}
     orig = _DataLoader.__iter__
 
     def first_traced(loader):
         if "report" not in state and type(loader).__iter__ is first_traced:
-            rep = state["report"] = Report(loader)
+            rep = state["report"] = Report(loader, progress=progress)
+            if progress is not None:
+                progress(_plan_words(loader, seconds, None, None))
             rep._begin(deadline=seconds)
             return iter(loader)
         return orig(loader)

@@ -40,6 +40,28 @@ def _make_loader(kw, **over):
     return _DataLoader(**kw)
 
 
+def _stop_workers(loader, it):
+    """Stops the workers and the pin-memory thread of iterator `it` of `loader` and of a persistent loader's own
+    iterator (kept between epochs, also when no epoch is running); the next iter() of `loader` starts new ones."""
+    its = [it, getattr(loader, "_iterator", None)]
+    try:
+        queues = []
+        for i, x in enumerate(its):
+            if x is not None and hasattr(x, "_shutdown_workers") and x not in its[:i]:
+                queues += list(getattr(x, "_index_queues", None) or [])
+                queues += [getattr(x, "_worker_result_queue", None)]
+                x._shutdown_workers()
+        # The queues' feeder threads: the shutdown closes the queues without joining them (they end on their own,
+        # later on a busy machine); joined here, so that nothing of the diagnosis runs after it returns.
+        for q in queues:
+            t = getattr(q, "_thread", None)
+            if t is not None and t.is_alive():
+                t.join(timeout=10)
+    finally:
+        if hasattr(loader, "_iterator"):
+            loader._iterator = None
+
+
 def _batch_size(loader):
     """Samples in a batch (1 without auto-collation; a custom batch_sampler without batch_size: 1, unknown)."""
     if loader.batch_size is not None:

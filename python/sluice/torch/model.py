@@ -23,9 +23,13 @@ class _Model:
     Without workers the main process does the work but pickles and unpickles nothing and starts no worker;
     persistent workers start once, not every epoch."""
 
-    def __init__(self, fig, W, avail, persistent=False):
+    def __init__(self, fig, W, avail, persistent=False, cores=0.0, other=0.0):
         nb, k, parts = fig["batches"], fig["k"], fig["parts"]
         self.avail = avail
+        # Other processes' load on `cores`: the scheduler shares the cores among runnable threads, so n of the loader's
+        # get about cores x n / (n + other) of them, more than what the others left idle when n grows (issue 48:
+        # beside other load, 2 workers measured faster than none, which "the cores left: 1" priced the same)
+        self.cores, self.other = cores, max(other, 0.0)
         self.blocked = max(fig["work_wall"] - fig["work_cpu"] - (fig["worker_runq"] or 0.0), 0.0)
         self.cw = (fig["work_cpu"] + self.blocked) / nb  # a worker is busy for its CPU and its blocked time
         self.cw_cpu = fig["work_cpu"] / nb
@@ -37,8 +41,11 @@ class _Model:
         self.W, self.persistent, self.probed = W, persistent, bool(p0)
         if p0:
             # The loader's own fetch without workers, measured in a forked child (_probe_no_workers): samples,
-            # collate and the loader's loop, none of it slowed by pickling batches between them
-            self.cost0 = p0["cpu"] + p0["blocked"] + ((fig["pin_cpu"] or 0.0) + (fig["step_wall"] or 0.0)) / nb
+            # collate and the loader's loop, none of it slowed by pickling batches between them; its wait for a core
+            # too, which the main thread would wait as well on a busy machine (the traced rate, which the other
+            # settings scale, has it: without it, num_workers=0 was priced on an idle core beside load 15-20)
+            self.cost0 = p0["cpu"] + p0["blocked"] + p0.get("runq", 0.0) + \
+                ((fig["pin_cpu"] or 0.0) + (fig["step_wall"] or 0.0)) / nb
         else:
             # Without workers the main process runs the loader's own loop too (sampler, fetch, iterator: the main
             # thread's CPU in next() holds it when W is 0; no worker figure does, a worker's loop being its
@@ -60,12 +67,20 @@ class _Model:
         """Batches/s with `w` workers; `saved`: worker CPU per batch that a cache would spare."""
         inf = float("inf")
         if w == 0:  # all on the main thread: at most a core, fewer when other load leaves less
-            return min(1.0, self.avail) / (self.cost0 - saved) if self.cost0 > saved else inf
+            return self.share(1) / (self.cost0 - saved) if self.cost0 > saved else inf
         drop = (self.startup if persistent else 0.0) + saved
         c, cc, a = self.cw - drop, self.cw_cpu - drop, self.cpu - drop
         # w workers each busy c a batch, their CPU on at most the cores left; blocked time overlaps across workers
-        return min(w / c if c > 0 else inf, min(w, self.avail) / cc if cc > 0 else inf,
-                   1 / self.main if self.main > 0 else inf, self.avail / a if a > 0 else inf)
+        return min(w / c if c > 0 else inf, self.share(w) / cc if cc > 0 else inf,
+                   1 / self.main if self.main > 0 else inf, self.share(w + 1, cap=False) / a if a > 0 else inf)
+
+    def share(self, n, cap=True):
+        """The cores `n` busy threads of the loader get: those other load leaves, or their fair share of all (with
+        `cap`, at most n: the total's bound leaves that to the stages' own)."""
+        got = self.avail
+        if self.other > 0 and self.cores > 0:
+            got = max(got, self.cores * n / (n + self.other))
+        return min(n, got) if cap else got
 
 
 def _cache_whatif(L, rep, fig, model, measured):

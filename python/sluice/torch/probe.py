@@ -75,11 +75,18 @@ def _probe_no_workers(loader, batch_wall, cpu=PROBE_CPU, wall=PROBE_WALL):
     caches the next sample's steps use); the child pickles nothing, and the user's process never runs the dataset
     itself: like a fork-started worker, the child has a copy of the dataset (an IterableDataset's iterator included)
     and whatever it opens ends with it. `batch_wall`: a batch's time in a worker (the timeout's measure)."""
-    if not hasattr(_os, "fork"):
-        return None, "no fork() on this platform"
     if batch_wall > PROBE_MAX_BATCH:
         return None, f"a batch takes {batch_wall:.1f} s in a worker: too slow to probe without workers"
     timeout = PROBE_TIMEOUT + 3 * (wall + (PROBE_SEGMENTS - 1) * PROBE_GAP + 2 * batch_wall)
+    return _in_child(lambda: _probe_child(loader, cpu, wall), timeout)
+
+
+def _in_child(fn, timeout):
+    """(what `fn` returned, None) or (None, why not): `fn()` (its result JSON-ready) in a forked child process,
+    killed after `timeout` seconds or when this process ends; it runs only the dataset's code, as a fork-started
+    worker does, and ends with os._exit. The caller's Ctrl-C kills it too."""
+    if not hasattr(_os, "fork"):
+        return None, "no fork() on this platform"
     parent = _os.getpid()
     rd, wr = _os.pipe()
     try:
@@ -98,7 +105,7 @@ def _probe_no_workers(loader, batch_wall, cpu=PROBE_CPU, wall=PROBE_WALL):
             _os.close(rd)
             _die_with_parent(parent)
             try:
-                msg = _probe_child(loader, cpu, wall)
+                msg = fn()
             except BaseException as e:  # noqa: B036 (KeyboardInterrupt too: the child only reports)
                 msg = {"error": f"{type(e).__name__}: {e}"[:500] if str(e) else type(e).__name__}
             _os.write(wr, (_json.dumps(msg) + "\n").encode())
@@ -124,7 +131,7 @@ def _probe_no_workers(loader, batch_wall, cpu=PROBE_CPU, wall=PROBE_WALL):
             except (ProcessLookupError, ChildProcessError):
                 pass  # reaped already (a SIGCHLD handler of the caller's that waits for any child)
     if late:
-        return None, f"its fetch was stopped at the probe's timeout ({timeout:.1f} s)"
+        return None, f"its fetch was stopped at its timeout ({timeout:.1f} s)"
     if not got.endswith(b"\n"):
         return None, "the child ended without a figure"
     msg = _json.loads(got)

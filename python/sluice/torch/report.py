@@ -6,6 +6,7 @@ import time as _time
 
 import sluice as _sluice
 
+from . import check as _ck
 from .common import DiagnoseError, MIN_BATCHES, _pct, _rate, _size
 from .loader import _batch_size, _loop_cpu
 from .model import _Model, _cache_whatif, _recommend
@@ -13,6 +14,20 @@ from .probe import _probe_no_workers
 from .trace import _build_trace
 from .tracer import _Stop, _Tracer
 from .translate import _translate
+
+
+def default_spec_seconds(seconds):
+    """How long the translated spec is planned for by default after a window of `seconds`."""
+    return min(5.0, max(1.0, seconds / 4))
+
+
+def default_check_seconds(seconds):
+    """How long each run of the check lasts by default after a window of `seconds`."""
+    return min(3.0, max(0.5, seconds / 6))
+
+
+# A step with this share of the workers' CPU is named the bottleneck of their stage in a window of few batches.
+DOMINANT = 0.5
 
 
 def _verdict(rep, trace, fig, tr, W, part_cpu):
@@ -29,16 +44,31 @@ def _verdict(rep, trace, fig, tr, W, part_cpu):
     planned_w = int(rep["ops"][1].get("planned_parallelism") or max(W, 1))
     budget = rep["budget"]["cores"]
     kind = "step"
-    if rep.get("too_short"):
-        kind, words = "too short", (f"the trace is too short: {nb} batches (the planner needs {MIN_BATCHES}); "
-                                    "trace for longer")
+    samples = nb * fig["samples_per_batch"]
+    short = None
+    main = fig["transfer_cpu"] + (fig["pin_cpu"] or 0.0) + (fig["step_wall"] or 0.0)
+    if rep.get("too_short") and samples >= MIN_BATCHES and (share >= DOMINANT or W == 0) and \
+            fig["work_wall"] / max(W, 1) >= main:
+        # Few batches, but the workers' steps ran on every sample of them: a step with most of their CPU is the
+        # bottleneck of the workers' stage whatever the batch count (the planner's bound is the rough part); without
+        # workers the main process doing every sample's work is, whichever step has the most of it
+        bi, bop = 1, trace["ops"][1]
+        short = (f" ({nb} batch{'es' if nb != 1 else ''} in {T:.1f} s, fewer than the {MIN_BATCHES} the planner's "
+                 f"bound needs; {samples:.0f} samples through every step)")
+    if rep.get("too_short") and bi < 0:
+        kind, words = "too short", (f"the trace is too short: {nb} batches of {samples / max(nb, 1):.0f} samples "
+                                    f"(the planner needs {MIN_BATCHES} batches, and no step has {_pct(DOMINANT)} of "
+                                    f"the workers' CPU: {top} has {_pct(share)}); trace for longer")
     elif bop is None:
         kind, words = "none", "no bottleneck: every stage costs nothing measurable"
     elif bi == 1:
-        if fig["work_wall"] > 0 and blocked > 0.5 * fig["work_wall"]:
+        # Blocked against the time the workers ran or were blocked: the time they waited for a core (other load's
+        # doing, beside a busy machine's) is neither theirs to overlap nor a reason to name them blocked
+        own = fig["work_wall"] - (fig["worker_runq"] or 0.0)
+        if own > 0 and blocked > 0.5 * own:
             kind = "disk" if fig["disk_bytes"] > 0 else "blocked"
             what = "reading from disk" if kind == "disk" else "blocked (I/O, sleeps or locks)"
-            words = (f"{'disk' if kind == 'disk' else 'waiting'}: the workers spend {_pct(blocked / fig['work_wall'])}"
+            words = (f"{'disk' if kind == 'disk' else 'waiting'}: the workers spend {_pct(blocked / own)}"
                      f" of their time {what}" +
                      (f" ({fig['disk_bytes'] / T / 1e6:.1f} MB/s read)" if fig["disk_bytes"] else "") +
                      "; more workers overlap the waits")
@@ -72,6 +102,8 @@ def _verdict(rep, trace, fig, tr, W, part_cpu):
                  "up; the input pipeline is not the bottleneck")
     else:
         words = bop["label"]
+    if short:
+        words += short
     return {"kind": kind, "stage": bop["label"] if bop else None, "words": words, "step": top, "step_share": share,
             "planned_workers": planned_w}
 
@@ -82,9 +114,11 @@ class Report:
     trace, with the words on top), ``spec`` (the same pipeline in sluice, or None) and ``trace`` (the sluice
     trace, the JSON ``sluice analyze`` reads). Also a context manager: ``diagnose(loader, None)``."""
 
-    def __init__(self, loader, cores=0, memory=0):
+    def __init__(self, loader, cores=0, memory=0, spec_seconds=None, check_seconds=None, progress=None):
         self.loader = loader
         self.cores, self.memory = cores, memory
+        self._spec_seconds, self._check_seconds, self._progress = spec_seconds, check_seconds, progress
+        self._planned = None  # the translated spec's pipeline as compare_spec() planned it
         self._d = None
         self._tracer = None
         self._orig_class = None
@@ -137,6 +171,8 @@ class Report:
             # (and its persistent workers) alive through the tracer.
             tr.release()
             self._tracer = None
+        if ok:
+            self._verify()
 
     # -- analysis
     def _fill(self, tr, consumer):
@@ -156,8 +192,9 @@ class Report:
         total_part = sum(part_cpu.values()) or 1.0
         v = _verdict(rep, trace, fig, tr, L.num_workers, part_cpu)
         model = _Model(fig, L.num_workers, rep["budget"]["cores"] if self.cores else
-                       max(rep["budget"]["cores"] - max(fig["other_load"], 0.0), 1.0), L.persistent_workers)
-        recommend = _recommend(L, rep, fig, model, v["kind"], measured)
+                       max(rep["budget"]["cores"] - max(fig["other_load"], 0.0), 1.0), L.persistent_workers,
+                       cores=rep["budget"]["cores"], other=0.0 if self.cores else fig["other_load"])
+        proposal = _recommend(L, rep, fig, model, v["kind"], measured)
         base = model.rate(L.num_workers, L.persistent_workers)
         self.spec, self.python_steps, notes = _translate(L)
         if no_probe:
@@ -182,7 +219,9 @@ class Report:
                          "steps": {n: {"cpu_per_sample": p[0] * k / (nb * per), "wall_per_sample":
                                        p[1] * k / (nb * per), "share": part_cpu[n] / total_part}
                                    for n, p in fig["parts"].items()}},
-            "recommend": recommend,
+            "proposal": proposal,
+            "recommend": {},  # the proposal once measured faster than the settings as given (_verify)
+            "check": None,
             "whatif": {"plus_one_worker": model.rate(L.num_workers + 1, L.persistent_workers) / base * measured
                        if base > 0 else None,
                        "no_workers": model.predict(0, measured),
@@ -197,6 +236,86 @@ class Report:
                          "batch_size": _batch_size(L) if L.batch_sampler is not None else None},
         }
 
+    def _say(self, msg):
+        if self._progress is not None:
+            self._progress(msg)
+
+    def _verify(self):
+        """The checks after the analysis: the translated spec planned (compare_spec), then the loader with the
+        model's proposal and as given, and the planned spec, run alternately (check.py); the proposal becomes the
+        recommendation only when it measured faster."""
+        d = self._d
+        T = d["measured"]["seconds"]
+        spec_s = default_spec_seconds(T) if self._spec_seconds is None else self._spec_seconds
+        check_s = default_check_seconds(T) if self._check_seconds is None else self._check_seconds
+        L = self.loader
+        given = _ck.settings_of(L)
+        prop = d["proposal"]
+        psettings = _ck.applied(given, {k: v["value"] for k, v in prop.items()})
+        measured = d["measured"]["batches_per_s"]
+        gain = prop["num_workers"]["predicted"] / measured if measured > 0 else 1.0
+        go, why = _ck.decide(given, psettings, gain, getattr(L, "_sluice_tuned", None))
+        sluice_p = None
+        if spec_s > 0 and self.spec is not None and not self.python_steps:
+            # Planning traces the spec for 32 batches (1.5x that), twice: at this loader's rate that may take far
+            # longer than spec_seconds; then the spec is measured as translated, tuned online (Pipeline(tune=True))
+            need = 2 * 1.5 * MIN_BATCHES / measured if measured > 0 else float("inf")
+            try:
+                if need <= 2 * spec_s:
+                    self._say(f"planning the same pipeline in sluice ({spec_s:.3g} s)")
+                    self.compare_spec(seconds=spec_s)
+                    sluice_p = self._planned
+                elif check_s > 0:
+                    sluice_p = self.pipeline(tune=True)
+                    d["sluice_spec"] = {"predicted": None, "baseline": None, "bound": None, "over_loader": None,
+                                        "unit": "batches/s" if any(o["op"] == "batch" for o in self.spec["ops"])
+                                        else "elements/s", "spec": self.spec, "planned": False,
+                                        "why": f"as translated, tuned online (planning it traces 32 batches twice: "
+                                               f"about {need:.0f} s at the loader's rate; report.compare_spec())"}
+            except _sluice.Error as e:  # the diagnosis stands without it
+                d["notes"].append(f"the translated spec did not run: {e}")
+        contenders = {}
+        if check_s > 0 and (go or sluice_p is not None):
+            contenders["as given"] = _ck.loader_contender(L, given)
+            if go:
+                contenders["proposed"] = _ck.loader_contender(
+                    L, psettings, d["measured"]["worker_cpu_per_batch"] + d["measured"]["worker_blocked_per_batch"])
+            if sluice_p is not None:
+                contenders["sluice"] = _ck.pipeline_contender(sluice_p)
+            startup = d["measured"]["startup_seconds"] or 0.0
+            run = max(check_s, _ck.MIN_RUN_BATCHES / measured) if measured > 0 else 2 * check_s
+            est = _ck.ROUNDS * len(contenders) * (min(run, 2 * check_s) + startup)
+            self._say(f"measuring {', '.join(contenders)}: {_ck.ROUNDS} rounds of {check_s:.3g} s runs, about "
+                      f"{est:.0f} s with the start-ups")
+        rates, failed, counts = _ck.run_rounds(contenders, check_s, _ck.ROUNDS, self._say) if contenders else \
+            ({}, {}, {})
+        faster, ratio, least = False, None, None
+        if "sluice" in failed:
+            d["notes"].append(f"the same pipeline in sluice did not run: {failed['sluice']}")
+        if "proposed" in failed:
+            why = f"the model's proposal ({_ck.words(psettings)}) could not be measured: {failed['proposed']}"
+        elif go and check_s > 0:
+            fewest = min(counts["as given"] + counts["proposed"])
+            least = _ck.MIN_RUN_BATCHES
+            faster, ratio, why = _ck.verdict(rates["as given"], rates["proposed"], gain, check_s, _ck.ROUNDS, fewest,
+                                             least)
+            if not faster:
+                why = f"the model's proposal ({_ck.words(psettings)}) {why}"
+        elif go:
+            why = (f"the model's proposal ({_ck.words(psettings)}, predicted {gain:.2f}x) was not measured "
+                   "(check_seconds=0), and only a measured change is recommended")
+        if faster:
+            d["recommend"] = prop
+        d["check"] = {"given": given, "proposal": psettings, "predicted_gain": gain, "measured_gain": ratio,
+                      "recommended": faster, "why": why, "seconds_each": check_s, "rounds": _ck.ROUNDS if rates else 0,
+                      "rates": rates, "batches": counts, "least_batches": least, "failed": failed}
+        sp = d.get("sluice_spec")
+        if sp is not None and rates.get("sluice"):
+            g = _ck.total(rates["as given"])
+            sp["measured"] = _ck.total(rates["sluice"])
+            sp["measured_over_loader"] = sp["measured"] / g if g > 0 else None
+        self._planned = None  # its threads and buffers go with it
+
     def _need(self):
         if self._d is None:
             raise DiagnoseError("sluice.torch.diagnose: the report is not ready (the with block has not ended)")
@@ -208,7 +327,7 @@ class Report:
 
     @property
     def recommended(self):
-        """The recommended DataLoader settings as keyword arguments."""
+        """The recommended DataLoader settings as keyword arguments: empty when no change measured faster."""
         return {k: v["value"] for k, v in self._need()["recommend"].items()}
 
     def __str__(self):
@@ -236,13 +355,23 @@ class Report:
                        f"{'within' if c['fits'] else 'over'} the memory budget of {_size(c['memory_budget'])}): "
                        f"epochs after the first at {_rate(c['batches_per_s'])} batches/s (a sluice `cache` op; a "
                        "DataLoader has none)")
-        out.append("  recommend:")
-        for k, v in d["recommend"].items():
-            out.append(f"    {k}={v['value']!r} (now {v['was']!r}): {v['why']}")
+        c = d.get("check") or {}
+        if d["recommend"]:
+            out.append(f"  recommend ({c.get('why')}):")
+            for k, v in d["recommend"].items():
+                out.append(f"    {k}={v['value']!r} (now {v['was']!r}): {v['why']}")
+        else:
+            out.append(f"  recommend: no change helps here: {c.get('why') or 'not checked'}")
         sp = d.get("sluice_spec")
-        if sp is not None:
+        if sp is not None and sp.get("measured_over_loader") is not None:
+            how = (f"predicted {sp['over_loader']:.2f}x; report.spec, planned: report.to_dict()['sluice_spec']['spec']"
+                   if sp.get("over_loader") is not None else f"{sp['why']}; report.spec")
+            out.append(f"  the same pipeline in sluice: measured {sp['measured_over_loader']:.2f}x the loader as given "
+                       f"({_rate(sp['measured'])} against {_rate(_ck.total(c['rates']['as given']))} {sp['unit']}, "
+                       f"{c['rounds']} alternating rounds of {c['seconds_each']:.3g} s; {how})")
+        elif sp is not None and sp.get("over_loader") is not None:
             out.append(f"  the same pipeline in sluice: predicted {sp['over_loader']:.2f}x ({_rate(sp['predicted'])} "
-                       f"{sp['unit']}; report.spec, planned: report.to_dict()['sluice_spec']['spec'])")
+                       f"{sp['unit']}, not measured; report.spec, planned: report.to_dict()['sluice_spec']['spec'])")
         elif d["spec"] is not None:
             py = f"; Python steps: {', '.join(d['python_steps'])}" if d["python_steps"] else ""
             out.append(f"  the same pipeline in sluice ({len(d['spec']['ops'])} ops{py}): report.spec")
@@ -283,6 +412,7 @@ class Report:
         "spec" (the planned spec, runnable as written in this process)}; also kept in ``to_dict()["sluice_spec"]``."""
         p = self.pipeline()
         plan = p.optimize(seconds=seconds)
+        self._planned = p
         measured = self._d["measured"]["batches_per_s"]
         out = {"predicted": plan["predicted"], "baseline": plan["baseline"], "bound": plan["bound"],
                "unit": plan["unit"], "over_loader": plan["predicted"] / measured if measured > 0 else None,

@@ -14,7 +14,7 @@ from torch.utils.data import DataLoader as _DataLoader
 from torch.utils.data import IterableDataset as _IterableDataset
 
 from .common import DiagnoseError
-from .loader import _loader_args, _make_loader
+from .loader import _loader_args, _make_loader, _stop_workers
 from .machine import _busy_cpu_seconds, _proc_io, _proc_sched, _thread_sched
 from .record import _REC, _TimedCollate, _TracedIterable, _TracedMap, _timed_dataset_copy
 
@@ -124,25 +124,10 @@ class _Tracer:
     def close(self):
         """Stops the workers and the pin-memory thread and removes the trace directory (also after an error or
         Ctrl-C)."""
-        # The current iterator, and a persistent loader's own (kept between epochs, also when no epoch is running)
-        its = [self.it] + [getattr(self.traced, "_iterator", None)]
-        self.it = None
+        it, self.it = self.it, None
         try:
-            queues = []
-            for i, it in enumerate(its):
-                if it is not None and hasattr(it, "_shutdown_workers") and it not in its[:i]:
-                    queues += list(getattr(it, "_index_queues", None) or [])
-                    queues += [getattr(it, "_worker_result_queue", None)]
-                    it._shutdown_workers()
-            # The queues' feeder threads: the shutdown closes the queues without joining them (they end on their own,
-            # later on a busy machine); joined here, so that nothing of the diagnosis runs after it returns.
-            for q in queues:
-                t = getattr(q, "_thread", None)
-                if t is not None and t.is_alive():
-                    t.join(timeout=10)
+            _stop_workers(self.traced, it)
         finally:
-            if hasattr(self.traced, "_iterator"):
-                self.traced._iterator = None
             self._workers = self._read_workers()
             _shutil.rmtree(self.dir, ignore_errors=True)
             r = _REC.pop(self.dir, None)
