@@ -2,7 +2,7 @@
 (python_bench.py in a venv with the package) and the diagnosis of a DataLoader (torch_diagnose.py, issue 39)."""
 import json, os, subprocess
 
-from sections.base import DATA, TOP, fmt, log, measure, pct, run_cmd
+from sections.base import DATA, TOP, log, measure, run_cmd
 from sections.pipelines import with_data
 
 
