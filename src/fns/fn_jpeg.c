@@ -390,7 +390,8 @@ static int crop_decoded(const uint8_t *img, int64_t H, int64_t W, int c, const s
 
 /* ---- the functions ---- */
 typedef struct {
-  const char *comp, *output;
+  sl__alts comp; /* the component, or alternatives (a fused decode_image's "jpg;png;webp") */
+  const char *output;
   bool keep;
   bool any_format; /* decode_and_crop_jpeg: a PNG or WebP is decoded whole, then cropped (fused decode_image) */
   sl__jpeg_opts jo;
@@ -429,7 +430,7 @@ static int jpeg_init_common(void **state, const sl_args *a, bool crop) {
   int64_t ch, maxpx;
   const char *method;
   int rc;
-  if ((rc = sl__get_str(&s->comp, a, "component")) ||
+  if ((rc = sl__get_alts(&s->comp, a, "component")) ||
       (rc = sl__get_str(&s->output, a, "output")) || (rc = sl__get_bool(&s->keep, a, "keep")) ||
       (rc = sl__get_int(&ch, a, "channels")) || (rc = sl__get_bool(&s->jo.strict, a, "strict")) ||
       (rc = sl__get_int(&maxpx, a, "max_pixels")))
@@ -534,11 +535,11 @@ static int crop_init(void **state, const sl_args *a, void *payload) { return jpe
 
 static int jpeg_call_common(const jpeg_state *s, sl_elem *e, sl_fn_call *call, bool crop) {
   sl_comp *c;
-  int rc = sl__fn_component(e, call, s->comp, &c);
+  int rc = sl__fn_component_alt(e, call, &s->comp, &c);
   if (rc) return rc;
   if (c->dtype != SL_BYTES || c->rank != 0)
     return sl__err(SL_EINVAL, "%s: element %llu: '%s' is %s rank %d, expected one byte string (encoded JPEG)",
-                   call->op_path, (unsigned long long)call->index, s->comp, sl_dtype_name(c->dtype), c->rank);
+                   call->op_path, (unsigned long long)call->index, c->name, sl_dtype_name(c->dtype), c->rank);
   sl_rng rng;
   sl__jpeg_req req = {0};
   if (crop) {
@@ -591,11 +592,11 @@ static int jpeg_call_common(const jpeg_state *s, sl_elem *e, sl_fn_call *call, b
   char from[2200];
   if (rc)
     return sl__err_wrap(rc, "%s: element %llu%s ('%s', %zu bytes)", call->op_path, (unsigned long long)call->index,
-                        sl__fn_origin(e, from, sizeof from), s->comp, c->size);
+                        sl__fn_origin(e, from, sizeof from), c->name, c->size);
   rc = sl_elem_set_tensor(e, s->output, crop && s->px.normalize ? SL_FLOAT32 : SL_UINT8, 3, shape, buf, off, NULL);
   sl_buf_unref(buf);
   if (rc) return rc;
-  if (!s->keep && strcmp(s->comp, s->output)) sl_elem_remove(e, s->comp);
+  if (!s->keep) sl__fn_remove_alts(e, &s->comp, s->output);
   return 0;
 }
 static int decode_call(void *st, sl_elem *e, sl_fn_call *call) { return jpeg_call_common(st, e, call, false); }
@@ -603,7 +604,8 @@ static int crop_call(void *st, sl_elem *e, sl_fn_call *call) { return jpeg_call_
 
 /* ---- schemas ---- */
 #define JPEG_COMMON_ARGS                                                                                         \
-  {"component", SL__ARG_COMP, "image/encoded", 0, 0, 0, NULL, "the component holding the encoded JPEG"},              \
+  {"component", SL__ARG_COMP_ALT, "image/encoded", 0, 0, 0, NULL,                                                \
+   "the component holding the encoded JPEG, or alternatives (\"jpg;png\": the first the element has)"},            \
       {"output", SL__ARG_COMP, "image", 0, 0, 0, NULL, "the component the decoded image is written to"},              \
       {"keep", SL__ARG_BOOL, "false", 0, 0, 0, NULL, "keep the encoded bytes after decoding"},                        \
       {"channels", SL__ARG_INT, "3", SL__LOHI, 0, 3, NULL, "0 (as stored), 1 (grayscale) or 3 (RGB)"},              \
