@@ -452,6 +452,32 @@ static int resize_call(void *st, sl_elem *e, sl_fn_call *call) {
 }
 
 /* ---------------- center_crop ---------------- */
+static int64_t center_off(int64_t n, int64_t c) {
+  if (c > n) return -((c - n) / 2);
+  int64_t m = n - c, k = m / 2;
+  return (m & 1) && (k & 1) ? k + 1 : k; /* round(m / 2.0): a half goes to the even neighbour */
+}
+
+void sl__center_window(int64_t H, int64_t W, int64_t ch, int64_t cw, sl__win *out) {
+  *out = (sl__win){center_off(H, ch), center_off(W, cw), ch, cw};
+}
+
+void sl__copy_window(const uint8_t *src, int64_t H, int64_t W, size_t px, const sl__win *win, uint8_t *dst) {
+  size_t orow = (size_t)win->w * px;
+  int64_t x0 = win->x < 0 ? -win->x : 0, x1 = W - win->x < win->w ? W - win->x : win->w; /* columns inside */
+  for (int64_t y = 0; y < win->h; y++) {
+    uint8_t *d = dst + (size_t)y * orow;
+    int64_t sy = win->y + y;
+    if (sy < 0 || sy >= H || x1 <= x0) {
+      memset(d, 0, orow);
+      continue;
+    }
+    memset(d, 0, (size_t)x0 * px);
+    memcpy(d + (size_t)x0 * px, src + ((size_t)sy * (size_t)W + (size_t)(win->x + x0)) * px, (size_t)(x1 - x0) * px);
+    memset(d + (size_t)x1 * px, 0, (size_t)(win->w - x1) * px);
+  }
+}
+
 static int cc_init(void **state, const sl_args *a, void *payload) {
   img_state *s;
   int rc = img_state_new(&s, a, "image", "center_crop");
@@ -481,11 +507,18 @@ static int cc_call(void *st, sl_elem *e, sl_fn_call *call) {
     if (ch < 1) ch = 1;
     if (cw < 1) cw = 1;
   }
-  if (ch > h || cw > w)
-    return elem_err(call, SL_EINVAL, "crop window %lldx%lld outside the %lldx%lld image '%s' (HxW)", (long long)ch,
-                    (long long)cw, (long long)h, (long long)w, s->comp);
-  sl__win win = {(h - ch) / 2, (w - cw) / 2, ch, cw};
-  return crop_resize(e, s->output, img, c, &win, ch, cw, s->method);
+  sl__win win;
+  sl__center_window(h, w, ch, cw, &win);
+  if (ch <= h && cw <= w) return crop_resize(e, s->output, img, c, &win, ch, cw, s->method);
+  /* Smaller than the crop: padded with 0, as torchvision does */
+  sl_comp src;
+  comp_hold(&src, img);
+  int64_t shape[3] = {ch, cw, c};
+  void *data;
+  if (!(rc = sl_elem_new_tensor(e, s->output, src.dtype, src.rank, shape, &data)))
+    sl__copy_window(sl_comp_data(&src), h, w, (size_t)c * sl_dtype_size(src.dtype), &win, data);
+  comp_release(&src);
+  return rc;
 }
 
 /* ---------------- random_flip (horizontal; boxes follow) ---------------- */
@@ -984,8 +1017,10 @@ static const sl__arg CC_ARGS[] = {
     {"size", SL__ARG_NUMS, NULL, SL__LOHI, 2, 2, NULL, "the crop's [height, width] (or give fraction)"},
     {"fraction", SL__ARG_NUM, "0", SL__LOHI, 0, 1, NULL, "the crop's side as a fraction of the image's"},
     {NULL}};
-static const sl__fn_schema CC_SCHEMA = {"crops the central window of an image", CC_ARGS, IMG_READS, IMG_WRITES,
-                                        size_infer};
+static const sl__fn_schema CC_SCHEMA = {
+    "crops the central window of an image as torchvision's CenterCrop does: an odd margin puts round(margin / 2) "
+    "(halves to even) above or left; an image smaller than the crop is padded with 0 around it",
+    CC_ARGS, IMG_READS, IMG_WRITES, size_infer};
 static const sl__arg FLIP_ARGS[] = {
     IMG_IO_ARGS,
     IMG_METHOD_ARG,

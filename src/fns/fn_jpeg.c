@@ -76,6 +76,7 @@ typedef struct {
   sl__win win;
   int64_t th, tw;
   int rc;
+  bool pad; /* a center crop larger than the image: the window leaves it (padded with 0) */
 } jpeg_window;
 
 /* The window as `req` asks: a random crop, a given window, a center crop, a resize of the shorter side, or (req
@@ -103,12 +104,8 @@ static jpeg_window pick_window(const sl__jpeg_req *req, int64_t H, int64_t W, in
       if (wh < 1) wh = 1;
       if (ww < 1) ww = 1;
     }
-    if (wh > H || ww > W) {
-      r.rc = sl__err(SL_EINVAL, "crop window %lldx%lld outside the %lldx%lld image (HxW)", (long long)wh,
-                     (long long)ww, (long long)H, (long long)W);
-      return r;
-    }
-    *win = (sl__win){(H - wh) / 2, (W - ww) / 2, wh, ww};
+    sl__center_window(H, W, wh, ww, win);
+    r.pad = wh > H || ww > W;
     th = tw = 0;
   } else if (req && req->shorter > 0) {
     if (H <= W) th = req->shorter, tw = (int64_t)llround((double)W * (double)req->shorter / (double)H);
@@ -116,7 +113,7 @@ static jpeg_window pick_window(const sl__jpeg_req *req, int64_t H, int64_t W, in
     if (th < 1) th = 1;
     if (tw < 1) tw = 1;
   }
-  if (win->h <= 0 || win->w <= 0 || win->y < 0 || win->x < 0 || win->y + win->h > H || win->x + win->w > W)
+  if (!r.pad && (win->h <= 0 || win->w <= 0 || win->y < 0 || win->x < 0 || win->y + win->h > H || win->x + win->w > W))
     r.rc = sl__err(SL_EINVAL, "crop window [y=%lld, x=%lld, h=%lld, w=%lld] outside the %lldx%lld image (HxW)",
                    (long long)win->y, (long long)win->x, (long long)win->h, (long long)win->w, (long long)H,
                    (long long)W);
@@ -185,6 +182,9 @@ static int resize_window(const uint8_t *win0, int64_t ch, int64_t cw, size_t wst
   return rc;
 }
 
+static int decode_whole_then_crop(const uint8_t *data, size_t len, const sl__jpeg_opts *o, const sl__jpeg_req *req,
+                                  sl_buf **out, int64_t *oh, int64_t *ow, int64_t *oc);
+
 int sl__jpeg_decode(const uint8_t *data, size_t len, const sl__jpeg_opts *o, const sl__jpeg_req *req, sl_buf **out,
                     int64_t *oh, int64_t *ow, int64_t *oc) {
   *out = NULL;
@@ -221,6 +221,10 @@ int sl__jpeg_decode(const uint8_t *data, size_t len, const sl__jpeg_opts *o, con
   if (jw.rc) {
     code = jw.rc;
     longjmp(jerr.jb, 3);
+  }
+  if (jw.pad) { /* a center crop larger than the image: decoded whole, then padded as the unfused center_crop does */
+    jpeg_destroy_decompress(&ci);
+    return decode_whole_then_crop(data, len, o, req, out, oh, ow, oc);
   }
   const sl__win win = jw.win;
   const int64_t th = jw.th, tw = jw.tw;
@@ -369,7 +373,17 @@ static int crop_decoded(const uint8_t *img, int64_t H, int64_t W, int c, const s
     return sl__oom("decoded image");
   }
   uint8_t *obuf = (uint8_t *)sl_buf_data(buf) + ooff;
-  const uint8_t *src = img + (size_t)win.y * stride + (size_t)win.x * (size_t)c;
+  uint8_t *padded = NULL;
+  if (jw.pad) { /* the window with its zero border first, then the output pass over it */
+    if (!(padded = sl__malloc((size_t)win.h * (size_t)win.w * (size_t)c))) {
+      sl_buf_unref(buf);
+      sl__free(tail);
+      return sl__oom("decoded image");
+    }
+    sl__copy_window(img, H, W, (size_t)c, &win, padded);
+    stride = (size_t)win.w * (size_t)c;
+  }
+  const uint8_t *src = padded ? padded : img + (size_t)win.y * stride + (size_t)win.x * (size_t)c;
   int rc = 0;
   if (resize) rc = resize_window(src, win.h, win.w, stride, obuf, fh, fw, c, req, fast ? px : NULL, px, tail);
   else
@@ -378,6 +392,7 @@ static int crop_decoded(const uint8_t *img, int64_t H, int64_t W, int c, const s
       else memcpy(obuf + (size_t)y * orow, src + (size_t)y * stride, orow);
     }
   sl__free(tail);
+  sl__free(padded);
   if (rc) {
     sl_buf_unref(buf);
     return rc;
@@ -386,6 +401,18 @@ static int crop_decoded(const uint8_t *img, int64_t H, int64_t W, int c, const s
   *oh = fh;
   *ow = fw;
   return 0;
+}
+
+/* A JPEG decoded whole (its window leaves the image), then windowed and passed through req's output pass. */
+static int decode_whole_then_crop(const uint8_t *data, size_t len, const sl__jpeg_opts *o, const sl__jpeg_req *req,
+                                  sl_buf **out, int64_t *oh, int64_t *ow, int64_t *oc) {
+  sl_buf *full = NULL;
+  int64_t H, W, c;
+  int rc = sl__jpeg_decode(data, len, o, NULL, &full, &H, &W, &c);
+  if (!rc) rc = crop_decoded(sl_buf_data(full), H, W, (int)c, req, o->max_pixels, out, oh, ow);
+  if (!rc) *oc = c;
+  sl_buf_unref(full);
+  return rc;
 }
 
 /* ---- the functions ---- */

@@ -154,12 +154,32 @@ static void test_center_crop(void **st) {
   assert_int_equal(h, 15);
   assert_int_equal(w, 20);
   sl_elem_clear(&e);
-  /* Window outside the image. */
-  sl_elem_init(&e);
-  set_image(&e, "image", px, 30, 40, 3);
-  assert_int_equal(tf_run("center_crop", "{\"size\": [31, 20]}", &e, 0), SL_EINVAL);
-  tf_expect_msg("outside");
-  sl_elem_clear(&e);
+  /* As torchvision's CenterCrop: top = int(round((H - ch) / 2.0)), Python rounding halves to even (margins 3 -> 2,
+   * 5 -> 2, 7 -> 4, 1 -> 0); a crop larger than the image pads it with 0, half the excess (rounded down) above or
+   * left. Expected tops and lefts worked out by hand from torchvision 0.14's F.center_crop. */
+  static const struct {
+    int ch, cw, top, left;
+  } C[] = {{27, 35, 2, 2}, {23, 33, 4, 4}, {29, 39, 0, 0}, {33, 43, -1, -1}, {31, 20, 0, 10}, {10, 41, 10, 0},
+           {34, 47, -2, -3}};
+  for (size_t k = 0; k < sizeof C / sizeof C[0]; k++) {
+    sl_elem_init(&e);
+    set_image(&e, "image", px, 30, 40, 3);
+    char args[64];
+    snprintf(args, sizeof args, "{\"size\": [%d, %d]}", C[k].ch, C[k].cw);
+    assert_int_equal(tf_run("center_crop", args, &e, 0), 0);
+    o = tf_image(&e, "image", &h, &w, &c);
+    assert_int_equal(h, C[k].ch);
+    assert_int_equal(w, C[k].cw);
+    for (int y = 0; y < C[k].ch; y++)
+      for (int x = 0; x < C[k].cw; x++) {
+        int sy = y + C[k].top, sx = x + C[k].left;
+        for (int ci = 0; ci < 3; ci++) {
+          int want = sy < 0 || sy >= 30 || sx < 0 || sx >= 40 ? 0 : px[(sy * 40 + sx) * 3 + ci];
+          assert_int_equal(o[(y * C[k].cw + x) * 3 + ci], want);
+        }
+      }
+    sl_elem_clear(&e);
+  }
   tf_fn f;
   assert_int_equal(tf_open(&f, "center_crop", "{\"fraction\": 1.5}"), SL_EINVAL);
   free(px);
