@@ -108,10 +108,7 @@ static jpeg_window pick_window(const sl__jpeg_req *req, int64_t H, int64_t W, in
     r.pad = wh > H || ww > W;
     th = tw = 0;
   } else if (req && req->shorter > 0) {
-    if (H <= W) th = req->shorter, tw = (int64_t)llround((double)W * (double)req->shorter / (double)H);
-    else tw = req->shorter, th = (int64_t)llround((double)H * (double)req->shorter / (double)W);
-    if (th < 1) th = 1;
-    if (tw < 1) tw = 1;
+    sl__shorter_side(H, W, req->shorter, &th, &tw);
   }
   if (!r.pad && (win->h <= 0 || win->w <= 0 || win->y < 0 || win->x < 0 || win->y + win->h > H || win->x + win->w > W))
     r.rc = sl__err(SL_EINVAL, "crop window [y=%lld, x=%lld, h=%lld, w=%lld] outside the %lldx%lld image (HxW)",

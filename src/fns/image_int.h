@@ -13,6 +13,8 @@ typedef struct sl__win {
   int64_t y, x, h, w;
 } sl__win;
 
+/* resize's "shorter_side" output size for an h x w image (torchvision's Resize(int): the longer side truncated). */
+void sl__shorter_side(int64_t h, int64_t w, int64_t shorter, int64_t *oh, int64_t *ow);
 /* center_crop's ch x cw window of an H x W image, as torchvision's CenterCrop places it: top = int(round((H - ch) /
  * 2.0)) with Python's rounding (halves to even: an odd margin of 3 puts 2 rows above), left likewise; a crop larger
  * than the image starts half the excess (rounded down) above or left of it, the rest below or right (y or x < 0;
