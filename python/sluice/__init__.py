@@ -411,7 +411,7 @@ def _components(what, decl, fn, made):
     return out
 
 
-def register_fn(name, fn, args=None, random=False, filter=False, reads=None, makes=None):
+def register_fn(name, fn, args=None, random=False, filter=False, reads=None, makes=None, outputs=None):
     """Registers the Python function ``fn(element_dict, **args) -> element_dict`` as map function ``name``, usable
     in specs like any function (``{"op": "map", "fn": name, "args": {...}}``). With ``filter=True`` it is a
     predicate for ``filter`` (returns true to keep).
@@ -440,8 +440,10 @@ def register_fn(name, fn, args=None, random=False, filter=False, reads=None, mak
     (dtype one of uint8, int32, int64, float32, float64, bytes; shape a list of dims, None for one not known before
     running; both optional). A read of a component no earlier op makes is then a SpecError when the pipeline is
     built, naming the op with "did you mean"; the components it makes join the element (the others it is taken to
-    pass on), so that the ops after it are checked too. A function that returns without a component it declares it
-    makes ends the run with a SpecError. Without them the element after the function is not known before running."""
+    pass on), so that the ops after it are checked too: a typo in a later op's component is a SpecError before the
+    first element. ``outputs`` is another name for ``makes`` (give one). A function that returns without a component
+    it declares it makes ends the run with a SpecError. Without them the element after the function is not known
+    before running."""
     spec = None
     if args is not None:
         if not isinstance(args, dict):
@@ -455,6 +457,10 @@ def register_fn(name, fn, args=None, random=False, filter=False, reads=None, mak
             if "default" in decl and not _arg_fits(decl["type"], decl["default"]):
                 raise ValueError(f"register_fn: args[{k!r}]: the default {decl['default']!r} is not a {decl['type']}")
             spec[str(k)] = dict(decl)
+    if outputs is not None:
+        if makes is not None:
+            raise TypeError(f"register_fn({name!r}): give makes= or outputs= (the same declaration), not both")
+        makes = outputs
     declared = reads is not None or makes is not None
     reads = _components("reads", reads, name, False)
     if filter and makes:
