@@ -1,6 +1,7 @@
 # test_torch.py: sluice.torch.Dataset in a DataLoader (tensors sharing the engine's memory, epoch after epoch),
 # and per-rank shards from WORLD_SIZE/RANK that are disjoint and cover the dataset.
 import os
+import threading
 
 import pytest
 
@@ -106,8 +107,11 @@ def test_a_loader_that_batches_the_specs_batches_again_is_refused(kw, said):
         del e  # its traceback holds the loader's iterator
     finally:
         if hasattr(it, "_shutdown_workers"):
-            it._shutdown_workers()  # the worker and the queue threads, now
-        del it
+            it._shutdown_workers()  # the worker now; its queues' feeder threads end by themselves: waited for, so
+        del it                      # that the next test's count of threads is not one short
+        for t in threading.enumerate():
+            if t.name == "QueueFeederThread":
+                t.join(timeout=30)
     assert said in text and "batch_size=None" in text and "of the spec's batches of 4" in text
 
 
