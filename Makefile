@@ -9,7 +9,8 @@ ifeq ($(CI),true)
 endif
 
 # Packages needed to build and test (Chromium renders the HTML reports in tests/integration/report_render.sh).
-# The Python package's build and tests need Debian's python3-* (sluice.torch is tested, so python3-torch too).
+# The Python package's build and tests need Debian's python3-* (sluice.torch is tested, so python3-torch too;
+# python3-torchvision for tests/python/test_torchvision_exact.py, sluice's image functions against torchvision's).
 # Benchmark peers (torchvision, PIL) are separate. libacl1-dev and liblz4-dev: a static link against libsluice.a
 # (pkg-config --static, tests/integration/install.sh) names them through libarchive.
 DEB_PKGS := build-essential cmake pkg-config clang libclang-rt-14-dev \
@@ -17,7 +18,7 @@ DEB_PKGS := build-essential cmake pkg-config clang libclang-rt-14-dev \
   protobuf-c-compiler libprotobuf-c-dev libcmocka-dev libzstd-dev zlib1g-dev libisal-dev \
   libstb-dev libxxhash-dev libpq-dev libsqlite3-dev sqlite3 postgresql python3 chromium \
   python3-dev python3-numpy python3-setuptools python3-pip python3-venv python3-pytest python3-torch \
-  openmpi-bin libopenmpi-dev
+  python3-torchvision openmpi-bin libopenmpi-dev
 # SPDL's decoder loads FFmpeg's shared libraries (Debian's FFmpeg 5) at run time.
 DEB_BENCH := python3-torch python3-torchvision python3-pil python3-numpy hyperfine \
   libavutil57 libavcodec59 libavformat59 libavfilter8 libavdevice59 libswscale6 libswresample4
@@ -197,5 +198,5 @@ $(TORCH2_VENV)/.installed: tests/python/torch2-requirements.txt
 test-python-torch2: build $(TORCH2_VENV)/.installed
 	SLUICE_BUILD_DIR=$(abspath $(BUILD)) $(TORCH2_VENV)/bin/python -m pip install -q --no-build-isolation --no-deps ./python
 	cd tests/python && SLUICE_BUILD_DIR=$(abspath $(BUILD)) SLUICE_CLI=$(abspath $(BUILD))/sluice SLUICE_TORCH2_REQUIRED=1 \
-	  $(abspath $(TORCH2_VENV))/bin/python -m pytest -q -rs -p no:cacheprovider test_torch_v2.py \
+	  $(abspath $(TORCH2_VENV))/bin/python -m pytest -q -rs -p no:cacheprovider test_torch_v2.py test_torchvision_exact.py \
 	  test_state.py::test_torchdata_stateful_dataloader

@@ -144,9 +144,9 @@ SL_EXTERN bool sl_pipeline_caches_complete(const sl_pipeline *p);
  * function registered at run time may add). *out is freed with sl_free(). SL_EINVAL for a bad index. */
 SL_EXTERN int sl_pipeline_structure(char **out, const sl_pipeline *p, int i);
 /* Why op i skipped elements (a map's "on_error", a reader's "on_corrupt": "skip"), as JSON text: an array of
- * {"reason", "count", "first"}, one per distinct reason (the error message with its numbers written '#'; at most
- * 8, later ones counted under the reason "other"), "first" the first such message in full (op, element, file or
- * record where known). Over every run since creation; not zeroed by sl_pipeline_reset_stats. *out is freed with
+ * {"reason", "count", "first", "last"}, one per distinct reason (the key that groups them: the error message with its
+ * numbers written '#'; at most 8, later ones counted under the reason "other"), "first" and "last" the first and the
+ * latest such message verbatim (op, element, file, shard and key or record where known). Over every run since creation; not zeroed by sl_pipeline_reset_stats. *out is freed with
  * sl_free(). Safe while runs go on. SL_EINVAL for a bad index. */
 SL_EXTERN int sl_pipeline_op_skips(char **out, const sl_pipeline *p, int i);
 /* Zeroes every op's counters. */

@@ -43,19 +43,34 @@ static int npy_type(sl_dtype dt) {
   }
 }
 
+/* How a byte string arrives in Python. The names the engine makes (a file's path, a tar sample's key and its shard)
+ * are str, decoded as os.fsdecode does (UTF-8, undecodable bytes kept as surrogates, so the str opens the same
+ * file); WebDataset's text members (txt, text, transcript) are str decoded as webdataset decodes them (UTF-8,
+ * strict). Every other byte string is data (encoded images, records, lines of a file, a cls) and stays bytes. */
+enum { AS_BYTES, AS_PATH, AS_TEXT };
+static int string_kind(const char *name) {
+  if (!strcmp(name, "filename") || !strcmp(name, "__key__") || !strcmp(name, "__url__")) return AS_PATH;
+  if (!strcmp(name, "txt") || !strcmp(name, "text") || !strcmp(name, "transcript")) return AS_TEXT;
+  return AS_BYTES;
+}
+static PyObject *string_to_py(const void *d, size_t n, int kind) {
+  if (kind == AS_BYTES) return PyBytes_FromStringAndSize(d, (Py_ssize_t)n);
+  return PyUnicode_DecodeUTF8(d, (Py_ssize_t)n, kind == AS_PATH ? "surrogateescape" : "strict");
+}
+
 /* Strings of a rank >= 1 byte-string component as nested lists following its shape. */
-static PyObject *strings_to_list(const sl_comp *c, int dim, int64_t *i) {
+static PyObject *strings_to_list(const sl_comp *c, int dim, int64_t *i, int kind) {
   PyObject *l = PyList_New((Py_ssize_t)c->shape[dim]);
   if (!l) return NULL;
   for (int64_t k = 0; k < c->shape[dim]; k++) {
     PyObject *v;
     if (dim + 1 < c->rank) {
-      v = strings_to_list(c, dim + 1, i);
+      v = strings_to_list(c, dim + 1, i, kind);
     } else {
       const void *d;
       size_t n;
       int rc = sl_comp_string(&d, &n, c, (*i)++);
-      v = rc ? sl__py_raise_sl(sl__py_Error, rc) : PyBytes_FromStringAndSize(d, (Py_ssize_t)n);
+      v = rc ? sl__py_raise_sl(sl__py_Error, rc) : string_to_py(d, n, kind);
     }
     if (!v) {
       Py_DECREF(l);
@@ -70,9 +85,10 @@ static PyObject *strings_to_list(const sl_comp *c, int dim, int64_t *i) {
  * enough to live inline in the component are copied: there is no buffer to borrow). */
 static PyObject *comp_to_py(const sl_comp *c, bool readonly) {
   if (c->dtype == SL_BYTES) {
-    if (c->rank == 0) return PyBytes_FromStringAndSize(sl_comp_data(c), (Py_ssize_t)c->size);
+    int kind = string_kind(c->name);
+    if (c->rank == 0) return string_to_py(sl_comp_data(c), c->size, kind);
     int64_t i = 0;
-    return strings_to_list(c, 0, &i);
+    return strings_to_list(c, 0, &i, kind);
   }
   int t = npy_type(c->dtype);
   if (t < 0) return sl__py_raise_msg(sl__py_Error, SL_EINVAL, "component of an unknown dtype");
@@ -159,6 +175,13 @@ static int sl_dtype_of(int npy, sl_dtype *out) {
 int sl__py_to_comp(sl_elem *e, const char *name, PyObject *v) {
   if (PyBytes_Check(v))
     return sl_elem_set_bytes(e, name, NULL, 0, PyBytes_AS_STRING(v), (size_t)PyBytes_GET_SIZE(v));
+  if (PyUnicode_Check(v)) { /* a str (a path or key given back): its UTF-8, surrogates as the bytes they came from */
+    PyObject *b = PyUnicode_AsEncodedString(v, "utf-8", "surrogateescape");
+    if (!b) return SL_EINVAL;
+    int rc = sl_elem_set_bytes(e, name, NULL, 0, PyBytes_AS_STRING(b), (size_t)PyBytes_GET_SIZE(b));
+    Py_DECREF(b);
+    return rc;
+  }
   if (PyBool_Check(v) || PyLong_Check(v)) {
     long long x = PyLong_AsLongLong(v);
     if (x == -1 && PyErr_Occurred()) return SL_EINVAL;
@@ -166,7 +189,7 @@ int sl__py_to_comp(sl_elem *e, const char *name, PyObject *v) {
   }
   if (PyFloat_Check(v)) return sl_elem_set_f64(e, name, PyFloat_AS_DOUBLE(v));
   if (!PyArray_Check(v) && !PyArray_IsScalar(v, Generic)) {
-    PyErr_Format(PyExc_TypeError, "component '%s': cannot hold a %s (numpy arrays, bytes, int and float can)", name,
+    PyErr_Format(PyExc_TypeError, "component '%s': cannot hold a %s (numpy arrays, bytes, str, int and float can)", name,
                  Py_TYPE(v)->tp_name);
     return SL_EINVAL;
   }

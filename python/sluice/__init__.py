@@ -7,7 +7,8 @@
 A pipeline is built from a JSON spec (docs/spec.md): a path, a JSON string or a dict. Iterating yields one dict
 per element: numeric components as numpy arrays that borrow the engine's buffers (``arr.base`` is a
 ``sluice._sluice.Buf``; the array stays valid after the pipeline is gone), byte strings as ``bytes`` (rank 0) or
-lists of ``bytes``. The engine runs on its own threads with the GIL released; Ctrl-C cancels the run.
+lists of ``bytes``, except names (``filename``, ``__key__``, ``__url__``) and a tar's text members (``txt``), which
+are ``str`` (docs/python.md). The engine runs on its own threads with the GIL released; Ctrl-C cancels the run.
 See docs/python.md.
 """
 
@@ -15,6 +16,7 @@ import atexit as _atexit
 import json as _json
 import os as _os
 import re as _re
+import sys as _sys
 import warnings as _warnings
 
 from . import _sluice
@@ -69,6 +71,23 @@ _warnings.filterwarnings("always", category=SkipWarning, append=True)
 # The counters of stats() that add up over a run (the rest are levels or settings): a run's own are the difference.
 _RUN_SUMS = ("elements_out", "elements_in", "bytes_out", "cpu_seconds", "wall_seconds", "wait_seconds", "disk_bytes",
              "skipped", "errors_skipped")
+
+
+# Frames of these modules are ours or the loader's: a SkipWarning points at the first frame outside them, the
+# user's loop (over a Pipeline, a sluice.torch.Dataset or a DataLoader of one).
+_INNER = ("sluice", "torch.utils.data", "torchdata")
+
+
+def _inner(name):
+    return any(name == m or name.startswith(m + ".") for m in _INNER)
+
+
+def _caller_level():
+    """warnings.warn's stacklevel for the first frame outside _INNER, counted from the caller of this function."""
+    f, level = _sys._getframe(2), 2
+    while f is not None and _inner(f.f_globals.get("__name__", "")):
+        f, level = f.f_back, level + 1
+    return level
 
 
 class _Run:
@@ -138,10 +157,14 @@ class _Run:
                 if r["count"] > 0:
                     reasons.append(r)
             self.skipped[st["path"]] = {"count": st["skipped"], "errors": st["errors_skipped"], "reasons": reasons}
-            told = "; ".join(f'{r["count"]} x {r["first"] or r["reason"]}' for r in reasons[:3])
+            # each reason's latest message: this run's (its count grew in it), with this run's element index and
+            # the file or shard and key as they are
+            told = "; ".join(f'{r["count"]} x {r.get("last") or r["first"] or "(no message kept)"}'
+                             for r in reasons[:3])
             more = f"; and {len(reasons) - 3} more reasons" if len(reasons) > 3 else ""
             _warnings.warn(SkipWarning(f"{st['path']} ({st['op']} {st['label']}) skipped {st['skipped']} element(s) "
-                                       f"in run {self._epoch}: {told or 'no reason recorded'}{more}"), stacklevel=3)
+                                       f"in run {self._epoch}: {told or 'no reason recorded'}{more}"),
+                           stacklevel=_caller_level())
 
 
 # The online tuner's reasons (plan_tune.c) start with what it did, in the planner's terms; each gets a plain
@@ -388,7 +411,7 @@ def _components(what, decl, fn, made):
     return out
 
 
-def register_fn(name, fn, args=None, random=False, filter=False, reads=None, makes=None):
+def register_fn(name, fn, args=None, random=False, filter=False, reads=None, makes=None, outputs=None):
     """Registers the Python function ``fn(element_dict, **args) -> element_dict`` as map function ``name``, usable
     in specs like any function (``{"op": "map", "fn": name, "args": {...}}``). With ``filter=True`` it is a
     predicate for ``filter`` (returns true to keep).
@@ -417,8 +440,10 @@ def register_fn(name, fn, args=None, random=False, filter=False, reads=None, mak
     (dtype one of uint8, int32, int64, float32, float64, bytes; shape a list of dims, None for one not known before
     running; both optional). A read of a component no earlier op makes is then a SpecError when the pipeline is
     built, naming the op with "did you mean"; the components it makes join the element (the others it is taken to
-    pass on), so that the ops after it are checked too. A function that returns without a component it declares it
-    makes ends the run with a SpecError. Without them the element after the function is not known before running."""
+    pass on), so that the ops after it are checked too: a typo in a later op's component is a SpecError before the
+    first element. ``outputs`` is another name for ``makes`` (give one). A function that returns without a component
+    it declares it makes ends the run with a SpecError. Without them the element after the function is not known
+    before running."""
     spec = None
     if args is not None:
         if not isinstance(args, dict):
@@ -432,6 +457,10 @@ def register_fn(name, fn, args=None, random=False, filter=False, reads=None, mak
             if "default" in decl and not _arg_fits(decl["type"], decl["default"]):
                 raise ValueError(f"register_fn: args[{k!r}]: the default {decl['default']!r} is not a {decl['type']}")
             spec[str(k)] = dict(decl)
+    if outputs is not None:
+        if makes is not None:
+            raise TypeError(f"register_fn({name!r}): give makes= or outputs= (the same declaration), not both")
+        makes = outputs
     declared = reads is not None or makes is not None
     reads = _components("reads", reads, name, False)
     if filter and makes:

@@ -107,6 +107,17 @@ int sl__get_str_or(const char **out, const sl_args *a, const char *key, const ch
   return rc;
 }
 
+int sl__get_alts(sl__alts *out, const sl_args *a, const char *key) {
+  const sl__arg *e;
+  json_t *v, *own;
+  int rc = entry(&e, a, key);
+  if (rc || (rc = value_of(&v, &own, a, e, key))) return rc;
+  if (!v || (!json_is_string(v) && !json_is_array(v))) rc = bad(a, key, "a component name or a list of them", v);
+  else rc = sl__alts_from_json(out, v, a->path, key);
+  json_decref(own);
+  return rc;
+}
+
 int sl__get_nums(double *out, int *n, const sl_args *a, const char *key, int max) {
   const sl__arg *e;
   json_t *v, *own;

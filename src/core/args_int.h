@@ -41,6 +41,8 @@ int sl__get_bool(bool *out, const sl_args *a, const char *key);
 int sl__get_bool_or(bool *out, const sl_args *a, const char *key, bool computed);
 int sl__get_str(const char **out, const sl_args *a, const char *key);
 int sl__get_str_or(const char **out, const sl_args *a, const char *key, const char *computed);
+/* An SL__ARG_COMP_ALT arg: the component name or its alternatives, in order. */
+int sl__get_alts(sl__alts *out, const sl_args *a, const char *key);
 /* An array of at most `max` numbers (*n of them; 0 when absent without a default). */
 int sl__get_nums(double *out, int *n, const sl_args *a, const char *key, int max);
 /* An integer knob that also accepts "autotune" (sets *autotune; *out is then the default). An absent tunable knob is

@@ -112,6 +112,7 @@ const char *sl__arg_type_name(const sl__arg *a) {
   case SL__ARG_ARRAY: return "array";
   case SL__ARG_CHAIN: return "array of ops";
   case SL__ARG_SCALAR: return "number or string";
+  case SL__ARG_COMP_ALT: return "component name(s)";
   }
   return "?";
 }
@@ -246,6 +247,71 @@ static int check_items(const char *path, const sl__arg *a, json_t *v) {
   return 0;
 }
 
+/* A component name or its alternatives: every name non-empty, at most SL__ALTS_MAX of them. */
+static int check_alts(const char *path, const sl__arg *a, json_t *v) {
+  if (!json_is_string(v) && !json_is_array(v)) return wrong_type(path, a, v);
+  size_t n = json_is_array(v) ? json_array_size(v) : 1;
+  for (size_t i = 0; json_is_array(v) && i < n; i++)
+    if (!json_is_string(json_array_get(v, i)))
+      return sl__err(SL_EINVAL, "%s.%s[%zu]: expected a component name (a string), found %s", path, a->name, i,
+                     sl__json_type_name(json_array_get(v, i)));
+  for (size_t i = 0; i < n; i++) {
+    const char *t = json_string_value(json_is_array(v) ? json_array_get(v, i) : v);
+    size_t parts = 1;
+    for (const char *p = t;; p++) {
+      const char *e = strchr(p, ';');
+      if ((e ? e : p + strlen(p)) == p)
+        return sl__err(SL_EINVAL, "%s.%s: \"%s\": an empty component name (alternatives are \"jpg;png;webp\" or "
+                       "[\"jpg\", \"png\", \"webp\"])", path, a->name, t);
+      if (!e) break;
+      parts++;
+      p = e;
+    }
+    if (json_is_array(v) && parts > 1)
+      return sl__err(SL_EINVAL, "%s.%s[%zu]: \"%s\": give alternatives as \"a;b\" or as a list, not both", path,
+                     a->name, i, t);
+    if (!json_is_array(v)) n = parts;
+  }
+  if (n == 0 || n > SL__ALTS_MAX)
+    return sl__err(SL_EINVAL, "%s.%s: %zu component names (valid: 1 to %d alternatives)", path, a->name, n,
+                   SL__ALTS_MAX);
+  return 0;
+}
+
+int sl__alts_from_json(sl__alts *out, json_t *v, const char *path, const char *key) {
+  out->n = 0;
+  size_t used = 0, m = json_is_array(v) ? json_array_size(v) : 1;
+  for (size_t i = 0; i < m; i++) {
+    const char *t = json_string_value(json_is_array(v) ? json_array_get(v, i) : v);
+    size_t len = t ? strlen(t) : 0;
+    if (!t || used + len + 1 > sizeof out->text)
+      return sl__err(SL_EINVAL, "%s.%s: component names longer than %zu bytes in all", path, key, sizeof out->text - 1);
+    memcpy(out->text + used, t, len + 1);
+    for (char *p = out->text + used;;) { /* "a;b": split in place */
+      char *e = strchr(p, ';');
+      if (e) *e = 0;
+      if (out->n == SL__ALTS_MAX || !*p)
+        return sl__err(SL_EINVAL, "%s.%s: 1 to %d non-empty component names", path, key, SL__ALTS_MAX);
+      out->name[out->n++] = p;
+      if (!e) break;
+      p = e + 1;
+    }
+    used += len + 1;
+  }
+  return out->n ? 0 : sl__err(SL_EINVAL, "%s.%s: 1 to %d non-empty component names", path, key, SL__ALTS_MAX);
+}
+
+const char *sl__alts_text(const sl__alts *a, char *buf, size_t n) {
+  size_t k = 0;
+  buf[0] = 0;
+  for (int i = 0; i < a->n && k < n; i++) {
+    int w = snprintf(buf + k, n - k, "%s%s", i ? ";" : "", a->name[i]);
+    if (w < 0) break;
+    k += (size_t)w;
+  }
+  return buf;
+}
+
 static int check_value(const char *path, const sl__arg *a, json_t *v) {
   if (json_is_string(v) && (a->flags & SL__ARGF_TUNABLE) && !strcmp(json_string_value(v), "autotune")) return 0;
   if (json_is_string(v) && (a->flags & SL__ARGF_AUTO_STR) && !strcmp(json_string_value(v), "auto")) return 0;
@@ -282,6 +348,7 @@ static int check_value(const char *path, const sl__arg *a, json_t *v) {
     }
     return a->items ? check_items(path, a, v) : 0;
   case SL__ARG_SCALAR: return json_is_number(v) || json_is_string(v) ? 0 : wrong_type(path, a, v);
+  case SL__ARG_COMP_ALT: return check_alts(path, a, v);
   }
   return 0;
 }
@@ -323,7 +390,8 @@ static int check_obj(const sl__arg *schema, json_t *obj, const char *path, const
 json_t *sl__arg_default(const sl__arg *schema, const char *key) {
   const sl__arg *a = sl__arg_find(schema, key);
   if (!a || !a->def) return NULL;
-  if (a->type == SL__ARG_STR || a->type == SL__ARG_ENUM || a->type == SL__ARG_COMP) return json_string(a->def);
+  if (a->type == SL__ARG_STR || a->type == SL__ARG_ENUM || a->type == SL__ARG_COMP || a->type == SL__ARG_COMP_ALT)
+    return json_string(a->def);
   return json_loads(a->def, JSON_DECODE_ANY, NULL);
 }
 

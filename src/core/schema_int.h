@@ -23,7 +23,9 @@ typedef enum sl__arg_type {
   SL__ARG_OBJECT, /* an object, checked by its owner */
   SL__ARG_ARRAY,  /* an array, checked by its owner */
   SL__ARG_CHAIN,  /* a nested chain of ops (interleave's source) */
-  SL__ARG_SCALAR  /* a number or a string */
+  SL__ARG_SCALAR, /* a number or a string */
+  SL__ARG_COMP_ALT /* a component name, or alternatives: "jpg;png;webp" or ["jpg", "png", "webp"] (the first an
+                    * element has is read: WebDataset's to_tuple convention) */
 } sl__arg_type;
 
 enum {
@@ -50,6 +52,20 @@ typedef struct sl__arg {
   const struct sl__arg *items;
 } sl__arg;
 #define SL__LOHI (SL__ARGF_LO | SL__ARGF_HI)
+
+/* The names an SL__ARG_COMP_ALT value gives, in order ("jpg;png" or ["jpg", "png"]; the value was checked). The
+ * names point into `text` (a copy), so the struct may outlive the JSON. */
+#define SL__ALTS_MAX 8
+typedef struct sl__alts {
+  int n;
+  const char *name[SL__ALTS_MAX];
+  char text[1024];
+} sl__alts;
+/* Fills *out from value v (a string or an array of strings); SL_EINVAL naming `path`.`key` when the names do not fit
+ * `text` or are more than SL__ALTS_MAX. */
+int sl__alts_from_json(sl__alts *out, json_t *v, const char *path, const char *key);
+/* "jpg;png;webp": the names joined for a message (into buf, n bytes). */
+const char *sl__alts_text(const sl__alts *a, char *buf, size_t n);
 
 /* The entry of `name` in a NULL-name-terminated table, or NULL. */
 const sl__arg *sl__arg_find(const sl__arg *schema, const char *name);

@@ -83,7 +83,8 @@ static int orient_image(sl_buf **img, int64_t *h, int64_t *w, int64_t c, int o) 
 }
 
 typedef struct {
-  const char *comp, *output;
+  sl__alts comp; /* the component, or WebDataset-style alternatives ("jpg;png;webp"): the first present is read */
+  const char *output;
   bool keep, strict, orient;
   img_opts o;
 } dimg_state;
@@ -93,7 +94,7 @@ static int dimg_init(void **state, const sl_args *a, void *payload) {
   if (!s) return sl__oom("decode_image");
   int64_t ch;
   int rc;
-  if ((rc = sl__get_str(&s->comp, a, "component")) || (rc = sl__get_str(&s->output, a, "output")) ||
+  if ((rc = sl__get_alts(&s->comp, a, "component")) || (rc = sl__get_str(&s->output, a, "output")) ||
       (rc = sl__get_bool(&s->keep, a, "keep")) || (rc = sl__get_int(&ch, a, "channels")) ||
       (rc = sl__get_bool(&s->strict, a, "strict")) || (rc = sl__get_int(&s->o.max_pixels, a, "max_pixels")) ||
       (rc = sl__get_bool(&s->orient, a, "orient"))) {
@@ -112,12 +113,13 @@ static int dimg_init(void **state, const sl_args *a, void *payload) {
 static int dimg_call(void *st, sl_elem *e, sl_fn_call *call) {
   const dimg_state *s = st;
   sl_comp *c;
-  int rc = sl__fn_component(e, call, s->comp, &c);
+  int rc = sl__fn_component_alt(e, call, &s->comp, &c);
   if (rc) return rc;
   char from[2200];
+  const char *name = c->name;
   if (c->dtype != SL_BYTES || c->rank != 0)
     return sl__err(SL_EINVAL, "%s: element %llu%s: '%s' is %s rank %d, expected one byte string (an encoded image)",
-                   call->op_path, (unsigned long long)call->index, sl__fn_origin(e, from, sizeof from), s->comp,
+                   call->op_path, (unsigned long long)call->index, sl__fn_origin(e, from, sizeof from), name,
                    sl_dtype_name(c->dtype), c->rank);
   const uint8_t *d = sl_comp_data(c);
   sl_buf *buf = NULL;
@@ -136,11 +138,11 @@ static int dimg_call(void *st, sl_elem *e, sl_fn_call *call) {
   }
   if (rc)
     return sl__err_wrap(rc, "%s: element %llu%s ('%s', %zu bytes)", call->op_path, (unsigned long long)call->index,
-                        sl__fn_origin(e, from, sizeof from), s->comp, c->size);
+                        sl__fn_origin(e, from, sizeof from), name, c->size);
   rc = sl_elem_set_tensor(e, s->output, SL_UINT8, 3, shape, buf, 0, NULL);
   sl_buf_unref(buf);
   if (rc) return rc;
-  if (!s->keep && strcmp(s->comp, s->output)) sl_elem_remove(e, s->comp);
+  if (!s->keep) sl__fn_remove_alts(e, &s->comp, s->output); /* every alternative: samples keep one structure */
   return 0;
 }
 
@@ -228,17 +230,21 @@ static int pi_init(void **state, const sl_args *a, void *payload) {
   return 0;
 }
 
-/* ASCII decimal with an optional sign, surrounded by optional whitespace (webdataset's "cls" files end in a
- * newline); false when anything else is there or the value leaves int64. */
+/* Python's int(bytes), which webdataset's decoders call on a "cls" (and "cls2", "index", "inx", "id"): ASCII
+ * whitespace around (space, \t \n \v \f \r: "cls" files end in a newline), an optional sign, decimal digits with
+ * single underscores between them ("1_000"), leading zeros allowed. False for anything else (webdataset's int()
+ * raises there) or a value outside int64. */
+static bool ws(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
 static bool parse_decimal(const char *p, size_t n, int64_t *out) {
   size_t i = 0, e = n;
-  while (i < e && (p[i] == ' ' || p[i] == '\t' || p[i] == '\n' || p[i] == '\r')) i++;
-  while (e > i && (p[e - 1] == ' ' || p[e - 1] == '\t' || p[e - 1] == '\n' || p[e - 1] == '\r')) e--;
+  while (i < e && ws(p[i])) i++;
+  while (e > i && ws(p[e - 1])) e--;
   bool neg = i < e && p[i] == '-';
   if (i < e && (p[i] == '-' || p[i] == '+')) i++;
-  if (i == e) return false;
+  if (i == e || p[i] == '_' || p[e - 1] == '_') return false;
   uint64_t v = 0, lim = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
   for (; i < e; i++) {
+    if (p[i] == '_' && p[i + 1] != '_') continue; /* between digits: the ends were checked */
     if (p[i] < '0' || p[i] > '9') return false;
     unsigned d = (unsigned)(p[i] - '0');
     if (v > (lim - d) / 10) return false;
@@ -265,9 +271,13 @@ static int pi_call(void *st, sl_elem *e, sl_fn_call *call) {
 
 /* ---- schemas ---- */
 static const sl__arg DIMG_ARGS[] = {
-    {"component", SL__ARG_COMP, "image/encoded", 0, 0, 0, NULL, "the component holding the encoded image"},
+    {"component", SL__ARG_COMP_ALT, "image/encoded", 0, 0, 0, NULL,
+     "the component holding the encoded image, or alternatives as WebDataset's to_tuple takes them (\"jpg;png;webp\" "
+     "or [\"jpg\", \"png\", \"webp\"]): the first the element has is decoded; a sample with none is a data error "
+     "naming its shard and key (\"on_error\": \"skip\" drops it)"},
     {"output", SL__ARG_COMP, "image", 0, 0, 0, NULL, "the component the decoded image is written to"},
-    {"keep", SL__ARG_BOOL, "false", 0, 0, 0, NULL, "keep the encoded bytes after decoding"},
+    {"keep", SL__ARG_BOOL, "false", 0, 0, 0, NULL,
+     "keep the encoded bytes after decoding (false: the component, and every alternative the element has, goes)"},
     {"channels", SL__ARG_INT, "3", SL__LOHI, 0, 4, NULL,
      "0 (as stored: 1 gray, 3 colour, 4 with alpha), 1 (grayscale), 3 (RGB, alpha dropped) or 4 (RGBA)"},
     {"strict", SL__ARG_BOOL, "true", 0, 0, 0, NULL, "JPEG: fail on corrupt data (false: decode what can be decoded)"},
@@ -309,7 +319,9 @@ static const sl__arg PI_ARGS[] = {
     {NULL}};
 static const sl__fn_io PI_READS[] = {{"component", NULL, NULL, SL_BYTES, 0, 0}, {NULL}};
 static const sl__fn_io PI_WRITES[] = {{"output", NULL, "component", SL_INT64, 0, 0}, {NULL}};
-static const sl__fn_schema PI_SCHEMA = {"turns an ASCII decimal byte string (a WebDataset \"cls\") into an int64 scalar",
+static const sl__fn_schema PI_SCHEMA = {"turns an ASCII decimal byte string (a WebDataset \"cls\") into an int64 scalar, as webdataset's decoder "
+                                        "does (Python's int(): whitespace around, a sign, underscores between digits); "
+                                        "anything else is a data error naming the element and where it came from",
                                         PI_ARGS, PI_READS, PI_WRITES, NULL};
 
 const sl__fn_entry sl__fns_codec[] = {

@@ -263,6 +263,7 @@ typedef struct {
   const char *comp, *output;
   int method;
   int64_t h, w, shorter;
+  bool antialias; /* resize: false samples 2x2 pixels as torch's interpolate(antialias=False) */
   double fraction;
   double scale[2], ratio[2];
   double prob;
@@ -413,11 +414,91 @@ static int rrc_call(void *st, sl_elem *e, sl_fn_call *call) {
 }
 
 /* ---------------- resize ---------------- */
+void sl__shorter_side(int64_t h, int64_t w, int64_t shorter, int64_t *oh, int64_t *ow) {
+  /* torchvision's Resize(int): the long side is int(shorter * long / short), truncated (an integer division gives
+   * the same: the quotient of small integers is never within a double's rounding of the next integer) */
+  if (h <= w) *oh = shorter, *ow = w * shorter / h;
+  else *ow = shorter, *oh = h * shorter / w;
+  if (*oh < 1) *oh = 1;
+  if (*ow < 1) *ow = 1;
+}
+
+/* torch's bilinear interpolate with antialias=False (align_corners=False), which torchvision's Resize of a tensor
+ * with antialias=False calls: output pixel i takes source coordinate (i + 0.5) * in / out - 0.5 (0 below 0) and
+ * mixes the two pixels around it, rows after columns, in float as torch computes it; a uint8 image is rounded as
+ * torchvision rounds the float result (halves to even). Each output reads 2x2 pixels, so a large downscale aliases
+ * (that is what antialias=False asks for). */
+typedef struct {
+  int64_t i0, i1;
+  float l0, l1;
+} lin_tap;
+static void lin_taps(lin_tap *t, int64_t in, int64_t out) {
+  float scale = (float)in / (float)out;
+  for (int64_t i = 0; i < out; i++) {
+    float src = scale * ((float)i + 0.5f) - 0.5f;
+    if (src < 0) src = 0;
+    t[i].i0 = (int64_t)src;
+    t[i].i1 = t[i].i0 + (t[i].i0 < in - 1 ? 1 : 0);
+    float l1 = src - (float)t[i].i0;
+    t[i].l1 = l1 < 0 ? 0 : l1 > 1 ? 1 : l1;
+    t[i].l0 = 1.0f - t[i].l1;
+  }
+}
+static int resize_plain(sl_elem *e, const char *out, const sl_comp *img, int64_t c, int64_t dh, int64_t dw) {
+  int64_t h = img->shape[0], w = img->shape[1];
+  int rc = dims_ok(h, w, dh, dw, (size_t)w * (size_t)c * sl_dtype_size(img->dtype), (size_t)c * sl_dtype_size(img->dtype));
+  if (rc) return rc;
+  lin_tap *ty = sl__malloc(sizeof *ty * (size_t)dh), *tx = sl__malloc(sizeof *tx * (size_t)dw);
+  if (!ty || !tx) {
+    sl__free(ty), sl__free(tx);
+    return sl__oom("resize taps");
+  }
+  lin_taps(ty, h, dh);
+  lin_taps(tx, w, dw);
+  sl_comp src;
+  comp_hold(&src, img);
+  int64_t shape[3] = {dh, dw, c};
+  void *data;
+  if (!(rc = sl_elem_new_tensor(e, out, src.dtype, src.rank, shape, &data))) {
+    bool u8 = src.dtype == SL_UINT8;
+    const uint8_t *s8 = sl_comp_data(&src);
+    const float *sf = sl_comp_data(&src);
+    for (int64_t y = 0; y < dh; y++)
+      for (int64_t x = 0; x < dw; x++)
+        for (int64_t k = 0; k < c; k++) {
+          size_t a = ((size_t)ty[y].i0 * (size_t)w + (size_t)tx[x].i0) * (size_t)c + (size_t)k,
+                 b = ((size_t)ty[y].i0 * (size_t)w + (size_t)tx[x].i1) * (size_t)c + (size_t)k,
+                 d = ((size_t)ty[y].i1 * (size_t)w + (size_t)tx[x].i0) * (size_t)c + (size_t)k,
+                 f = ((size_t)ty[y].i1 * (size_t)w + (size_t)tx[x].i1) * (size_t)c + (size_t)k;
+          float t0 = u8 ? (float)s8[a] * tx[x].l0 + (float)s8[b] * tx[x].l1 : sf[a] * tx[x].l0 + sf[b] * tx[x].l1;
+          float t1 = u8 ? (float)s8[d] * tx[x].l0 + (float)s8[f] * tx[x].l1 : sf[d] * tx[x].l0 + sf[f] * tx[x].l1;
+          float v = t0 * ty[y].l0 + t1 * ty[y].l1;
+          size_t o = ((size_t)y * (size_t)dw + (size_t)x) * (size_t)c + (size_t)k;
+          if (u8) {
+            float r = nearbyintf(v);
+            ((uint8_t *)data)[o] = (uint8_t)(r < 0 ? 0 : r > 255 ? 255 : r);
+          } else {
+            ((float *)data)[o] = v;
+          }
+        }
+  }
+  comp_release(&src);
+  sl__free(ty), sl__free(tx);
+  return rc;
+}
+
 static int resize_init(void **state, const sl_args *a, void *payload) {
   img_state *s;
   int rc = img_state_new(&s, a, "image", "resize");
   if (rc) return rc;
-  if ((rc = read_size(a, s, false)) || (rc = sl__get_int(&s->shorter, a, "shorter_side"))) goto fail;
+  if ((rc = read_size(a, s, false)) || (rc = sl__get_int(&s->shorter, a, "shorter_side")) ||
+      (rc = sl__get_bool(&s->antialias, a, "antialias")))
+    goto fail;
+  if (!s->antialias && s->method != SL__RESIZE_BILINEAR) {
+    rc = sl__err(SL_EINVAL, "%s.antialias: false is for method \"bilinear\" (torch's interpolate without "
+                 "antialiasing)", sl_args_path(a));
+    goto fail;
+  }
   if ((s->h > 0) == (s->shorter > 0)) {
     rc = sl__err(SL_EINVAL, "%s: give exactly one of \"size\" ([height, width]) and \"shorter_side\" (> 0)",
                  sl_args_path(a));
@@ -440,18 +521,40 @@ static int resize_call(void *st, sl_elem *e, sl_fn_call *call) {
   int rc = get_image(s, e, call, &img, &h, &w, &c);
   if (rc) return rc;
   int64_t dh = s->h, dw = s->w;
-  if (s->shorter) {
-    if (h <= w) dh = s->shorter, dw = (int64_t)llround((double)w * (double)s->shorter / (double)h);
-    else dw = s->shorter, dh = (int64_t)llround((double)h * (double)s->shorter / (double)w);
-    if (dh < 1) dh = 1;
-    if (dw < 1) dw = 1;
-  }
+  if (s->shorter) sl__shorter_side(h, w, s->shorter, &dh, &dw);
   sl__win all = {0, 0, h, w};
-  rc = crop_resize(e, s->output, img, c, &all, dh, dw, s->method);
+  if (!s->antialias) rc = resize_plain(e, s->output, img, c, dh, dw);
+  else rc = crop_resize(e, s->output, img, c, &all, dh, dw, s->method);
   return rc ? sl__err_wrap(rc, "%s: element %llu", call->op_path, (unsigned long long)call->index) : 0;
 }
 
 /* ---------------- center_crop ---------------- */
+static int64_t center_off(int64_t n, int64_t c) {
+  if (c > n) return -((c - n) / 2);
+  int64_t m = n - c, k = m / 2;
+  return (m & 1) && (k & 1) ? k + 1 : k; /* round(m / 2.0): a half goes to the even neighbour */
+}
+
+void sl__center_window(int64_t H, int64_t W, int64_t ch, int64_t cw, sl__win *out) {
+  *out = (sl__win){center_off(H, ch), center_off(W, cw), ch, cw};
+}
+
+void sl__copy_window(const uint8_t *src, int64_t H, int64_t W, size_t px, const sl__win *win, uint8_t *dst) {
+  size_t orow = (size_t)win->w * px;
+  int64_t x0 = win->x < 0 ? -win->x : 0, x1 = W - win->x < win->w ? W - win->x : win->w; /* columns inside */
+  for (int64_t y = 0; y < win->h; y++) {
+    uint8_t *d = dst + (size_t)y * orow;
+    int64_t sy = win->y + y;
+    if (sy < 0 || sy >= H || x1 <= x0) {
+      memset(d, 0, orow);
+      continue;
+    }
+    memset(d, 0, (size_t)x0 * px);
+    memcpy(d + (size_t)x0 * px, src + ((size_t)sy * (size_t)W + (size_t)(win->x + x0)) * px, (size_t)(x1 - x0) * px);
+    memset(d + (size_t)x1 * px, 0, (size_t)(win->w - x1) * px);
+  }
+}
+
 static int cc_init(void **state, const sl_args *a, void *payload) {
   img_state *s;
   int rc = img_state_new(&s, a, "image", "center_crop");
@@ -481,11 +584,18 @@ static int cc_call(void *st, sl_elem *e, sl_fn_call *call) {
     if (ch < 1) ch = 1;
     if (cw < 1) cw = 1;
   }
-  if (ch > h || cw > w)
-    return elem_err(call, SL_EINVAL, "crop window %lldx%lld outside the %lldx%lld image '%s' (HxW)", (long long)ch,
-                    (long long)cw, (long long)h, (long long)w, s->comp);
-  sl__win win = {(h - ch) / 2, (w - cw) / 2, ch, cw};
-  return crop_resize(e, s->output, img, c, &win, ch, cw, s->method);
+  sl__win win;
+  sl__center_window(h, w, ch, cw, &win);
+  if (ch <= h && cw <= w) return crop_resize(e, s->output, img, c, &win, ch, cw, s->method);
+  /* Smaller than the crop: padded with 0, as torchvision does */
+  sl_comp src;
+  comp_hold(&src, img);
+  int64_t shape[3] = {ch, cw, c};
+  void *data;
+  if (!(rc = sl_elem_new_tensor(e, s->output, src.dtype, src.rank, shape, &data)))
+    sl__copy_window(sl_comp_data(&src), h, w, (size_t)c * sl_dtype_size(src.dtype), &win, data);
+  comp_release(&src);
+  return rc;
 }
 
 /* ---------------- random_flip (horizontal; boxes follow) ---------------- */
@@ -974,7 +1084,13 @@ static const sl__arg RESIZE_ARGS[] = {
     IMG_IO_ARGS,
     IMG_METHOD_ARG,
     {"size", SL__ARG_NUMS, NULL, SL__LOHI, 2, 2, NULL, "the output [height, width] (or give shorter_side)"},
-    {"shorter_side", SL__ARG_INT, "0", SL__LOHI, 0, 65535, NULL, "scale so the shorter side has this length"},
+    {"shorter_side", SL__ARG_INT, "0", SL__LOHI, 0, 65535, NULL,
+     "scale so the shorter side has this length; the longer becomes int(shorter_side * longer / shorter), truncated, "
+     "as torchvision's Resize(int) makes it"},
+    {"antialias", SL__ARG_BOOL, "true", 0, 0, 0, NULL,
+     "false (method bilinear only): each output pixel mixes the 2x2 source pixels around its centre, as torch's "
+     "interpolate(antialias=False) and torchvision's Resize of a tensor with antialias=False do (a large downscale "
+     "aliases)"},
     {NULL}};
 static const sl__fn_schema RESIZE_SCHEMA = {"resizes an image to a size, or its shorter side to a length",
                                             RESIZE_ARGS, IMG_READS, IMG_WRITES, size_infer};
@@ -984,8 +1100,10 @@ static const sl__arg CC_ARGS[] = {
     {"size", SL__ARG_NUMS, NULL, SL__LOHI, 2, 2, NULL, "the crop's [height, width] (or give fraction)"},
     {"fraction", SL__ARG_NUM, "0", SL__LOHI, 0, 1, NULL, "the crop's side as a fraction of the image's"},
     {NULL}};
-static const sl__fn_schema CC_SCHEMA = {"crops the central window of an image", CC_ARGS, IMG_READS, IMG_WRITES,
-                                        size_infer};
+static const sl__fn_schema CC_SCHEMA = {
+    "crops the central window of an image as torchvision's CenterCrop does: an odd margin puts round(margin / 2) "
+    "(halves to even) above or left; an image smaller than the crop is padded with 0 around it",
+    CC_ARGS, IMG_READS, IMG_WRITES, size_infer};
 static const sl__arg FLIP_ARGS[] = {
     IMG_IO_ARGS,
     IMG_METHOD_ARG,

@@ -76,6 +76,7 @@ typedef struct {
   sl__win win;
   int64_t th, tw;
   int rc;
+  bool pad; /* a center crop larger than the image: the window leaves it (padded with 0) */
 } jpeg_window;
 
 /* The window as `req` asks: a random crop, a given window, a center crop, a resize of the shorter side, or (req
@@ -103,20 +104,13 @@ static jpeg_window pick_window(const sl__jpeg_req *req, int64_t H, int64_t W, in
       if (wh < 1) wh = 1;
       if (ww < 1) ww = 1;
     }
-    if (wh > H || ww > W) {
-      r.rc = sl__err(SL_EINVAL, "crop window %lldx%lld outside the %lldx%lld image (HxW)", (long long)wh,
-                     (long long)ww, (long long)H, (long long)W);
-      return r;
-    }
-    *win = (sl__win){(H - wh) / 2, (W - ww) / 2, wh, ww};
+    sl__center_window(H, W, wh, ww, win);
+    r.pad = wh > H || ww > W;
     th = tw = 0;
   } else if (req && req->shorter > 0) {
-    if (H <= W) th = req->shorter, tw = (int64_t)llround((double)W * (double)req->shorter / (double)H);
-    else tw = req->shorter, th = (int64_t)llround((double)H * (double)req->shorter / (double)W);
-    if (th < 1) th = 1;
-    if (tw < 1) tw = 1;
+    sl__shorter_side(H, W, req->shorter, &th, &tw);
   }
-  if (win->h <= 0 || win->w <= 0 || win->y < 0 || win->x < 0 || win->y + win->h > H || win->x + win->w > W)
+  if (!r.pad && (win->h <= 0 || win->w <= 0 || win->y < 0 || win->x < 0 || win->y + win->h > H || win->x + win->w > W))
     r.rc = sl__err(SL_EINVAL, "crop window [y=%lld, x=%lld, h=%lld, w=%lld] outside the %lldx%lld image (HxW)",
                    (long long)win->y, (long long)win->x, (long long)win->h, (long long)win->w, (long long)H,
                    (long long)W);
@@ -185,6 +179,9 @@ static int resize_window(const uint8_t *win0, int64_t ch, int64_t cw, size_t wst
   return rc;
 }
 
+static int decode_whole_then_crop(const uint8_t *data, size_t len, const sl__jpeg_opts *o, const sl__jpeg_req *req,
+                                  sl_buf **out, int64_t *oh, int64_t *ow, int64_t *oc);
+
 int sl__jpeg_decode(const uint8_t *data, size_t len, const sl__jpeg_opts *o, const sl__jpeg_req *req, sl_buf **out,
                     int64_t *oh, int64_t *ow, int64_t *oc) {
   *out = NULL;
@@ -221,6 +218,10 @@ int sl__jpeg_decode(const uint8_t *data, size_t len, const sl__jpeg_opts *o, con
   if (jw.rc) {
     code = jw.rc;
     longjmp(jerr.jb, 3);
+  }
+  if (jw.pad) { /* a center crop larger than the image: decoded whole, then padded as the unfused center_crop does */
+    jpeg_destroy_decompress(&ci);
+    return decode_whole_then_crop(data, len, o, req, out, oh, ow, oc);
   }
   const sl__win win = jw.win;
   const int64_t th = jw.th, tw = jw.tw;
@@ -369,7 +370,17 @@ static int crop_decoded(const uint8_t *img, int64_t H, int64_t W, int c, const s
     return sl__oom("decoded image");
   }
   uint8_t *obuf = (uint8_t *)sl_buf_data(buf) + ooff;
-  const uint8_t *src = img + (size_t)win.y * stride + (size_t)win.x * (size_t)c;
+  uint8_t *padded = NULL;
+  if (jw.pad) { /* the window with its zero border first, then the output pass over it */
+    if (!(padded = sl__malloc((size_t)win.h * (size_t)win.w * (size_t)c))) {
+      sl_buf_unref(buf);
+      sl__free(tail);
+      return sl__oom("decoded image");
+    }
+    sl__copy_window(img, H, W, (size_t)c, &win, padded);
+    stride = (size_t)win.w * (size_t)c;
+  }
+  const uint8_t *src = padded ? padded : img + (size_t)win.y * stride + (size_t)win.x * (size_t)c;
   int rc = 0;
   if (resize) rc = resize_window(src, win.h, win.w, stride, obuf, fh, fw, c, req, fast ? px : NULL, px, tail);
   else
@@ -378,6 +389,7 @@ static int crop_decoded(const uint8_t *img, int64_t H, int64_t W, int c, const s
       else memcpy(obuf + (size_t)y * orow, src + (size_t)y * stride, orow);
     }
   sl__free(tail);
+  sl__free(padded);
   if (rc) {
     sl_buf_unref(buf);
     return rc;
@@ -388,9 +400,22 @@ static int crop_decoded(const uint8_t *img, int64_t H, int64_t W, int c, const s
   return 0;
 }
 
+/* A JPEG decoded whole (its window leaves the image), then windowed and passed through req's output pass. */
+static int decode_whole_then_crop(const uint8_t *data, size_t len, const sl__jpeg_opts *o, const sl__jpeg_req *req,
+                                  sl_buf **out, int64_t *oh, int64_t *ow, int64_t *oc) {
+  sl_buf *full = NULL;
+  int64_t H, W, c;
+  int rc = sl__jpeg_decode(data, len, o, NULL, &full, &H, &W, &c);
+  if (!rc) rc = crop_decoded(sl_buf_data(full), H, W, (int)c, req, o->max_pixels, out, oh, ow);
+  if (!rc) *oc = c;
+  sl_buf_unref(full);
+  return rc;
+}
+
 /* ---- the functions ---- */
 typedef struct {
-  const char *comp, *output;
+  sl__alts comp; /* the component, or alternatives (a fused decode_image's "jpg;png;webp") */
+  const char *output;
   bool keep;
   bool any_format; /* decode_and_crop_jpeg: a PNG or WebP is decoded whole, then cropped (fused decode_image) */
   sl__jpeg_opts jo;
@@ -429,7 +454,7 @@ static int jpeg_init_common(void **state, const sl_args *a, bool crop) {
   int64_t ch, maxpx;
   const char *method;
   int rc;
-  if ((rc = sl__get_str(&s->comp, a, "component")) ||
+  if ((rc = sl__get_alts(&s->comp, a, "component")) ||
       (rc = sl__get_str(&s->output, a, "output")) || (rc = sl__get_bool(&s->keep, a, "keep")) ||
       (rc = sl__get_int(&ch, a, "channels")) || (rc = sl__get_bool(&s->jo.strict, a, "strict")) ||
       (rc = sl__get_int(&maxpx, a, "max_pixels")))
@@ -534,11 +559,11 @@ static int crop_init(void **state, const sl_args *a, void *payload) { return jpe
 
 static int jpeg_call_common(const jpeg_state *s, sl_elem *e, sl_fn_call *call, bool crop) {
   sl_comp *c;
-  int rc = sl__fn_component(e, call, s->comp, &c);
+  int rc = sl__fn_component_alt(e, call, &s->comp, &c);
   if (rc) return rc;
   if (c->dtype != SL_BYTES || c->rank != 0)
     return sl__err(SL_EINVAL, "%s: element %llu: '%s' is %s rank %d, expected one byte string (encoded JPEG)",
-                   call->op_path, (unsigned long long)call->index, s->comp, sl_dtype_name(c->dtype), c->rank);
+                   call->op_path, (unsigned long long)call->index, c->name, sl_dtype_name(c->dtype), c->rank);
   sl_rng rng;
   sl__jpeg_req req = {0};
   if (crop) {
@@ -591,11 +616,11 @@ static int jpeg_call_common(const jpeg_state *s, sl_elem *e, sl_fn_call *call, b
   char from[2200];
   if (rc)
     return sl__err_wrap(rc, "%s: element %llu%s ('%s', %zu bytes)", call->op_path, (unsigned long long)call->index,
-                        sl__fn_origin(e, from, sizeof from), s->comp, c->size);
+                        sl__fn_origin(e, from, sizeof from), c->name, c->size);
   rc = sl_elem_set_tensor(e, s->output, crop && s->px.normalize ? SL_FLOAT32 : SL_UINT8, 3, shape, buf, off, NULL);
   sl_buf_unref(buf);
   if (rc) return rc;
-  if (!s->keep && strcmp(s->comp, s->output)) sl_elem_remove(e, s->comp);
+  if (!s->keep) sl__fn_remove_alts(e, &s->comp, s->output);
   return 0;
 }
 static int decode_call(void *st, sl_elem *e, sl_fn_call *call) { return jpeg_call_common(st, e, call, false); }
@@ -603,7 +628,8 @@ static int crop_call(void *st, sl_elem *e, sl_fn_call *call) { return jpeg_call_
 
 /* ---- schemas ---- */
 #define JPEG_COMMON_ARGS                                                                                         \
-  {"component", SL__ARG_COMP, "image/encoded", 0, 0, 0, NULL, "the component holding the encoded JPEG"},              \
+  {"component", SL__ARG_COMP_ALT, "image/encoded", 0, 0, 0, NULL,                                                \
+   "the component holding the encoded JPEG, or alternatives (\"jpg;png\": the first the element has)"},            \
       {"output", SL__ARG_COMP, "image", 0, 0, 0, NULL, "the component the decoded image is written to"},              \
       {"keep", SL__ARG_BOOL, "false", 0, 0, 0, NULL, "keep the encoded bytes after decoding"},                        \
       {"channels", SL__ARG_INT, "3", SL__LOHI, 0, 3, NULL, "0 (as stored), 1 (grayscale) or 3 (RGB)"},              \

@@ -38,8 +38,10 @@ static int missing(const sl__struct *s, const char *who, const char *arg, const 
   sl__str have = {0};
   int rc = sl__struct_names(&have, s);
   if (rc) return rc;
-  rc = sl__err(SL_EINVAL, "%s: reads component '%s'%s%s%s, which no earlier op makes (the element has: %s)%s", who,
-               name, arg ? " (" : "", arg ? arg : "", arg ? ")" : "", have.s, nb);
+  bool alts = strchr(name, ';') != NULL;
+  rc = sl__err(SL_EINVAL, "%s: reads %s '%s'%s%s%s, which no earlier op makes (the element has: %s)%s", who,
+               alts ? "one of the components" : "component", name, arg ? " (" : "", arg ? arg : "", arg ? ")" : "",
+               have.s, nb);
   sl__str_dispose(&have);
   return rc;
 }
@@ -87,9 +89,35 @@ int sl__fn_infer(sl__struct *s, const sl__fn_schema *sc, json_t *args, const cha
   bool have_first = false;
   json_t *keepv = json_object_get(args, "keep");
   bool keep = json_is_true(keepv);
-  const char *consumed[8];
+  const char *consumed[8 + SL__ALTS_MAX];
   int nconsumed = 0;
+  sl__alts alts = {0}; /* one read may name alternatives (decode_image's "jpg;png;webp") */
   for (const sl__fn_io *io = sc->reads; io && (io->arg || io->name || io->like); io++) {
+    const sl__arg *ad = io->arg ? sl__arg_find(sc->args, io->arg) : NULL;
+    if (ad && ad->type == SL__ARG_COMP_ALT && !alts.n) {
+      /* Alternatives: those the element has must fit; in a closed structure at least one must be there. */
+      char arg[200], joined[1100];
+      snprintf(arg, sizeof arg, "%s.%s", path, io->arg);
+      json_t *v = json_object_get(args, io->arg), *def = v ? NULL : sl__arg_default(sc->args, io->arg);
+      int rc = v || def ? sl__alts_from_json(&alts, v ? v : def, path, io->arg) : 0;
+      json_decref(def);
+      if (rc) return rc;
+      int found = 0;
+      for (int i = 0; i < alts.n; i++) {
+        sl__comp_desc *c = sl__struct_get(s, alts.name[i]);
+        if (!c) continue;
+        if ((rc = read_check(s, who, arg, alts.name[i], io->dtype, io->rank, &c))) return rc;
+        if (!found++ && !have_first) {
+          first = *c;
+          have_first = true;
+        }
+      }
+      if (!found && alts.n && !s->open && !(io->flags & SL__IO_IF_PRESENT))
+        return missing(s, who, arg, sl__alts_text(&alts, joined, sizeof joined));
+      if ((io->flags & SL__IO_CONSUMED) && !keep)
+        for (int i = 0; i < alts.n && nconsumed < 8 + SL__ALTS_MAX; i++) consumed[nconsumed++] = alts.name[i];
+      continue;
+    }
     const char *name = io_name(sc, io, args);
     if (!name) continue;
     sl__comp_desc *c = sl__struct_get(s, name);

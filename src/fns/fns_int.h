@@ -92,6 +92,11 @@ int sl__fn_infer_decl(sl__struct *s, const sl__fn_decl *d, const char *origin, c
 /* The component `name` of e (an arg of the function names it), or SL_EINVAL naming the op and the element when e has
  * none (fn_common.c). */
 int sl__fn_component(sl_elem *e, const sl_fn_call *call, const char *name, sl_comp **out);
+/* The first of the alternatives e has (sl__get_alts: "jpg;png;webp"); when it has none, the error sl__fn_component
+ * gives, naming them all and the components e has (a data error for a tar sample, else a spec error). */
+int sl__fn_component_alt(sl_elem *e, const sl_fn_call *call, const sl__alts *alts, sl_comp **out);
+/* Removes every alternative e has but `keep` (a consumed input whose name the output does not reuse). */
+void sl__fn_remove_alts(sl_elem *e, const sl__alts *alts, const char *keep);
 /* Where element e came from, for a message: " (file 'F')" when it has a byte-string `filename` (files,
  * image_folder), " (shard 'U', sample 'K')" when it has `__url__` and `__key__` (tar), else "" (in buf, n bytes;
  * 2200 hold both names whole up to 1024 bytes each). */

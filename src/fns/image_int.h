@@ -13,6 +13,17 @@ typedef struct sl__win {
   int64_t y, x, h, w;
 } sl__win;
 
+/* resize's "shorter_side" output size for an h x w image (torchvision's Resize(int): the longer side truncated). */
+void sl__shorter_side(int64_t h, int64_t w, int64_t shorter, int64_t *oh, int64_t *ow);
+/* center_crop's ch x cw window of an H x W image, as torchvision's CenterCrop places it: top = int(round((H - ch) /
+ * 2.0)) with Python's rounding (halves to even: an odd margin of 3 puts 2 rows above), left likewise; a crop larger
+ * than the image starts half the excess (rounded down) above or left of it, the rest below or right (y or x < 0;
+ * sl__copy_window pads with 0, as torchvision pads before cropping). */
+void sl__center_window(int64_t H, int64_t W, int64_t ch, int64_t cw, sl__win *out);
+/* Copies window `win` of the H x W image src (px bytes a pixel, rows packed) into dst (win->h x win->w pixels, rows
+ * packed), zero where the window lies outside the image. */
+void sl__copy_window(const uint8_t *src, int64_t H, int64_t W, size_t px, const sl__win *win, uint8_t *dst);
+
 /* Samples a random-resized-crop window of an H x W image, as the ImageNet recipes do (Inception's
  * sample_distorted_bounding_box, torchvision's RandomResizedCrop): up to 10 tries of an area fraction uniform in
  * scale[0..1] and an aspect ratio (w/h) log-uniform in ratio[0..1]; if none fits, the largest centred window

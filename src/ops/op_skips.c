@@ -1,6 +1,8 @@
 /* ops/op_skips.c: why an op skipped elements under on_error / on_corrupt "skip": a few distinct reasons, each with
- * its count and first message, so that a user learns which files and why (sl_pipeline_op_skips: Python's
+ * its count and its first and latest messages (verbatim: a run's warning names its own element and file), so that a
+ * user learns which files and why (sl_pipeline_op_skips: Python's
  * SkipWarning, the skipped line of `sluice run`). */
+#define _GNU_SOURCE /* memmem */
 #include <ctype.h>
 #include <string.h>
 
@@ -12,8 +14,9 @@ typedef struct sl__skiplog {
   pthread_mutex_t mu;
   int n;
   struct {
-    char key[160];   /* the message with its digit runs written '#': PNG and corrupt JPEG stay apart */
-    char first[320]; /* the first message in full */
+    char key[160];    /* the message with its digit runs written '#': groups, never shown */
+    char first[1024]; /* the first message in full */
+    char last[1024];  /* the latest one (this run's, when the count grew in it) */
     uint64_t count;
   } r[SKIP_REASONS];
   uint64_t other; /* skips whose reason came after the table filled */
@@ -53,11 +56,18 @@ void sl__op_skip_note(sl__op *op, const char *msg, const void *file, size_t len)
   if (i == log->n && i < SKIP_REASONS) {
     log->n++;
     snprintf(log->r[i].key, sizeof log->r[i].key, "%s", key);
-    if (file)
-      snprintf(log->r[i].first, sizeof log->r[i].first, "%s (file %.*s)", msg && *msg ? msg : "(no message)",
-               (int)(len < 200 ? len : 200), (const char *)file);
+  }
+  if (i < SKIP_REASONS) {
+    /* the file, when the message does not name it already */
+    char *dst = log->r[i].count ? log->r[i].last : log->r[i].first;
+    size_t cap = sizeof log->r[i].last;
+    const char *m = msg && *msg ? msg : "(no message)";
+    int fl = (int)(len < 512 ? len : 512);
+    if (file && !memmem(m, strlen(m), file, (size_t)fl))
+      snprintf(dst, cap, "%s (file %.*s)", m, fl, (const char *)file);
     else
-      snprintf(log->r[i].first, sizeof log->r[i].first, "%s", msg && *msg ? msg : "(no message)");
+      snprintf(dst, cap, "%s", m);
+    if (!log->r[i].count) memcpy(log->r[i].last, log->r[i].first, sizeof log->r[i].last);
   }
   if (i < SKIP_REASONS) log->r[i].count++;
   else log->other++;
@@ -80,11 +90,12 @@ int sl__op_skips_json(char **out, sl__op *op) {
   if (log) {
     pthread_mutex_lock(&log->mu);
     for (int k = 0; k < log->n && !rc; k++)
-      rc = json_array_append_new(a, json_pack("{s:s, s:I, s:s}", "reason", log->r[k].key, "count",
-                                              (json_int_t)log->r[k].count, "first", log->r[k].first));
+      rc = json_array_append_new(a, json_pack("{s:s, s:I, s:s, s:s}", "reason", log->r[k].key, "count",
+                                              (json_int_t)log->r[k].count, "first", log->r[k].first, "last",
+                                              log->r[k].last));
     if (!rc && log->other)
-      rc = json_array_append_new(a, json_pack("{s:s, s:I, s:n}", "reason", "other", "count",
-                                              (json_int_t)log->other, "first"));
+      rc = json_array_append_new(a, json_pack("{s:s, s:I, s:n, s:n}", "reason", "other", "count",
+                                              (json_int_t)log->other, "first", "last"));
     pthread_mutex_unlock(&log->mu);
   }
   char *s = rc ? NULL : json_dumps(a, JSON_COMPACT);

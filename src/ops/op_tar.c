@@ -180,6 +180,10 @@ static int emit(tar_it *t, sl_elem *out) {
 static int corrupt(tar_it *t, const char *where, const char *what) {
   const tar_cfg *c = t->it.op->impl;
   if (!c->skip_corrupt) return sl__op_err(t->it.op, SL_ECORRUPT, "shard '%s': %s: %s", t->path, where, what);
+  char msg[sizeof t->path + MAX_KEY + 600];
+  snprintf(msg, sizeof msg, "%s (tar): shard '%s': %s: %s (the rest of the shard skipped)", t->it.op->path, t->path,
+           where, what);
+  sl__op_skip_note(t->it.op, msg, NULL, 0);
   sl__stat_add(&t->it.op->st.skipped, 1);
   drop_sample(t);
   account(t);

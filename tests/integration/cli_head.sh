@@ -14,6 +14,8 @@ fail() { echo "FAIL: $*"; exit 1; }
 "$S" gen ssd --out data/ssd --n 40 --shards 2 --quiet > /dev/null || fail "gen ssd"
 "$S" gen text --out data/text --n 600 --shards 2 --vocab-size 2000 --quiet > /dev/null || fail "gen text"
 "$S" gen tabular --out data/tabular --n 2100 --shards 2 --quiet > /dev/null || fail "gen tabular"
+"$S" gen imagenet --format folder --out data/folder --n 64 --classes 10 --threads 2 --quiet > /dev/null || fail "gen folder"
+"$S" gen imagenet --format tar --out data/wds --n 64 --shards 2 --classes 10 --threads 2 --quiet > /dev/null || fail "gen tar"
 
 n=0
 for f in "$SL_SRC"/examples/*.json; do

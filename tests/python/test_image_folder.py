@@ -46,7 +46,7 @@ def walk_rules(root):
 
 def read(root, **knobs):
     spec = {"ops": [{"op": "image_folder", "root": root, **knobs}]}
-    return [(e["filename"].decode(), int(e["label"]), bytes(e["image/encoded"])) for e in sluice.Pipeline(spec)]
+    return [(e["filename"], int(e["label"]), bytes(e["image/encoded"])) for e in sluice.Pipeline(spec)]
 
 
 def test_order_and_labels_as_the_rules(tree):
@@ -76,7 +76,7 @@ def test_pixels_as_pil(tree):
                     {"op": "map", "fn": "decode_image", "args": {"channels": 4, "keep": True}}]}
     n = 0
     for e in sluice.Pipeline(spec):
-        name = e["filename"].decode()
+        name = e["filename"]
         if name.lower().endswith((".png", ".webp")):  # lossless: exact
             ref = np.asarray(Image.open(name).convert("RGBA"))
             assert np.array_equal(e["image"], ref), name
@@ -101,7 +101,7 @@ def test_exif_orientation_as_pil(tmp_path):
                     {"op": "map", "fn": "decode_image", "args": {"orient": True}}]}
     n = 0
     for e in sluice.Pipeline(spec):
-        ref = np.asarray(ImageOps.exif_transpose(Image.open(e["filename"].decode())).convert("RGB")).astype(int)
+        ref = np.asarray(ImageOps.exif_transpose(Image.open(e["filename"])).convert("RGB")).astype(int)
         assert e["image"].shape == ref.shape, e["filename"]
         assert np.abs(e["image"].astype(int) - ref).max() <= 2, e["filename"]
         n += 1

@@ -39,6 +39,7 @@ sluice.register_fn("t_pop_plain", popper)
 sluice.register_fn("t_own_dict", own_dict)
 sluice.register_fn("t_forgets", forgets, makes={"twice": {}})
 sluice.register_fn("t_keeps_typo", lambda e: e["vale"] > 2, filter=True)
+sluice.register_fn("t_double_out", double, outputs={"twice": {"dtype": "int64", "shape": []}})
 
 
 def spec(fn, after=None, on_error="error", stop=6, par=1):
@@ -66,6 +67,12 @@ def test_what_a_declared_function_makes_is_checked_in_the_ops_after_it():
         sluice.Pipeline(spec("t_double_decl", {"op": "map", "fn": "decode_jpeg", "args": {"component": "twice"}}))
     # undeclared, the same typo passes the build (the structure after the function is open)
     sluice.Pipeline(spec("t_double_plain", cast("twcie")))
+    # outputs= (issue 49's name for it) declares the same
+    with pytest.raises(sluice.SpecError, match=r"ops\[2\] \(map cast\): reads component 'twcie'.*did you mean 'twice'"):
+        sluice.Pipeline(spec("t_double_out", cast("twcie")))
+    assert [float(e["twice"]) for e in sluice.Pipeline(spec("t_double_out", cast("twice")))] == [0, 2, 4, 6, 8, 10]
+    with pytest.raises(TypeError, match="not both"):
+        sluice.register_fn("t_both", double, makes={"a": {}}, outputs={"a": {}})
 
 
 @pytest.mark.parametrize("fn,component,par", [("t_typo_plain", "valeu", 1), ("t_typo_plain", "valeu", 3),

@@ -84,3 +84,68 @@ def test_a_clean_run_warns_nothing(data):
         assert sum(1 for _ in it) == 12
     assert not [w for w in caught if issubclass(w.category, sluice.SkipWarning)]
     assert it.skipped == {}
+
+
+def _png(v):
+    """A valid 1x1 gray PNG of value v."""
+    import struct
+    import zlib
+
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 1, 1, 8, 0, 0, 0, 0)) +
+            chunk(b"IDAT", zlib.compress(bytes([0, v]))) + chunk(b"IEND", b""))
+
+
+def test_each_runs_warning_names_its_own_element_and_the_file_verbatim_at_the_users_loop(tmp_path):
+    """Epoch after epoch the corrupt file sits elsewhere: each run's warning gives that run's element index and the
+    path as it is (digits in folder names kept: data1/), and points at the loop that iterates (this file)."""
+    d = tmp_path / "data1" / "x20"
+    d.mkdir(parents=True)
+    for i in range(12):
+        (d / f"f{i:02d}.png").write_bytes(_png(i) if i != 7 else b"\x89PNG\r\n\x1a\n" + b"x" * 20)
+    bad = str(d / "f07.png")
+
+    def spec(decode):
+        return {"seed": 5, "ops": [{"op": "files", "glob": str(d / "*"), "shuffle": True}] + ([
+            {"op": "map", "fn": "read_file"},
+            {"op": "map", "fn": "decode_image", "on_error": "skip"}] if decode else [])}
+    orders = sluice.Pipeline(spec(False))  # each run of a pipeline is its next epoch: the same orders as p's
+    p = sluice.Pipeline(spec(True))
+    seen = set()
+    for run in (1, 2, 3):
+        order = [e["filename"] for e in orders]
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("default")
+            n = sum(1 for _ in p)
+        (w,) = [w for w in caught if issubclass(w.category, sluice.SkipWarning)]
+        text = str(w.message)
+        assert n == 11 and w.filename == __file__, (w.filename, w.lineno)
+        assert f"in run {run}: 1 x ops[2]: element {order.index(bad)} (file '{bad}')" in text, (text, order)
+        assert "data1/x20/f07.png" in text and "#" not in text
+        assert text.count(bad) == 1  # once: the message names the file already
+        seen.add(order.index(bad))
+    assert len(seen) > 1  # the order changed between runs: the index is each run's own
+
+
+def test_a_skipped_tar_shard_names_the_shard_and_the_torch_loop(tmp_path):
+    torch = pytest.importorskip("torch")
+    import tarfile
+    import io
+    import sluice.torch
+    good, bad = tmp_path / "shard-01.tar", tmp_path / "shard-02.tar"
+    with tarfile.open(good, "w") as t:
+        for k in range(3):
+            ti = tarfile.TarInfo(f"s{k}.cls")
+            ti.size = 1
+            t.addfile(ti, io.BytesIO(b"1"))
+    bad.write_bytes(good.read_bytes()[:700])  # cut inside the second header
+    ds = sluice.torch.Dataset({"ops": [{"op": "files", "list": [str(good), str(bad)]},
+                                       {"op": "tar", "on_corrupt": "skip"}]})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")
+        for _ in torch.utils.data.DataLoader(ds, batch_size=None):
+            pass
+    (w,) = [w for w in caught if issubclass(w.category, sluice.SkipWarning)]
+    assert w.filename == __file__, (w.filename, w.lineno)
+    assert f"shard '{bad}'" in str(w.message) and "the rest of the shard skipped" in str(w.message)

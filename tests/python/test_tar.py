@@ -44,10 +44,32 @@ def test_samples_as_tarfile_lists_them(tmp_path, mode, suffix):
     path = str(tmp_path / ("s" + suffix))
     write_shard(path, members, mode)
     want = webdataset_samples(path)
-    got = [{k: bytes(v) for k, v in e.items() if k != "__url__"} for e in
+    got = [{k: v for k, v in e.items() if k != "__url__"} for e in
            sluice.Pipeline({"ops": [{"op": "files", "list": [path]}, {"op": "tar"}]})]
-    for g in got:
-        g["__key__"] = g["__key__"].decode()
-    assert got == want
+    # as webdataset's decoder hands them over: the key (and __url__) and text members as str, the rest as bytes
+    for w in want:
+        for k in ("txt", "text", "transcript"):
+            if k in w:
+                w[k] = w[k].decode()
+    assert got == want and all(type(v) is (str if k in ("__key__", "txt") else bytes) for g in got for k, v in g.items())
     # (the regex's corners: a basename starting with a dot keys on its dotless directory, "y/")
     assert [w["__key__"] for w in want] == ["x/a1", "x/a2", "y/a1", "y/", "z.v2/b"]
+
+
+def test_names_arrive_as_str_and_data_as_bytes(tmp_path):
+    """filename, __key__ and __url__ are str (paths decoded as os.fsdecode does: a name that is not UTF-8 opens the
+    same file), batched ones lists of str; data stays bytes; a str a Python function hands back is stored as the
+    bytes it came from."""
+    import os
+    raw = os.path.join(os.fsencode(tmp_path), b"caf\xe9.bin")  # Latin-1: not UTF-8
+    with open(raw, "wb") as f:
+        f.write(b"\x00\x01")
+    (tmp_path / "plain.bin").write_bytes(b"\xff")
+    sluice.register_fn("t_pass_names", lambda e: dict(e))
+    spec = {"ops": [{"op": "files", "glob": str(tmp_path / "*.bin")}, {"op": "map", "fn": "t_pass_names"},
+                    {"op": "map", "fn": "read_file", "args": {"output": "data"}}]}
+    got = {e["filename"]: e["data"] for e in sluice.Pipeline(spec)}
+    assert all(type(k) is str for k in got) and all(type(v) is bytes for v in got.values())
+    assert got[os.fsdecode(raw)] == b"\x00\x01" and os.fsencode(os.fsdecode(raw)) == raw
+    (b,) = list(sluice.Pipeline({"ops": spec["ops"] + [{"op": "batch", "size": 2}]}))
+    assert sorted(b["filename"]) == sorted(got) and all(type(x) is bytes for x in b["data"])

@@ -1,6 +1,7 @@
 # test_torch.py: sluice.torch.Dataset in a DataLoader (tensors sharing the engine's memory, epoch after epoch),
 # and per-rank shards from WORLD_SIZE/RANK that are disjoint and cover the dataset.
 import os
+import threading
 
 import pytest
 
@@ -87,3 +88,40 @@ def test_dataset_takes_pipeline_options_and_gives_nchw_batches(data):
     assert batch["image"].shape == (4, 3, 32, 32) and batch["image"].is_contiguous()
     with pytest.raises(TypeError, match="built Pipeline"):
         sluice.torch.Dataset(ds.pipeline, tune=True)
+
+
+RANGE_BATCHED = {"ops": [{"op": "range", "stop": 20}, {"op": "batch", "size": 4}]}
+
+
+@pytest.mark.parametrize("kw, said", [({}, "batch_size=1"), ({"batch_size": 4}, "batch_size=4"),
+                                      ({"batch_size": 2, "num_workers": 1}, "batch_size=2")])
+def test_a_loader_that_batches_the_specs_batches_again_is_refused(kw, said):
+    """A DataLoader with a batch_size (DataLoader(ds) has 1) would stack the spec's batches into batches of batches:
+    refused at its first batch (in a worker too), the fix in the message. (torch refuses a batch_sampler with an
+    IterableDataset itself.)"""
+    it = iter(torch.utils.data.DataLoader(sluice.torch.Dataset(RANGE_BATCHED), **kw))
+    try:
+        with pytest.raises(sluice.Error) as e:
+            next(it)
+        text = str(e.value)
+        del e  # its traceback holds the loader's iterator
+    finally:
+        if hasattr(it, "_shutdown_workers"):
+            it._shutdown_workers()  # the worker now; its queues' feeder threads end by themselves: waited for, so
+        del it                      # that the next test's count of threads is not one short
+        for t in threading.enumerate():
+            if t.name == "QueueFeederThread":
+                t.join(timeout=30)
+    assert said in text and "batch_size=None" in text and "of the spec's batches of 4" in text
+
+
+def test_a_loader_may_batch_a_spec_without_a_batch_op_and_len_counts_what_the_loader_yields():
+    ds = sluice.torch.Dataset({"ops": [{"op": "range", "stop": 10}]})
+    assert [b["value"].tolist() for b in torch.utils.data.DataLoader(ds, batch_size=4)] == \
+        [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
+    # len(): the elements the spec yields an epoch, what DataLoader(batch_size=None) yields: the steps of an epoch
+    ds = sluice.torch.Dataset({"ops": [{"op": "range", "stop": 10}, {"op": "batch", "size": 4}]})
+    loader = torch.utils.data.DataLoader(ds, batch_size=None)
+    assert len(ds) == len(loader) == len(list(loader)) == 3
+    ds = sluice.torch.Dataset({"ops": [{"op": "range", "stop": 10}, {"op": "batch", "size": 4, "drop_remainder": True}]})
+    assert len(ds) == len(list(ds)) == 2

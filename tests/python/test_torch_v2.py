@@ -64,9 +64,13 @@ def chain(name):
         "tensor_resize": (None, [v2.ToImage(), v2.RandomResizedCrop((32, 40), **WHOLE), v2.Resize([24, 30]),
                                  v2.ToDtype(F32, scale=True)],
                           ["random_resized_crop", "resize", "normalize"], False),
-        # what sluice cannot match on a tensor stays torch's own, as a Python step
+        # a tensor resized without antialiasing: resize's "antialias": false (torch's plain interpolate)
         "tensor_resize_no_antialias": (None, [v2.ToImage(), v2.Resize(20, antialias=False),
-                                              v2.ToDtype(F32, scale=True)], ["py", "py", "py"], True),
+                                              v2.ToDtype(F32, scale=True)], ["resize", "normalize"], False),
+        # what sluice cannot match on a tensor stays torch's own, as a Python step
+        "tensor_bicubic_no_antialias": (None, [v2.ToImage(), v2.Resize(20, antialias=False, interpolation=v2.
+                                                                      InterpolationMode.BICUBIC),
+                                               v2.ToDtype(F32, scale=True)], ["py", "py", "py"], True),
         # torchvision.io decoders as the folder's loader: uint8 CHW tensors
         "io_decode_image": (io.decode_image, [v2.CenterCrop(16), v2.ToDtype(F32, scale=True),
                                               v2.Normalize(MEAN, STD)], ["center_crop", "normalize"], True),
@@ -80,7 +84,8 @@ def chain(name):
 
 
 @pytest.mark.parametrize("name", ["pil_toimage_todtype", "pil_piltotensor_noscale", "pil_totensor", "pil_uint8_out",
-                                  "pil_resize", "tensor_resize", "tensor_resize_no_antialias", "io_decode_image",
+                                  "pil_resize", "tensor_resize", "tensor_resize_no_antialias",
+                                  "tensor_bicubic_no_antialias", "io_decode_image",
                                   "io_read_image_resize", "io_read_image_alone", "io_gray"])
 def test_translated_spec_yields_what_the_loader_yields(request, nothing_left, name):
     read, steps, want, exact = chain(name)
@@ -99,6 +104,8 @@ def test_translated_spec_yields_what_the_loader_yields(request, nothing_left, na
     assert ["py" if f in r.python_steps else f for f in got] == want, (got, r.python_steps)
     assert ops[2 + len(want)]["fn"] == "select"
     if name == "tensor_resize_no_antialias":
+        assert ops[2]["args"] == {"shorter_side": 20, "method": "bilinear", "antialias": False}
+    if name == "tensor_bicubic_no_antialias":
         assert any("v2.Resize stays a Python step: on a tensor without antialias=True" in n
                    for n in r.to_dict()["notes"])
     n = 0
@@ -111,7 +118,13 @@ def test_translated_spec_yields_what_the_loader_yields(request, nothing_left, na
             # resamplers apart (sluice's fixed-point filters, PIL's, torch's): within a few levels of 255 per value
             # and a third of a level on average (the chains end unnormalized: 0..1 or 0..255 floats)
             d = np.abs(b["image"].astype(np.float64) - x) * (255 if x.max() <= 1 else 1)
-            assert d.max() <= 6 and d.mean() <= 0.35, (d.max(), d.mean())
+            if name == "tensor_resize_no_antialias":
+                # v2 resizes a uint8 tensor with torch's native uint8 kernel (fixed-point passes, each rounded),
+                # sluice as torch's float interpolate then rounded (v1's F.resize): 1 level apart at most, on up to
+                # half the values of this 2x downscale (every output a tie of 4 pixels)
+                assert d.max() <= 1.001 and d.mean() <= 0.6, (d.max(), d.mean())
+            else:
+                assert d.max() <= 6 and d.mean() <= 0.35, (d.max(), d.mean())
         np.testing.assert_array_equal(y.numpy(), b["label"])
         n += 1
     assert n == 3

@@ -302,7 +302,9 @@ static void test_parse_int(void **st) {
     const char *text;
     int64_t v;
   } OK[] = {{"0", 0}, {"7\n", 7}, {" -12 ", -12}, {"+3", 3}, {"9223372036854775807", INT64_MAX},
-            {"-9223372036854775808", INT64_MIN}};
+            {"-9223372036854775808", INT64_MIN},
+            /* as Python's int(bytes), which webdataset's "cls" decoder calls */
+            {"1_000", 1000}, {"007\r\n", 7}, {"\v5\f", 5}, {"-0", 0}};
   for (size_t i = 0; i < sizeof OK / sizeof OK[0]; i++) {
     sl_elem e;
     sl_elem_init(&e);
@@ -314,7 +316,8 @@ static void test_parse_int(void **st) {
     assert_int_equal(*(const int64_t *)sl_comp_data(c), OK[i].v);
     sl_elem_clear(&e);
   }
-  static const char *const BAD[] = {"", " ", "-", "1.5", "12a", "9223372036854775808", "0x10", "-9223372036854775809"};
+  static const char *const BAD[] = {"", " ", "-", "1.5", "12a", "9223372036854775808", "0x10", "-9223372036854775809",
+                                     "1__0", "_1", "1_", "+_1", "1 2", "--1", "\xd9\xa3"};
   for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
     sl_elem e;
     sl_elem_init(&e);

@@ -11,6 +11,20 @@ static void set_image(sl_elem *e, const char *name, const uint8_t *px, int64_t h
   assert_int_equal(sl_elem_set_tensor(e, name, SL_UINT8, 3, shape, NULL, 0, px), 0);
 }
 
+/* Runs fn(args) on the h x w RGB image px and checks the output's height and width. */
+static void expect_size(const char *fn, const char *args, const uint8_t *px, int64_t h, int64_t w, int64_t oh,
+                        int64_t ow) {
+  sl_elem e;
+  sl_elem_init(&e);
+  set_image(&e, "image", px, h, w, 3);
+  assert_int_equal(tf_run(fn, args, &e, 0), 0);
+  int64_t gh, gw, gc;
+  tf_image(&e, "image", &gh, &gw, &gc);
+  assert_int_equal(gh, oh);
+  assert_int_equal(gw, ow);
+  sl_elem_clear(&e);
+}
+
 static void test_sampler_bounds(void **st) {
   double scale[2] = {0.08, 1.0}, ratio[2] = {0.75, 4.0 / 3.0};
   int fallback = 0;
@@ -114,6 +128,29 @@ static void test_resize(void **st) {
   tf_image(&e, "image", &h, &w, &c); /* input kept under its own name */
   assert_int_equal(h, 50);
   sl_elem_clear(&e);
+  /* The longer side truncated, as torchvision's Resize(25) makes it: 50 * 25 / 37 = 33.8 -> 33 */
+  expect_size("resize", "{\"shorter_side\": 25}", px, 37, 50, 25, 33);
+  /* antialias false: the 2x2 pixels around (i + 0.5) * in / out - 0.5, rounded halves to even (torch's
+   * interpolate, then torchvision's round): 1x4 -> 1x2 averages pixels 0,1 and 2,3; 1x4 -> 1x3 (scale 4/3) takes
+   * source points 0.17, 1.5 (121 / 2 = 60.5 -> 60) and 2.83 */
+  {
+    const uint8_t row[4] = {10, 21, 100, 200};
+    static const struct {
+      int dw;
+      uint8_t want[3];
+    } R[] = {{2, {16, 150, 0}}, {3, {12, 60, 183}}};
+    for (int k = 0; k < 2; k++) {
+      sl_elem_init(&e);
+      set_image(&e, "image", row, 1, 4, 1);
+      char args[96];
+      snprintf(args, sizeof args, "{\"size\": [1, %d], \"antialias\": false}", R[k].dw);
+      assert_int_equal(tf_run("resize", args, &e, 0), 0);
+      const uint8_t *o = tf_image(&e, "image", &h, &w, &c);
+      assert_int_equal(w, R[k].dw);
+      assert_memory_equal(o, R[k].want, (size_t)R[k].dw);
+      sl_elem_clear(&e);
+    }
+  }
   /* Zero-sized image. */
   sl_elem_init(&e);
   set_image(&e, "image", px, 0, 80, 3);
@@ -132,6 +169,8 @@ static void test_resize(void **st) {
   assert_int_equal(tf_open(&f, "resize", "{\"size\": [4, 4], \"shorter_side\": 3}"), SL_EINVAL);
   assert_int_equal(tf_open(&f, "resize", "{}"), SL_EINVAL);
   assert_int_equal(tf_open(&f, "resize", "{\"size\": [0, 4]}"), SL_EINVAL);
+  assert_int_equal(tf_open(&f, "resize", "{\"size\": [4, 4], \"antialias\": false, \"method\": \"area\"}"), SL_EINVAL);
+  tf_expect_msg("antialias: false is for method \"bilinear\"");
   free(px);
 }
 
@@ -147,19 +186,33 @@ static void test_center_crop(void **st) {
   assert_int_equal(w, 20);
   for (int y = 0; y < 10; y++) assert_memory_equal(o + y * 20 * 3, px + ((y + 10) * 40 + 10) * 3, 20 * 3);
   sl_elem_clear(&e);
-  sl_elem_init(&e);
-  set_image(&e, "image", px, 30, 40, 3);
-  assert_int_equal(tf_run("center_crop", "{\"fraction\": 0.5}", &e, 0), 0);
-  tf_image(&e, "image", &h, &w, &c);
-  assert_int_equal(h, 15);
-  assert_int_equal(w, 20);
-  sl_elem_clear(&e);
-  /* Window outside the image. */
-  sl_elem_init(&e);
-  set_image(&e, "image", px, 30, 40, 3);
-  assert_int_equal(tf_run("center_crop", "{\"size\": [31, 20]}", &e, 0), SL_EINVAL);
-  tf_expect_msg("outside");
-  sl_elem_clear(&e);
+  expect_size("center_crop", "{\"fraction\": 0.5}", px, 30, 40, 15, 20);
+  /* As torchvision's CenterCrop: top = int(round((H - ch) / 2.0)), Python rounding halves to even (margins 3 -> 2,
+   * 5 -> 2, 7 -> 4, 1 -> 0); a crop larger than the image pads it with 0, half the excess (rounded down) above or
+   * left. Expected tops and lefts worked out by hand from torchvision 0.14's F.center_crop. */
+  static const struct {
+    int ch, cw, top, left;
+  } C[] = {{27, 35, 2, 2}, {23, 33, 4, 4}, {29, 39, 0, 0}, {33, 43, -1, -1}, {31, 20, 0, 10}, {10, 41, 10, 0},
+           {34, 47, -2, -3}};
+  for (size_t k = 0; k < sizeof C / sizeof C[0]; k++) {
+    sl_elem_init(&e);
+    set_image(&e, "image", px, 30, 40, 3);
+    char args[64];
+    snprintf(args, sizeof args, "{\"size\": [%d, %d]}", C[k].ch, C[k].cw);
+    assert_int_equal(tf_run("center_crop", args, &e, 0), 0);
+    o = tf_image(&e, "image", &h, &w, &c);
+    assert_int_equal(h, C[k].ch);
+    assert_int_equal(w, C[k].cw);
+    for (int y = 0; y < C[k].ch; y++)
+      for (int x = 0; x < C[k].cw; x++) {
+        int sy = y + C[k].top, sx = x + C[k].left;
+        for (int ci = 0; ci < 3; ci++) {
+          int want = sy < 0 || sy >= 30 || sx < 0 || sx >= 40 ? 0 : px[(sy * 40 + sx) * 3 + ci];
+          assert_int_equal(o[(y * C[k].cw + x) * 3 + ci], want);
+        }
+      }
+    sl_elem_clear(&e);
+  }
   tf_fn f;
   assert_int_equal(tf_open(&f, "center_crop", "{\"fraction\": 1.5}"), SL_EINVAL);
   free(px);

@@ -418,8 +418,8 @@ static void test_on_error_skip_keeps_spec_errors(void **s) {
   }
 }
 
-/* The reasons of the skips: one per message once its numbers are '#', with its count and first message in full
- * (one worker: the first noted is the first in order). */
+/* The reasons of the skips: one per message once its numbers are '#', with its count and its first and latest
+ * messages in full (one worker: the first noted is the first in order, the latest the last). */
 static void test_skip_reasons(void **s) {
   sl_pipeline *p = tu_pipelinef("{\"ops\": [{\"op\": \"range\", \"stop\": 3000}, {\"op\": \"map\", \"fn\": "
                                 "\"t_failmod\", \"on_error\": \"skip\", \"parallelism\": %d}]}", 1);
@@ -433,7 +433,8 @@ static void test_skip_reasons(void **s) {
   assert_int_equal(rc, SL_END);
   assert_int_equal(sl_pipeline_op_skips(&text, p, 1), 0);
   assert_string_equal(text, "[{\"reason\":\"ops[#] (map t_failmod), element #: bad value #\",\"count\":429,"
-                            "\"first\":\"ops[1] (map t_failmod), element 3: bad value 3\"}]");
+                            "\"first\":\"ops[1] (map t_failmod), element 3: bad value 3\","
+                            "\"last\":\"ops[1] (map t_failmod), element 2999: bad value 2999\"}]");
   sl_free(text);
   assert_int_equal(sl_pipeline_op_skips(&text, p, 2), SL_EINVAL);
   sl_pipeline_free(p);

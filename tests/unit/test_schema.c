@@ -160,7 +160,8 @@ static json_t *wrong_type_value(const sl__arg *a) {
   case SL__ARG_ARRAY:
   case SL__ARG_CHAIN:
   case SL__ARG_OBJECT:
-  case SL__ARG_SCALAR: return json_true();
+  case SL__ARG_SCALAR:
+  case SL__ARG_COMP_ALT: return json_true();
   }
   return NULL;
 }
@@ -269,6 +270,13 @@ static void test_defaults_are_applied(void **s) {
           assert_int_equal(sl__get_str(&sv, &args, a->name), 0);
           assert_string_equal(sv, json_string_value(dv));
           break;
+        case SL__ARG_COMP_ALT: {
+          sl__alts al;
+          assert_int_equal(sl__get_alts(&al, &args, a->name), 0);
+          assert_int_equal(al.n, 1);
+          assert_string_equal(al.name[0], json_string_value(dv));
+          break;
+        }
         default: break;
         }
         json_decref(e);
@@ -748,7 +756,8 @@ static void test_examples_and_suite_pipelines(void **s) {
 static void md_default(sl__str *b, const sl__arg *a) {
   if (a->flags & SL__ARGF_REQUIRED) sl__str_printf(b, "required");
   else if (!a->def) sl__str_printf(b, "none");
-  else if (a->type == SL__ARG_STR || a->type == SL__ARG_ENUM || a->type == SL__ARG_COMP) sl__str_printf(b, "`\"%s\"`", a->def);
+  else if (a->type == SL__ARG_STR || a->type == SL__ARG_ENUM || a->type == SL__ARG_COMP || a->type == SL__ARG_COMP_ALT)
+    sl__str_printf(b, "`\"%s\"`", a->def);
   else sl__str_printf(b, "`%s`", a->def);
 }
 

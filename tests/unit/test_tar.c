@@ -2,7 +2,8 @@
  * grouped by key as webdataset does (extensions lower-cased, multi-dot extensions, directories in keys, members
  * without an extension and top-level __meta__ files left out), disk bytes counted, and the bad shards (truncated,
  * not a tar, a duplicate extension, a missing component a later op reads), each an error naming the shard and
- * member or sample, or skipped and counted. */
+ * member or sample, or skipped and counted; decode_image's WebDataset alternatives ("jpg;png;webp" or a list: the
+ * first member a sample has, none a data error naming the shard and key) and parse_int on "cls" members. */
 #define _GNU_SOURCE /* asprintf */
 #include <archive.h>
 #include <archive_entry.h>
@@ -11,12 +12,13 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "testutil.h"
+#include "test_fns_util.h"
 
 static char *g_dir;
 
 typedef struct {
   const char *name, *data;
+  size_t len; /* 0: strlen(data) */
 } mem;
 
 /* Writes members to g_dir/file (gzip-compressed when gz); returns the malloc'd path. */
@@ -30,7 +32,7 @@ static char *write_tar(const char *file, const mem *m, int n, bool gz) {
   for (int i = 0; i < n; i++) {
     struct archive_entry *e = archive_entry_new();
     archive_entry_set_pathname(e, m[i].name);
-    size_t len = strlen(m[i].data);
+    size_t len = m[i].len ? m[i].len : strlen(m[i].data);
     archive_entry_set_size(e, (la_int64_t)len);
     archive_entry_set_filetype(e, AE_IFREG);
     archive_entry_set_perm(e, 0644);
@@ -174,6 +176,81 @@ static void test_bad_shards(void **st) {
   free(m), free(d), free(junk), free(cut), free(full);
 }
 
+/* decode_image over samples whose image member is .jpg in some and .png in others (as `convert --to tar` writes
+ * them): the first alternative present is decoded, the alternatives go, a sample with none is a data error naming
+ * the shard and key, which "on_error": "skip" counts. */
+static void test_image_alternatives(void **st) {
+  const int w = 8, h = 6;
+  uint8_t *px = tf_picture(w, h, 3);
+  size_t nj, np;
+  uint8_t *jpg = tf_jpeg(px, w, h, TJPF_RGB, TJSAMP_444, 95, &nj);
+  uint8_t *png = tf_png_encode(px, (size_t)w * h * 3, w, h, SPNG_COLOR_TYPE_TRUECOLOR, 8, NULL, &np);
+  const mem sh[] = {{"k1.jpg", (const char *)jpg, nj}, {"k1.cls", "1\n", 0},  {"k2.png", (const char *)png, np},
+                    {"k2.cls", " 2_0 ", 0},               {"k3.cls", "3", 0},   {"k4.PNG", (const char *)png, np},
+                    {"k4.cls", "4", 0}};
+  char *t = write_tar("alt.tar", sh, (int)(sizeof sh / sizeof sh[0]), false);
+  static const char *const FORMS[] = {"\"jpg;png;webp\"", "[\"jpg\", \"png\", \"webp\"]"};
+  for (int f = 0; f < 2; f++) {
+    /* Without skip: k3 ends the run, named with its shard and key and the alternatives. */
+    sl_pipeline *p = tu_pipelinef("{\"ops\": [{\"op\": \"files\", \"list\": [\"%s\"]}, {\"op\": \"tar\"}, {\"op\": \"map\", "
+                                  "\"fn\": \"decode_image\", \"args\": {\"component\": %s}}]}", t, FORMS[f]);
+    assert_int_equal(tu_count(p, SL_EINVAL), 2);
+    tf_expect_msg("sample 'k3') has none of the components 'jpg;png;webp' (it has: cls, __key__, __url__)");
+    tf_expect_msg(t);
+    sl_pipeline_free(p);
+    p = tu_pipelinef("{\"ops\": [{\"op\": \"files\", \"list\": [\"%s\"]}, {\"op\": \"tar\"}, {\"op\": \"map\", "
+                     "\"fn\": \"decode_image\", \"args\": {\"component\": %s}, \"on_error\": \"skip\"}, {\"op\": \"map\", "
+                     "\"fn\": \"parse_int\"}]}", t, FORMS[f]);
+    sl_iter *it;
+    assert_int_equal(sl_pipeline_iter(&it, p), 0);
+    sl_elem e;
+    sl_elem_init(&e);
+    static const int64_t LABELS[] = {1, 20, 4};
+    int n = 0, rc;
+    while ((rc = sl_iter_next(&e, it)) == 0) {
+      int64_t gh, gw, gc;
+      const uint8_t *img = tf_image(&e, "image", &gh, &gw, &gc);
+      assert_int_equal(gh, h);
+      assert_int_equal(gw, w);
+      assert_int_equal(gc, 3);
+      if (n > 0) assert_memory_equal(img, px, (size_t)w * h * 3); /* the PNGs: exact */
+      assert_null(sl_elem_get(&e, "jpg"));
+      assert_null(sl_elem_get(&e, "png"));
+      sl_comp *c = sl_elem_get(&e, "cls");
+      assert_int_equal(c->dtype, SL_INT64);
+      assert_int_equal(*(const int64_t *)sl_comp_data(c), LABELS[n]);
+      sl_elem_clear(&e);
+      n++;
+    }
+    assert_int_equal(rc, SL_END);
+    assert_int_equal(n, 3);
+    sl_iter_free(it);
+    sl_op_stats s;
+    assert_int_equal(sl_pipeline_op_stats(&s, p, 2), 0);
+    assert_int_equal(s.skipped, 1);
+    sl_pipeline_free(p);
+  }
+  /* The fused decoder takes the same alternatives (the planner copies decode_image's component into it). */
+  sl_pipeline *p = tu_pipelinef("{\"ops\": [{\"op\": \"files\", \"list\": [\"%s\"]}, {\"op\": \"tar\"}, {\"op\": \"map\", "
+                                "\"fn\": \"decode_and_crop_jpeg\", \"args\": {\"component\": \"jpg;png\", \"any_format\": true, "
+                                "\"center\": [4, 4]}, \"on_error\": \"skip\"}]}", t);
+  assert_int_equal(tu_count(p, 0), 3);
+  sl_pipeline_free(p);
+  /* Checked when built: where the structure is known, one alternative must be there; bad forms name the arg. */
+  tu_expect_spec_error("{\"ops\": [{\"op\": \"range\", \"stop\": 2}, {\"op\": \"map\", \"fn\": \"decode_image\", \"args\": "
+                       "{\"component\": \"jpg;png\"}}]}", SL_EINVAL, "reads one of the components 'jpg;png'");
+  tu_expect_spec_error("{\"ops\": [{\"op\": \"range\", \"stop\": 2}, {\"op\": \"map\", \"fn\": \"decode_image\", \"args\": "
+                       "{\"component\": \"jpg;;png\"}}]}", SL_EINVAL, "ops[1].args.component: \"jpg;;png\": an empty component name");
+  tu_expect_spec_error("{\"ops\": [{\"op\": \"range\", \"stop\": 2}, {\"op\": \"map\", \"fn\": \"decode_image\", \"args\": "
+                       "{\"component\": [\"jpg;png\"]}}]}", SL_EINVAL, "not both");
+  tu_expect_spec_error("{\"ops\": [{\"op\": \"range\", \"stop\": 2}, {\"op\": \"map\", \"fn\": \"decode_image\", \"args\": "
+                       "{\"component\": []}}]}", SL_EINVAL, "0 component names");
+  tu_expect_spec_error("{\"ops\": [{\"op\": \"range\", \"stop\": 2}, {\"op\": \"map\", \"fn\": \"decode_image\", \"args\": "
+                       "{\"component\": [\"jpg\", 3]}}]}", SL_EINVAL, "ops[1].args.component[1]: expected a component name");
+  tf_release_all();
+  free(t), free(jpg), free(png), free(px);
+}
+
 static int setup(void **st) {
   g_dir = tu_tmpdir("tar");
   return 0;
@@ -188,6 +265,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_grouping_plain_and_gzip),
       cmocka_unit_test(test_bad_shards),
+      cmocka_unit_test(test_image_alternatives),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -11,6 +11,7 @@ reshuffle per epoch as their ``reshuffle_each_iteration`` knob says, the same wa
 same spec (shards stay disjoint), and a ``cache`` op serves the epochs after the first.
 """
 
+import sys as _sys
 import warnings as _warnings
 
 import numpy as _np
@@ -59,7 +60,27 @@ class Dataset(_IterableDataset):
         """The sluice.Pipeline (optimize() it, e.g. with consumer_cores=1, to plan its "autotune" knobs)."""
         return self._pipeline
 
+    def _refuse_batching_loader(self, caller):
+        """Raises when a DataLoader batches the spec's batches again: the loader's fetcher (the frame that asks this
+        generator for its first element, in the main process or a worker) auto-collates when the loader was given a
+        batch_size or batch_sampler, and `DataLoader(ds)` defaults to batch_size=1. A spec without a batch op may
+        be batched by the loader."""
+        fetcher = caller.f_locals.get("self") if caller is not None else None
+        if getattr(fetcher, "dataset", None) is not self or not getattr(fetcher, "auto_collation", False):
+            return
+        per = _sluice._examples_per_element(self._pipeline.spec())
+        if per == 1:
+            return
+        index = caller.f_locals.get("possibly_batched_index")
+        n = len(index) if hasattr(index, "__len__") else None
+        given = f"batch_size={n}" if n is not None else "a batch_size or batch_sampler"
+        raise _sluice.Error(f"sluice.torch.Dataset: the DataLoader batches again ({given}; DataLoader(ds) defaults to "
+                            f"batch_size=1): each of its batches would stack {n or 'several'} of the spec's batches "
+                            f"of {per or 'varying size'}, one dimension more than the spec makes. The spec batches: "
+                            f"use DataLoader(ds, batch_size=None, num_workers=0)")
+
     def __iter__(self):
+        self._refuse_batching_loader(_sys._getframe(1))  # a generator: this runs at the first next(), from the fetcher
         info = _torch.utils.data.get_worker_info()
         if info is not None and info.num_workers > 1:
             raise _sluice.Error("sluice.torch.Dataset: use DataLoader(num_workers=0): the pipeline runs its own "
@@ -82,8 +103,9 @@ class Dataset(_IterableDataset):
                 self._run = None
 
     def __len__(self):
-        """Elements per epoch (batches, for a batching spec), when the spec says it: a ``range`` or an
-        ``image_folder`` source, counts kept by every op after it (a ``shard`` with ``"in_step"``, the default under
+        """Elements per epoch: what ``DataLoader(ds, batch_size=None)`` yields, so batches for a batching spec and
+        ``len(loader)`` is an epoch's steps (one rank's, under torchrun). Known when the spec says it: a ``range`` or
+        an ``image_folder`` source, counts kept by every op after it (a ``shard`` with ``"in_step"``, the default under
         torchrun, keeps every rank's count equal by filling dropped places). Raises TypeError saying why when the
         count is only known by reading the data (TFRecord, text or tar files) or when the spec repeats forever."""
         top = [st for st in self._pipeline.stats() if not st["nested"]]

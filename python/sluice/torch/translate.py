@@ -148,12 +148,20 @@ def _translate_steps(steps, state, register, notes):
                 continue
         elif kind == "Resize" and image and getattr(t, "size", None) is not None:
             m, why = _resample(t, state)
+            # a bilinear resize of a tensor without antialias=True: torch's plain interpolate, as resize's
+            # "antialias": false samples (tests/python/test_torchvision_exact.py)
+            plain = (m is None and state == "u8" and _interp(t) == "bilinear"
+                     and getattr(t, "antialias", None) is not True)
+            if plain:
+                m, why = "bilinear", None
             if getattr(t, "max_size", None) is not None:
                 m, why = None, "max_size has no sluice equivalent"
             if m:
                 a = {"shorter_side": int(t.size if isinstance(t.size, int) else t.size[0])} \
                     if isinstance(t.size, int) or len(t.size) == 1 else {"size": _pair(t.size)}
                 a["method"] = m
+                if plain:
+                    a["antialias"] = False
                 ops.append({"op": "map", "fn": "resize", "args": a, "parallelism": "autotune"})
                 continue
         elif kind == "CenterCrop" and image:
