@@ -12,6 +12,8 @@
 
 /* A machine whose cores were this busy (this process and others) was CPU-saturated. */
 #define SL__PLAN_SATURATED 0.85
+/* Below this share of the readers' bytes from the block devices, the reads were page-cache reads: no disk work. */
+#define SL__PLAN_CACHED_READS 0.05
 /* The LP's largest throughput: an op with no measurable cost does not make the LP unbounded. */
 #define SL__PLAN_X_MAX 1e12
 /* Bytes an element costs beyond its payload (element slots, buffer headers, allocator overhead). */
@@ -139,6 +141,11 @@ struct sl_plan {
   double busy_cores;    /* cores busy during the trace: this process's CPU per second plus other processes' load */
   bool ended;           /* the traced stream ended (a finite input: a longer trace needs a repeat) */
   bool saturated;       /* busy_cores >= SL__PLAN_SATURATED x the machine's cores: waits were for cores */
+  /* The share of the bytes the readers read that the block devices delivered during the trace (its
+   * device_read_bytes over the ops' disk_bytes, at most 1): the rest came from the page cache, which is CPU and
+   * memory bandwidth, not disk. -1: unknown (a version 1 trace, a live window): every byte read counts as disk. */
+  double dev_share;
+  double read_bytes; /* the bytes the readers read in the trace (the ops' disk_bytes) */
 };
 
 /* The model's units: the threads the work runs on (a sequential thread, or a worker pool), with the CPU and

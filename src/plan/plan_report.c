@@ -104,6 +104,16 @@ static int text_report(const sl_plan *P, sl__str *s, sl__str *out_table) {
                        sl__fmt_si(b, sizeof b, P->traced_rate), P->seq_trace ? ", sequential variant" : "", P->C,
                        sl__fmt_bytes(c, sizeof c, P->M >= 1e17 ? 0 : P->M));
   if (P->B > 0) rc |= sl__str_printf(&hdr, ", disk %s/s", sl__fmt_bytes(d, sizeof d, P->B));
+  if (P->dev_share >= 0 && P->read_bytes > 0) {
+    char e[32];
+    if (P->dev_share < SL__PLAN_CACHED_READS)
+      rc |= sl__str_printf(&hdr, "; the %s read came from the page cache (the device delivered %s): CPU and "
+                                 "memory, not disk", sl__fmt_bytes(d, sizeof d, P->read_bytes),
+                           sl__fmt_bytes(e, sizeof e, P->dev_share * P->read_bytes));
+    else
+      rc |= sl__str_printf(&hdr, "; %.0f%% of the %s read came from the device", 100 * P->dev_share,
+                           sl__fmt_bytes(d, sizeof d, P->read_bytes));
+  }
   if (P->machine.other_load >= 0.25)
   {
     double left = fmax(P->machine.cores - P->machine.other_load, 0);
@@ -314,6 +324,8 @@ static json_t *json_report(const sl_plan *P) {
   json_object_set_new(r, "traced", json_pack("{s:f, s:f, s:f}", "elements", P->N, "seconds", P->T, "throughput",
                                              P->traced_rate));
   json_object_set_new(r, "busy_cores", json_real(P->busy_cores));
+  json_object_set_new(r, "reads", json_pack("{s:f, s:o}", "bytes", P->read_bytes, "device_share",
+                                            P->dev_share >= 0 ? json_real(P->dev_share) : json_null()));
   json_object_set_new(r, "cpu_saturated", json_boolean(P->saturated));
   json_object_set_new(r, "budget", json_pack("{s:f, s:f, s:f, s:f}", "cores", P->C, "memory", P->M, "disk_bandwidth",
                                              P->B, "other_load", P->machine.other_load));

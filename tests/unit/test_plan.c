@@ -28,6 +28,8 @@ typedef struct {
 static double g_syn_process_cpu;
 static uint64_t g_syn_src[8];
 static bool g_syn_serial[8]; /* ops whose function is SL_FN_SERIAL */
+/* run.device_read_bytes and run.read_chars of the synthetic trace (-1: absent, as in a version 1 trace) */
+static int64_t g_syn_device = -1, g_syn_rchar = -1;
 
 static sl_trace *syn_trace(const syn_op *ops, int n, double disk_bw, uint64_t mem_avail, int version) {
   const double N = 10000, T = 2.0;
@@ -72,6 +74,10 @@ static sl_trace *syn_trace(const syn_op *ops, int n, double disk_bw, uint64_t me
                            "disk_method", "none", "disk_path", "", "run", "seconds", T, "elements", (json_int_t)N,
                            "ended", 0, "throughput", N / T, "process_cpu_seconds", cpu, "ops", tops);
   assert_non_null(root);
+  if (g_syn_device >= 0) {
+    json_object_set_new(json_object_get(root, "run"), "device_read_bytes", json_integer(g_syn_device));
+    json_object_set_new(json_object_get(root, "run"), "read_chars", json_integer(g_syn_rchar));
+  }
   char *s = json_dumps(root, 0);
   json_decref(root);
   sl_trace *t = NULL;
@@ -208,6 +214,38 @@ static void test_disk_bound(void **st) {
   assert_string_equal(sl_plan_limit(p), "cpu");
   sl_plan_free(p);
   sl_trace_free(t);
+}
+
+/* Issue 48 row 1: disk is what the block device delivered. A reader of 1 MB per element whose bytes all came from the
+ * page cache (device_read_bytes 0, rchar 10 GB) is not limited by a 50 MB/s disk, and its wall time beyond its CPU
+ * is not I/O; the same trace with the device delivering every byte is disk-bound and waits on I/O. */
+static void test_page_cache_is_not_disk(void **st) {
+  for (int dev = 0; dev < 2; dev++) {
+    syn_op ops[] = {{RANGE, 50, 1, 8, 1000000, 10000, false, 1000}, {SPIN(100), 100, 1, 8, 0, 10000, false, 0}};
+    g_syn_device = dev ? (int64_t)10000 * 1000000 : 0;
+    g_syn_rchar = (int64_t)10000 * 1000000;
+    sl_trace *t = syn_trace(ops, 2, 50e6, 1ull << 32, SL_TRACE_VERSION);
+    g_syn_device = g_syn_rchar = -1;
+    sl_plan *p = solve(t, 2, 0);
+    char *r = NULL, *js = NULL;
+    assert_int_equal(sl_plan_report(&r, p, false), 0);
+    assert_int_equal(sl_plan_report(&js, p, true), 0);
+    if (!dev) {
+      assert_string_equal(sl_plan_limit(p), "cpu");
+      assert_non_null(strstr(r, "came from the page cache"));
+      assert_null(strstr(r, "needs threads"));
+      assert_non_null(strstr(js, "\"device_share\": 0.0"));
+      assert_null(strstr(js, "\"waits\": \"io\""));
+    } else {
+      assert_string_equal(sl_plan_limit(p), "disk");
+      assert_non_null(strstr(r, "limited by disk bandwidth"));
+      assert_non_null(strstr(js, "\"waits\": \"io\""));
+    }
+    sl_free(r);
+    sl_free(js);
+    sl_plan_free(p);
+    sl_trace_free(t);
+  }
 }
 
 #define REPEAT "{\"op\": \"repeat\"}"
@@ -691,6 +729,7 @@ int main(void) {
       cmocka_unit_test(test_lp_bound_and_allocation), cmocka_unit_test(test_sequential_cap),
       cmocka_unit_test(test_serial_functions_share_a_core),
       cmocka_unit_test(test_disk_bound),              cmocka_unit_test(test_wait_bound),
+      cmocka_unit_test(test_page_cache_is_not_disk),
       cmocka_unit_test(test_cache_chosen),
       cmocka_unit_test(test_as_traced),
       cmocka_unit_test(test_cache_refused_random),    cmocka_unit_test(test_cache_refused_size),
