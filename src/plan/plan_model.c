@@ -150,6 +150,21 @@ static void model_links(sl_plan *P) {
   }
 }
 
+int sl__trace_counts(const sl_trace *t, int *dominant) {
+  if (dominant) *dominant = -1;
+  double sum = 0, root = (double)t->elements;
+  for (int i = 0; i < t->nops; i++) sum += t->ops[i].s.cpu_seconds;
+  bool heavy_ok = sum > 0;
+  for (int i = 0; i < t->nops; i++) {
+    const sl_op_stats *s = &t->ops[i].s;
+    double share = sum > 0 ? s->cpu_seconds / sum : 0;
+    if (share >= SL__COUNT_HEAVY_SHARE && s->elements_out < SL_PLAN_MIN_ELEMENTS) heavy_ok = false;
+    if (dominant && share >= SL__COUNT_DOMINANT && s->elements_out >= SL__COUNT_MIN_ROOT) *dominant = i;
+  }
+  if (root >= SL_PLAN_MIN_ELEMENTS) return SL__COUNT_OUTPUT;
+  return root >= SL__COUNT_MIN_ROOT && heavy_ok ? SL__COUNT_HEAVY : SL__COUNT_SHORT;
+}
+
 /* Per-output-element costs and what each op's wall time beyond its CPU was. */
 static int model_times(sl_plan *P, const sl_trace *t) {
   P->N = (double)t->ops[P->root].s.elements_out;
@@ -160,6 +175,16 @@ static int model_times(sl_plan *P, const sl_trace *t) {
     return sl__err(SL_EINVAL, "the trace has no output elements (the pipeline produced nothing in %.2f s): trace "
                               "it for longer or check that it produces elements", t->seconds);
   visit_ratios(P, P->root, 1);
+  P->counts = sl__trace_counts(t, &P->dominant);
+  P->heavy_min = -1;
+  {
+    double sum = 0;
+    for (int i = 0; i < t->nops; i++) sum += t->ops[i].s.cpu_seconds;
+    for (int i = 0; i < t->nops; i++)
+      if (sum > 0 && t->ops[i].s.cpu_seconds >= SL__COUNT_HEAVY_SHARE * sum &&
+          (P->heavy_min < 0 || (double)t->ops[i].s.elements_out < P->heavy_min))
+        P->heavy_min = (double)t->ops[i].s.elements_out;
+  }
   /* Waiting for a core stretches CPU time into wall time by the runqueue delay per CPU second of this process's
    * threads, or, when the whole machine (this process and others, from /proc/stat) was CPU-saturated, by at least
    * the factor below. Threads that ended during the trace are missing from the runqueue delay, so the

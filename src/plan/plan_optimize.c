@@ -252,7 +252,7 @@ static double trace_warmup(double seconds) { return fmin(0.25 * seconds, 2.0); }
 #define SL__PLAN_MAX_TRACE 60.0
 static int long_enough(sl_trace **t0, bool *rep, sl_pipeline *p, const sl_optimize_opts *opts) {
   uint64_t seen = (*t0)->elements;
-  if (seen >= SL_PLAN_MIN_ELEMENTS) return 0;
+  if (sl__trace_counts(*t0, NULL) != SL__COUNT_SHORT) return 0; /* by the output, or by the ops carrying the CPU */
   if (opts->trace)
     return sl__err(SL_EINVAL,
                    "the trace saw %llu output elements in %.2f s; planning needs at least %d: trace longer "
@@ -267,13 +267,13 @@ static int long_enough(sl_trace **t0, bool *rep, sl_pipeline *p, const sl_optimi
   sl_trace *t = NULL;
   double w = trace_warmup(opts->trace_seconds);
   int rc = trace_of(&t, p, opts->trace_seconds, w, &(*t0)->machine, finite, 0);
-  if (!rc && t->elements < SL_PLAN_MIN_ELEMENTS) {
+  if (!rc && sl__trace_counts(t, NULL) == SL__COUNT_SHORT) {
     sl_trace_free(t);
     t = NULL;
     rc = trace_of(&t, p, SL__PLAN_MAX_TRACE, w, &(*t0)->machine, finite, (int64_t)(1.5 * SL_PLAN_MIN_ELEMENTS));
   }
   if (rc) return rc;
-  if (t->elements < SL_PLAN_MIN_ELEMENTS) {
+  if (sl__trace_counts(t, NULL) == SL__COUNT_SHORT) {
     rc = sl__err(SL_EINVAL,
                  "the trace saw %llu output elements in %.2f s%s; planning needs at least %d: the pipeline is too "
                  "slow to plan from a trace of at most %.0f s",
@@ -402,7 +402,7 @@ static int opt_trace_input(opt_run *r, sl_pipeline *unfused) {
     if (!rc)
       say(opts, "  %llu elements, %.1f elem/s", (unsigned long long)r->t0->elements, sl_trace_throughput(r->t0));
   }
-  if (!rc && r->t0->elements < SL_PLAN_MIN_ELEMENTS && !opts->trace)
+  if (!rc && sl__trace_counts(r->t0, NULL) == SL__COUNT_SHORT && !opts->trace)
     say(opts, "too few elements to plan from (%d needed): tracing again, longer%s", SL_PLAN_MIN_ELEMENTS,
         r->t0->ended ? " and repeated" : "");
   if (rc || (rc = long_enough(&r->t0, &r->rep, r->p, opts))) return rc;
@@ -418,7 +418,7 @@ static int opt_trace_input(opt_run *r, sl_pipeline *unfused) {
   r->res.unfused_cpu = sl__plan_trace_cpu(tu);
   r->written_rate = sl_trace_throughput(tu);
   say(opts, "  fused %.1f us of CPU per element, unfused %.1f us", r->res.fused_cpu * 1e6, r->res.unfused_cpu * 1e6);
-  if (tu->elements >= SL_PLAN_MIN_ELEMENTS && r->res.unfused_cpu > 0 && r->res.unfused_cpu < r->res.fused_cpu) {
+  if (sl__trace_counts(tu, NULL) != SL__COUNT_SHORT && r->res.unfused_cpu > 0 && r->res.unfused_cpu < r->res.fused_cpu) {
     sl_trace_free(r->t0);
     r->t0 = tu;
     r->p = unfused;
@@ -440,7 +440,7 @@ static int opt_seq_costs(opt_run *r) {
   const sl_trace *t0 = r->t0;
   say(r->opts, "tracing its sequential variant for %.1f s (the ops' own costs, without hand-offs)", t0->seconds);
   rc = trace_of(&r->ts, q, t0->seconds, trace_warmup(t0->seconds), &t0->machine, r->rep, 0);
-  if (!rc && r->ts->elements < SL_PLAN_MIN_ELEMENTS) { /* the sequential variant is slower: trace it longer */
+  if (!rc && sl__trace_counts(r->ts, NULL) == SL__COUNT_SHORT) { /* the sequential variant is slower: trace longer */
     sl_trace_free(r->ts);
     r->ts = NULL;
     rc = trace_of(&r->ts, q, SL__PLAN_MAX_TRACE, trace_warmup(t0->seconds), &t0->machine, r->rep,

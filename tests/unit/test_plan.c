@@ -30,9 +30,10 @@ static uint64_t g_syn_src[8];
 static bool g_syn_serial[8]; /* ops whose function is SL_FN_SERIAL */
 /* run.device_read_bytes and run.read_chars of the synthetic trace (-1: absent, as in a version 1 trace) */
 static int64_t g_syn_device = -1, g_syn_rchar = -1;
+static double g_syn_N; /* output elements of the synthetic trace (0: 10000) */
 
 static sl_trace *syn_trace(const syn_op *ops, int n, double disk_bw, uint64_t mem_avail, int version) {
-  const double N = 10000, T = 2.0;
+  const double N = g_syn_N > 0 ? g_syn_N : 10000, T = 2.0;
   json_t *spec_ops = json_array(), *tops = json_array();
   double cpu = 0; /* the process's CPU: its ops' (the planner charges the rest to the consumer) */
   for (int i = 0; i < n; i++) cpu += N * ops[i].ratio * ops[i].us * 1e-6;
@@ -246,6 +247,47 @@ static void test_page_cache_is_not_disk(void **st) {
     sl_plan_free(p);
     sl_trace_free(t);
   }
+}
+
+/* Issue 48 row 6: 25 batches of 64 are 1,600 decodes. A trace with few output elements but many elements at the op
+ * that does the work is planned from (the bottleneck named, counted by the heavy ops); one whose heavy op also made
+ * few is too short, and still names the op that dominates the CPU. */
+static void test_short_trace_counts_heavy_ops(void **st) {
+  syn_op ops[] = {{RANGE, 0.1, 64, 8, 0, 100000, false, 0}, {SPIN(5000), 5000, 64, 8, 0, 100000, false, 0},
+                  {SPIN(20), 20, 64, 8, 0, 100000, false, 0}, {"{\"op\": \"batch\", \"size\": 64}", 5, 1, 512, 0, -1, false, 0}};
+  g_syn_N = 25;
+  sl_trace *t = syn_trace(ops, 4, 0, 1ull << 32, SL_TRACE_VERSION);
+  sl_plan *p = solve(t, 2, 0);
+  char *r = NULL, *js = NULL;
+  assert_int_equal(sl_plan_report(&r, p, false), 0);
+  assert_int_equal(sl_plan_report(&js, p, true), 0);
+  assert_non_null(strstr(r, "Counted by the ops that carry the CPU: the trace saw 25 output elements"));
+  assert_non_null(strstr(r, "Bottleneck: ops[1] (map spin)"));
+  assert_null(strstr(r, "Too short"));
+  assert_non_null(strstr(js, "\"bottleneck\": \"ops[1]\""));
+  assert_non_null(strstr(js, "\"counted_by\": \"heavy_ops\""));
+  sl_free(r);
+  sl_free(js);
+  sl_plan_free(p);
+  sl_trace_free(t);
+  /* The same pipeline with 25 elements everywhere (no batch: each output element is one decode): too short, and the
+   * op with 99% of the CPU is still named. */
+  syn_op few[] = {{RANGE, 0.1, 1, 8, 0, 100000, false, 0}, {SPIN(5000), 5000, 1, 8, 0, 100000, false, 0},
+                  {SPIN(20), 20, 1, 8, 0, 100000, false, 0}};
+  t = syn_trace(few, 3, 0, 1ull << 32, SL_TRACE_VERSION);
+  g_syn_N = 0;
+  p = solve(t, 2, 0);
+  assert_int_equal(sl_plan_report(&r, p, false), 0);
+  assert_int_equal(sl_plan_report(&js, p, true), 0);
+  assert_non_null(strstr(r, "Too short to name a bottleneck: the trace saw 25 output elements"));
+  assert_non_null(strstr(r, "Dominant op, whatever the count: ops[1] (map spin), 100% of the CPU over 25 of its elements"));
+  assert_non_null(strstr(r, "<- dominant"));
+  assert_non_null(strstr(js, "\"bottleneck\": null"));
+  assert_non_null(strstr(js, "\"dominant\": \"ops[1]\""));
+  sl_free(r);
+  sl_free(js);
+  sl_plan_free(p);
+  sl_trace_free(t);
 }
 
 #define REPEAT "{\"op\": \"repeat\"}"
@@ -730,6 +772,7 @@ int main(void) {
       cmocka_unit_test(test_serial_functions_share_a_core),
       cmocka_unit_test(test_disk_bound),              cmocka_unit_test(test_wait_bound),
       cmocka_unit_test(test_page_cache_is_not_disk),
+      cmocka_unit_test(test_short_trace_counts_heavy_ops),
       cmocka_unit_test(test_cache_chosen),
       cmocka_unit_test(test_as_traced),
       cmocka_unit_test(test_cache_refused_random),    cmocka_unit_test(test_cache_refused_size),
