@@ -217,36 +217,40 @@ static void test_disk_bound(void **st) {
   sl_trace_free(t);
 }
 
+/* Solves t on 2 cores and checks its reports: the limit, and each string of `present` / `absent` in the text report
+ * ("T:" prefix) or the JSON one ("J:"). Frees t. */
+static void expect_reports(sl_trace *t, const char *limit, const char *const *present, const char *const *absent) {
+  sl_plan *p = solve(t, 2, 0);
+  char *r = NULL, *js = NULL;
+  assert_int_equal(sl_plan_report(&r, p, false), 0);
+  assert_int_equal(sl_plan_report(&js, p, true), 0);
+  assert_string_equal(sl_plan_limit(p), limit);
+  for (int k = 0; present[k]; k++) {
+    const char *in = present[k][0] == 'J' ? js : r;
+    if (!strstr(in, present[k] + 2)) fprintf(stderr, "not said: %s\n%s\n", present[k] + 2, in);
+    assert_non_null(strstr(in, present[k] + 2));
+  }
+  for (int k = 0; absent && absent[k]; k++) assert_null(strstr(absent[k][0] == 'J' ? js : r, absent[k] + 2));
+  sl_free(r);
+  sl_free(js);
+  sl_plan_free(p);
+  sl_trace_free(t);
+}
+
 /* Issue 48 row 1: disk is what the block device delivered. A reader of 1 MB per element whose bytes all came from the
  * page cache (device_read_bytes 0, rchar 10 GB) is not limited by a 50 MB/s disk, and its wall time beyond its CPU
  * is not I/O; the same trace with the device delivering every byte is disk-bound and waits on I/O. */
 static void test_page_cache_is_not_disk(void **st) {
-  for (int dev = 0; dev < 2; dev++) {
-    syn_op ops[] = {{RANGE, 50, 1, 8, 1000000, 10000, false, 1000}, {SPIN(100), 100, 1, 8, 0, 10000, false, 0}};
-    g_syn_device = dev ? (int64_t)10000 * 1000000 : 0;
-    g_syn_rchar = (int64_t)10000 * 1000000;
-    sl_trace *t = syn_trace(ops, 2, 50e6, 1ull << 32, SL_TRACE_VERSION);
-    g_syn_device = g_syn_rchar = -1;
-    sl_plan *p = solve(t, 2, 0);
-    char *r = NULL, *js = NULL;
-    assert_int_equal(sl_plan_report(&r, p, false), 0);
-    assert_int_equal(sl_plan_report(&js, p, true), 0);
-    if (!dev) {
-      assert_string_equal(sl_plan_limit(p), "cpu");
-      assert_non_null(strstr(r, "came from the page cache"));
-      assert_null(strstr(r, "needs threads"));
-      assert_non_null(strstr(js, "\"device_share\": 0.0"));
-      assert_null(strstr(js, "\"waits\": \"io\""));
-    } else {
-      assert_string_equal(sl_plan_limit(p), "disk");
-      assert_non_null(strstr(r, "limited by disk bandwidth"));
-      assert_non_null(strstr(js, "\"waits\": \"io\""));
-    }
-    sl_free(r);
-    sl_free(js);
-    sl_plan_free(p);
-    sl_trace_free(t);
-  }
+  syn_op ops[] = {{RANGE, 50, 1, 8, 1000000, 10000, false, 1000}, {SPIN(100), 100, 1, 8, 0, 10000, false, 0}};
+  g_syn_rchar = (int64_t)10000 * 1000000;
+  g_syn_device = 0;
+  sl_trace *cached = syn_trace(ops, 2, 50e6, 1ull << 32, SL_TRACE_VERSION);
+  g_syn_device = (int64_t)10000 * 1000000;
+  sl_trace *device = syn_trace(ops, 2, 50e6, 1ull << 32, SL_TRACE_VERSION);
+  g_syn_device = g_syn_rchar = -1;
+  expect_reports(cached, "cpu", (const char *[]){"T:came from the page cache", "J:\"device_share\": 0.0", NULL},
+                 (const char *[]){"T:needs threads", "J:\"waits\": \"io\"", NULL});
+  expect_reports(device, "disk", (const char *[]){"T:limited by disk bandwidth", "J:\"waits\": \"io\"", NULL}, NULL);
 }
 
 /* Issue 48 row 6: 25 batches of 64 are 1,600 decodes. A trace with few output elements but many elements at the op
@@ -255,39 +259,23 @@ static void test_page_cache_is_not_disk(void **st) {
 static void test_short_trace_counts_heavy_ops(void **st) {
   syn_op ops[] = {{RANGE, 0.1, 64, 8, 0, 100000, false, 0}, {SPIN(5000), 5000, 64, 8, 0, 100000, false, 0},
                   {SPIN(20), 20, 64, 8, 0, 100000, false, 0}, {"{\"op\": \"batch\", \"size\": 64}", 5, 1, 512, 0, -1, false, 0}};
-  g_syn_N = 25;
-  sl_trace *t = syn_trace(ops, 4, 0, 1ull << 32, SL_TRACE_VERSION);
-  sl_plan *p = solve(t, 2, 0);
-  char *r = NULL, *js = NULL;
-  assert_int_equal(sl_plan_report(&r, p, false), 0);
-  assert_int_equal(sl_plan_report(&js, p, true), 0);
-  assert_non_null(strstr(r, "Counted by the ops that carry the CPU: the trace saw 25 output elements"));
-  assert_non_null(strstr(r, "Bottleneck: ops[1] (map spin)"));
-  assert_null(strstr(r, "Too short"));
-  assert_non_null(strstr(js, "\"bottleneck\": \"ops[1]\""));
-  assert_non_null(strstr(js, "\"counted_by\": \"heavy_ops\""));
-  sl_free(r);
-  sl_free(js);
-  sl_plan_free(p);
-  sl_trace_free(t);
-  /* The same pipeline with 25 elements everywhere (no batch: each output element is one decode): too short, and the
-   * op with 99% of the CPU is still named. */
+  /* The same pipeline with 25 elements everywhere (no batch: each output element is one decode). */
   syn_op few[] = {{RANGE, 0.1, 1, 8, 0, 100000, false, 0}, {SPIN(5000), 5000, 1, 8, 0, 100000, false, 0},
                   {SPIN(20), 20, 1, 8, 0, 100000, false, 0}};
-  t = syn_trace(few, 3, 0, 1ull << 32, SL_TRACE_VERSION);
+  g_syn_N = 25;
+  sl_trace *batched = syn_trace(ops, 4, 0, 1ull << 32, SL_TRACE_VERSION), *flat = syn_trace(few, 3, 0, 1ull << 32, SL_TRACE_VERSION);
   g_syn_N = 0;
-  p = solve(t, 2, 0);
-  assert_int_equal(sl_plan_report(&r, p, false), 0);
-  assert_int_equal(sl_plan_report(&js, p, true), 0);
-  assert_non_null(strstr(r, "Too short to name a bottleneck: the trace saw 25 output elements"));
-  assert_non_null(strstr(r, "Dominant op, whatever the count: ops[1] (map spin), 100% of the CPU over 25 of its elements"));
-  assert_non_null(strstr(r, "<- dominant"));
-  assert_non_null(strstr(js, "\"bottleneck\": null"));
-  assert_non_null(strstr(js, "\"dominant\": \"ops[1]\""));
-  sl_free(r);
-  sl_free(js);
-  sl_plan_free(p);
-  sl_trace_free(t);
+  expect_reports(batched, "cpu",
+                 (const char *[]){"T:Counted by the ops that carry the CPU: the trace saw 25 output elements",
+                                  "T:Bottleneck: ops[1] (map spin)", "J:\"bottleneck\": \"ops[1]\"",
+                                  "J:\"counted_by\": \"heavy_ops\"", NULL},
+                 (const char *[]){"T:Too short", NULL});
+  expect_reports(flat, "cpu",
+                 (const char *[]){"T:Too short to name a bottleneck: the trace saw 25 output elements",
+                                  "T:Dominant op, whatever the count: ops[1] (map spin), 100% of the CPU over 25 of "
+                                  "its elements",
+                                  "T:<- dominant", "J:\"bottleneck\": null", "J:\"dominant\": \"ops[1]\"", NULL},
+                 NULL);
 }
 
 #define REPEAT "{\"op\": \"repeat\"}"
