@@ -255,9 +255,10 @@ static int long_enough(sl_trace **t0, bool *rep, sl_pipeline *p, const sl_optimi
   if (sl__trace_counts(*t0, NULL) != SL__COUNT_SHORT) return 0; /* by the output, or by the ops carrying the CPU */
   if (opts->trace)
     return sl__err(SL_EINVAL,
-                   "the trace saw %llu output elements in %.2f s; planning needs at least %d: trace longer "
-                   "(sluice trace --seconds) or let optimize trace",
-                   (unsigned long long)seen, (*t0)->seconds, SL_PLAN_MIN_ELEMENTS);
+                   "the trace saw %llu output elements in %.2f s; planning needs at least %d (or %d with every op "
+                   "that does %.0f%% of the CPU making %d): trace longer (sluice trace --seconds) or let optimize trace",
+                   (unsigned long long)seen, (*t0)->seconds, SL_PLAN_MIN_ELEMENTS, SL__COUNT_MIN_ROOT,
+                   100 * SL__COUNT_HEAVY_SHARE, SL_PLAN_MIN_ELEMENTS);
   int root = -1;
   for (int i = 0; i < (*t0)->nops; i++)
     if ((*t0)->ops[i].s.parent == -1) root = i;
