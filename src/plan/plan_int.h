@@ -143,7 +143,7 @@ struct sl_plan {
   bool saturated;       /* busy_cores >= SL__PLAN_SATURATED x the machine's cores: waits were for cores */
   /* The share of the bytes the readers read that the block devices delivered during the trace (its
    * device_read_bytes over the ops' disk_bytes, at most 1): the rest came from the page cache, which is CPU and
-   * memory bandwidth, not disk. -1: unknown (a version 1 trace, a live window): every byte read counts as disk. */
+   * memory bandwidth, not disk. -1: unknown (a version 1 trace): every byte read counts as disk. */
   double dev_share;
   double read_bytes; /* the bytes the readers read in the trace (the ops' disk_bytes) */
   int counts;        /* sl__trace_counts of the trace: SL__COUNT_OUTPUT, _HEAVY or _SHORT */

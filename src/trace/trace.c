@@ -251,7 +251,7 @@ int sl__trace_from_counters(sl_trace **out, json_t *spec, const char *origin, co
   t->seconds = seconds;
   t->process_cpu = process_cpu;
   t->run_delay = run_delay > 0 ? run_delay : 0;
-  t->device_bytes = t->read_chars = -1; /* a window's device reads are not counted */
+  t->device_bytes = t->read_chars = -1; /* unknown here: the tuner sets its window's */
   for (int i = 0; i < nops && !rc; i++) {
     sl_op_stats s = now[i];
     if (base) stats_delta(&s, &base[i]);

@@ -23,7 +23,8 @@ struct sl_trace {
   double run_delay; /* runqueue wait per CPU second of this process's threads during the run (0: none/unknown) */
   /* Bytes the block devices delivered to this process during the run (read_bytes of /proc/self/io: page-cache hits
    * are not in it) and bytes its read calls returned (rchar: page cache, pipes, /proc files included); -1: unknown
-   * (a version 1 trace, a live window, a kernel without task I/O accounting). */
+   * (a version 1 trace, a kernel without task I/O accounting; the tuner sets its window's after
+   * sl__trace_from_counters). */
   int64_t device_bytes, read_chars;
   uint64_t elements;
   bool ended;
