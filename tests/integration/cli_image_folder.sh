@@ -63,6 +63,14 @@ b=$("$S" run sel.json --json --quiet --digest) || fail "folder run: $b"
 da=$(echo "$a" | python3 -c 'import json,sys; print(json.load(sys.stdin)["digest"])')
 db=$(echo "$b" | python3 -c 'import json,sys; print(json.load(sys.stdin)["digest"])')
 [ "$da" = "$db" ] || fail "read_file digest $da != image_folder's $db"
+# read_file's bytes are its op's disk bytes in a trace (the disk model and the device's share count them).
+"$S" trace files.json -o files.trace.json --seconds 0.2 --quiet > /dev/null || fail "trace files.json"
+python3 - files.trace.json <<'P' || fail "read_file's disk bytes: $(grep -B3 -A3 read_file files.trace.json)"
+import json, sys
+t = json.load(open(sys.argv[1]))
+rf = [o for o in t["ops"] if o["label"] == "read_file"][0]
+assert rf["elements_out"] == 4 and rf["disk_bytes"] > 1000, rf
+P
 
 # read_file on a missing file names it.
 cat > missing.json <<'J'
