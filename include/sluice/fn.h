@@ -44,6 +44,9 @@ typedef struct sl_fn_call {
    * NULL and 0 for an ordinary call. */
   const uint64_t *seeds;
   int nseeds;
+  /* A function that reads files adds the bytes it read here (starts 0): they count as its op's disk_bytes in a
+   * trace, which the planner weighs against the bytes the block device delivered (read_file). */
+  uint64_t read_bytes;
 } sl_fn_call;
 
 enum {

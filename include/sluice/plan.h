@@ -135,6 +135,11 @@ typedef struct sl_optimize_result {
    * trace_cores: the cores they left during the input's trace. */
   double predicted_all, predicted_cores, trace_cores;
   bool cores_from_run;
+  /* Fusion applied (fused true): `baseline` is the input spec as written (unfused, its own knobs), fused_baseline
+   * the input fused with its own knobs, each measured beside the plan (checked: medians of runs alternating among
+   * the three; not checked: their traces). The speed-up over the spec as written is measured / baseline, of which
+   * fused_baseline / baseline came from fusion and measured / fused_baseline from the knobs. 0 without fusion. */
+  double fused_baseline;
 } sl_optimize_result;
 /* Cores other processes must keep busy during a trace for the prediction to count on the cores they leave. */
 #define SL_PLAN_LOAD_CORES 0.25
@@ -154,6 +159,10 @@ typedef struct sl_optimize_opts {
   /* Added after the first fields (new fields go last): */
   char **report; /* sl_pipeline_optimize: when not NULL, *report gets the final plan's analyzer report as JSON
                   * (sl_plan_report: the bottleneck sentence, the bound, the what-ifs), freed with sl_free() */
+  /* When not NULL, called with one line (no newline) as each phase starts or ends (traces, solves, each measured
+   * run with its throughput, the final check's rounds), on the calling thread; NULL (default): silent. */
+  void (*progress)(const char *line, void *ctx);
+  void *progress_ctx;
 } sl_optimize_opts;
 #define SL_OPTIMIZE_OPTS_VERSION 1
 #define SL_OPTIMIZE_OPTS_INIT {SL_OPTIMIZE_OPTS_VERSION}

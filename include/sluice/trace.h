@@ -15,8 +15,9 @@
 extern "C" {
 #endif
 
-/* The trace format's version: a trace of another version is refused with SL_EVERSION. */
-#define SL_TRACE_VERSION 1
+/* The trace format's version: a trace of a later version is refused with SL_EVERSION. Version 2 added the run's
+ * device_read_bytes and read_chars; version 1 traces are still read (the device's share of reads unknown). */
+#define SL_TRACE_VERSION 2
 
 /* What the machine offers a pipeline. */
 typedef struct sl_machine {
@@ -24,15 +25,16 @@ typedef struct sl_machine {
   int cpus_online;       /* CPUs the kernel has online */
   uint64_t mem_total;    /* bytes of RAM (MemTotal, or the cgroup limit when lower) */
   uint64_t mem_available; /* bytes available now: MemAvailable, capped by the cgroup's limit minus its usage */
-  double disk_bandwidth; /* sequential read bytes/s of the disk holding the data; 0 when not measured */
-  char disk_method[32];  /* "o_direct", "fadvise" (page cache dropped for the file) or "none" */
+  double disk_bandwidth; /* read bytes/s the block device holding the data delivered; 0 when not measured */
+  char disk_method[32];  /* "o_direct", "fadvise" (a file the probe wrote beside the data, evicted) or "none" */
   char disk_path[256];   /* the file the bandwidth was measured on ("" when none) */
   double other_load;     /* cores other processes kept busy during the traced run (from /proc/stat; -1 unknown) */
 } sl_machine;
 
-/* Probes cores and memory; when `data_path` is a readable file, also measures sequential read bandwidth on it with
- * the page cache kept out (O_DIRECT, or posix_fadvise DONTNEED where O_DIRECT is refused), reading at most
- * `max_bytes` (0: 256 MiB) or for about half a second. */
+/* Probes cores and memory; when `data_path` is a readable file, also measures the read bandwidth of its block device
+ * as the device delivers it (an O_DIRECT read of it, or where O_DIRECT is refused a cold read of a file the probe
+ * writes beside it and removes; the device's bytes checked with /proc/thread-self/io), reading at most `max_bytes`
+ * (0: 256 MiB) or for about half a second. The user's cached pages are never evicted. */
 SL_EXTERN int sl_machine_probe(sl_machine *out, const char *data_path, uint64_t max_bytes);
 
 typedef struct sl_trace sl_trace;

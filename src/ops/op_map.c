@@ -120,12 +120,13 @@ static void map_free_op(sl__op *op) {
 static int call_fn(sl__op *op, map_cfg *c, sl_elem *e, uint64_t epoch, uint64_t index, bool *keep) {
   uint64_t seeds[SL__MAX_SEED_OPS], base = sl_pipeline_seed(op->pl);
   for (int k = 0; k < op->nseed_ops; k++) seeds[k] = sl__seed_of(base, (uint64_t)op->seed_ops[k], epoch, index);
-  sl_fn_call call = {index, seeds[0], true, op->path, op->nseed_ops > 1 ? seeds : NULL, op->nseed_ops > 1 ? op->nseed_ops : 0};
+  sl_fn_call call = {index, seeds[0], true, op->path, op->nseed_ops > 1 ? seeds : NULL, op->nseed_ops > 1 ? op->nseed_ops : 0, 0};
   sl_error_clear();
   /* The element's ref is the op's to carry (a function may rebuild the element): kept aside, put back after. */
   sl_eref ref = e->ref;
   e->ref = (sl_eref){0};
   int rc = c->fn.def.call(c->state, e, &call);
+  if (call.read_bytes) sl__stat_add(&op->st.disk_bytes, call.read_bytes); /* a function that read files */
   sl_buf_unref(e->ref.members);
   e->ref = ref;
   if (op->stamp >= 0) {

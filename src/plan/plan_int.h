@@ -12,6 +12,8 @@
 
 /* A machine whose cores were this busy (this process and others) was CPU-saturated. */
 #define SL__PLAN_SATURATED 0.85
+/* Below this share of the readers' bytes from the block devices, the reads were page-cache reads: no disk work. */
+#define SL__PLAN_CACHED_READS 0.05
 /* The LP's largest throughput: an op with no measurable cost does not make the LP unbounded. */
 #define SL__PLAN_X_MAX 1e12
 /* Bytes an element costs beyond its payload (element slots, buffer headers, allocator overhead). */
@@ -139,6 +141,14 @@ struct sl_plan {
   double busy_cores;    /* cores busy during the trace: this process's CPU per second plus other processes' load */
   bool ended;           /* the traced stream ended (a finite input: a longer trace needs a repeat) */
   bool saturated;       /* busy_cores >= SL__PLAN_SATURATED x the machine's cores: waits were for cores */
+  /* The share of the bytes the readers read that the block devices delivered during the trace (its
+   * device_read_bytes over the ops' disk_bytes, at most 1): the rest came from the page cache, which is CPU and
+   * memory bandwidth, not disk. -1: unknown (a version 1 trace): every byte read counts as disk. */
+  double dev_share;
+  double read_bytes; /* the bytes the readers read in the trace (the ops' disk_bytes) */
+  int counts;        /* sl__trace_counts of the trace: SL__COUNT_OUTPUT, _HEAVY or _SHORT */
+  int dominant;      /* the op with an unambiguous share of the CPU (sl__trace_counts), or -1 */
+  double heavy_min;  /* the fewest elements an op with SL__COUNT_HEAVY_SHARE of the CPU made */
 };
 
 /* The model's units: the threads the work runs on (a sequential thread, or a worker pool), with the CPU and
@@ -178,6 +188,17 @@ double sl__plan_handoff_cpu(const sl_plan *P);
 double sl__plan_handoff_cpu_for(const sl_plan *P, const int64_t *par);
 /* Fills a plan's model from a trace (no solving). */
 int sl__plan_model(sl_plan *P, const sl_trace *t, const sl_plan_opts *opts);
+
+/* Whether trace t counted enough to plan from (issue 48 row 6): SL__COUNT_OUTPUT when its root made
+ * SL_PLAN_MIN_ELEMENTS; SL__COUNT_HEAVY when it made fewer but at least SL__COUNT_MIN_ROOT and every op that did
+ * SL__COUNT_HEAVY_SHARE or more of the ops' CPU made SL_PLAN_MIN_ELEMENTS itself (25 batches of 64 are 1,600
+ * decodes: the costs that matter rest on those); else SL__COUNT_SHORT. *dominant (may be NULL): the op that did
+ * SL__COUNT_DOMINANT or more of the ops' CPU over at least SL__COUNT_MIN_ROOT of its own elements, or -1. */
+enum { SL__COUNT_OUTPUT, SL__COUNT_HEAVY, SL__COUNT_SHORT };
+#define SL__COUNT_MIN_ROOT 8
+#define SL__COUNT_HEAVY_SHARE 0.05
+#define SL__COUNT_DOMINANT 0.5
+int sl__trace_counts(const sl_trace *t, int *dominant);
 /* The LP bound for cache point `cache_at` (-1 none) on `cores` cores; sets *limit. */
 int sl__plan_lp(const sl_plan *P, int cache_at, double cores, double *X, const char **limit);
 /* Frees the calling thread's GLPK environment: call before a thread that solved LPs ends. */

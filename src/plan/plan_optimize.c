@@ -2,6 +2,8 @@
  * re-trace and re-solve while measured falls more than 10% short) and sl_pipeline_optimize, which rebuilds a
  * pipeline in place from its planned spec. */
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "ops/pipeline_int.h"
@@ -22,6 +24,18 @@ static int trace_of(sl_trace **out, sl_pipeline *p, double seconds, double warmu
   to.no_disk_probe = m != NULL;
   to.repeat = repeat;
   return sl_trace_run(out, p, &to);
+}
+
+/* One line of progress to the caller's callback (sl_optimize_opts.progress), if any. */
+static void say(const sl_optimize_opts *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(const sl_optimize_opts *o, const char *fmt, ...) {
+  if (!o || !o->progress) return;
+  char line[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  o->progress(line, o->progress_ctx);
 }
 
 /* Ops of a trace in pre-order without prefetch and cache ops: the pipeline's identity (see sl__spec_identity). */
@@ -238,12 +252,13 @@ static double trace_warmup(double seconds) { return fmin(0.25 * seconds, 2.0); }
 #define SL__PLAN_MAX_TRACE 60.0
 static int long_enough(sl_trace **t0, bool *rep, sl_pipeline *p, const sl_optimize_opts *opts) {
   uint64_t seen = (*t0)->elements;
-  if (seen >= SL_PLAN_MIN_ELEMENTS) return 0;
+  if (sl__trace_counts(*t0, NULL) != SL__COUNT_SHORT) return 0; /* by the output, or by the ops carrying the CPU */
   if (opts->trace)
     return sl__err(SL_EINVAL,
-                   "the trace saw %llu output elements in %.2f s; planning needs at least %d: trace longer "
-                   "(sluice trace --seconds) or let optimize trace",
-                   (unsigned long long)seen, (*t0)->seconds, SL_PLAN_MIN_ELEMENTS);
+                   "the trace saw %llu output elements in %.2f s; planning needs at least %d (or %d with every op "
+                   "that does %.0f%% of the CPU making %d): trace longer (sluice trace --seconds) or let optimize trace",
+                   (unsigned long long)seen, (*t0)->seconds, SL_PLAN_MIN_ELEMENTS, SL__COUNT_MIN_ROOT,
+                   100 * SL__COUNT_HEAVY_SHARE, SL_PLAN_MIN_ELEMENTS);
   int root = -1;
   for (int i = 0; i < (*t0)->nops; i++)
     if ((*t0)->ops[i].s.parent == -1) root = i;
@@ -253,13 +268,13 @@ static int long_enough(sl_trace **t0, bool *rep, sl_pipeline *p, const sl_optimi
   sl_trace *t = NULL;
   double w = trace_warmup(opts->trace_seconds);
   int rc = trace_of(&t, p, opts->trace_seconds, w, &(*t0)->machine, finite, 0);
-  if (!rc && t->elements < SL_PLAN_MIN_ELEMENTS) {
+  if (!rc && sl__trace_counts(t, NULL) == SL__COUNT_SHORT) {
     sl_trace_free(t);
     t = NULL;
     rc = trace_of(&t, p, SL__PLAN_MAX_TRACE, w, &(*t0)->machine, finite, (int64_t)(1.5 * SL_PLAN_MIN_ELEMENTS));
   }
   if (rc) return rc;
-  if (t->elements < SL_PLAN_MIN_ELEMENTS) {
+  if (sl__trace_counts(t, NULL) == SL__COUNT_SHORT) {
     rc = sl__err(SL_EINVAL,
                  "the trace saw %llu output elements in %.2f s%s; planning needs at least %d: the pipeline is too "
                  "slow to plan from a trace of at most %.0f s",
@@ -274,35 +289,49 @@ static int long_enough(sl_trace **t0, bool *rep, sl_pipeline *p, const sl_optimi
   return 0;
 }
 
-/* Runs each of a and b `rounds` times, alternating (a shared machine's load drifts: alternation spreads it over
- * both), each for `secs` after a warm-up; the medians of their throughputs into *ma, *mb, and (each may be NULL) the
- * least and the median process CPU per element the runs of a, of b spent. */
-static int alternate(double *ma, double *mb, sl_pipeline *a, sl_pipeline *b, int rounds, double secs,
-                     const sl_machine *m, bool rep, double least_cpu[2], double median_cpu[2]) {
-  double r[2][9], c[2][9];
+/* Runs each of the n pipelines q[] `rounds` times, alternating (a shared machine's load drifts: alternation spreads
+ * it over all of them; each round starts with the next one), each for `secs` after a warm-up; the medians of their
+ * throughputs into med[], and (each may be NULL) the least and the median process CPU per element the runs of each
+ * spent. `names` (may be NULL) name them in the progress lines of opts. */
+#define SL__PLAN_MAX_SIDES 3
+static int alternate_n(double *med, sl_pipeline **q, int n, int rounds, double secs, const sl_machine *m, bool rep,
+                       double *least_cpu, double *median_cpu, const sl_optimize_opts *opts, const char *const *names) {
+  double r[SL__PLAN_MAX_SIDES][9], c[SL__PLAN_MAX_SIDES][9];
   if (rounds > 9) rounds = 9;
-  if (least_cpu) least_cpu[0] = least_cpu[1] = 0;
+  if (n > SL__PLAN_MAX_SIDES) n = SL__PLAN_MAX_SIDES;
+  if (least_cpu)
+    for (int s = 0; s < n; s++) least_cpu[s] = 0;
   for (int k = 0; k < rounds; k++) {
-    for (int w = 0; w < 2; w++) {
-      int side = (k + w) % 2;
+    for (int w = 0; w < n; w++) {
+      int side = (k + w) % n;
       sl_trace *t = NULL;
-      int rc = trace_of(&t, side ? b : a, secs, secs * 0.25, m, rep, 0);
+      int rc = trace_of(&t, q[side], secs, secs * 0.25, m, rep, 0);
       if (rc) return rc;
       r[side][k] = sl_trace_throughput(t);
       double cpu = sl__plan_trace_cpu(t);
       c[side][k] = cpu;
       double *least = least_cpu ? &least_cpu[side] : NULL;
       if (least && cpu > 0 && (*least == 0 || cpu < *least)) *least = cpu;
+      say(opts, "  round %d/%d: %s %.1f elem/s", k + 1, rounds, names ? names[side] : "run", r[side][k]);
       sl_trace_free(t);
     }
   }
-  *ma = sl__plan_median(r[0], rounds);
-  *mb = sl__plan_median(r[1], rounds);
-  if (median_cpu) {
-    median_cpu[0] = sl__plan_median(c[0], rounds);
-    median_cpu[1] = sl__plan_median(c[1], rounds);
+  for (int s = 0; s < n; s++) {
+    med[s] = sl__plan_median(r[s], rounds);
+    if (median_cpu) median_cpu[s] = sl__plan_median(c[s], rounds);
   }
   return 0;
+}
+
+static int alternate(double *ma, double *mb, sl_pipeline *a, sl_pipeline *b, int rounds, double secs,
+                     const sl_machine *m, bool rep, double least_cpu[2], double median_cpu[2],
+                     const sl_optimize_opts *opts, const char *const names[2]) {
+  sl_pipeline *q[2] = {a, b};
+  double med[2] = {0, 0};
+  int rc = alternate_n(med, q, 2, rounds, secs, m, rep, least_cpu, median_cpu, opts, names);
+  *ma = med[0];
+  *mb = med[1];
+  return rc;
 }
 
 /* The pipeline of plan's spec. */
@@ -328,8 +357,13 @@ static int runoff(bool *b_won, const sl_plan *a, const sl_plan *b, const sl_pipe
   int rc = plan_pipeline(&qa, a, p);
   if (!rc) rc = plan_pipeline(&qb, b, p);
   if (!rc)
+  {
+    static const char *const names[2] = {"plan", "challenger"};
+    say(opts, "runoff: the plan against the best challenger, alternating, %d runs of %.1f s each", SL__PLAN_CHECK_ROUNDS,
+        opts->measure_seconds / SL__PLAN_CHECK_ROUNDS);
     rc = alternate(&ma, &mb, qa, qb, SL__PLAN_CHECK_ROUNDS, opts->measure_seconds / SL__PLAN_CHECK_ROUNDS, m, rep,
-                   NULL, cpu);
+                   NULL, cpu, opts, names);
+  }
   sl_pipeline_free(qa);
   sl_pipeline_free(qb);
   if (!rc) *b_won = sl__plan_prefer(ma, cpu[0], mb, cpu[1]);
@@ -340,6 +374,8 @@ static int runoff(bool *b_won, const sl_plan *a, const sl_plan *b, const sl_pipe
 typedef struct opt_run {
   const sl_optimize_opts *opts;
   sl_pipeline *p;                /* the pipeline planned: the fused one when fusion is kept */
+  sl_pipeline *written;          /* the caller's pipeline, as written (unfused) */
+  double written_rate;           /* throughput of the written pipeline's trace when fusion was kept (0: not traced) */
   sl_pipeline *fused;            /* owned, or NULL */
   sl_optimize_result res;
   sl_trace *t0, *ts, *tc;        /* the input's trace, its sequential variant's, costs refreshed from runs */
@@ -361,24 +397,35 @@ static int opt_trace_input(opt_run *r, sl_pipeline *unfused) {
     rc = sl_trace_from_json(&r->t0, js, strlen(js), opts->trace->origin);
     sl__free(js);
   } else {
+    say(opts, "tracing the input%s for %.1f s (after %.1f s of warm-up)", r->fused ? " fused" : "",
+        opts->trace_seconds, trace_warmup(opts->trace_seconds));
     rc = trace_of(&r->t0, r->p, opts->trace_seconds, trace_warmup(opts->trace_seconds), opts->machine, false, 0);
+    if (!rc)
+      say(opts, "  %llu elements, %.1f elem/s", (unsigned long long)r->t0->elements, sl_trace_throughput(r->t0));
   }
+  if (!rc && sl__trace_counts(r->t0, NULL) == SL__COUNT_SHORT && !opts->trace)
+    say(opts, "too few elements to plan from (%d needed): tracing again, longer%s", SL_PLAN_MIN_ELEMENTS,
+        r->t0->ended ? " and repeated" : "");
   if (rc || (rc = long_enough(&r->t0, &r->rep, r->p, opts))) return rc;
   /* Fusion must pay on this data: the unfused input is traced as long, and the fused one kept only when it spent
    * no more process CPU per element (a fused op that cannot decode at a smaller DCT scale decodes and resizes as
    * the two ops did, and may cost more: docs/planner.md). */
   if (!r->fused) return 0;
   sl_trace *tu = NULL;
+  say(opts, "tracing the input as written (unfused) for %.1f s: does fusion pay?", r->t0->seconds);
   if ((rc = trace_of(&tu, unfused, r->t0->seconds, trace_warmup(opts->trace_seconds), &r->t0->machine, r->rep, 0)))
     return rc;
   r->res.fused_cpu = sl__plan_trace_cpu(r->t0);
   r->res.unfused_cpu = sl__plan_trace_cpu(tu);
-  if (tu->elements >= SL_PLAN_MIN_ELEMENTS && r->res.unfused_cpu > 0 && r->res.unfused_cpu < r->res.fused_cpu) {
+  r->written_rate = sl_trace_throughput(tu);
+  say(opts, "  fused %.1f us of CPU per element, unfused %.1f us", r->res.fused_cpu * 1e6, r->res.unfused_cpu * 1e6);
+  if (sl__trace_counts(tu, NULL) != SL__COUNT_SHORT && r->res.unfused_cpu > 0 && r->res.unfused_cpu < r->res.fused_cpu) {
     sl_trace_free(r->t0);
     r->t0 = tu;
     r->p = unfused;
     sl_pipeline_free(r->fused);
     r->fused = NULL;
+    r->written_rate = 0;
   } else {
     sl_trace_free(tu);
     r->res.fused = true;
@@ -392,8 +439,9 @@ static int opt_seq_costs(opt_run *r) {
   int rc = seq_variant(&q, r->t0, r->p, &r->opts->plan);
   if (rc || !q) return rc;
   const sl_trace *t0 = r->t0;
+  say(r->opts, "tracing its sequential variant for %.1f s (the ops' own costs, without hand-offs)", t0->seconds);
   rc = trace_of(&r->ts, q, t0->seconds, trace_warmup(t0->seconds), &t0->machine, r->rep, 0);
-  if (!rc && r->ts->elements < SL_PLAN_MIN_ELEMENTS) { /* the sequential variant is slower: trace it longer */
+  if (!rc && sl__trace_counts(r->ts, NULL) == SL__COUNT_SHORT) { /* the sequential variant is slower: trace longer */
     sl_trace_free(r->ts);
     r->ts = NULL;
     rc = trace_of(&r->ts, q, SL__PLAN_MAX_TRACE, trace_warmup(t0->seconds), &t0->machine, r->rep,
@@ -427,8 +475,12 @@ static int opt_measure_rounds(opt_run *r) {
   int rc;
   for (;;) {
     sl_trace *tm = NULL;
+    say(opts, "measuring the plan of solve %d for %.1f s (predicted %.1f elem/s)", r->res.rounds, opts->measure_seconds,
+        sl_plan_predicted(r->plan));
     if ((rc = measure_plan(&tm, r->plan, r->p, opts, &r->t0->machine, r->rep))) return rc;
     double measured = sl_trace_throughput(tm);
+    say(opts, "  measured %.1f elem/s, %.1f us of CPU per element (model %.1f)", measured,
+        sl__plan_trace_cpu(tm) * 1e6, sl_plan_cpu_per_element(r->plan) * 1e6);
     if (tm->machine.other_load > r->res.other_load) r->res.other_load = tm->machine.other_load;
     double hcpu = sl__plan_handoff_cpu(r->plan), mcpu = sl_plan_cpu_per_element(r->plan);
     double cpu = sl__plan_trace_cpu(tm);
@@ -472,6 +524,7 @@ static int opt_measure_rounds(opt_run *r) {
     if ((rc = sl__plan_solve(&r->plan, r->tc ? r->tc : r->tb, &opts->plan, r->hscale))) return rc;
     r->plan->seq_trace = r->ts != NULL;
     r->res.rounds++;
+    say(opts, "off by more than 10%%: solved again on what the run taught (solve %d)", r->res.rounds);
   }
 }
 
@@ -500,12 +553,15 @@ static int opt_challengers(opt_run *r) {
   }
   sl_plan *top = NULL;
   double top_measured = -1, top_cpu = 0, top_load = 0, top_share = 1;
+  static const char *const what[3] = {"a worker per core", "all sequential", "no root prefetch"};
   for (int k = 0; k < 3 && !rc; k++) {
     if (!ch[k]) continue;
     ch[k]->seq_trace = r->ts != NULL;
     sl_trace *tm = NULL;
+    say(opts, "measuring a challenger (%s) for %.1f s", what[k], opts->measure_seconds);
     if ((rc = measure_plan(&tm, ch[k], r->p, opts, &r->t0->machine, r->rep))) break;
     double measured = sl_trace_throughput(tm), cpu = sl__plan_trace_cpu(tm);
+    say(opts, "  measured %.1f elem/s (the plan: %.1f)", measured, r->best_measured);
     if (tm->machine.other_load > r->res.other_load) r->res.other_load = tm->machine.other_load;
     if (!top || sl__plan_prefer(top_measured, top_cpu, measured, cpu)) {
       sl_plan_free(top);
@@ -541,30 +597,52 @@ static int opt_challengers(opt_run *r) {
  * the input are run alternately, SL__PLAN_CHECK_ROUNDS short runs each, and compared by their medians. When the
  * plan's median is below SL_PLAN_KEEP_RATIO of the input's, the result is the input's own configuration
  * ("autotune" knobs at the values they resolved to), unless the input holds more than the memory budget. The
- * caller's --cores/--consumer-cores do not exempt a plan: the runs here have no consumer either. */
+ * caller's --cores/--consumer-cores do not exempt a plan: the runs here have no consumer either.
+ * When fusion was kept, the input as written (unfused) runs in the same alternation: the speed-up is over the spec
+ * as written, and fusion's part (the fused input against it) and the knobs' (the plan against the fused input) are
+ * each measured. (Before, the baseline was the fused input: `make demo` said 1.02x where its own runs of the spec
+ * as written and of the plan measured 1.49x apart.) */
 static int opt_final_check(opt_run *r) {
   const sl_optimize_opts *opts = r->opts;
   sl_optimize_result *res = &r->res;
   sl_pipeline *q = NULL;
   char *js = NULL;
-  double mi = 0, mp = 0, secs = opts->measure_seconds / SL__PLAN_CHECK_ROUNDS, med_cpu[2] = {0, 0};
+  double secs = opts->measure_seconds / SL__PLAN_CHECK_ROUNDS;
+  double med[SL__PLAN_MAX_SIDES] = {0}, least[SL__PLAN_MAX_SIDES] = {0}, med_cpu[SL__PLAN_MAX_SIDES] = {0};
   int rc = sl_plan_spec_json(&js, r->plan);
   if (rc) return rc;
   rc = sl_pipeline_from_json(&q, js, strlen(js), sl__pipeline_origin(r->p));
   sl__free(js);
-  if (!rc)
-    rc = alternate(&mi, &mp, r->p, q, SL__PLAN_CHECK_ROUNDS, secs, &r->t0->machine, r->rep, r->least_cpu, med_cpu);
+  /* Sides: [the input as written,] the input (fused when fusion was kept), the plan. */
+  bool three = res->fused && r->written && r->written != r->p;
+  sl_pipeline *sides[SL__PLAN_MAX_SIDES] = {r->written, r->p, q};
+  static const char *const names[SL__PLAN_MAX_SIDES] = {"input as written", "input fused", "plan"};
+  static const char *const names2[2] = {"input", "plan"};
+  int off = three ? 0 : 1, n = three ? 3 : 2;
+  if (!rc) {
+    say(opts, "final check: %s and the plan, alternating, %d runs of %.1f s each",
+        three ? "the input as written, the input fused" : "the input", SL__PLAN_CHECK_ROUNDS, secs);
+    rc = alternate_n(med, sides + off, n, SL__PLAN_CHECK_ROUNDS, secs, &r->t0->machine, r->rep, least, med_cpu, opts,
+                     three ? names : names2);
+  }
   sl_pipeline_free(q);
   if (rc) return rc;
-  res->baseline = mi;
+  /* Indices into the results: the input planned from (fused or not) and the plan. */
+  int ii = three ? 1 : 0, ip = three ? 2 : 1;
+  double mi = med[ii], mp = med[ip];
+  res->baseline = three ? med[0] : mi;
+  res->fused_baseline = three ? mi : 0;
   res->measured = mp;
   res->checked = true;
+  r->least_cpu[0] = least[ii];
+  r->least_cpu[1] = least[ip];
   /* The CPU per element of the runs the measured throughput comes from. And the input's, against its own trace's:
    * the same work, so a change there is the machine's speed, not the plan's, and the prediction, made at the
    * trace's speed, is told apart from it. */
-  if (med_cpu[1] > 0) res->measured_cpu = med_cpu[1];
+  if (med_cpu[ip] > 0) res->measured_cpu = med_cpu[ip];
   res->input_cpu_traced = sl__plan_trace_cpu(r->t0);
-  res->input_cpu_checked = med_cpu[0];
+  res->input_cpu_checked = med_cpu[ii];
+  say(opts, "  medians: %s%.1f elem/s, the plan %.1f", three ? "as written " : "input ", res->baseline, mp);
   if (mp >= SL_PLAN_KEEP_RATIO * mi) return 0;
   sl_plan *in = NULL;
   if ((rc = sl__plan_solve(&in, r->t0, &opts->plan, r->hscale)) || (rc = sl__plan_as_traced(in))) {
@@ -578,7 +656,7 @@ static int opt_final_check(opt_run *r) {
   sl_plan_free(r->plan);
   r->plan = in;
   res->measured = mi;
-  res->measured_cpu = med_cpu[0] > 0 ? med_cpu[0] : res->input_cpu_traced;
+  res->measured_cpu = med_cpu[ii] > 0 ? med_cpu[ii] : res->input_cpu_traced;
   res->measure_other_load = r->t0->machine.other_load;
   res->kept_input = true;
   r->least_cpu[1] = r->least_cpu[0]; /* the runs of the input are the runs of this plan */
@@ -628,7 +706,7 @@ int sl_optimize(sl_plan **out, sl_pipeline *p, const sl_optimize_opts *opts) {
   if (!(o.trace_seconds > 0)) o.trace_seconds = 2.0;
   if (o.max_retraces == 0) o.max_retraces = 2;
   else if (o.max_retraces < 0) o.max_retraces = 0;
-  opt_run r = {.opts = &o, .p = p, .best_measured = -1, .best_share = 1, .hscale = 1};
+  opt_run r = {.opts = &o, .p = p, .written = p, .best_measured = -1, .best_share = 1, .hscale = 1};
   /* Fusion first (plan_fuse.c): everything below traces and plans the fused pipeline. A given trace is of the
    * unfused one, so then nothing is fused. */
   if (!o.trace && (rc = sl__plan_fuse(&r.fused, p))) return rc;
@@ -640,13 +718,21 @@ int sl_optimize(sl_plan **out, sl_pipeline *p, const sl_optimize_opts *opts) {
                                                      SL__PLAN_MAX_TRACE));
   r.res.trace_elements = r.t0->elements;
   r.res.repeated_input = r.rep;
+  /* Over the spec as written: with fusion kept, its unfused trace (the final check measures all three). */
   r.res.baseline = sl_trace_throughput(r.t0);
+  if (r.res.fused && r.written_rate > 0) {
+    r.res.fused_baseline = r.res.baseline;
+    r.res.baseline = r.written_rate;
+  }
   r.res.other_load = r.t0->machine.other_load;
   if ((rc = opt_seq_costs(&r))) goto done;
   r.tb = r.ts ? r.ts : r.t0;
+  say(&o, "solving the model (LP bound, cache, integer parallelism, buffers)");
   if ((rc = sl__plan_solve(&r.plan, r.tb, &o.plan, r.hscale))) goto done;
   r.plan->seq_trace = r.ts != NULL;
   r.res.rounds = 1;
+  say(&o, "  bound %.1f elem/s (limited by %s), predicted %.1f", sl_plan_bound(r.plan), sl_plan_limit(r.plan),
+      sl_plan_predicted(r.plan));
   if (o.measure_seconds > 0) {
     if ((rc = opt_measure_rounds(&r)) || (rc = opt_challengers(&r))) goto done;
     r.plan = r.best;

@@ -63,10 +63,11 @@ static int wrap_prose(sl__str *out, const char *text, int width) {
 
 static int prose_of(const sl_plan *P, sl__str *s);
 
-/* A trace with fewer output elements than the planner needs names no bottleneck: its per-op figures come from too
- * few samples (a finite input that ended after 4 elements). How long to trace: the time 1.5x the minimum takes at
- * the traced rate, at least a second. */
-static bool too_short(const sl_plan *P) { return P->N < SL_PLAN_MIN_ELEMENTS; }
+/* A trace that counted too little names no bottleneck: its per-op figures come from too few elements (a finite input
+ * that ended after 4). Counted by the ops that carry the CPU as well as by the output (sl__trace_counts): 25
+ * batches of 64 are 1,600 decodes. How long to trace: the time 1.5x the minimum takes at the traced rate, at
+ * least a second. */
+static bool too_short(const sl_plan *P) { return P->counts == SL__COUNT_SHORT; }
 static double seconds_needed(const sl_plan *P) {
   double r = P->traced_rate > 0 ? 1.5 * SL_PLAN_MIN_ELEMENTS / P->traced_rate : 0;
   return ceil(fmax(r, 1.0));
@@ -104,6 +105,16 @@ static int text_report(const sl_plan *P, sl__str *s, sl__str *out_table) {
                        sl__fmt_si(b, sizeof b, P->traced_rate), P->seq_trace ? ", sequential variant" : "", P->C,
                        sl__fmt_bytes(c, sizeof c, P->M >= 1e17 ? 0 : P->M));
   if (P->B > 0) rc |= sl__str_printf(&hdr, ", disk %s/s", sl__fmt_bytes(d, sizeof d, P->B));
+  if (P->dev_share >= 0 && P->read_bytes > 0) {
+    char e[32];
+    if (P->dev_share < SL__PLAN_CACHED_READS)
+      rc |= sl__str_printf(&hdr, "; the %s read came from the page cache (the device delivered %s): CPU and "
+                                 "memory, not disk", sl__fmt_bytes(d, sizeof d, P->read_bytes),
+                           sl__fmt_bytes(e, sizeof e, P->dev_share * P->read_bytes));
+    else
+      rc |= sl__str_printf(&hdr, "; %.0f%% of the %s read came from the device", 100 * P->dev_share,
+                           sl__fmt_bytes(d, sizeof d, P->read_bytes));
+  }
   if (P->machine.other_load >= 0.25)
   {
     double left = fmax(P->machine.cores - P->machine.other_load, 0);
@@ -124,7 +135,9 @@ static int text_report(const sl_plan *P, sl__str *s, sl__str *out_table) {
     rc |= sl__str_printf(s, "%-17.17s %-18.18s %6.3g %8s %9s %4lld %4.0f%% %4.0f%% %4s%s\n", path, nm, o->V,
                          sl__fmt_usec(a, sizeof a, o->c), o->c > 0 ? sl__fmt_si(b, sizeof b, 1.0 / o->c) : "-", (long long)o->par0,
                          sc > 0 ? 100.0 * o->c / sc : 0, 100.0 * util(P, o), wait_word(o->waits),
-                         i == bottleneck_of(P) ? "  <- bottleneck" : "");
+                         i == bottleneck_of(P)                      ? "  <- bottleneck"
+                         : too_short(P) && i == P->dominant ? "  <- dominant"
+                                                            : "");
   }
   rc |= sl__str_printf(s, "\n");
   sl__str table = *s; /* the prose goes to its own buffer, then is re-flowed onto the table */
@@ -141,11 +154,25 @@ static int prose_of(const sl_plan *P, sl__str *s) {
   char a[32], b[32], c[32], nm[64];
   double sc = total_c(P);
   int rc = 0;
+  if (P->counts == SL__COUNT_HEAVY)
+    rc |= sl__str_printf(s, "Counted by the ops that carry the CPU: the trace saw %.0f output elements (fewer than "
+                            "%d), but every op with %.0f%% or more of the CPU made at least %s elements, enough to "
+                            "plan from; the figures of ops at the output's granularity rest on %.0f.\n",
+                         P->N, SL_PLAN_MIN_ELEMENTS, 100 * SL__COUNT_HEAVY_SHARE,
+                         sl__fmt_si(a, sizeof a, P->heavy_min), P->N);
   if (too_short(P)) {
     rc |= sl__str_printf(s, "Too short to name a bottleneck: the trace saw %.0f output elements in %.2f s%s; the "
-                            "planner needs at least %d. Trace for %.0f s or more (sluice trace --seconds %.0f%s).\n",
-                         P->N, P->T, P->ended ? " (the input ended)" : "", SL_PLAN_MIN_ELEMENTS, seconds_needed(P),
-                         seconds_needed(P), P->ended ? " --repeat: the input is repeated" : "; add --repeat if the input ends sooner");
+                            "planner needs at least %d, or %d with every op that does %.0f%% or more of the CPU "
+                            "making %d. Trace for %.0f s or more (sluice trace --seconds %.0f%s).\n",
+                         P->N, P->T, P->ended ? " (the input ended)" : "", SL_PLAN_MIN_ELEMENTS, SL__COUNT_MIN_ROOT,
+                         100 * SL__COUNT_HEAVY_SHARE, SL_PLAN_MIN_ELEMENTS, seconds_needed(P), seconds_needed(P),
+                         P->ended ? " --repeat: the input is repeated" : "; add --repeat if the input ends sooner");
+    if (P->dominant >= 0) {
+      const sl__pm_op *o = &P->ops[P->dominant];
+      name_of(o, nm, sizeof nm);
+      rc |= sl__str_printf(s, "Dominant op, whatever the count: %s (%s), %.0f%% of the CPU over %.0f of its elements.\n",
+                           o->path, nm, sc > 0 ? 100.0 * o->c / sc : 0, o->n);
+    }
   } else if (P->bottleneck >= 0) {
     const sl__pm_op *o = &P->ops[P->bottleneck];
     name_of(o, nm, sizeof nm);
@@ -314,15 +341,22 @@ static json_t *json_report(const sl_plan *P) {
   json_object_set_new(r, "traced", json_pack("{s:f, s:f, s:f}", "elements", P->N, "seconds", P->T, "throughput",
                                              P->traced_rate));
   json_object_set_new(r, "busy_cores", json_real(P->busy_cores));
+  json_object_set_new(r, "reads", json_pack("{s:f, s:o}", "bytes", P->read_bytes, "device_share",
+                                            P->dev_share >= 0 ? json_real(P->dev_share) : json_null()));
   json_object_set_new(r, "cpu_saturated", json_boolean(P->saturated));
   json_object_set_new(r, "budget", json_pack("{s:f, s:f, s:f, s:f}", "cores", P->C, "memory", P->M, "disk_bandwidth",
                                              P->B, "other_load", P->machine.other_load));
   json_object_set_new(r, "ops", ops);
   json_object_set_new(r, "bottleneck", bottleneck_of(P) >= 0 ? json_string(P->ops[P->bottleneck].path) : json_null());
   if (too_short(P))
-    json_object_set_new(r, "too_short", json_pack("{s:f, s:i, s:f, s:b}", "elements", P->N, "needed",
+    json_object_set_new(r, "too_short", json_pack("{s:f, s:i, s:f, s:b, s:o}", "elements", P->N, "needed",
                                                    SL_PLAN_MIN_ELEMENTS, "trace_seconds", seconds_needed(P),
-                                                   "repeat", P->ended));
+                                                   "repeat", P->ended, "dominant",
+                                                   P->dominant >= 0 ? json_string(P->ops[P->dominant].path)
+                                                                    : json_null()));
+  json_object_set_new(r, "counted_by", json_string(P->counts == SL__COUNT_OUTPUT  ? "output"
+                                                   : P->counts == SL__COUNT_HEAVY ? "heavy_ops"
+                                                                                  : "too_short"));
   json_object_set_new(r, "bound", json_real(P->bound));
   json_object_set_new(r, "limit", json_string(sl_plan_limit(P)));
   json_object_set_new(r, "predicted", json_real(P->predicted));

@@ -420,10 +420,13 @@ static bool pend_step(sl_tuner *a, const sl_trace *t) {
  * counters carry each op's own run-queue delay too (runq_seconds, their difference), so the model tells an op's
  * waiting for a core from its blocked time as on a trace. */
 static void tune_window(sl_tuner *a, const sl_op_stats *now, const sl_op_stats *base, double secs, double cpu,
-                        const sl_machine *m, double run_delay) {
+                        const sl_machine *m, double run_delay, const int64_t io[2]) {
   sl_trace *t = NULL;
   sl_plan *M = NULL, *P = NULL;
   if (sl__trace_from_counters(&t, a->spec, a->origin, m, now, base, a->nops, secs, cpu, run_delay)) goto out;
+  /* What the block devices delivered in the window (-1: unknown): page-cache reads are no disk work here either. */
+  t->device_bytes = io[0];
+  t->read_chars = io[1];
   if (trial_step(a, t) || pend_step(a, t)) goto out;
   sl_plan_opts po;
   if (window_opts(a, &po)) goto out;
@@ -582,6 +585,8 @@ static void *tune_main(void *arg) {
   double cw = proc_cpu_now();
   sl__load_snap lw, l1;
   sl__load_snap_take(&lw);
+  int64_t dw = 0, chw = 0, d1 = 0, ch1 = 0;
+  bool iow = sl__proc_io(&dw, &chw);
   if (base && timed0) {
     for (int i = 0; i < a->nops; i++) sl_pipeline_op_stats(&base[i], a->p, i);
     timed_snap(a, timed0);
@@ -612,8 +617,12 @@ static void *tune_main(void *arg) {
       sl__load_snap_take(&l1);
       sl_machine m = a->m;
       sl__load_between(&m.other_load, &run_delay, &lw, &l1, secs, c1 - cw, m.cpus_online);
-      tune_window(a, now, base, secs, c1 - cw, &m, run_delay);
+      bool io1 = sl__proc_io(&d1, &ch1);
+      int64_t io[2] = {-1, -1};
+      if (iow && io1 && d1 >= dw && ch1 >= chw) io[0] = d1 - dw, io[1] = ch1 - chw;
+      tune_window(a, now, base, secs, c1 - cw, &m, run_delay, io);
       lw = l1;
+      dw = d1, chw = ch1, iow = io1;
       sl_op_stats *x = base;
       base = now;
       now = x;

@@ -483,6 +483,11 @@ static void page(tctx *c, const sl_trace *t, const sl_report_trace_opts *o, json
                  "elements; the planner needs at least %.0f. Trace for %.0f s or more (sluice trace --seconds %.0f%s)."
                  "</p>\n", num(ts, "elements"), num(ts, "needed"), num(ts, "trace_seconds"), num(ts, "trace_seconds"),
               json_is_true(json_object_get(ts, "repeat")) ? " --repeat: the input ended" : "");
+  if (ts && json_is_string(json_object_get(ts, "dominant"))) {
+    sl__h_raw(h, "<p class=\"warn\">Dominant op, whatever the count: ");
+    sl__h_textf(h, "%s", json_string_value(json_object_get(ts, "dominant")));
+    sl__h_raw(h, " (over half of the CPU).</p>\n");
+  }
   cards(c);
   sl__h_raw(h, "<h2>Pipeline</h2>\n");
   graph(c);

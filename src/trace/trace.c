@@ -76,6 +76,22 @@ void sl__load_between(double *other_load, double *run_delay, const sl__load_snap
   }
 }
 
+static bool read_io(const char *path, int64_t *read_bytes, int64_t *rchar) {
+  FILE *f = fopen(path, "r");
+  if (!f) return false;
+  char line[128];
+  long long v;
+  int got = 0;
+  while (fgets(line, sizeof line, f)) {
+    if (sscanf(line, "read_bytes: %lld", &v) == 1) *read_bytes = v, got |= 1;
+    else if (sscanf(line, "rchar: %lld", &v) == 1) *rchar = v, got |= 2;
+  }
+  fclose(f);
+  return got == 3;
+}
+bool sl__proc_io(int64_t *read_bytes, int64_t *rchar) { return read_io("/proc/self/io", read_bytes, rchar); }
+bool sl__thread_io(int64_t *read_bytes, int64_t *rchar) { return read_io("/proc/thread-self/io", read_bytes, rchar); }
+
 static double proc_cpu(void) {
   struct timespec ts;
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
@@ -236,6 +252,7 @@ int sl__trace_from_counters(sl_trace **out, json_t *spec, const char *origin, co
   t->seconds = seconds;
   t->process_cpu = process_cpu;
   t->run_delay = run_delay > 0 ? run_delay : 0;
+  t->device_bytes = t->read_chars = -1; /* unknown here: the tuner sets its window's */
   for (int i = 0; i < nops && !rc; i++) {
     sl_op_stats s = now[i];
     if (base) stats_delta(&s, &base[i]);
@@ -368,6 +385,9 @@ int sl_trace_run(sl_trace **out, sl_pipeline *p, const sl_trace_opts *opts) {
   double c0 = proc_cpu();
   sl__load_snap l0, l1;
   sl__load_snap_take(&l0);
+  /* What the block devices delivered, against what the reads returned: a page-cache read is no disk work. */
+  int64_t io_dev0 = 0, io_ch0 = 0, io_dev1 = 0, io_ch1 = 0;
+  bool io0 = sl__proc_io(&io_dev0, &io_ch0);
   bool warm = opts->warmup <= 0;
   watchdog wd = {.done = false, .it = it};
   double grace = limit * 0.1 > 1 ? limit * 0.1 : 1;
@@ -389,6 +409,7 @@ int sl_trace_run(sl_trace **out, sl_pipeline *p, const sl_trace_opts *opts) {
       tw = sl__now_ns();
       c0 = proc_cpu();
       sl__load_snap_take(&l0);
+      io0 = sl__proc_io(&io_dev0, &io_ch0);
       nw = n;
       warm = true;
     }
@@ -414,6 +435,11 @@ int sl_trace_run(sl_trace **out, sl_pipeline *p, const sl_trace_opts *opts) {
     rc = 0;
   }
   t->process_cpu = proc_cpu() - c0;
+  t->device_bytes = t->read_chars = -1;
+  if (io0 && sl__proc_io(&io_dev1, &io_ch1) && io_dev1 >= io_dev0 && io_ch1 >= io_ch0) {
+    t->device_bytes = io_dev1 - io_dev0;
+    t->read_chars = io_ch1 - io_ch0;
+  }
   /* How long this process's threads waited for a CPU per CPU second they got: contention from other processes
    * (and from our own threads beyond the cores) stretches wall time without any I/O; the planner must not take
    * that for waiting. Threads that ended during the run are missing: a lower bound. */
@@ -499,6 +525,13 @@ int sl_trace_to_json(char **out, const sl_trace *t) {
                            sl_trace_throughput(t), "process_cpu_seconds", t->process_cpu, "run_delay", t->run_delay,
                            "ops", ops);
   if (!root) return sl__oom("the trace document");
+  /* Written when known (absent: unknown, as in version 1 traces). */
+  json_t *run = json_object_get(root, "run");
+  if (t->device_bytes >= 0 && (json_object_set_new(run, "device_read_bytes", json_integer(t->device_bytes)) ||
+                               json_object_set_new(run, "read_chars", json_integer(t->read_chars)))) {
+    json_decref(root);
+    return sl__oom("the trace document");
+  }
   for (int i = 0; i < t->nops; i++) {
     json_t *o = op_json(&t->ops[i]);
     if (!o || json_array_append_new(ops, o)) {
@@ -572,11 +605,13 @@ static int parse_trace(sl_trace *t, json_t *root, const char *origin) {
     return sl__err(SL_EINVAL, "%s: not a sluice trace (no \"format\": \"%s\")", origin, TRACE_FORMAT);
   json_t *ver = json_object_get(root, "version");
   if (!json_is_integer(ver)) return sl__err(SL_EINVAL, "%s: version: missing or not an integer", origin);
-  if (json_integer_value(ver) != SL_TRACE_VERSION) {
+  /* Version 1 lacks run.device_read_bytes (the device's share of the reads is then unknown) and is read as before. */
+  if (json_integer_value(ver) != SL_TRACE_VERSION && json_integer_value(ver) != 1) {
     json_t *by = json_object_get(root, "sluice");
-    return sl__err(SL_EVERSION, "%s: trace format version %lld (written by sluice %s); this sluice %s reads version %d:"
-                                " take the trace again with 'sluice trace'", origin, (long long)json_integer_value(ver),
-                   json_is_string(by) ? json_string_value(by) : "?", sl_version(), SL_TRACE_VERSION);
+    return sl__err(SL_EVERSION, "%s: trace format version %lld (written by sluice %s); this sluice %s reads versions 1 "
+                                "to %d: take the trace again with 'sluice trace'", origin,
+                   (long long)json_integer_value(ver), json_is_string(by) ? json_string_value(by) : "?", sl_version(),
+                   SL_TRACE_VERSION);
   }
   json_t *spec = need(&r, root, "spec", "", is_obj, "an object");
   json_t *m = need(&r, root, "machine", "", is_obj, "an object");
@@ -606,6 +641,16 @@ static int parse_trace(sl_trace *t, json_t *root, const char *origin) {
   t->process_cpu = num(&r, run, "process_cpu_seconds", "run");
   json_t *rd_ = json_object_get(run, "run_delay"); /* optional */
   t->run_delay = json_is_number(rd_) && json_number_value(rd_) > 0 ? json_number_value(rd_) : 0;
+  /* Optional (absent in version 1): both or neither, non-negative integers. */
+  json_t *dev = json_object_get(run, "device_read_bytes"), *rch = json_object_get(run, "read_chars");
+  t->device_bytes = t->read_chars = -1;
+  if (dev || rch) {
+    if (!json_is_integer(dev) || json_integer_value(dev) < 0 || !json_is_integer(rch) || json_integer_value(rch) < 0)
+      return sl__err(SL_EINVAL, "%s: run.device_read_bytes and run.read_chars: expected both, as non-negative "
+                                "integers", origin);
+    t->device_bytes = (int64_t)json_integer_value(dev);
+    t->read_chars = (int64_t)json_integer_value(rch);
+  }
   if (r.rc) return r.rc;
   if (!(t->seconds > 0)) return sl__err(SL_EINVAL, "%s: run.seconds must be positive", origin);
   t->nops = (int)json_array_size(ops);

@@ -21,6 +21,11 @@ struct sl_trace {
   sl_machine machine;
   double seconds, process_cpu;
   double run_delay; /* runqueue wait per CPU second of this process's threads during the run (0: none/unknown) */
+  /* Bytes the block devices delivered to this process during the run (read_bytes of /proc/self/io: page-cache hits
+   * are not in it) and bytes its read calls returned (rchar: page cache, pipes, /proc files included); -1: unknown
+   * (a version 1 trace, a kernel without task I/O accounting; the tuner sets its window's after
+   * sl__trace_from_counters). */
+  int64_t device_bytes, read_chars;
   uint64_t elements;
   bool ended;
   int nops;
@@ -56,6 +61,11 @@ void sl__load_snap_take(sl__load_snap *s);
  * `cpus` online CPUs): *other_load, the cores other processes kept busy (-1: unknown), and *run_delay, how long
  * this process's threads waited for a CPU per CPU second they got (0: unknown; threads that ended meanwhile are
  * missing, so a lower bound). */
+/* This process's I/O counters now (/proc/self/io): bytes read from block devices and bytes read() returned; false
+ * when they cannot be read. */
+bool sl__proc_io(int64_t *read_bytes, int64_t *rchar);
+/* The same for the calling thread (/proc/thread-self/io). */
+bool sl__thread_io(int64_t *read_bytes, int64_t *rchar);
 void sl__load_between(double *other_load, double *run_delay, const sl__load_snap *a, const sl__load_snap *b,
                       double secs, double process_cpu, int cpus);
 

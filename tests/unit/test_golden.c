@@ -61,12 +61,13 @@ static void test_trace_v1_loads(void **st) {
   assert_int_equal(s.parent, -1);
   /* Made before ops carried their run-queue delay: unknown (-1), and not written back as measured. */
   assert_true(s.runq_seconds == -1);
-  /* It writes itself back as the same format. */
+  /* It writes itself back in the current version, with what version 1 did not know left unknown (absent). */
   char *js = NULL;
   assert_int_equal(sl_trace_to_json(&js, t), 0);
   assert_non_null(strstr(js, "\"format\": \"sluice-trace\""));
-  assert_non_null(strstr(js, "\"version\": 1"));
+  assert_non_null(strstr(js, "\"version\": 2"));
   assert_null(strstr(js, "runq_seconds"));
+  assert_null(strstr(js, "device_read_bytes"));
   sl_free(js);
   sl_trace_free(t);
   free(path);

@@ -28,9 +28,12 @@ typedef struct {
 static double g_syn_process_cpu;
 static uint64_t g_syn_src[8];
 static bool g_syn_serial[8]; /* ops whose function is SL_FN_SERIAL */
+/* run.device_read_bytes and run.read_chars of the synthetic trace (-1: absent, as in a version 1 trace) */
+static int64_t g_syn_device = -1, g_syn_rchar = -1;
+static double g_syn_N; /* output elements of the synthetic trace (0: 10000) */
 
 static sl_trace *syn_trace(const syn_op *ops, int n, double disk_bw, uint64_t mem_avail, int version) {
-  const double N = 10000, T = 2.0;
+  const double N = g_syn_N > 0 ? g_syn_N : 10000, T = 2.0;
   json_t *spec_ops = json_array(), *tops = json_array();
   double cpu = 0; /* the process's CPU: its ops' (the planner charges the rest to the consumer) */
   for (int i = 0; i < n; i++) cpu += N * ops[i].ratio * ops[i].us * 1e-6;
@@ -72,6 +75,10 @@ static sl_trace *syn_trace(const syn_op *ops, int n, double disk_bw, uint64_t me
                            "disk_method", "none", "disk_path", "", "run", "seconds", T, "elements", (json_int_t)N,
                            "ended", 0, "throughput", N / T, "process_cpu_seconds", cpu, "ops", tops);
   assert_non_null(root);
+  if (g_syn_device >= 0) {
+    json_object_set_new(json_object_get(root, "run"), "device_read_bytes", json_integer(g_syn_device));
+    json_object_set_new(json_object_get(root, "run"), "read_chars", json_integer(g_syn_rchar));
+  }
   char *s = json_dumps(root, 0);
   json_decref(root);
   sl_trace *t = NULL;
@@ -208,6 +215,67 @@ static void test_disk_bound(void **st) {
   assert_string_equal(sl_plan_limit(p), "cpu");
   sl_plan_free(p);
   sl_trace_free(t);
+}
+
+/* Solves t on 2 cores and checks its reports: the limit, and each string of `present` / `absent` in the text report
+ * ("T:" prefix) or the JSON one ("J:"). Frees t. */
+static void expect_reports(sl_trace *t, const char *limit, const char *const *present, const char *const *absent) {
+  sl_plan *p = solve(t, 2, 0);
+  char *r = NULL, *js = NULL;
+  assert_int_equal(sl_plan_report(&r, p, false), 0);
+  assert_int_equal(sl_plan_report(&js, p, true), 0);
+  assert_string_equal(sl_plan_limit(p), limit);
+  for (int k = 0; present[k]; k++) {
+    const char *in = present[k][0] == 'J' ? js : r;
+    if (!strstr(in, present[k] + 2)) fprintf(stderr, "not said: %s\n%s\n", present[k] + 2, in);
+    assert_non_null(strstr(in, present[k] + 2));
+  }
+  for (int k = 0; absent && absent[k]; k++) assert_null(strstr(absent[k][0] == 'J' ? js : r, absent[k] + 2));
+  sl_free(r);
+  sl_free(js);
+  sl_plan_free(p);
+  sl_trace_free(t);
+}
+
+/* Issue 48 row 1: disk is what the block device delivered. A reader of 1 MB per element whose bytes all came from the
+ * page cache (device_read_bytes 0, rchar 10 GB) is not limited by a 50 MB/s disk, and its wall time beyond its CPU
+ * is not I/O; the same trace with the device delivering every byte is disk-bound and waits on I/O. */
+static void test_page_cache_is_not_disk(void **st) {
+  syn_op ops[] = {{RANGE, 50, 1, 8, 1000000, 10000, false, 1000}, {SPIN(100), 100, 1, 8, 0, 10000, false, 0}};
+  g_syn_rchar = (int64_t)10000 * 1000000;
+  g_syn_device = 0;
+  sl_trace *cached = syn_trace(ops, 2, 50e6, 1ull << 32, SL_TRACE_VERSION);
+  g_syn_device = (int64_t)10000 * 1000000;
+  sl_trace *device = syn_trace(ops, 2, 50e6, 1ull << 32, SL_TRACE_VERSION);
+  g_syn_device = g_syn_rchar = -1;
+  expect_reports(cached, "cpu", (const char *[]){"T:came from the page cache", "J:\"device_share\": 0.0", NULL},
+                 (const char *[]){"T:needs threads", "J:\"waits\": \"io\"", NULL});
+  expect_reports(device, "disk", (const char *[]){"T:limited by disk bandwidth", "J:\"waits\": \"io\"", NULL}, NULL);
+}
+
+/* Issue 48 row 6: 25 batches of 64 are 1,600 decodes. A trace with few output elements but many elements at the op
+ * that does the work is planned from (the bottleneck named, counted by the heavy ops); one whose heavy op also made
+ * few is too short, and still names the op that dominates the CPU. */
+static void test_short_trace_counts_heavy_ops(void **st) {
+  syn_op ops[] = {{RANGE, 0.1, 64, 8, 0, 100000, false, 0}, {SPIN(5000), 5000, 64, 8, 0, 100000, false, 0},
+                  {SPIN(20), 20, 64, 8, 0, 100000, false, 0}, {"{\"op\": \"batch\", \"size\": 64}", 5, 1, 512, 0, -1, false, 0}};
+  /* The same pipeline with 25 elements everywhere (no batch: each output element is one decode). */
+  syn_op few[] = {{RANGE, 0.1, 1, 8, 0, 100000, false, 0}, {SPIN(5000), 5000, 1, 8, 0, 100000, false, 0},
+                  {SPIN(20), 20, 1, 8, 0, 100000, false, 0}};
+  g_syn_N = 25;
+  sl_trace *batched = syn_trace(ops, 4, 0, 1ull << 32, SL_TRACE_VERSION), *flat = syn_trace(few, 3, 0, 1ull << 32, SL_TRACE_VERSION);
+  g_syn_N = 0;
+  expect_reports(batched, "cpu",
+                 (const char *[]){"T:Counted by the ops that carry the CPU: the trace saw 25 output elements",
+                                  "T:Bottleneck: ops[1] (map spin)", "J:\"bottleneck\": \"ops[1]\"",
+                                  "J:\"counted_by\": \"heavy_ops\"", NULL},
+                 (const char *[]){"T:Too short", NULL});
+  expect_reports(flat, "cpu",
+                 (const char *[]){"T:Too short to name a bottleneck: the trace saw 25 output elements",
+                                  "T:Dominant op, whatever the count: ops[1] (map spin), 100% of the CPU over 25 of "
+                                  "its elements",
+                                  "T:<- dominant", "J:\"bottleneck\": null", "J:\"dominant\": \"ops[1]\"", NULL},
+                 NULL);
 }
 
 #define REPEAT "{\"op\": \"repeat\"}"
@@ -691,6 +759,8 @@ int main(void) {
       cmocka_unit_test(test_lp_bound_and_allocation), cmocka_unit_test(test_sequential_cap),
       cmocka_unit_test(test_serial_functions_share_a_core),
       cmocka_unit_test(test_disk_bound),              cmocka_unit_test(test_wait_bound),
+      cmocka_unit_test(test_page_cache_is_not_disk),
+      cmocka_unit_test(test_short_trace_counts_heavy_ops),
       cmocka_unit_test(test_cache_chosen),
       cmocka_unit_test(test_as_traced),
       cmocka_unit_test(test_cache_refused_random),    cmocka_unit_test(test_cache_refused_size),
