@@ -42,6 +42,7 @@ static int teardown(void **s) {
   (void)s;
   g_cap = false; /* after a failed assertion too */
   tu_rmtree(g_dir);
+  free(g_dir);
   free(g_file);
   return 0;
 }
