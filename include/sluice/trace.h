@@ -73,7 +73,8 @@ SL_EXTERN int sl_trace_to_json(char **out, const sl_trace *t);
  * one. `origin` names the source in messages. */
 SL_EXTERN int sl_trace_from_json(sl_trace **out, const char *json, size_t len, const char *origin);
 /* Reads a trace file: a regular file of at most SL_TRACE_MAX_BYTES (a FIFO, a device or a larger file is refused
- * with its path and, for the size, the cap: a trace of the largest spec is a few MB). */
+ * with its path and, for the size, the cap: a trace of the largest spec is a few MB). SL_ENOTFOUND when it does not
+ * exist, SL_EIO when it cannot be read. */
 #define SL_TRACE_MAX_BYTES (256u << 20)
 SL_EXTERN int sl_trace_load(sl_trace **out, const char *path);
 SL_EXTERN int sl_trace_save(const sl_trace *t, const char *path);

@@ -182,20 +182,18 @@ static void test_bad_trees(void **st) {
   snprintf(want, sizeof want, "class folder '%s/bad/empty' has no file with an image extension", g_dir);
   tu_expect_spec_error(spec, SL_ENOTFOUND, want);
   tu_expect_spec_error(spec, SL_ENOTFOUND, "ops[0]");
-  /* An unreadable file (a dangling symlink with an image name): the run fails naming it, or skips and counts it. */
+  /* An unreadable file (a dangling symlink with an image name): the build fails naming it, or skips and counts it. */
   char a[4096], b[4096];
   snprintf(a, sizeof a, "%s/bad/nowhere", g_dir);
   snprintf(b, sizeof b, "%s/bad/full/gone.jpg", g_dir);
   assert_int_equal(symlink(a, b), 0);
   snprintf(spec, sizeof spec, "{\"ops\": [{\"op\": \"image_folder\", \"root\": \"%s/bad\", \"classes\": [\"full\"]}]}",
            g_dir);
-  sl_pipeline *p = tu_pipeline(spec);
-  assert_int_equal(tu_count(p, SL_ENOTFOUND), 0); /* gone.jpg sorts first */
-  assert_non_null(strstr(sl_error_last(), b));
-  sl_pipeline_free(p);
+  /* The listing checks each file's type (issue 47: a FIFO is never waited on), so the build fails naming it. */
+  tu_expect_spec_error(spec, SL_ENOTFOUND, b);
   snprintf(spec, sizeof spec, "{\"ops\": [{\"op\": \"image_folder\", \"root\": \"%s/bad\", \"on_error\": \"skip\"}]}",
            g_dir);
-  p = tu_pipeline(spec);
+  sl_pipeline *p = tu_pipeline(spec);
   assert_int_equal(tu_count(p, 0), 1);
   sl_op_stats s;
   assert_int_equal(sl_pipeline_op_stats(&s, p, 0), 0);
