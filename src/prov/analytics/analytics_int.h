@@ -41,6 +41,7 @@ typedef struct sl__an_art {
   int32_t type, producer;   /* producer exec index or -1 */
   int32_t anomalies;        /* -1 when absent */
   int8_t pushed;            /* -1 when absent */
+  bool side;                /* a Transform's pre/post_transform_* Schema, statistics or anomalies (not the pipeline's) */
 } sl__an_art;
 
 typedef struct sl__an_event {

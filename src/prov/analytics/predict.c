@@ -692,6 +692,7 @@ int sl_prov_should_train(sl_prov_decision *out, sl_prov *p, const char *pipeline
     unsigned fl = a->type >= 0 ? g->types[a->type].flags : 0;
     if (a->create >= t) continue;
     if ((fl & SL__AN_EXAMPLES) && a->span != INT64_MIN) spans[ns++] = a->span;
+    if (a->side) continue; /* Transform's own schema, statistics and anomalies: not the pipeline's */
     if ((fl & SL__AN_SCHEMA) && a->create > schema_t) schema_t = a->create, schema = a->id;
     if ((fl & SL__AN_ANOMALIES) && a->anomalies >= 0 && a->create > last->start_ms)
       anomalies = (isnan(anomalies) ? 0 : anomalies) + a->anomalies;
