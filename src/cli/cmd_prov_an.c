@@ -636,7 +636,8 @@ int cmd_prov_should_train(int argc, char **argv) {
                  "usage: sluice prov should-train DB --pipeline P [--model MODEL.json] [--threshold T] [--at MS] "
                  "[--json]\n\nFor the pipeline's next run: P(push) from the model (or, without one, the pipeline's "
                  "smoothed push\nrate among runs alike in having new data) and the decision. Exit code 0: train; 10: "
-                 "skip.\nThe threshold defaults to the model's (the simulation's best), or 0.1 without a model.\n",
+                 "skip.\nThe threshold defaults to the model's (the simulation's best), or 0.1 without a model. A pipeline that "
+                 "has\nrun but never trained yet trains (P(push) unknown: null in --json).\n",
                  "--pipeline --model --threshold --at");
   if (rc) return rc < 0 ? CLI_OK : rc;
   if (!o.pipeline) return cli_usage("prov should-train", "--pipeline P is required");
@@ -663,7 +664,11 @@ int cmd_prov_should_train(int argc, char **argv) {
     json_object_set_new(j, "features", f);
     cli_prov_dump(j);
   } else {
-    printf("%s: P(push) = %.3f, threshold %.3f => %s\n", o.pipeline, d.p_push, d.threshold, d.train ? "TRAIN" : "SKIP");
+    if (isnan(d.p_push))
+      printf("%s: no graphlet yet (the pipeline has never trained) => TRAIN\n", o.pipeline);
+    else
+      printf("%s: P(push) = %.3f, threshold %.3f => %s\n", o.pipeline, d.p_push, d.threshold,
+             d.train ? "TRAIN" : "SKIP");
   }
   bool train = d.train;
   sl_free(d.features);

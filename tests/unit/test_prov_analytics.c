@@ -356,6 +356,14 @@ static void tfx_cached_run_and_transform_side_outputs(void **state) {
   assert_int_equal(sl_prov_should_train(&d, p, "P", NULL, -1, 0), 0);
   assert_double_equal(d.features[4], 0, 1e-9);
   sl_free(d.features);
+  /* A pipeline that ran but never trained (the gate at its first run) trains; an unknown one is an error. */
+  int64_t N = ctx(&b, b.tpipe, "N");
+  ex(&b, b.exgen, SL_PROV_E_COMPLETE, 30, 1, -1, N, 0);
+  assert_int_equal(sl_prov_should_train(&d, p, "N", NULL, -1, 0), 0);
+  assert_true(d.train);
+  assert_true(isnan(d.p_push));
+  sl_free(d.features);
+  assert_int_equal(sl_prov_should_train(&d, p, "nope", NULL, -1, 0), SL_ENOTFOUND);
   sl_prov_close(p);
   tp_done(B);
 }

@@ -107,6 +107,8 @@ static inline int32_t sl__an_idmap_get(const sl__an_idmap *m, int64_t id) {
 /* Loads the store's tables into g's flat arrays (graphlets_load.c); `ctx` (0: all) restricts to one pipeline
  * context. */
 int sl__an_load_store(sl_prov_graphlets *g, sl_prov *p, int64_t ctx);
+/* The id of the pipeline context named `pipeline`; SL_ENOTFOUND (saying which) when there is none. */
+int sl__an_pipeline_ctx(int64_t *ctx, sl_prov *p, const char *pipeline);
 /* Loads and builds; `pipeline` restricts to one pipeline context. */
 int sl__an_load(sl_prov_graphlets **out, sl_prov *p, const char *pipeline);
 

@@ -354,23 +354,27 @@ static int compute_features(sl_prov_graphlets *g) {
   return 0;
 }
 
+int sl__an_pipeline_ctx(int64_t *ctx, sl_prov *p, const char *pipeline) {
+  *ctx = 0;
+  int64_t tid;
+  if (sl_prov_type_id(&tid, p, SL_PROV_CONTEXT, "pipeline"))
+    return sl__err(SL_ENOTFOUND, "no pipeline contexts in the store (needed for --pipeline)");
+  sl_prov_query q = {0};
+  q.type_name = "pipeline";
+  q.name = pipeline;
+  sl_prov_list *l;
+  int rc = sl_prov_find(&l, p, SL_PROV_CONTEXT, &q);
+  if (rc) return rc;
+  *ctx = l->n ? l->nodes[0].id : 0;
+  sl_prov_list_free(l);
+  return *ctx ? 0 : sl__err(SL_ENOTFOUND, "no pipeline named '%s'", pipeline);
+}
+
 int sl__an_load(sl_prov_graphlets **out, sl_prov *p, const char *pipeline) {
   *out = NULL;
   int64_t ctx = 0;
   int rc;
-  if (pipeline) {
-    int64_t tid;
-    if ((rc = sl_prov_type_id(&tid, p, SL_PROV_CONTEXT, "pipeline")))
-      return sl__err(SL_ENOTFOUND, "no pipeline contexts in the store (needed for --pipeline)");
-    sl_prov_query q = {0};
-    q.type_name = "pipeline";
-    q.name = pipeline;
-    sl_prov_list *l;
-    if ((rc = sl_prov_find(&l, p, SL_PROV_CONTEXT, &q))) return rc;
-    ctx = l->n ? l->nodes[0].id : 0;
-    sl_prov_list_free(l);
-    if (!ctx) return sl__err(SL_ENOTFOUND, "no pipeline named '%s'", pipeline);
-  }
+  if (pipeline && (rc = sl__an_pipeline_ctx(&ctx, p, pipeline))) return rc;
   sl_prov_graphlets *g = sl__calloc(1, sizeof *g);
   if (!g) return sl__oom("graphlets");
   build b = {0};
@@ -380,8 +384,10 @@ int sl__an_load(sl_prov_graphlets **out, sl_prov *p, const char *pipeline) {
   for (size_t i = 0; i < g->nex; i++)
     if (tflags(g, g->ex[i].type) & SL__AN_TRAINER) b.ntr++;
   if (!b.ntr) {
-    rc = sl__err(SL_ENOTFOUND, "no trainer executions in the store: no execution type is named *Trainer or based on "
-                               "mlmd.Train, so there are no model graphlets");
+    rc = pipeline ? sl__err(SL_ENOTFOUND, "pipeline '%s' has no trainer executions (no execution type is named "
+                                          "*Trainer or based on mlmd.Train), so no model graphlets", pipeline)
+                  : sl__err(SL_ENOTFOUND, "no trainer executions in the store: no execution type is named *Trainer or "
+                                          "based on mlmd.Train, so there are no model graphlets");
     goto done;
   }
   b.trainers = sl__mallocarray(b.ntr, sizeof *b.trainers);

@@ -184,7 +184,9 @@ static int load_types(sl_prov *p, sl_prov_graphlets *g, sl__an_idmap *tmap) {
     g->ntypes++;
     const char *base = sl__pstmt_text(st, 3);
     const char *d = strrchr(t->name, '.');
-    t->short_name = d && !strncmp(t->name, "tfx.", 4) ? d + 1 : t->name;
+    /* TFX names types by class path: tfx.components.trainer.component.Trainer, and a component defined in the
+     * pipeline's own script __main__.ShouldTrain. */
+    t->short_name = d && (!strncmp(t->name, "tfx.", 4) || !strncmp(t->name, "__main__.", 9)) ? d + 1 : t->name;
     const char *n = t->name;
     if (t->kind == 0) {
       if (ends_with(n, "Trainer") || (base && !strcmp(base, "mlmd.Train"))) t->flags |= SL__AN_TRAINER;

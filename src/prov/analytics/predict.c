@@ -660,6 +660,18 @@ int sl_prov_should_train(sl_prov_decision *out, sl_prov *p, const char *pipeline
   if (!pipeline) return sl__err(SL_EINVAL, "should-train: a pipeline name is required");
   sl_prov_graphlets *g;
   int rc = sl__an_load(&g, p, pipeline);
+  int64_t ctx;
+  if (rc == SL_ENOTFOUND && !sl__an_pipeline_ctx(&ctx, p, pipeline)) {
+    /* A pipeline that has run but never trained (its first run, at the gate): no history to predict from. */
+    out->features = sl__mallocarray(SL__AN_NFEAT, sizeof *out->features);
+    if (!out->features) return sl__oom("decision");
+    for (size_t j = 0; j < SL__AN_NFEAT; j++) out->features[j] = NAN;
+    out->p_push = NAN;
+    out->threshold = m ? (threshold >= 0 ? threshold : sl_prov_model_threshold(m)) : threshold >= 0 ? threshold : 0.1;
+    out->train = true;
+    sl_error_clear();
+    return 0;
+  }
   if (rc) return rc;
   double *f = sl__mallocarray(SL__AN_NFEAT, sizeof *f);
   size_t *prior = sl__mallocarray(g->ng, sizeof *prior);
