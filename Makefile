@@ -170,13 +170,13 @@ test-python-torch2: build $(TORCH2_VENV)/.installed
 # ---- A real TFX pipeline (issue 51; tests/tfx/, docs/provenance.md "A real TFX store"). NOT part of `make test`:
 # about 3 minutes to make the venv once (3.2 GB under $(BUILD)/tfx-venv) and about 15 minutes for the runs and the
 # checks on 2 shared cores. tfx 1.16.0 is the newest TFX that installs on Debian 12 (glibc 2.36), and it needs
-# Python 3.9 or 3.10, which Debian 12 does not ship: TFX_PYTHON names one (found on PATH as python3.10, or under
-# pyenv's versions). tests/tfx/constraints.txt pins every package; to regenerate it (uv from PyPI, seconds):
+# Python 3.9 or 3.10, which Debian 12 does not ship: TFX_PYTHON names one (found under pyenv's versions, else as
+# python3.10 on PATH). tests/tfx/constraints.txt pins every package; to regenerate it (uv from PyPI, seconds):
 #   python3.10 -m venv /tmp/uv && /tmp/uv/bin/pip install uv && cd tests/tfx && /tmp/uv/bin/uv pip compile \
 #     requirements.in --python-version 3.10 --python-platform x86_64-manylinux_2_36 --no-header -o constraints.txt
 .PHONY: tfx-venv test-tfx
-TFX_PYTHON ?= $(firstword $(shell command -v python3.10 2>/dev/null) \
-  $(wildcard $(or $(PYENV_ROOT),$(HOME)/.pyenv)/versions/3.10.*/bin/python3.10))
+TFX_PYTHON ?= $(firstword $(wildcard $(or $(PYENV_ROOT),$(HOME)/.pyenv)/versions/3.10.*/bin/python3.10) \
+  $(shell command -v python3.10 2>/dev/null))
 TFX_VENV := $(BUILD)/tfx-venv
 TFX_ROOT := $(BUILD)/tfx-run
 tfx-venv: $(TFX_VENV)/.installed

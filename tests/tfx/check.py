@@ -99,8 +99,13 @@ class Store:
         return max(0, x.last_update_time_since_epoch - x.create_time_since_epoch) / 1000.0
 
     def span(self, aid):
+        """TFX declares `span` on Examples, but CsvExampleGen 1.16 writes it as a custom property (and Transform's
+        transformed_examples carry none)."""
         a = self.art[aid]
-        return a.properties["span"].int_value if "span" in a.properties else None
+        for props in (a.properties, a.custom_properties):
+            if "span" in props:
+                return props["span"].int_value
+        return None
 
 
 def expected(st):
@@ -227,8 +232,9 @@ def main():
     expect(stats["graphlets"] == len(want_g) and stats["pipelines"] == 2,
            "stats: %d graphlets in %d pipelines" % (stats["graphlets"], stats["pipelines"]))
 
-    # Waste (wall seconds; the store's times are milliseconds, sluice prints rounded figures).
-    tol = 0.002 * max(1.0, want_w["total"])
+    # Waste (wall seconds: the store's times are whole milliseconds, so the sums are exact to 1 ms each; sluice
+    # prints them with 6 significant digits).
+    tol = 0.01 + 1e-5 * want_w["total"]
     expect(abs(waste["total"] - want_w["total"]) <= tol,
            "total compute: sluice %.3f s, ml-metadata %.3f s" % (waste["total"], want_w["total"]))
     expect(abs(waste["wasted"] - want_w["wasted"]) <= tol,

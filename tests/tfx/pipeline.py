@@ -33,22 +33,22 @@ def ShouldTrain(anomalies: InputArtifact[standard_artifacts.ExampleAnomalies],
                 threshold: Parameter[float], nonce: Parameter[str]) -> None:
     """The should-train gate: where the Trainer would start (after this run's ExampleGen and validator recorded),
     asks sluice whether a model trained now is likely to be pushed. Exit 0: train, 10: skip. A pipeline with no
-    graphlet yet (its first run) has no history: sluice says so and the gate trains. `nonce` differs per run so
-    the gate is never CACHED (it must look at the store as it is now)."""
+    graphlet yet (its first run) has no history: sluice says train with P(push) null. Any other failure of sluice
+    trains too (the gate must not stop a pipeline), saying why. `nonce` differs per run so the gate is never CACHED
+    (it must look at the store as it is now)."""
     del anomalies, nonce  # an input only to order the gate after the validator
     cmd = [sluice, "prov", "should-train", store, "--pipeline", pipeline, "--threshold", str(threshold), "--json"]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     if r.returncode in (0, 10):
         d = json.loads(r.stdout)
-        train, p = r.returncode == 0, float(d.get("p_push", -1))
+        train, p = r.returncode == 0, d.get("p_push")
+        p = -1.0 if p is None else float(p)  # null: the pipeline has never trained, so sluice says train
     else:
         train, p = True, -1.0
         print("ShouldTrain: no decision (%s); training" % r.stderr.strip(), file=sys.stderr)
     decision.set_int_custom_property("train", 1 if train else 0)
     decision.set_float_custom_property("p_push", p)
     decision.set_string_custom_property("sluice_rc", str(r.returncode))
-    with open(os.path.join(decision.uri, "value"), "w") as f:
-        f.write("train" if train else "skip")
 
 
 def build(a):
