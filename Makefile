@@ -168,11 +168,12 @@ test-python-torch2: build $(TORCH2_VENV)/.installed
 	  test_state.py::test_torchdata_stateful_dataloader
 
 # ---- A real TFX pipeline (issue 51; tests/tfx/, docs/provenance.md "A real TFX store"). NOT part of `make test`:
-# about 3 minutes to make the venv once (3.2 GB under $(BUILD)/tfx-venv) and about 15 minutes for the runs and the
-# checks on 2 shared cores. tfx 1.16.0 is the newest TFX that installs on Debian 12 (glibc 2.36), and it needs
-# Python 3.9 or 3.10, which Debian 12 does not ship: TFX_PYTHON names one (found under pyenv's versions, else as
+# the venv is made once (3.2 GB under $(BUILD)/tfx-venv; 3 minutes on a quiet machine, 8 min 40 s beside other
+# builds), then the 8 runs and the checks take about 25 minutes on 2 shared cores (an estimated 12 on quiet ones).
+# tfx 1.16.0 is the newest TFX that installs on Debian 12 (glibc 2.36), and it needs Python 3.9 or 3.10, which
+# Debian 12 does not ship: TFX_PYTHON names one (found under pyenv's versions, else as
 # python3.10 on PATH). tests/tfx/constraints.txt pins every package; to regenerate it (uv from PyPI, seconds):
-#   python3.10 -m venv /tmp/uv && /tmp/uv/bin/pip install uv && cd tests/tfx && /tmp/uv/bin/uv pip compile \
+#   $(TFX_PYTHON) -m venv /tmp/uv && /tmp/uv/bin/pip install uv && cd tests/tfx && /tmp/uv/bin/uv pip compile \
 #     requirements.in --python-version 3.10 --python-platform x86_64-manylinux_2_36 --no-header -o constraints.txt
 .PHONY: tfx-venv test-tfx
 TFX_PYTHON ?= $(firstword $(wildcard $(or $(PYENV_ROOT),$(HOME)/.pyenv)/versions/3.10.*/bin/python3.10) \
@@ -192,7 +193,8 @@ $(TFX_VENV)/.installed: tests/tfx/constraints.txt
 # The runs (tests/tfx/run_tfx.py), then sluice's analytics checked against ml-metadata's own queries
 # (tests/tfx/check.py), then each planted misreading, which the check must reject.
 TFX_PLANTS := cached-push spans waste overlap graphlet cost-basis gate
-test-tfx: build tfx-venv
+test-tfx: deps
+	$(MAKE) build tfx-venv
 	TF_USE_LEGACY_KERAS=1 $(TFX_VENV)/bin/python tests/tfx/run_tfx.py --root $(TFX_ROOT) --sluice $(BUILD)/sluice
 	$(TFX_VENV)/bin/python tests/tfx/check.py --root $(TFX_ROOT) --sluice $(BUILD)/sluice
 	@for k in $(TFX_PLANTS); do \
