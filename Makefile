@@ -169,7 +169,7 @@ test-python-torch2: build $(TORCH2_VENV)/.installed
 
 # ---- A real TFX pipeline (issue 51; tests/tfx/, docs/provenance.md "A real TFX store"). NOT part of `make test`:
 # the venv is made once (3.2 GB under $(BUILD)/tfx-venv; 3 minutes on a quiet machine, 8 min 40 s beside other
-# builds), then the 8 runs and the checks take about 25 minutes on 2 shared cores (an estimated 12 on quiet ones).
+# builds), then the 8 runs and the checks take 25-28 minutes on 2 shared cores (an estimated 12 on quiet ones).
 # tfx 1.16.0 is the newest TFX that installs on Debian 12 (glibc 2.36), and it needs Python 3.9 or 3.10, which
 # Debian 12 does not ship: TFX_PYTHON names one (found under pyenv's versions, else as
 # python3.10 on PATH). tests/tfx/constraints.txt pins every package; to regenerate it (uv from PyPI, seconds):
