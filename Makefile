@@ -200,3 +200,41 @@ test-python-torch2: build $(TORCH2_VENV)/.installed
 	cd tests/python && SLUICE_BUILD_DIR=$(abspath $(BUILD)) SLUICE_CLI=$(abspath $(BUILD))/sluice SLUICE_TORCH2_REQUIRED=1 \
 	  $(abspath $(TORCH2_VENV))/bin/python -m pytest -q -rs -p no:cacheprovider test_torch_v2.py test_torchvision_exact.py \
 	  test_state.py::test_torchdata_stateful_dataloader
+
+# ---- A real TFX pipeline (issue 51; tests/tfx/, docs/provenance.md "A real TFX store"). NOT part of `make test`:
+# the venv is made once (3.2 GB under $(BUILD)/tfx-venv; 3 minutes on a quiet machine, 8 min 40 s beside other
+# builds), then the 8 runs and the checks take 25-28 minutes on 2 shared cores (an estimated 12 on quiet ones).
+# tfx 1.16.0 is the newest TFX that installs on Debian 12 (glibc 2.36), and it needs Python 3.9 or 3.10, which
+# Debian 12 does not ship: TFX_PYTHON names one (found under pyenv's versions, else as
+# python3.10 on PATH). tests/tfx/constraints.txt pins every package; to regenerate it (uv from PyPI, seconds):
+#   $(TFX_PYTHON) -m venv /tmp/uv && /tmp/uv/bin/pip install uv && cd tests/tfx && /tmp/uv/bin/uv pip compile \
+#     requirements.in --python-version 3.10 --python-platform x86_64-manylinux_2_36 --no-header -o constraints.txt
+.PHONY: tfx-venv test-tfx
+TFX_PYTHON ?= $(firstword $(wildcard $(or $(PYENV_ROOT),$(HOME)/.pyenv)/versions/3.10.*/bin/python3.10) \
+  $(shell command -v python3.10 2>/dev/null))
+TFX_VENV := $(BUILD)/tfx-venv
+TFX_ROOT := $(BUILD)/tfx-run
+tfx-venv: $(TFX_VENV)/.installed
+$(TFX_VENV)/.installed: tests/tfx/constraints.txt
+	@if [ -z "$(TFX_PYTHON)" ] || ! "$(TFX_PYTHON)" -c 'import sys; assert sys.version_info[:2] == (3, 10)' 2>/dev/null; then \
+	  echo "tfx-venv: no Python 3.10 found (TFX_PYTHON='$(TFX_PYTHON)'). tfx 1.16.0, the newest TFX that installs on" >&2; \
+	  echo "  Debian 12, needs Python 3.9 or 3.10 and Debian 12 ships 3.11. Install one (pyenv install 3.10.13," >&2; \
+	  echo "  or uv python install 3.10) and run: make test-tfx TFX_PYTHON=/path/to/python3.10" >&2; exit 1; fi
+	rm -rf $(TFX_VENV) && $(TFX_PYTHON) -m venv $(TFX_VENV)
+	$(TFX_VENV)/bin/python -m pip install -q --prefer-binary tfx==1.16.0 -c tests/tfx/constraints.txt
+	touch $@
+
+# The runs (tests/tfx/run_tfx.py), then sluice's analytics checked against ml-metadata's own queries
+# (tests/tfx/check.py), then each planted misreading, which the check must reject.
+TFX_PLANTS := cached-push spans waste overlap graphlet cost-basis gate
+test-tfx: deps
+	$(MAKE) build tfx-venv
+	TF_USE_LEGACY_KERAS=1 $(TFX_VENV)/bin/python tests/tfx/run_tfx.py --root $(TFX_ROOT) --sluice $(BUILD)/sluice
+	$(TFX_VENV)/bin/python tests/tfx/check.py --root $(TFX_ROOT) --sluice $(BUILD)/sluice
+	@for k in $(TFX_PLANTS); do \
+	  $(TFX_VENV)/bin/python tests/tfx/check.py --root $(TFX_ROOT) --sluice $(BUILD)/sluice --plant $$k >$(TFX_ROOT)/plant-$$k.log 2>&1; \
+	  rc=$$?; if [ $$rc -ne 1 ]; then echo "test-tfx: planted '$$k' was not caught (exit $$rc; $(TFX_ROOT)/plant-$$k.log)" >&2; exit 1; fi; \
+	  echo "test-tfx: planted '$$k' caught: $$(grep -m1 FAIL $(TFX_ROOT)/plant-$$k.log)"; done
+	$(BUILD)/sluice prov stats $(TFX_ROOT)/metadata.sqlite
+	$(BUILD)/sluice prov report $(TFX_ROOT)/metadata.sqlite -o $(TFX_ROOT)/report.html
+	@echo "make test-tfx: the TFX runs' store agrees with ml-metadata's queries; every planted misreading was caught"

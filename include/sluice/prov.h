@@ -313,7 +313,9 @@ typedef struct sl_prov_stats {
   double days;                    /* from the first to the last execution */
   double lifespan_days[5];        /* min, p25, median, p75, max of per-pipeline lifespans */
   double graphlets_per_pipeline[7]; /* min, p25, median, p75, p90, max, mean */
-  double runs_per_day;            /* graphlets per pipeline per day of its lifespan, mean */
+  /* Daily rates, NaN when the store spans less than a day (`days` < 1): a rate over minutes extrapolated to a
+   * day says nothing the span and the counts do not (a 10-minute store would read "880 graphlets per day"). */
+  double runs_per_day;            /* graphlets per pipeline per day of its lifespan (at least a day), mean */
   double graphlets_per_day;       /* all pipelines together: graphlets / days */
   double push_rate;               /* share of graphlets that pushed */
   double failed_trainers;         /* share of graphlets whose trainer failed */

@@ -257,6 +257,17 @@ int cmd_prov_graphlets(int argc, char **argv) {
 }
 
 /* ---- stats ---- */
+/* The store's span, given in days, in the unit that reads best. */
+static const char *span_text(char *b, size_t n, double days) {
+  double sec = days * 86400.0;
+  if (!(sec >= 0)) snprintf(b, n, "?");
+  else if (sec < 120) snprintf(b, n, "%.0f seconds", sec);
+  else if (days < 2.0 / 24) snprintf(b, n, "%.1f minutes", sec / 60);
+  else if (days < 2) snprintf(b, n, "%.1f hours", sec / 3600);
+  else snprintf(b, n, "%.1f days", days);
+  return b;
+}
+
 int cmd_prov_stats(int argc, char **argv) {
   cli_prov_opts o = {0};
   int rc = cli_prov_parse("prov stats", argc, argv, &o,
@@ -311,19 +322,28 @@ int cmd_prov_stats(int argc, char **argv) {
     json_object_set_new(j, "topologies", top);
     cli_prov_dump(j);
   } else {
+    char span[32];
     printf("pipelines             %zu\ngraphlets (models)    %zu\nexecutions            %zu\nartifacts             "
-           "%zu\nspan of the store     %.1f days\n",
-           s->pipelines, s->graphlets, s->executions, s->artifacts, s->days);
-    printf("lifespan (days)       min %.1f  p25 %.1f  median %.1f  p75 %.1f  max %.1f\n", s->lifespan_days[0],
-           s->lifespan_days[1], s->lifespan_days[2], s->lifespan_days[3], s->lifespan_days[4]);
+           "%zu\nspan of the store     %s\n",
+           s->pipelines, s->graphlets, s->executions, s->artifacts, span_text(span, sizeof span, s->days));
+    /* Lifespans in the unit of the store's span: minutes read as minutes, not as 0.0 days. */
+    double unit = s->days >= 2 ? 1 : s->days >= 2.0 / 24 ? 1.0 / 24 : 1.0 / 1440;
+    const char *uname = unit == 1 ? "days" : unit > 1.0 / 1440 ? "hours" : "minutes";
+    printf("lifespan (%s)%*s min %.1f  p25 %.1f  median %.1f  p75 %.1f  max %.1f\n", uname, (int)(10 - strlen(uname)),
+           "", s->lifespan_days[0] / unit, s->lifespan_days[1] / unit, s->lifespan_days[2] / unit,
+           s->lifespan_days[3] / unit, s->lifespan_days[4] / unit);
     printf("graphlets / pipeline  min %.0f  p25 %.0f  median %.0f  p75 %.0f  p90 %.0f  max %.0f  mean %.1f\n",
            s->graphlets_per_pipeline[0], s->graphlets_per_pipeline[1], s->graphlets_per_pipeline[2],
            s->graphlets_per_pipeline[3], s->graphlets_per_pipeline[4], s->graphlets_per_pipeline[5],
            s->graphlets_per_pipeline[6]);
-    printf("runs / pipeline / day %.2f (mean over pipelines); %.0f graphlets / day over all pipelines\npush rate             %.1f%% (%.1f%% of graphlets do "
-           "not push)\nfailed trainers       %.1f%%\n",
-           s->runs_per_day, s->graphlets_per_day, 100 * s->push_rate, 100 * (1 - s->push_rate),
-           100 * s->failed_trainers);
+    if (isnan(s->runs_per_day))
+      printf("runs / pipeline       %.1f (mean) in %s; %zu graphlets over all pipelines (under a day: no daily rate)\n",
+             s->graphlets_per_pipeline[6], span, s->graphlets);
+    else
+      printf("runs / pipeline / day %.2f (mean over pipelines); %.0f graphlets / day over all pipelines\n",
+             s->runs_per_day, s->graphlets_per_day);
+    printf("push rate             %.1f%% (%.1f%% of graphlets do not push)\nfailed trainers       %.1f%%\n",
+           100 * s->push_rate, 100 * (1 - s->push_rate), 100 * s->failed_trainers);
     printf("\ncompute by component (%s)\n  %-22s %14s %7s\n", basis, "COMPONENT", "COMPUTE", "SHARE");
     for (size_t i = 0; i < s->ncompute; i++)
       printf("  %-22s %14.0f %6.1f%%\n", s->compute[i].name, s->compute[i].total,
@@ -616,7 +636,8 @@ int cmd_prov_should_train(int argc, char **argv) {
                  "usage: sluice prov should-train DB --pipeline P [--model MODEL.json] [--threshold T] [--at MS] "
                  "[--json]\n\nFor the pipeline's next run: P(push) from the model (or, without one, the pipeline's "
                  "smoothed push\nrate among runs alike in having new data) and the decision. Exit code 0: train; 10: "
-                 "skip.\nThe threshold defaults to the model's (the simulation's best), or 0.1 without a model.\n",
+                 "skip.\nThe threshold defaults to the model's (the simulation's best), or 0.1 without a model. A pipeline that "
+                 "has\nrun but never trained yet trains (P(push) unknown: null in --json).\n",
                  "--pipeline --model --threshold --at");
   if (rc) return rc < 0 ? CLI_OK : rc;
   if (!o.pipeline) return cli_usage("prov should-train", "--pipeline P is required");
@@ -643,7 +664,11 @@ int cmd_prov_should_train(int argc, char **argv) {
     json_object_set_new(j, "features", f);
     cli_prov_dump(j);
   } else {
-    printf("%s: P(push) = %.3f, threshold %.3f => %s\n", o.pipeline, d.p_push, d.threshold, d.train ? "TRAIN" : "SKIP");
+    if (isnan(d.p_push))
+      printf("%s: no graphlet yet (the pipeline has never trained) => TRAIN\n", o.pipeline);
+    else
+      printf("%s: P(push) = %.3f, threshold %.3f => %s\n", o.pipeline, d.p_push, d.threshold,
+             d.train ? "TRAIN" : "SKIP");
   }
   bool train = d.train;
   sl_free(d.features);

@@ -112,5 +112,7 @@ void sl__str_dispose(sl__str *b);
 const char *sl__fmt_si(char *b, size_t n, double v);
 const char *sl__fmt_usec(char *b, size_t n, double seconds);
 const char *sl__fmt_bytes(char *b, size_t n, double v);
+/* A span of time given in days, in the unit that reads best: "45 seconds", "12.3 minutes", "5.2 hours", "3.4 days". */
+const char *sl__fmt_days(char *b, size_t n, double days);
 
 #endif

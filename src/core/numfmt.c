@@ -16,6 +16,16 @@ const char *sl__fmt_si(char *b, size_t n, double v) {
   return b;
 }
 
+const char *sl__fmt_days(char *b, size_t n, double days) {
+  double s = days * 86400.0;
+  if (!isfinite(s) || s < 0) snprintf(b, n, "?");
+  else if (s < 120) snprintf(b, n, "%.0f seconds", s);
+  else if (days < 2.0 / 24) snprintf(b, n, "%.1f minutes", s / 60);
+  else if (days < 2) snprintf(b, n, "%.1f hours", s / 3600);
+  else snprintf(b, n, "%.1f days", days);
+  return b;
+}
+
 const char *sl__fmt_usec(char *b, size_t n, double s) {
   double us = s * 1e6;
   if (us >= 1e5) snprintf(b, n, "%.0fms", us / 1e3);

@@ -251,6 +251,123 @@ static void shared_upstream_waste_outcomes_and_states(void **state) {
   tp_done(B);
 }
 
+/* What TFX writes (issue 51, tests/tfx): run 1 trains and pushes; run 2 on the same data is all CACHED, its
+ * Trainer re-emitting run 1's Model and its Pusher run 1's PushedModel (pushed = 1). Run 1's Transform also writes
+ * its own Schema and ExampleAnomalies (post_transform_*), after SchemaGen's and ExampleValidator's. */
+static void tfx_cached_run_and_transform_side_outputs(void **state) {
+  FRESH(p, "tfxcached");
+  hb b;
+  hb_init(&b, p);
+  int64_t ttf, tsg, tval, tschema, tanom;
+  assert_int_equal(sl_prov_put_type(&ttf, p, SL_PROV_EXECUTION, "tfx.components.transform.component.Transform", NULL,
+                                    0, NULL), 0);
+  assert_int_equal(sl_prov_put_type(&tsg, p, SL_PROV_EXECUTION, "tfx.components.schema_gen.component.SchemaGen", NULL,
+                                    0, NULL), 0);
+  assert_int_equal(sl_prov_put_type(&tval, p, SL_PROV_EXECUTION,
+                                    "tfx.components.example_validator.component.ExampleValidator", NULL, 0, NULL), 0);
+  assert_int_equal(sl_prov_put_type(&tschema, p, SL_PROV_ARTIFACT, "Schema", NULL, 0, NULL), 0);
+  assert_int_equal(sl_prov_put_type(&tanom, p, SL_PROV_ARTIFACT, "ExampleAnomalies", NULL, 0, NULL), 0);
+  int64_t P = ctx(&b, b.tpipe, "P"), r1 = ctx(&b, b.trun, "P.r1"), r2 = ctx(&b, b.trun, "P.r2");
+  /* Run 1 (hours 0-7). */
+  int64_t G1 = ex(&b, b.exgen, SL_PROV_E_COMPLETE, 0, 1, -1, P, r1);
+  int64_t E1 = art(&b, b.examples, 1);
+  ln(&b, E1, G1, SL_PROV_EV_OUTPUT, 1, "examples");
+  set_int(&b, E1, "span", 1);
+  int64_t SG = ex(&b, tsg, SL_PROV_E_COMPLETE, 1, 1, -1, P, r1);
+  int64_t S = art(&b, tschema, 2);
+  ln(&b, S, SG, SL_PROV_EV_OUTPUT, 2, "schema");
+  int64_t VA = ex(&b, tval, SL_PROV_E_COMPLETE, 2, 1, -1, P, r1);
+  int64_t A = art(&b, tanom, 3);
+  ln(&b, A, VA, SL_PROV_EV_OUTPUT, 3, "anomalies");
+  /* TFX 1.16's validator writes no num_anomalies: `blessed` per split, a STRUCT; one split has anomalies. */
+  sl_prov_value bl = {SL_PROV_T_STRUCT, 0, 0, "{\"eval\": 0.0, \"train\": 1.0}", 0, 0};
+  assert_int_equal(sl_prov_set_property(p, SL_PROV_ARTIFACT, A, "blessed", true, &bl), 0);
+  int64_t TF = ex(&b, ttf, SL_PROV_E_COMPLETE, 3, 1, -1, P, r1);
+  ln(&b, E1, TF, SL_PROV_EV_INPUT, 3, "examples");
+  ln(&b, S, TF, SL_PROV_EV_INPUT, 3, "schema");
+  int64_t E1t = art(&b, b.examples, 4), Spost = art(&b, tschema, 4), Apost = art(&b, tanom, 4);
+  set_int(&b, E1t, "span", 1);
+  set_int(&b, Apost, "num_anomalies", 5);
+  ln(&b, E1t, TF, SL_PROV_EV_OUTPUT, 4, "transformed_examples");
+  ln(&b, Spost, TF, SL_PROV_EV_OUTPUT, 4, "post_transform_schema");
+  ln(&b, Apost, TF, SL_PROV_EV_OUTPUT, 4, "post_transform_anomalies");
+  int64_t M1;
+  int64_t T1 = train_push(&b, P, r1, 4, E1t, 1, &M1); /* Trainer hours 4-5 (cpu 10), Pusher 5-6 (cpu 1) */
+  ln(&b, S, T1, SL_PROV_EV_INPUT, 4, "schema");
+  int64_t PU1 = 0, PM1 = 0;
+  sl_prov_list *l;
+  sl_prov_query q = {0};
+  q.type_name = "PushedModel";
+  assert_int_equal(sl_prov_find(&l, p, SL_PROV_ARTIFACT, &q), 0);
+  assert_int_equal(l->n, 1);
+  PM1 = l->nodes[0].id;
+  sl_prov_list_free(l);
+  q.type_name = "tfx.components.pusher.component.Pusher";
+  assert_int_equal(sl_prov_find(&l, p, SL_PROV_EXECUTION, &q), 0);
+  PU1 = l->nodes[0].id;
+  sl_prov_list_free(l);
+  /* Run 2 (hours 10-11): everything CACHED, re-emitting run 1's artifacts. */
+  int64_t G2 = ex(&b, b.exgen, SL_PROV_E_CACHED, 10, 0.1, -1, P, r2);
+  ln(&b, E1, G2, SL_PROV_EV_OUTPUT, 10.1, "examples");
+  int64_t T2 = ex(&b, b.trainer, SL_PROV_E_CACHED, 10.2, 0.1, -1, P, r2);
+  ln(&b, E1t, T2, SL_PROV_EV_INPUT, 10.2, "examples");
+  ln(&b, M1, T2, SL_PROV_EV_OUTPUT, 10.3, "model");
+  int64_t PU2 = ex(&b, b.pusher, SL_PROV_E_CACHED, 10.4, 0.1, -1, P, r2);
+  ln(&b, M1, PU2, SL_PROV_EV_INPUT, 10.4, "model");
+  ln(&b, PM1, PU2, SL_PROV_EV_OUTPUT, 10.5, "pushed_model");
+  /* A failed run 3 (hour 20) so that run 2's graphlet has a successor. */
+  int64_t r3 = ctx(&b, b.trun, "P.r3");
+  int64_t T3 = ex(&b, b.trainer, SL_PROV_E_FAILED, 20, 1, -1, P, r3);
+  ln(&b, E1t, T3, SL_PROV_EV_INPUT, 20, "examples");
+
+  sl_prov_graphlets *g;
+  assert_int_equal(sl_prov_graphlets_load(&g, p, NULL), 0);
+  assert_int_equal(sl_prov_graphlets_count(g), 3);
+  const sl_prov_graphlet *g1 = by_trainer(g, T1), *g2 = by_trainer(g, T2), *g3 = by_trainer(g, T3);
+  assert_true(g1->pushed);
+  /* The cached run re-emitted the push: not a new one, and nothing to prune. */
+  assert_int_equal(g2->trainer_state, SL_PROV_E_CACHED);
+  assert_false(g2->pushed);
+  assert_true(g2->has_pusher);
+  assert_true(has_id(g2->downstream, g2->ndownstream, PU2));
+  assert_double_equal(g2->prunable, 0, 1e-9);
+  assert_true(has_id(g2->upstream, g2->nupstream, TF)); /* its input's producer, from run 1 */
+  assert_true(has_id(g2->upstream, g2->nupstream, G2));
+  assert_false(g3->pushed);
+  (void)PU1;
+  /* Spans: the Transform's output and its input, both span 1. */
+  assert_int_equal(g1->nspans, 1);
+  assert_int_equal(g1->spans[0], 1);
+  /* Features of run 1's graphlet: the validator's anomalies (1 split not blessed), not Transform's own (5). */
+  const double *f1 = sl_prov_graphlets_features(g, 0);
+  assert_double_equal(f1[3], 1, 1e-9);
+  /* Waste (seconds; the trainer and pusher of train_push have cpu_seconds 10 and 1, the rest wall time): run 2
+   * trained nothing (not waste); run 3's failed trainer (1 h) is. Run 1 pushed. */
+  sl_prov_waste *w;
+  assert_int_equal(sl_prov_waste_compute(&w, g), 0);
+  assert_string_equal(sl_prov_graphlets_cost_basis(g), "mixed");
+  assert_double_equal(w->total, 4 * 3600 + 10 + 1 + 3 * 360 + 3600, 0.01); /* ms truncation of hour fractions */
+  assert_double_equal(w->wasted, 1 * 3600, 0.01);
+  sl_prov_waste_free(w);
+  sl_prov_graphlets_free(g);
+  /* should-train: the newest pipeline schema is SchemaGen's S, which run 1's graphlet read: not a change, though
+   * Transform's post_transform_schema is newer. */
+  sl_prov_decision d;
+  assert_int_equal(sl_prov_should_train(&d, p, "P", NULL, -1, 0), 0);
+  assert_double_equal(d.features[4], 0, 1e-9);
+  sl_free(d.features);
+  /* A pipeline that ran but never trained (the gate at its first run) trains; an unknown one is an error. */
+  int64_t N = ctx(&b, b.tpipe, "N");
+  ex(&b, b.exgen, SL_PROV_E_COMPLETE, 30, 1, -1, N, 0);
+  assert_int_equal(sl_prov_should_train(&d, p, "N", NULL, -1, 0), 0);
+  assert_true(d.train);
+  assert_true(isnan(d.p_push));
+  sl_free(d.features);
+  assert_int_equal(sl_prov_should_train(&d, p, "nope", NULL, -1, 0), SL_ENOTFOUND);
+  sl_prov_close(p);
+  tp_done(B);
+}
+
 static void other_tool_base_types_without_runs(void **state) {
   FRESH(p, "othertool");
   int64_t ttrain, tdeploy, tprep, tdata, tblob, tpipe;
@@ -615,6 +732,7 @@ static void page_size_leaves_results_unchanged(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       BOTH(shared_upstream_waste_outcomes_and_states),
+      BOTH(tfx_cached_run_and_transform_side_outputs),
       BOTH(other_tool_base_types_without_runs),
       BOTH(simulation_arithmetic_by_hand),
       BOTH(features_never_see_the_future),

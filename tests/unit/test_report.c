@@ -4,6 +4,7 @@
  * them, names escaped; the spec's changes; bad input as errors; allocation failures as SL_ENOMEM. The traced
  * pipelines are synchronous (no worker threads), so the file is not run under TSan. */
 #include <jansson.h>
+#include <math.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -564,6 +565,92 @@ static void test_prov_report(void **st) {
   sl_prov_close(p);
 }
 
+/* The x of the mean's marker in the graphlets-per-pipeline chart, and the x where the axis puts value v: bin i's
+ * label is centred on it and stands for its middle count, i*step + (step-1)/2. */
+static void marker_and_axis(const char *html, double v, double *marker, double *at_v) {
+  const char *gp = strstr(html, "class=\"chart graphlets\""), *end = strstr(gp, "</svg>");
+  const char *m = strstr(gp, "stroke=\"#bd0026\"");
+  assert_true(m && m < end);
+  while (strncmp(m, "<line x1=\"", 10)) m--;
+  *marker = atof(m + 10);
+  double lx[2], step = 1;
+  const char *b = gp;
+  for (int i = 0; i < 2; i++) {
+    b = strstr(b, "<g class=\"bin\">");
+    assert_true(b && b < end);
+    const char *close = strstr(b, "</g>"), *t = NULL;
+    for (const char *q = b; (q = strstr(q, "<text x=\"")) && q < close; q++) t = q; /* the last: the label */
+    assert_non_null(t);
+    lx[i] = atof(t + 9);
+    const char *txt = strchr(t, '>') + 1, *dash = strchr(txt, '-');
+    if (i == 0 && dash && dash < strchr(txt, '<')) step = atof(dash + 1) + 1; /* "0-4": step 5 */
+    b = close;
+  }
+  *at_v = lx[0] + (lx[1] - lx[0]) * (v - (step - 1) / 2) / step;
+}
+
+/* A store spanning minutes (the generated one with every time divided by 1440: 40 days become 40 minutes) has no
+ * daily rates: stats says NaN, the report gives the span and the counts. The mean marker stands at the mean. */
+static void test_prov_report_minutes(void **st) {
+  make_store();
+  char db2[1100];
+  snprintf(db2, sizeof db2, "%s/minutes.sqlite", g_dir);
+  sqlite3 *db = NULL;
+  assert_int_equal(sqlite3_open(g_db, &db), SQLITE_OK);
+  char sql[1300];
+  snprintf(sql, sizeof sql, "VACUUM INTO '%s'", db2);
+  assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+  sqlite3_close(db);
+  assert_int_equal(sqlite3_open(db2, &db), SQLITE_OK);
+  const char *squeeze =
+      "UPDATE Execution SET create_time_since_epoch = create_time_since_epoch / 1440, "
+      "last_update_time_since_epoch = last_update_time_since_epoch / 1440;"
+      "UPDATE Artifact SET create_time_since_epoch = create_time_since_epoch / 1440, "
+      "last_update_time_since_epoch = last_update_time_since_epoch / 1440;"
+      "UPDATE Event SET milliseconds_since_epoch = milliseconds_since_epoch / 1440;"
+      "UPDATE Context SET create_time_since_epoch = create_time_since_epoch / 1440, "
+      "last_update_time_since_epoch = last_update_time_since_epoch / 1440;";
+  assert_int_equal(sqlite3_exec(db, squeeze, NULL, NULL, NULL), SQLITE_OK);
+  sqlite3_close(db);
+  sl_prov *p = NULL;
+  sl_prov_graphlets *g = NULL;
+  sl_prov_stats *s = NULL;
+  assert_int_equal(sl_prov_open(&p, db2, 0), 0);
+  assert_int_equal(sl_prov_graphlets_load(&g, p, NULL), 0);
+  assert_int_equal(sl_prov_stats_compute(&s, g), 0);
+  assert_true(s->days > 10.0 / 1440 && s->days < 1);
+  assert_true(isnan(s->runs_per_day));
+  assert_true(isnan(s->graphlets_per_day));
+  char *html = NULL;
+  assert_int_equal(sl_report_prov_html(&html, g, NULL), 0);
+  assert_page(html);
+  assert_null(strstr(html, "per day"));
+  char want[96], span[32];
+  snprintf(want, sizeof want, "%zu graphlets in %s", s->graphlets, sl__fmt_days(span, sizeof span, s->days));
+  assert_non_null(strstr(html, want));
+  assert_non_null(strstr(span, "minutes"));
+  double marker, at_mean;
+  marker_and_axis(html, s->graphlets_per_pipeline[6], &marker, &at_mean);
+  assert_float_equal(marker, at_mean, 0.11); /* both printed with one decimal */
+  sl_free(html);
+  sl_prov_stats_free(s);
+  sl_prov_graphlets_free(g);
+  sl_prov_close(p);
+  /* The 40-day store keeps its daily rates, and its marker too stands at its mean. */
+  assert_int_equal(sl_prov_open(&p, g_db, 0), 0);
+  assert_int_equal(sl_prov_graphlets_load(&g, p, NULL), 0);
+  assert_int_equal(sl_prov_stats_compute(&s, g), 0);
+  assert_true(s->runs_per_day > 0 && s->graphlets_per_day > 0);
+  assert_int_equal(sl_report_prov_html(&html, g, NULL), 0);
+  assert_non_null(strstr(html, "graphlets per day"));
+  marker_and_axis(html, s->graphlets_per_pipeline[6], &marker, &at_mean);
+  assert_float_equal(marker, at_mean, 0.11);
+  sl_free(html);
+  sl_prov_stats_free(s);
+  sl_prov_graphlets_free(g);
+  sl_prov_close(p);
+}
+
 /* ---- allocation failures: every one surfaces as SL_ENOMEM, never a crash or a leak ---- */
 static void test_allocation_failures(void **st) {
   sl_pipeline *p = tu_pipeline(SPIN_SPEC("f"));
@@ -619,6 +706,7 @@ int main(void) {
       cmocka_unit_test(test_trace_report_too_short),
       cmocka_unit_test(test_trace_report_errors),
       cmocka_unit_test(test_prov_report),
+      cmocka_unit_test(test_prov_report_minutes),
       cmocka_unit_test(test_allocation_failures),
   };
   return cmocka_run_group_tests(tests, NULL, teardown);

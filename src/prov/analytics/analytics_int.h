@@ -41,6 +41,7 @@ typedef struct sl__an_art {
   int32_t type, producer;   /* producer exec index or -1 */
   int32_t anomalies;        /* -1 when absent */
   int8_t pushed;            /* -1 when absent */
+  bool side;                /* a Transform's pre/post_transform_* Schema, statistics or anomalies (not the pipeline's) */
 } sl__an_art;
 
 typedef struct sl__an_event {
@@ -106,6 +107,8 @@ static inline int32_t sl__an_idmap_get(const sl__an_idmap *m, int64_t id) {
 /* Loads the store's tables into g's flat arrays (graphlets_load.c); `ctx` (0: all) restricts to one pipeline
  * context. */
 int sl__an_load_store(sl_prov_graphlets *g, sl_prov *p, int64_t ctx);
+/* The id of the pipeline context named `pipeline`; SL_ENOTFOUND (saying which) when there is none. */
+int sl__an_pipeline_ctx(int64_t *ctx, sl_prov *p, const char *pipeline);
 /* Loads and builds; `pipeline` restricts to one pipeline context. */
 int sl__an_load(sl_prov_graphlets **out, sl_prov *p, const char *pipeline);
 

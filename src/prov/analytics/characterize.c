@@ -101,6 +101,7 @@ static int stats_pipelines(sl_prov_stats *s, const sl_prov_graphlets *g) {
   }
   s->runs_per_day = nlive ? rate_sum / (double)nlive : 0;
   s->graphlets_per_day = s->days > 0 ? (double)g->ng / s->days : 0;
+  if (s->days < 1) s->runs_per_day = s->graphlets_per_day = NAN; /* no daily rate below a day (prov.h) */
   qsort(life, np, sizeof *life, cmp_d);
   double qs[5] = {0, 0.25, 0.5, 0.75, 1};
   for (int j = 0; j < 5; j++) s->lifespan_days[j] = quant(life, np, qs[j]);

@@ -107,7 +107,7 @@ static int build_upstream(one *c) {
     unsigned f = tflags(g, ar->type);
     if (f & SL__AN_MODEL) continue;
     if ((f & SL__AN_EXAMPLES) && ar->span != INT64_MIN && c->nsp < 512) c->spans[c->nsp++] = ar->span;
-    if ((f & SL__AN_SCHEMA) && ar->id > c->gi->schema) c->gi->schema = ar->id;
+    if ((f & SL__AN_SCHEMA) && !ar->side && ar->id > c->gi->schema) c->gi->schema = ar->id;
     int32_t pr = ar->producer;
     if (pr < 0 || b->xstamp[pr] == stamp) continue;
     b->xstamp[pr] = stamp;
@@ -160,7 +160,8 @@ static int build_run(one *c) {
     for (size_t q = g->ex_ev_off[x]; q < g->ex_ev_off[x + 1]; q++) {
       const sl__an_event *ev = &g->ev[g->ex_ev[q]];
       const sl__an_art *ar = &g->art[ev->art];
-      if (ev_out(ev) && (tflags(g, ar->type) & SL__AN_ANOMALIES) && ar->anomalies >= 0 && ar->create <= tr->create)
+      if (ev_out(ev) && (tflags(g, ar->type) & SL__AN_ANOMALIES) && !ar->side && ar->anomalies >= 0 &&
+          ar->create <= tr->create)
         gi->anomalies = (isnan(gi->anomalies) ? 0 : gi->anomalies) + ar->anomalies;
     }
   }
@@ -212,12 +213,18 @@ static int build_downstream(one *c) {
       bool pm = tflags(g, ar->type) & SL__AN_PUSHED;
       if (!pm && !deploy) continue;
       has_pusher = true;
+      /* A push is a PushedModel this execution produced: a CACHED Pusher (TFX, a run on the same data) re-emits
+       * an earlier run's PushedModel, pushed = 1 and all, but pushed nothing itself. */
+      if (ar->producer != x) continue;
       if (ar->pushed >= 0)
         pushed |= ar->pushed == 1;
       else if (deploy && e->state == SL_PROV_E_COMPLETE)
         pushed = true;
     }
   }
+  /* A CACHED trainer trained nothing (TFX found this run's inputs already trained on): no new push, and nothing
+   * a pruning decision could save. */
+  if (tr->state == SL_PROV_E_CACHED) pushed = false, prunable = 0;
   c->o->pushed = pushed;
   c->o->has_pusher = has_pusher;
   c->o->prunable = prunable;
@@ -298,7 +305,17 @@ static int group_executions(build *b) {
   return 0;
 }
 
-/* Marks each execution that belongs to a graphlet, and useful when one of its graphlets pushed. */
+/* Marks each execution that belongs to a graphlet, and useful (not wasted) when one of its graphlets pushed. A
+ * graphlet with a CACHED trainer trained nothing, so the steps of its own run (CACHED too, mostly) were not spent on
+ * a model that was not pushed: they are not waste either. Its upstream from earlier runs keeps the outcome of the
+ * graphlet that ran it. */
+static void mark(sl__an_exec *e, const sl__an_exec *tr, bool pushed) {
+  e->in_graphlet = true;
+  if (pushed || (tr->state == SL_PROV_E_CACHED &&
+                 (e->state == SL_PROV_E_CACHED || (tr->run >= 0 && e->run == tr->run))))
+    e->useful = true;
+}
+
 static int mark_membership(sl_prov_graphlets *g) {
   sl__an_idmap emap = {0};
   int rc = sl__an_idmap_build(&emap, &g->ex[0].id, g->nex, sizeof *g->ex);
@@ -306,18 +323,10 @@ static int mark_membership(sl_prov_graphlets *g) {
   for (size_t i = 0; i < g->ng; i++) {
     const sl_prov_graphlet *o = &g->g[i];
     sl__an_exec *tr = &g->ex[g->gi[i].trainer];
-    tr->in_graphlet = true;
-    tr->useful |= o->pushed;
-    for (size_t j = 0; j < o->nupstream; j++) {
-      sl__an_exec *e = &g->ex[sl__an_idmap_get(&emap, o->upstream[j])];
-      e->in_graphlet = true;
-      e->useful |= o->pushed;
-    }
-    for (size_t j = 0; j < o->ndownstream; j++) {
-      sl__an_exec *e = &g->ex[sl__an_idmap_get(&emap, o->downstream[j])];
-      e->in_graphlet = true;
-      e->useful |= o->pushed;
-    }
+    mark(tr, tr, o->pushed);
+    for (size_t j = 0; j < o->nupstream; j++) mark(&g->ex[sl__an_idmap_get(&emap, o->upstream[j])], tr, o->pushed);
+    for (size_t j = 0; j < o->ndownstream; j++)
+      mark(&g->ex[sl__an_idmap_get(&emap, o->downstream[j])], tr, o->pushed);
   }
   sl__free(emap.ix);
   return 0;
@@ -345,23 +354,27 @@ static int compute_features(sl_prov_graphlets *g) {
   return 0;
 }
 
+int sl__an_pipeline_ctx(int64_t *ctx, sl_prov *p, const char *pipeline) {
+  *ctx = 0;
+  int64_t tid;
+  if (sl_prov_type_id(&tid, p, SL_PROV_CONTEXT, "pipeline"))
+    return sl__err(SL_ENOTFOUND, "no pipeline contexts in the store (needed for --pipeline)");
+  sl_prov_query q = {0};
+  q.type_name = "pipeline";
+  q.name = pipeline;
+  sl_prov_list *l;
+  int rc = sl_prov_find(&l, p, SL_PROV_CONTEXT, &q);
+  if (rc) return rc;
+  *ctx = l->n ? l->nodes[0].id : 0;
+  sl_prov_list_free(l);
+  return *ctx ? 0 : sl__err(SL_ENOTFOUND, "no pipeline named '%s'", pipeline);
+}
+
 int sl__an_load(sl_prov_graphlets **out, sl_prov *p, const char *pipeline) {
   *out = NULL;
   int64_t ctx = 0;
   int rc;
-  if (pipeline) {
-    int64_t tid;
-    if ((rc = sl_prov_type_id(&tid, p, SL_PROV_CONTEXT, "pipeline")))
-      return sl__err(SL_ENOTFOUND, "no pipeline contexts in the store (needed for --pipeline)");
-    sl_prov_query q = {0};
-    q.type_name = "pipeline";
-    q.name = pipeline;
-    sl_prov_list *l;
-    if ((rc = sl_prov_find(&l, p, SL_PROV_CONTEXT, &q))) return rc;
-    ctx = l->n ? l->nodes[0].id : 0;
-    sl_prov_list_free(l);
-    if (!ctx) return sl__err(SL_ENOTFOUND, "no pipeline named '%s'", pipeline);
-  }
+  if (pipeline && (rc = sl__an_pipeline_ctx(&ctx, p, pipeline))) return rc;
   sl_prov_graphlets *g = sl__calloc(1, sizeof *g);
   if (!g) return sl__oom("graphlets");
   build b = {0};
@@ -371,8 +384,10 @@ int sl__an_load(sl_prov_graphlets **out, sl_prov *p, const char *pipeline) {
   for (size_t i = 0; i < g->nex; i++)
     if (tflags(g, g->ex[i].type) & SL__AN_TRAINER) b.ntr++;
   if (!b.ntr) {
-    rc = sl__err(SL_ENOTFOUND, "no trainer executions in the store: no execution type is named *Trainer or based on "
-                               "mlmd.Train, so there are no model graphlets");
+    rc = pipeline ? sl__err(SL_ENOTFOUND, "pipeline '%s' has no trainer executions (no execution type is named "
+                                          "*Trainer or based on mlmd.Train), so no model graphlets", pipeline)
+                  : sl__err(SL_ENOTFOUND, "no trainer executions in the store: no execution type is named *Trainer or "
+                                          "based on mlmd.Train, so there are no model graphlets");
     goto done;
   }
   b.trainers = sl__mallocarray(b.ntr, sizeof *b.trainers);

@@ -2,6 +2,7 @@
  * per table (never one per row): types, executions and their properties, artifacts and their properties, events,
  * pipeline and run membership; then indexes events by execution and finds each artifact's producer. Ids map to
  * dense positions through direct tables (sl__an_idmap). graphlets.c builds the graphlets from what this loads. */
+#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -183,7 +184,9 @@ static int load_types(sl_prov *p, sl_prov_graphlets *g, sl__an_idmap *tmap) {
     g->ntypes++;
     const char *base = sl__pstmt_text(st, 3);
     const char *d = strrchr(t->name, '.');
-    t->short_name = d && !strncmp(t->name, "tfx.", 4) ? d + 1 : t->name;
+    /* TFX names types by class path: tfx.components.trainer.component.Trainer, and a component defined in the
+     * pipeline's own script __main__.ShouldTrain. */
+    t->short_name = d && (!strncmp(t->name, "tfx.", 4) || !strncmp(t->name, "__main__.", 9)) ? d + 1 : t->name;
     const char *n = t->name;
     if (t->kind == 0) {
       if (ends_with(n, "Trainer") || (base && !strcmp(base, "mlmd.Train"))) t->flags |= SL__AN_TRAINER;
@@ -232,16 +235,19 @@ static int load_executions(sl_prov *p, sl_prov_graphlets *g, const sl__an_idmap 
   return rc < 0 ? rc : 0;
 }
 
-/* The execution properties the analytics read: cost, code fingerprint, a generator's true P(push). */
+/* The execution properties the analytics read: cost, code fingerprint (TFX's `module_path` names the user-code wheel
+ * by its content hash: it changes when the module does), a generator's true P(push). */
 static int load_execution_properties(sl_prov *p, sl_prov_graphlets *g, const sl__an_idmap *emap,
                                      int64_t ctx) {
   sl__pstmt *st = NULL;
   int rc = prep(p, &st,
                 ctx ? "SELECT execution_id, name, int_value, double_value, string_value FROM ExecutionProperty WHERE "
-                      "name IN ('cpu_seconds', 'code_fingerprint', 'module_fingerprint', 'gen_true_p_push') AND "
+                      "name IN ('cpu_seconds', 'code_fingerprint', 'module_fingerprint', 'module_path', "
+                      "'gen_true_p_push') AND "
                       "execution_id" EXEC_IN
                     : "SELECT execution_id, name, int_value, double_value, string_value FROM ExecutionProperty WHERE "
-                      "name IN ('cpu_seconds', 'code_fingerprint', 'module_fingerprint', 'gen_true_p_push')",
+                      "name IN ('cpu_seconds', 'code_fingerprint', 'module_fingerprint', 'module_path', "
+                      "'gen_true_p_push')",
                 ctx);
   while (!rc && (rc = sl__pstmt_step(st)) == 1) {
     rc = 0;
@@ -283,37 +289,65 @@ static int load_artifacts(sl_prov *p, sl_prov_graphlets *g, const sl__an_idmap *
     a->producer = -1;
     a->anomalies = -1;
     a->pushed = -1;
+    a->side = false;
     rc = 0;
   }
   sl__pstmt_free(st);
   return rc < 0 ? rc : 0;
 }
 
-/* The artifact properties the analytics read: span, pushed, num_anomalies. */
+/* TFX's ExampleValidator (1.16) records no num_anomalies: its ExampleAnomalies carry `blessed`, a STRUCT of split
+ * -> 1.0 (no anomaly) or 0.0. The number of splits not blessed stands in for the count; -1 when unreadable. */
+static int32_t unblessed_splits(const char *s) {
+  char *js = NULL;
+  if (!s || sl__mlmd_struct_decode(&js, s) != 0) return -1;
+  json_t *o = json_loads(js, 0, NULL);
+  sl__free(js);
+  int32_t n = -1;
+  if (json_is_object(o)) {
+    const char *k;
+    json_t *v;
+    n = 0;
+    json_object_foreach(o, k, v) n += json_is_number(v) && json_number_value(v) == 0;
+  }
+  json_decref(o);
+  return n;
+}
+
+/* The artifact properties the analytics read: span, pushed, num_anomalies (or TFX's per-split `blessed`). */
 static int load_artifact_properties(sl_prov *p, sl_prov_graphlets *g, const sl__an_idmap *amap, int64_t ctx) {
   sl__pstmt *st = NULL;
   int rc = prep(p, &st,
-                ctx ? "SELECT artifact_id, name, int_value, bool_value FROM ArtifactProperty WHERE name IN ('span', "
-                      "'pushed', 'num_anomalies') AND artifact_id" ART_IN
-                    : "SELECT artifact_id, name, int_value, bool_value FROM ArtifactProperty WHERE name IN ('span', "
-                      "'pushed', 'num_anomalies')",
+                ctx ? "SELECT artifact_id, name, int_value, bool_value, string_value FROM ArtifactProperty WHERE name "
+                      "IN ('span', 'pushed', 'num_anomalies', 'blessed') AND artifact_id" ART_IN
+                    : "SELECT artifact_id, name, int_value, bool_value, string_value FROM ArtifactProperty WHERE name "
+                      "IN ('span', 'pushed', 'num_anomalies', 'blessed')",
                 ctx);
   while (!rc && (rc = sl__pstmt_step(st)) == 1) {
     rc = 0;
     int32_t i = sl__an_idmap_get(amap, sl__pstmt_i64(st, 0));
     if (i < 0) continue;
+    sl__an_art *a = &g->art[i];
     const char *nm = sl__pstmt_text(st, 1);
     int64_t v = !sl__pstmt_null(st, 2) ? sl__pstmt_i64(st, 2) : sl__pstmt_i64(st, 3);
-    if (!strcmp(nm, "span")) g->art[i].span = v;
-    else if (!strcmp(nm, "pushed")) g->art[i].pushed = v ? 1 : 0;
-    else g->art[i].anomalies = v > INT32_MAX ? INT32_MAX : (int32_t)v;
+    if (!strcmp(nm, "span")) a->span = v;
+    else if (!strcmp(nm, "pushed")) a->pushed = v ? 1 : 0;
+    else if (!strcmp(nm, "num_anomalies")) a->anomalies = v > INT32_MAX ? INT32_MAX : (int32_t)v;
+    else if (a->type >= 0 && (g->types[a->type].flags & SL__AN_ANOMALIES) && a->anomalies < 0)
+      a->anomalies = unblessed_splits(sl__pstmt_text(st, 4)); /* num_anomalies, when also present, wins */
   }
   sl__pstmt_free(st);
   return rc < 0 ? rc : 0;
 }
 
-/* Events between loaded artifacts and executions; then the few whose path key is `baseline_model`, in a second
- * query (a scan of EventPath is cheaper than a lookup per event). */
+/* The output keys of TFX's Transform for what it computes about its own input and output (TFX 1.x): Schema,
+ * ExampleStatistics and ExampleAnomalies artifacts beside SchemaGen's and ExampleValidator's, written every run. */
+#define SIDE_KEYS "'pre_transform_schema', 'post_transform_schema', 'pre_transform_stats', 'post_transform_stats', " \
+                  "'post_transform_anomalies'"
+
+/* Events between loaded artifacts and executions; then the few whose path key is `baseline_model` (an input not
+ * followed upstream) or one of Transform's side outputs, in a second query (a scan of EventPath is cheaper than a
+ * lookup per event). */
 static int load_events(sl_prov *p, sl_prov_graphlets *g, const sl__an_idmap *emap, const sl__an_idmap *amap,
                        int64_t ctx) {
   sl__pstmt *st = NULL;
@@ -346,14 +380,17 @@ static int load_events(sl_prov *p, sl_prov_graphlets *g, const sl__an_idmap *ema
     rc = sl__an_idmap_build(&vmap, evids, g->nev, sizeof *evids);
     if (!rc)
       rc = prep(p, &st,
-                ctx ? "SELECT event_id FROM EventPath WHERE step_key = 'baseline_model' AND event_id IN (SELECT id "
-                      "FROM Event WHERE execution_id" EXEC_IN ")"
-                    : "SELECT event_id FROM EventPath WHERE step_key = 'baseline_model'",
+                ctx ? "SELECT event_id, step_key FROM EventPath WHERE step_key IN ('baseline_model', " SIDE_KEYS
+                      ") AND event_id IN (SELECT id FROM Event WHERE execution_id" EXEC_IN ")"
+                    : "SELECT event_id, step_key FROM EventPath WHERE step_key IN ('baseline_model', " SIDE_KEYS ")",
                 ctx);
     while (!rc && (rc = sl__pstmt_step(st)) == 1) {
       rc = 0;
       int32_t v = sl__an_idmap_get(&vmap, sl__pstmt_i64(st, 0));
-      if (v >= 0) g->ev[v].baseline = true;
+      if (v < 0) continue;
+      const char *key = sl__pstmt_text(st, 1);
+      if (key && !strcmp(key, "baseline_model")) g->ev[v].baseline = true;
+      else if (g->ev[v].type == SL_PROV_EV_OUTPUT) g->art[g->ev[v].art].side = true;
     }
   }
   sl__pstmt_free(st);

@@ -660,6 +660,18 @@ int sl_prov_should_train(sl_prov_decision *out, sl_prov *p, const char *pipeline
   if (!pipeline) return sl__err(SL_EINVAL, "should-train: a pipeline name is required");
   sl_prov_graphlets *g;
   int rc = sl__an_load(&g, p, pipeline);
+  int64_t ctx;
+  if (rc == SL_ENOTFOUND && !sl__an_pipeline_ctx(&ctx, p, pipeline)) {
+    /* A pipeline that has run but never trained (its first run, at the gate): no history to predict from. */
+    out->features = sl__mallocarray(SL__AN_NFEAT, sizeof *out->features);
+    if (!out->features) return sl__oom("decision");
+    for (size_t j = 0; j < SL__AN_NFEAT; j++) out->features[j] = NAN;
+    out->p_push = NAN;
+    out->threshold = m ? (threshold >= 0 ? threshold : sl_prov_model_threshold(m)) : threshold >= 0 ? threshold : 0.1;
+    out->train = true;
+    sl_error_clear();
+    return 0;
+  }
   if (rc) return rc;
   double *f = sl__mallocarray(SL__AN_NFEAT, sizeof *f);
   size_t *prior = sl__mallocarray(g->ng, sizeof *prior);
@@ -692,6 +704,7 @@ int sl_prov_should_train(sl_prov_decision *out, sl_prov *p, const char *pipeline
     unsigned fl = a->type >= 0 ? g->types[a->type].flags : 0;
     if (a->create >= t) continue;
     if ((fl & SL__AN_EXAMPLES) && a->span != INT64_MIN) spans[ns++] = a->span;
+    if (a->side) continue; /* Transform's own schema, statistics and anomalies: not the pipeline's */
     if ((fl & SL__AN_SCHEMA) && a->create > schema_t) schema_t = a->create, schema = a->id;
     if ((fl & SL__AN_ANOMALIES) && a->anomalies >= 0 && a->create > last->start_ms)
       anomalies = (isnan(anomalies) ? 0 : anomalies) + a->anomalies;

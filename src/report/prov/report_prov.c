@@ -113,12 +113,18 @@ static void graphlets_chart(pctx *c) {
   char mean[48];
   snprintf(mean, sizeof mean, "mean %.1f", q[6]);
   sl__h_raw(h, "<h2>Graphlets per pipeline</h2>\n<p class=\"note\" id=\"gpp\">");
+  char rate[96], span[32];
+  if (isnan(c->st->runs_per_day))
+    snprintf(rate, sizeof rate, "all in %s (under a day: no daily rate)", sl__fmt_days(span, sizeof span, c->st->days));
+  else
+    snprintf(rate, sizeof rate, "%.2f runs per pipeline per day", c->st->runs_per_day);
   sl__h_textf(h, "Models (trainer runs) each pipeline made: min %.0f, p25 %.0f, median %.0f, p75 %.0f, p90 %.0f, "
-                 "max %.0f, mean %.1f; %.2f runs per pipeline per day.", q[0], q[1], q[2], q[3], q[4], q[5], q[6],
-              c->st->runs_per_day);
+                 "max %.0f, mean %.1f; %s.", q[0], q[1], q[2], q[3], q[4], q[5], q[6], rate);
   sl__h_raw(h, "</p>\n");
+  /* The mean's marker: bin i holds the whole counts i*step .. (i+1)*step-1, each a 1/step slice of it, so count k
+   * stands at (k + 0.5)/step bins (k's label, for step 1), not at k/step (half a bin to the left). */
   columns(h, "chart graphlets", "Distribution of graphlets per pipeline", labels, bins, nb, "graphlets (models) per "
-          "pipeline", "pipelines", q[6] / step, mean);
+          "pipeline", "pipelines", (q[6] + 0.5) / step, mean);
 }
 
 static void push_chart(pctx *c) {
@@ -392,13 +398,16 @@ static int page(pctx *c, const sl_report_prov_opts *o) {
   sl__h_begin(h, title);
   const sl_prov_stats *s = c->st;
   sl__h_raw(h, "<p class=\"sub\">");
-  sl__h_textf(h, "%zu pipelines, %zu graphlets (models), %zu executions, %zu artifacts over %.1f days; cost basis %s.",
-              s->pipelines, s->graphlets, s->executions, s->artifacts, s->days, c->basis);
+  sl__h_textf(h, "%zu pipelines, %zu graphlets (models), %zu executions, %zu artifacts over %s; cost basis %s.",
+              s->pipelines, s->graphlets, s->executions, s->artifacts, sl__fmt_days(x, sizeof x, s->days), c->basis);
   sl__h_raw(h, "</p>\n<div class=\"cards\">\n");
   snprintf(a, sizeof a, "%zu", s->pipelines);
   snprintf(b, sizeof b, "%zu graphlets", s->graphlets);
   sl__h_card(h, "pipelines", "pipelines", a, b);
-  snprintf(b, sizeof b, "%.0f graphlets per day", s->graphlets_per_day);
+  if (isnan(s->graphlets_per_day))
+    snprintf(b, sizeof b, "%zu graphlets in %s", s->graphlets, sl__fmt_days(x, sizeof x, s->days));
+  else
+    snprintf(b, sizeof b, "%.0f graphlets per day", s->graphlets_per_day);
   sl__h_card(h, "push rate", "push-rate", pct_s(a, sizeof a, s->push_rate), b);
   snprintf(b, sizeof b, "%s of %s %s", sl__fmt_si(x, sizeof x, c->w->wasted), sl__fmt_si(y, sizeof y, c->w->total),
            c->basis);
