@@ -6,8 +6,10 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
+#include "io/io_int.h"
 #include "ops/op_int.h"
 #include "sluice/tfrecord.h"
 
@@ -35,9 +37,33 @@ static int files_add(files_cfg *c, const char *p) {
   return 0;
 }
 
-static int files_glob(sl__op *op, files_cfg *c, const char *pat, const char *where) {
-  char *full = sl__resolve_path(op->pl, pat);
-  if (!full) return sl__oom("a glob");
+/* The most names one pattern's braces may give (WebDataset's shard lists run to thousands). */
+enum { MAX_BRACE_NAMES = 1000000 };
+
+/* Adds the files one pattern names, after its braces are expanded: local paths through glob(3) (sorted), s3:// URLs
+ * with '*', '?' or '[' by listing the bucket (sorted), other URLs as they are. */
+static int files_glob_one(sl__op *op, files_cfg *c, const char *full, const char *where) {
+  if (sl__is_url(full)) {
+    bool wild = full[strcspn(full, "*?[")] != 0;
+    if (!wild) return files_add(c, full);
+    if (strncasecmp(full, "s3://", 5)) {
+      char *shown = sl__url_shown(full);
+      int rc = sl__err(SL_EINVAL, "%s: '%s': an http(s) URL cannot be globbed (a web server lists nothing); name the "
+                                  "shards with a brace range, \"shard-{000000..000127}.tar\"", where,
+                       shown ? shown : "a URL");
+      sl__free(shown);
+      return rc;
+    }
+    char **urls = NULL;
+    size_t n = 0;
+    int rc = sl__s3_glob(&urls, &n, full);
+    for (size_t i = 0; i < n; i++) {
+      if (!rc) rc = files_add(c, urls[i]);
+      sl__free(urls[i]);
+    }
+    sl__free(urls);
+    return rc ? sl__err_wrap(rc, "%s", where) : 0;
+  }
   glob_t g;
   int gr = glob(full, GLOB_MARK, NULL, &g); /* directories end in '/': refused now, not when the reader opens them */
   int rc = 0;
@@ -56,7 +82,36 @@ static int files_glob(sl__op *op, files_cfg *c, const char *pat, const char *whe
       rc = files_add(c, g.gl_pathv[i]); /* glob sorts */
   }
   if (gr == 0) globfree(&g);
-  sl__free(full);
+  return rc;
+}
+
+/* The patterns a string names once its braces are expanded ("shard-{000..127}.tar"), each resolved against the
+ * spec's folder, in *out (sl__free each and the array). */
+static int files_expand(sl__op *op, char ***out, size_t *n, const char *pat, const char *where) {
+  *out = NULL;
+  *n = 0;
+  int rc = sl__brace_expand(out, n, pat, MAX_BRACE_NAMES);
+  for (size_t i = 0; !rc && i < *n; i++) {
+    char *full = sl__resolve_path(op->pl, (*out)[i]);
+    if (!full) rc = sl__oom("a path");
+    else {
+      sl__free((*out)[i]);
+      (*out)[i] = full;
+    }
+  }
+  return rc ? sl__err_wrap(rc, "%s", where) : 0;
+}
+static void names_free(char **a, size_t n) {
+  for (size_t i = 0; i < n; i++) sl__free(a[i]);
+  sl__free(a);
+}
+
+static int files_glob(sl__op *op, files_cfg *c, const char *pat, const char *where) {
+  char **pats;
+  size_t n;
+  int rc = files_expand(op, &pats, &n, pat, where);
+  for (size_t i = 0; !rc && i < n; i++) rc = files_glob_one(op, c, pats[i], where);
+  names_free(pats, n);
   return rc;
 }
 
@@ -94,18 +149,21 @@ static int files_parse(sl__op *op, json_t *o) {
     for (size_t i = 0; i < json_array_size(l); i++) {
       json_t *x = json_array_get(l, i);
       if (!json_is_string(x)) return sl__err(SL_EINVAL, "%s.list[%zu]: expected a string", op->path, i);
-      char *full = sl__resolve_path(op->pl, json_string_value(x));
-      if (!full) return sl__oom("a path");
-      struct stat st;
-      int missing = stat(full, &st) != 0 ? errno : 0;
-      if (missing || S_ISDIR(st.st_mode)) {
-        rc = missing ? sl__err(SL_ENOTFOUND, "%s.list[%zu]: '%s': %s", op->path, i, full, strerror(missing))
-                     : sl__err(SL_EINVAL, "%s.list[%zu]: '%s' is a directory; the readers read files", op->path, i, full);
-        sl__free(full);
-        return rc;
+      char where2[512], **names;
+      size_t nn;
+      snprintf(where2, sizeof where2, "%s.list[%zu]", op->path, i);
+      if ((rc = files_expand(op, &names, &nn, json_string_value(x), where2))) return rc;
+      for (size_t j = 0; !rc && j < nn; j++) {
+        const char *full = names[j];
+        struct stat st;
+        int missing = sl__is_url(full) ? 0 : stat(full, &st) != 0 ? errno : 0; /* a URL is asked when read */
+        if (!sl__is_url(full) && (missing || S_ISDIR(st.st_mode)))
+          rc = missing ? sl__err(SL_ENOTFOUND, "%s: '%s': %s", where2, full, strerror(missing))
+                       : sl__err(SL_EINVAL, "%s: '%s' is a directory; the readers read files", where2, full);
+        else
+          rc = files_add(c, full);
       }
-      rc = files_add(c, full);
-      sl__free(full);
+      names_free(names, nn);
       if (rc) return rc;
     }
   }
@@ -261,10 +319,17 @@ static int reader_remake_path(sl__op *op, sl__run *run, const sl_eref *r, const 
   return rc;
 }
 
+/* on_error "skip": a file that could not be opened or read to its end (the error just set names it) is noted and
+ * counted as one skip. */
+static void unreadable_skip(sl__op *op) {
+  sl__op_skip_note(op, sl_error_last(), NULL, 0);
+  sl__stat_add(&op->st.skipped, 1);
+}
+
 /* ---------------- tfrecord ---------------- */
 typedef struct {
   sl_compression comp;
-  bool skip_corrupt;
+  bool skip_corrupt, skip_unreadable;
   const char *component;
 } tfr_cfg;
 
@@ -281,16 +346,17 @@ static int tfr_parse(sl__op *op, json_t *o) {
   tfr_cfg *c = sl__calloc(1, sizeof *c);
   if (!c) return sl__oom("tfrecord");
   op->impl = c;
-  const char *comp, *oc;
+  const char *comp, *oc, *oe;
   int rc;
   if ((rc = sl__get_str(&comp, &k, "compression")) ||
-      (rc = sl__get_str(&oc, &k, "on_corrupt")) ||
+      (rc = sl__get_str(&oc, &k, "on_corrupt")) || (rc = sl__get_str(&oe, &k, "on_error")) ||
       (rc = sl__get_str(&c->component, &k, "component")))
     return rc;
   if (sl_compression_parse(&c->comp, comp)) return sl__err_wrap(SL_EINVAL, "%s.compression", op->path);
   if (!strcmp(oc, "skip")) c->skip_corrupt = true;
   else if (strcmp(oc, "error"))
     return sl__err(SL_EINVAL, "%s.on_corrupt: expected \"error\" or \"skip\", found \"%s\"", op->path, oc);
+  c->skip_unreadable = !strcmp(oe, "skip");
   op->cardinality = -1;
   return 0;
 }
@@ -305,7 +371,7 @@ static int tfr_start(tfr_it *t, const char *path, const tfr_cfg *c) {
   sl__free(t->path);
   t->path = sl__strdup(path);
   if (!t->path) return sl__oom("a file name");
-  int rc = sl_tfrecord_reader_open(&t->r, path, c->comp);
+  int rc = sl__tfrecord_reader_open_ex(&t->r, path, c->comp, NULL);
   if (rc) return sl__op_wrap(t->it.op, rc);
   t->disk_seen = 0;
   return 0;
@@ -326,7 +392,11 @@ static int tfr_next(sl__it *it, sl_elem *out) {
       t->in_ref.members = NULL;
       sl_elem_clear(&in);
       if (rc) return rc;
-      if ((rc = tfr_start(t, path, c))) return rc;
+      if ((rc = tfr_start(t, path, c))) {
+        if (rc == SL_ECANCELED || rc == SL_ENOMEM || !c->skip_unreadable) return rc;
+        unreadable_skip(it->op);
+        continue;
+      }
     }
     sl_buf *rec;
     size_t len;
@@ -348,6 +418,12 @@ static int tfr_next(sl__it *it, sl_elem *out) {
       sl__op_skip_note(it->op, sl_error_last(), NULL, 0); /* names the file, the record and its byte offset */
       sl__stat_add(&it->op->st.skipped, 1);
       continue; /* the reader resumes after a data-CRC error, or ends the file after a framing error */
+    }
+    if ((rc == SL_EIO || rc == SL_ENOTFOUND) && c->skip_unreadable) { /* the rest of the file goes */
+      unreadable_skip(it->op);
+      sl_tfrecord_reader_free(t->r);
+      t->r = NULL;
+      continue;
     }
     return sl__op_wrap(it->op, rc);
   }
@@ -405,6 +481,9 @@ static void cfg_free(sl__op *op) { sl__free(op->impl); }
 static const sl__arg TFR_KNOBS[] = {
     {"compression", SL__ARG_STR, "NONE", 0, 0, 0, NULL, "NONE, GZIP or ZLIB"},
     {"on_corrupt", SL__ARG_ENUM, "error", 0, 0, 0, "error|skip", "a corrupt record fails the run, or is skipped and counted"},
+    {"on_error", SL__ARG_ENUM, "error", 0, 0, 0, "error|skip",
+     "a file that cannot be opened or read (missing, or a remote one unreachable after the retries) fails the run, or "
+     "the rest of it is skipped and counted"},
     {"component", SL__ARG_COMP, "filename", 0, 0, 0, NULL, "the input component naming the file"},
     {NULL}};
 /* The element becomes the record read; the input must name a file. */
@@ -426,17 +505,20 @@ const sl__op_vt sl__op_tfrecord = {"tfrecord", tfr_parse, tfr_open, cfg_free, SL
 /* ---------------- lines ---------------- */
 typedef struct {
   const char *component;
-  bool skip_empty;
+  bool skip_empty, skip_unreadable;
 } lines_cfg;
 
 typedef struct {
   sl__it it;
-  FILE *f;
+  FILE *f;         /* stdio over st (fclose frees st) */
+  sl__stream *st;  /* the file or remote object being read (borrowed from f) */
+  const char *shown; /* its name in messages (a URL without credentials) */
   char *line;
   size_t cap;
   char path[4096];
   uint64_t lineno;
   uint64_t at;    /* byte offset of the next line (counted, not asked of the stream: ftello is a system call) */
+  uint64_t seen;  /* the stream's source bytes counted so far */
   sl_eref in_ref; /* the ref of the filename element being read */
 } lines_it;
 
@@ -446,25 +528,48 @@ static int lines_parse(sl__op *op, json_t *o) {
   if (!c) return sl__oom("lines");
   op->impl = c;
   int rc;
+  const char *oe;
   if ((rc = sl__get_str(&c->component, &k, "component")) ||
-      (rc = sl__get_bool(&c->skip_empty, &k, "skip_empty")))
+      (rc = sl__get_bool(&c->skip_empty, &k, "skip_empty")) || (rc = sl__get_str(&oe, &k, "on_error")))
     return rc;
+  c->skip_unreadable = !strcmp(oe, "skip");
   op->cardinality = -1;
+  return 0;
+}
+
+/* Opens the file or object at path at byte `off`: a stdio stream over it in *f, its stream in *st. */
+static int lines_open_at(sl__op *op, FILE **f, sl__stream **st, const char *path, uint64_t off) {
+  *f = NULL;
+  int rc = sl__stream_open(st, path, NULL);
+  if (rc) return sl__op_wrap(op, rc);
+  if (!(*f = sl__stream_fopen(*st))) {
+    sl__stream_free(*st);
+    return sl__op_wrap(op, SL_ENOMEM);
+  }
+  setvbuf(*f, NULL, _IOFBF, 1 << 16);
+  if (off && (rc = sl__stream_seek(*st, off))) {
+    fclose(*f);
+    *f = NULL;
+    return sl__op_err(op, rc, "cannot resume at byte %llu", (unsigned long long)off);
+  }
   return 0;
 }
 
 /* Opens l->path at byte `off`, the start of line lineno + 1. */
 static int lines_start(lines_it *l, uint64_t off, uint64_t lineno) {
-  l->f = fopen(l->path, "rb");
-  if (!l->f)
-    return sl__op_err(l->it.op, errno == ENOENT ? SL_ENOTFOUND : SL_EIO, "%s: cannot open: %s", l->path,
-                      strerror(errno));
-  if (off && fseeko(l->f, (off_t)off, SEEK_SET))
-    return sl__op_err(l->it.op, SL_EIO, "%s: cannot resume at byte %llu: %s", l->path, (unsigned long long)off,
-                      strerror(errno));
+  int rc = lines_open_at(l->it.op, &l->f, &l->st, l->path, off);
+  if (rc) return rc;
+  l->shown = sl__stream_name(l->st);
   l->lineno = lineno;
   l->at = off;
   return 0;
+}
+
+/* The bytes read from the disk or the network since the last call, added to the op's counter. */
+static void lines_account(lines_it *l) {
+  uint64_t d = sl__stream_source_bytes(l->st);
+  if (d > l->seen) sl__stat_add(&l->it.op->st.disk_bytes, d - l->seen);
+  l->seen = d;
 }
 
 static int lines_next(sl__it *it, sl_elem *out) {
@@ -481,27 +586,37 @@ static int lines_next(sl__it *it, sl_elem *out) {
       l->in_ref.members = NULL;
       sl_elem_clear(&in);
       if (rc) return rc;
-      if ((rc = lines_start(l, 0, 0))) return rc;
+      l->seen = 0;
+      if ((rc = lines_start(l, 0, 0))) {
+        if (rc == SL_ECANCELED || rc == SL_ENOMEM || !c->skip_unreadable) return rc;
+        unreadable_skip(it->op);
+        continue;
+      }
     }
     errno = 0;
     uint64_t at = l->at;
     ssize_t n = getline(&l->line, &l->cap, l->f);
     if (n < 0) {
-      if (ferror(l->f)) return sl__op_err(it->op, SL_EIO, "%s: read error after line %llu: %s", l->path,
-                                          (unsigned long long)l->lineno, strerror(errno));
+      if (ferror(l->f)) { /* the stream's own message (the thread's last error) names what failed */
+        int rc = sl__op_err(it->op, SL_EIO, "read error after line %llu: %s", (unsigned long long)l->lineno,
+                            sl_error_last());
+        if (!c->skip_unreadable) return rc;
+        unreadable_skip(it->op); /* the rest of the file goes */
+      }
+      lines_account(l);
       fclose(l->f);
       l->f = NULL;
       continue;
     }
     l->lineno++;
     l->at += (uint64_t)n;
-    sl__stat_add(&it->op->st.disk_bytes, (uint64_t)n);
+    lines_account(l);
     if (n > 0 && l->line[n - 1] == '\n') n--;
     if (n > 0 && l->line[n - 1] == '\r') n--;
     if (n == 0 && c->skip_empty) continue;
     /* The line's buffer remembers its file and line, so that a function failing on it (parse_csv) names them. */
-    sl_buf *b = sl__buf_alloc_origin((size_t)n, l->path, l->lineno);
-    if (!b) return sl__op_err(it->op, SL_ENOMEM, "%s: line %llu", l->path, (unsigned long long)l->lineno);
+    sl_buf *b = sl__buf_alloc_origin((size_t)n, l->shown, l->lineno);
+    if (!b) return sl__op_err(it->op, SL_ENOMEM, "%s: line %llu", l->shown, (unsigned long long)l->lineno);
     memcpy(sl_buf_data(b), l->line, (size_t)n);
     int rc = sl_elem_set_bytes(out, "line", b, 0, NULL, (size_t)n);
     sl_buf_unref(b);
@@ -532,11 +647,12 @@ static int lines_remake(sl__op *op, sl__run *run, const sl_eref *r, sl_elem *out
   char path[4096];
   int rc = reader_remake_path(op, run, r, c->component, path, sizeof path);
   if (rc) return rc;
-  FILE *f = fopen(path, "rb");
-  if (!f) return sl__op_err(op, SL_EIO, "%s: cannot open: %s", path, strerror(errno));
+  FILE *f;
+  sl__stream *st;
+  if ((rc = lines_open_at(op, &f, &st, path, r->pos))) return rc;
   char *line = NULL;
   size_t cap = 0;
-  ssize_t n = fseeko(f, (off_t)r->pos, SEEK_SET) ? -1 : getline(&line, &cap, f);
+  ssize_t n = getline(&line, &cap, f);
   fclose(f);
   if (n < 0) {
     free(line);
@@ -562,6 +678,9 @@ static int lines_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **ou
 static const sl__arg LINES_KNOBS[] = {
     {"component", SL__ARG_COMP, "filename", 0, 0, 0, NULL, "the input component naming the file"},
     {"skip_empty", SL__ARG_BOOL, "false", 0, 0, 0, NULL, "drop empty lines"},
+    {"on_error", SL__ARG_ENUM, "error", 0, 0, 0, "error|skip",
+     "a file that cannot be opened or read (missing, or a remote one unreachable after the retries) fails the run, or "
+     "the rest of it is skipped and counted"},
     {NULL}};
 static int lines_infer(sl__op *op, sl__struct *s, const sl__struct *src) {
   (void)src;

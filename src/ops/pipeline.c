@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "io/stream_int.h"
 #include "ops/op_async_int.h"
 
 /* A pipeline: its ops in pre-order, each chained to its input (engine_int.h reads it through sl__pipeline_*). */
@@ -315,7 +316,7 @@ void sl__pipeline_replace(sl_pipeline *p, sl_pipeline *q) {
 }
 
 char *sl__resolve_path(const sl_pipeline *pl, const char *path) {
-  if (path[0] == '/' || !pl->base_dir || !pl->base_dir[0]) return sl__strdup(path);
+  if (path[0] == '/' || sl__is_url(path) || !pl->base_dir || !pl->base_dir[0]) return sl__strdup(path);
   sl__str s = {0};
   if (sl__str_printf(&s, "%s/%s", pl->base_dir, path)) return NULL;
   return s.s;
