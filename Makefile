@@ -17,7 +17,7 @@ DEB_PKGS := build-essential cmake pkg-config clang libclang-rt-14-dev \
   protobuf-c-compiler libprotobuf-c-dev libcmocka-dev libzstd-dev zlib1g-dev libisal-dev \
   libstb-dev libxxhash-dev libcurl4-openssl-dev libpq-dev libsqlite3-dev sqlite3 postgresql python3 chromium \
   python3-dev python3-numpy python3-setuptools python3-pip python3-venv python3-pytest python3-torch \
-  openmpi-bin libopenmpi-dev nginx-light libnginx-mod-http-echo openssl
+  openmpi-bin libopenmpi-dev nginx-light libnginx-mod-http-echo openssl curl
 # SPDL's decoder loads FFmpeg's shared libraries (Debian's FFmpeg 5) at run time.
 DEB_BENCH := python3-torch python3-torchvision python3-pil python3-numpy hyperfine \
   libavutil57 libavcodec59 libavformat59 libavfilter8 libavdevice59 libswscale6 libswresample4

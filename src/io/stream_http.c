@@ -13,6 +13,7 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <xxhash.h>
 
 #include "io/stream_int.h"
 
@@ -665,8 +666,9 @@ static size_t mem_write(char *p, size_t size, size_t nmemb, void *ud) {
   return size * nmemb;
 }
 
-/* One GET into memory, with the stream's retries (a listing page is small). */
-static int get_all(sl__str *out, const char *s3url, const char *query, const char *shown) {
+/* One GET into memory, with the stream's retries (a listing page is small); or, with `head` (a blk to take the
+ * answer's headers), a HEAD. */
+static int get_all(sl__str *out, const char *s3url, const char *query, const char *shown, blk *head) {
   req_cfg r;
   net_cfg c = cfg_read(NULL);
   int rc = req_make(&r, s3url, query);
@@ -688,6 +690,11 @@ static int get_all(sl__str *out, const char *s3url, const char *query, const cha
     easy_setup(e, &r, &c);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, mem_write);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, &m);
+    if (head) {
+      curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+      curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+      curl_easy_setopt(e, CURLOPT_HEADERDATA, head);
+    }
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, errbuf);
     CURLcode res = curl_easy_perform(e);
     long st = 0;
@@ -715,11 +722,12 @@ static int get_all(sl__str *out, const char *s3url, const char *query, const cha
     }
     sl__str_dispose(&m.body);
     if (!retry) {
-      rc = sl__err(st == 404 ? SL_ENOTFOUND : SL_EIO, "LIST %s: %s", shown, why);
+      rc = sl__err(st == 404 ? SL_ENOTFOUND : SL_EIO, "%s %s: %s", head ? "HEAD" : "LIST", shown, why);
       break;
     }
     if (attempt >= c.attempts) {
-      rc = sl__err(SL_EIO, "LIST %s: gave up after %d attempts (the last: %s)", shown, attempt, why);
+      rc = sl__err(SL_EIO, "%s %s: gave up after %d attempts (the last: %s)", head ? "HEAD" : "LIST", shown, attempt,
+                   why);
       break;
     }
     uint64_t ns = backoff_ns(&c, attempt, &rng);
@@ -759,7 +767,7 @@ int sl__s3_glob(char ***out, size_t *n, const char *url) {
     }
     sl__free(et);
     sl__str body = {0};
-    rc = get_all(&body, bucket_url, q.s, url);
+    rc = get_all(&body, bucket_url, q.s, url, NULL);
     sl__str_dispose(&q);
     if (rc) break;
     char **keys = NULL, *next = NULL;
@@ -798,5 +806,32 @@ int sl__s3_glob(char ***out, size_t *n, const char *url) {
   sl__free(prefix);
   sl__free(ep);
   sl__free(bucket_url);
+  return rc;
+}
+
+/* ---------------- a remote object's identity (saved states) ---------------- */
+int sl__remote_stamp(const char *url, uint64_t *size, uint64_t *tag) {
+  pthread_once(&g_once, global_init);
+  if (g_init_rc != CURLE_OK) return sl__err(SL_EIO, "libcurl: %s", curl_easy_strerror(g_init_rc));
+  char *shown = sl__url_shown(url);
+  if (!shown) return sl__oom("a URL");
+  blk *h = sl__calloc(1, sizeof *h);
+  int rc = h ? 0 : sl__oom("a HEAD request");
+  sl__str body = {0};
+  if (!rc) {
+    h->clen = -1;
+    rc = get_all(&body, url, NULL, shown, h);
+  }
+  sl__str_dispose(&body);
+  if (!rc && h->clen < 0) rc = sl__err(SL_EIO, "HEAD %s: no Content-Length in the answer", shown);
+  if (!rc) {
+    char id[512];
+    if (h->etag[0]) snprintf(id, sizeof id, "etag:%s", h->etag);
+    else snprintf(id, sizeof id, "modified:%s", h->modified);
+    *size = (uint64_t)h->clen;
+    *tag = XXH3_64bits(id, strlen(id));
+  }
+  sl__free(h);
+  sl__free(shown);
   return rc;
 }

@@ -72,6 +72,10 @@ struct sl__stream {
 /* The remote implementation: opens a URL (stream_http.c, or the stand-in that says the build has none). */
 int sl__stream_http_open(sl__stream **out, const char *url, const sl__stream_opts *opts);
 
+/* A remote object's identity for a saved state, asked by a HEAD request: its size and a 64-bit hash of its ETag
+ * (or, without one, its Last-Modified). The error names the URL (without credentials). */
+int sl__remote_stamp(const char *url, uint64_t *size, uint64_t *tag);
+
 /* ---- URLs (io/url.c: no network, fuzzed) ---- */
 /* The URL as messages show it: no user:password@, no query string (a presigned URL's signature is a secret);
  * NULL when out of memory. sl__free it. */
