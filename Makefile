@@ -62,15 +62,26 @@ test: deps
 	$(MAKE) test-plain test-asan test-tsan test-fuzz test-python test-python-torch2
 	@echo "make test: plain, ASan+UBSan, TSan suites, $(FUZZ_SECONDS) s of each fuzz target and the Python package (also under torch 2) passed"
 
-test-plain: build
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+test-plain: build s3-venv
+	cd $(BUILD) && SL_S3_REQUIRED=1 ctest --output-on-failure -j $(JOBS)
 
-test-asan: build-asan
-	cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+test-asan: build-asan s3-venv
+	cd build-asan && SL_S3_REQUIRED=1 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --output-on-failure -j $(JOBS)
 
 test-tsan: build-tsan
 	cd build-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest --output-on-failure -j $(JOBS) -L threaded
+
+# The S3-compatible server tests/integration/remote_s3.sh starts (moto's server mode, from PyPI, pinned whole in
+# tests/integration/s3-requirements.txt) in build/s3-venv, made again when the pins change. The test skips without it
+# unless SL_S3_REQUIRED=1 (as make test runs it).
+S3_VENV := build/s3-venv
+.PHONY: s3-venv
+s3-venv: $(S3_VENV)/.installed
+$(S3_VENV)/.installed: tests/integration/s3-requirements.txt
+	rm -rf $(S3_VENV) && $(PYTHON) -m venv $(S3_VENV)
+	$(S3_VENV)/bin/python -m pip install -q -r $<
+	touch $@
 
 # The engine alone (-DSL_WITH_PROV=OFF: no SQLite, libpq or XGBoost) builds and passes its tests; .ci/run runs it.
 test-engine-only:

@@ -22,6 +22,7 @@ typedef struct {
  * the summed time to first byte and time transferring of the requests, and the retries among them. */
 typedef struct {
   uint64_t requests, bytes, ttfb_ns, xfer_ns, retries;
+  uint64_t block, inflight; /* its read-ahead: bytes per request, requests in flight */
 } sl__net_stats;
 
 /* True when `path` names a remote object (http://, https:// or s3://). */

@@ -319,6 +319,19 @@ static int reader_remake_path(sl__op *op, sl__run *run, const sl_eref *r, const 
   return rc;
 }
 
+void sl__op_net_account(sl__op *op, const sl__stream *s, sl__net_stats *seen) {
+  sl__net_stats n;
+  if (!s || !sl__stream_net(s, &n)) return;
+  sl__stat_add(&op->st.net_requests, n.requests - seen->requests);
+  sl__stat_add(&op->st.net_retries, n.retries - seen->retries);
+  sl__stat_add(&op->st.net_bytes, n.bytes - seen->bytes);
+  sl__stat_add(&op->st.net_ttfb_ns, n.ttfb_ns - seen->ttfb_ns);
+  sl__stat_add(&op->st.net_xfer_ns, n.xfer_ns - seen->xfer_ns);
+  atomic_store_explicit(&op->st.net_block, n.block, memory_order_relaxed);
+  atomic_store_explicit(&op->st.net_inflight, n.inflight, memory_order_relaxed);
+  *seen = n;
+}
+
 /* on_error "skip": a file that could not be opened or read to its end (the error just set names it) is noted and
  * counted as one skip. */
 static void unreadable_skip(sl__op *op) {
@@ -337,6 +350,7 @@ typedef struct {
   sl__it it;
   sl_tfrecord_reader *r;
   uint64_t disk_seen;
+  sl__net_stats net_seen;
   sl_eref in_ref; /* the ref of the filename element being read (its records' `up`) */
   char *path;     /* that file's name (a saved state names it) */
 } tfr_it;
@@ -365,6 +379,7 @@ static void tfr_account(tfr_it *t) {
   uint64_t d = sl_tfrecord_reader_disk_bytes(t->r);
   sl__stat_add(&t->it.op->st.disk_bytes, d - t->disk_seen);
   t->disk_seen = d;
+  sl__op_net_account(t->it.op, sl__tfrecord_reader_stream(t->r), &t->net_seen);
 }
 
 static int tfr_start(tfr_it *t, const char *path, const tfr_cfg *c) {
@@ -374,6 +389,7 @@ static int tfr_start(tfr_it *t, const char *path, const tfr_cfg *c) {
   int rc = sl__tfrecord_reader_open_ex(&t->r, path, c->comp, NULL);
   if (rc) return sl__op_wrap(t->it.op, rc);
   t->disk_seen = 0;
+  t->net_seen = (sl__net_stats){0};
   return 0;
 }
 
@@ -519,6 +535,7 @@ typedef struct {
   uint64_t lineno;
   uint64_t at;    /* byte offset of the next line (counted, not asked of the stream: ftello is a system call) */
   uint64_t seen;  /* the stream's source bytes counted so far */
+  sl__net_stats net_seen;
   sl_eref in_ref; /* the ref of the filename element being read */
 } lines_it;
 
@@ -570,6 +587,7 @@ static void lines_account(lines_it *l) {
   uint64_t d = sl__stream_source_bytes(l->st);
   if (d > l->seen) sl__stat_add(&l->it.op->st.disk_bytes, d - l->seen);
   l->seen = d;
+  sl__op_net_account(l->it.op, l->st, &l->net_seen);
 }
 
 static int lines_next(sl__it *it, sl_elem *out) {
@@ -587,6 +605,7 @@ static int lines_next(sl__it *it, sl_elem *out) {
       sl_elem_clear(&in);
       if (rc) return rc;
       l->seen = 0;
+      l->net_seen = (sl__net_stats){0};
       if ((rc = lines_start(l, 0, 0))) {
         if (rc == SL_ECANCELED || rc == SL_ENOMEM || !c->skip_unreadable) return rc;
         unreadable_skip(it->op);

@@ -39,6 +39,7 @@ typedef struct {
   char io_msg[1024];
   char path[4096];
   int64_t disk_seen;
+  sl__net_stats net_seen;
   char last[MAX_KEY + 256]; /* the last member's path (the pending one's, when pending) */
   /* the member whose header was read: its key's length in `last`, size and lower-cased extension */
   bool pending;
@@ -142,6 +143,7 @@ static void account(tar_it *t) {
   int64_t d = (int64_t)sl__stream_source_bytes(t->st);
   if (d > t->disk_seen) sl__stat_add(&t->it.op->st.disk_bytes, (uint64_t)(d - t->disk_seen));
   t->disk_seen = d;
+  sl__op_net_account(t->it.op, t->st, &t->net_seen);
 }
 
 static int corrupt(tar_it *t, const char *where, const char *what);
@@ -196,6 +198,7 @@ static int open_path(tar_it *t) {
   archive_read_support_filter_zstd(t->a);
   archive_read_support_filter_xz(t->a);
   t->disk_seen = 0;
+  t->net_seen = (sl__net_stats){0};
   t->io_rc = 0;
   if (!t->rbuf && !(t->rbuf = sl__malloc(RBUF))) return sl__oom("a tar reader");
   if ((rc = sl__stream_open(&t->st, t->path, NULL))) return unreadable(t, rc);

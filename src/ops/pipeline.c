@@ -428,6 +428,13 @@ int sl_pipeline_op_stats(sl_op_stats *s, const sl_pipeline *p, int i) {
   s->skipped = LD(op->st.skipped);
   s->errors_skipped = LD(op->st.errors_skipped);
   s->filled = LD(op->st.filled);
+  s->net_requests = LD(op->st.net_requests);
+  s->net_retries = LD(op->st.net_retries);
+  s->net_bytes = LD(op->st.net_bytes);
+  s->net_ttfb_seconds = ns_s(LD(op->st.net_ttfb_ns));
+  s->net_xfer_seconds = ns_s(LD(op->st.net_xfer_ns));
+  s->net_block_bytes = LD(op->st.net_block);
+  s->net_in_flight = LD(op->st.net_inflight);
   uint64_t on = LD(op->st.occ_n);
   s->buffer_occupancy = on ? (double)LD(op->st.occ_sum) / (double)on : 0;
   s->bytes_held = LD(op->st.held);

@@ -19,11 +19,6 @@ cleanup() {
 }
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; exit 1; }
-digest() { # SPEC -> the 16 hex digits of --json's "digest"
-  local js
-  js=$(timeout 120 "$S" run "$1" --digest --json --quiet 2> "$T/err") || fail "run $1: $(cat "$T/err") $js"
-  echo "$js" | sed -n 's/.*"digest": "\([0-9a-f]\{16\}\)".*/\1/p'
-}
 
 mkdir -p "$T/www"
 "$S" gen imagenet --out "$T/www/tar" --format tar --n 40 --shards 4 --quiet > /dev/null || fail "gen tar"
