@@ -332,6 +332,14 @@ void sl__op_net_account(sl__op *op, const sl__stream *s, sl__net_stats *seen) {
   *seen = n;
 }
 
+/* The readahead knob into a stream's options. */
+static int get_readahead(sl__stream_opts *o, const sl_args *k) {
+  int64_t v;
+  int rc = sl__get_int(&v, k, "readahead");
+  *o = (sl__stream_opts){0, (int)v};
+  return rc;
+}
+
 /* on_error "skip": a file that could not be opened or read to its end (the error just set names it) is noted and
  * counted as one skip. */
 static void unreadable_skip(sl__op *op) {
@@ -344,6 +352,7 @@ typedef struct {
   sl_compression comp;
   bool skip_corrupt, skip_unreadable;
   const char *component;
+  sl__stream_opts net; /* a remote file's read-ahead (readahead) */
 } tfr_cfg;
 
 typedef struct {
@@ -364,6 +373,7 @@ static int tfr_parse(sl__op *op, json_t *o) {
   int rc;
   if ((rc = sl__get_str(&comp, &k, "compression")) ||
       (rc = sl__get_str(&oc, &k, "on_corrupt")) || (rc = sl__get_str(&oe, &k, "on_error")) ||
+      (rc = get_readahead(&c->net, &k)) ||
       (rc = sl__get_str(&c->component, &k, "component")))
     return rc;
   if (sl_compression_parse(&c->comp, comp)) return sl__err_wrap(SL_EINVAL, "%s.compression", op->path);
@@ -386,7 +396,7 @@ static int tfr_start(tfr_it *t, const char *path, const tfr_cfg *c) {
   sl__free(t->path);
   t->path = sl__strdup(path);
   if (!t->path) return sl__oom("a file name");
-  int rc = sl__tfrecord_reader_open_ex(&t->r, path, c->comp, NULL);
+  int rc = sl__tfrecord_reader_open_ex(&t->r, path, c->comp, &c->net);
   if (rc) return sl__op_wrap(t->it.op, rc);
   t->disk_seen = 0;
   t->net_seen = (sl__net_stats){0};
@@ -497,6 +507,8 @@ static void cfg_free(sl__op *op) { sl__free(op->impl); }
 static const sl__arg TFR_KNOBS[] = {
     {"compression", SL__ARG_STR, "NONE", 0, 0, 0, NULL, "NONE, GZIP or ZLIB"},
     {"on_corrupt", SL__ARG_ENUM, "error", 0, 0, 0, "error|skip", "a corrupt record fails the run, or is skipped and counted"},
+    {"readahead", SL__ARG_INT, "0", SL__ARGF_KNOB | SL__LOHI, 0, 256, NULL,
+     "remote files: ranged requests kept in flight ahead of the reader, per file (0: SLUICE_REMOTE_INFLIGHT, else 4)"},
     {"on_error", SL__ARG_ENUM, "error", 0, 0, 0, "error|skip",
      "a file that cannot be opened or read (missing, or a remote one unreachable after the retries) fails the run, or "
      "the rest of it is skipped and counted"},
@@ -522,6 +534,7 @@ const sl__op_vt sl__op_tfrecord = {"tfrecord", tfr_parse, tfr_open, cfg_free, SL
 typedef struct {
   const char *component;
   bool skip_empty, skip_unreadable;
+  sl__stream_opts net;
 } lines_cfg;
 
 typedef struct {
@@ -547,7 +560,8 @@ static int lines_parse(sl__op *op, json_t *o) {
   int rc;
   const char *oe;
   if ((rc = sl__get_str(&c->component, &k, "component")) ||
-      (rc = sl__get_bool(&c->skip_empty, &k, "skip_empty")) || (rc = sl__get_str(&oe, &k, "on_error")))
+      (rc = sl__get_bool(&c->skip_empty, &k, "skip_empty")) || (rc = sl__get_str(&oe, &k, "on_error")) ||
+      (rc = get_readahead(&c->net, &k)))
     return rc;
   c->skip_unreadable = !strcmp(oe, "skip");
   op->cardinality = -1;
@@ -557,7 +571,7 @@ static int lines_parse(sl__op *op, json_t *o) {
 /* Opens the file or object at path at byte `off`: a stdio stream over it in *f, its stream in *st. */
 static int lines_open_at(sl__op *op, FILE **f, sl__stream **st, const char *path, uint64_t off) {
   *f = NULL;
-  int rc = sl__stream_open(st, path, NULL);
+  int rc = sl__stream_open(st, path, &((const lines_cfg *)op->impl)->net);
   if (rc) return sl__op_wrap(op, rc);
   if (!(*f = sl__stream_fopen(*st))) {
     sl__stream_free(*st);
@@ -697,6 +711,8 @@ static int lines_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **ou
 static const sl__arg LINES_KNOBS[] = {
     {"component", SL__ARG_COMP, "filename", 0, 0, 0, NULL, "the input component naming the file"},
     {"skip_empty", SL__ARG_BOOL, "false", 0, 0, 0, NULL, "drop empty lines"},
+    {"readahead", SL__ARG_INT, "0", SL__ARGF_KNOB | SL__LOHI, 0, 256, NULL,
+     "remote files: ranged requests kept in flight ahead of the reader, per file (0: SLUICE_REMOTE_INFLIGHT, else 4)"},
     {"on_error", SL__ARG_ENUM, "error", 0, 0, 0, "error|skip",
      "a file that cannot be opened or read (missing, or a remote one unreachable after the retries) fails the run, or "
      "the rest of it is skipped and counted"},

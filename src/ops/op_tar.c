@@ -17,6 +17,7 @@ enum { MAX_NAMES = 256, MAX_KEY = 4096, RBUF = 1 << 18 };
 typedef struct {
   const char *component;
   bool skip_corrupt, skip_unreadable;
+  sl__stream_opts net; /* a remote shard's read-ahead (readahead) */
   int64_t max_member;
   /* Component names made from extensions: elements borrow names, so they live as long as the op (interned). */
   pthread_mutex_t mu;
@@ -65,9 +66,12 @@ static int tar_parse(sl__op *op, json_t *o) {
   const char *oc;
   int rc;
   const char *oe;
+  int64_t ra;
   if ((rc = sl__get_str(&c->component, &k, "component")) || (rc = sl__get_str(&oc, &k, "on_corrupt")) ||
-      (rc = sl__get_str(&oe, &k, "on_error")) || (rc = sl__get_int(&c->max_member, &k, "max_member_bytes")))
+      (rc = sl__get_str(&oe, &k, "on_error")) || (rc = sl__get_int(&c->max_member, &k, "max_member_bytes")) ||
+      (rc = sl__get_int(&ra, &k, "readahead")))
     return rc;
+  c->net = (sl__stream_opts){0, (int)ra};
   c->skip_corrupt = !strcmp(oc, "skip");
   c->skip_unreadable = !strcmp(oe, "skip");
   op->cardinality = -1;
@@ -201,7 +205,7 @@ static int open_path(tar_it *t) {
   t->net_seen = (sl__net_stats){0};
   t->io_rc = 0;
   if (!t->rbuf && !(t->rbuf = sl__malloc(RBUF))) return sl__oom("a tar reader");
-  if ((rc = sl__stream_open(&t->st, t->path, NULL))) return unreadable(t, rc);
+  if ((rc = sl__stream_open(&t->st, t->path, &((const tar_cfg *)t->it.op->impl)->net))) return unreadable(t, rc);
   archive_read_set_callback_data(t->a, t);
   archive_read_set_read_callback(t->a, read_cb);
   archive_read_set_skip_callback(t->a, skip_cb);
@@ -468,6 +472,8 @@ static const sl__arg TAR_KNOBS[] = {
     {"on_error", SL__ARG_ENUM, "error", 0, 0, 0, "error|skip",
      "a shard that cannot be opened or read (missing, or a remote one unreachable after the retries) fails the run, "
      "or the rest of it is skipped and counted"},
+    {"readahead", SL__ARG_INT, "0", SL__ARGF_KNOB | SL__LOHI, 0, 256, NULL,
+     "remote files: ranged requests kept in flight ahead of the reader, per file (0: SLUICE_REMOTE_INFLIGHT, else 4)"},
     {"max_member_bytes", SL__ARG_INT, "1073741824", SL__ARGF_LO, 0, 0, NULL, "refuse members larger than this"},
     {NULL}};
 /* The extensions are known only from the data: the structure is open, with the two names every sample has. */

@@ -54,6 +54,30 @@ echo "{\"name\": \"t\", \"ops\": [{\"op\": \"files\", \"list\": [\"$H/tfr/train-
 echo "{\"name\": \"t\", \"ops\": [{\"op\": \"files\", \"list\": [\"$T/www/tfr/train-{00000..00003}-of-00004.tfrecord\"]}, {\"op\": \"map\", \"fn\": \"read_file\", \"args\": {\"output\": \"bytes\"}}, {\"op\": \"map\", \"fn\": \"select\", \"args\": {\"keep\": [\"bytes\"]}}]}" > "$T/rf_local.json"
 [ "$(digest "$T/rf_http.json")" = "$(digest "$T/rf_local.json")" ] || fail "read_file over HTTP: another digest"
 
+# The model: a trace of a remote reader with one request in flight carries its network counters; the analyzer's
+# network model gives the latency (at least the 50 ms the server waits) and plans more requests in flight for a
+# pipeline whose CPU costs little (the rate it plans for is far above one 64 KiB request per 50 ms).
+echo "{\"name\": \"t\", \"ops\": [{\"op\": \"files\", \"glob\": \"$H/slow/tar/train-{00000..00003}-of-00004.tar\"}, {\"op\": \"tar\", \"readahead\": 1}, {\"op\": \"map\", \"fn\": \"select\", \"args\": {\"keep\": [\"jpg\"]}}]}" > "$T/ra1.json"
+timeout 120 "$S" trace "$T/ra1.json" -o "$T/ra1.trace.json" --seconds 1 --repeat > /dev/null 2>&1 || fail "trace a remote spec"
+python3 - "$T/ra1.trace.json" <<'PY' || fail "the trace's network counters"
+import json, sys
+t = json.load(open(sys.argv[1]))
+n = [o["network"] for o in t["ops"] if "network" in o]
+assert len(n) == 1 and t["ops"][1]["op"] == "tar" and "network" in t["ops"][1], n
+n = n[0]
+assert n["requests"] >= 2 and n["in_flight"] == 1 and n["block_bytes"] == 65536, n
+assert n["ttfb_seconds"] >= 0.05 * n["requests"] * 0.99, n  # the server waits 50 ms before each answer
+PY
+timeout 60 "$S" analyze "$T/ra1.trace.json" --json > "$T/ra1.an.json" 2> "$T/err" || fail "analyze: $(cat "$T/err")"
+python3 - "$T/ra1.an.json" <<'PY' || fail "the analyzer's network model: $(cat "$T/ra1.an.json")"
+import json, sys
+a = json.load(open(sys.argv[1]))
+n = a["network"][0]
+assert n["path"] == "ops[1]" and n["latency_seconds"] >= 0.0495 and n["in_flight"] == 1, n
+assert n["planned_in_flight"] > 1 and n["planned_rate_bytes"] > n["rate_bytes"], n
+PY
+"$S" analyze "$T/ra1.trace.json" | grep -q "^Network: ops\[1\] (tar): " || fail "analyze names no network line"
+
 # HTTPS with the test's CA; without it the certificate is refused, naming the URL.
 tar_spec "$HS/tar" "$T/tar_https.json"
 [ "$(SLUICE_CA_BUNDLE=$T/nginx/ca.pem digest "$T/tar_https.json")" = "$dtar" ] || fail "tar over HTTPS: another digest"
