@@ -11,11 +11,14 @@ endif
 # Packages needed to build and test (Chromium renders the HTML reports in tests/integration/report_render.sh).
 # The Python package's build and tests need Debian's python3-* (sluice.torch is tested, so python3-torch too).
 # Benchmark peers (torchvision, PIL) are separate. libacl1-dev and liblz4-dev: a static link against libsluice.a
-# (pkg-config --static, tests/integration/install.sh) names them through libarchive.
+# (pkg-config --static, tests/integration/install.sh) names them through libarchive; libnghttp2-dev librtmp-dev
+# libssh2-1-dev libpsl-dev libkrb5-dev libldap-dev likewise through libcurl (remote data, docs/remote.md). nginx,
+# its echo module, openssl and curl: the servers of the remote-data tests.
 DEB_PKGS := build-essential cmake pkg-config clang libclang-rt-14-dev \
   libjansson-dev libturbojpeg0-dev libjpeg62-turbo-dev libspng-dev libwebp-dev libarchive-dev libacl1-dev liblz4-dev libglpk-dev libxgboost-dev \
   protobuf-c-compiler libprotobuf-c-dev libcmocka-dev libzstd-dev zlib1g-dev libisal-dev \
-  libstb-dev libxxhash-dev libcurl4-openssl-dev libpq-dev libsqlite3-dev sqlite3 postgresql python3 chromium \
+  libstb-dev libxxhash-dev libcurl4-openssl-dev \
+  libnghttp2-dev librtmp-dev libssh2-1-dev libpsl-dev libkrb5-dev libldap-dev libpq-dev libsqlite3-dev sqlite3 postgresql python3 chromium \
   python3-dev python3-numpy python3-setuptools python3-pip python3-venv python3-pytest python3-torch \
   openmpi-bin libopenmpi-dev nginx-light libnginx-mod-http-echo openssl curl
 # SPDL's decoder loads FFmpeg's shared libraries (Debian's FFmpeg 5) at run time.
