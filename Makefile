@@ -29,7 +29,7 @@ FUZZ_SECONDS ?= 20
 
 PREFIX ?= /usr/local
 
-.PHONY: soak fuzz build-fuzz test-fuzz all deps deps-bench build build-asan build-tsan demo test test-plain test-asan test-tsan test-engine-only bench bench-quick bench-peers peers-venv install clean
+.PHONY: soak fuzz build-fuzz test-fuzz all deps deps-bench build build-asan build-tsan demo test test-plain test-asan test-tsan test-engine-only bench bench-quick bench-peers bench-remote peers-venv install clean
 
 all: build
 
@@ -123,6 +123,12 @@ $(PEERS_VENV)/.installed: bench/peers/requirements.txt
 bench-peers: deps-bench
 	$(MAKE) build peers-venv
 	python3 bench/run --peers-only $(BUILD)/sluice
+
+# Remote data (issue 50): the imagenet pipeline over HTTP from nginx in a network namespace with a tc tbf rate cap
+# and 50 ms to first byte; the plan against AUTOTUNE and webdataset + DataLoader. Needs root; not in make test.
+bench-remote: deps-bench
+	$(MAKE) build peers-venv
+	python3 bench/remote.py $(BUILD)/sluice
 
 bench-quick: build
 	python3 bench/run --quick $(BUILD)/sluice
