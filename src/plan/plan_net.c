@@ -8,7 +8,10 @@
 
 #include "plan/plan_int.h"
 
+/* At most 64 requests in flight per file, and 256 MiB of read-ahead per reader: the link's bandwidth is not
+ * measured, so past it more requests only hold memory (docs/remote.md, limits). */
 enum { NET_MAX_INFLIGHT = 64 };
+#define NET_MAX_BYTES (256.0 * 1024 * 1024)
 
 double sl__plan_net_rate(const sl__pm_net *n, double k) {
   double per = n->stream_bw > 0 && isfinite(n->stream_bw) ? n->block / n->stream_bw : 0;
@@ -64,7 +67,7 @@ int sl__plan_network(sl_plan *P) {
     double need = 1.1 * P->predicted * x->bytes_per_elem, room = fmax(mem_left, 0) + (double)x->in_flight0 * x->block;
     int64_t q = 1;
     while (q < NET_MAX_INFLIGHT && (double)x->streams * sl__plan_net_rate(x, (double)q) < need &&
-           (double)(q + 1) * x->block * (double)x->streams <= room * (double)x->streams)
+           (double)(q + 1) * x->block * (double)x->streams <= fmin(room * (double)x->streams, NET_MAX_BYTES))
       q++;
     x->in_flight = q;
     x->rate = (double)x->streams * sl__plan_net_rate(x, (double)q);
