@@ -12,13 +12,16 @@ endif
 # The Python package's build and tests need Debian's python3-* (sluice.torch is tested, so python3-torch too;
 # python3-torchvision for tests/python/test_torchvision_exact.py, sluice's image functions against torchvision's).
 # Benchmark peers (torchvision, PIL) are separate. libacl1-dev and liblz4-dev: a static link against libsluice.a
-# (pkg-config --static, tests/integration/install.sh) names them through libarchive.
+# (pkg-config --static, tests/integration/install.sh) names them through libarchive; libnghttp2-dev librtmp-dev
+# libssh2-1-dev libpsl-dev libkrb5-dev libldap-dev likewise through libcurl (remote data, docs/remote.md). nginx,
+# its echo module, openssl and curl: the servers of the remote-data tests.
 DEB_PKGS := build-essential cmake pkg-config clang libclang-rt-14-dev \
   libjansson-dev libturbojpeg0-dev libjpeg62-turbo-dev libspng-dev libwebp-dev libarchive-dev libacl1-dev liblz4-dev libglpk-dev libxgboost-dev \
   protobuf-c-compiler libprotobuf-c-dev libcmocka-dev libzstd-dev zlib1g-dev libisal-dev \
-  libstb-dev libxxhash-dev libpq-dev libsqlite3-dev sqlite3 postgresql python3 chromium \
+  libstb-dev libxxhash-dev libcurl4-openssl-dev \
+  libnghttp2-dev librtmp-dev libssh2-1-dev libpsl-dev libkrb5-dev libldap-dev libpq-dev libsqlite3-dev sqlite3 postgresql python3 chromium \
   python3-dev python3-numpy python3-setuptools python3-pip python3-venv python3-pytest python3-torch \
-  python3-torchvision openmpi-bin libopenmpi-dev
+  python3-torchvision openmpi-bin libopenmpi-dev nginx-light libnginx-mod-http-echo openssl curl
 # SPDL's decoder loads FFmpeg's shared libraries (Debian's FFmpeg 5) at run time.
 DEB_BENCH := python3-torch python3-torchvision python3-pil python3-numpy hyperfine \
   libavutil57 libavcodec59 libavformat59 libavfilter8 libavdevice59 libswscale6 libswresample4
@@ -27,7 +30,7 @@ FUZZ_SECONDS ?= 20
 
 PREFIX ?= /usr/local
 
-.PHONY: soak fuzz build-fuzz test-fuzz all deps deps-bench build build-asan build-tsan demo test test-plain test-asan test-tsan test-engine-only bench bench-quick bench-peers peers-venv install clean
+.PHONY: soak fuzz build-fuzz test-fuzz all deps deps-bench build build-asan build-tsan demo test test-plain test-asan test-tsan test-engine-only bench bench-quick bench-peers bench-remote peers-venv install clean
 
 all: build
 
@@ -63,15 +66,26 @@ test: deps
 	$(MAKE) test-plain test-asan test-tsan test-fuzz test-python test-python-torch2
 	@echo "make test: plain, ASan+UBSan, TSan suites, $(FUZZ_SECONDS) s of each fuzz target and the Python package (also under torch 2) passed"
 
-test-plain: build
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+test-plain: build s3-venv
+	cd $(BUILD) && SL_S3_REQUIRED=1 ctest --output-on-failure -j $(JOBS)
 
-test-asan: build-asan
-	cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+test-asan: build-asan s3-venv
+	cd build-asan && SL_S3_REQUIRED=1 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --output-on-failure -j $(JOBS)
 
 test-tsan: build-tsan
 	cd build-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest --output-on-failure -j $(JOBS) -L threaded
+
+# The S3-compatible server tests/integration/remote_s3.sh starts (moto's server mode, from PyPI, pinned whole in
+# tests/integration/s3-requirements.txt) in build/s3-venv, made again when the pins change. The test skips without it
+# unless SL_S3_REQUIRED=1 (as make test runs it).
+S3_VENV := build/s3-venv
+.PHONY: s3-venv
+s3-venv: $(S3_VENV)/.installed
+$(S3_VENV)/.installed: tests/integration/s3-requirements.txt
+	rm -rf $(S3_VENV) && $(PYTHON) -m venv $(S3_VENV)
+	$(S3_VENV)/bin/python -m pip install -q -r $<
+	touch $@
 
 # The engine alone (-DSL_WITH_PROV=OFF: no SQLite, libpq or XGBoost) builds and passes its tests; .ci/run runs it.
 test-engine-only:
@@ -110,6 +124,12 @@ $(PEERS_VENV)/.installed: bench/peers/requirements.txt
 bench-peers: deps-bench
 	$(MAKE) build peers-venv
 	python3 bench/run --peers-only $(BUILD)/sluice
+
+# Remote data (issue 50): the imagenet pipeline over HTTP from nginx in a network namespace with a tc tbf rate cap
+# and 50 ms to first byte; the plan against AUTOTUNE and webdataset + DataLoader. Needs root; not in make test.
+bench-remote: deps-bench
+	$(MAKE) build peers-venv
+	python3 bench/remote.py $(BUILD)/sluice
 
 bench-quick: build
 	python3 bench/run --quick $(BUILD)/sluice

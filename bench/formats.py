@@ -159,12 +159,17 @@ TARGETS = {"folder/tfrecord": ">= 0.95", "tar/tfrecord": ">= 0.95",
            "folder/torchvision ImageFolder + DataLoader": ">= 2.0", "tar/webdataset + DataLoader": ">= 2.0"}
 
 
-def formats_report(r, m, quick):
-    fmt, L = B.fmt, []
-    s, sw, pw = r["seconds"]
-    L.append(HEAD + " (issue 36)\n")
+def section_start(head, issue, quick):
+    """A section's first lines: its heading (with its issue), and the quick runs' warning."""
+    L = [head + " (issue %d)\n" % issue]
     if quick:
         L.append("**Quick smoke run: tiny data and very short runs; these figures are not meaningful.**\n")
+    return L
+
+
+def formats_report(r, m, quick):
+    fmt, L = B.fmt, section_start(HEAD, 36, quick)
+    s, sw, pw = r["seconds"]
     L.append("The same %d images (`sluice gen imagenet --seed %d`, %d shards where the layout has shards) as TFRecord "
              "shards, an image folder (`root/<class>/<n>.jpg`) and WebDataset tar shards (`<key>.jpg`, `<key>.cls`), "
              "written by `bench/formats.py`. sluice runs the imagenet plan on each: `sluice optimize` of "
@@ -209,6 +214,17 @@ def formats_report(r, m, quick):
     return L
 
 
+def save(kind, m, r, lines, quick, out, head):
+    """bench/results/KIND[-quick].json, and the section `head` spliced into out (default: BENCHMARKS.md, or the
+    quick runs' file)."""
+    os.makedirs(os.path.join(TOP, "bench/results"), exist_ok=True)
+    json.dump({"machine": m, kind: r}, open(os.path.join(TOP, "bench/results", "%s%s.json" % (
+        kind, "-quick" if quick else "")), "w"), indent=1)
+    out = out or os.path.join(TOP, "BENCHMARKS.md" if not quick else "bench/results/BENCHMARKS-quick.md")
+    B.splice_section(out, lines, head)
+    B.log("wrote the %s section of %s" % (head.lstrip("# "), out))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("sluice", nargs="?", default=os.path.join(TOP, "build/sluice"))
@@ -223,12 +239,7 @@ def main():
         r = bench_formats(sluice, a.quick, workdir, a.peers_python)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    os.makedirs(os.path.join(TOP, "bench/results"), exist_ok=True)
-    json.dump({"machine": m, "formats": r}, open(os.path.join(TOP, "bench/results", "formats%s.json" % (
-        "-quick" if a.quick else "")), "w"), indent=1)
-    out = a.out or os.path.join(TOP, "BENCHMARKS.md" if not a.quick else "bench/results/BENCHMARKS-quick.md")
-    B.splice_section(out, formats_report(r, m, a.quick), HEAD)
-    B.log("wrote the image formats section of %s" % out)
+    save("formats", m, r, formats_report(r, m, a.quick), a.quick, a.out, HEAD)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,8 @@ def dataset(layout, files):
         from torchvision import datasets
         return datasets.ImageFolder(files, transform=tf), {"shuffle": True}, "torchvision " + __import__("torchvision").__version__
     import webdataset as wds
-    shards = sorted(glob.glob(files))
+    # a URL (bench/remote.py) goes to webdataset as it is: it expands the braces and fetches each shard with curl
+    shards = files if files.startswith(("http://", "https://")) else sorted(glob.glob(files))
     if not shards:
         raise SystemExit("no shards match " + files)
     ds = (wds.WebDataset(shards, shardshuffle=len(shards), empty_check=False).shuffle(1000).decode("pil")
@@ -57,7 +58,7 @@ def run(layout, files, workers, seconds, warmup):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--layout", choices=("folder", "tar"), required=True)
-    ap.add_argument("--files", required=True, help="folder: the root; tar: the shards' glob")
+    ap.add_argument("--files", required=True, help="folder: the root; tar: the shards' glob, or an http(s) URL with braces")
     ap.add_argument("--workers", default="0,1,2")
     ap.add_argument("--seconds", type=float, default=10)
     ap.add_argument("--warmup", type=float, default=3)

@@ -129,6 +129,12 @@ typedef struct sl_op_stats {
                             * wall - cpu - runq is time blocked (I/O, sleep, locks) */
   uint64_t filled; /* elements a map or filter after a shard with "in_step" handed out again in place of ones it
                     * dropped, so that every rank's count stays the same (docs/distributed.md) */
+  /* A reader of remote files (docs/remote.md): ranged requests sent (retries included), of which retries, bytes
+   * received, the requests' summed time to first byte and transfer time, and its read-ahead (bytes per request,
+   * requests in flight per file). All 0 for a reader of local files. */
+  uint64_t net_requests, net_retries, net_bytes;
+  double net_ttfb_seconds, net_xfer_seconds;
+  uint64_t net_block_bytes, net_in_flight;
 } sl_op_stats;
 
 /* Number of ops, nested source ops included (pre-order: an interleave is followed by its source ops). */

@@ -25,7 +25,9 @@ typedef enum sl_compression { SL_COMPRESSION_NONE = 0, SL_COMPRESSION_GZIP = 1, 
 SL_EXTERN int sl_compression_parse(sl_compression *out, const char *name);
 
 typedef struct sl_tfrecord_reader sl_tfrecord_reader;
-/* Opens a TFRecord file. SL_EIO names the file when it cannot be opened. */
+/* Opens a TFRecord file, or a remote one (`http://`, `https://`, `s3://`: docs/remote.md; the reader then runs an I/O
+ * thread of its own until freed). SL_ENOTFOUND or SL_EIO names the file (a URL without credentials) when it cannot
+ * be opened. */
 SL_EXTERN int sl_tfrecord_reader_open(sl_tfrecord_reader **out, const char *path, sl_compression comp);
 /* Next record: 0 with *rec (a new buffer the caller unrefs) holding the record's *len bytes; SL_END at a clean end
  * of file; SL_ECORRUPT (bad CRC, truncated record, length beyond the file) with a message naming the file, the

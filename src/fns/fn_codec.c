@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "io/stream_int.h"
 #include "fns/image_int.h"
 
 typedef struct {
@@ -167,8 +168,34 @@ static int rf_init(void **state, const sl_args *a, void *payload) {
   return 0;
 }
 
+/* A remote object read whole: one stream, its blocks in flight as the stream's defaults say. */
+static int read_whole_url(const char *path, int64_t max_bytes, sl_buf **out, size_t *len) {
+  sl__stream *s;
+  int rc = sl__stream_open(&s, path, NULL);
+  if (rc) return rc;
+  uint64_t n = sl__stream_size(s);
+  sl_buf *b = NULL;
+  if (n > (uint64_t)max_bytes)
+    rc = sl__err(SL_EINVAL, "'%s': %llu bytes, more than max_bytes %lld", sl__stream_name(s), (unsigned long long)n,
+                 (long long)max_bytes);
+  else if (!(b = sl_buf_alloc(n ? (size_t)n : 1)))
+    rc = sl__oom("an object's bytes");
+  size_t got = 0;
+  if (!rc && n && !(rc = sl__stream_read(s, sl_buf_data(b), (size_t)n, &got)) && got != n)
+    rc = sl__err(SL_EIO, "'%s': %zu bytes of %llu read", sl__stream_name(s), got, (unsigned long long)n);
+  sl__stream_free(s);
+  if (rc) {
+    sl_buf_unref(b);
+    return rc;
+  }
+  *out = b;
+  *len = (size_t)n;
+  return 0;
+}
+
 int sl__read_whole_file(const char *path, int64_t max_bytes, sl_buf **out, size_t *len) {
   *out = NULL;
+  if (sl__is_url(path)) return read_whole_url(path, max_bytes, out, len);
   FILE *f;
   int rc = sl__fopen_regular(&f, path); /* a FIFO or a device is refused, never waited on */
   if (rc) return rc;

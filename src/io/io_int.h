@@ -3,6 +3,7 @@
 #define SL_IO_INT_H
 
 #include "core/core_int.h"
+#include "io/stream_int.h"
 #include "sluice/tfrecord.h"
 
 #include <stdio.h>
@@ -10,6 +11,12 @@
 /* A TFRecord writer onto a stream the caller owns (an output file in the making, core/outfile_int.h): close
  * flushes `f` and leaves it open. `name` names the file in messages. */
 int sl__tfrecord_writer_on(sl_tfrecord_writer **out, FILE *f, const char *name, sl_compression comp);
+
+/* sl_tfrecord_reader_open with the read-ahead of a remote file set (opts NULL: the defaults); the reader's stream
+ * (for its network counters). */
+int sl__tfrecord_reader_open_ex(sl_tfrecord_reader **out, const char *path, sl_compression comp,
+                                const sl__stream_opts *opts);
+const sl__stream *sl__tfrecord_reader_stream(const sl_tfrecord_reader *r);
 
 /* A tar (POSIX pax, ustar-compatible) writer onto a stream the caller owns, for WebDataset shards (io/tar_write.c):
  * members are regular files, mode 0644, time 0 (the output depends only on the members). close writes the end of

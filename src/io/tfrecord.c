@@ -40,7 +40,7 @@ int sl_compression_parse(sl_compression *out, const char *name) {
 #define RBUF (256 * 1024)
 
 struct sl_tfrecord_reader {
-  int fd;
+  sl__stream *st; /* a local file or a remote object (io/stream_int.h) */
   char *path;
   sl_compression comp;
   unsigned char *raw; /* file bytes */
@@ -56,10 +56,9 @@ struct sl_tfrecord_reader {
 
 static int fill_raw(sl_tfrecord_reader *r) {
   if (r->raw_pos < r->raw_len || r->raw_eof) return 0;
-  ssize_t n;
-  do n = read(r->fd, r->raw, RBUF);
-  while (n < 0 && errno == EINTR);
-  if (n < 0) return sl__err(SL_EIO, "%s: read error: %s", r->path, strerror(errno));
+  size_t n;
+  int rc = sl__stream_read(r->st, r->raw, RBUF, &n);
+  if (rc) return rc;
   if (n == 0) r->raw_eof = true;
   r->raw_pos = 0;
   r->raw_len = (size_t)n;
@@ -121,28 +120,31 @@ static int read_bytes(sl_tfrecord_reader *r, unsigned char *dst, size_t n, size_
 }
 
 int sl_tfrecord_reader_open(sl_tfrecord_reader **out, const char *path, sl_compression comp) {
+  return sl__tfrecord_reader_open_ex(out, path, comp, NULL);
+}
+
+int sl__tfrecord_reader_open_ex(sl_tfrecord_reader **out, const char *path, sl_compression comp,
+                                const sl__stream_opts *opts) {
   *out = NULL;
   sl_tfrecord_reader *r = sl__calloc(1, sizeof *r);
   if (!r) return sl__oom("a TFRecord reader");
-  r->fd = -1;
   r->comp = comp;
-  r->path = sl__strdup(path);
   r->raw = sl__malloc(RBUF);
-  if (!r->path || !r->raw) goto oom;
+  if (!r->raw) goto oom;
   if (comp != SL_COMPRESSION_NONE) {
     r->plain = sl__malloc(RBUF);
     if (!r->plain) goto oom;
     if (inflateInit2(&r->z, comp == SL_COMPRESSION_GZIP ? 16 + MAX_WBITS : MAX_WBITS) != Z_OK) goto oom;
     r->z_init = true;
   }
-  int rc = sl__open_regular(&r->fd, path); /* a FIFO or a device is refused, never waited on */
+  int rc = sl__stream_open(&r->st, path, opts);
   if (rc) {
     sl_tfrecord_reader_free(r);
     return rc;
   }
-  struct stat st;
-  if (fstat(r->fd, &st) == 0) r->file_size = (uint64_t)st.st_size;
-  posix_fadvise(r->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+  r->path = sl__strdup(sl__stream_name(r->st)); /* a URL without its credentials */
+  if (!r->path) goto oom;
+  r->file_size = sl__stream_size(r->st);
   *out = r;
   return 0;
 oom:
@@ -163,8 +165,8 @@ int sl_tfrecord_reader_seek(sl_tfrecord_reader *r, uint64_t offset, uint64_t ind
     if (offset > r->file_size)
       return sl__err(SL_EINVAL, "%s: cannot resume at byte %llu: the file has %llu bytes", r->path,
                      (unsigned long long)offset, (unsigned long long)r->file_size);
-    if (lseek(r->fd, (off_t)offset, SEEK_SET) < 0)
-      return sl__err(SL_EIO, "%s: cannot seek to byte %llu: %s", r->path, (unsigned long long)offset, strerror(errno));
+    int rc = sl__stream_seek(r->st, offset);
+    if (rc) return rc;
     r->raw_pos = r->raw_len = 0;
     r->raw_eof = false;
     r->offset = offset;
@@ -269,10 +271,11 @@ int sl_tfrecord_reader_next(sl_buf **rec, size_t *len, sl_tfrecord_reader *r) {
 
 uint64_t sl_tfrecord_reader_index(const sl_tfrecord_reader *r) { return r->index; }
 uint64_t sl_tfrecord_reader_disk_bytes(const sl_tfrecord_reader *r) { return r->disk_bytes; }
+const sl__stream *sl__tfrecord_reader_stream(const sl_tfrecord_reader *r) { return r->st; }
 
 void sl_tfrecord_reader_free(sl_tfrecord_reader *r) {
   if (!r) return;
-  if (r->fd >= 0) close(r->fd);
+  sl__stream_free(r->st);
   if (r->z_init) inflateEnd(&r->z);
   sl__free(r->raw);
   sl__free(r->plain);

@@ -5,6 +5,7 @@
 #define SL_OPS_OP_INT_H
 
 #include "core/args_int.h"
+#include "io/stream_int.h"
 #include "ops/pipeline_int.h"
 
 typedef struct sl__sr sl__sr;
@@ -99,6 +100,9 @@ static inline void sl__stat_add(atomic_uint_fast64_t *c, uint64_t v) {
   atomic_fetch_add_explicit(c, v, memory_order_relaxed);
 }
 void sl__stats_held(sl__op *op, int64_t delta);
+/* A reader's network counters: what stream s did since *seen (a remote file's requests, bytes, times; nothing for
+ * a local file) added to op's, *seen moved on (op_read.c). Start *seen at zero for each stream. */
+void sl__op_net_account(sl__op *op, const sl__stream *s, sl__net_stats *seen);
 
 /* The view parse() reads its knobs through (sl__get_int(&v, &k, "size"), ...): the op's knob table gives each
  * default, range and tunability; errors name the op's JSON path. Borrows obj. */

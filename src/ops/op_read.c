@@ -6,8 +6,10 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
+#include "io/io_int.h"
 #include "ops/op_int.h"
 #include "sluice/tfrecord.h"
 
@@ -35,9 +37,33 @@ static int files_add(files_cfg *c, const char *p) {
   return 0;
 }
 
-static int files_glob(sl__op *op, files_cfg *c, const char *pat, const char *where) {
-  char *full = sl__resolve_path(op->pl, pat);
-  if (!full) return sl__oom("a glob");
+/* The most names one pattern's braces may give (WebDataset's shard lists run to thousands). */
+enum { MAX_BRACE_NAMES = 1000000 };
+
+/* Adds the files one pattern names, after its braces are expanded: local paths through glob(3) (sorted), s3:// URLs
+ * with '*', '?' or '[' by listing the bucket (sorted), other URLs as they are. */
+static int files_glob_one(sl__op *op, files_cfg *c, const char *full, const char *where) {
+  if (sl__is_url(full)) {
+    bool wild = full[strcspn(full, "*?[")] != 0;
+    if (!wild) return files_add(c, full);
+    if (strncasecmp(full, "s3://", 5)) {
+      char *shown = sl__url_shown(full);
+      int rc = sl__err(SL_EINVAL, "%s: '%s': an http(s) URL cannot be globbed (a web server lists nothing); name the "
+                                  "shards with a brace range, \"shard-{000000..000127}.tar\"", where,
+                       shown ? shown : "a URL");
+      sl__free(shown);
+      return rc;
+    }
+    char **urls = NULL;
+    size_t n = 0;
+    int rc = sl__s3_glob(&urls, &n, full);
+    for (size_t i = 0; i < n; i++) {
+      if (!rc) rc = files_add(c, urls[i]);
+      sl__free(urls[i]);
+    }
+    sl__free(urls);
+    return rc ? sl__err_wrap(rc, "%s", where) : 0;
+  }
   glob_t g;
   int gr = glob(full, GLOB_MARK, NULL, &g); /* directories end in '/': refused now, not when the reader opens them */
   int rc = 0;
@@ -56,7 +82,36 @@ static int files_glob(sl__op *op, files_cfg *c, const char *pat, const char *whe
       rc = files_add(c, g.gl_pathv[i]); /* glob sorts */
   }
   if (gr == 0) globfree(&g);
-  sl__free(full);
+  return rc;
+}
+
+/* The patterns a string names once its braces are expanded ("shard-{000..127}.tar"), each resolved against the
+ * spec's folder, in *out (sl__free each and the array). */
+static int files_expand(sl__op *op, char ***out, size_t *n, const char *pat, const char *where) {
+  *out = NULL;
+  *n = 0;
+  int rc = sl__brace_expand(out, n, pat, MAX_BRACE_NAMES);
+  for (size_t i = 0; !rc && i < *n; i++) {
+    char *full = sl__resolve_path(op->pl, (*out)[i]);
+    if (!full) rc = sl__oom("a path");
+    else {
+      sl__free((*out)[i]);
+      (*out)[i] = full;
+    }
+  }
+  return rc ? sl__err_wrap(rc, "%s", where) : 0;
+}
+static void names_free(char **a, size_t n) {
+  for (size_t i = 0; i < n; i++) sl__free(a[i]);
+  sl__free(a);
+}
+
+static int files_glob(sl__op *op, files_cfg *c, const char *pat, const char *where) {
+  char **pats;
+  size_t n;
+  int rc = files_expand(op, &pats, &n, pat, where);
+  for (size_t i = 0; !rc && i < n; i++) rc = files_glob_one(op, c, pats[i], where);
+  names_free(pats, n);
   return rc;
 }
 
@@ -94,18 +149,21 @@ static int files_parse(sl__op *op, json_t *o) {
     for (size_t i = 0; i < json_array_size(l); i++) {
       json_t *x = json_array_get(l, i);
       if (!json_is_string(x)) return sl__err(SL_EINVAL, "%s.list[%zu]: expected a string", op->path, i);
-      char *full = sl__resolve_path(op->pl, json_string_value(x));
-      if (!full) return sl__oom("a path");
-      struct stat st;
-      int missing = stat(full, &st) != 0 ? errno : 0;
-      if (missing || S_ISDIR(st.st_mode)) {
-        rc = missing ? sl__err(SL_ENOTFOUND, "%s.list[%zu]: '%s': %s", op->path, i, full, strerror(missing))
-                     : sl__err(SL_EINVAL, "%s.list[%zu]: '%s' is a directory; the readers read files", op->path, i, full);
-        sl__free(full);
-        return rc;
+      char where2[512], **names;
+      size_t nn;
+      snprintf(where2, sizeof where2, "%s.list[%zu]", op->path, i);
+      if ((rc = files_expand(op, &names, &nn, json_string_value(x), where2))) return rc;
+      for (size_t j = 0; !rc && j < nn; j++) {
+        const char *full = names[j];
+        struct stat st;
+        int missing = sl__is_url(full) ? 0 : stat(full, &st) != 0 ? errno : 0; /* a URL is asked when read */
+        if (!sl__is_url(full) && (missing || S_ISDIR(st.st_mode)))
+          rc = missing ? sl__err(SL_ENOTFOUND, "%s: '%s': %s", where2, full, strerror(missing))
+                       : sl__err(SL_EINVAL, "%s: '%s' is a directory; the readers read files", where2, full);
+        else
+          rc = files_add(c, full);
       }
-      rc = files_add(c, full);
-      sl__free(full);
+      names_free(names, nn);
       if (rc) return rc;
     }
   }
@@ -266,17 +324,47 @@ static int reader_remake_path(sl__op *op, sl__run *run, const sl_eref *r, const 
   return rc;
 }
 
+void sl__op_net_account(sl__op *op, const sl__stream *s, sl__net_stats *seen) {
+  sl__net_stats n;
+  if (!s || !sl__stream_net(s, &n)) return;
+  sl__stat_add(&op->st.net_requests, n.requests - seen->requests);
+  sl__stat_add(&op->st.net_retries, n.retries - seen->retries);
+  sl__stat_add(&op->st.net_bytes, n.bytes - seen->bytes);
+  sl__stat_add(&op->st.net_ttfb_ns, n.ttfb_ns - seen->ttfb_ns);
+  sl__stat_add(&op->st.net_xfer_ns, n.xfer_ns - seen->xfer_ns);
+  atomic_store_explicit(&op->st.net_block, n.block, memory_order_relaxed);
+  atomic_store_explicit(&op->st.net_inflight, n.inflight, memory_order_relaxed);
+  *seen = n;
+}
+
+/* The readahead knob into a stream's options. */
+static int get_readahead(sl__stream_opts *o, const sl_args *k) {
+  int64_t v;
+  int rc = sl__get_int(&v, k, "readahead");
+  *o = (sl__stream_opts){0, (int)v};
+  return rc;
+}
+
+/* on_error "skip": a file that could not be opened or read to its end (the error just set names it) is noted and
+ * counted as one skip. */
+static void unreadable_skip(sl__op *op) {
+  sl__op_skip_note(op, sl_error_last(), NULL, 0);
+  sl__stat_add(&op->st.skipped, 1);
+}
+
 /* ---------------- tfrecord ---------------- */
 typedef struct {
   sl_compression comp;
-  bool skip_corrupt;
+  bool skip_corrupt, skip_unreadable;
   const char *component;
+  sl__stream_opts net; /* a remote file's read-ahead (readahead) */
 } tfr_cfg;
 
 typedef struct {
   sl__it it;
   sl_tfrecord_reader *r;
   uint64_t disk_seen;
+  sl__net_stats net_seen;
   sl_eref in_ref; /* the ref of the filename element being read (its records' `up`) */
   char *path;     /* that file's name (a saved state names it) */
 } tfr_it;
@@ -286,16 +374,18 @@ static int tfr_parse(sl__op *op, json_t *o) {
   tfr_cfg *c = sl__calloc(1, sizeof *c);
   if (!c) return sl__oom("tfrecord");
   op->impl = c;
-  const char *comp, *oc;
+  const char *comp, *oc, *oe;
   int rc;
   if ((rc = sl__get_str(&comp, &k, "compression")) ||
-      (rc = sl__get_str(&oc, &k, "on_corrupt")) ||
+      (rc = sl__get_str(&oc, &k, "on_corrupt")) || (rc = sl__get_str(&oe, &k, "on_error")) ||
+      (rc = get_readahead(&c->net, &k)) ||
       (rc = sl__get_str(&c->component, &k, "component")))
     return rc;
   if (sl_compression_parse(&c->comp, comp)) return sl__err_wrap(SL_EINVAL, "%s.compression", op->path);
   if (!strcmp(oc, "skip")) c->skip_corrupt = true;
   else if (strcmp(oc, "error"))
     return sl__err(SL_EINVAL, "%s.on_corrupt: expected \"error\" or \"skip\", found \"%s\"", op->path, oc);
+  c->skip_unreadable = !strcmp(oe, "skip");
   op->cardinality = -1;
   return 0;
 }
@@ -304,15 +394,17 @@ static void tfr_account(tfr_it *t) {
   uint64_t d = sl_tfrecord_reader_disk_bytes(t->r);
   sl__stat_add(&t->it.op->st.disk_bytes, d - t->disk_seen);
   t->disk_seen = d;
+  sl__op_net_account(t->it.op, sl__tfrecord_reader_stream(t->r), &t->net_seen);
 }
 
 static int tfr_start(tfr_it *t, const char *path, const tfr_cfg *c) {
   sl__free(t->path);
   t->path = sl__strdup(path);
   if (!t->path) return sl__oom("a file name");
-  int rc = sl_tfrecord_reader_open(&t->r, path, c->comp);
+  int rc = sl__tfrecord_reader_open_ex(&t->r, path, c->comp, &c->net);
   if (rc) return sl__op_wrap(t->it.op, rc);
   t->disk_seen = 0;
+  t->net_seen = (sl__net_stats){0};
   return 0;
 }
 
@@ -331,7 +423,11 @@ static int tfr_next(sl__it *it, sl_elem *out) {
       t->in_ref.members = NULL;
       sl_elem_clear(&in);
       if (rc) return rc;
-      if ((rc = tfr_start(t, path, c))) return rc;
+      if ((rc = tfr_start(t, path, c))) {
+        if (rc == SL_ECANCELED || rc == SL_ENOMEM || !c->skip_unreadable) return rc;
+        unreadable_skip(it->op);
+        continue;
+      }
     }
     sl_buf *rec;
     size_t len;
@@ -353,6 +449,12 @@ static int tfr_next(sl__it *it, sl_elem *out) {
       sl__op_skip_note(it->op, sl_error_last(), NULL, 0); /* names the file, the record and its byte offset */
       sl__stat_add(&it->op->st.skipped, 1);
       continue; /* the reader resumes after a data-CRC error, or ends the file after a framing error */
+    }
+    if ((rc == SL_EIO || rc == SL_ENOTFOUND) && c->skip_unreadable) { /* the rest of the file goes */
+      unreadable_skip(it->op);
+      sl_tfrecord_reader_free(t->r);
+      t->r = NULL;
+      continue;
     }
     return sl__op_wrap(it->op, rc);
   }
@@ -410,6 +512,11 @@ static void cfg_free(sl__op *op) { sl__free(op->impl); }
 static const sl__arg TFR_KNOBS[] = {
     {"compression", SL__ARG_STR, "NONE", 0, 0, 0, NULL, "NONE, GZIP or ZLIB"},
     {"on_corrupt", SL__ARG_ENUM, "error", 0, 0, 0, "error|skip", "a corrupt record fails the run, or is skipped and counted"},
+    {"readahead", SL__ARG_INT, "0", SL__ARGF_KNOB | SL__LOHI, 0, 256, NULL,
+     "remote files: ranged requests kept in flight ahead of the reader, per file (0: SLUICE_REMOTE_INFLIGHT, else 4)"},
+    {"on_error", SL__ARG_ENUM, "error", 0, 0, 0, "error|skip",
+     "a file that cannot be opened or read (missing, or a remote one unreachable after the retries) fails the run, or "
+     "the rest of it is skipped and counted"},
     {"component", SL__ARG_COMP, "filename", 0, 0, 0, NULL, "the input component naming the file"},
     {NULL}};
 /* The element becomes the record read; the input must name a file. */
@@ -431,8 +538,9 @@ const sl__op_vt sl__op_tfrecord = {"tfrecord", tfr_parse, tfr_open, cfg_free, SL
 /* ---------------- lines ---------------- */
 typedef struct {
   const char *component;
-  bool skip_empty;
+  bool skip_empty, skip_unreadable;
   int64_t max_line; /* the longest line, its line end not counted */
+  sl__stream_opts net;
 } lines_cfg;
 
 /* Lines read through a buffer of our own (getline grows without bound and reports ENOMEM as the end of the file). */
@@ -455,18 +563,6 @@ static void lr_free(line_reader *r) {
   sl__free(r->rb);
   sl__free(r->line);
   memset(r, 0, sizeof *r);
-}
-
-/* Opens `path` (a regular file) at byte `off`. */
-static int lr_open(line_reader *r, const char *path, uint64_t off) {
-  lr_close(r);
-  if (!r->rb && !(r->rb = sl__malloc(LR_BUF))) return sl__oom("a line reader's buffer");
-  int rc = sl__fopen_regular(&r->f, path); /* a FIFO or a device is refused, never waited on */
-  if (rc) return rc;
-  setvbuf(r->f, NULL, _IONBF, 0);
-  if (off && fseeko(r->f, (off_t)off, SEEK_SET))
-    return sl__err(SL_EIO, "%s: cannot resume at byte %llu: %s", path, (unsigned long long)off, strerror(errno));
-  return 0;
 }
 
 /* The next line into r->line: *n bytes (0: the end of the file), its '\n' kept. SL_EINVAL when it is longer than
@@ -506,10 +602,14 @@ static int lr_next(line_reader *r, int64_t max, size_t *n) {
 
 typedef struct {
   sl__it it;
-  line_reader r;
+  line_reader r;   /* its f: stdio over st (fclose frees st) */
+  sl__stream *st;  /* the file or remote object being read (borrowed from r.f) */
+  const char *shown; /* its name in messages (a URL without credentials) */
   char path[4096];
   uint64_t lineno;
   uint64_t at;    /* byte offset of the next line (counted, not asked of the stream: ftello is a system call) */
+  uint64_t seen;  /* the stream's source bytes counted so far */
+  sl__net_stats net_seen;
   sl_eref in_ref; /* the ref of the filename element being read */
 } lines_it;
 
@@ -519,21 +619,57 @@ static int lines_parse(sl__op *op, json_t *o) {
   if (!c) return sl__oom("lines");
   op->impl = c;
   int rc;
+  const char *oe;
   if ((rc = sl__get_str(&c->component, &k, "component")) ||
-      (rc = sl__get_bool(&c->skip_empty, &k, "skip_empty")) ||
-      (rc = sl__get_int(&c->max_line, &k, "max_line_bytes")))
+      (rc = sl__get_bool(&c->skip_empty, &k, "skip_empty")) || (rc = sl__get_str(&oe, &k, "on_error")) ||
+      (rc = get_readahead(&c->net, &k)) || (rc = sl__get_int(&c->max_line, &k, "max_line_bytes")))
     return rc;
+  c->skip_unreadable = !strcmp(oe, "skip");
   op->cardinality = -1;
   return 0;
 }
 
+/* Opens the file or object at path at byte `off`: a stdio stream over it in *f, its stream in *st. */
+static int lines_open_at(sl__op *op, FILE **f, sl__stream **st, const char *path, uint64_t off) {
+  *f = NULL;
+  int rc = sl__stream_open(st, path, &((const lines_cfg *)op->impl)->net);
+  if (rc) return sl__op_wrap(op, rc);
+  if (!(*f = sl__stream_fopen(*st))) {
+    sl__stream_free(*st);
+    return sl__op_wrap(op, SL_ENOMEM);
+  }
+  setvbuf(*f, NULL, _IONBF, 0); /* the line reader has its buffer */
+  if (off && (rc = sl__stream_seek(*st, off))) {
+    fclose(*f);
+    *f = NULL;
+    return sl__op_err(op, rc, "cannot resume at byte %llu", (unsigned long long)off);
+  }
+  return 0;
+}
+
+/* Opens the file or object at `path` (a local one must be a regular file) at byte `off` into r. */
+static int lr_open(line_reader *r, sl__op *op, sl__stream **st, const char *path, uint64_t off) {
+  lr_close(r);
+  if (!r->rb && !(r->rb = sl__malloc(LR_BUF))) return sl__oom("a line reader's buffer");
+  return lines_open_at(op, &r->f, st, path, off);
+}
+
 /* Opens l->path at byte `off`, the start of line lineno + 1. */
 static int lines_start(lines_it *l, uint64_t off, uint64_t lineno) {
-  int rc = lr_open(&l->r, l->path, off);
-  if (rc) return sl__op_wrap(l->it.op, rc);
+  int rc = lr_open(&l->r, l->it.op, &l->st, l->path, off);
+  if (rc) return rc;
+  l->shown = sl__stream_name(l->st);
   l->lineno = lineno;
   l->at = off;
   return 0;
+}
+
+/* The bytes read from the disk or the network since the last call, added to the op's counter. */
+static void lines_account(lines_it *l) {
+  uint64_t d = sl__stream_source_bytes(l->st);
+  if (d > l->seen) sl__stat_add(&l->it.op->st.disk_bytes, d - l->seen);
+  l->seen = d;
+  sl__op_net_account(l->it.op, l->st, &l->net_seen);
 }
 
 static int lines_next(sl__it *it, sl_elem *out) {
@@ -550,27 +686,40 @@ static int lines_next(sl__it *it, sl_elem *out) {
       l->in_ref.members = NULL;
       sl_elem_clear(&in);
       if (rc) return rc;
-      if ((rc = lines_start(l, 0, 0))) return rc;
+      l->seen = 0;
+      l->net_seen = (sl__net_stats){0};
+      if ((rc = lines_start(l, 0, 0))) {
+        if (rc == SL_ECANCELED || rc == SL_ENOMEM || !c->skip_unreadable) return rc;
+        unreadable_skip(it->op);
+        continue;
+      }
     }
     uint64_t at = l->at;
     size_t n;
     int lrc = lr_next(&l->r, c->max_line, &n);
-    if (lrc) /* ENOMEM is ENOMEM, never the end of the file */
-      return sl__op_err(it->op, lrc, "%s: line %llu: %s", l->path, (unsigned long long)l->lineno + 1, sl_error_last());
+    if (lrc) { /* ENOMEM is ENOMEM, never the end of the file */
+      int rc = sl__op_err(it->op, lrc, "%s: line %llu: %s", l->shown, (unsigned long long)l->lineno + 1,
+                          sl_error_last());
+      if (lrc != SL_EIO || !c->skip_unreadable) return rc;
+      unreadable_skip(it->op); /* the rest of the file goes */
+      n = 0;
+    }
     if (n == 0) {
+      lines_account(l);
       lr_close(&l->r);
+      l->st = NULL;
       continue;
     }
     char *line = l->r.line;
     l->lineno++;
     l->at += (uint64_t)n;
-    sl__stat_add(&it->op->st.disk_bytes, (uint64_t)n);
+    lines_account(l);
     if (n > 0 && line[n - 1] == '\n') n--;
     if (n > 0 && line[n - 1] == '\r') n--;
     if (n == 0 && c->skip_empty) continue;
     /* The line's buffer remembers its file and line, so that a function failing on it (parse_csv) names them. */
-    sl_buf *b = sl__buf_alloc_origin((size_t)n, l->path, l->lineno);
-    if (!b) return sl__op_err(it->op, SL_ENOMEM, "%s: line %llu", l->path, (unsigned long long)l->lineno);
+    sl_buf *b = sl__buf_alloc_origin(n, l->shown, l->lineno);
+    if (!b) return sl__op_err(it->op, SL_ENOMEM, "%s: line %llu", l->shown, (unsigned long long)l->lineno);
     memcpy(sl_buf_data(b), line, n);
     int rc = sl_elem_set_bytes(out, "line", b, 0, NULL, (size_t)n);
     sl_buf_unref(b);
@@ -601,8 +750,13 @@ static int lines_remake(sl__op *op, sl__run *run, const sl_eref *r, sl_elem *out
   int rc = reader_remake_path(op, run, r, c->component, path, sizeof path);
   if (rc) return rc;
   line_reader lr = {0};
+  sl__stream *st;
   size_t n = 0;
-  if ((rc = lr_open(&lr, path, r->pos)) || (rc = lr_next(&lr, c->max_line, &n))) {
+  if ((rc = lr_open(&lr, op, &st, path, r->pos))) {
+    lr_free(&lr);
+    return rc;
+  }
+  if ((rc = lr_next(&lr, c->max_line, &n))) {
     lr_free(&lr);
     return sl__op_err(op, rc, "%s: line %llu: %s", path, (unsigned long long)r->aux, sl_error_last());
   }
@@ -633,6 +787,11 @@ static const sl__arg LINES_KNOBS[] = {
     {"skip_empty", SL__ARG_BOOL, "false", 0, 0, 0, NULL, "drop empty lines"},
     {"max_line_bytes", SL__ARG_INT, "67108864", SL__LOHI, 1, 1073741824, NULL,
      "the longest line, its line end not counted: a longer one fails the run naming the file and line (64 MiB)"},
+    {"readahead", SL__ARG_INT, "0", SL__ARGF_KNOB | SL__LOHI, 0, 256, NULL,
+     "remote files: ranged requests kept in flight ahead of the reader, per file (0: SLUICE_REMOTE_INFLIGHT, else 4)"},
+    {"on_error", SL__ARG_ENUM, "error", 0, 0, 0, "error|skip",
+     "a file that cannot be opened or read (missing, or a remote one unreachable after the retries) fails the run, or "
+     "the rest of it is skipped and counted"},
     {NULL}};
 static int lines_infer(sl__op *op, sl__struct *s, const sl__struct *src) {
   (void)src;

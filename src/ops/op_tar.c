@@ -9,13 +9,15 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "io/stream_int.h"
 #include "ops/op_int.h"
 
-enum { MAX_NAMES = 256, MAX_KEY = 4096 };
+enum { MAX_NAMES = 256, MAX_KEY = 4096, RBUF = 1 << 18 };
 
 typedef struct {
   const char *component;
-  bool skip_corrupt;
+  bool skip_corrupt, skip_unreadable;
+  sl__stream_opts net; /* a remote shard's read-ahead (readahead) */
   int64_t max_member;
   /* Component names made from extensions: elements borrow names, so they live as long as the op (interned). */
   pthread_mutex_t mu;
@@ -32,8 +34,13 @@ typedef struct {
 typedef struct {
   sl__it it;
   struct archive *a;
+  sl__stream *st;      /* the shard, a local file or a remote object, that libarchive reads through read_cb */
+  unsigned char *rbuf; /* read_cb's buffer */
+  int io_rc;           /* the stream's error, when reading it failed (not the tar: reported as such) */
+  char io_msg[1024];
   char path[4096];
   int64_t disk_seen;
+  sl__net_stats net_seen;
   char last[MAX_KEY + 256]; /* the last member's path (the pending one's, when pending) */
   /* the member whose header was read: its key's length in `last`, size and lower-cased extension */
   bool pending;
@@ -58,10 +65,15 @@ static int tar_parse(sl__op *op, json_t *o) {
   op->impl = c;
   const char *oc;
   int rc;
+  const char *oe;
+  int64_t ra;
   if ((rc = sl__get_str(&c->component, &k, "component")) || (rc = sl__get_str(&oc, &k, "on_corrupt")) ||
-      (rc = sl__get_int(&c->max_member, &k, "max_member_bytes")))
+      (rc = sl__get_str(&oe, &k, "on_error")) || (rc = sl__get_int(&c->max_member, &k, "max_member_bytes")) ||
+      (rc = sl__get_int(&ra, &k, "readahead")))
     return rc;
+  c->net = (sl__stream_opts){0, (int)ra};
   c->skip_corrupt = !strcmp(oc, "skip");
+  c->skip_unreadable = !strcmp(oe, "skip");
   op->cardinality = -1;
   return 0;
 }
@@ -100,18 +112,63 @@ static void drop_sample(tar_it *t) {
 static void close_shard(tar_it *t) {
   if (t->a) archive_read_free(t->a);
   t->a = NULL;
+  sl__stream_free(t->st);
+  t->st = NULL;
   t->pending = false;
 }
 
+/* libarchive's view of the stream: a failure is kept (io_rc) so that it is reported as the I/O error it is. */
+static la_ssize_t read_cb(struct archive *a, void *ud, const void **buf) {
+  tar_it *t = ud;
+  size_t got;
+  int rc = sl__stream_read(t->st, t->rbuf, RBUF, &got);
+  *buf = t->rbuf;
+  if (rc) {
+    t->io_rc = rc;
+    snprintf(t->io_msg, sizeof t->io_msg, "%s", sl_error_last());
+    archive_set_error(a, EIO, "%s", t->io_msg);
+    return -1;
+  }
+  return (la_ssize_t)got;
+}
+/* Member data skipped by moving the stream (a remote one then fetches from there, not what lies between). */
+static la_int64_t skip_cb(struct archive *a, void *ud, la_int64_t n) {
+  (void)a;
+  tar_it *t = ud;
+  uint64_t at = sl__stream_tell(t->st), size = sl__stream_size(t->st);
+  uint64_t to = n > 0 && (uint64_t)n < size - at ? at + (uint64_t)n : size;
+  if (n <= 0 || sl__stream_seek(t->st, to)) return 0;
+  return (la_int64_t)(to - at);
+}
+
 static void account(tar_it *t) {
-  if (!t->a) return; /* closed (a skipped rest): counted before */
-  int64_t d = archive_filter_bytes(t->a, -1); /* bytes read from the file, before decompression */
+  if (!t->a || !t->st) return; /* closed (a skipped rest): counted before */
+  /* bytes read from the file or fetched from the network, before decompression (a remote stream's read-ahead) */
+  int64_t d = (int64_t)sl__stream_source_bytes(t->st);
   if (d > t->disk_seen) sl__stat_add(&t->it.op->st.disk_bytes, (uint64_t)(d - t->disk_seen));
   t->disk_seen = d;
+  sl__op_net_account(t->it.op, t->st, &t->net_seen);
 }
 
 static int corrupt(tar_it *t, const char *where, const char *what);
 static int open_path(tar_it *t);
+
+/* A shard that cannot be opened or read (missing, unreachable after the retries): the error, or (on_error "skip")
+ * the rest of the shard dropped with the sample being gathered, and counted. Returns 2 when skipped. */
+static int unreadable(tar_it *t, int rc) {
+  const tar_cfg *c = t->it.op->impl;
+  if (!c->skip_unreadable) {
+    rc = t->io_rc ? sl__op_err(t->it.op, rc, "%s", t->io_msg) : sl__op_wrap(t->it.op, rc);
+    close_shard(t);
+    return rc;
+  }
+  sl__op_skip_note(t->it.op, t->io_rc ? t->io_msg : sl_error_last(), NULL, 0);
+  sl__stat_add(&t->it.op->st.skipped, 1);
+  drop_sample(t);
+  account(t);
+  close_shard(t);
+  return 2;
+}
 
 /* Opens the shard the next input element names. 0, 2 when it was skipped as corrupt (on_corrupt), or an error. */
 static int open_shard(tar_it *t) {
@@ -145,15 +202,19 @@ static int open_path(tar_it *t) {
   archive_read_support_filter_zstd(t->a);
   archive_read_support_filter_xz(t->a);
   t->disk_seen = 0;
-  if ((rc = sl__check_regular(t->path))) { /* libarchive's open of a FIFO would wait for a writer */
-    rc = sl__op_wrap(t->it.op, rc);
-    close_shard(t);
-    return rc;
-  }
-  if (archive_read_open_filename(t->a, t->path, 1 << 16) != ARCHIVE_OK) {
+  t->net_seen = (sl__net_stats){0};
+  t->io_rc = 0;
+  if (!t->rbuf && !(t->rbuf = sl__malloc(RBUF))) return sl__oom("a tar reader");
+  /* a local shard must be a regular file (libarchive's open of a FIFO would wait for a writer) */
+  if ((rc = sl__stream_open(&t->st, t->path, &((const tar_cfg *)t->it.op->impl)->net))) return unreadable(t, rc);
+  archive_read_set_callback_data(t->a, t);
+  archive_read_set_read_callback(t->a, read_cb);
+  archive_read_set_skip_callback(t->a, skip_cb);
+  if (archive_read_open1(t->a) != ARCHIVE_OK) {
     /* libarchive reads the first block to tell the format: not a tar (its file-format errno, EILSEQ, or its
      * "misc" -1) is a corrupt shard, a system errno a file that failed */
     int e = archive_errno(t->a);
+    if (t->io_rc) return unreadable(t, t->io_rc);
     if (e == EILSEQ || e <= 0)
       return corrupt(t, "the first header", archive_error_string(t->a)) ? SL_ECORRUPT : 2;
     rc = sl__op_err(t->it.op, e == ENOENT ? SL_ENOTFOUND : SL_EIO, "shard '%s': %s", t->path,
@@ -179,6 +240,7 @@ static int emit(tar_it *t, sl_elem *out) {
  * sample being gathered with it, and counted. Returns 0 when skipped. */
 static int corrupt(tar_it *t, const char *where, const char *what) {
   const tar_cfg *c = t->it.op->impl;
+  if (t->io_rc) return unreadable(t, t->io_rc) == 2 ? 0 : t->io_rc; /* the stream failed, not the tar */
   if (!c->skip_corrupt) return sl__op_err(t->it.op, SL_ECORRUPT, "shard '%s': %s: %s", t->path, where, what);
   char msg[sizeof t->path + MAX_KEY + 600];
   snprintf(msg, sizeof msg, "%s (tar): shard '%s': %s: %s (the rest of the shard skipped)", t->it.op->path, t->path,
@@ -269,7 +331,7 @@ static int take_member(tar_it *t) {
   sl_buf *b;
   int rc = read_member(t, t->psize, t->last, &b);
   account(t);
-  if (rc < 0) return SL_ECORRUPT;
+  if (rc < 0) return t->io_rc ? t->io_rc : SL_ECORRUPT;
   if (rc > 0) return 1;
   const char *cname;
   if ((rc = intern(&cname, t->it.op, t->pext, strlen(t->pext), t->path, t->last))) {
@@ -325,6 +387,7 @@ static void tar_free(sl__it *it) {
   tar_it *t = (tar_it *)it;
   drop_sample(t);
   close_shard(t);
+  sl__free(t->rbuf);
   sl__free(t);
 }
 static const sl__it_vt TAR_IT = {tar_next, tar_free};
@@ -411,6 +474,11 @@ static const sl__arg TAR_KNOBS[] = {
     {"component", SL__ARG_COMP, "filename", 0, 0, 0, NULL, "the input component naming the shard"},
     {"on_corrupt", SL__ARG_ENUM, "error", 0, 0, 0, "error|skip",
      "a truncated or corrupt shard fails the run, or the rest of the shard is skipped and counted"},
+    {"on_error", SL__ARG_ENUM, "error", 0, 0, 0, "error|skip",
+     "a shard that cannot be opened or read (missing, or a remote one unreachable after the retries) fails the run, "
+     "or the rest of it is skipped and counted"},
+    {"readahead", SL__ARG_INT, "0", SL__ARGF_KNOB | SL__LOHI, 0, 256, NULL,
+     "remote files: ranged requests kept in flight ahead of the reader, per file (0: SLUICE_REMOTE_INFLIGHT, else 4)"},
     {"max_member_bytes", SL__ARG_INT, "1073741824", SL__ARGF_LO, 0, 0, NULL, "refuse members larger than this"},
     {NULL}};
 /* The extensions are known only from the data: the structure is open, with the two names every sample has. */

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "io/stream_int.h"
 #include "ops/op_async_int.h"
 
 /* A pipeline: its ops in pre-order, each chained to its input (engine_int.h reads it through sl__pipeline_*). */
@@ -316,7 +317,7 @@ void sl__pipeline_replace(sl_pipeline *p, sl_pipeline *q) {
 }
 
 char *sl__resolve_path(const sl_pipeline *pl, const char *path) {
-  if (path[0] == '/' || !pl->base_dir || !pl->base_dir[0]) return sl__strdup(path);
+  if (path[0] == '/' || sl__is_url(path) || !pl->base_dir || !pl->base_dir[0]) return sl__strdup(path);
   sl__str s = {0};
   if (sl__str_printf(&s, "%s/%s", pl->base_dir, path)) return NULL;
   return s.s;
@@ -428,6 +429,13 @@ int sl_pipeline_op_stats(sl_op_stats *s, const sl_pipeline *p, int i) {
   s->skipped = LD(op->st.skipped);
   s->errors_skipped = LD(op->st.errors_skipped);
   s->filled = LD(op->st.filled);
+  s->net_requests = LD(op->st.net_requests);
+  s->net_retries = LD(op->st.net_retries);
+  s->net_bytes = LD(op->st.net_bytes);
+  s->net_ttfb_seconds = ns_s(LD(op->st.net_ttfb_ns));
+  s->net_xfer_seconds = ns_s(LD(op->st.net_xfer_ns));
+  s->net_block_bytes = LD(op->st.net_block);
+  s->net_in_flight = LD(op->st.net_inflight);
   uint64_t on = LD(op->st.occ_n);
   s->buffer_occupancy = on ? (double)LD(op->st.occ_sum) / (double)on : 0;
   s->bytes_held = LD(op->st.held);

@@ -35,6 +35,9 @@ typedef struct sl__stats {
   atomic_uint_fast64_t occ_sum, occ_n, held, held_peak;
   /* Spread of per-call wall times (for buffer sizing): scaled sample counts and sums of squares in us^2. */
   atomic_uint_fast64_t next_n, next_sq_us, work_n, work_sq_us;
+  /* A reader of remote files: its requests (retries among them), bytes received, summed time to first byte and
+   * transfer time; its streams' read-ahead (the last one opened's: bytes per request, requests in flight). */
+  atomic_uint_fast64_t net_requests, net_retries, net_bytes, net_ttfb_ns, net_xfer_ns, net_block, net_inflight;
 } sl__stats;
 
 /* What an op is to the planner and the tracer (its model node, as tf.data's CreateNode tells its autotuner). */

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <xxhash.h>
 
+#include "io/stream_int.h"
 #include "ops/op_int.h"
 
 /* ---- the state document ---- */
@@ -32,7 +33,9 @@ static uint64_t op_identity(const sl__op *op) {
   return h;
 }
 
+/* A data file's size and modification time; a remote object's size and a hash of its ETag (or Last-Modified). */
 static int file_stamp(const char *path, uint64_t *size, uint64_t *mtime) {
+  if (sl__is_url(path)) return sl__remote_stamp(path, size, mtime);
   struct stat st;
   if (stat(path, &st)) return sl__err(SL_EIO, "%s: cannot read its size and time (a data file of the pipeline)", path);
   *size = (uint64_t)st.st_size;
@@ -142,7 +145,9 @@ static int sl__state_decode(sl_pipeline *p, const void *buf, size_t len, sl__sr 
       break;
     if (s0 != s1 || m0 != m1)
       rc = sl__err(SL_EINVAL, "%s changed since the state was saved (%s): the saved position may not exist in it",
-                   files[i], s0 != s1 ? "its size differs" : "its modification time differs");
+                   files[i], s0 != s1 ? "its size differs"
+                             : sl__is_url(files[i]) ? "its ETag or Last-Modified differs"
+                                                    : "its modification time differs");
   }
   sl_free(files);
   if (!rc) rc = sl__sr_u64(r, delivered, "the element count");

@@ -149,7 +149,33 @@ struct sl_plan {
   int counts;        /* sl__trace_counts of the trace: SL__COUNT_OUTPUT, _HEAVY or _SHORT */
   int dominant;      /* the op with an unambiguous share of the CPU (sl__trace_counts), or -1 */
   double heavy_min;  /* the fewest elements an op with SL__COUNT_HEAVY_SHARE of the CPU made */
+  struct sl__pm_net *net; /* the readers of remote files and their network model (plan_net.c), nnet of them */
+  int nnet;
 };
+
+/* A reader of remote files as the network model sees it (plan_net.c): from the trace's counters, the time to first
+ * byte, the bandwidth of one stream while it transfers, bytes per request, requests in flight per file and files
+ * read at once; the rate min(in_flight x block / (latency + block / stream_bw), link) per file; what the plan sets. */
+typedef struct sl__pm_net {
+  int op;              /* the reader */
+  double latency;      /* seconds to first byte, mean over its requests */
+  double stream_bw;    /* bytes/s of one request while it transfers (INFINITY: too fast to time) */
+  double block;        /* bytes per request */
+  double link;         /* the link's bytes/s (SLUICE_LINK_BANDWIDTH; INFINITY: unknown) */
+  double bytes_per_elem; /* network bytes per output element */
+  int64_t in_flight0, in_flight; /* per file: as traced, as planned */
+  int64_t streams;     /* files read at once (the enclosing interleave's cycle_length, planned) */
+  double rate0, rate;  /* bytes/s the model gives as traced and as planned */
+  double bound;        /* output elements/s the network carries as planned */
+} sl__pm_net;
+/* Fills P's network model from the trace (in sl__plan_model): a remote reader's time blocked on the network is
+ * priced here, not by the LP as a waiter. */
+int sl__plan_net_model(sl_plan *P, const sl_trace *t);
+/* After the CPU plan is solved: sets each remote reader's read-ahead so that the network carries the planned rate
+ * (within the memory left), or caps the prediction at what it carries (limit "network"). */
+int sl__plan_network(sl_plan *P);
+/* The rate (bytes/s) of one file with k requests in flight. */
+double sl__plan_net_rate(const sl__pm_net *n, double k);
 
 /* The model's units: the threads the work runs on (a sequential thread, or a worker pool), with the CPU and
  * thread time per output element of the work in each. */

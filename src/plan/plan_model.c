@@ -351,7 +351,7 @@ int sl__plan_model(sl_plan *P, const sl_trace *t, const sl_plan_opts *opts) {
   if ((rc = model_times(P, t)) || (rc = model_budgets(P, t, opts))) return rc;
   model_residual(P, t);
   model_elem_costs(P);
-  return 0;
+  return sl__plan_net_model(P, t);
 }
 
 /* ---- units: the threads the work runs on ---- */

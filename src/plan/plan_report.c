@@ -150,6 +150,34 @@ static int text_report(const sl_plan *P, sl__str *s, sl__str *out_table) {
 }
 
 /* The sentences after the table, one line each: the bottleneck, the bound, the plan, the what-ifs. */
+static const char *fmt_ms(char *b, size_t n, double s) {
+  snprintf(b, n, "%.1f ms", s * 1e3);
+  return b;
+}
+
+/* Each remote reader: what the network gave and what the plan's read-ahead makes it carry (plan_net.c). */
+static int network_prose(const sl_plan *P, sl__str *s) {
+  int rc = 0;
+  for (int k = 0; k < P->nnet; k++) {
+    const sl__pm_net *x = &P->net[k];
+    const sl__pm_op *o = &P->ops[x->op];
+    char l[32], bw[32], blk[32], r0[32], r1[32], e1[32], lk[32];
+    bool limit = !strcmp(sl_plan_limit(P), "network") && P->bottleneck == x->op;
+    rc |= sl__str_printf(s, "Network: %s (%s)%s: %s to first byte, %s requests at %s/s a stream, %lld in flight on "
+                            "each of %lld file%s: the model gives %s/s",
+                         o->path, o->label, limit ? " is the limit, waiting on the network" : "",
+                         fmt_ms(l, sizeof l, x->latency), sl__fmt_bytes(blk, sizeof blk, x->block),
+                         isfinite(x->stream_bw) ? sl__fmt_bytes(bw, sizeof bw, x->stream_bw) : "unmeasured",
+                         (long long)x->in_flight0, (long long)x->streams, x->streams == 1 ? "" : "s",
+                         sl__fmt_bytes(r0, sizeof r0, x->rate0));
+    if (isfinite(x->link)) rc |= sl__str_printf(s, " (link %s/s)", sl__fmt_bytes(lk, sizeof lk, x->link));
+    rc |= sl__str_printf(s, "; %lld in flight would carry %s/s, %s elem/s%s.\n", (long long)x->in_flight,
+                         sl__fmt_bytes(r1, sizeof r1, x->rate), sl__fmt_si(e1, sizeof e1, x->bound),
+                         x->in_flight != x->in_flight0 ? " (the plan's readahead)" : "");
+  }
+  return rc;
+}
+
 static int prose_of(const sl_plan *P, sl__str *s) {
   char a[32], b[32], c[32], nm[64];
   double sc = total_c(P);
@@ -204,6 +232,8 @@ static int prose_of(const sl_plan *P, sl__str *s) {
   else if (!strcmp(lim, "cpu"))
     rc |= sl__str_printf(s, "Bound: %s elem/s, limited by CPU: %.3g cores / %s CPU per element%s.\n",
                          sl__fmt_si(a, sizeof a, P->bound), P->C, sl__fmt_usec(b, sizeof b, sc), P->cache_at >= 0 ? " (before the cache)" : "");
+  else if (!strcmp(lim, "network"))
+    rc |= sl__str_printf(s, "Bound: %s elem/s, limited by the network (below).\n", sl__fmt_si(a, sizeof a, P->bound));
   else if (!strcmp(lim, "wait"))
     rc |= sl__str_printf(s, "Bound: %s elem/s, limited by waiting (I/O) in ops whose parallelism is fixed.\n",
                          sl__fmt_si(a, sizeof a, P->bound));
@@ -282,6 +312,7 @@ static int prose_of(const sl_plan *P, sl__str *s) {
     rc |= sl__str_printf(s, " More memory: no gain.");
   rc |= sl__str_printf(s, "\n");
   rc |= core_waits(P, s);
+  rc |= network_prose(P, s);
   return rc;
 }
 
@@ -335,6 +366,23 @@ static json_t *json_report(const sl_plan *P) {
     if (c->legal) json_object_set_new(j, "bound", json_real(c->bound));
     else json_object_set_new(j, "refused", json_string(c->why));
     json_array_append_new(cands, j);
+  }
+  if (P->nnet) { /* the remote readers' network model (plan_net.c); null: unmeasured or unknown */
+    json_t *net = json_array();
+    for (int k = 0; net && k < P->nnet; k++) {
+      const sl__pm_net *x = &P->net[k];
+      json_t *j = json_pack("{s:s, s:f, s:f, s:I, s:I, s:I, s:f, s:f, s:f}", "path", P->ops[x->op].path,
+                            "latency_seconds", x->latency, "block_bytes", x->block, "in_flight", (json_int_t)x->in_flight0,
+                            "planned_in_flight", (json_int_t)x->in_flight, "files_at_once", (json_int_t)x->streams,
+                            "bytes_per_output", x->bytes_per_elem, "rate_bytes", x->rate0, "planned_rate_bytes", x->rate);
+      if (j) {
+        json_object_set_new(j, "stream_bandwidth", isfinite(x->stream_bw) ? json_real(x->stream_bw) : json_null());
+        json_object_set_new(j, "link_bandwidth", isfinite(x->link) ? json_real(x->link) : json_null());
+        json_object_set_new(j, "bound", isfinite(x->bound) ? json_real(x->bound) : json_null());
+      }
+      json_array_append_new(net, j);
+    }
+    json_object_set_new(r, "network", net);
   }
   json_t *name = json_object_get(P->spec, "name");
   json_object_set_new(r, "pipeline", json_string(json_is_string(name) ? json_string_value(name) : "pipeline"));

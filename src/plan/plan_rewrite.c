@@ -46,6 +46,10 @@ json_t *sl__plan_spec(const sl_plan *P) {
     if (o->has_cyc && (o->cyc_tunable || P->cyc[i] != o->cyc0))
       rc |= json_object_set_new(js, "cycle_length", json_integer(P->cyc[i]));
   }
+  for (int k = 0; k < P->nnet && !rc; k++) { /* a remote reader's requests in flight (plan_net.c) */
+    json_t *js = sl__spec_op_at(spec, P->ops[P->net[k].op].path);
+    if (js) rc |= json_object_set_new(js, "readahead", json_integer(P->net[k].in_flight));
+  }
   settle_chain(json_object_get(spec, "ops"));
   json_t *ops = json_object_get(spec, "ops");
   if (!rc && P->cache_at >= 0) {

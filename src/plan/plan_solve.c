@@ -244,6 +244,7 @@ int sl__plan_solve(sl_plan **out, const sl_trace *t, const sl_plan_opts *opts, d
   if (rc) goto fail;
   if ((rc = sl__plan_lp(P, P->cache_at, P->C + 1, &P->bound_plus_core, NULL))) goto fail;
   P->bottleneck = sl__plan_pick_bottleneck(P);
+  if ((rc = sl__plan_network(P))) goto fail;
   P->theta_total = 0;
   for (int i = 0; i < P->nops; i++)
     if (!(P->cache_at >= 0 && sl__plan_upstream(P, i, P->cache_at))) P->theta_total += P->predicted * P->ops[i].c;
@@ -270,6 +271,7 @@ void sl_plan_free(sl_plan *P) {
   sl__free(P->buf);
   sl__free(P->cyc);
   sl__free(P->cands);
+  sl__free(P->net);
   json_decref(P->spec);
   sl__free(P);
 }

@@ -212,6 +212,11 @@ static void stats_delta(sl_op_stats *d, const sl_op_stats *a) {
   d->wait_seconds -= a->wait_seconds;
   d->runq_seconds = d->runq_seconds >= 0 && a->runq_seconds >= 0 ? fmax(d->runq_seconds - a->runq_seconds, 0) : -1;
   d->disk_bytes -= a->disk_bytes;
+  d->net_requests -= a->net_requests;
+  d->net_retries -= a->net_retries;
+  d->net_bytes -= a->net_bytes;
+  d->net_ttfb_seconds = fmax(d->net_ttfb_seconds - a->net_ttfb_seconds, 0);
+  d->net_xfer_seconds = fmax(d->net_xfer_seconds - a->net_xfer_seconds, 0);
   d->skipped -= a->skipped;
   if (d->cpu_seconds < 0) d->cpu_seconds = 0;
   if (d->wall_seconds < 0) d->wall_seconds = 0;
@@ -502,6 +507,17 @@ static json_t *op_json(const sl__trace_op *o) {
     json_decref(c);
     c = NULL;
   }
+  /* A reader of remote files: its requests and their times (written only for one that made requests). */
+  if (c && s->net_requests &&
+      json_object_set_new(c, "network",
+                          json_pack("{s:I, s:I, s:I, s:f, s:f, s:I, s:I}", "requests", (json_int_t)s->net_requests,
+                                    "retries", (json_int_t)s->net_retries, "bytes", (json_int_t)s->net_bytes,
+                                    "ttfb_seconds", s->net_ttfb_seconds, "transfer_seconds", s->net_xfer_seconds,
+                                    "block_bytes", (json_int_t)s->net_block_bytes, "in_flight",
+                                    (json_int_t)s->net_in_flight))) {
+    json_decref(c);
+    c = NULL;
+  }
   if (c && s->serial && json_object_set_new(c, "serial", json_true())) { /* written only when set */
     json_decref(c);
     c = NULL;
@@ -689,6 +705,28 @@ static int parse_trace(sl_trace *t, json_t *root, const char *origin) {
     if (rq && (!json_is_number(rq) || !(json_number_value(rq) >= 0) || !isfinite(json_number_value(rq))))
       return sl__err(SL_EINVAL, "%s: %s.runq_seconds: expected a non-negative number", origin, w);
     s->runq_seconds = rq ? json_number_value(rq) : -1;
+    json_t *nw = json_object_get(o, "network"); /* optional: readers of remote files only */
+    if (nw) {
+      json_t *f[7];
+      static const char *const NF[7] = {"requests", "retries", "bytes", "ttfb_seconds", "transfer_seconds",
+                                        "block_bytes", "in_flight"};
+      for (int k = 0; k < 7; k++) {
+        f[k] = json_is_object(nw) ? json_object_get(nw, NF[k]) : NULL;
+        bool ok = f[k] && (k == 3 || k == 4 ? json_is_number(f[k]) && json_number_value(f[k]) >= 0 &&
+                                                  isfinite(json_number_value(f[k]))
+                                            : json_is_integer(f[k]) && json_integer_value(f[k]) >= 0);
+        if (!ok)
+          return sl__err(SL_EINVAL, "%s: %s.network.%s: missing or not a non-negative %s", origin, w, NF[k],
+                         k == 3 || k == 4 ? "number" : "integer");
+      }
+      s->net_requests = (uint64_t)json_integer_value(f[0]);
+      s->net_retries = (uint64_t)json_integer_value(f[1]);
+      s->net_bytes = (uint64_t)json_integer_value(f[2]);
+      s->net_ttfb_seconds = json_number_value(f[3]);
+      s->net_xfer_seconds = json_number_value(f[4]);
+      s->net_block_bytes = (uint64_t)json_integer_value(f[5]);
+      s->net_in_flight = (uint64_t)json_integer_value(f[6]);
+    }
     json_t *se = json_object_get(o, "serial"); /* optional: written only for SL_FN_SERIAL functions */
     if (se && !json_is_boolean(se)) return sl__err(SL_EINVAL, "%s: %s.serial: expected true or false", origin, w);
     s->serial = se && json_is_true(se);

@@ -1,0 +1,212 @@
+#!/usr/bin/env python3
+"""bench/remote.py: issue 50's remote-data benchmark (`make bench-remote`, as root; not part of make test). The
+imagenet pipeline reads WebDataset tar shards over HTTP from an nginx in a network namespace the bench creates
+(`ip netns add`, a veth pair, 10.231.50.1 <-> .2), with the link capped by a `tc tbf` qdisc on both veth ends
+(200 Mbit/s; this kernel has no netem) and 50 ms to first byte from nginx's echo module (`echo_sleep 0.05`). Then,
+alternating in rounds on the same shards and cores: sluice optimize's plan (the network model sets the readahead),
+the same spec with the online AUTOTUNE tuner (hand-set defaults: knobs resolved without the network model), and
+webdataset + DataLoader (bench/peers/torch_formats.py, the best of num_workers 0/1/2/4) on the same URLs; and the
+time to the first batch against one shard's download. Splices "## Remote data" into BENCHMARKS.md (or --out).
+
+usage: bench/remote.py [SLUICE] [--quick] [--out FILE] [--peers-python PY] [--rate MBIT] [--latency S]
+"""
+import argparse, json, os, shutil, subprocess, sys, tempfile, time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import formats as F  # noqa: E402  (bench/formats.py: its data layout, its peers' Python, bench/run's helpers as F.B)
+
+B = F.B
+TOP = B.TOP
+NS, HOST_IP, NS_IP = "slbench50", "10.231.50.1", "10.231.50.2"
+HEAD = "## Remote data"
+ROUNDS = (1, 3)
+SECONDS = ((2.0, 1.0), (8.0, 3.0))  # measured, warm-up
+
+
+def sh(*cmd, check=True):
+    r = subprocess.run(list(cmd), capture_output=True, text=True)
+    if check and r.returncode:
+        raise SystemExit("bench-remote: %s failed: %s" % (" ".join(cmd), r.stderr.strip()))
+    return r
+
+
+def link_up(rate_mbit):
+    """The namespace, its veth pair and the rate cap (both directions); torn down by link_down."""
+    link_down()
+    sh("ip", "netns", "add", NS)
+    sh("ip", "link", "add", "slb50h", "type", "veth", "peer", "name", "slb50n")
+    sh("ip", "link", "set", "slb50n", "netns", NS)
+    sh("ip", "addr", "add", HOST_IP + "/24", "dev", "slb50h")
+    sh("ip", "link", "set", "slb50h", "up")
+    sh("ip", "netns", "exec", NS, "ip", "addr", "add", NS_IP + "/24", "dev", "slb50n")
+    sh("ip", "netns", "exec", NS, "ip", "link", "set", "slb50n", "up")
+    sh("ip", "netns", "exec", NS, "ip", "link", "set", "lo", "up")
+    for pre, dev in (((), "slb50h"), (("ip", "netns", "exec", NS), "slb50n")):
+        sh(*pre, "tc", "qdisc", "add", "dev", dev, "root", "tbf", "rate", "%dmbit" % rate_mbit, "burst", "64kb",
+           "latency", "100ms")
+
+
+def link_down():
+    sh("ip", "link", "del", "slb50h", check=False)
+    sh("ip", "netns", "del", NS, check=False)
+
+
+def nginx_up(workdir, root, latency):
+    conf = os.path.join(workdir, "nginx.conf")
+    os.makedirs(os.path.join(workdir, "logs"), exist_ok=True)
+    open(conf, "w").write("""load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;
+daemon off;
+master_process off;
+worker_processes 1;
+error_log %(w)s/logs/error.log;
+pid %(w)s/logs/nginx.pid;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  client_body_temp_path %(w)s/logs/body;
+  proxy_temp_path %(w)s/logs/proxy;
+  fastcgi_temp_path %(w)s/logs/fcgi;
+  uwsgi_temp_path %(w)s/logs/uwsgi;
+  scgi_temp_path %(w)s/logs/scgi;
+  keepalive_requests 100000;
+  sendfile on;
+  server {
+    listen %(ip)s:8050;
+    root %(root)s;
+    location /slow/ { echo_sleep %(lat)s; echo_exec @files; }
+    location @files { rewrite ^/slow/(.*)$ /$1 break; root %(root)s; }
+  }
+}
+""" % {"w": workdir, "ip": NS_IP, "root": root, "lat": latency})
+    p = subprocess.Popen(["ip", "netns", "exec", NS, "nginx", "-p", workdir, "-c", conf],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(100):
+        if sh("curl", "-s", "-o", "/dev/null", "http://%s:8050/" % NS_IP, check=False).returncode == 0:
+            return p
+        time.sleep(0.1)
+    p.kill()
+    raise SystemExit("bench-remote: nginx did not start in the namespace")
+
+
+def remote_spec(url_pattern, quick):
+    """The formats bench's imagenet spec on tar shards, its files the URLs, every knob on autotune."""
+    spec = F.layout_spec("tar", quick)
+    spec["ops"][0] = {"op": "files", "glob": url_pattern, "shuffle": True}
+    spec["name"] = "imagenet-remote"
+    return B.autotuned(spec)
+
+
+def first_batch_seconds(sluice, spec_path):
+    t0 = time.monotonic()
+    B.run_cmd([sluice, "run", spec_path, "--take", "1", "--quiet"])
+    return time.monotonic() - t0
+
+
+def bench_remote(sluice, quick, workdir, peers_py, rate, latency):
+    n, shards, _ = F.gen_layouts(sluice, quick)  # the formats bench's shards (bench/data/formats*/tar)
+    tar_dir = os.path.join(F.data_dir(quick), "tar")
+    names = sorted(f for f in os.listdir(tar_dir) if f.endswith(".tar"))
+    first, last = names[0], names[-1]  # train-00000-of-000NN.tar ... : one brace range names them all
+    width = len(first.split("-")[1])
+    pattern = "http://%s:8050/slow/tar/%s-{%s..%s}-%s" % (NS_IP, first.split("-")[0], first.split("-")[1],
+                                                     last.split("-")[1], "-".join(first.split("-")[2:]))
+    assert width and len(names) == shards
+    link_up(rate)
+    ngx = nginx_up(workdir, F.data_dir(quick), latency)
+    try:
+        src = os.path.join(workdir, "remote-src.json")
+        json.dump(remote_spec(pattern, quick), open(src, "w"), indent=1)
+        plan = os.path.join(workdir, "remote-plan.json")
+        B.log("remote: sluice optimize over the link")
+        out, _, _ = B.measure([sluice, "optimize", src, "-o", plan, "--json", "--seconds", "3", "--measure",
+                               "1" if quick else "3"], timeout=1800)
+        opt = json.loads(out.strip().splitlines()[-1])
+        seconds, warm = SECONDS[1 if not quick else 0]
+        py, wds = F.peers_python(sluice, peers_py)
+        runs = {"plan": [], "autotune": [], "webdataset": []}
+        failed = {}
+        for rnd in range(ROUNDS[1 if not quick else 0]):
+            B.log("remote: round %d" % (rnd + 1))
+            runs["plan"].append(B.run_spec(sluice, plan, seconds, warm))
+            runs["autotune"].append(B.run_spec(sluice, src, seconds, warm, extra=["--tuner", "autotune"]))
+            if py and wds and "webdataset" not in failed:
+                cmd = [py, os.path.join(HERE, "peers", "torch_formats.py"), "--layout", "tar", "--files", pattern,
+                       "--seconds", str(seconds), "--warmup", str(warm), "--workers", "0,1,2,4"]
+                try:
+                    o, _, rss = B.measure(cmd, timeout=1800)
+                    r = json.loads(o.strip().splitlines()[-1])
+                    runs["webdataset"].append({"eps": r["examples_per_second"], "workers": r["workers"],
+                                               "version": r["version"]})
+                except (SystemExit, ValueError, IndexError) as e:
+                    failed["webdataset"] = str(e).strip().splitlines()[-1][:300]
+        t_first = first_batch_seconds(sluice, plan)
+        shard_url = pattern.split("{")[0] + first.split("-")[1] + "-" + "-".join(first.split("-")[2:])
+        dl = sh("curl", "-s", "-o", "/dev/null", "-w", "%{time_total}", shard_url).stdout
+        return {"images": n, "shards": shards, "rate_mbit": rate, "latency": latency, "optimize": opt,
+                "runs": runs, "failed": failed, "first_batch_s": t_first, "one_shard_s": float(dl),
+                "missing": [] if (py and wds) else ["webdataset: no Python with torch, torchvision and webdataset "
+                                                   "(make bench-peers)"],
+                "load_average": os.getloadavg(), "seconds": [seconds, warm]}
+    finally:
+        ngx.kill()
+        ngx.wait()
+        link_down()
+
+
+def report(r, m, quick):
+    fmt, L = B.fmt, F.section_start(HEAD, 50, quick)
+    L.append("%d images in %d WebDataset tar shards served by nginx in a network namespace over a veth pair capped "
+             "at %d Mbit/s by tc tbf, with %s s to first byte (echo_sleep); the imagenet spec over the shards' URLs "
+             "(`bench/remote.py`). Rounds alternate sluice optimize's plan, the same spec under the AUTOTUNE tuner "
+             "(knobs resolved without the network model) and webdataset + DataLoader on the same URLs (best of "
+             "num_workers 0/1/2/4). Measured %s at commit %s; load average at the end: %s.\n" % (
+                 r["images"], r["shards"], r["rate_mbit"], r["latency"], m["date"], m["commit"],
+                 " ".join("%.2f" % x for x in r["load_average"])))
+    bound = r["rate_mbit"] * 1e6 / 8
+    L.append("| system | examples/s (median) | runs |")
+    L.append("| --- | ---: | --- |")
+    for k in ("plan", "autotune", "webdataset"):
+        rs = r["runs"][k]
+        if rs:
+            L.append("| %s | %s | %s |" % (k, fmt(B.median_of(rs, "eps")), ", ".join(fmt(x["eps"]) for x in rs)))
+    o = r["optimize"]
+    L.append("")
+    L.append("- sluice optimize: predicted %s examples/s, measured %s (prediction error %s), limit %s; the link "
+             "carries %s MB/s" % (fmt(64 * o.get("predicted", 0)), fmt(64 * o.get("measured", 0)),
+                                  fmt(o.get("prediction_error", 0), 3), o.get("limit", "?"), fmt(bound / 1e6)))
+    L.append("- first batch: %.2f s; one shard's download: %.2f s" % (r["first_batch_s"], r["one_shard_s"]))
+    for x in r["missing"]:
+        L.append("- not measured: %s" % x)
+    for k, e in r["failed"].items():
+        L.append("- %s did not run: %s" % (k, e.replace("|", "\\|")))
+    L.append("")
+    return L
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("sluice", nargs="?", default=os.path.join(TOP, "build/sluice"))
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--peers-python", default=None)
+    ap.add_argument("--rate", type=int, default=200, help="the link's Mbit/s")
+    ap.add_argument("--latency", type=float, default=0.05, help="seconds to first byte")
+    a = ap.parse_args()
+    if os.geteuid() != 0:
+        raise SystemExit("bench-remote: needs root (ip netns, tc)")
+    for tool in ("ip", "tc", "nginx", "curl"):
+        if not shutil.which(tool):
+            raise SystemExit("bench-remote: %s is missing (make deps; iproute2)" % tool)
+    sluice = os.path.abspath(a.sluice)
+    m = B.machine()
+    workdir = tempfile.mkdtemp(prefix="sluice-remote-")
+    try:
+        r = bench_remote(sluice, a.quick, workdir, a.peers_python, a.rate, a.latency)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    F.save("remote", m, r, report(r, m, a.quick), a.quick, a.out, HEAD)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,106 @@
+/* io/stream_int.h: the byte streams the file readers (tfrecord, tar, lines) read: a local file, or a remote object
+ * (http://, https://, s3://) fetched by large ranged requests kept in flight ahead of the reader. Callers never ask
+ * which one they have. io/stream.c holds the local one and the dispatch; io/stream_http.c the remote one on
+ * libcurl (io/stream_http_off.c stands in when the build has no libcurl, SL_WITH_REMOTE=OFF). */
+#ifndef SL_IO_STREAM_INT_H
+#define SL_IO_STREAM_INT_H
+
+#include "core/core_int.h"
+
+#include <stdio.h>
+
+typedef struct sl__stream sl__stream;
+
+/* How a remote stream reads ahead. 0 in a field: its default (SLUICE_REMOTE_BLOCK / SLUICE_REMOTE_INFLIGHT in the
+ * environment, else 8 MiB blocks, 4 in flight). Ignored for local files. */
+typedef struct {
+  uint64_t block;  /* bytes per ranged request */
+  int inflight;    /* requests in flight ahead of the reader (its memory: inflight x block) */
+} sl__stream_opts;
+
+/* What a remote stream did (the tracer's network counters): requests sent (retries included), bytes received,
+ * the summed time to first byte and time transferring of the requests, and the retries among them. */
+typedef struct {
+  uint64_t requests, bytes, ttfb_ns, xfer_ns, retries;
+  uint64_t block, inflight; /* its read-ahead: bytes per request, requests in flight */
+} sl__net_stats;
+
+/* True when `path` names a remote object (http://, https:// or s3://). */
+bool sl__is_url(const char *path);
+
+/* Opens `path` (a local file or a URL). A remote open waits for the first response's headers, so that a missing
+ * object fails here: SL_ENOTFOUND (404, ENOENT), SL_EIO (unreachable after the retries) or SL_EINVAL (a URL it
+ * cannot read). The message names the path (a URL without its credentials or query). opts may be NULL. */
+int sl__stream_open(sl__stream **out, const char *path, const sl__stream_opts *opts);
+/* Reads up to n bytes into dst; *got < n only at the end of the stream (0 at the end). */
+int sl__stream_read(sl__stream *s, void *dst, size_t n, size_t *got);
+/* Moves the read position to byte `off` (<= the size); a remote stream drops what it fetched outside its window. */
+int sl__stream_seek(sl__stream *s, uint64_t off);
+/* The size in bytes; the read position. */
+uint64_t sl__stream_size(const sl__stream *s);
+uint64_t sl__stream_tell(const sl__stream *s);
+/* Bytes read from the disk or the network so far (a remote stream's read-ahead included). */
+uint64_t sl__stream_source_bytes(const sl__stream *s);
+/* The remote stream's counters (all 0 for a local file); false for a local file. */
+bool sl__stream_net(const sl__stream *s, sl__net_stats *st);
+/* The name to show in messages: the path, or the URL without credentials or query. */
+const char *sl__stream_name(const sl__stream *s);
+/* A remote object's identity, "etag:<ETag>" or "modified:<Last-Modified>", then ";size:<bytes>"; "" for a local
+ * file (its identity is the reader's business). Valid until the stream is freed. */
+const char *sl__stream_identity(const sl__stream *s);
+/* Frees s (accepts NULL); a remote stream's requests are cancelled and its thread joined. */
+void sl__stream_free(sl__stream *s);
+
+/* A libc FILE over the stream (read-only; fclose frees the stream too), for readers written over stdio (lines).
+ * NULL with the error set when out of memory. */
+FILE *sl__stream_fopen(sl__stream *s);
+
+/* ---- the implementations' side ---- */
+typedef struct {
+  int (*read)(sl__stream *s, void *dst, size_t n, size_t *got);
+  int (*seek)(sl__stream *s, uint64_t off);
+  uint64_t (*size)(const sl__stream *s);
+  uint64_t (*tell)(const sl__stream *s);
+  uint64_t (*source_bytes)(const sl__stream *s);
+  bool (*net)(const sl__stream *s, sl__net_stats *st);
+  const char *(*identity)(const sl__stream *s);
+  void (*free)(sl__stream *s);
+} sl__stream_vt;
+struct sl__stream {
+  const sl__stream_vt *vt;
+  char *name;
+};
+/* The remote implementation: opens a URL (stream_http.c, or the stand-in that says the build has none). */
+int sl__stream_http_open(sl__stream **out, const char *url, const sl__stream_opts *opts);
+
+/* A remote object's identity for a saved state, asked by a HEAD request: its size and a 64-bit hash of its ETag
+ * (or, without one, its Last-Modified). The error names the URL (without credentials). */
+int sl__remote_stamp(const char *url, uint64_t *size, uint64_t *tag);
+
+/* ---- URLs (io/url.c: no network, fuzzed) ---- */
+/* The URL as messages show it: no user:password@, no query string (a presigned URL's signature is a secret);
+ * NULL when out of memory. sl__free it. */
+char *sl__url_shown(const char *url);
+/* An s3://bucket/key URL split: *bucket and *key are new strings (sl__free them); key may be "" (a bucket or a
+ * prefix). SL_EINVAL naming the URL when it is not one. */
+int sl__s3_split(char **bucket, char **key, const char *url);
+/* Expands brace ranges, WebDataset's shard notation: "a-{000..127}.tar" gives a-000.tar ... a-127.tar (the width of
+ * the first bound is kept when it starts with 0), "{a,b}" gives both words, several braces multiply. The strings
+ * are appended to *out (a NULL-terminated array, *n of them; sl__free each and the array) in order. More than
+ * `max` names, an unbalanced brace or a range with a bound above 10^12 is SL_EINVAL naming the pattern. */
+int sl__brace_expand(char ***out, size_t *n, const char *pattern, size_t max);
+/* Percent-encodes s the way SigV4 wants a query value or a key (unreserved characters kept; '/' too when
+ * keep_slash) into a new string; NULL when out of memory. */
+char *sl__uri_encode(const char *s, bool keep_slash);
+
+/* ---- S3 listing (io/s3_list.c parses; the request is in stream_http.c) ---- */
+/* One page of a ListObjectsV2 answer parsed: the keys (with their sizes) appended to *keys / *sizes (*n of them),
+ * *next the continuation token (NULL when this is the last page). SL_ECORRUPT naming `where` when the XML is not
+ * such an answer; an S3 error document (<Error><Code>...) gives SL_EIO with its code and message. */
+int sl__s3_list_parse(char ***keys, uint64_t **sizes, size_t *n, char **next, const char *xml, size_t len,
+                      const char *where);
+/* Lists s3://bucket/prefix*pattern: the URLs (s3://bucket/key) of the keys under the prefix that match the glob
+ * (fnmatch, '/' matched only by '/'), sorted, appended to *out (*n). SL_ENOTFOUND when none match. */
+int sl__s3_glob(char ***out, size_t *n, const char *url);
+
+#endif

@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# remote_http.sh: remote shards over HTTP and HTTPS from an nginx the test starts on loopback (remote_common.inc):
+# tar, tfrecord (in an interleave) and lines read from URLs, with 50 ms to first byte and small blocks (many ranged
+# requests), give the digests of the same files read locally; through a proxy that answers 5% of the requests with
+# 503 and cuts 2% mid-body they give them too (the retries resume at the byte reached: nothing lost or repeated);
+# a missing object, a server that stays down and an unknown CA fail with messages naming the URL (never its
+# password), and on_error "skip" skips the unreachable shard, counted.
+set -u
+S=${SL_CLI:?}
+D=$(dirname "$0")
+. "$D/remote_common.inc"
+nginx_available || { echo "SKIP: nginx, its echo module or openssl missing (make deps)"; exit 77; }
+T=$(mktemp -d)
+PROXY_PID=
+cleanup() {
+  nginx_stop
+  [ -n "$PROXY_PID" ] && kill "$PROXY_PID" 2> /dev/null && wait "$PROXY_PID" 2> /dev/null
+  rm -rf "$T"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+mkdir -p "$T/www"
+"$S" gen imagenet --out "$T/www/tar" --format tar --n 40 --shards 4 --quiet > /dev/null || fail "gen tar"
+"$S" gen imagenet --out "$T/www/tfr" --n 40 --shards 4 --quiet > /dev/null || fail "gen tfrecord"
+"$S" gen text --out "$T/www/txt" --n 400 --shards 2 --quiet > /dev/null || fail "gen text"
+nginx_start "$T/nginx" "$T/www" || fail "nginx"
+H=http://127.0.0.1:$HTTP_PORT
+HS=https://127.0.0.1:$HTTPS_PORT
+export SLUICE_REMOTE_BLOCK=65536 SLUICE_REMOTE_INFLIGHT=3 SLUICE_REMOTE_BACKOFF_MS=5 SLUICE_REMOTE_BACKOFF_CAP_MS=50
+
+TAR='{"op": "tar"}, {"op": "map", "fn": "select", "args": {"keep": ["jpg", "cls", "__key__"]}}' # __url__ differs
+TFR='{"op": "interleave", "cycle_length": 2, "parallelism": 2, "source": [{"op": "tfrecord"}]}'
+tar_spec() { echo "{\"name\": \"t\", \"ops\": [{\"op\": \"files\", \"glob\": \"$1/train-{00000..00003}-of-00004.tar\"}, $TAR]}" > "$2"; }
+tfr_spec() { echo "{\"name\": \"t\", \"ops\": [{\"op\": \"files\", \"list\": [\"$1/train-{00000..00003}-of-00004.tfrecord\"]}, $TFR]}" > "$2"; }
+txt_spec() { echo "{\"name\": \"t\", \"ops\": [{\"op\": \"files\", \"glob\": \"$1/train-{00000..00001}-of-00002.txt\"}, {\"op\": \"lines\"}]}" > "$2"; }
+ls "$T/www/txt" | grep -q 'train-00000-of-00002.txt' || fail "gen text names its shards otherwise: $(ls "$T/www/txt")"
+
+tar_spec "$T/www/tar" "$T/tar_local.json"
+tfr_spec "$T/www/tfr" "$T/tfr_local.json"
+txt_spec "$T/www/txt" "$T/txt_local.json"
+dtar=$(digest "$T/tar_local.json"); dtfr=$(digest "$T/tfr_local.json"); dtxt=$(digest "$T/txt_local.json")
+[ ${#dtar} -eq 16 ] && [ ${#dtfr} -eq 16 ] && [ ${#dtxt} -eq 16 ] || fail "local digests: '$dtar' '$dtfr' '$dtxt'"
+
+# HTTP, 50 ms to first byte on each request.
+tar_spec "$H/slow/tar" "$T/tar_http.json"
+tfr_spec "$H/slow/tfr" "$T/tfr_http.json"
+txt_spec "$H/slow/txt" "$T/txt_http.json"
+[ "$(digest "$T/tar_http.json")" = "$dtar" ] || fail "tar over HTTP: another digest"
+[ "$(digest "$T/tfr_http.json")" = "$dtfr" ] || fail "tfrecord over HTTP: another digest"
+[ "$(digest "$T/txt_http.json")" = "$dtxt" ] || fail "lines over HTTP: another digest"
+# one object per element (read_file)
+echo "{\"name\": \"t\", \"ops\": [{\"op\": \"files\", \"list\": [\"$H/tfr/train-{00000..00003}-of-00004.tfrecord\"]}, {\"op\": \"map\", \"fn\": \"read_file\", \"args\": {\"output\": \"bytes\"}}, {\"op\": \"map\", \"fn\": \"select\", \"args\": {\"keep\": [\"bytes\"]}}]}" > "$T/rf_http.json"
+echo "{\"name\": \"t\", \"ops\": [{\"op\": \"files\", \"list\": [\"$T/www/tfr/train-{00000..00003}-of-00004.tfrecord\"]}, {\"op\": \"map\", \"fn\": \"read_file\", \"args\": {\"output\": \"bytes\"}}, {\"op\": \"map\", \"fn\": \"select\", \"args\": {\"keep\": [\"bytes\"]}}]}" > "$T/rf_local.json"
+[ "$(digest "$T/rf_http.json")" = "$(digest "$T/rf_local.json")" ] || fail "read_file over HTTP: another digest"
+
+# The model: a trace of a remote reader with one request in flight carries its network counters; the analyzer's
+# network model gives the latency (at least the 50 ms the server waits) and plans more requests in flight for a
+# pipeline whose CPU costs little (the rate it plans for is far above one 64 KiB request per 50 ms).
+echo "{\"name\": \"t\", \"ops\": [{\"op\": \"files\", \"glob\": \"$H/slow/tar/train-{00000..00003}-of-00004.tar\"}, {\"op\": \"tar\", \"readahead\": 1}, {\"op\": \"map\", \"fn\": \"select\", \"args\": {\"keep\": [\"jpg\"]}}]}" > "$T/ra1.json"
+timeout 120 "$S" trace "$T/ra1.json" -o "$T/ra1.trace.json" --seconds 1 --repeat > /dev/null 2>&1 || fail "trace a remote spec"
+python3 - "$T/ra1.trace.json" <<'PY' || fail "the trace's network counters"
+import json, sys
+t = json.load(open(sys.argv[1]))
+n = [o["network"] for o in t["ops"] if "network" in o]
+assert len(n) == 1 and t["ops"][1]["op"] == "tar" and "network" in t["ops"][1], n
+n = n[0]
+assert n["requests"] >= 2 and n["in_flight"] == 1 and n["block_bytes"] == 65536, n
+assert n["ttfb_seconds"] >= 0.05 * n["requests"] * 0.99, n  # the server waits 50 ms before each answer
+PY
+timeout 60 "$S" analyze "$T/ra1.trace.json" --json > "$T/ra1.an.json" 2> "$T/err" || fail "analyze: $(cat "$T/err")"
+python3 - "$T/ra1.an.json" <<'PY' || fail "the analyzer's network model: $(cat "$T/ra1.an.json")"
+import json, sys
+a = json.load(open(sys.argv[1]))
+n = a["network"][0]
+assert n["path"] == "ops[1]" and n["latency_seconds"] >= 0.0495 and n["in_flight"] == 1, n
+assert n["planned_in_flight"] > 1 and n["planned_rate_bytes"] > n["rate_bytes"], n
+PY
+"$S" analyze "$T/ra1.trace.json" | grep -q "^Network: ops\[1\] (tar): " || fail "analyze names no network line"
+
+# HTTPS with the test's CA; without it the certificate is refused, naming the URL.
+tar_spec "$HS/tar" "$T/tar_https.json"
+[ "$(SLUICE_CA_BUNDLE=$T/nginx/ca.pem digest "$T/tar_https.json")" = "$dtar" ] || fail "tar over HTTPS: another digest"
+out=$(timeout 60 "$S" run "$T/tar_https.json" --quiet 2>&1) && fail "HTTPS without the CA ran: $out"
+echo "$out" | grep -q "$HS/tar/train-0000" || fail "the certificate error names no URL: $out"
+echo "$out" | grep -qi "certificate" || fail "the certificate error does not say so: $out"
+
+# Faults: 503s and bodies cut short, through the proxy; the same digests.
+python3 "$D/remote_proxy.py" "$T/proxy.port" "$HTTP_PORT" "$T/proxy.stats" 20 50 &
+PROXY_PID=$!
+for i in $(seq 100); do [ -s "$T/proxy.port" ] && break; sleep 0.1; done
+[ -s "$T/proxy.port" ] || fail "the fault proxy did not start"
+P=http://127.0.0.1:$(cat "$T/proxy.port")
+tar_spec "$P/tar" "$T/tar_faults.json"
+tfr_spec "$P/tfr" "$T/tfr_faults.json"
+[ "$(digest "$T/tar_faults.json")" = "$dtar" ] || fail "tar through faults: another digest ($(cat "$T/proxy.stats"))"
+[ "$(digest "$T/tfr_faults.json")" = "$dtfr" ] || fail "tfrecord through faults: another digest ($(cat "$T/proxy.stats"))"
+stats=$(cat "$T/proxy.stats")
+n503=$(echo "$stats" | sed -n 's/.*503=\([0-9]*\).*/\1/p'); ncut=$(echo "$stats" | sed -n 's/.*cut=\([0-9]*\).*/\1/p')
+[ "${n503:-0}" -ge 2 ] && [ "${ncut:-0}" -ge 1 ] || fail "the proxy injected too few faults to test anything: $stats"
+echo "faults injected: $stats"
+
+# A saved state over HTTP: the run's first 15 samples and the resumed rest add up to the whole; an object changed
+# since (a new ETag) refuses the resume, naming it.
+js=$(timeout 60 "$S" run "$T/tar_http.json" --take 15 --save-state "$T/st" --digest --json --quiet 2>&1) || fail "save: $js"
+d1=$(echo "$js" | sed -n 's/.*"digest": "\([0-9a-f]\{16\}\)".*/\1/p')
+js=$(timeout 60 "$S" run "$T/tar_http.json" --resume "$T/st" --digest --json --quiet 2>&1) || fail "resume: $js"
+d2=$(echo "$js" | sed -n 's/.*"digest": "\([0-9a-f]\{16\}\)".*/\1/p')
+[ "$(printf '%016x' $(( 0x$d1 + 0x$d2 )))" = "$dtar" ] || fail "saved + resumed over HTTP: $d1 + $d2, whole $dtar"
+touch -d '2001-02-03 04:05:06' "$T/www/tar/train-00002-of-00004.tar"
+out=$(timeout 60 "$S" run "$T/tar_http.json" --resume "$T/st" --quiet 2>&1) && fail "resumed over a changed object"
+echo "$out" | grep -q "slow/tar/train-00002-of-00004.tar changed since the state was saved (its ETag" ||
+  fail "a changed object's message: $out"
+
+# A missing object: HTTP 404, naming the URL without the password.
+echo "{\"name\": \"t\", \"ops\": [{\"op\": \"files\", \"list\": [\"http://u:SECRETPW@127.0.0.1:$HTTP_PORT/tar/nothere.tar\"]}, {\"op\": \"tar\"}]}" > "$T/missing.json"
+out=$(timeout 60 "$S" run "$T/missing.json" --quiet 2>&1) && fail "a missing object ran"
+echo "$out" | grep -q "127.0.0.1:$HTTP_PORT/tar/nothere.tar: HTTP 404" || fail "404 message: $out"
+echo "$out" | grep -q SECRETPW && fail "the password was printed: $out"
+# A server that stays down: the retries run out, the message names the URL, the attempts and the last error.
+DOWN=$(free_port)
+echo "{\"name\": \"t\", \"ops\": [{\"op\": \"files\", \"list\": [\"http://127.0.0.1:$DOWN/a.tar\", \"$H/tar/train-00000-of-00004.tar\"]}, {\"op\": \"tar\"}]}" > "$T/down.json"
+out=$(SLUICE_REMOTE_RETRIES=2 timeout 60 "$S" run "$T/down.json" --quiet 2>&1) && fail "an unreachable server ran"
+echo "$out" | grep -q "127.0.0.1:$DOWN/a.tar.*gave up after 3 attempts" || fail "unreachable message: $out"
+# ... and with on_error "skip" the shard is skipped and counted; the other shard is read.
+sed 's/{"op": "tar"}/{"op": "tar", "on_error": "skip"}/' "$T/down.json" > "$T/down_skip.json"
+js=$(SLUICE_REMOTE_RETRIES=1 timeout 60 "$S" run "$T/down_skip.json" --json --quiet 2>&1) || fail "skip: $js"
+echo "$js" | grep -q '"elements": 10,' || fail "skip: the other shard's 10 samples not read: $js"
+echo "$js" | grep -q '"skipped": {"ops\[1\]": 1}' || fail "the skipped shard is not counted: $js"
+echo "remote_http: all checks passed"

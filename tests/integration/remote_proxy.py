@@ -1,0 +1,76 @@
+#!/usr/bin/env python3
+"""remote_proxy.py: a fault-injecting HTTP proxy on loopback for tests/integration/remote_http.sh. It forwards GETs
+(with their Range) to an upstream server and, by a fixed pattern over the requests it sees (so that a run is
+reproducible), answers some with 503 and cuts others mid-body (the headers promise the whole range; half of it is
+sent, then the connection is closed). Usage: remote_proxy.py PORTFILE UPSTREAM_PORT STATSFILE [EVERY503 EVERYCUT]
+It writes the port it listens on to PORTFILE and its counts to STATSFILE after each request."""
+import http.client
+import http.server
+import socket
+import sys
+import threading
+
+port_file, upstream, stats_file = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+every_503 = int(sys.argv[4]) if len(sys.argv) > 4 else 20  # 5% of the requests
+every_cut = int(sys.argv[5]) if len(sys.argv) > 5 else 50  # 2%
+lock = threading.Lock()
+counts = {"requests": 0, "503": 0, "cut": 0, "ok": 0}
+
+
+def note(kind):
+    with lock:
+        counts[kind] += 1
+        with open(stats_file, "w") as f:
+            f.write(" ".join("%s=%d" % kv for kv in sorted(counts.items())) + "\n")
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        with lock:
+            counts["requests"] += 1
+            n = counts["requests"]
+        if n % every_503 == 3:
+            note("503")
+            body = b"busy"
+            self.send_response(503)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
+        conn = http.client.HTTPConnection("127.0.0.1", upstream, timeout=30)
+        headers = {k: v for k, v in self.headers.items() if k.lower() in ("range", "if-match")}
+        conn.request("GET", self.path, headers=headers)
+        r = conn.getresponse()
+        data = r.read()
+        conn.close()
+        self.send_response(r.status)
+        for k, v in r.getheaders():
+            if k.lower() in ("content-length", "content-range", "etag", "last-modified", "content-type"):
+                self.send_header(k, v)
+        self.end_headers()
+        if n % every_cut == 7 and len(data) > 1:
+            note("cut")
+            self.wfile.write(data[: len(data) // 2])
+            self.wfile.flush()
+            self.close_connection = True
+            try:
+                self.connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            return
+        note("ok")
+        self.wfile.write(data)
+
+
+server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+server.daemon_threads = True
+with open(port_file + ".tmp", "w") as f:
+    f.write(str(server.server_address[1]))
+import os
+os.rename(port_file + ".tmp", port_file)
+server.serve_forever()
