@@ -1,13 +1,19 @@
 /* ops/op_tar.c: `tar`, the reader of WebDataset shards (plain or compressed tar, through libarchive) named by its
  * input's `filename`: consecutive members whose paths share the part before the basename's first dot form one
  * sample, one bytes component per (lower-cased) extension ("jpg", "cls", "seg.png") plus `__key__` and `__url__`
- * (the shard), as webdataset's group_by_keys makes them. Errors name the shard and the member. */
+ * (the shard), as webdataset's group_by_keys makes them. Errors name the shard and the member. A gzip shard is
+ * inflated by zlib, not by libarchive's gzip filter, which checks neither a member's CRC-32 nor its length (and the
+ * tar reader stops at the end-of-archive blocks, before the trailer): every member's CRC and length are checked,
+ * to the end of the file. */
 #include <archive.h>
 #include <archive_entry.h>
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <string.h>
+#include <unistd.h>
+#include <zlib.h>
 
 #include "ops/op_int.h"
 
@@ -29,9 +35,79 @@ typedef struct {
   size_t len;
 } tar_member;
 
+/* A gzip shard's bytes inflated for libarchive: concatenated members, each one's CRC-32 and length checked by zlib;
+ * zero bytes after a member are padding (as Python's gzip reads them). */
+typedef struct {
+  int fd;
+  z_stream z;
+  bool member_end, eof;
+  int64_t disk; /* compressed bytes read */
+  char err[200];
+  unsigned char in[1 << 16], out[1 << 16];
+} gz_src;
+
+/* The next inflated bytes into g->out: their count, 0 at the end of the last member, -1 (g->err) on a corrupt or
+ * truncated stream or a read error. */
+static ssize_t gz_pull(gz_src *g) {
+  g->z.next_out = g->out;
+  g->z.avail_out = sizeof g->out;
+  while (g->z.avail_out == sizeof g->out) {
+    if (!g->z.avail_in && !g->eof) {
+      ssize_t n = read(g->fd, g->in, sizeof g->in);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        snprintf(g->err, sizeof g->err, "read error: %s", strerror(errno));
+        return -1;
+      }
+      g->eof = n == 0;
+      g->z.next_in = g->in;
+      g->z.avail_in = (uInt)n;
+      g->disk += n;
+    }
+    if (g->member_end) {
+      while (g->z.avail_in && !*g->z.next_in) g->z.next_in++, g->z.avail_in--;
+      if (!g->z.avail_in) {
+        if (g->eof) break;
+        continue;
+      }
+      inflateReset(&g->z); /* another member */
+      g->member_end = false;
+    }
+    if (!g->z.avail_in && g->eof) {
+      snprintf(g->err, sizeof g->err, "gzip: truncated (the file ends inside a gzip member)");
+      return -1;
+    }
+    int zr = inflate(&g->z, Z_NO_FLUSH);
+    if (zr == Z_STREAM_END) g->member_end = true;
+    else if (zr != Z_OK && zr != Z_BUF_ERROR) {
+      /* "incorrect data check": the CRC-32; "incorrect length check": ISIZE */
+      snprintf(g->err, sizeof g->err, "gzip: %s", g->z.msg ? g->z.msg : "corrupt deflate data");
+      return -1;
+    }
+  }
+  return (ssize_t)(sizeof g->out - g->z.avail_out);
+}
+
+static la_ssize_t gz_read(struct archive *a, void *data, const void **buf) {
+  gz_src *g = data;
+  ssize_t n = gz_pull(g);
+  *buf = g->out;
+  if (n < 0) archive_set_error(a, EILSEQ, "%s", g->err);
+  return n < 0 ? ARCHIVE_FATAL : n;
+}
+
+static void gz_free(gz_src *g) {
+  if (!g) return;
+  inflateEnd(&g->z);
+  close(g->fd);
+  sl__free(g);
+}
+
 typedef struct {
   sl__it it;
   struct archive *a;
+  gz_src *gz; /* a gzip shard's source: libarchive's client data, freed after the archive (which may close its
+               * client itself when an open fails) */
   char path[4096];
   int64_t disk_seen;
   char last[MAX_KEY + 256]; /* the last member's path (the pending one's, when pending) */
@@ -100,12 +176,15 @@ static void drop_sample(tar_it *t) {
 static void close_shard(tar_it *t) {
   if (t->a) archive_read_free(t->a);
   t->a = NULL;
+  gz_free(t->gz);
+  t->gz = NULL;
   t->pending = false;
 }
 
 static void account(tar_it *t) {
   if (!t->a) return; /* closed (a skipped rest): counted before */
-  int64_t d = archive_filter_bytes(t->a, -1); /* bytes read from the file, before decompression */
+  /* bytes read from the file, before decompression */
+  int64_t d = t->gz ? t->gz->disk : archive_filter_bytes(t->a, -1);
   if (d > t->disk_seen) sl__stat_add(&t->it.op->st.disk_bytes, (uint64_t)(d - t->disk_seen));
   t->disk_seen = d;
 }
@@ -141,11 +220,28 @@ static int open_path(tar_it *t) {
   t->nsample = 0;
   if (!(t->a = archive_read_new())) return sl__oom("a tar reader");
   archive_read_support_format_tar(t->a);
-  archive_read_support_filter_gzip(t->a);
   archive_read_support_filter_zstd(t->a);
   archive_read_support_filter_xz(t->a);
   t->disk_seen = 0;
-  if (archive_read_open_filename(t->a, t->path, 1 << 16) != ARCHIVE_OK) {
+  int fd = open(t->path, O_RDONLY | O_CLOEXEC);
+  unsigned char magic[2] = {0, 0};
+  if (fd >= 0 && pread(fd, magic, 2, 0) == 2 && magic[0] == 0x1f && magic[1] == 0x8b) {
+    gz_src *g = sl__calloc(1, sizeof *g);
+    if (!g || inflateInit2(&g->z, 16 + MAX_WBITS) != Z_OK) {
+      sl__free(g);
+      close(fd);
+      return sl__oom("a gzip reader");
+    }
+    g->fd = fd;
+    t->gz = g;
+    archive_read_set_callback_data(t->a, g);
+    archive_read_set_read_callback(t->a, gz_read);
+    rc = archive_read_open1(t->a);
+  } else {
+    if (fd >= 0) close(fd);
+    rc = archive_read_open_filename(t->a, t->path, 1 << 16);
+  }
+  if (rc != ARCHIVE_OK) {
     /* libarchive reads the first block to tell the format: not a tar (its file-format errno, EILSEQ, or its
      * "misc" -1) is a corrupt shard, a system errno a file that failed */
     int e = archive_errno(t->a);
@@ -210,6 +306,13 @@ static int next_member(tar_it *t) {
     struct archive_entry *en;
     int r = archive_read_next_header(t->a, &en);
     account(t);
+    if (r == ARCHIVE_EOF && t->gz) { /* the tar's end: the gzip stream is read to its end, its trailers checked */
+      ssize_t n;
+      while ((n = gz_pull(t->gz)) > 0) {
+      }
+      account(t);
+      if (n < 0) return corrupt(t, "the gzip stream after the tar's end", t->gz->err) ? SL_ECORRUPT : 0;
+    }
     if (r == ARCHIVE_EOF) return 0;
     const char *name = r == ARCHIVE_FATAL ? NULL : archive_entry_pathname(en);
     if (r < ARCHIVE_WARN || !name) {
