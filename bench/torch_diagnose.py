@@ -93,7 +93,7 @@ def builders(files, workdir, batch):
 
 def settings(loader, w, pf):
     """`loader` with num_workers w and prefetch_factor pf (same dataset, sampler, collate)."""
-    from sluice.torch_diag import _loader_args, _make_loader
+    from sluice.torch.loader import _loader_args, _make_loader
     over = {"num_workers": w, "persistent_workers": w > 0}
     if w > 0:
         over["prefetch_factor"] = pf

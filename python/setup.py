@@ -136,14 +136,17 @@ setup(
     name="sluice",
     version=version(),
     description="Fast ML input pipelines that find and remove their own bottlenecks, and ML provenance",
-    packages=["sluice"],
+    packages=["sluice", "sluice.torch"],
     ext_modules=[
         Extension(
             "sluice._sluice",
-            sources=["sluice/_sluice.c"],
+            # one module from the files of ext/, one per concern (py_module.c is its entry; py_ext.h what they share)
+            sources=sorted(os.path.join("ext", f) for f in os.listdir(os.path.join(HERE, "ext")) if f.endswith(".c")),
+            depends=[os.path.join("ext", "py_ext.h")],
             define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+            # hidden visibility: the names the files share stay inside the module; PyInit__sluice is its export
             extra_compile_args=["-std=c11", "-Wall", "-Wextra", "-Wno-unused-parameter",
-                                "-Wno-missing-field-initializers"],
+                                "-Wno-missing-field-initializers", "-fvisibility=hidden"],
         )
     ],
     cmdclass={"build_ext": BuildExt},

@@ -17,7 +17,7 @@ pytest.importorskip("torchvision")  # the planted loaders' Compose
 
 import sluice  # noqa: E402
 import sluice.torch as st  # noqa: E402
-from sluice.torch_diag import MAX_WORKERS_PER_CORE  # noqa: E402
+from sluice.torch.model import MAX_WORKERS_PER_CORE  # noqa: E402
 from conftest import ROOT  # noqa: E402
 
 sys.path.insert(0, os.path.join(ROOT, "bench"))
@@ -77,7 +77,7 @@ def test_without_workers_the_loaders_own_loop_is_priced():
     # A loader whose samples cost little: without workers a batch costs the DataLoader's own loop in the main process
     # (sampler, fetch, iterator), which no worker's figures hold; the probes' CPU in the getitem and collate figures
     # is the tracing's. Per batch here: 10 us of samples and collate, less 1 us of probes, plus a 4 us loop.
-    from sluice.torch_diag import _Model
+    from sluice.torch.model import _Model
     parts = {"__getitem__ (read, decode, rest)": [0.001, 0.001], "collate": [0.0, 0.0]}
     fig = {"batches": 100, "k": 1.0, "parts": dict(parts, **{"send to the main process": [0.5, 0.5]}),
            "work_cpu": 0.501, "work_wall": 0.501, "worker_runq": 0.0, "transfer_cpu": 0.6, "pin_cpu": None,
@@ -101,7 +101,7 @@ def test_without_workers_the_loaders_own_loop_is_priced():
 
 def test_a_loader_without_workers_drops_the_multiprocessing_context():
     # torch refuses a multiprocessing_context without workers: tuned() to 0 workers, and the no-workers probe, drop it
-    from sluice.torch_diag import _loader_args, _make_loader
+    from sluice.torch.loader import _loader_args, _make_loader
     loader = torch.utils.data.DataLoader(Samples(8), batch_size=4, num_workers=2, multiprocessing_context="spawn")
     zero = _make_loader(_loader_args(loader), num_workers=0)
     assert zero.num_workers == 0 and zero.multiprocessing_context is None and len(list(zero)) == 2
@@ -159,7 +159,7 @@ def test_no_workers_is_probed_in_a_child(tmp_path, nothing_left):
 def test_no_workers_probe_falls_back(tmp_path, nothing_left, monkeypatch, mode):
     # A dataset that raises, or hangs, without workers: the diagnosis stands on the workers' figures and says so;
     # the hanging child is killed at the probe's timeout.
-    import sluice.torch_diag as td
+    import sluice.torch.probe as td
     monkeypatch.setattr(td, "PROBE_TIMEOUT", 0.5)
     log = tmp_path / "where.log"
     r = st.diagnose(torch.utils.data.DataLoader(WhereRun(log, mode), batch_size=4, num_workers=2), seconds=0.5,
@@ -178,7 +178,7 @@ def test_no_workers_probe_falls_back(tmp_path, nothing_left, monkeypatch, mode):
 
 def test_ctrl_c_during_the_no_workers_probe(tmp_path, nothing_left, monkeypatch):
     # Ctrl-C while the probe's child hangs: the KeyboardInterrupt reaches the caller and the child is killed.
-    import sluice.torch_diag as td
+    import sluice.torch.probe as td
     monkeypatch.setattr(td, "PROBE_TIMEOUT", 60.0)
     log = tmp_path / "where.log"
     log.write_text("")

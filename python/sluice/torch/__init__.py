@@ -127,12 +127,10 @@ class Dataset(_IterableDataset):
             self.epoch = int(state_dict.get("epoch", self.epoch))
 
 
-# The bottleneck of an existing DataLoader and the settings that fix it (sluice/torch_diag.py, docs/python.md).
-from .torch_diag import DiagnoseError, Report, diagnose, tuned  # noqa: E402,F401
-
-if __name__ == "__main__":  # python -m sluice.torch diagnose SCRIPT.py
-    import sys as _sys
-
-    from .torch_diag import main as _main
-
-    _sys.exit(_main())
+# The bottleneck of an existing DataLoader and the settings that fix it (docs/python.md): the modules of this package,
+# one per concern: record (the counters in every process that runs the dataset), tracer (a traced run), probe (the
+# loader without workers, in a forked child), trace (the sluice trace), model, translate (the sluice spec), report,
+# diagnosis (diagnose, tuned), cli (python -m sluice.torch diagnose).
+from .common import DiagnoseError  # noqa: E402,F401
+from .diagnosis import diagnose, tuned  # noqa: E402,F401
+from .report import Report  # noqa: E402,F401

@@ -1,0 +1,77 @@
+/* py_sigint.c: Ctrl-C while a thread is blocked in sl_iter_next: a SIGINT handler chained in front of Python's
+ * wakes a watcher thread that cancels every live run blocked in next (and a running sl_convert). */
+#include "py_ext.h"
+
+#include <errno.h>
+#include <semaphore.h>
+#include <unistd.h>
+
+/* Python's own SIGINT handler only sets a flag that the main thread reads between bytecodes; a thread blocked in
+ * sl_iter_next would not see it until the next element arrives. So a handler of ours, chained in front of
+ * Python's, posts a semaphore (async-signal-safe), and a watcher thread cancels every iterator blocked in next.
+ * sl_iter_next then returns SL_ECANCELED and the consumer raises KeyboardInterrupt through PyErr_CheckSignals. */
+
+pthread_mutex_t sl__py_watch_mu = PTHREAD_MUTEX_INITIALIZER;
+IterObject *sl__py_live_iters;
+static sem_t sig_sem;
+static bool watcher_started;
+static struct sigaction prev_sigint;
+
+static void *watcher_main(void *arg) {
+  for (;;) {
+    while (sem_wait(&sig_sem) && errno == EINTR) {
+    }
+    pthread_mutex_lock(&sl__py_watch_mu);
+    for (IterObject *o = sl__py_live_iters; o; o = o->next)
+      if (o->in_next && o->it) sl_iter_cancel(o->it);
+    pthread_mutex_unlock(&sl__py_watch_mu);
+  }
+  return NULL;
+}
+
+/* Polled by a running sl_convert (its opts.cancel): set by the handler below, cleared when a convert starts. */
+volatile sig_atomic_t sl__py_convert_cancel;
+
+static void on_sigint(int sig, siginfo_t *info, void *ctx) {
+  int saved = errno;
+  sl__py_convert_cancel = 1;
+  sem_post(&sig_sem);
+  if (prev_sigint.sa_flags & SA_SIGINFO) {
+    if (prev_sigint.sa_sigaction) prev_sigint.sa_sigaction(sig, info, ctx);
+  } else if (prev_sigint.sa_handler != SIG_DFL && prev_sigint.sa_handler != SIG_IGN && prev_sigint.sa_handler) {
+    prev_sigint.sa_handler(sig);
+  }
+  errno = saved;
+}
+
+/* A forked child (a DataLoader worker, say) has no watcher thread: it starts its own at its first run. watch_mu is
+ * held across the fork so that the child's copy is not left locked by a thread it does not have. */
+static void watcher_before_fork(void) { pthread_mutex_lock(&sl__py_watch_mu); }
+static void watcher_parent_fork(void) { pthread_mutex_unlock(&sl__py_watch_mu); }
+static void watcher_after_fork(void) {
+  pthread_mutex_unlock(&sl__py_watch_mu);
+  watcher_started = false;
+}
+
+/* Puts on_sigint in front of the handler in force when that is a function (Python's, or one the user set with
+ * signal.signal since: that replaced ours, so we chain again). Leaves SIG_DFL/SIG_IGN alone. */
+void sl__py_watch_sigint(void) {
+  static bool atfork;
+  if (!atfork) atfork = pthread_atfork(watcher_before_fork, watcher_parent_fork, watcher_after_fork) == 0;
+  if (!watcher_started) {
+    if (sem_init(&sig_sem, 0, 0)) return;
+    pthread_t t;
+    if (pthread_create(&t, NULL, watcher_main, NULL)) return;
+    pthread_detach(t);
+    watcher_started = true;
+  }
+  struct sigaction cur;
+  if (sigaction(SIGINT, NULL, &cur)) return;
+  if ((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == on_sigint) return;
+  if (!(cur.sa_flags & SA_SIGINFO) && (cur.sa_handler == SIG_DFL || cur.sa_handler == SIG_IGN)) return;
+  struct sigaction sa = cur;
+  sa.sa_sigaction = on_sigint;
+  sa.sa_flags = cur.sa_flags | SA_SIGINFO;
+  prev_sigint = cur;
+  sigaction(SIGINT, &sa, NULL);
+}

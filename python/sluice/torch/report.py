@@ -1,0 +1,298 @@
+"""sluice.torch.report: the Report: the bottleneck in words, the figures, the text and HTML page, the translated
+spec's plan."""
+
+import json as _json
+import time as _time
+
+import sluice as _sluice
+
+from .common import DiagnoseError, MIN_BATCHES, _pct, _rate, _size
+from .loader import _batch_size, _loop_cpu
+from .model import _Model, _cache_whatif, _recommend
+from .probe import _probe_no_workers
+from .trace import _build_trace
+from .tracer import _Stop, _Tracer
+from .translate import _translate
+
+
+def _verdict(rep, trace, fig, tr, W, part_cpu):
+    """The bottleneck in words: {"kind", "stage", "words", "step", "step_share"} from the planner's bottleneck op
+    and the measured parts of the workers' stage."""
+    T, nb = fig["seconds"], fig["batches"]
+    bpath = rep.get("bottleneck")
+    bi = int(bpath[4:-1]) if bpath else -1
+    bop = trace["ops"][bi] if bi >= 0 else None
+    total = sum(part_cpu.values()) or 1.0
+    top = max(part_cpu, key=part_cpu.get) if part_cpu else None
+    share = part_cpu[top] / total if top else 0.0
+    blocked = max(fig["work_wall"] - fig["work_cpu"] - (fig["worker_runq"] or 0.0), 0.0)
+    planned_w = int(rep["ops"][1].get("planned_parallelism") or max(W, 1))
+    budget = rep["budget"]["cores"]
+    kind = "step"
+    if rep.get("too_short"):
+        kind, words = "too short", (f"the trace is too short: {nb} batches (the planner needs {MIN_BATCHES}); "
+                                    "trace for longer")
+    elif bop is None:
+        kind, words = "none", "no bottleneck: every stage costs nothing measurable"
+    elif bi == 1:
+        if fig["work_wall"] > 0 and blocked > 0.5 * fig["work_wall"]:
+            kind = "disk" if fig["disk_bytes"] > 0 else "blocked"
+            what = "reading from disk" if kind == "disk" else "blocked (I/O, sleeps or locks)"
+            words = (f"{'disk' if kind == 'disk' else 'waiting'}: the workers spend {_pct(blocked / fig['work_wall'])}"
+                     f" of their time {what}" +
+                     (f" ({fig['disk_bytes'] / T / 1e6:.1f} MB/s read)" if fig["disk_bytes"] else "") +
+                     "; more workers overlap the waits")
+        elif top == "worker start-up (each epoch)":
+            kind = "worker start-up"
+            words = (f"the workers' start-up: {_pct(share)} of worker CPU (new worker processes every epoch; "
+                     "persistent_workers=True keeps them)")
+        elif W == 0:
+            kind = "num_workers=0"
+            words = f"num_workers=0: the main process loads every sample itself; {top} takes {_pct(share)} of that CPU"
+        elif planned_w > W and W < budget - 0.5:
+            kind = "too few workers"
+            words = (f"too few workers: {W} worker process{'es' if W > 1 else ''} for {budget:g} cores; {top} is "
+                     f"{_pct(share)} of worker CPU")
+        else:
+            words = f"{top}: {_pct(share)} of worker CPU (the workers keep the cores busy)"
+    elif bop["label"].startswith("main process"):
+        kind = "main process"
+        words = (f"the main process spends {_pct(fig['transfer_cpu'] / T)} of its time unpickling batches (taking "
+                 f"them from the workers: {1e3 * fig['transfer_cpu'] / nb:.2f} ms a batch)")
+        pb = getattr(tr, "pickled_bytes", 0)
+        if pb > 0.5 * max(getattr(tr, "batch_bytes", 0), 1):
+            words += (f"; {pb / 1e6:.1f} MB of each batch is numpy arrays or Python objects, pickled by value: as "
+                      "torch tensors they would pass through shared memory")
+    elif bop["label"].startswith("pin-memory"):
+        kind = "pin memory"
+        words = f"the pin-memory thread: {_pct(fig['pin_cpu'] / T)} of a core copying batches into pinned memory"
+    elif bop["label"].startswith("your training step"):
+        kind = "training step"
+        words = (f"your training step ({_pct(fig['step_wall'] / T)} of the main process's time): the loader keeps "
+                 "up; the input pipeline is not the bottleneck")
+    else:
+        words = bop["label"]
+    return {"kind": kind, "stage": bop["label"] if bop else None, "words": words, "step": top, "step_share": share,
+            "planned_workers": planned_w}
+
+
+class Report:
+    """What ``diagnose`` found: ``print(report)`` (the words), ``to_dict()`` (the figures: ``bottleneck``,
+    ``bound``, ``measured``, ``recommend``, ...), ``save_html(path)`` (the ``sluice report`` page of the loader's
+    trace, with the words on top), ``spec`` (the same pipeline in sluice, or None) and ``trace`` (the sluice
+    trace, the JSON ``sluice analyze`` reads). Also a context manager: ``diagnose(loader, None)``."""
+
+    def __init__(self, loader, cores=0, memory=0):
+        self.loader = loader
+        self.cores, self.memory = cores, memory
+        self._d = None
+        self._tracer = None
+        self._orig_class = None
+        self.trace = None
+        self.spec = None
+        self.python_steps = []
+        self._html = None
+
+    # -- the context manager: trace the caller's loop over `loader`
+    def __enter__(self):
+        self._begin()
+        return self
+
+    def __exit__(self, et, ev, tb):
+        self._finish(ok=et is None or issubclass(et, _Stop))
+        return False
+
+    def _begin(self, deadline=None):
+        tr = self._tracer = _Tracer(self.loader)
+        self._orig_class = cls = type(self.loader)
+
+        def traced_iter(loader):
+            tr.it = None
+            while True:
+                if deadline is not None and tr.t_start is not None and _time.monotonic() - tr.t_start >= deadline:
+                    raise _Stop()
+                try:
+                    b = tr.next(restart=False)
+                except StopIteration:
+                    return
+                yield b
+
+        sub = type(cls.__name__, (cls,), {"__iter__": traced_iter, "__module__": cls.__module__})
+        object.__setattr__(self.loader, "__class__", sub)
+
+    def _finish(self, ok):
+        tr = self._tracer
+        try:
+            tr.end()
+        finally:
+            object.__setattr__(self.loader, "__class__", self._orig_class)
+            tr.close()
+        try:
+            if ok:
+                if tr.t_start is None:
+                    raise DiagnoseError("sluice.torch.diagnose: the loader was not iterated inside the with block")
+                self._fill(tr, consumer=True)
+        finally:
+            # The traced __iter__'s class is garbage in a cycle, collected late: it must not keep the user's loader
+            # (and its persistent workers) alive through the tracer.
+            tr.release()
+            self._tracer = None
+
+    # -- analysis
+    def _fill(self, tr, consumer):
+        trace, fig = _build_trace(tr, consumer)
+        fig["loop_cpu"], fig["probe_cpu"] = _loop_cpu(self.loader)
+        fig["no_workers"], no_probe = None, None
+        if self.loader.num_workers > 0:  # without workers the traced run measured num_workers=0 itself
+            fig["no_workers"], no_probe = _probe_no_workers(self.loader, fig["work_wall"] / fig["batches"])
+        self.trace = trace
+        res = _sluice._sluice.analyze_trace(_json.dumps(trace), cores=self.cores, memory=self.memory,
+                                            only_autotune=True, no_cache=True, html=False)
+        rep = self._analysis = _json.loads(res["report"])
+        L = self.loader
+        T, nb, k, per = fig["seconds"], fig["batches"], fig["k"], fig["samples_per_batch"]
+        measured = nb / T
+        part_cpu = {n: p[0] * k for n, p in fig["parts"].items()}
+        total_part = sum(part_cpu.values()) or 1.0
+        v = _verdict(rep, trace, fig, tr, L.num_workers, part_cpu)
+        model = _Model(fig, L.num_workers, rep["budget"]["cores"] if self.cores else
+                       max(rep["budget"]["cores"] - max(fig["other_load"], 0.0), 1.0), L.persistent_workers)
+        recommend = _recommend(L, rep, fig, model, v["kind"], measured)
+        base = model.rate(L.num_workers, L.persistent_workers)
+        self.spec, self.python_steps, notes = _translate(L)
+        if no_probe:
+            notes.append("num_workers=0 is priced from the workers' figures (which carry their hand-off: pickling "
+                         f"batches slows the steps between): the probe without workers gave no figure: {no_probe}")
+        pin_cost = fig["pin_cpu"] / T if fig["pin_cpu"] is not None else None
+        self._d = {
+            "bottleneck": v,
+            "bound": rep.get("bound"),
+            "predicted": rep.get("predicted") or 0.0,
+            "limit": rep.get("limit"),
+            "measured": {"batches_per_s": measured, "samples_per_s": measured * per, "seconds": T, "batches": nb,
+                         "samples_per_batch": per, "main_waiting": fig["idle"] / T,
+                         "main_unpickling": fig["transfer_cpu"] / T, "training_step": (fig["step_wall"] / T)
+                         if fig["step_wall"] is not None else None,
+                         "worker_cpu_per_batch": fig["work_cpu"] / nb, "worker_blocked_per_batch": model.blocked / nb,
+                         "worker_runq_per_batch": (fig["worker_runq"] / nb) if fig["worker_runq"] is not None else None,
+                         "disk_bytes_per_s": fig["disk_bytes"] / T, "pin_memory_cpu": pin_cost,
+                         "startup_seconds": fig["startup"], "other_load": fig["other_load"],
+                         "loader_loop_cpu_per_batch": fig["loop_cpu"], "probe_cpu_per_batch": fig["probe_cpu"],
+                         "no_workers": fig["no_workers"],
+                         "steps": {n: {"cpu_per_sample": p[0] * k / (nb * per), "wall_per_sample":
+                                       p[1] * k / (nb * per), "share": part_cpu[n] / total_part}
+                                   for n, p in fig["parts"].items()}},
+            "recommend": recommend,
+            "whatif": {"plus_one_worker": model.rate(L.num_workers + 1, L.persistent_workers) / base * measured
+                       if base > 0 else None,
+                       "no_workers": model.predict(0, measured),
+                       "plus_one_core": rep.get("whatif", {}).get("plus_one_core"),
+                       "cache": _cache_whatif(L, rep, fig, model, measured)},
+            "sentences": rep.get("text") or [],
+            "spec": self.spec,
+            "python_steps": self.python_steps,
+            "notes": notes,
+            "settings": {"num_workers": L.num_workers, "prefetch_factor": L.prefetch_factor if L.num_workers else None,
+                         "persistent_workers": L.persistent_workers, "pin_memory": L.pin_memory,
+                         "batch_size": _batch_size(L) if L.batch_sampler is not None else None},
+        }
+
+    def _need(self):
+        if self._d is None:
+            raise DiagnoseError("sluice.torch.diagnose: the report is not ready (the with block has not ended)")
+        return self._d
+
+    def to_dict(self):
+        """The figures: bottleneck, bound, predicted, measured, recommend, whatif, spec (JSON-ready)."""
+        return _json.loads(_json.dumps(self._need()))
+
+    @property
+    def recommended(self):
+        """The recommended DataLoader settings as keyword arguments."""
+        return {k: v["value"] for k, v in self._need()["recommend"].items()}
+
+    def __str__(self):
+        d = self._need()
+        m = d["measured"]
+        s = d["settings"]
+        out = [f"sluice.torch.diagnose: {type(self.loader.dataset).__name__}, num_workers={s['num_workers']}, "
+               f"batch_size={s['batch_size']}, over {m['seconds']:.1f} s",
+               f"  measured: {_rate(m['batches_per_s'])} batches/s ({_rate(m['samples_per_s'])} samples/s); the main "
+               f"process waited idle for batches {_pct(m['main_waiting'])} of the time" +
+               (f", in your step {_pct(m['training_step'])}" if m["training_step"] is not None else ""),
+               f"  bottleneck: {d['bottleneck']['words']}",
+               f"  bound: {_rate(d['bound'] or 0)} batches/s under this machine's cores (limit: {d['limit']}" +
+               (f"; other processes kept {m['other_load']:.1f} cores busy" if m["other_load"] >= 0.25 else "") + ")"]
+        steps = sorted(m["steps"].items(), key=lambda kv: -kv[1]["share"])
+        out.append("  where the CPU goes: " + ", ".join(f"{n} {_pct(v['share'])}" for n, v in steps[:6]
+                                                        if v["share"] >= 0.005))
+        w = d["whatif"]
+        if w.get("plus_one_worker"):
+            out.append(f"  what if: +1 worker {_rate(w['plus_one_worker'])} batches/s; +1 core: bound "
+                       f"{_rate(w['plus_one_core'] or 0)}")
+        c = w.get("cache")
+        if c and c["batches_per_s"] and c["batches_per_s"] > 1.05 * m["batches_per_s"]:
+            out.append(f"  what if: a cache after {c['after']} ({_size(c['bytes'])} for the dataset, "
+                       f"{'within' if c['fits'] else 'over'} the memory budget of {_size(c['memory_budget'])}): "
+                       f"epochs after the first at {_rate(c['batches_per_s'])} batches/s (a sluice `cache` op; a "
+                       "DataLoader has none)")
+        out.append("  recommend:")
+        for k, v in d["recommend"].items():
+            out.append(f"    {k}={v['value']!r} (now {v['was']!r}): {v['why']}")
+        sp = d.get("sluice_spec")
+        if sp is not None:
+            out.append(f"  the same pipeline in sluice: predicted {sp['over_loader']:.2f}x ({_rate(sp['predicted'])} "
+                       f"{sp['unit']}; report.spec, planned: report.to_dict()['sluice_spec']['spec'])")
+        elif d["spec"] is not None:
+            py = f"; Python steps: {', '.join(d['python_steps'])}" if d["python_steps"] else ""
+            out.append(f"  the same pipeline in sluice ({len(d['spec']['ops'])} ops{py}): report.spec")
+        for n in d["notes"]:
+            out.append(f"  note: {n}")
+        return "\n".join(out)
+
+    def __repr__(self):
+        if self._d is None:
+            return "<sluice.torch.Report (not filled)>"
+        return f"<sluice.torch.Report: {self._d['bottleneck']['words']}>"
+
+    def save_html(self, path):
+        """Writes the ``sluice report`` page of the loader's trace, with the diagnosis on top. Returns ``path``."""
+        self._need()
+        if self._html is None:
+            res = _sluice._sluice.analyze_trace(_json.dumps(self.trace), cores=self.cores, memory=self.memory,
+                                                only_autotune=True, no_cache=True, html=True,
+                                                source="sluice.torch.diagnose")
+            import html as _h
+            box = ("<section style=\"border:1px solid #888;padding:0.5em 1em;margin:1em 0\"><h2>DataLoader diagnosis"
+                   "</h2><pre>" + _h.escape(str(self)) + "</pre>")
+            if self.spec is not None:
+                box += "<h3>The same pipeline in sluice</h3><pre>" + _h.escape(_json.dumps(self.spec, indent=1)) + \
+                       "</pre>"
+            box += "</section>"
+            page = res["html"]
+            i = page.find("<body")
+            j = page.find(">", i) + 1 if i >= 0 else 0
+            self._html = page[:j] + box + page[j:]
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(self._html)
+        return path
+
+    def compare_spec(self, seconds=3.0):
+        """Plans the translated spec (``Pipeline.optimize`` for ``seconds``: a trace, the planner) and returns its
+        predicted rate beside the loader's measured one: {"predicted", "baseline", "bound", "unit", "over_loader",
+        "spec" (the planned spec, runnable as written in this process)}; also kept in ``to_dict()["sluice_spec"]``."""
+        p = self.pipeline()
+        plan = p.optimize(seconds=seconds)
+        measured = self._d["measured"]["batches_per_s"]
+        out = {"predicted": plan["predicted"], "baseline": plan["baseline"], "bound": plan["bound"],
+               "unit": plan["unit"], "over_loader": plan["predicted"] / measured if measured > 0 else None,
+               "spec": plan["spec"]}
+        self._d["sluice_spec"] = out
+        return out
+
+    def pipeline(self, **kw):
+        """The translated spec as a sluice.Pipeline (its Python steps are registered in this process)."""
+        if self._need()["spec"] is None:
+            raise DiagnoseError("sluice.torch.diagnose: this loader has no sluice equivalent: " +
+                                "; ".join(self._d["notes"]))
+        return _sluice.Pipeline(self.spec, **kw)
