@@ -52,9 +52,10 @@ SL_EXTERN void sl_free(void *ptr);
 
 /* Copies `src` to `dst` (at most cap - 1 bytes and a NUL, like snprintf) with the passwords of connection strings
  * replaced by `***`: the password of `scheme://user:PASSWORD@host` and the value of `password=...` (URI query
- * strings and libpq key=value conninfo, quoted or not). Returns the length of the whole redacted text, so
- * `sl_redact(NULL, 0, src) + 1` bytes hold it. Every message, page and log line of sluice goes through it
- * (docs/reliability.md). `src` NULL is "". Safe from any thread. */
+ * strings and libpq key=value conninfo, quoted or not), whatever characters the password holds, and the text of
+ * every password of a store URI the process has opened (raw and decoded) wherever it appears. Returns the length
+ * of the whole redacted text, so `sl_redact(NULL, 0, src) + 1` bytes hold it. Every message, page and log line of
+ * sluice goes through it (docs/reliability.md). `src` NULL is "". Safe from any thread. */
 SL_EXTERN size_t sl_redact(char *dst, size_t cap, const char *src);
 
 /* Writes `len` bytes of `data` to `path` atomically: into a hidden temporary created beside it (never through a

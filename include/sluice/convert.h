@@ -51,7 +51,9 @@ typedef struct sl_convert_report {
  * Tar: one sample per element, its key __key__ or image/key (else the element's index, 9 digits); each component a
  * member KEY.EXT: image/encoded -> jpg, png or webp (from the bytes), label and image/class/label -> cls, others
  * their name with '/' made '.'; __url__ and image/format (the extension says it) are left out. A member holds one
- * byte string, or one number in decimal.
+ * byte string, or one number in decimal. A key is confined to the folder a reader extracts to (leading '/', empty
+ * and "." parts dropped, ".." parts made "_": "../../x" is "_/_/x") and made unique in its shard (a key the shard
+ * holds already gets "_1", "_2", ...: sluice's and webdataset's readers group consecutive members by key).
  * A decoded image (uint8 and other pixel types) is refused: convert the encoded bytes. Errors name the element and
  * the component (or the file); on any error or cancel no output file is left, under a final or temporary name. */
 SL_EXTERN int sl_convert(sl_convert_report *report, sl_pipeline *p, const sl_convert_opts *opts);

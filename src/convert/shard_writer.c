@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <xxhash.h>
 
 #include "core/outfile_int.h"
 #include "io/io_int.h"
@@ -137,8 +138,31 @@ static void member_ext(char *ext, size_t cap, const sl_comp *c) {
     if (*p == '/') *p = '.';
 }
 
-/* The sample's key: __key__ or image/key, else the element's index; a key whose base name has a dot would split
- * differently when read back (the part before the first dot is the key). */
+/* A key as a member path that stays inside the directory a reader extracts to: leading '/'s, empty and "."
+ * components dropped, a ".." component made "_" ("../../x" is "_/_/x", "/abs/x" is "abs/x"). In place; its new
+ * length. */
+static size_t key_confine(char *k, size_t n) {
+  size_t o = 0, i = 0;
+  while (i < n) {
+    size_t e = i;
+    while (e < n && k[e] != '/') e++;
+    size_t l = e - i;
+    if (l && !(l == 1 && k[i] == '.')) {
+      if (o) k[o++] = '/';
+      if (l == 2 && k[i] == '.' && k[i + 1] == '.') k[o++] = '_';
+      else {
+        memmove(k + o, k + i, l);
+        o += l;
+      }
+    }
+    i = e + 1;
+  }
+  k[o] = 0;
+  return o;
+}
+
+/* The sample's key: __key__ or image/key (confined: key_confine), else the element's index; a key whose base name
+ * has a dot would split differently when read back (the part before the first dot is the key). */
 static int sample_key(sl__str *key, const sl_elem *e, int64_t index) {
   key->len = 0;
   for (int k = 0; k < e->n; k++) {
@@ -146,18 +170,76 @@ static int sample_key(sl__str *key, const sl_elem *e, int64_t index) {
     if ((strcmp(c->name, "__key__") && strcmp(c->name, "image/key")) || c->dtype != SL_BYTES || c->rank != 0) continue;
     int rc = sl__str_append(key, sl_comp_data(c), c->size);
     if (rc) return rc;
+    if (memchr(key->s, 0, key->len))
+      return sl__err(SL_EINVAL, "component '%s': the key holds a NUL byte: it cannot name a tar member", c->name);
+    key->len = key_confine(key->s, key->len);
+    if (!key->len) break; /* nothing left ("/", ".."): the index */
     const char *base = strrchr(key->s, '/');
     base = base ? base + 1 : key->s;
-    if (!*base || strchr(base, '.') || memchr(key->s, 0, key->len))
+    if (strchr(base, '.'))
       return sl__err(SL_EINVAL, "component '%s': the key '%s' cannot name a WebDataset sample (a base name without "
                      "dots is needed: the reader keys on the part before the first dot)", c->name, key->s);
     return 0;
   }
+  key->len = 0;
   return sl__str_printf(key, "%09" PRId64, index);
 }
 
-static int write_sample(sl__tarw *w, const sl_elem *e, int64_t index, sl__str *key, sl__str *name, uint64_t *bytes) {
+/* The keys a shard holds, as 64-bit hashes (open addressing; 0 is an empty slot): a key written again gets a suffix,
+ * so that no two samples of a shard share a key (a reader groups consecutive members by key, and an extraction
+ * would write one over the other). */
+typedef struct {
+  uint64_t *h;
+  size_t cap, n;
+} keyset;
+
+/* Adds h; false when it was there already. SL_ENOMEM as *rc. */
+static bool keyset_add(keyset *s, uint64_t h, int *rc) {
+  h |= 1;
+  if (2 * (s->n + 1) > s->cap) {
+    size_t cap = s->cap ? 2 * s->cap : 1024;
+    uint64_t *nh = sl__calloc(cap, sizeof *nh);
+    if (!nh) {
+      *rc = sl__oom("a shard's key set");
+      return false;
+    }
+    for (size_t i = 0; i < s->cap; i++)
+      if (s->h[i])
+        for (size_t j = s->h[i] & (cap - 1);; j = (j + 1) & (cap - 1))
+          if (!nh[j]) {
+            nh[j] = s->h[i];
+            break;
+          }
+    sl__free(s->h);
+    s->h = nh;
+    s->cap = cap;
+  }
+  for (size_t j = h & (s->cap - 1);; j = (j + 1) & (s->cap - 1)) {
+    if (s->h[j] == h) return false;
+    if (!s->h[j]) {
+      s->h[j] = h;
+      s->n++;
+      return true;
+    }
+  }
+}
+
+/* The key made unique in its shard: as it is, else with "_1", "_2", ... */
+static int unique_key(sl__str *key, keyset *seen) {
+  int rc = 0;
+  size_t base = key->len;
+  for (uint64_t n = 1; !keyset_add(seen, XXH3_64bits(key->s, key->len), &rc); n++) {
+    if (rc) return rc;
+    key->len = base;
+    if ((rc = sl__str_printf(key, "_%" PRIu64, n))) return rc;
+  }
+  return rc;
+}
+
+static int write_sample(sl__tarw *w, keyset *seen, const sl_elem *e, int64_t index, sl__str *key, sl__str *name,
+                        uint64_t *bytes) {
   int rc = sample_key(key, e, index);
+  if (!rc) rc = unique_key(key, seen);
   if (rc) return rc;
   char exts[SL_MAX_COMPONENTS][256];
   int members = 0;
@@ -204,6 +286,7 @@ typedef struct {
   sl__outfile *of;
   sl_tfrecord_writer **tw;
   sl__tarw **tar;
+  keyset *keys; /* per tar shard */
 } shard_set;
 
 /* Closes the writers, then renames every shard into place (keep) or removes them all. */
@@ -224,14 +307,19 @@ static int finish(shard_set *s, bool keep) {
   sl__free(s->of);
   sl__free(s->tw);
   sl__free(s->tar);
+  for (int i = 0; s->keys && i < s->n; i++) sl__free(s->keys[i].h);
+  sl__free(s->keys);
   return rc;
 }
 
 static int open_shards(shard_set *s, const sl_convert_opts *o) {
   s->of = sl__calloc((size_t)o->shards, sizeof *s->of);
-  if (o->format == SL_CONVERT_TAR) s->tar = sl__calloc((size_t)o->shards, sizeof *s->tar);
-  else s->tw = sl__calloc((size_t)o->shards, sizeof *s->tw);
-  if (!s->of || (!s->tar && !s->tw)) return sl__oom("the converter's shards");
+  if (o->format == SL_CONVERT_TAR) {
+    s->tar = sl__calloc((size_t)o->shards, sizeof *s->tar);
+    s->keys = sl__calloc((size_t)o->shards, sizeof *s->keys);
+  } else
+    s->tw = sl__calloc((size_t)o->shards, sizeof *s->tw);
+  if (!s->of || (!s->tar && !s->tw) || (s->tar && !s->keys)) return sl__oom("the converter's shards");
   sl__str path = {0};
   int rc = 0;
   for (int i = 0; i < o->shards && !rc; i++) {
@@ -317,7 +405,7 @@ int sl_convert(sl_convert_report *report, sl_pipeline *p, const sl_convert_opts 
       break;
     }
     int shard = (int)(rep.elements % o.shards);
-    rc = s.tar ? write_sample(s.tar[shard], &e, rep.elements, &key, &name, &rep.bytes)
+    rc = s.tar ? write_sample(s.tar[shard], &s.keys[shard], &e, rep.elements, &key, &name, &rep.bytes)
                : write_example(s.tw[shard], &e, &rep.bytes);
     if (rc) sl__err_wrap(rc, "element %" PRId64, rep.elements);
     sl_elem_clear(&e);

@@ -38,6 +38,16 @@ int sl__err_wrap(int code, const char *fmt, ...) __attribute__((format(printf, 2
 bool sl__json_oom_take(void);
 /* sl_redact into a new string (sl__free it); NULL when out of memory. */
 char *sl__redact_dup(const char *src);
+/* Notes the passwords a connection string holds (a URI's userinfo, `password=` of its query or of libpq conninfo),
+ * raw and decoded, so that every later sl_redact in the process replaces their text wherever it appears (libpq
+ * echoes fragments of a URI in its own messages). Call it before the string can reach any message. */
+void sl__redact_note(const char *conn);
+/* A postgresql:// URI split into the URI without its password (userinfo password and `password=` query
+ * parameter removed) and the password, percent-decoded (NULL when it has none), both sl__free'd by the caller: the
+ * password goes to libpq as a keyword of its own, so no message of libpq about the URI can hold it. A password's
+ * extent is read by the same rules as sl_redact's (the last '@' of the authority ends it). Notes the password
+ * (sl__redact_note). SL_ENOMEM. */
+int sl__uri_take_password(const char *uri, char **rest, char **password);
 /* SL_ENOMEM with a message naming what was being allocated. */
 int sl__oom(const char *what);
 

@@ -59,6 +59,45 @@ static void *png_calloc(size_t n, size_t size) {
   if (!p) png_oom = true;
   return p;
 }
+/* libspng (0.7.3) stores at most 1,000 ancillary chunks and refuses a PNG with more, and its SPNG_CHUNK_COUNT_LIMIT
+ * cannot be raised (spng_set_option refuses every value): a PNG with more than PNG_KEEP_CHUNKS of them is decoded
+ * from a copy without its ancillary chunks but tRNS (the one that changes the pixels). */
+enum { PNG_KEEP_CHUNKS = 900 };
+static uint32_t be32(const uint8_t *p) { return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]; }
+static bool png_dropped(const uint8_t *type) { return (type[0] & 0x20) && memcmp(type, "tRNS", 4); }
+
+/* Walks the chunks of d (n bytes, past the signature) to IEND or the first that does not fit, copying those kept
+ * to o (when not NULL) and counting those dropped; the bytes after the walk are copied as they are (libspng judges
+ * them). Returns the bytes written. */
+static size_t png_walk(const uint8_t *d, size_t n, uint8_t *o, size_t *dropped) {
+  size_t at = 8, w = 8;
+  if (o) memcpy(o, d, 8);
+  *dropped = 0;
+  while (at + 12 <= n) {
+    uint32_t len = be32(d + at);
+    if (len > n - at - 12) break;
+    const uint8_t *type = d + at + 4;
+    if (png_dropped(type)) ++*dropped;
+    else if (o) memcpy(o + w, d + at, 12 + (size_t)len), w += 12 + (size_t)len;
+    else w += 12 + (size_t)len;
+    at += 12 + (size_t)len;
+    if (!memcmp(type, "IEND", 4)) break;
+  }
+  if (o) memcpy(o + w, d + at, n - at);
+  return w + (n - at);
+}
+
+/* The PNG to decode: data itself, or (more than PNG_KEEP_CHUNKS ancillary chunks) a copy without them in *copy. */
+static int png_source(const uint8_t **data, size_t *len, uint8_t **copy) {
+  *copy = NULL;
+  size_t dropped;
+  if (*len < 8 || (png_walk(*data, *len, NULL, &dropped), dropped <= PNG_KEEP_CHUNKS)) return 0;
+  if (!(*copy = sl__malloc(*len))) return sl__oom("a PNG without its ancillary chunks");
+  *len = png_walk(*data, *len, *copy, &dropped);
+  *data = *copy;
+  return 0;
+}
+
 static spng_ctx *png_ctx(void) {
   static struct spng_alloc a = {png_malloc, png_realloc, png_calloc, sl__free};
   png_oom = false;
@@ -69,16 +108,31 @@ static int png_err(int src) {
                                      : sl__err(SL_ECORRUPT, "corrupt PNG: %s", spng_strerror(src));
 }
 
+/* A chunk error, the limits named. */
+static int png_chunks_err(int src) {
+  if (src == SPNG_ECHUNK_LIMITS)
+    return sl__err(SL_ECORRUPT, "corrupt PNG: more than 16 MiB of ancillary chunks (%s)", spng_strerror(src));
+  return png_err(src);
+}
+
 static int png_decode(const uint8_t *data, size_t len, const img_opts *o, sl_buf **out, int64_t *oh, int64_t *ow,
                       int64_t *oc) {
+  uint8_t *copy;
+  int rc = png_source(&data, &len, &copy);
+  if (rc) return rc;
   spng_ctx *ctx = png_ctx();
-  if (!ctx) return sl__oom("a PNG decoder");
+  if (!ctx) {
+    sl__free(copy);
+    return sl__oom("a PNG decoder");
+  }
   uint8_t *rgba = NULL;
   struct spng_ihdr ih;
   size_t need = 0;
-  int rc = 0, src = spng_set_png_buffer(ctx, data, len);
-  /* Ancillary chunks are kept to 16 MiB (text, ICC): the image data itself is bounded by max_pixels below. */
+  int src = spng_set_png_buffer(ctx, data, len);
+  /* Ancillary chunks are kept to 16 MiB (text, ICC; their count: png_source): the image data itself is bounded by
+   * max_pixels below. A critical chunk with a wrong CRC is an error, an ancillary one is skipped. */
   if (!src) src = spng_set_chunk_limits(ctx, 16u << 20, 16u << 20);
+  if (!src) src = spng_set_crc_action(ctx, SPNG_CRC_ERROR, SPNG_CRC_DISCARD);
   if (!src) src = spng_get_ihdr(ctx, &ih);
   if (src) {
     rc = png_err(src);
@@ -87,8 +141,13 @@ static int png_decode(const uint8_t *data, size_t len, const img_opts *o, sl_buf
   if ((rc = check_size(ih.height, ih.width, o->max_pixels, "PNG"))) goto done;
   bool gray = ih.color_type == SPNG_COLOR_TYPE_GRAYSCALE || ih.color_type == SPNG_COLOR_TYPE_GRAYSCALE_ALPHA;
   struct spng_trns trns;
+  int trc = spng_get_trns(ctx, &trns); /* reads the chunks before the image data: their errors are this PNG's */
+  if (trc && trc != SPNG_ECHUNKAVAIL) {
+    rc = png_chunks_err(trc);
+    goto done;
+  }
   bool alpha = ih.color_type == SPNG_COLOR_TYPE_GRAYSCALE_ALPHA || ih.color_type == SPNG_COLOR_TYPE_TRUECOLOR_ALPHA ||
-               spng_get_trns(ctx, &trns) == 0;
+               trc == 0;
   int c = o->channels ? o->channels : alpha ? 4 : gray ? 1 : 3;
   /* Every layout (palette, gray, 16-bit: scaled) straight into the output as RGB8 or RGBA8 (libspng drops or adds
    * alpha), or to one channel through RGBA8. */
@@ -107,6 +166,12 @@ static int png_decode(const uint8_t *data, size_t len, const img_opts *o, sl_buf
     rc = png_err(src);
     goto done;
   }
+  /* The image data's last chunk ends with a CRC that the decode stops short of: the chunks after it are read so
+   * that it is checked (a missing IEND after whole image data is let pass, as other decoders do). */
+  if ((src = spng_decode_chunks(ctx)) && src != SPNG_EOF) {
+    rc = png_chunks_err(src);
+    goto done;
+  }
   if (c == 1) rgba_to(rgba, dst, (size_t)ih.height * ih.width, 1);
   *oh = ih.height, *ow = ih.width, *oc = c;
 done:
@@ -115,6 +180,7 @@ done:
     *out = NULL;
   }
   sl__free(rgba);
+  sl__free(copy);
   spng_ctx_free(ctx);
   return rc;
 }

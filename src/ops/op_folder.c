@@ -9,6 +9,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <xxhash.h>
 
 #include "fns/fns_int.h"
 #include "ops/op_int.h"
@@ -34,6 +35,9 @@ typedef struct {
   bool shuffle, reshuffle, skip;
   int64_t seed;
   char *first; /* the first sample's path, made when the tracer asks (folder_first) */
+  /* The listing's identity, per class (a resume checks it: sl__folder_listing): images, and a hash of their names,
+   * sizes and modification times in the listing's order. */
+  uint64_t *ccount, *chash;
 } folder_cfg;
 
 typedef struct {
@@ -247,11 +251,25 @@ static int folder_parse(sl__op *op, json_t *o) {
   op->random = c->shuffle;
   op->cardinality = c->skip ? -1 : c->n; /* a skipped unreadable file makes an epoch shorter */
   uint64_t total = 0;
+  c->ccount = sl__calloc((size_t)c->nclasses, sizeof *c->ccount);
+  c->chash = sl__calloc((size_t)c->nclasses, sizeof *c->chash);
+  if (!c->ccount || !c->chash) return sl__oom("the listing's identity");
+  size_t rootlen = strlen(c->root);
   for (int64_t i = 0; i < c->n; i++) {
     struct stat st;
     char *p = join(c->s[i].dir, c->s[i].name);
     if (!p) return sl__oom("a path");
-    if (stat(p, &st) == 0 && S_ISREG(st.st_mode)) total += (uint64_t)st.st_size;
+    uint64_t id[2] = {0, 0};
+    if (stat(p, &st) == 0 && S_ISREG(st.st_mode)) {
+      total += (uint64_t)st.st_size;
+      id[0] = (uint64_t)st.st_size;
+      id[1] = (uint64_t)st.st_mtim.tv_sec * 1000000000u + (uint64_t)st.st_mtim.tv_nsec;
+    }
+    /* the path under the root (a class moved or renamed changes it) with its size and time, in listing order */
+    uint64_t h = XXH3_64bits_withSeed(p + rootlen, strlen(p + rootlen), XXH3_64bits(id, sizeof id));
+    int64_t l = c->s[i].label;
+    c->ccount[l]++;
+    c->chash[l] = c->chash[l] * 0x9E3779B97F4A7C15ull + h;
     sl__free(p);
   }
   op->source_bytes = total; /* one epoch's bytes, as `files` gives them */
@@ -340,7 +358,18 @@ static void folder_free_op(sl__op *op) {
   for (int i = 0; i < c->nexts; i++) sl__free(c->exts[i]);
   sl__free(c->root);
   sl__free(c->first);
+  sl__free(c->ccount);
+  sl__free(c->chash);
   sl__free(c);
+}
+
+int64_t sl__folder_listing(const sl__op *op, const char *const **classes, const uint64_t **count,
+                           const uint64_t **hash) {
+  const folder_cfg *c = op->impl;
+  *classes = (const char *const *)c->classes;
+  *count = c->ccount;
+  *hash = c->chash;
+  return c->nclasses;
 }
 
 static const sl__arg FOLDER_KNOBS[] = {

@@ -118,6 +118,11 @@ int sl__op_batch_shape(sl__op *op, sl__struct *s, int64_t size, bool padded);
 /* Follows the element structure to op `op` (its input's and source's structures are set): sets op->shape. */
 int sl__op_infer(sl__op *op, const sl__struct *seed);
 
+/* image_folder's listing as a resume checks it (pipeline_state.c): its classes in label order, and per class its
+ * image count and a hash of its images' paths under the root, sizes and modification times. Returns the class
+ * count; the arrays are the op's. */
+int64_t sl__folder_listing(const sl__op *op, const char *const **classes, const uint64_t **count,
+                           const uint64_t **hash);
 /* A shuffled order of 0..n-1 (*order, sl__free'd by the caller) for a file-listing op: from `seed` (-1: the
  * pipeline's), the op's seed and, when `reshuffle`, the epoch (op_read.c; `files` and `image_folder`). */
 /* Every cache op's file checked so (at build: validate says it too). */

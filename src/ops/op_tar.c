@@ -1,13 +1,19 @@
 /* ops/op_tar.c: `tar`, the reader of WebDataset shards (plain or compressed tar, through libarchive) named by its
  * input's `filename`: consecutive members whose paths share the part before the basename's first dot form one
  * sample, one bytes component per (lower-cased) extension ("jpg", "cls", "seg.png") plus `__key__` and `__url__`
- * (the shard), as webdataset's group_by_keys makes them. Errors name the shard and the member. */
+ * (the shard), as webdataset's group_by_keys makes them. Errors name the shard and the member. A gzip shard is
+ * inflated by zlib, not by libarchive's gzip filter, which checks neither a member's CRC-32 nor its length (and the
+ * tar reader stops at the end-of-archive blocks, before the trailer): every member's CRC and length are checked,
+ * to the end of the file. */
 #include <archive.h>
 #include <archive_entry.h>
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <string.h>
+#include <unistd.h>
+#include <zlib.h>
 
 #include "io/stream_int.h"
 #include "ops/op_int.h"
@@ -31,11 +37,29 @@ typedef struct {
   size_t len;
 } tar_member;
 
+/* A gzip shard's bytes inflated for libarchive: concatenated members, each one's CRC-32 and length checked by zlib;
+ * zero bytes after a member are padding (as Python's gzip reads them). Its compressed bytes come from the shard's
+ * stream through the tar reader's buffer. */
+typedef struct {
+  z_stream z;
+  bool member_end, eof;
+  char err[1100];
+  unsigned char out[1 << 16];
+} gz_src;
+
+static void gz_free(gz_src *g) {
+  if (!g) return;
+  inflateEnd(&g->z);
+  sl__free(g);
+}
+
 typedef struct {
   sl__it it;
   struct archive *a;
   sl__stream *st;      /* the shard, a local file or a remote object, that libarchive reads through read_cb */
-  unsigned char *rbuf; /* read_cb's buffer */
+  unsigned char *rbuf; /* read_cb's buffer (gz_pull's input) */
+  size_t first;        /* bytes of rbuf read to tell gzip from the rest, not yet handed to libarchive */
+  gz_src *gz;          /* a gzip shard's inflater (NULL: libarchive reads the stream itself) */
   int io_rc;           /* the stream's error, when reading it failed (not the tar: reported as such) */
   char io_msg[1024];
   char path[4096];
@@ -114,22 +138,85 @@ static void close_shard(tar_it *t) {
   t->a = NULL;
   sl__stream_free(t->st);
   t->st = NULL;
+  gz_free(t->gz);
+  t->gz = NULL;
+  t->first = 0;
   t->pending = false;
 }
 
 /* libarchive's view of the stream: a failure is kept (io_rc) so that it is reported as the I/O error it is. */
-static la_ssize_t read_cb(struct archive *a, void *ud, const void **buf) {
-  tar_it *t = ud;
-  size_t got;
-  int rc = sl__stream_read(t->st, t->rbuf, RBUF, &got);
-  *buf = t->rbuf;
+/* The stream's next bytes into t->rbuf: 0, or its error kept in io_rc/io_msg. */
+static int raw_read(tar_it *t, size_t *got) {
+  int rc = sl__stream_read(t->st, t->rbuf, RBUF, got);
   if (rc) {
     t->io_rc = rc;
     snprintf(t->io_msg, sizeof t->io_msg, "%s", sl_error_last());
+  }
+  return rc;
+}
+
+static la_ssize_t read_cb(struct archive *a, void *ud, const void **buf) {
+  tar_it *t = ud;
+  size_t got = t->first;
+  *buf = t->rbuf;
+  if (t->first) { /* the bytes read to tell the format */
+    t->first = 0;
+    return (la_ssize_t)got;
+  }
+  if (raw_read(t, &got)) {
     archive_set_error(a, EIO, "%s", t->io_msg);
     return -1;
   }
   return (la_ssize_t)got;
+}
+
+/* The next inflated bytes into gz->out: their count, 0 at the end of the last member, -1 (gz->err, or io_rc for the
+ * stream's own failure) on a corrupt or truncated gzip stream or a read error. */
+static ssize_t gz_pull(tar_it *t) {
+  gz_src *g = t->gz;
+  g->z.next_out = g->out;
+  g->z.avail_out = sizeof g->out;
+  while (g->z.avail_out == sizeof g->out) {
+    if (!g->z.avail_in && !g->eof) {
+      size_t n;
+      if (raw_read(t, &n)) {
+        snprintf(g->err, sizeof g->err, "%s", t->io_msg);
+        return -1;
+      }
+      g->eof = n == 0;
+      g->z.next_in = t->rbuf;
+      g->z.avail_in = (uInt)n;
+    }
+    if (g->member_end) {
+      while (g->z.avail_in && !*g->z.next_in) g->z.next_in++, g->z.avail_in--;
+      if (!g->z.avail_in) {
+        if (g->eof) break;
+        continue;
+      }
+      inflateReset(&g->z); /* another member */
+      g->member_end = false;
+    }
+    if (!g->z.avail_in && g->eof) {
+      snprintf(g->err, sizeof g->err, "gzip: truncated (the file ends inside a gzip member)");
+      return -1;
+    }
+    int zr = inflate(&g->z, Z_NO_FLUSH);
+    if (zr == Z_STREAM_END) g->member_end = true;
+    else if (zr != Z_OK && zr != Z_BUF_ERROR) {
+      /* "incorrect data check": the CRC-32; "incorrect length check": ISIZE */
+      snprintf(g->err, sizeof g->err, "gzip: %s", g->z.msg ? g->z.msg : "corrupt deflate data");
+      return -1;
+    }
+  }
+  return (ssize_t)(sizeof g->out - g->z.avail_out);
+}
+
+static la_ssize_t gz_read(struct archive *a, void *ud, const void **buf) {
+  tar_it *t = ud;
+  ssize_t n = gz_pull(t);
+  *buf = t->gz->out;
+  if (n < 0) archive_set_error(a, t->io_rc ? EIO : EILSEQ, "%s", t->gz->err);
+  return n < 0 ? ARCHIVE_FATAL : n;
 }
 /* Member data skipped by moving the stream (a remote one then fetches from there, not what lies between). */
 static la_int64_t skip_cb(struct archive *a, void *ud, la_int64_t n) {
@@ -198,7 +285,6 @@ static int open_path(tar_it *t) {
   t->nsample = 0;
   if (!(t->a = archive_read_new())) return sl__oom("a tar reader");
   archive_read_support_format_tar(t->a);
-  archive_read_support_filter_gzip(t->a);
   archive_read_support_filter_zstd(t->a);
   archive_read_support_filter_xz(t->a);
   t->disk_seen = 0;
@@ -207,9 +293,33 @@ static int open_path(tar_it *t) {
   if (!t->rbuf && !(t->rbuf = sl__malloc(RBUF))) return sl__oom("a tar reader");
   /* a local shard must be a regular file (libarchive's open of a FIFO would wait for a writer) */
   if ((rc = sl__stream_open(&t->st, t->path, &((const tar_cfg *)t->it.op->impl)->net))) return unreadable(t, rc);
+  /* Its first bytes tell a gzip shard, which zlib inflates (libarchive's gzip filter checks no CRC). */
+  size_t got = 0;
+  t->first = 0;
+  do {
+    if ((rc = sl__stream_read(t->st, t->rbuf + t->first, RBUF - t->first, &got))) {
+      t->io_rc = rc;
+      snprintf(t->io_msg, sizeof t->io_msg, "%s", sl_error_last());
+      return unreadable(t, rc);
+    }
+    t->first += got;
+  } while (got && t->first < 2);
   archive_read_set_callback_data(t->a, t);
-  archive_read_set_read_callback(t->a, read_cb);
-  archive_read_set_skip_callback(t->a, skip_cb);
+  if (t->first >= 2 && t->rbuf[0] == 0x1f && t->rbuf[1] == 0x8b) {
+    if (!(t->gz = sl__calloc(1, sizeof *t->gz))) return sl__oom("a gzip reader");
+    if (inflateInit2(&t->gz->z, 16 + MAX_WBITS) != Z_OK) {
+      sl__free(t->gz);
+      t->gz = NULL;
+      return sl__oom("a gzip reader");
+    }
+    t->gz->z.next_in = t->rbuf;
+    t->gz->z.avail_in = (uInt)t->first;
+    t->first = 0;
+    archive_read_set_read_callback(t->a, gz_read);
+  } else {
+    archive_read_set_read_callback(t->a, read_cb);
+    archive_read_set_skip_callback(t->a, skip_cb);
+  }
   if (archive_read_open1(t->a) != ARCHIVE_OK) {
     /* libarchive reads the first block to tell the format: not a tar (its file-format errno, EILSEQ, or its
      * "misc" -1) is a corrupt shard, a system errno a file that failed */
@@ -281,6 +391,13 @@ static int next_member(tar_it *t) {
     struct archive_entry *en;
     int r = archive_read_next_header(t->a, &en);
     account(t);
+    if (r == ARCHIVE_EOF && t->gz) { /* the tar's end: the gzip stream is read to its end, its trailers checked */
+      ssize_t n;
+      while ((n = gz_pull(t)) > 0) {
+      }
+      account(t);
+      if (n < 0) return corrupt(t, "the gzip stream after the tar's end", t->gz->err) ? SL_ECORRUPT : 0;
+    }
     if (r == ARCHIVE_EOF) return 0;
     const char *name = r == ARCHIVE_FATAL ? NULL : archive_entry_pathname(en);
     if (r < ARCHIVE_WARN || !name) {

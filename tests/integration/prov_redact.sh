@@ -46,6 +46,28 @@ for u in "${BAD[@]}"; do
   run 1 env SLUICE_PROV="$u" "$CLI" run "$T/s.json"
   run any env SLUICE_PROV="$u" "$CLI" trace "$T/s.json" -o "$O/t.json"
 done
+# ---- issue 47 row 5: a password holding any printable ASCII character, a tab or UTF-8, raw and percent-encoded,
+# in the userinfo, the query and a quoted conninfo value; libpq's own messages about what it misreads included
+pct() { python3 -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=""))' "$1"; }
+chars=($'\t' "é" "密码" "🔑")
+for c in $(seq 32 126); do chars+=("$(printf "\\$(printf %o "$c")")"); done
+for c in "${chars[@]}"; do
+  pw="ab${c}$PW"
+  e=$(pct "$pw")
+  sq=${pw//\\/\\\\}
+  sq=${sq//\'/\\\'}
+  if [[ $c =~ ^[A-Za-z0-9]$ ]]; then # nothing a parser reads: one form, one output path
+    run 1 "$CLI" prov ls "postgresql://u:$pw@127.0.0.1:1/x"
+    continue
+  fi
+  u="postgresql://u:$pw@127.0.0.1:1/x" # each output path: stderr, --json's "error", the optional record's warning
+  run 1 "$CLI" prov ls "$u"
+  run 1 "$CLI" run "$T/s.json" --record "$u" --json
+  run 0 env SLUICE_PROV="$u" "$CLI" run "$T/s.json" --record-optional
+  run 1 "$CLI" prov ls "postgresql://u:$e@127.0.0.1:1/x?sslmode=disable"
+  run 1 "$CLI" run "$T/s.json" --record "postgresql://u@127.0.0.1:1/x?password=$pw" --json
+  run 1 "$CLI" prov ls "host=127.0.0.1 port=1 password='$sq' dbname=x"
+done
 # the URI is named, its password is not
 grep -rq "postgresql://u:\*\*\*@127.0.0.1:1/x" "$O" || fail "the redacted URI is not named in any message"
 grep -rq "password=\*\*\*" "$O" || fail "the redacted password= is not named in any message"

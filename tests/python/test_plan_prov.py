@@ -104,6 +104,18 @@ def test_store_never_shows_a_password():
         s = sluice.prov.Store.__new__(sluice.prov.Store)  # a Store as __init__ leaves it, without a server
         s.uri = uri
         assert secret not in repr(s) and "127.0.0.1:1" in repr(s)
+    # issue 47 row 5: whatever character the password holds, raw or percent-encoded, in the userinfo or the query
+    from urllib.parse import quote
+    for c in [chr(i) for i in range(32, 127)] + ["\t", "é", "密码"]:
+        pw = f"ab{c}{secret}"
+        for uri in (f"postgresql://u:{pw}@127.0.0.1:1/x", f"postgresql://u:{quote(pw, safe='')}@127.0.0.1:1/x",
+                    f"postgresql://u@127.0.0.1:1/x?password={pw}"):
+            with pytest.raises(sluice.StoreError) as ei:
+                sluice.prov.Store(uri)
+            assert secret not in str(ei.value), (c, str(ei.value))
+            s = sluice.prov.Store.__new__(sluice.prov.Store)
+            s.uri = uri
+            assert secret not in repr(s), (c, repr(s))
 
 
 def test_should_train_agrees_with_the_cli(tmp_path, cli):

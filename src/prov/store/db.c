@@ -29,6 +29,7 @@ static bool is_conninfo(const char *u) {
 int sl__pdb_open(sl__pdb **out, const char *uri, bool create) {
   *out = NULL;
   if (!uri || !*uri) return sl__err(SL_EINVAL, "empty store URI");
+  sl__redact_note(uri); /* before any message can name it */
   const sl__pdb_vt *vt = uri_names_postgres(uri) ? &sl__pdb_postgres : &sl__pdb_sqlite;
   const char *target = vt == &sl__pdb_sqlite && !strncmp(uri, "sqlite:", 7) ? uri + 7 : uri;
   sl__pdb *db = sl__calloc(1, vt->db_size);

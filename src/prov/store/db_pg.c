@@ -77,10 +77,16 @@ static int pg_open(sl__pdb *base, const char *uri, bool create) {
   pg_db *db = PDB(base);
   int rc = sl__pq_load(base->where);
   if (rc) return rc;
-  /* connect_timeout first: a value in the URI (expanded after it) wins. */
-  const char *kw[] = {"connect_timeout", "dbname", NULL};
-  const char *val[] = {"5", uri, NULL};
+  /* The password goes as a keyword of its own, never inside the URI libpq parses (and may quote in a message).
+   * connect_timeout first: a value in the URI (expanded after it) wins; the password last: it wins. */
+  char *rest, *pw;
+  if ((rc = sl__uri_take_password(uri, &rest, &pw))) return rc;
+  const char *kw[] = {"connect_timeout", "dbname", pw ? "password" : NULL, NULL};
+  const char *val[] = {"5", rest, pw, NULL};
   db->pg = PQconnectdbParams(kw, val, 1);
+  if (pw) explicit_bzero(pw, strlen(pw));
+  sl__free(pw);
+  sl__free(rest);
   if (!db->pg) return sl__oom("PostgreSQL connection");
   if (PQstatus(db->pg) != CONNECTION_OK) {
     char msg[512];

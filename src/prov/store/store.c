@@ -97,6 +97,7 @@ int sl__prov_stmt(sl_prov *p, int which, sl__pstmt **out) {
 
 int sl_prov_open(sl_prov **out, const char *uri, unsigned flags) {
   *out = NULL;
+  sl__redact_note(uri); /* before any message can name it */
   sl_prov *p = sl__calloc(1, sizeof *p);
   if (!p) return sl__oom("store");
   p->uri = sl__redact_dup(uri); /* for messages: no password */
