@@ -352,6 +352,7 @@ static int sl__state_decode(sl_pipeline *p, const void *buf, size_t len, sl__sr 
                       : s0.dev != s1.dev || s0.ino != s1.ino    ? "it is another file: its inode differs (renamed, "
                                                                   "replaced or swapped with another)"
                       : s0.edges != s1.edges                     ? "its content differs (its first or last 4 KiB)"
+                      : s0.mtime != s1.mtime && sl__is_url(files[i]) ? "its ETag or Last-Modified differs"
                       : s0.mtime != s1.mtime                     ? "its modification time differs"
                                                                  : NULL;
     if (why)
