@@ -152,7 +152,10 @@ static int files_parse(sl__op *op, json_t *o) {
       char where2[512], **names;
       size_t nn;
       snprintf(where2, sizeof where2, "%s.list[%zu]", op->path, i);
-      if ((rc = files_expand(op, &names, &nn, json_string_value(x), where2))) return rc;
+      if ((rc = files_expand(op, &names, &nn, json_string_value(x), where2))) {
+        names_free(names, nn); /* what was expanded before the failure */
+        return rc;
+      }
       for (size_t j = 0; !rc && j < nn; j++) {
         const char *full = names[j];
         struct stat st;
