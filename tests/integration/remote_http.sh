@@ -66,14 +66,14 @@ n = [o["network"] for o in t["ops"] if "network" in o]
 assert len(n) == 1 and t["ops"][1]["op"] == "tar" and "network" in t["ops"][1], n
 n = n[0]
 assert n["requests"] >= 2 and n["in_flight"] == 1 and n["block_bytes"] == 65536, n
-assert n["ttfb_seconds"] >= 0.05 * n["requests"] * 0.99, n  # the server waits 50 ms before each answer
+assert n["ttfb_seconds"] >= 0.045 * n["requests"], n  # the server waits 50 ms before each answer (nginx's timers, on its cached clock, may fire a ms or two early)
 PY
 timeout 60 "$S" analyze "$T/ra1.trace.json" --json > "$T/ra1.an.json" 2> "$T/err" || fail "analyze: $(cat "$T/err")"
 python3 - "$T/ra1.an.json" <<'PY' || fail "the analyzer's network model: $(cat "$T/ra1.an.json")"
 import json, sys
 a = json.load(open(sys.argv[1]))
 n = a["network"][0]
-assert n["path"] == "ops[1]" and n["latency_seconds"] >= 0.0495 and n["in_flight"] == 1, n
+assert n["path"] == "ops[1]" and n["latency_seconds"] >= 0.045 and n["in_flight"] == 1, n
 assert n["planned_in_flight"] > 1 and n["planned_rate_bytes"] > n["rate_bytes"], n
 PY
 "$S" analyze "$T/ra1.trace.json" | grep -Eq "^Network: ops\[1\] \(tar\)( is the limit, waiting on the network)?: " || fail "analyze names no network line"

@@ -107,7 +107,7 @@ add() { # add NAME: the system's file of that name (a soname or the file itself)
   if grep -qxF "$f" <<<"$own"; then kept+=("$1"); else hide+=("$f"); fi
 }
 for f in "${carried[@]}"; do
-  n=$(basename "$f" | sed -E 's/-[0-9a-f]{8}(\.so)/\1/')
+  n=$(basename "$f" | sed -E 's/-[0-9a-f]{8}\././') # auditwheel's hash goes before the first dot after the name (liblber-2-HASH.5.so.0)
   if [[ -z ${real[$n]:-} ]]; then
     echo "test_wheel: FAIL: the wheel's $(basename "$f") has no system copy to hide" >&2
     exit 1
