@@ -12,6 +12,7 @@
 char *sl__url_shown(const char *url) {
   sl__str s = {0};
   const char *scheme = strstr(url, "://");
+  if (scheme && scheme > url + strcspn(url, "?#")) scheme = NULL; /* a "://" inside the query is no scheme's */
   const char *auth = scheme ? scheme + 3 : url;
   const char *end = auth + strcspn(auth, "/?#");
   const char *at = NULL;
