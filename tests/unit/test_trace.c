@@ -112,7 +112,8 @@ static void test_disk_bound_reader(void **st) {
               (long long)dev, (unsigned long long)disk);
     } else if (dev >= 0) {
       assert_true((double)dev < 0.05 * (double)disk);
-      assert_string_equal(sl_plan_limit(pl), "cpu");
+      /* never disk; which of the CPU's limits a 200-element trace names (cpu, sequential) depends on the machine */
+      assert_string_not_equal(sl_plan_limit(pl), "disk");
       assert_non_null(strstr(r, "came from the page cache"));
     }
     sl_free(r);
