@@ -7,8 +7,10 @@ hog), the limit it names (the folder's must be "cpu": its bytes come from the pa
 read that the block device delivered (from a trace), and the speed-up over the spec as written with its fusion
 and knob parts. Prints one JSON document on stdout and a Markdown table on stderr.
 
-usage: bench/advice_bench.py SLUICE [--only NAME,...] [--seconds S] [--measure S]
+usage: bench/advice_bench.py SLUICE [--only NAME,...] [--seconds S] [--measure S] [--out BENCHMARKS.md]
+       bench/advice_bench.py --section RESULT.json [--out BENCHMARKS.md]
   e.g. bench/advice_bench.py build/sluice --only folder,tabular
+--out splices the section "## Advice that holds" into that file; --section renders a saved JSON result.
 """
 import argparse, json, os, subprocess, sys, tempfile
 
@@ -93,13 +95,64 @@ def optimize(sluice, spec_path, workdir, tag, seconds, measure):
     return {k: d.get(k) for k in keep}
 
 
+HEAD = "## Advice that holds"
+
+
+def section(out):
+    """BENCHMARKS.md's section from a result (its "meta": when, which commit, the load)."""
+    m = out.get("meta", {})
+    L = [HEAD + " (issue 48, `bench/advice_bench.py`)\n",
+         "`sluice optimize` (`--seconds 3 --measure 3`) of an image folder in the page cache (1,000 JPEGs in 10 "
+         "classes, torchvision's ImageFolder layout, read once first) and of the suite's pipelines with a repeat "
+         "after their files op, alone and then beside one steady CPU hog (`yes > /dev/null`). Predicted / measured "
+         "is optimize's own prediction against its own final measured run of the plan (targets: within 10%% alone, "
+         "within 15%% beside the hog); the limit it names (the folder's must be cpu: its bytes came from the page "
+         "cache); the share of the bytes read that the block device delivered (a 2 s trace's device_read_bytes over "
+         "its ops' disk_bytes); the speed-up over the spec as written with its fusion and knob parts. Measured %s at "
+         "commit %s; load average at the end %s. Command: `python3 bench/advice_bench.py build/sluice --out "
+         "BENCHMARKS.md`.\n" % (m.get("date", "?"), m.get("commit", "?"), m.get("load", "?")),
+         "| pipeline | device share of reads | limit (alone / hog) | alone: predicted / measured | beside a hog: "
+         "predicted / measured | other load seen (alone / hog) | speed-up over the spec as written (fusion x "
+         "knobs), alone |",
+         "| --- | ---: | --- | ---: | ---: | --- | --- |"]
+    for n, r in out["pipelines"].items():
+        def pm(c):
+            x = r.get(c, {})
+            return "%.3f" % (x["predicted"] / x["measured"]) if x.get("measured") else "error"
+
+        def ol(c):
+            x = r.get(c, {}).get("other_load")
+            return "-" if x is None else "%.2f" % x
+        al = r.get("alone", {})
+        ds = r["device_share"]
+        L.append("| %s | %s | %s / %s | %s | %s | %s / %s | %s |" % (
+            n, "unknown" if ds is None else "%.1f%%" % (100 * ds), al.get("limit"), r.get("hog", {}).get("limit"),
+            pm("alone"), pm("hog"), ol("alone"), ol("hog"),
+            "%.2fx (%.2f x %.2f)" % (al["speedup"], al["speedup_fusion"], al["speedup_knobs"])
+            if al.get("speedup") else "error"))
+    L.append("")
+    return L
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("sluice")
+    ap.add_argument("sluice", nargs="?")
+    ap.add_argument("--section", default=None)
+    ap.add_argument("--out", default=None)
     ap.add_argument("--only", default="")
     ap.add_argument("--seconds", type=float, default=3)
     ap.add_argument("--measure", type=float, default=3)
     a = ap.parse_args()
+    sys.path.insert(0, os.path.join(TOP, "bench"))
+    from sections.base import machine, splice_section
+    if a.section:
+        L = section(json.load(open(a.section)))
+        if a.out:
+            splice_section(a.out, L, HEAD)
+        print("\n".join(L))
+        return
+    if not a.sluice:
+        ap.error("SLUICE is required")
     sluice = os.path.abspath(a.sluice)
     names = ["folder"] + SUITE
     if a.only:
@@ -127,7 +180,11 @@ def main():
                         hog.kill()
                         hog.wait()
             out["pipelines"][n] = res
+    mm = machine()
+    out["meta"] = {"date": mm["date"], "commit": mm["commit"], "load": " ".join("%.2f" % x for x in os.getloadavg())}
     print(json.dumps(out, indent=1))
+    if a.out:
+        splice_section(a.out, section(out), HEAD)
     rows = ["| pipeline | device share of reads | limit | alone: predicted / measured | beside a hog: predicted / "
             "measured | speed-up over the spec as written (fusion x knobs), alone |",
             "| --- | ---: | --- | ---: | ---: | --- |"]

@@ -28,8 +28,12 @@ def bench_torch(data_glob, quick, pipeline="imagenet"):
 
 
 def bench_venv(bindir):
-    """The Python of a venv beside the build with the package installed from this build (None: it could not be)."""
-    venv = os.path.join(bindir, "pyvenv-bench")
+    """The Python of a venv beside the build with the package installed from this build (None: it could not be):
+    the peers' venv when `make peers-venv` made it (torch, torchvision: the diagnose bench needs them; Debian's
+    Python has no torch), else a venv over the system's packages."""
+    venv = os.path.join(bindir, "peers-venv")
+    if not os.path.exists(os.path.join(venv, "bin", "python")):
+        venv = os.path.join(bindir, "pyvenv-bench")
     py = os.path.join(venv, "bin", "python")
     if not os.path.exists(py):
         out, err, rc = run_cmd(["/usr/bin/python3", "-m", "venv", "--system-site-packages", venv])
