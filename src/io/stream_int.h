@@ -43,6 +43,9 @@ uint64_t sl__stream_tell(const sl__stream *s);
 uint64_t sl__stream_source_bytes(const sl__stream *s);
 /* The remote stream's counters (all 0 for a local file); false for a local file. */
 bool sl__stream_net(const sl__stream *s, sl__net_stats *st);
+/* True for a remote stream: its source bytes are network bytes (the op's net_bytes), never disk_bytes, which the
+ * planner weighs against what the block devices delivered. */
+bool sl__stream_remote(const sl__stream *s);
 /* The name to show in messages: the path, or the URL without credentials or query. */
 const char *sl__stream_name(const sl__stream *s);
 /* A remote object's identity, "etag:<ETag>" or "modified:<Last-Modified>", then ";size:<bytes>"; "" for a local

@@ -395,7 +395,8 @@ static int tfr_parse(sl__op *op, json_t *o) {
 
 static void tfr_account(tfr_it *t) {
   uint64_t d = sl_tfrecord_reader_disk_bytes(t->r);
-  sl__stat_add(&t->it.op->st.disk_bytes, d - t->disk_seen);
+  if (!sl__stream_remote(sl__tfrecord_reader_stream(t->r))) /* a remote file's bytes are net_bytes */
+    sl__stat_add(&t->it.op->st.disk_bytes, d - t->disk_seen);
   t->disk_seen = d;
   sl__op_net_account(t->it.op, sl__tfrecord_reader_stream(t->r), &t->net_seen);
 }
@@ -667,10 +668,10 @@ static int lines_start(lines_it *l, uint64_t off, uint64_t lineno) {
   return 0;
 }
 
-/* The bytes read from the disk or the network since the last call, added to the op's counter. */
+/* The bytes read from the disk since the last call, added to the op's disk_bytes (a remote file's: net_bytes). */
 static void lines_account(lines_it *l) {
   uint64_t d = sl__stream_source_bytes(l->st);
-  if (d > l->seen) sl__stat_add(&l->it.op->st.disk_bytes, d - l->seen);
+  if (d > l->seen && !sl__stream_remote(l->st)) sl__stat_add(&l->it.op->st.disk_bytes, d - l->seen);
   l->seen = d;
   sl__op_net_account(l->it.op, l->st, &l->net_seen);
 }

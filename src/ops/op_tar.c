@@ -230,9 +230,9 @@ static la_int64_t skip_cb(struct archive *a, void *ud, la_int64_t n) {
 
 static void account(tar_it *t) {
   if (!t->a || !t->st) return; /* closed (a skipped rest): counted before */
-  /* bytes read from the file or fetched from the network, before decompression (a remote stream's read-ahead) */
+  /* bytes read from the file, before decompression; a remote stream's (its read-ahead included) are net_bytes */
   int64_t d = (int64_t)sl__stream_source_bytes(t->st);
-  if (d > t->disk_seen) sl__stat_add(&t->it.op->st.disk_bytes, (uint64_t)(d - t->disk_seen));
+  if (d > t->disk_seen && !sl__stream_remote(t->st)) sl__stat_add(&t->it.op->st.disk_bytes, (uint64_t)(d - t->disk_seen));
   t->disk_seen = d;
   sl__op_net_account(t->it.op, t->st, &t->net_seen);
 }

@@ -78,6 +78,33 @@ assert n["planned_in_flight"] > 1 and n["planned_rate_bytes"] > n["rate_bytes"],
 PY
 "$S" analyze "$T/ra1.trace.json" | grep -Eq "^Network: ops\[1\] \(tar\)( is the limit, waiting on the network)?: " || fail "analyze names no network line"
 
+# Remote bytes are network bytes, not disk bytes: a trace of each remote reader (tar, tfrecord, lines, and
+# read_file's map) has disk_bytes 0 and network bytes > 0 for it, so the analyzer prices no disk and no page cache.
+echo "{\"name\": \"t\", \"ops\": [{\"op\": \"files\", \"list\": [\"$H/tfr/train-{00000..00003}-of-00004.tfrecord\"]}, {\"op\": \"tfrecord\"}]}" > "$T/nd_tfr.json"
+tar_spec "$H/tar" "$T/nd_tar.json"
+txt_spec "$H/txt" "$T/nd_txt.json"
+for k in tar tfr txt; do
+  timeout 120 "$S" trace "$T/nd_$k.json" -o "$T/nd_$k.trace.json" --seconds 1 --repeat > /dev/null 2> "$T/err" ||
+    fail "trace nd_$k: $(cat "$T/err")"
+  python3 - "$T/nd_$k.trace.json" <<'PY' || fail "$k over HTTP counts its bytes as disk bytes"
+import json, sys
+t = json.load(open(sys.argv[1]))
+r = [o for o in t["ops"] if "network" in o]
+assert len(r) == 1 and r[0]["network"]["bytes"] > 0, r
+assert r[0]["disk_bytes"] == 0, (r[0]["path"], r[0]["disk_bytes"], r[0]["network"]["bytes"])
+assert sum(o["disk_bytes"] for o in t["ops"]) == 0, [o["disk_bytes"] for o in t["ops"]]
+PY
+  out=$(timeout 60 "$S" analyze "$T/nd_$k.trace.json" 2>&1) || fail "analyze nd_$k: $out"
+  echo "$out" | grep -Eiq "page cache|came from the device|disk" && fail "analyze of remote $k speaks of a disk: $out"
+done
+timeout 120 "$S" trace "$T/rf_http.json" -o "$T/nd_rf.trace.json" --seconds 1 --repeat > /dev/null 2> "$T/err" ||
+  fail "trace read_file: $(cat "$T/err")"
+python3 - "$T/nd_rf.trace.json" <<'PY' || fail "read_file over HTTP counts its bytes as disk bytes"
+import json, sys
+t = json.load(open(sys.argv[1]))
+assert sum(o["disk_bytes"] for o in t["ops"]) == 0, [o["disk_bytes"] for o in t["ops"]]
+PY
+
 # HTTPS with the test's CA; without it the certificate is refused, naming the URL.
 tar_spec "$HS/tar" "$T/tar_https.json"
 [ "$(SLUICE_CA_BUNDLE=$T/nginx/ca.pem digest "$T/tar_https.json")" = "$dtar" ] || fail "tar over HTTPS: another digest"
