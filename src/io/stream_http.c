@@ -216,6 +216,7 @@ typedef struct {
   unsigned char *data;
   uint64_t skip;             /* bytes of a 200 answer before the range asked for, to drop */
   bool checked, enough;      /* the answer's headers checked; the block filled (the rest of a 200 cut off) */
+  bool xfering;              /* between its first byte and its end: counted in the stream's xfering */
   int attempts;
   uint64_t retry_at, t_start, t_first, t_last; /* asked, first byte, last bytes (ns) */
   long status;
@@ -245,6 +246,8 @@ struct http_stream {
   char fail_msg[1024];
   char etag[256], modified[128], ident[512];
   sl__net_stats st;
+  int xfering;        /* requests between their first byte and their end */
+  uint64_t busy_last; /* the end of the last interval counted in st.overlap_ns or st.solo_ns (ns) */
   uint64_t rng;
 };
 
@@ -329,8 +332,11 @@ static size_t on_write(char *p, size_t size, size_t nmemb, void *ud) {
   size_t n = size * nmemb, taken = n;
   pthread_mutex_lock(&h->mu);
   uint64_t now = sl__now_ns();
-  if (!x->checked) { /* the first bytes: the time to first byte is counted now (the reader may be done first) */
+  bool first = !x->checked;
+  if (first) { /* the first bytes: the time to first byte is counted now (the reader may be done first) */
     x->checked = true;
+    x->xfering = true;
+    h->xfering++;
     x->t_first = x->t_last = now;
     h->st.ttfb_ns += now - x->t_start;
     curl_easy_getinfo(x->e, CURLINFO_RESPONSE_CODE, &x->status);
@@ -341,6 +347,17 @@ static size_t on_write(char *p, size_t size, size_t nmemb, void *ud) {
   }
   h->st.bytes += n;
   h->st.xfer_ns += now - x->t_last;
+  /* A request's first bytes have no interval of their own (they arrived during its time to first byte): counted
+   * in neither rate, which they would inflate by a block's first chunk. */
+  if (!first && h->xfering <= 1) { /* alone: this request's own rate */
+    h->st.solo_bytes += n;
+    h->st.solo_ns += now - x->t_last;
+  } else if (!first) { /* with others: their union's rate (the callbacks come in time order: a running end suffices) */
+    uint64_t from = x->t_last > h->busy_last ? x->t_last : h->busy_last;
+    h->st.overlap_bytes += n;
+    if (now > from) h->st.overlap_ns += now - from;
+  }
+  h->busy_last = now;
   x->t_last = now;
   if (x->status != 200 && x->status != 206) { /* an error answer: keep its start for the message */
     size_t k = sizeof x->ebody - 1 - x->ebody_len;
@@ -390,7 +407,15 @@ static void launch(http_stream *h, blk *x) {
   curl_multi_add_handle(h->m, x->e);
 }
 
+/* Block x stopped transferring (ended, failed or cancelled). */
+static void xfer_end(http_stream *h, blk *x) {
+  if (!x->xfering) return;
+  x->xfering = false;
+  h->xfering--;
+}
+
 static void cancel(http_stream *h, blk *x) {
+  xfer_end(h, x);
   if (x->state == B_RUN) curl_multi_remove_handle(h->m, x->e);
   x->state = B_FREE;
 }
@@ -399,6 +424,7 @@ static void cancel(http_stream *h, blk *x) {
 static void finished(http_stream *h, blk *x, CURLcode res) {
   uint64_t now = sl__now_ns();
   curl_multi_remove_handle(h->m, x->e);
+  xfer_end(h, x);
   if (h->failed) {
     x->state = B_FAIL;
     return;

@@ -335,6 +335,10 @@ void sl__op_net_account(sl__op *op, const sl__stream *s, sl__net_stats *seen) {
   sl__stat_add(&op->st.net_bytes, n.bytes - seen->bytes);
   sl__stat_add(&op->st.net_ttfb_ns, n.ttfb_ns - seen->ttfb_ns);
   sl__stat_add(&op->st.net_xfer_ns, n.xfer_ns - seen->xfer_ns);
+  sl__stat_add(&op->st.net_solo_bytes, n.solo_bytes - seen->solo_bytes);
+  sl__stat_add(&op->st.net_solo_ns, n.solo_ns - seen->solo_ns);
+  sl__stat_add(&op->st.net_ovl_bytes, n.overlap_bytes - seen->overlap_bytes);
+  sl__stat_add(&op->st.net_ovl_ns, n.overlap_ns - seen->overlap_ns);
   atomic_store_explicit(&op->st.net_block, n.block, memory_order_relaxed);
   atomic_store_explicit(&op->st.net_inflight, n.inflight, memory_order_relaxed);
   *seen = n;

@@ -38,6 +38,8 @@ typedef struct sl__stats {
   /* A reader of remote files: its requests (retries among them), bytes received, summed time to first byte and
    * transfer time; its streams' read-ahead (the last one opened's: bytes per request, requests in flight). */
   atomic_uint_fast64_t net_requests, net_retries, net_bytes, net_ttfb_ns, net_xfer_ns, net_block, net_inflight;
+  /* bytes and time of one request transferring alone, of two or more at once (sl__net_stats) */
+  atomic_uint_fast64_t net_solo_bytes, net_solo_ns, net_ovl_bytes, net_ovl_ns;
 } sl__stats;
 
 /* What an op is to the planner and the tracer (its model node, as tf.data's CreateNode tells its autotuner). */

@@ -164,7 +164,7 @@ typedef struct sl__pm_net {
   double latency;      /* seconds to first byte, mean over its requests */
   double stream_bw;    /* bytes/s of one request while it transfers (INFINITY: too fast to time) */
   double block;        /* bytes per request */
-  double link;         /* the link's bytes/s (SLUICE_LINK_BANDWIDTH; INFINITY: unknown) */
+  double link;         /* the link's bytes/s (SLUICE_LINK_BANDWIDTH, or measured saturated; INFINITY: unknown) */
   double bytes_per_elem; /* network bytes per output element */
   int64_t in_flight0, in_flight; /* per file: as traced, as planned */
   int64_t q_cap;       /* the most requests in flight per file the plan may use: the caps and the memory left */

@@ -98,6 +98,23 @@ double sl__plan_net_bound(const sl_plan *P, int cache_at) {
   return X;
 }
 
+/* The link's bandwidth as the trace saw it, or 0 when it shows none: a reader whose requests each got clearly less
+ * while two or more transferred at once (at least 1.5 of them on average) than one alone got was sharing a full
+ * link, whose bandwidth is then at least what they got together (bytes over the union of their transfers). Each
+ * figure needs a block's worth of bytes alone and two together. Requests of different files at once are not seen
+ * as overlapping (each file counts its own), so across an interleave's files the figure errs low: a lower bound. */
+static double measured_link(const sl_op_stats *s) {
+  double block = s->net_block_bytes ? (double)s->net_block_bytes : 1;
+  double solo_s = s->net_solo_seconds, ovl_s = s->net_overlap_seconds, ovl_req_s = s->net_xfer_seconds - solo_s;
+  if (!((double)s->net_solo_bytes >= block && solo_s > 0 && (double)s->net_overlap_bytes >= 2 * block && ovl_s > 0 &&
+        ovl_req_s > 0))
+    return 0;
+  double solo_bw = (double)s->net_solo_bytes / solo_s, per_req = (double)s->net_overlap_bytes / ovl_req_s;
+  double together = ovl_req_s / ovl_s; /* requests transferring at once, on average, when two or more did */
+  if (together < 1.5 || per_req > 0.7 * solo_bw) return 0;
+  return (double)s->net_overlap_bytes / ovl_s;
+}
+
 int sl__plan_net_model(sl_plan *P, const sl_trace *t) {
   int n = 0;
   for (int i = 0; i < P->nops; i++) n += t->ops[i].s.net_requests > 0;
@@ -108,6 +125,12 @@ int sl__plan_net_model(sl_plan *P, const sl_trace *t) {
   const char *lk = getenv("SLUICE_LINK_BANDWIDTH"); /* bytes/s of the link, when the user knows it */
   double link = lk && atof(lk) > 0 ? atof(lk) : INFINITY;
   if (isfinite(link)) P->link_source = "user";
+  else { /* the most any reader saw a saturated link carry (the link is shared) */
+    double m = 0;
+    for (int i = 0; i < P->nops; i++)
+      if (t->ops[i].s.net_requests) m = fmax(m, measured_link(&t->ops[i].s));
+    if (m > 0) link = m, P->link_source = "measured";
+  }
   for (int i = 0; i < P->nops; i++) {
     const sl_op_stats *s = &t->ops[i].s;
     if (!s->net_requests) continue;

@@ -12,9 +12,11 @@ D=$(dirname "$0")
 nginx_available || { echo "SKIP: nginx, its echo module or openssl missing (make deps)"; exit 77; }
 T=$(mktemp -d)
 PROXY_PID=
+PACE_PID=
 cleanup() {
   nginx_stop
   [ -n "$PROXY_PID" ] && kill "$PROXY_PID" 2> /dev/null && wait "$PROXY_PID" 2> /dev/null
+  [ -n "$PACE_PID" ] && kill "$PACE_PID" 2> /dev/null && wait "$PACE_PID" 2> /dev/null
   rm -rf "$T"
 }
 trap cleanup EXIT
@@ -126,6 +128,35 @@ stats=$(cat "$T/proxy.stats")
 n503=$(echo "$stats" | sed -n 's/.*503=\([0-9]*\).*/\1/p'); ncut=$(echo "$stats" | sed -n 's/.*cut=\([0-9]*\).*/\1/p')
 [ "${n503:-0}" -ge 2 ] && [ "${ncut:-0}" -ge 1 ] || fail "the proxy injected too few faults to test anything: $stats"
 echo "faults injected: $stats"
+
+# A full link, measured: a proxy that paces every body through one shared budget of 2 MB/s. Each byte is counted
+# at most once, alone or with other requests transferring (a request's first bytes in neither); the requests in flight share the budget, so each gets less
+# together than one alone, and the analyzer takes the link's bandwidth from the trace (said "measured"), never
+# above what the proxy let through (a margin for its 16 kB chunks).
+python3 "$D/remote_proxy.py" "$T/pace.port" "$HTTP_PORT" "$T/pace.stats" 1000000000 1000000000 2000000 &
+PACE_PID=$!
+for i in $(seq 100); do [ -s "$T/pace.port" ] && break; sleep 0.1; done
+[ -s "$T/pace.port" ] || fail "the pacing proxy did not start"
+echo "{\"name\": \"t\", \"ops\": [{\"op\": \"files\", \"glob\": \"http://127.0.0.1:$(cat "$T/pace.port")/tar/train-{00000..00003}-of-00004.tar\"}, {\"op\": \"tar\", \"readahead\": 4}, {\"op\": \"map\", \"fn\": \"select\", \"args\": {\"keep\": [\"jpg\"]}}]}" > "$T/pace.json"
+timeout 120 "$S" trace "$T/pace.json" -o "$T/pace.trace.json" --seconds 2 --repeat > /dev/null 2> "$T/err" ||
+  fail "trace through the pacing proxy: $(cat "$T/err")"
+kill "$PACE_PID" 2> /dev/null; wait "$PACE_PID" 2> /dev/null; PACE_PID=
+python3 - "$T/pace.trace.json" <<'PY' || fail "the link's counters through the pacing proxy"
+import json, sys
+n = [o["network"] for o in json.load(open(sys.argv[1]))["ops"] if "network" in o][0]
+assert n["solo_bytes"] + n["overlap_bytes"] <= n["bytes"] and n["solo_bytes"] > 0 and n["overlap_bytes"] > 0, n
+solo = n["solo_bytes"] / n["solo_seconds"]
+each = n["overlap_bytes"] / (n["transfer_seconds"] - n["solo_seconds"])
+assert each < 0.7 * solo, ("each request got as much with others as alone: no shared link seen", n)
+PY
+timeout 60 "$S" analyze "$T/pace.trace.json" --json > "$T/pace.an.json" 2> "$T/err" || fail "analyze: $(cat "$T/err")"
+python3 - "$T/pace.an.json" <<'PY' || fail "the measured link: $(cat "$T/pace.an.json")"
+import json, sys
+n = json.load(open(sys.argv[1]))["network"][0]
+assert n["link_source"] == "measured" and 0 < n["link_bandwidth"] <= 2000000 * 1.25, n
+PY
+"$S" analyze "$T/pace.trace.json" | grep -q "measured: the requests shared a full link" || fail "analyze does not say the link was measured"
+echo "link measured through the 2 MB/s proxy: $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["network"][0]["link_bandwidth"])' "$T/pace.an.json") B/s"
 
 # A saved state over HTTP: the run's first 15 samples and the resumed rest add up to the whole; an object changed
 # since (a new ETag) refuses the resume, naming it.

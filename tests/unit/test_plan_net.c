@@ -31,7 +31,9 @@ static void test_rate(void **s) {
 #define ELEMS 10000.0
 #define PER_REQ (1e6 / 0.06)
 #define BPE 1e4
-static sl_plan *planted(int64_t memory, char **report) {
+/* sat (NULL: none): the reader's bytes and seconds alone, then together (sl_op_stats.net_solo_bytes ...), and its
+ * summed transfer seconds. */
+static sl_plan *planted_sat(int64_t memory, const double *sat, char **report) {
   sl_pipeline *p = tu_pipeline("{\"name\": \"n\", \"ops\": [{\"op\": \"range\", \"stop\": 100000000}, {\"op\": "
                                "\"map\", \"fn\": \"spin\", \"args\": {\"us\": 40}}]}");
   sl_op_stats st[2];
@@ -54,6 +56,13 @@ static sl_plan *planted(int64_t memory, char **report) {
   st[1].net_block_bytes = 1000000;
   st[1].net_in_flight = 1;
   st[1].wall_seconds += 6; /* the reader waited on its one request */
+  if (sat) {
+    st[1].net_solo_bytes = (uint64_t)sat[0];
+    st[1].net_solo_seconds = sat[1];
+    st[1].net_overlap_bytes = (uint64_t)sat[2];
+    st[1].net_overlap_seconds = sat[3];
+    st[1].net_xfer_seconds = sat[4];
+  }
   sl_machine m;
   memset(&m, 0, sizeof m);
   m.cores = 2;
@@ -71,6 +80,8 @@ static sl_plan *planted(int64_t memory, char **report) {
   sl_pipeline_free(p);
   return pl;
 }
+
+static sl_plan *planted(int64_t memory, char **report) { return planted_sat(memory, NULL, report); }
 
 /* Unconstrained: the CPU limits; the plan keeps enough requests in flight to carry its rate with a tenth to spare
  * (Little's law: X x bytes per element x (L + B / b) / B), not the cap. */
@@ -121,8 +132,41 @@ static void test_lp_memory_tight(void **st) {
   sl_plan_free(P);
 }
 
+/* The link measured: 10 MB alone at 100 MB/s, then 90 MB with 4 requests at once over 0.9 s, each getting 25 MB/s:
+ * a full link of 100 MB/s, which bounds at 10000 elem/s and says so. The same bytes with each request keeping its
+ * 100 MB/s together (3 at once, 300 MB/s) show no full link: unknown, the CPU limits. */
+static void test_link_measured(void **st) {
+  unsetenv("SLUICE_LINK_BANDWIDTH");
+  const double full[] = {10e6, 0.1, 90e6, 0.9, 0.1 + 4 * 0.9};
+  char *r = NULL;
+  sl_plan *P = planted_sat(0, full, &r);
+  assert_string_equal(P->link_source, "measured");
+  assert_true(fabs(P->net[0].link - 100e6) < 1);
+  assert_string_equal(sl_plan_limit(P), "network");
+  assert_true(fabs(P->bound - 1e4) < 1);
+  assert_non_null(strstr(r, "measured: the requests shared a full link"));
+  sl_plan_free(P);
+  sl_free(r);
+  const double open_link[] = {10e6, 0.1, 90e6, 0.3, 0.1 + 0.9};
+  P = planted_sat(0, open_link, &r);
+  assert_string_equal(P->link_source, "unknown");
+  assert_false(isfinite(P->net[0].link));
+  assert_string_not_equal(sl_plan_limit(P), "network");
+  assert_non_null(strstr(r, "link unknown"));
+  sl_plan_free(P);
+  sl_free(r);
+  /* the user's figure wins over a measured one */
+  setenv("SLUICE_LINK_BANDWIDTH", "50000000", 1);
+  P = planted_sat(0, full, NULL);
+  unsetenv("SLUICE_LINK_BANDWIDTH");
+  assert_string_equal(P->link_source, "user");
+  assert_true(fabs(P->bound - 5e3) < 1);
+  sl_plan_free(P);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_rate), cmocka_unit_test(test_lp_plans_in_flight),
-                                     cmocka_unit_test(test_lp_link_limit), cmocka_unit_test(test_lp_memory_tight)};
+                                     cmocka_unit_test(test_lp_link_limit), cmocka_unit_test(test_lp_memory_tight),
+                                     cmocka_unit_test(test_link_measured)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
