@@ -23,10 +23,11 @@ typedef struct {
 typedef struct {
   uint64_t requests, bytes, ttfb_ns, xfer_ns, retries;
   uint64_t block, inflight; /* its read-ahead: bytes per request, requests in flight */
-  /* Bytes received while a request was the only one of the stream transferring, and its transfer time then; bytes
-   * received while two or more were, and the time at least two were (the union of their intervals): the planner
+  /* Bytes received while a request was the only one of the stream asked and not ended, and its transfer time then;
+   * bytes received while two or more were, and the time they were transferring (the union of the intervals between
+   * their bytes): the planner
    * compares the rates to see a saturated link (plan_net.c). A request's first bytes are in neither (they have no
-   * interval: they came with its first byte). */
+   * interval: they came with its first byte) but those that came while others transferred count as shared. */
   uint64_t solo_bytes, solo_ns, overlap_bytes, overlap_ns;
 } sl__net_stats;
 

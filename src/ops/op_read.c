@@ -344,6 +344,12 @@ void sl__op_net_account(sl__op *op, const sl__stream *s, sl__net_stats *seen) {
   *seen = n;
 }
 
+sl__stream_opts sl__op_stream_opts(const sl__op *op, sl__stream_opts o) {
+  int ra = atomic_load_explicit(&((sl__op *)op)->active_ra, memory_order_relaxed);
+  if (ra > 0) o.inflight = ra;
+  return o;
+}
+
 /* The readahead knob into a stream's options. */
 static int get_readahead(sl__stream_opts *o, const sl_args *k) {
   int64_t v;
@@ -409,7 +415,8 @@ static int tfr_start(tfr_it *t, const char *path, const tfr_cfg *c) {
   sl__free(t->path);
   t->path = sl__strdup(path);
   if (!t->path) return sl__oom("a file name");
-  int rc = sl__tfrecord_reader_open_ex(&t->r, path, c->comp, &c->net);
+  sl__stream_opts so = sl__op_stream_opts(t->it.op, c->net);
+  int rc = sl__tfrecord_reader_open_ex(&t->r, path, c->comp, &so);
   if (rc) return sl__op_wrap(t->it.op, rc);
   t->disk_seen = 0;
   t->net_seen = (sl__net_stats){0};
@@ -640,7 +647,8 @@ static int lines_parse(sl__op *op, json_t *o) {
 /* Opens the file or object at path at byte `off`: a stdio stream over it in *f, its stream in *st. */
 static int lines_open_at(sl__op *op, FILE **f, sl__stream **st, const char *path, uint64_t off) {
   *f = NULL;
-  int rc = sl__stream_open(st, path, &((const lines_cfg *)op->impl)->net);
+  sl__stream_opts so = sl__op_stream_opts(op, ((const lines_cfg *)op->impl)->net);
+  int rc = sl__stream_open(st, path, &so);
   if (rc) return sl__op_wrap(op, rc);
   if (!(*f = sl__stream_fopen(*st))) {
     sl__stream_free(*st);

@@ -135,6 +135,8 @@ struct sl__op {
   uint64_t source_bytes; /* `files`: total size of the files listed (0: unknown) */
   atomic_int active_par;    /* parallelism in force: an online tuner may change it during a run */
   atomic_int active_buf;    /* output buffer in force (prefetch with "autotune" buffer): likewise */
+  atomic_int active_ra;     /* a remote reader's requests in flight for the files it opens next, set by an online
+                             * tuner (0: its spec's readahead) */
   /* repeat: bytes of its input's next whole epoch an online tuner lets it keep and replay instead of running the
    * input again (the plan's cache at the repeat's input, inserted live; 0: none). Set once, by the tuner. */
   atomic_int_fast64_t live_cache;

@@ -100,13 +100,17 @@ double sl__plan_net_bound(const sl_plan *P, int cache_at) {
 
 /* The link's bandwidth as the trace saw it, or 0 when it shows none: a reader whose requests each got clearly less
  * while two or more transferred at once (at least 1.5 of them on average) than one alone got was sharing a full
- * link, whose bandwidth is then at least what they got together (bytes over the union of their transfers). Each
- * figure needs a block's worth of bytes alone and two together. Requests of different files at once are not seen
- * as overlapping (each file counts its own), so across an interleave's files the figure errs low: a lower bound. */
+ * link, whose bandwidth is then at least what they got together (bytes over the union of their transfers). The
+ * figures need 8 kB and 5 ms alone (a request is alone only as a file's last ones end, a stretch the size of the
+ * server's last write or so) and two blocks together. It errs low: requests of different files at once are not
+ * seen overlapping (each file counts its own), nor is other traffic: a lower bound. The rate each request got
+ * together counts their first bytes, which have no time of their own: it errs high (by a first write over a block:
+ * a third with 64 kB blocks and 16 kB writes, nothing much with 8 MiB blocks), so the test of a full link errs
+ * towards "unknown". */
 static double measured_link(const sl_op_stats *s) {
   double block = s->net_block_bytes ? (double)s->net_block_bytes : 1;
   double solo_s = s->net_solo_seconds, ovl_s = s->net_overlap_seconds, ovl_req_s = s->net_xfer_seconds - solo_s;
-  if (!((double)s->net_solo_bytes >= block && solo_s > 0 && (double)s->net_overlap_bytes >= 2 * block && ovl_s > 0 &&
+  if (!(s->net_solo_bytes >= 8192 && solo_s >= 0.005 && (double)s->net_overlap_bytes >= 2 * block && ovl_s > 0 &&
         ovl_req_s > 0))
     return 0;
   double solo_bw = (double)s->net_solo_bytes / solo_s, per_req = (double)s->net_overlap_bytes / ovl_req_s;
