@@ -1,12 +1,15 @@
 /* ops/op_shuffle.c: `shuffle`: a buffer of `buffer` elements; each output is a uniformly chosen buffered element,
  * replaced by the next input (tf.data's algorithm). The seed is the op's "seed" or the pipeline's; with
- * reshuffle_each_iteration (default true) each epoch (each re-open by repeat) draws a new order. */
+ * reshuffle_each_iteration (default true) each epoch (each re-open by repeat) draws a new order. With `initial`,
+ * the first output comes once that many are buffered and the buffer then grows by one an output up to `buffer`
+ * (WebDataset's `initial`): a remote dataset's first batch waits for a shard's worth of records, not for the
+ * whole buffer. The buffer's fill follows from its count alone, so a saved state resumes the same order. */
 #include <string.h>
 
 #include "ops/op_int.h"
 
 typedef struct {
-  int64_t buffer;
+  int64_t buffer, initial;
   int64_t seed;
   bool reshuffle;
 } shuf_cfg;
@@ -15,6 +18,7 @@ typedef struct {
   sl__it it;
   sl_elem *buf;
   int64_t n, cap, alloc; /* alloc grows by doubling up to cap: a big buffer over small data stays small */
+  int64_t fill;          /* elements buffered before an output: `initial`, else cap */
   bool eof;
   sl_rng rng;
 } shuf_it;
@@ -26,33 +30,44 @@ static int shuf_parse(sl__op *op, json_t *o) {
   op->impl = c;
   int rc;
   if ((rc = sl__get_int(&c->buffer, &k, "buffer")) || (rc = sl__get_int(&c->seed, &k, "seed")) ||
-      (rc = sl__get_bool(&c->reshuffle, &k, "reshuffle_each_iteration")))
+      (rc = sl__get_bool(&c->reshuffle, &k, "reshuffle_each_iteration")) ||
+      (rc = sl__get_int(&c->initial, &k, "initial")))
     return rc;
+  if (c->initial > c->buffer)
+    return sl__op_err(op, SL_EINVAL, "initial %lld is more than the buffer's %lld elements", (long long)c->initial,
+                      (long long)c->buffer);
   op->random = true;
   op->buffer = c->buffer;
   op->cardinality = op->input ? op->input->cardinality : -1;
   return 0;
 }
 
+/* One more input into the buffer (room made by doubling up to cap); SL_END sets eof. */
+static int shuf_pull(shuf_it *s) {
+  if (s->n == s->alloc) {
+    int64_t na = s->alloc * 2 < s->cap ? s->alloc * 2 : s->cap;
+    sl_elem *nb = sl__realloc(s->buf, (size_t)na * sizeof(sl_elem));
+    if (!nb) return sl__op_err(s->it.op, SL_ENOMEM, "out of memory growing the buffer to %lld elements", (long long)na);
+    s->buf = nb;
+    s->alloc = na;
+  }
+  sl_elem_init(&s->buf[s->n]);
+  int rc = sl__it_pull(&s->it, &s->buf[s->n]);
+  if (rc == SL_END) {
+    s->eof = true;
+    return 0;
+  }
+  if (rc) return rc;
+  sl__stats_held(s->it.op, (int64_t)sl_elem_bytes(&s->buf[s->n]));
+  s->n++;
+  return 0;
+}
+
 static int shuf_next(sl__it *it, sl_elem *out) {
   shuf_it *s = (shuf_it *)it;
-  while (!s->eof && s->n < s->cap) {
-    if (s->n == s->alloc) {
-      int64_t na = s->alloc * 2 < s->cap ? s->alloc * 2 : s->cap;
-      sl_elem *nb = sl__realloc(s->buf, (size_t)na * sizeof(sl_elem));
-      if (!nb) return sl__op_err(it->op, SL_ENOMEM, "out of memory growing the buffer to %lld elements", (long long)na);
-      s->buf = nb;
-      s->alloc = na;
-    }
-    sl_elem_init(&s->buf[s->n]);
-    int rc = sl__it_pull(it, &s->buf[s->n]);
-    if (rc == SL_END) {
-      s->eof = true;
-      break;
-    }
+  while (!s->eof && s->n < s->fill) {
+    int rc = shuf_pull(s);
     if (rc) return rc;
-    sl__stats_held(it->op, (int64_t)sl_elem_bytes(&s->buf[s->n]));
-    s->n++;
   }
   if (s->n == 0) return SL_END;
   int64_t k = (int64_t)(sl_rng_u64(&s->rng) % (uint64_t)s->n);
@@ -60,17 +75,13 @@ static int shuf_next(sl__it *it, sl_elem *out) {
   sl_elem_move(out, &s->buf[k]);
   if (k != s->n - 1) sl_elem_move(&s->buf[k], &s->buf[s->n - 1]);
   s->n--;
-  if (!s->eof) {
-    /* Refill the hole with the next input so the buffer stays full. */
-    sl_elem_init(&s->buf[s->n]);
-    int rc = sl__it_pull(it, &s->buf[s->n]);
-    if (rc == SL_END) s->eof = true;
-    else if (rc) {
+  /* Refill the hole with the next input so the buffer stays full, and below cap (after an `initial` start) take
+   * one more: the buffer grows by one an output. */
+  for (int pulls = 0; pulls < 2 && !s->eof && (pulls == 0 || s->n < s->cap); pulls++) {
+    int rc = shuf_pull(s);
+    if (rc) {
       sl_elem_clear(out);
       return rc;
-    } else {
-      sl__stats_held(it->op, (int64_t)sl_elem_bytes(&s->buf[s->n]));
-      s->n++;
     }
   }
   return 0;
@@ -135,6 +146,7 @@ static int shuf_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **out
   const shuf_cfg *c = op->impl;
   /* Buffer capacity is the knob, bounded by the input's known size so small datasets stay small. */
   s->cap = c->buffer;
+  s->fill = c->initial > 0 && c->initial < s->cap ? c->initial : s->cap;
   s->alloc = s->cap < 16 ? s->cap : 16;
   s->buf = sl__mallocarray((size_t)s->alloc, sizeof(sl_elem));
   if (!s->buf) {
@@ -153,6 +165,8 @@ static const sl__arg SHUF_KNOBS[] = {
      "elements to choose from (changes the order: not a knob)"},
     {"seed", SL__ARG_INT, "-1", SL__ARGF_LO, -1, 0, NULL, "the seed (-1: from the pipeline's)"},
     {"reshuffle_each_iteration", SL__ARG_BOOL, "true", 0, 0, 0, NULL, "a new order each epoch"},
+    {"initial", SL__ARG_INT, "0", SL__LOHI, 0, 67108864, NULL,
+     "elements buffered before the first output, the buffer then growing by one an output (0: the whole buffer)"},
     {NULL}};
 static const sl__op_schema SHUF_SCHEMA = {SL__MK_SHUFFLE, 0, "a random order, drawn from a buffer", SHUF_KNOBS, NULL};
 const sl__op_vt sl__op_shuffle = {"shuffle", shuf_parse, shuf_open, shuf_free_op, SL__OPF_NEEDS_INPUT, &SHUF_SCHEMA,

@@ -57,6 +57,9 @@ typedef struct sl__load_snap {
   double jb, jt, sc, sd;
 } sl__load_snap;
 void sl__load_snap_take(sl__load_snap *s);
+/* Busy and total jiffies from /proc/stat's first 8 "cpu" fields; niced processes' time (field 2) counts as busy
+ * only when this process is niced too (`self_niced`): a nice > 0 job yields its core to a nice-0 pipeline. */
+void sl__jiffies_busy(const unsigned long long v[8], bool self_niced, double *busy, double *total);
 /* Over the interval from `a` to `b` (`secs` wall seconds in which this process spent `process_cpu` CPU seconds, on
  * `cpus` online CPUs): *other_load, the cores other processes kept busy (-1: unknown), and *run_delay, how long
  * this process's threads waited for a CPU per CPU second they got (0: unknown; threads that ended meanwhile are

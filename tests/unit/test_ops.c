@@ -218,6 +218,30 @@ static void test_shuffle_is_a_seeded_permutation(void **s) {
   assert_true(moved > 150);
 }
 
+/* `initial`: the first output once 4 are buffered, the buffer growing by one an output (output i is one of the
+ * first 4 + 2i inputs) up to 50; still a permutation; more than initial is refused, naming both. */
+static void test_shuffle_initial_grows(void **s) {
+  (void)s;
+  int64_t a[200];
+  sl_pipeline *p = tu_pipelinef("{\"seed\": 5, \"ops\": [{\"op\": \"range\", \"stop\": 200}, "
+                                "{\"op\": \"shuffle\", \"buffer\": 50, \"initial\": 4}]}");
+  assert_int_equal(tu_collect_i64(p, "value", a, 200), 200);
+  sl_pipeline_free(p);
+  int seen[200] = {0}, late = 0;
+  for (int i = 0; i < 200; i++) {
+    seen[a[i]]++;
+    if (i < 23) assert_true(a[i] < 4 + 2 * i);
+    late += i >= 23 && a[i] >= 50; /* past the growth, the full buffer's reach */
+  }
+  for (int i = 0; i < 200; i++) assert_int_equal(seen[i], 1);
+  assert_true(late > 0);
+  sl_pipeline *bad = NULL;
+  const char *j = "{\"ops\": [{\"op\": \"range\", \"stop\": 9}, {\"op\": \"shuffle\", \"buffer\": 5, \"initial\": 6}]}";
+  assert_int_not_equal(sl_pipeline_from_json(&bad, j, strlen(j), "test"), 0);
+  assert_non_null(strstr(sl_error_last(), "initial 6"));
+  sl_pipeline_free(bad);
+}
+
 static void test_filter_and_user_functions(void **s) {
   sl_fn_def even = {SL_FN_DEF_VERSION, SL_FN_FILTER, NULL, even_call, NULL};
   assert_int_equal(sl_fn_register("test_even", &even, NULL), 0);
@@ -452,6 +476,7 @@ int main(void) {
       cmocka_unit_test(test_batch_of_strings_and_ragged_errors),
       cmocka_unit_test(test_padded_batch_pads_to_the_longest),
       cmocka_unit_test(test_shuffle_is_a_seeded_permutation),
+      cmocka_unit_test(test_shuffle_initial_grows),
       cmocka_unit_test(test_filter_and_user_functions),
       cmocka_unit_test(test_map_error_names_op_and_element),
       cmocka_unit_test(test_interleave_order_and_block_length),

@@ -91,7 +91,7 @@ static const char *const SPECS[] = {
     " {\"op\": \"map\", \"fn\": \"test_tag\", \"parallelism\": %2$d}, {\"op\": \"shuffle\", \"buffer\": 8},"
     " {\"op\": \"batch\", \"size\": 4, \"drop_remainder\": true}, {\"op\": \"prefetch\", \"buffer\": 2}]}",
     "{\"seed\": %3$d, \"ops\": [{\"op\": \"range\", \"stop\": 150}, {\"op\": \"repeat\", \"count\": 3},"
-    " {\"op\": \"shuffle\", \"buffer\": 10}, {\"op\": \"take\", \"count\": 400}, {\"op\": \"skip\", \"count\": 7},"
+    " {\"op\": \"shuffle\", \"buffer\": 10, \"initial\": 3}, {\"op\": \"take\", \"count\": 400}, {\"op\": \"skip\", \"count\": 7},"
     " {\"op\": \"shard\", \"num_shards\": 2, \"index\": 1}, {\"op\": \"map\", \"fn\": \"test_tag\", \"parallelism\": %2$d},"
     " {\"op\": \"batch\", \"size\": 3}, {\"op\": \"prefetch\", \"buffer\": %2$d}]}",
     "{\"seed\": %3$d, \"ops\": [{\"op\": \"files\", \"glob\": \"%1$s/d-*.tfrecord\", \"shuffle\": true},"

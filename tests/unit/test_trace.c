@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "testutil.h"
+#include "trace/trace_int.h"
 
 static void test_machine_probe(void **st) {
   char *dir = tu_tmpdir("probe");
@@ -251,6 +252,20 @@ static void test_parallel_interleave(void **st) {
 
 /* A parser of outside input: mutated trace documents are refused with an error or read, and a trace that is read
  * can be planned; nothing crashes (ASan and UBSan watch). */
+/* A niced background job (a build at nice 19) is not load a nice-0 pipeline competes with; to a niced sluice it
+ * is. Fields: user nice system idle iowait irq softirq steal. */
+static void test_niced_load_not_other(void **st) {
+  (void)st;
+  const unsigned long long a[8] = {100, 1000, 50, 2000, 10, 0, 0, 0}, b[8] = {200, 2000, 100, 2000, 10, 0, 0, 0};
+  double ba, ta, bb, tb;
+  sl__jiffies_busy(a, false, &ba, &ta);
+  sl__jiffies_busy(b, false, &bb, &tb);
+  assert_true(fabs((bb - ba) / (tb - ta) - 150.0 / 1150.0) < 1e-9); /* the niced 1,000 jiffies are not busy */
+  sl__jiffies_busy(a, true, &ba, &ta);
+  sl__jiffies_busy(b, true, &bb, &tb);
+  assert_true(fabs((bb - ba) / (tb - ta) - 1.0) < 1e-9);
+}
+
 static void test_trace_mutations(void **st) {
   sl_pipeline *p = tu_pipeline("{\"name\": \"m\", \"ops\": [{\"op\": \"range\", \"stop\": 300}, {\"op\": \"map\", "
                                "\"fn\": \"spin\", \"args\": {\"us\": 5}}, {\"op\": \"batch\", \"size\": 3}, "
@@ -320,7 +335,7 @@ int main(void) {
       cmocka_unit_test(test_short_lived_iterators), cmocka_unit_test(test_own_cpu_over_waiting_input),
       cmocka_unit_test(test_cheap_ops_cpu_from_ratio),
       cmocka_unit_test(test_parallel_interleave),
-      cmocka_unit_test(test_trace_mutations),
+      cmocka_unit_test(test_trace_mutations), cmocka_unit_test(test_niced_load_not_other),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

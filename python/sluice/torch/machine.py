@@ -66,11 +66,14 @@ def _meminfo():
 
 
 def _busy_cpu_seconds():
-    """CPU seconds the whole machine has been busy (/proc/stat: every state but idle and iowait)."""
+    """CPU seconds the whole machine has been busy (/proc/stat: every state but idle and iowait). Niced time
+    (nice > 0) is left out unless this process is niced: a background job at nice 10-19 yields its cores to a
+    nice-0 loader (the C tracer's rule, trace.c sl__jiffies_busy)."""
     try:
         with open("/proc/stat") as fh:
             f = [int(x) for x in fh.readline().split()[1:]]
         hz = _os.sysconf("SC_CLK_TCK")
-        return (sum(f[:8]) - f[3] - f[4]) / hz
+        niced = f[1] if _os.getpriority(_os.PRIO_PROCESS, 0) <= 0 else 0
+        return (sum(f[:8]) - f[3] - f[4] - niced) / hz
     except (OSError, ValueError):
         return -1.0
