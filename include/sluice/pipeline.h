@@ -135,6 +135,14 @@ typedef struct sl_op_stats {
   uint64_t net_requests, net_retries, net_bytes;
   double net_ttfb_seconds, net_xfer_seconds;
   uint64_t net_block_bytes, net_in_flight;
+  /* Of its bytes: those received while one request of a file was asked and not ended alone, and its transfer time
+   * then (its first bytes aside); those received while two or more were, and the time they transferred (the union
+   * of the intervals between their bytes). A link that gave each request less when more ran at once was full: the
+   * planner reads its bandwidth from them. */
+  uint64_t net_solo_bytes;
+  double net_solo_seconds;
+  uint64_t net_overlap_bytes;
+  double net_overlap_seconds;
 } sl_op_stats;
 
 /* Number of ops, nested source ops included (pre-order: an interleave is followed by its source ops). */

@@ -235,7 +235,9 @@ static int rf_call(void *st, sl_elem *e, sl_fn_call *call) {
   size_t n;
   if ((rc = sl__read_whole_file(path, s->max_bytes, &b, &n)))
     return sl__err_wrap(rc, "%s: element %llu", call->op_path, (unsigned long long)call->index);
-  call->read_bytes += n; /* its op's disk_bytes: the planner weighs them against what the device delivered */
+  /* its op's disk_bytes: the planner weighs them against what the device delivered (an object fetched over the
+   * network is no disk read) */
+  if (!sl__is_url(path)) call->read_bytes += n;
   rc = sl_elem_set_bytes(e, s->output, b, 0, NULL, n);
   sl_buf_unref(b);
   return rc;

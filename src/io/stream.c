@@ -95,6 +95,10 @@ uint64_t sl__stream_size(const sl__stream *s) { return s->vt->size(s); }
 uint64_t sl__stream_tell(const sl__stream *s) { return s->vt->tell(s); }
 uint64_t sl__stream_source_bytes(const sl__stream *s) { return s->vt->source_bytes(s); }
 bool sl__stream_net(const sl__stream *s, sl__net_stats *st) { return s->vt->net(s, st); }
+bool sl__stream_remote(const sl__stream *s) {
+  sl__net_stats st;
+  return s && s->vt->net(s, &st);
+}
 const char *sl__stream_name(const sl__stream *s) { return s->name; }
 const char *sl__stream_identity(const sl__stream *s) { return s->vt->identity(s); }
 void sl__stream_free(sl__stream *s) {

@@ -216,6 +216,7 @@ typedef struct {
   unsigned char *data;
   uint64_t skip;             /* bytes of a 200 answer before the range asked for, to drop */
   bool checked, enough;      /* the answer's headers checked; the block filled (the rest of a 200 cut off) */
+  bool xfering;              /* asked and not ended: counted in the stream's xfering */
   int attempts;
   uint64_t retry_at, t_start, t_first, t_last; /* asked, first byte, last bytes (ns) */
   long status;
@@ -245,6 +246,13 @@ struct http_stream {
   char fail_msg[1024];
   char etag[256], modified[128], ident[512];
   sl__net_stats st;
+  int xfering;        /* requests asked and not ended: the others a request's bytes share the link with (a request
+                       * waiting for its first byte may already hold a share: a server sends headers first) */
+  uint64_t busy_last; /* the end of the last interval counted in st.overlap_ns (ns) */
+  /* Since when one request alone, or two or more, have been asked and not ended (UINT64_MAX: not so now): bytes
+   * count as alone or shared by the stretch they arrive in, and their time only within it (a request's bytes arrive
+   * in turns with the others', so the gap before its last bytes spans their ends: the others' time, not its own). */
+  uint64_t alone_since, shared_since;
   uint64_t rng;
 };
 
@@ -329,7 +337,8 @@ static size_t on_write(char *p, size_t size, size_t nmemb, void *ud) {
   size_t n = size * nmemb, taken = n;
   pthread_mutex_lock(&h->mu);
   uint64_t now = sl__now_ns();
-  if (!x->checked) { /* the first bytes: the time to first byte is counted now (the reader may be done first) */
+  bool first = !x->checked;
+  if (first) { /* the first bytes: the time to first byte is counted now (the reader may be done first) */
     x->checked = true;
     x->t_first = x->t_last = now;
     h->st.ttfb_ns += now - x->t_start;
@@ -341,6 +350,22 @@ static size_t on_write(char *p, size_t size, size_t nmemb, void *ud) {
   }
   h->st.bytes += n;
   h->st.xfer_ns += now - x->t_last;
+  /* A request's first bytes have no interval of their own (they arrived during its time to first byte): not in
+   * the rate alone, which they would inflate; in the shared one, whose time the others' transfers cover. */
+  if (!first && h->alone_since != UINT64_MAX) { /* alone: this request's own rate */
+    uint64_t from = x->t_last > h->alone_since ? x->t_last : h->alone_since;
+    h->st.solo_bytes += n;
+    if (now > from) h->st.solo_ns += now - from;
+  } else if (h->shared_since != UINT64_MAX) {
+    /* with others: their union's rate (the callbacks come in time order: a running end suffices) */
+    uint64_t from = x->t_last > h->busy_last ? x->t_last : h->busy_last;
+    if (h->shared_since > from) from = h->shared_since;
+    h->st.overlap_bytes += n;
+    if (!first && now > from) { /* first bytes: no interval, and the union's end must not pass the others' */
+      h->st.overlap_ns += now - from;
+      h->busy_last = now;
+    }
+  }
   x->t_last = now;
   if (x->status != 200 && x->status != 206) { /* an error answer: keep its start for the message */
     size_t k = sizeof x->ebody - 1 - x->ebody_len;
@@ -369,6 +394,17 @@ static size_t on_write(char *p, size_t size, size_t nmemb, void *ud) {
   return taken;
 }
 
+/* One request more (+1) or fewer (-1) asked and not ended: the alone and shared stretches (under the lock). */
+static void running_add(http_stream *h, blk *x, int d) {
+  uint64_t now = sl__now_ns();
+  x->xfering = d > 0;
+  h->xfering += d;
+  if (h->xfering != 1) h->alone_since = UINT64_MAX;
+  else if (h->alone_since == UINT64_MAX) h->alone_since = now;
+  if (h->xfering < 2) h->shared_since = UINT64_MAX;
+  else if (h->shared_since == UINT64_MAX) h->shared_since = now;
+}
+
 /* Starts (or resumes) block x's request from byte off + got (the I/O thread, under the lock). */
 static void launch(http_stream *h, blk *x) {
   x->checked = x->enough = false;
@@ -384,13 +420,20 @@ static void launch(http_stream *h, blk *x) {
   x->t_start = sl__now_ns();
   x->t_first = 0;
   x->attempts++;
+  if (!x->xfering) running_add(h, x, 1);
   h->st.requests++;
   if (x->attempts > 1) h->st.retries++;
   x->state = B_RUN;
   curl_multi_add_handle(h->m, x->e);
 }
 
+/* Block x stopped transferring (ended, failed or cancelled). */
+static void xfer_end(http_stream *h, blk *x) {
+  if (x->xfering) running_add(h, x, -1);
+}
+
 static void cancel(http_stream *h, blk *x) {
+  xfer_end(h, x);
   if (x->state == B_RUN) curl_multi_remove_handle(h->m, x->e);
   x->state = B_FREE;
 }
@@ -399,6 +442,7 @@ static void cancel(http_stream *h, blk *x) {
 static void finished(http_stream *h, blk *x, CURLcode res) {
   uint64_t now = sl__now_ns();
   curl_multi_remove_handle(h->m, x->e);
+  xfer_end(h, x);
   if (h->failed) {
     x->state = B_FAIL;
     return;
@@ -616,6 +660,7 @@ int sl__stream_http_open(sl__stream **out, const char *url, const sl__stream_opt
   }
   if ((rc = req_make(&h->req, url, NULL))) goto fail;
   h->n = h->cfg.inflight;
+  h->alone_since = h->shared_since = UINT64_MAX;
   if (!(h->b = sl__calloc((size_t)h->n, sizeof *h->b)) || !(h->m = curl_multi_init())) {
     rc = sl__oom("a remote stream");
     goto fail;

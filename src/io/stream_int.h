@@ -23,6 +23,12 @@ typedef struct {
 typedef struct {
   uint64_t requests, bytes, ttfb_ns, xfer_ns, retries;
   uint64_t block, inflight; /* its read-ahead: bytes per request, requests in flight */
+  /* Bytes received while a request was the only one of the stream asked and not ended, and its transfer time then;
+   * bytes received while two or more were, and the time they were transferring (the union of the intervals between
+   * their bytes): the planner
+   * compares the rates to see a saturated link (plan_net.c). A request's first bytes are in neither (they have no
+   * interval: they came with its first byte) but those that came while others transferred count as shared. */
+  uint64_t solo_bytes, solo_ns, overlap_bytes, overlap_ns;
 } sl__net_stats;
 
 /* True when `path` names a remote object (http://, https:// or s3://). */
@@ -43,6 +49,9 @@ uint64_t sl__stream_tell(const sl__stream *s);
 uint64_t sl__stream_source_bytes(const sl__stream *s);
 /* The remote stream's counters (all 0 for a local file); false for a local file. */
 bool sl__stream_net(const sl__stream *s, sl__net_stats *st);
+/* True for a remote stream: its source bytes are network bytes (the op's net_bytes), never disk_bytes, which the
+ * planner weighs against what the block devices delivered. */
+bool sl__stream_remote(const sl__stream *s);
 /* The name to show in messages: the path, or the URL without credentials or query. */
 const char *sl__stream_name(const sl__stream *s);
 /* A remote object's identity, "etag:<ETag>" or "modified:<Last-Modified>", then ";size:<bytes>"; "" for a local

@@ -335,9 +335,19 @@ void sl__op_net_account(sl__op *op, const sl__stream *s, sl__net_stats *seen) {
   sl__stat_add(&op->st.net_bytes, n.bytes - seen->bytes);
   sl__stat_add(&op->st.net_ttfb_ns, n.ttfb_ns - seen->ttfb_ns);
   sl__stat_add(&op->st.net_xfer_ns, n.xfer_ns - seen->xfer_ns);
+  sl__stat_add(&op->st.net_solo_bytes, n.solo_bytes - seen->solo_bytes);
+  sl__stat_add(&op->st.net_solo_ns, n.solo_ns - seen->solo_ns);
+  sl__stat_add(&op->st.net_ovl_bytes, n.overlap_bytes - seen->overlap_bytes);
+  sl__stat_add(&op->st.net_ovl_ns, n.overlap_ns - seen->overlap_ns);
   atomic_store_explicit(&op->st.net_block, n.block, memory_order_relaxed);
   atomic_store_explicit(&op->st.net_inflight, n.inflight, memory_order_relaxed);
   *seen = n;
+}
+
+sl__stream_opts sl__op_stream_opts(const sl__op *op, sl__stream_opts o) {
+  int ra = atomic_load_explicit(&((sl__op *)op)->active_ra, memory_order_relaxed);
+  if (ra > 0) o.inflight = ra;
+  return o;
 }
 
 /* The readahead knob into a stream's options. */
@@ -395,7 +405,8 @@ static int tfr_parse(sl__op *op, json_t *o) {
 
 static void tfr_account(tfr_it *t) {
   uint64_t d = sl_tfrecord_reader_disk_bytes(t->r);
-  sl__stat_add(&t->it.op->st.disk_bytes, d - t->disk_seen);
+  if (!sl__stream_remote(sl__tfrecord_reader_stream(t->r))) /* a remote file's bytes are net_bytes */
+    sl__stat_add(&t->it.op->st.disk_bytes, d - t->disk_seen);
   t->disk_seen = d;
   sl__op_net_account(t->it.op, sl__tfrecord_reader_stream(t->r), &t->net_seen);
 }
@@ -404,7 +415,8 @@ static int tfr_start(tfr_it *t, const char *path, const tfr_cfg *c) {
   sl__free(t->path);
   t->path = sl__strdup(path);
   if (!t->path) return sl__oom("a file name");
-  int rc = sl__tfrecord_reader_open_ex(&t->r, path, c->comp, &c->net);
+  sl__stream_opts so = sl__op_stream_opts(t->it.op, c->net);
+  int rc = sl__tfrecord_reader_open_ex(&t->r, path, c->comp, &so);
   if (rc) return sl__op_wrap(t->it.op, rc);
   t->disk_seen = 0;
   t->net_seen = (sl__net_stats){0};
@@ -635,7 +647,8 @@ static int lines_parse(sl__op *op, json_t *o) {
 /* Opens the file or object at path at byte `off`: a stdio stream over it in *f, its stream in *st. */
 static int lines_open_at(sl__op *op, FILE **f, sl__stream **st, const char *path, uint64_t off) {
   *f = NULL;
-  int rc = sl__stream_open(st, path, &((const lines_cfg *)op->impl)->net);
+  sl__stream_opts so = sl__op_stream_opts(op, ((const lines_cfg *)op->impl)->net);
+  int rc = sl__stream_open(st, path, &so);
   if (rc) return sl__op_wrap(op, rc);
   if (!(*f = sl__stream_fopen(*st))) {
     sl__stream_free(*st);
@@ -667,10 +680,10 @@ static int lines_start(lines_it *l, uint64_t off, uint64_t lineno) {
   return 0;
 }
 
-/* The bytes read from the disk or the network since the last call, added to the op's counter. */
+/* The bytes read from the disk since the last call, added to the op's disk_bytes (a remote file's: net_bytes). */
 static void lines_account(lines_it *l) {
   uint64_t d = sl__stream_source_bytes(l->st);
-  if (d > l->seen) sl__stat_add(&l->it.op->st.disk_bytes, d - l->seen);
+  if (d > l->seen && !sl__stream_remote(l->st)) sl__stat_add(&l->it.op->st.disk_bytes, d - l->seen);
   l->seen = d;
   sl__op_net_account(l->it.op, l->st, &l->net_seen);
 }

@@ -230,9 +230,9 @@ static la_int64_t skip_cb(struct archive *a, void *ud, la_int64_t n) {
 
 static void account(tar_it *t) {
   if (!t->a || !t->st) return; /* closed (a skipped rest): counted before */
-  /* bytes read from the file or fetched from the network, before decompression (a remote stream's read-ahead) */
+  /* bytes read from the file, before decompression; a remote stream's (its read-ahead included) are net_bytes */
   int64_t d = (int64_t)sl__stream_source_bytes(t->st);
-  if (d > t->disk_seen) sl__stat_add(&t->it.op->st.disk_bytes, (uint64_t)(d - t->disk_seen));
+  if (d > t->disk_seen && !sl__stream_remote(t->st)) sl__stat_add(&t->it.op->st.disk_bytes, (uint64_t)(d - t->disk_seen));
   t->disk_seen = d;
   sl__op_net_account(t->it.op, t->st, &t->net_seen);
 }
@@ -292,7 +292,8 @@ static int open_path(tar_it *t) {
   t->io_rc = 0;
   if (!t->rbuf && !(t->rbuf = sl__malloc(RBUF))) return sl__oom("a tar reader");
   /* a local shard must be a regular file (libarchive's open of a FIFO would wait for a writer) */
-  if ((rc = sl__stream_open(&t->st, t->path, &((const tar_cfg *)t->it.op->impl)->net))) return unreadable(t, rc);
+  sl__stream_opts so = sl__op_stream_opts(t->it.op, ((const tar_cfg *)t->it.op->impl)->net);
+  if ((rc = sl__stream_open(&t->st, t->path, &so))) return unreadable(t, rc);
   /* Its first bytes tell a gzip shard, which zlib inflates (libarchive's gzip filter checks no CRC). */
   size_t got = 0;
   t->first = 0;

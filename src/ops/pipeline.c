@@ -436,6 +436,10 @@ int sl_pipeline_op_stats(sl_op_stats *s, const sl_pipeline *p, int i) {
   s->net_xfer_seconds = ns_s(LD(op->st.net_xfer_ns));
   s->net_block_bytes = LD(op->st.net_block);
   s->net_in_flight = LD(op->st.net_inflight);
+  s->net_solo_bytes = LD(op->st.net_solo_bytes);
+  s->net_solo_seconds = ns_s(LD(op->st.net_solo_ns));
+  s->net_overlap_bytes = LD(op->st.net_ovl_bytes);
+  s->net_overlap_seconds = ns_s(LD(op->st.net_ovl_ns));
   uint64_t on = LD(op->st.occ_n);
   s->buffer_occupancy = on ? (double)LD(op->st.occ_sum) / (double)on : 0;
   s->bytes_held = LD(op->st.held);

@@ -38,6 +38,8 @@ typedef struct sl__stats {
   /* A reader of remote files: its requests (retries among them), bytes received, summed time to first byte and
    * transfer time; its streams' read-ahead (the last one opened's: bytes per request, requests in flight). */
   atomic_uint_fast64_t net_requests, net_retries, net_bytes, net_ttfb_ns, net_xfer_ns, net_block, net_inflight;
+  /* bytes and time of one request transferring alone, of two or more at once (sl__net_stats) */
+  atomic_uint_fast64_t net_solo_bytes, net_solo_ns, net_ovl_bytes, net_ovl_ns;
 } sl__stats;
 
 /* What an op is to the planner and the tracer (its model node, as tf.data's CreateNode tells its autotuner). */
@@ -133,6 +135,8 @@ struct sl__op {
   uint64_t source_bytes; /* `files`: total size of the files listed (0: unknown) */
   atomic_int active_par;    /* parallelism in force: an online tuner may change it during a run */
   atomic_int active_buf;    /* output buffer in force (prefetch with "autotune" buffer): likewise */
+  atomic_int active_ra;     /* a remote reader's requests in flight for the files it opens next, set by an online
+                             * tuner (0: its spec's readahead) */
   /* repeat: bytes of its input's next whole epoch an online tuner lets it keep and replay instead of running the
    * input again (the plan's cache at the repeat's input, inserted live; 0: none). Set once, by the tuner. */
   atomic_int_fast64_t live_cache;

@@ -151,6 +151,9 @@ struct sl_plan {
   double heavy_min;  /* the fewest elements an op with SL__COUNT_HEAVY_SHARE of the CPU made */
   struct sl__pm_net *net; /* the readers of remote files and their network model (plan_net.c), nnet of them */
   int nnet;
+  double mem_floor;  /* bytes the pipeline holds at its least (parallelism 1, smallest buffers), read-ahead aside */
+  const char *link_source; /* where the link's bandwidth comes from: "user" (SLUICE_LINK_BANDWIDTH), "measured"
+                            * (the trace saw it saturate, plan_net.c) or "unknown" (infinite) */
 };
 
 /* A reader of remote files as the network model sees it (plan_net.c): from the trace's counters, the time to first
@@ -161,9 +164,10 @@ typedef struct sl__pm_net {
   double latency;      /* seconds to first byte, mean over its requests */
   double stream_bw;    /* bytes/s of one request while it transfers (INFINITY: too fast to time) */
   double block;        /* bytes per request */
-  double link;         /* the link's bytes/s (SLUICE_LINK_BANDWIDTH; INFINITY: unknown) */
+  double link;         /* the link's bytes/s (SLUICE_LINK_BANDWIDTH, or measured saturated; INFINITY: unknown) */
   double bytes_per_elem; /* network bytes per output element */
   int64_t in_flight0, in_flight; /* per file: as traced, as planned */
+  int64_t q_cap;       /* the most requests in flight per file the plan may use: the caps and the memory left */
   int64_t streams;     /* files read at once (the enclosing interleave's cycle_length, planned) */
   double rate0, rate;  /* bytes/s the model gives as traced and as planned */
   double bound;        /* output elements/s the network carries as planned */
@@ -171,11 +175,31 @@ typedef struct sl__pm_net {
 /* Fills P's network model from the trace (in sl__plan_model): a remote reader's time blocked on the network is
  * priced here, not by the LP as a waiter. */
 int sl__plan_net_model(sl_plan *P, const sl_trace *t);
-/* After the CPU plan is solved: sets each remote reader's read-ahead so that the network carries the planned rate
- * (within the memory left), or caps the prediction at what it carries (limit "network"). */
+/* After the plan is solved: each remote reader's rates as traced and as planned for the report, and the reader
+ * that limits when the LP's limit is "network". */
 int sl__plan_network(sl_plan *P);
 /* The rate (bytes/s) of one file with k requests in flight. */
 double sl__plan_net_rate(const sl__pm_net *n, double k);
+/* Whether reader x feeds the plan at cache point cache_at (a reader upstream of the cache reads only in the first
+ * epoch, which the LP does not price) and the model can price it (bytes per element, a finite request rate). */
+bool sl__plan_net_active(const sl_plan *P, const sl__pm_net *x, int cache_at);
+/* Bytes per second one request in flight carries: B / (L + B / b) (INFINITY: too fast to time). */
+double sl__plan_net_per_request(const sl__pm_net *x);
+/* Requests in flight per file the caps allow reader x: 64, and 256 MiB of read-ahead over its files. */
+double sl__plan_net_qmax(const sl__pm_net *x);
+/* Bytes the read-ahead may hold in a plan with a cache of cache_bytes: the budget less the pipeline's floor and
+ * the cache, and at least one request per file of each reader; INFINITY when the budget is unconstrained. */
+double sl__plan_net_room(const sl_plan *P, double cache_bytes);
+/* Bytes of read-ahead the readers hold at their planned in_flight, with the interleave cycles cyc[]. */
+double sl__plan_net_memory(const sl_plan *P, const int64_t *cyc);
+/* Sets each reader's files at once (the planned cycles) and q_cap from the caps and the memory room (the LP's
+ * bounds, before it is solved for a plan with a cache of cache_bytes). */
+void sl__plan_net_caps(sl_plan *P, double cache_bytes);
+/* Sets each reader's requests in flight: the least that carries the predicted rate with a tenth to spare, at most
+ * q_cap (after the parallelism is chosen; sl__plan_fit_memory may take some back). */
+void sl__plan_net_size(sl_plan *P);
+/* The throughput the network carries at each reader's q_cap, and the link (INFINITY when nothing limits). */
+double sl__plan_net_bound(const sl_plan *P, int cache_at);
 
 /* The model's units: the threads the work runs on (a sequential thread, or a worker pool), with the CPU and
  * thread time per output element of the work in each. */
@@ -225,8 +249,9 @@ enum { SL__COUNT_OUTPUT, SL__COUNT_HEAVY, SL__COUNT_SHORT };
 #define SL__COUNT_HEAVY_SHARE 0.05
 #define SL__COUNT_DOMINANT 0.5
 int sl__trace_counts(const sl_trace *t, int *dominant);
-/* The LP bound for cache point `cache_at` (-1 none) on `cores` cores; sets *limit. */
-int sl__plan_lp(const sl_plan *P, int cache_at, double cores, double *X, const char **limit);
+/* The LP bound for cache point `cache_at` (-1 none, a cache of cache_bytes) on `cores` cores; sets *limit. The
+ * remote readers' requests in flight are its variables too (plan_lp.c). */
+int sl__plan_lp(const sl_plan *P, int cache_at, double cache_bytes, double cores, double *X, const char **limit);
 /* Frees the calling thread's GLPK environment: call before a thread that solved LPs ends. */
 void sl__plan_lp_thread_done(void);
 /* The model's throughput for integer parallelism par[] (cache_at, prefetch as in the plan). */

@@ -514,6 +514,8 @@ double sl__plan_eval(const sl_plan *P, const int64_t *par, int cache_at, double 
   }
   if (P->B > 0 && U.b > 0 && P->B / U.b < X) X = P->B / U.b;
   if (U.serial > 0 && 1 / U.serial < X) X = 1 / U.serial; /* serial functions share one core */
+  double net = sl__plan_net_bound(P, cache_at); /* the readers at the requests in flight they may use, the link */
+  if (net < X) X = net;
   sl__plan_units_free(&U);
   return X;
 }
@@ -574,6 +576,7 @@ double sl__plan_memory(const sl_plan *P, const int64_t *par, const int64_t *buf,
     }
   }
   if (cache_at >= 0) m += cache_bytes;
+  m += sl__plan_net_memory(P, cyc); /* the remote readers' blocks in flight */
   if (prefetch_buf > 0) m += (double)(prefetch_buf + 1) * (P->ops[P->root].bytes + SL__PLAN_ELEM_OVERHEAD);
   return m;
 }

@@ -1,15 +1,17 @@
 /* plan/plan_net.c: the network in the plan. A reader of remote files keeps k ranged requests of B bytes in flight
  * per file (its readahead); each costs the time to first byte L, then B / b at one stream's bandwidth b; so a file
  * streams at min(k B / (L + B / b), link) and S files read at once (an interleave's cycle) at S times that (Little's
- * law: in flight = rate x latency). The trace gives L, b and B (tracer's network counters); the plan sets k to the
- * least that carries the planned rate within the memory left, or caps the prediction at what the network carries. */
+ * law: in flight = rate x latency). The trace gives L, b and B (tracer's network counters). The LP (plan_lp.c) holds
+ * k as a variable per reader: its rate is linear in k, the readers share the link, and k's blocks share the memory
+ * budget with buffers and cache; the plan then sets k to the least that carries the predicted rate. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "plan/plan_int.h"
 
-/* At most 64 requests in flight per file, and 256 MiB of read-ahead per reader: the link's bandwidth is not
- * measured, so past it more requests only hold memory (docs/remote.md, limits). */
+/* At most 64 requests in flight per file, and 256 MiB of read-ahead per reader: past the link more requests only
+ * hold memory, and the link is often unknown (docs/remote.md, limits). */
 enum { NET_MAX_INFLIGHT = 64 };
 #define NET_MAX_BYTES (256.0 * 1024 * 1024)
 
@@ -20,22 +22,119 @@ double sl__plan_net_rate(const sl__pm_net *n, double k) {
   return fmin(r, n->link);
 }
 
-/* Files the reader at i reads at once: the cycle of the interleave whose source chain holds it (planned). */
-static int64_t streams_of(const sl_plan *P, int i) {
+/* Files the reader at i reads at once: the cycle (cyc[], planned) of the interleave whose source chain holds it. */
+static int64_t streams_in(const sl_plan *P, int i, const int64_t *cyc) {
   for (int j = P->ops[i].parent; j >= 0; j = P->ops[j].parent)
     if (P->ops[j].kind == SL__MK_INTERLEAVE && P->ops[j].source >= 0 && sl__plan_upstream(P, i, P->ops[j].source))
-      return P->cyc[j] > 0 ? P->cyc[j] : 1;
+      return cyc[j] > 0 ? cyc[j] : 1;
   return 1;
+}
+
+double sl__plan_net_per_request(const sl__pm_net *x) {
+  double per = x->stream_bw > 0 && isfinite(x->stream_bw) ? x->block / x->stream_bw : 0;
+  double t = x->latency + per;
+  return t > 0 ? x->block / t : INFINITY;
+}
+
+bool sl__plan_net_active(const sl_plan *P, const sl__pm_net *x, int cache_at) {
+  if (cache_at >= 0 && sl__plan_upstream(P, x->op, cache_at)) return false;
+  double g = sl__plan_net_per_request(x);
+  return x->bytes_per_elem > 0 && g > 0 && isfinite(g) && x->block > 0;
+}
+
+double sl__plan_net_qmax(const sl__pm_net *x) {
+  double per_q = x->block * (double)(x->streams > 0 ? x->streams : 1);
+  return fmax(1, fmin(NET_MAX_INFLIGHT, floor(NET_MAX_BYTES / per_q)));
+}
+
+double sl__plan_net_room(const sl_plan *P, double cache_bytes) {
+  if (P->M >= 1e17) return INFINITY;
+  double least = 0;
+  for (int k = 0; k < P->nnet; k++) least += P->net[k].block * (double)(P->net[k].streams > 0 ? P->net[k].streams : 1);
+  return fmax(P->M - P->mem_floor - cache_bytes, least);
+}
+
+double sl__plan_net_memory(const sl_plan *P, const int64_t *cyc) {
+  double m = 0;
+  for (int k = 0; k < P->nnet; k++) {
+    const sl__pm_net *x = &P->net[k];
+    m += (double)(x->in_flight > 0 ? x->in_flight : 1) * x->block * (double)streams_in(P, x->op, cyc);
+  }
+  return m;
+}
+
+void sl__plan_net_caps(sl_plan *P, double cache_bytes) {
+  for (int k = 0; k < P->nnet; k++) P->net[k].streams = streams_in(P, P->net[k].op, P->cyc);
+  double room = sl__plan_net_room(P, cache_bytes);
+  for (int k = 0; k < P->nnet; k++) {
+    sl__pm_net *x = &P->net[k];
+    double q = fmin(sl__plan_net_qmax(x), floor(room / (x->block * (double)x->streams)));
+    x->q_cap = (int64_t)fmax(1, q);
+  }
+}
+
+void sl__plan_net_size(sl_plan *P) {
+  for (int k = 0; k < P->nnet; k++) {
+    sl__pm_net *x = &P->net[k];
+    x->streams = streams_in(P, x->op, P->cyc);
+    double g = sl__plan_net_per_request(x), need = 1.1 * P->predicted * x->bytes_per_elem;
+    double q = isfinite(g) && g > 0 ? ceil(need / (g * (double)x->streams)) : 1;
+    if (!(q >= 1)) q = 1;
+    x->in_flight = (int64_t)fmin(q, (double)(x->q_cap > 0 ? x->q_cap : 1));
+  }
+}
+
+double sl__plan_net_bound(const sl_plan *P, int cache_at) {
+  double X = INFINITY, bpe = 0, link = INFINITY;
+  for (int k = 0; k < P->nnet; k++) {
+    const sl__pm_net *x = &P->net[k];
+    if (!sl__plan_net_active(P, x, cache_at)) continue;
+    double q = (double)(x->q_cap > 0 ? x->q_cap : 1), s = (double)(x->streams > 0 ? x->streams : 1);
+    X = fmin(X, s * q * sl__plan_net_per_request(x) / x->bytes_per_elem);
+    bpe += x->bytes_per_elem;
+    link = x->link;
+  }
+  if (bpe > 0 && isfinite(link)) X = fmin(X, link / bpe);
+  return X;
+}
+
+/* The link's bandwidth as the trace saw it, or 0 when it shows none: a reader whose requests each got clearly less
+ * while two or more transferred at once (at least 1.5 of them on average) than one alone got was sharing a full
+ * link, whose bandwidth is then at least what they got together (bytes over the union of their transfers). The
+ * figures need 8 kB and 5 ms alone (a request is alone only as a file's last ones end, a stretch the size of the
+ * server's last write or so) and two blocks together. It errs low: requests of different files at once are not
+ * seen overlapping (each file counts its own), nor is other traffic: a lower bound. The rate each request got
+ * together counts their first bytes, which have no time of their own: it errs high (by a first write over a block:
+ * a third with 64 kB blocks and 16 kB writes, nothing much with 8 MiB blocks), so the test of a full link errs
+ * towards "unknown". */
+static double measured_link(const sl_op_stats *s) {
+  double block = s->net_block_bytes ? (double)s->net_block_bytes : 1;
+  double solo_s = s->net_solo_seconds, ovl_s = s->net_overlap_seconds, ovl_req_s = s->net_xfer_seconds - solo_s;
+  if (!(s->net_solo_bytes >= 8192 && solo_s >= 0.005 && (double)s->net_overlap_bytes >= 2 * block && ovl_s > 0 &&
+        ovl_req_s > 0))
+    return 0;
+  double solo_bw = (double)s->net_solo_bytes / solo_s, per_req = (double)s->net_overlap_bytes / ovl_req_s;
+  double together = ovl_req_s / ovl_s; /* requests transferring at once, on average, when two or more did */
+  if (together < 1.5 || per_req > 0.7 * solo_bw) return 0;
+  return (double)s->net_overlap_bytes / ovl_s;
 }
 
 int sl__plan_net_model(sl_plan *P, const sl_trace *t) {
   int n = 0;
   for (int i = 0; i < P->nops; i++) n += t->ops[i].s.net_requests > 0;
+  P->link_source = "unknown";
   if (!n) return 0;
   P->net = sl__calloc((size_t)n, sizeof *P->net);
   if (!P->net) return sl__oom("a plan's network model");
   const char *lk = getenv("SLUICE_LINK_BANDWIDTH"); /* bytes/s of the link, when the user knows it */
   double link = lk && atof(lk) > 0 ? atof(lk) : INFINITY;
+  if (isfinite(link)) P->link_source = "user";
+  else { /* the most any reader saw a saturated link carry (the link is shared) */
+    double m = 0;
+    for (int i = 0; i < P->nops; i++)
+      if (t->ops[i].s.net_requests) m = fmax(m, measured_link(&t->ops[i].s));
+    if (m > 0) link = m, P->link_source = "measured";
+  }
   for (int i = 0; i < P->nops; i++) {
     const sl_op_stats *s = &t->ops[i].s;
     if (!s->net_requests) continue;
@@ -47,6 +146,9 @@ int sl__plan_net_model(sl_plan *P, const sl_trace *t) {
     x->link = link;
     x->bytes_per_elem = P->N > 0 ? (double)s->net_bytes / P->N : 0;
     x->in_flight0 = s->net_in_flight ? (int64_t)s->net_in_flight : 1;
+    x->in_flight = 1; /* the floor the solver starts from (sl__plan_net_size plans it) */
+    x->q_cap = NET_MAX_INFLIGHT;
+    x->streams = 1;
     /* The reader's time blocked on the network is this model's to price: the read-ahead it plans removes it, so
      * the LP sees the reader's CPU alone (as a waiter it would cap the plan at the traced read-ahead's rate). */
     sl__pm_op *o = &P->ops[i];
@@ -57,31 +159,17 @@ int sl__plan_net_model(sl_plan *P, const sl_trace *t) {
 }
 
 int sl__plan_network(sl_plan *P) {
-  double mem_left = P->M - P->mem;
+  int worst = -1;
   for (int k = 0; k < P->nnet; k++) {
     sl__pm_net *x = &P->net[k];
-    int i = x->op;
-    x->streams = streams_of(P, i);
-    x->rate0 = (double)x->streams * sl__plan_net_rate(x, (double)x->in_flight0);
-    /* the least k whose rate carries the planned rate with a tenth to spare, its blocks within the memory left */
-    double need = 1.1 * P->predicted * x->bytes_per_elem, room = fmax(mem_left, 0) + (double)x->in_flight0 * x->block;
-    int64_t q = 1;
-    while (q < NET_MAX_INFLIGHT && (double)x->streams * sl__plan_net_rate(x, (double)q) < need &&
-           (double)(q + 1) * x->block * (double)x->streams <= fmin(room * (double)x->streams, NET_MAX_BYTES))
-      q++;
-    x->in_flight = q;
-    x->rate = (double)x->streams * sl__plan_net_rate(x, (double)q);
+    x->streams = streams_in(P, x->op, P->cyc);
+    double g = sl__plan_net_per_request(x), s = (double)x->streams; /* the files share the link */
+    x->rate0 = fmin(s * (double)x->in_flight0 * g, x->link);
+    x->rate = fmin(s * (double)x->in_flight * g, x->link);
     x->bound = x->bytes_per_elem > 0 ? x->rate / x->bytes_per_elem : INFINITY;
-    mem_left -= (double)(q - x->in_flight0) * x->block * (double)x->streams;
-    P->mem += (double)(q - x->in_flight0) * x->block * (double)x->streams;
-    if (x->bound < P->predicted) { /* the network carries less than the CPU plan: it is the limit */
-      P->predicted = x->bound;
-      if (x->bound < P->bound) {
-        P->bound = x->bound;
-        P->limit = "network";
-        P->bottleneck = i;
-      }
-    }
+    if (sl__plan_net_active(P, x, P->cache_at) && (worst < 0 || x->bound < P->net[worst].bound)) worst = k;
   }
+  /* the LP found the network the limit: the reader that carries the least names it */
+  if (worst >= 0 && P->limit && !strcmp(P->limit, "network")) P->bottleneck = P->net[worst].op;
   return 0;
 }

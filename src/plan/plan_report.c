@@ -170,7 +170,12 @@ static int network_prose(const sl_plan *P, sl__str *s) {
                          isfinite(x->stream_bw) ? sl__fmt_bytes(bw, sizeof bw, x->stream_bw) : "unmeasured",
                          (long long)x->in_flight0, (long long)x->streams, x->streams == 1 ? "" : "s",
                          sl__fmt_bytes(r0, sizeof r0, x->rate0));
-    if (isfinite(x->link)) rc |= sl__str_printf(s, " (link %s/s)", sl__fmt_bytes(lk, sizeof lk, x->link));
+    if (isfinite(x->link))
+      rc |= sl__str_printf(s, " (link %s/s, %s)", sl__fmt_bytes(lk, sizeof lk, x->link),
+                           !strcmp(P->link_source, "user") ? "SLUICE_LINK_BANDWIDTH"
+                                                           : "measured: the requests shared a full link");
+    else
+      rc |= sl__str_printf(s, " (link unknown: not seen full; SLUICE_LINK_BANDWIDTH sets it)");
     rc |= sl__str_printf(s, "; %lld in flight would carry %s/s, %s elem/s%s.\n", (long long)x->in_flight,
                          sl__fmt_bytes(r1, sizeof r1, x->rate), sl__fmt_si(e1, sizeof e1, x->bound),
                          x->in_flight != x->in_flight0 ? " (the plan's readahead)" : "");
@@ -378,6 +383,8 @@ static json_t *json_report(const sl_plan *P) {
       if (j) {
         json_object_set_new(j, "stream_bandwidth", isfinite(x->stream_bw) ? json_real(x->stream_bw) : json_null());
         json_object_set_new(j, "link_bandwidth", isfinite(x->link) ? json_real(x->link) : json_null());
+        json_object_set_new(j, "link_source", json_string(P->link_source)); /* "user", "measured" or "unknown" */
+        json_object_set_new(j, "max_in_flight", json_integer((json_int_t)x->q_cap));
         json_object_set_new(j, "bound", isfinite(x->bound) ? json_real(x->bound) : json_null());
       }
       json_array_append_new(net, j);

@@ -21,7 +21,7 @@ int sl__plan_search_parallelism(sl_plan *P, int cache_at) {
     return sl__oom("the planner");
   }
   double X;
-  int rc = sl__plan_lp(P, cache_at, P->C, &X, NULL);
+  int rc = sl__plan_lp(P, cache_at, cache_at >= 0 && cache_at == P->cache_at ? P->cache_bytes : 0, P->C, &X, NULL);
   int64_t pmax = (int64_t)fmin(ceil(P->C), 1e6) * 2 + 2;
   for (int i = 0; i < P->nops; i++)
     if (P->ops[i].tt > P->ops[i].c * 1.001 && ceil(X * P->ops[i].tt) + 1 > (double)pmax)
@@ -138,7 +138,8 @@ void sl__plan_size_buffers(sl_plan *P) {
 }
 
 /* Shrinks tunable buffers (largest holder first) until the plan fits its memory budget; when the buffers are at
- * their smallest, takes workers from the tunable map that holds the most (each worker holds an element). */
+ * their smallest, takes requests in flight from the remote reader that holds the most, then workers from the
+ * tunable map that holds the most (each worker holds an element). */
 int sl__plan_fit_memory(sl_plan *P) {
   int64_t *minb = sl__calloc((size_t)P->nops, sizeof *minb);
   if (!minb) return sl__oom("the planner");
@@ -158,6 +159,19 @@ int sl__plan_fit_memory(sl_plan *P) {
     }
     if (worst >= 0) {
       P->buf[worst]--;
+      continue;
+    }
+    /* Then the read-ahead of the reader that holds the most (its rate falls with it: the prediction follows). */
+    int r = -1;
+    double rb = 0;
+    for (int k = 0; k < P->nnet; k++) {
+      const sl__pm_net *x = &P->net[k];
+      double h = (double)x->in_flight * x->block * (double)x->streams;
+      if (x->in_flight > 1 && h > rb) rb = h, r = k;
+    }
+    if (r >= 0) {
+      P->net[r].q_cap = --P->net[r].in_flight;
+      cut_workers = true;
       continue;
     }
     int w = -1;

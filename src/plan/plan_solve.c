@@ -72,7 +72,7 @@ static int cache_candidates(const sl_plan *P, double budget, double base_bound, 
       continue;
     }
     double X;
-    int rc = sl__plan_lp(P, k, P->C, &X, NULL);
+    int rc = sl__plan_lp(P, k, c->bytes, P->C, &X, NULL);
     if (rc) return rc;
     c->legal = true;
     c->bound = X;
@@ -85,11 +85,16 @@ static int cache_candidates(const sl_plan *P, double budget, double base_bound, 
   return 0;
 }
 
+/* The LP, the parallelism around its point, the buffers, the read-ahead for the rate chosen, then the memory. */
 static int solve_config(sl_plan *P) {
-  int rc = sl__plan_lp(P, P->cache_at, P->C, &P->bound, &P->limit);
+  double cb = P->cache_at >= 0 ? P->cache_bytes : 0;
+  sl__plan_net_caps(P, cb);
+  int rc = sl__plan_lp(P, P->cache_at, cb, P->C, &P->bound, &P->limit);
   if (!rc) rc = sl__plan_search_parallelism(P, P->cache_at);
   if (!rc) {
     sl__plan_size_buffers(P);
+    sl__plan_net_caps(P, cb); /* the planned cycles: files read at once */
+    sl__plan_net_size(P);
     rc = sl__plan_fit_memory(P);
   }
   return rc;
@@ -117,6 +122,7 @@ int sl__plan_as_traced(sl_plan *P) {
     P->buf[i] = P->ops[i].buf0;
     P->cyc[i] = P->ops[i].cyc0;
   }
+  for (int k = 0; k < P->nnet; k++) P->net[k].in_flight = P->net[k].q_cap = P->net[k].in_flight0;
   P->cache_at = -1;
   P->cache_bytes = 0;
   P->add_prefetch = false;
@@ -142,9 +148,15 @@ static int solve_fitting(sl_plan *P) {
 /* The root prefetch costs a hand-off per element: the plan keeps it unless the plan without it is clearly faster
  * on the model (its buffer also absorbs the spread of per-element times, which the model does not price). */
 static int maybe_drop_prefetch(sl_plan *P) {
-  size_t nb = (size_t)P->nops * sizeof(int64_t);
+  size_t nb = (size_t)P->nops * sizeof(int64_t), nnb = (size_t)P->nnet * sizeof *P->net;
   int64_t *sv = sl__malloc(3 * nb);
-  if (!sv) return sl__oom("a plan");
+  sl__pm_net *svn = nnb ? sl__malloc(nnb) : NULL;
+  if (!sv || (nnb && !svn)) {
+    sl__free(sv);
+    sl__free(svn);
+    return sl__oom("a plan");
+  }
+  if (nnb) memcpy(svn, P->net, nnb);
   memcpy(sv, P->par, nb);
   memcpy(sv + P->nops, P->buf, nb);
   memcpy(sv + 2 * P->nops, P->cyc, nb);
@@ -157,6 +169,7 @@ static int maybe_drop_prefetch(sl_plan *P) {
   int rc = solve_fitting(P);
   if (rc == SL_ENOMEM) {
     sl__free(sv);
+    sl__free(svn);
     return rc;
   }
   if (rc || !(P->predicted > pred * 1.02)) {
@@ -169,8 +182,10 @@ static int maybe_drop_prefetch(sl_plan *P) {
     memcpy(P->cyc, sv + 2 * P->nops, nb);
     P->predicted = pred, P->mem = mem, P->bound = bound, P->limit = limit;
     P->cache_at = cache, P->cache_bytes = cb;
+    if (nnb) memcpy(P->net, svn, nnb);
   }
   sl__free(sv);
+  sl__free(svn);
   return rc;
 }
 
@@ -218,7 +233,9 @@ int sl__plan_solve(sl_plan **out, const sl_trace *t, const sl_plan_opts *opts, d
   for (int i = 0; i < P->nops; i++) p1[i] = P->ops[i].par_tunable ? 1 : P->ops[i].par0;
   sl__plan_min_buffers(P, p1, b1);
   for (int i = 0; i < P->nops; i++) P->cyc[i] = P->ops[i].cyc0;
-  double m0 = sl__plan_memory(P, p1, b1, P->cyc, -1, 0, P->add_prefetch ? 1 : 0);
+  double m0 = sl__plan_memory(P, p1, b1, P->cyc, -1, 0, P->add_prefetch ? 1 : 0); /* one request per file */
+  P->mem_floor = m0 - sl__plan_net_memory(P, P->cyc);
+  sl__plan_net_caps(P, 0);
   if (m0 > P->M) {
     memcpy(P->par, p1, (size_t)P->nops * sizeof *p1);
     memcpy(P->buf, b1, (size_t)P->nops * sizeof *b1);
@@ -227,7 +244,7 @@ int sl__plan_solve(sl_plan **out, const sl_trace *t, const sl_plan_opts *opts, d
     if (!rc) rc = sl__err(SL_EINVAL, "infeasible memory budget");
     goto fail;
   }
-  if ((rc = sl__plan_lp(P, -1, P->C, &P->bound_nocache, &P->limit))) goto fail;
+  if ((rc = sl__plan_lp(P, -1, 0, P->C, &P->bound_nocache, &P->limit))) goto fail;
   if (!opts->no_cache) {
     int at, ntmp;
     double bb;
@@ -242,7 +259,8 @@ int sl__plan_solve(sl_plan **out, const sl_trace *t, const sl_plan_opts *opts, d
   rc = solve_fitting(P);
   if (!rc && P->add_prefetch) rc = maybe_drop_prefetch(P);
   if (rc) goto fail;
-  if ((rc = sl__plan_lp(P, P->cache_at, P->C + 1, &P->bound_plus_core, NULL))) goto fail;
+  if ((rc = sl__plan_lp(P, P->cache_at, P->cache_at >= 0 ? P->cache_bytes : 0, P->C + 1, &P->bound_plus_core, NULL)))
+    goto fail;
   P->bottleneck = sl__plan_pick_bottleneck(P);
   if ((rc = sl__plan_network(P))) goto fail;
   P->theta_total = 0;

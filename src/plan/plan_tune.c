@@ -3,7 +3,9 @@
  * counts carry a solve) it makes a trace of the window's
  * counters (with the machine's load over it), and when the model's costs drifted in two windows in a row (or
  * nothing was solved yet) solves the plan and sets the running pipeline's "autotune" knobs (parallelism, prefetch
- * depth), logging each change with its reason in one line. */
+ * depth), logging each change with its reason in one line. A remote reader's read-ahead follows its network: when
+ * its time to first byte or a stream's bandwidth moved, the plan is solved on the window for the requests in flight
+ * its next files open with (net_step). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -25,7 +27,7 @@
 typedef struct tune_change {
   double t;           /* seconds since the tuner started */
   int op;
-  const char *knob;   /* "parallelism", "buffer" or "cache" (static strings) */
+  const char *knob;   /* "parallelism", "buffer", "cache" or "readahead" (static strings) */
   int64_t from, to;
   char why[480];
 } tune_change;
@@ -67,6 +69,9 @@ struct sl_tuner {
   int *pend_par, *pend_buf, *tgt_par, *tgt_buf;
   int *rej;            /* knob vectors reverted (SL__TUNE_REJ of them, 2 x nops each: parallelism, buffer) */
   int nrej;
+  /* Each op's time to first byte and one stream's bandwidth when its read-ahead was last set (net_step; -1: not
+   * yet); the bandwidth INFINITY when too fast to time. */
+  double *net_lat, *net_bw;
 };
 
 #define SL__TUNE_REJ 4
@@ -414,6 +419,74 @@ static bool pend_step(sl_tuner *a, const sl_trace *t) {
   return true;
 }
 
+/* Requests of a remote reader a window needs before its time to first byte and bandwidth are figures. */
+#define SL__TUNE_NET_REQUESTS 4
+
+/* Whether op i is a remote reader whose spec leaves its readahead to sluice (absent or 0): the tuner's to set. */
+static bool ra_tunable(const sl_tuner *a, int i) {
+  json_t *ra = json_object_get(sl__pipeline_op(a->p, i)->json, "readahead");
+  return !ra || (json_is_integer(ra) && json_integer_value(ra) == 0);
+}
+
+/* Whether x moved from x0 by more than the share thr of x0 (x0 < 0: never set; both INFINITY: no). */
+static bool moved(double x, double x0, double thr) {
+  if (x0 < 0) return true;
+  if (isinf(x) || isinf(x0)) return isinf(x) != isinf(x0);
+  return fabs(x - x0) > thr * fmax(x0, 1e-12);
+}
+
+/* A remote reader's read-ahead against the network of the window: when a reader's time to first byte or one
+ * stream's bandwidth (over at least SL__TUNE_NET_REQUESTS requests) moved by more than the drift threshold from the
+ * figures its read-ahead was last set for (or it was never set), the plan is solved on the window and the reader's
+ * next files open with the requests in flight the plan gives it (plan_net.c: the least whose rate
+ * S k B / (L + B / b) carries the predicted rate, within the caps and the memory budget). Runs in every window
+ * (a trial's and a probation's too): the network changes on its own, not with the knobs. */
+static void net_step(sl_tuner *a, sl_trace *t) {
+  double thr = a->opts.drift > 0 ? a->opts.drift : 0.2;
+  bool any = false;
+  for (int i = 0; i < a->nops && i < t->nops; i++) {
+    const sl_op_stats *s = &t->ops[i].s;
+    if (s->net_requests < SL__TUNE_NET_REQUESTS || !ra_tunable(a, i)) continue;
+    double lat = s->net_ttfb_seconds / (double)s->net_requests;
+    double bw = s->net_xfer_seconds > 0 ? (double)s->net_bytes / s->net_xfer_seconds : INFINITY;
+    if (moved(lat, a->net_lat[i], thr) || moved(bw, a->net_bw[i], thr)) any = true;
+  }
+  if (!any) return;
+  sl_plan_opts po;
+  sl_plan *P = NULL;
+  if (window_opts(a, &po)) return;
+  po.no_cache = true; /* the read-ahead only: a cache is tune_window's to insert */
+  if (sl__plan_solve(&P, t, &po, 1.0)) {
+    sl_error_clear();
+    return;
+  }
+  for (int k = 0; k < P->nnet; k++) {
+    const sl__pm_net *x = &P->net[k];
+    int i = x->op;
+    const sl_op_stats *s = &t->ops[i].s;
+    if (s->net_requests < SL__TUNE_NET_REQUESTS || !ra_tunable(a, i)) continue;
+    double bw = x->stream_bw;
+    if (!moved(x->latency, a->net_lat[i], thr) && !moved(bw, a->net_bw[i], thr)) continue;
+    char was[64], why[480];
+    if (a->net_lat[i] < 0) snprintf(was, sizeof was, "first setting");
+    else snprintf(was, sizeof was, "%.1f ms and %.3g MB/s when last set", a->net_lat[i] * 1e3, a->net_bw[i] / 1e6);
+    a->net_lat[i] = x->latency;
+    a->net_bw[i] = bw;
+    sl__op *op = sl__pipeline_op(a->p, i);
+    int cur = atomic_load_explicit(&op->active_ra, memory_order_relaxed);
+    if (cur <= 0) cur = (int)s->net_in_flight;
+    int want = (int)x->in_flight;
+    if (want < 1 || want == cur) continue;
+    snprintf(why, sizeof why, "network: %.1f ms to first byte, %.3g MB/s a stream (%s): %d requests of %.0f kB in "
+             "flight on each of %lld file%s carry %.3g MB/s for the predicted %.0f elem/s (limit %s); the reader's "
+             "next files open with them", x->latency * 1e3, isinf(bw) ? 0 : bw / 1e6, was, want, x->block / 1e3,
+             (long long)x->streams, x->streams == 1 ? "" : "s", x->rate / 1e6, P->predicted, sl_plan_limit(P));
+    atomic_store_explicit(&op->active_ra, want, memory_order_relaxed);
+    log_change(a, i, "readahead", cur, want, why);
+  }
+  sl_plan_free(P);
+}
+
 /* One window: model it, and when the costs drifted, solve and set the knobs. `m` is the machine with the load
  * other processes put on it during the window, run_delay the window's runqueue wait per CPU second: without them
  * a CPU-bound op that waited for a core on a shared machine would look like one waiting on I/O. The window's
@@ -427,6 +500,7 @@ static void tune_window(sl_tuner *a, const sl_op_stats *now, const sl_op_stats *
   /* What the block devices delivered in the window (-1: unknown): page-cache reads are no disk work here either. */
   t->device_bytes = io[0];
   t->read_chars = io[1];
+  net_step(a, t);
   if (trial_step(a, t) || pend_step(a, t)) goto out;
   sl_plan_opts po;
   if (window_opts(a, &po)) goto out;
@@ -660,9 +734,15 @@ int sl_pipeline_tune(sl_tuner **out, sl_pipeline *p, const sl_tune_opts *opts) {
   a->trial_par = sl__calloc((size_t)a->nops, 2 * sizeof *a->trial_par); /* parallelism, then prefetch depth */
   a->pend_par = sl__calloc((size_t)a->nops, 4 * sizeof *a->pend_par); /* pend_par, pend_buf, tgt_par, tgt_buf */
   a->rej = sl__calloc((size_t)a->nops, 2 * SL__TUNE_REJ * sizeof *a->rej);
-  int rc = !a->spec || !a->origin || !a->c_solved || !a->c_prev || !a->trial_par || !a->pend_par || !a->rej
+  a->net_lat = sl__calloc((size_t)a->nops, 2 * sizeof *a->net_lat); /* net_lat, then net_bw */
+  int rc = !a->spec || !a->origin || !a->c_solved || !a->c_prev || !a->trial_par || !a->pend_par || !a->rej ||
+                   !a->net_lat
                ? sl__oom("the tuner")
                : 0;
+  if (!rc) {
+    a->net_bw = a->net_lat + a->nops;
+    for (int i = 0; i < 2 * a->nops; i++) a->net_lat[i] = -1;
+  }
   if (!rc) {
     a->pend_buf = a->pend_par + a->nops;
     a->tgt_par = a->pend_par + 2 * a->nops;
@@ -696,6 +776,7 @@ int sl_pipeline_tune(sl_tuner **out, sl_pipeline *p, const sl_tune_opts *opts) {
     sl__free(a->trial_par);
     sl__free(a->pend_par);
     sl__free(a->rej);
+    sl__free(a->net_lat);
     sl__free(a);
     return rc;
   }
@@ -781,6 +862,7 @@ void sl_tuner_stop(sl_tuner *a) {
   sl__free(a->trial_par);
   sl__free(a->pend_par);
   sl__free(a->rej);
+  sl__free(a->net_lat);
   sl__free(a->log);
   sl__free(a);
 }

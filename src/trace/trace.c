@@ -229,6 +229,10 @@ static void stats_delta(sl_op_stats *d, const sl_op_stats *a) {
   d->net_bytes -= a->net_bytes;
   d->net_ttfb_seconds = fmax(d->net_ttfb_seconds - a->net_ttfb_seconds, 0);
   d->net_xfer_seconds = fmax(d->net_xfer_seconds - a->net_xfer_seconds, 0);
+  d->net_solo_bytes -= a->net_solo_bytes;
+  d->net_solo_seconds = fmax(d->net_solo_seconds - a->net_solo_seconds, 0);
+  d->net_overlap_bytes -= a->net_overlap_bytes;
+  d->net_overlap_seconds = fmax(d->net_overlap_seconds - a->net_overlap_seconds, 0);
   d->skipped -= a->skipped;
   if (d->cpu_seconds < 0) d->cpu_seconds = 0;
   if (d->wall_seconds < 0) d->wall_seconds = 0;
@@ -522,11 +526,13 @@ static json_t *op_json(const sl__trace_op *o) {
   /* A reader of remote files: its requests and their times (written only for one that made requests). */
   if (c && s->net_requests &&
       json_object_set_new(c, "network",
-                          json_pack("{s:I, s:I, s:I, s:f, s:f, s:I, s:I}", "requests", (json_int_t)s->net_requests,
-                                    "retries", (json_int_t)s->net_retries, "bytes", (json_int_t)s->net_bytes,
-                                    "ttfb_seconds", s->net_ttfb_seconds, "transfer_seconds", s->net_xfer_seconds,
-                                    "block_bytes", (json_int_t)s->net_block_bytes, "in_flight",
-                                    (json_int_t)s->net_in_flight))) {
+                          json_pack("{s:I, s:I, s:I, s:f, s:f, s:I, s:I, s:I, s:f, s:I, s:f}", "requests",
+                                    (json_int_t)s->net_requests, "retries", (json_int_t)s->net_retries, "bytes",
+                                    (json_int_t)s->net_bytes, "ttfb_seconds", s->net_ttfb_seconds, "transfer_seconds",
+                                    s->net_xfer_seconds, "block_bytes", (json_int_t)s->net_block_bytes, "in_flight",
+                                    (json_int_t)s->net_in_flight, "solo_bytes", (json_int_t)s->net_solo_bytes,
+                                    "solo_seconds", s->net_solo_seconds, "overlap_bytes",
+                                    (json_int_t)s->net_overlap_bytes, "overlap_seconds", s->net_overlap_seconds))) {
     json_decref(c);
     c = NULL;
   }
@@ -738,6 +744,23 @@ static int parse_trace(sl_trace *t, json_t *root, const char *origin) {
       s->net_xfer_seconds = json_number_value(f[4]);
       s->net_block_bytes = (uint64_t)json_integer_value(f[5]);
       s->net_in_flight = (uint64_t)json_integer_value(f[6]);
+      /* optional (added after the rest): the link's saturation figures */
+      static const char *const NO[4] = {"solo_bytes", "solo_seconds", "overlap_bytes", "overlap_seconds"};
+      double v[4] = {0, 0, 0, 0};
+      for (int k = 0; k < 4; k++) {
+        json_t *g = json_object_get(nw, NO[k]);
+        if (!g) continue;
+        bool ok = k % 2 ? json_is_number(g) && json_number_value(g) >= 0 && isfinite(json_number_value(g))
+                        : json_is_integer(g) && json_integer_value(g) >= 0;
+        if (!ok)
+          return sl__err(SL_EINVAL, "%s: %s.network.%s: not a non-negative %s", origin, w, NO[k],
+                         k % 2 ? "number" : "integer");
+        v[k] = k % 2 ? json_number_value(g) : (double)json_integer_value(g);
+      }
+      s->net_solo_bytes = (uint64_t)v[0];
+      s->net_solo_seconds = v[1];
+      s->net_overlap_bytes = (uint64_t)v[2];
+      s->net_overlap_seconds = v[3];
     }
     json_t *se = json_object_get(o, "serial"); /* optional: written only for SL_FN_SERIAL functions */
     if (se && !json_is_boolean(se)) return sl__err(SL_EINVAL, "%s: %s.serial: expected true or false", origin, w);

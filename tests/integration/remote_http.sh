@@ -12,9 +12,13 @@ D=$(dirname "$0")
 nginx_available || { echo "SKIP: nginx, its echo module or openssl missing (make deps)"; exit 77; }
 T=$(mktemp -d)
 PROXY_PID=
+PACE_PID=
+LAT_PID=
 cleanup() {
   nginx_stop
   [ -n "$PROXY_PID" ] && kill "$PROXY_PID" 2> /dev/null && wait "$PROXY_PID" 2> /dev/null
+  [ -n "$PACE_PID" ] && kill "$PACE_PID" 2> /dev/null && wait "$PACE_PID" 2> /dev/null
+  [ -n "$LAT_PID" ] && kill "$LAT_PID" 2> /dev/null && wait "$LAT_PID" 2> /dev/null
   rm -rf "$T"
 }
 trap cleanup EXIT
@@ -78,6 +82,33 @@ assert n["planned_in_flight"] > 1 and n["planned_rate_bytes"] > n["rate_bytes"],
 PY
 "$S" analyze "$T/ra1.trace.json" | grep -Eq "^Network: ops\[1\] \(tar\)( is the limit, waiting on the network)?: " || fail "analyze names no network line"
 
+# Remote bytes are network bytes, not disk bytes: a trace of each remote reader (tar, tfrecord, lines, and
+# read_file's map) has disk_bytes 0 and network bytes > 0 for it, so the analyzer prices no disk and no page cache.
+echo "{\"name\": \"t\", \"ops\": [{\"op\": \"files\", \"list\": [\"$H/tfr/train-{00000..00003}-of-00004.tfrecord\"]}, {\"op\": \"tfrecord\"}]}" > "$T/nd_tfr.json"
+tar_spec "$H/tar" "$T/nd_tar.json"
+txt_spec "$H/txt" "$T/nd_txt.json"
+for k in tar tfr txt; do
+  timeout 120 "$S" trace "$T/nd_$k.json" -o "$T/nd_$k.trace.json" --seconds 1 --repeat > /dev/null 2> "$T/err" ||
+    fail "trace nd_$k: $(cat "$T/err")"
+  python3 - "$T/nd_$k.trace.json" <<'PY' || fail "$k over HTTP counts its bytes as disk bytes"
+import json, sys
+t = json.load(open(sys.argv[1]))
+r = [o for o in t["ops"] if "network" in o]
+assert len(r) == 1 and r[0]["network"]["bytes"] > 0, r
+assert r[0]["disk_bytes"] == 0, (r[0]["path"], r[0]["disk_bytes"], r[0]["network"]["bytes"])
+assert sum(o["disk_bytes"] for o in t["ops"]) == 0, [o["disk_bytes"] for o in t["ops"]]
+PY
+  out=$(timeout 60 "$S" analyze "$T/nd_$k.trace.json" 2>&1) || fail "analyze nd_$k: $out"
+  echo "$out" | grep -Eiq "page cache|came from the device|disk" && fail "analyze of remote $k speaks of a disk: $out"
+done
+timeout 120 "$S" trace "$T/rf_http.json" -o "$T/nd_rf.trace.json" --seconds 1 --repeat > /dev/null 2> "$T/err" ||
+  fail "trace read_file: $(cat "$T/err")"
+python3 - "$T/nd_rf.trace.json" <<'PY' || fail "read_file over HTTP counts its bytes as disk bytes"
+import json, sys
+t = json.load(open(sys.argv[1]))
+assert sum(o["disk_bytes"] for o in t["ops"]) == 0, [o["disk_bytes"] for o in t["ops"]]
+PY
+
 # HTTPS with the test's CA; without it the certificate is refused, naming the URL.
 tar_spec "$HS/tar" "$T/tar_https.json"
 [ "$(SLUICE_CA_BUNDLE=$T/nginx/ca.pem digest "$T/tar_https.json")" = "$dtar" ] || fail "tar over HTTPS: another digest"
@@ -99,6 +130,60 @@ stats=$(cat "$T/proxy.stats")
 n503=$(echo "$stats" | sed -n 's/.*503=\([0-9]*\).*/\1/p'); ncut=$(echo "$stats" | sed -n 's/.*cut=\([0-9]*\).*/\1/p')
 [ "${n503:-0}" -ge 2 ] && [ "${ncut:-0}" -ge 1 ] || fail "the proxy injected too few faults to test anything: $stats"
 echo "faults injected: $stats"
+
+# A full link, measured: a proxy that paces every body through one shared budget of 1 MB/s. Each byte is counted
+# at most once, alone or with other requests transferring (a request's first bytes in neither); the requests in flight share the budget, so each gets less
+# together than one alone, and the analyzer takes the link's bandwidth from the trace (said "measured"), never
+# above what the proxy let through (a margin for its 16 kB chunks).
+python3 "$D/remote_proxy.py" "$T/pace.port" "$HTTP_PORT" "$T/pace.stats" 1000000000 1000000000 1000000 &
+PACE_PID=$!
+for i in $(seq 100); do [ -s "$T/pace.port" ] && break; sleep 0.1; done
+[ -s "$T/pace.port" ] || fail "the pacing proxy did not start"
+echo "{\"name\": \"t\", \"ops\": [{\"op\": \"files\", \"glob\": \"http://127.0.0.1:$(cat "$T/pace.port")/tar/train-{00000..00003}-of-00004.tar\"}, {\"op\": \"tar\", \"readahead\": 4}, {\"op\": \"map\", \"fn\": \"select\", \"args\": {\"keep\": [\"jpg\"]}}]}" > "$T/pace.json"
+timeout 120 "$S" trace "$T/pace.json" -o "$T/pace.trace.json" --seconds 3 --repeat > /dev/null 2> "$T/err" ||
+  fail "trace through the pacing proxy: $(cat "$T/err")"
+kill "$PACE_PID" 2> /dev/null; wait "$PACE_PID" 2> /dev/null; PACE_PID=
+python3 - "$T/pace.trace.json" <<'PY' || fail "the link's counters through the pacing proxy"
+import json, sys
+n = [o["network"] for o in json.load(open(sys.argv[1]))["ops"] if "network" in o][0]
+assert n["solo_bytes"] + n["overlap_bytes"] <= n["bytes"] and n["solo_bytes"] > 0 and n["overlap_bytes"] > 0, n
+solo = n["solo_bytes"] / n["solo_seconds"]
+each = n["overlap_bytes"] / (n["transfer_seconds"] - n["solo_seconds"])
+assert each < 0.7 * solo, ("each request got as much with others as alone: no shared link seen", n)
+PY
+timeout 60 "$S" analyze "$T/pace.trace.json" --json > "$T/pace.an.json" 2> "$T/err" || fail "analyze: $(cat "$T/err")"
+python3 - "$T/pace.an.json" <<'PY' || fail "the measured link: $(cat "$T/pace.an.json")"
+import json, sys
+n = json.load(open(sys.argv[1]))["network"][0]
+assert n["link_source"] == "measured" and 0 < n["link_bandwidth"] <= 1000000 * 1.25, n
+PY
+"$S" analyze "$T/pace.trace.json" | grep -q "measured: the requests shared a full link" || fail "analyze does not say the link was measured"
+echo "link measured through the 1 MB/s proxy: $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["network"][0]["link_bandwidth"])' "$T/pace.an.json") B/s"
+
+# The online tuner follows the network: a run with --tuner sluice through a proxy whose delay before each answer
+# the test raises from none to 150 ms mid-run; the tuner's log shows the tar reader's readahead raised, for a time
+# to first byte the proxy's delay bounds from below (a floor: load only adds). A 5 ms spin per sample keeps the
+# rate the plan asks of the network (and so the first setting) far below the cap of 64. Bounded: the run takes 9 s.
+python3 "$D/remote_proxy.py" "$T/lat.port" "$HTTP_PORT" "$T/lat.stats" 1000000000 1000000000 0 "$T/lat.delay" &
+LAT_PID=$!
+for i in $(seq 100); do [ -s "$T/lat.port" ] && break; sleep 0.1; done
+[ -s "$T/lat.port" ] || fail "the delaying proxy did not start"
+echo "{\"name\": \"t\", \"ops\": [{\"op\": \"files\", \"glob\": \"http://127.0.0.1:$(cat "$T/lat.port")/tar/train-{00000..00003}-of-00004.tar\"}, {\"op\": \"tar\"}, {\"op\": \"map\", \"fn\": \"select\", \"args\": {\"keep\": [\"jpg\"]}}, {\"op\": \"map\", \"fn\": \"spin\", \"args\": {\"us\": 5000}}, {\"op\": \"repeat\"}]}" > "$T/lat.json"
+timeout 120 "$S" run "$T/lat.json" --seconds 9 --tuner sluice --json --quiet > "$T/lat.out" 2> "$T/lat.err" &
+RUN_PID=$!
+sleep 3
+echo 0.15 > "$T/lat.delay"
+wait "$RUN_PID" || fail "run --tuner sluice through the delaying proxy: $(cat "$T/lat.err")"
+kill "$LAT_PID" 2> /dev/null; wait "$LAT_PID" 2> /dev/null; LAT_PID=
+python3 - "$T/lat.out" <<'PY' || fail "the tuner did not raise the readahead when the latency rose: $(cat "$T/lat.out")"
+import json, re, sys
+r = json.load(open(sys.argv[1]))
+ra = [c for c in r["tuner_changes"] if c["knob"] == "readahead"]
+assert ra and all(c["op"] == "ops[1]" and c["from"] != c["to"] for c in ra), ra
+up = [c for c in ra if c["to"] > c["from"] and float(re.search(r"network: ([0-9.]+) ms to first byte", c["reason"]).group(1)) >= 140]
+assert up, ("no raise for the proxy's 150 ms", ra)
+print("readahead changes:", [(round(c["t"], 1), c["from"], c["to"]) for c in ra])
+PY
 
 # A saved state over HTTP: the run's first 15 samples and the resumed rest add up to the whole; an object changed
 # since (a new ETag) refuses the resume, naming it.

@@ -2,18 +2,50 @@
 """remote_proxy.py: a fault-injecting HTTP proxy on loopback for tests/integration/remote_http.sh. It forwards GETs
 (with their Range) to an upstream server and, by a fixed pattern over the requests it sees (so that a run is
 reproducible), answers some with 503 and cuts others mid-body (the headers promise the whole range; half of it is
-sent, then the connection is closed). Usage: remote_proxy.py PORTFILE UPSTREAM_PORT STATSFILE [EVERY503 EVERYCUT]
+sent, then the connection is closed). With RATE (bytes/s, 0: none) every body is paced through one shared budget of
+RATE in 16 kB chunks: a full link that the requests in flight share. And with DELAYFILE, it waits the seconds that
+file holds (read at each request; missing: none) before it answers: a latency the test raises during a run.
+Usage: remote_proxy.py PORTFILE UPSTREAM_PORT STATSFILE [EVERY503 EVERYCUT [RATE [DELAYFILE]]]
 It writes the port it listens on to PORTFILE and its counts to STATSFILE after each request."""
 import http.client
 import http.server
 import socket
 import sys
 import threading
+import time
 
 port_file, upstream, stats_file = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 every_503 = int(sys.argv[4]) if len(sys.argv) > 4 else 20  # 5% of the requests
 every_cut = int(sys.argv[5]) if len(sys.argv) > 5 else 50  # 2%
+rate = float(sys.argv[6]) if len(sys.argv) > 6 else 0.0
+delay_file = sys.argv[7] if len(sys.argv) > 7 else None
 lock = threading.Lock()
+pace_lock = threading.Lock()
+pace_next = [0.0]  # when the shared link is free again (time.monotonic)
+
+
+def delay():
+    try:
+        with open(delay_file) as f:
+            return max(0.0, min(float(f.read().strip() or 0), 5.0))
+    except (TypeError, OSError, ValueError):
+        return 0.0
+
+
+def send(w, data):
+    """Writes data, paced through the shared budget when RATE is set: each chunk waits for its slot on the link."""
+    if not rate:
+        w.write(data)
+        return
+    for i in range(0, len(data), 16384):
+        chunk = data[i : i + 16384]
+        with pace_lock:
+            start = max(time.monotonic(), pace_next[0])
+            pace_next[0] = start + len(chunk) / rate
+            end = pace_next[0]
+        time.sleep(max(0.0, end - time.monotonic()))
+        w.write(chunk)
+        w.flush()
 counts = {"requests": 0, "503": 0, "cut": 0, "ok": 0}
 
 
@@ -34,6 +66,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         with lock:
             counts["requests"] += 1
             n = counts["requests"]
+        d = delay()
+        if d:
+            time.sleep(d)
         if n % every_503 == 3:
             note("503")
             body = b"busy"
@@ -64,7 +99,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 pass
             return
         note("ok")
-        self.wfile.write(data)
+        send(self.wfile, data)
 
 
 server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
