@@ -32,15 +32,19 @@ static void *watcher_main(void *arg) {
 /* Polled by a running sl_convert (its opts.cancel): set by the handler below, cleared when a convert starts. */
 volatile sig_atomic_t sl__py_convert_cancel;
 
+/* Python's handler runs first: it sets the flag PyErr_CheckSignals reads, and only then is the watcher woken. Posted
+ * first, the watcher could cancel the run and the consumer check the flag before it was set: the Ctrl-C then came
+ * out as "the run was cancelled" instead of KeyboardInterrupt (seen in test_hardening's ctrl_c test at load 20;
+ * the signal lands on any thread, so the two handlers' order was the only thing keeping them in step). */
 static void on_sigint(int sig, siginfo_t *info, void *ctx) {
   int saved = errno;
-  sl__py_convert_cancel = 1;
-  sem_post(&sig_sem);
   if (prev_sigint.sa_flags & SA_SIGINFO) {
     if (prev_sigint.sa_sigaction) prev_sigint.sa_sigaction(sig, info, ctx);
   } else if (prev_sigint.sa_handler != SIG_DFL && prev_sigint.sa_handler != SIG_IGN && prev_sigint.sa_handler) {
     prev_sigint.sa_handler(sig);
   }
+  sl__py_convert_cancel = 1;
+  sem_post(&sig_sem);
   errno = saved;
 }
 

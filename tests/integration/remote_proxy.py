@@ -5,7 +5,8 @@ reproducible), answers some with 503 and cuts others mid-body (the headers promi
 sent, then the connection is closed). With RATE (bytes/s, 0: none) every body is paced through one shared budget of
 RATE in 16 kB chunks: a full link that the requests in flight share. And with DELAYFILE, it waits the seconds that
 file holds (read at each request; missing: none) before it answers: a latency the test raises during a run.
-Usage: remote_proxy.py PORTFILE UPSTREAM_PORT STATSFILE [EVERY503 EVERYCUT [RATE [DELAYFILE]]]
+Usage: remote_proxy.py PORTFILE UPSTREAM STATSFILE [EVERY503 EVERYCUT [RATE [DELAYFILE]]]
+(UPSTREAM: a port on 127.0.0.1, or HOST:PORT; bench/remote.py's fault check points it at its namespace's nginx).
 It writes the port it listens on to PORTFILE and its counts to STATSFILE after each request."""
 import http.client
 import http.server
@@ -14,7 +15,9 @@ import sys
 import threading
 import time
 
-port_file, upstream, stats_file = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+port_file, stats_file = sys.argv[1], sys.argv[3]
+up_host, _, up_port = sys.argv[2].rpartition(":")
+up_host, upstream = up_host or "127.0.0.1", int(up_port)
 every_503 = int(sys.argv[4]) if len(sys.argv) > 4 else 20  # 5% of the requests
 every_cut = int(sys.argv[5]) if len(sys.argv) > 5 else 50  # 2%
 rate = float(sys.argv[6]) if len(sys.argv) > 6 else 0.0
@@ -77,7 +80,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.end_headers()
             self.wfile.write(body)
             return
-        conn = http.client.HTTPConnection("127.0.0.1", upstream, timeout=30)
+        conn = http.client.HTTPConnection(up_host, upstream, timeout=30)
         headers = {k: v for k, v in self.headers.items() if k.lower() in ("range", "if-match")}
         conn.request("GET", self.path, headers=headers)
         r = conn.getresponse()

@@ -180,14 +180,27 @@ static sl_trace *trace_spec(sl_pipeline **p, const char *spec, double seconds) {
   return t;
 }
 
+/* trace_spec until op `op` made at least `min` elements: the window doubles (up to 16x) while it made fewer. A
+ * count, not a speed: on a loaded machine (load 22, ctest -j 2) 0.6 s made fewer than 500 of these elements. */
+static sl_trace *trace_enough(sl_pipeline **p, const char *spec, double seconds, int op, uint64_t min) {
+  for (int k = 0;; k++, seconds *= 2) {
+    sl_trace *t = trace_spec(p, spec, seconds);
+    sl_op_stats s;
+    assert_int_equal(sl_trace_op(&s, t, op), 0);
+    if (s.elements_out >= min || k == 4) return t;
+    sl_trace_free(t);
+    sl_pipeline_free(*p);
+  }
+}
+
 /* A sampled call times its pull on the wall clock alone (unless the pulled op's own sample is due: both ops here
  * are sampled about 1 call in 16-64) and takes that pull's CPU as its wall time less the time the call was off the
  * CPU: a spin above a sleeping input keeps its own CPU (not its CPU less the sleep: 1.6 us when I tried that). */
 static void test_own_cpu_over_waiting_input(void **st) {
   sl_pipeline *p;
-  sl_trace *t = trace_spec(&p, "{\"name\": \"ow\", \"ops\": [{\"op\": \"range\", \"stop\": 100000000}, {\"op\": "
-                               "\"map\", \"fn\": \"sleep_io\", \"args\": {\"us\": 50}}, {\"op\": \"map\", \"fn\": "
-                               "\"spin\", \"args\": {\"us\": 20}}]}", 0.6);
+  sl_trace *t = trace_enough(&p, "{\"name\": \"ow\", \"ops\": [{\"op\": \"range\", \"stop\": 100000000}, {\"op\": "
+                                 "\"map\", \"fn\": \"sleep_io\", \"args\": {\"us\": 50}}, {\"op\": \"map\", \"fn\": "
+                                 "\"spin\", \"args\": {\"us\": 20}}]}", 0.6, 2, 501);
   sl_op_stats sl, sp;
   assert_int_equal(sl_trace_op(&sl, t, 1), 0);
   assert_int_equal(sl_trace_op(&sp, t, 2), 0);
@@ -210,9 +223,9 @@ static void test_own_cpu_over_waiting_input(void **st) {
  * (with nothing charged for the wall-clock-only samples they would show about a quarter of it). */
 static void test_cheap_ops_cpu_from_ratio(void **st) {
   sl_pipeline *p;
-  sl_trace *t = trace_spec(&p, "{\"name\": \"cr\", \"ops\": [{\"op\": \"range\", \"stop\": 100000000}, {\"op\": "
-                               "\"map\", \"fn\": \"spin\", \"args\": {\"us\": 5}}, {\"op\": \"map\", \"fn\": "
-                               "\"spin\", \"args\": {\"us\": 5}}]}", 0.5);
+  sl_trace *t = trace_enough(&p, "{\"name\": \"cr\", \"ops\": [{\"op\": \"range\", \"stop\": 100000000}, {\"op\": "
+                                 "\"map\", \"fn\": \"spin\", \"args\": {\"us\": 5}}, {\"op\": \"map\", \"fn\": "
+                                 "\"spin\", \"args\": {\"us\": 5}}]}", 0.5, 2, 1001);
   for (int i = 1; i <= 2; i++) {
     sl_op_stats s;
     assert_int_equal(sl_trace_op(&s, t, i), 0);
