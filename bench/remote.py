@@ -5,8 +5,11 @@ imagenet pipeline reads WebDataset tar shards over HTTP from an nginx in a netwo
 (200 Mbit/s; this kernel has no netem) and 50 ms to first byte from nginx's echo module (`echo_sleep 0.05`). Then,
 alternating in rounds on the same shards and cores: sluice optimize's plan (the network model sets the readahead),
 the same spec with the online AUTOTUNE tuner (hand-set defaults: knobs resolved without the network model), and
-webdataset + DataLoader (bench/peers/torch_formats.py, the best of num_workers 0/1/2/4) on the same URLs; and the
-time to the first batch against one shard's download. Splices "## Remote data" into BENCHMARKS.md (or --out).
+webdataset + DataLoader (bench/peers/torch_formats.py, the best of num_workers 0/1/2/4) on the same URLs, the spec
+as written (its "autotune" knobs at their documented defaults, no tuner) and the plan over the same shards on the
+local disk (the CPU bound: what the plan does without the network); the time to the first batch against one
+shard's download; and one epoch's digest through tests/integration/remote_proxy.py (5% of the requests answered
+503, 2% cut mid-body) against the fault-free epoch's. Splices "## Remote data" into BENCHMARKS.md (or --out).
 
 usage: bench/remote.py [SLUICE] [--quick] [--out FILE] [--peers-python PY] [--rate MBIT] [--latency S]
 """
@@ -94,7 +97,56 @@ def remote_spec(url_pattern, quick):
     spec = F.layout_spec("tar", quick)
     spec["ops"][0] = {"op": "files", "glob": url_pattern, "shuffle": True}
     spec["name"] = "imagenet-remote"
-    return B.autotuned(spec)
+    return F.P.autotuned(spec)
+
+
+def one_epoch(spec_path, out_path, files):
+    """The plan as one epoch (its repeat dropped) over `files`: what the digest check reads. The samples keep their
+    image, class and key, not `__url__`: the shard's URL differs through the proxy, and so would the digest."""
+    spec = json.load(open(spec_path))
+    spec["ops"] = [o for o in spec["ops"] if o["op"] != "repeat"]
+    spec["ops"][0] = dict(spec["ops"][0], glob=files)
+    at = next(i for i, o in enumerate(spec["ops"]) if o["op"] == "interleave") + 1
+    spec["ops"].insert(at, {"op": "map", "fn": "select", "args": {"keep": ["jpg", "cls", "__key__"]}})
+    json.dump(spec, open(out_path, "w"), indent=1)
+    return out_path
+
+
+def digest(sluice, spec_path, env=None):
+    out, _, _ = B.measure([sluice, "run", spec_path, "--digest", "--json", "--quiet"], env=env, timeout=1800)
+    r = json.loads(out.strip().splitlines()[-1])
+    return r.get("digest"), r.get("examples")
+
+
+def faults_check(sluice, workdir, plan, pattern):
+    """One epoch through the fault proxy (5% 503s, 2% bodies cut) and one straight from nginx: equal digests."""
+    port_file, stats = os.path.join(workdir, "proxy.port"), os.path.join(workdir, "proxy.stats")
+    proxy = subprocess.Popen([sys.executable, os.path.join(TOP, "tests/integration/remote_proxy.py"), port_file,
+                              "%s:8050" % NS_IP, stats, "20", "50"])
+    try:
+        for _ in range(100):
+            if os.path.exists(port_file):
+                break
+            time.sleep(0.1)
+        port = open(port_file).read().strip()
+        clean = digest(sluice, one_epoch(plan, os.path.join(workdir, "epoch.json"), pattern))
+        via = pattern.replace("http://%s:8050/" % NS_IP, "http://127.0.0.1:%s/" % port)
+        # 1 MiB blocks (8 MiB by default): 160 requests for the faults to land on, not 27
+        faulty = digest(sluice, one_epoch(plan, os.path.join(workdir, "epoch-faults.json"), via),
+                        env={"SLUICE_REMOTE_BLOCK": str(1 << 20)})
+        counts = dict(kv.split("=") for kv in open(stats).read().split()) if os.path.exists(stats) else {}
+        return {"clean": clean, "faults": faulty, "proxy": counts, "equal": clean == faulty and clean[0] is not None}
+    finally:
+        proxy.kill()
+        proxy.wait()
+
+
+def local_plan(plan, out_path, files):
+    """The plan with its files on the local disk: the CPU bound of the same ops on the same cores."""
+    spec = json.load(open(plan))
+    spec["ops"][0] = dict(spec["ops"][0], glob=files)
+    json.dump(spec, open(out_path, "w"), indent=1)
+    return out_path
 
 
 def first_batch_seconds(sluice, spec_path):
@@ -124,12 +176,15 @@ def bench_remote(sluice, quick, workdir, peers_py, rate, latency):
         opt = json.loads(out.strip().splitlines()[-1])
         seconds, warm = SECONDS[1 if not quick else 0]
         py, wds = F.peers_python(sluice, peers_py)
-        runs = {"plan": [], "autotune": [], "webdataset": []}
+        local = local_plan(plan, os.path.join(workdir, "local-plan.json"), os.path.join(tar_dir, "*.tar"))
+        runs = {"plan": [], "defaults": [], "autotune": [], "webdataset": [], "local": []}
         failed = {}
         for rnd in range(ROUNDS[1 if not quick else 0]):
             B.log("remote: round %d" % (rnd + 1))
-            runs["plan"].append(B.run_spec(sluice, plan, seconds, warm))
-            runs["autotune"].append(B.run_spec(sluice, src, seconds, warm, extra=["--tuner", "autotune"]))
+            runs["plan"].append(F.P.run_spec(sluice, plan, seconds, warm))
+            runs["defaults"].append(F.P.run_spec(sluice, src, seconds, warm))
+            runs["autotune"].append(F.P.run_spec(sluice, src, seconds, warm, extra=["--tuner", "autotune"]))
+            runs["local"].append(F.P.run_spec(sluice, local, seconds, warm))
             if py and wds and "webdataset" not in failed:
                 cmd = [py, os.path.join(HERE, "peers", "torch_formats.py"), "--layout", "tar", "--files", pattern,
                        "--seconds", str(seconds), "--warmup", str(warm), "--workers", "0,1,2,4"]
@@ -141,10 +196,21 @@ def bench_remote(sluice, quick, workdir, peers_py, rate, latency):
                 except (SystemExit, ValueError, IndexError) as e:
                     failed["webdataset"] = str(e).strip().splitlines()[-1][:300]
         t_first = first_batch_seconds(sluice, plan)
+        # the same plan with its shuffle starting at one batch's worth and growing (the `initial` knob)
+        grow = json.load(open(plan))
+        for o in grow["ops"]:
+            if o["op"] == "shuffle":
+                o["initial"] = 64
+        json.dump(grow, open(os.path.join(workdir, "plan-initial.json"), "w"))
+        t_first_initial = first_batch_seconds(sluice, os.path.join(workdir, "plan-initial.json"))
+        B.log("remote: one epoch with faults against one without")
+        faults = faults_check(sluice, workdir, plan, pattern)
+        tar_bytes = sum(os.path.getsize(os.path.join(tar_dir, f)) for f in names)
         shard_url = pattern.split("{")[0] + first.split("-")[1] + "-" + "-".join(first.split("-")[2:])
         dl = sh("curl", "-s", "-o", "/dev/null", "-w", "%{time_total}", shard_url).stdout
         return {"images": n, "shards": shards, "rate_mbit": rate, "latency": latency, "optimize": opt,
-                "runs": runs, "failed": failed, "first_batch_s": t_first, "one_shard_s": float(dl),
+                "runs": runs, "failed": failed, "first_batch_s": t_first, "first_batch_initial_s": t_first_initial, "one_shard_s": float(dl),
+                "faults": faults, "bytes_per_example": tar_bytes / n,
                 "missing": [] if (py and wds) else ["webdataset: no Python with torch, torchvision and webdataset "
                                                    "(make bench-peers)"],
                 "load_average": os.getloadavg(), "seconds": [seconds, warm]}
@@ -166,16 +232,44 @@ def report(r, m, quick):
     bound = r["rate_mbit"] * 1e6 / 8
     L.append("| system | examples/s (median) | runs |")
     L.append("| --- | ---: | --- |")
-    for k in ("plan", "autotune", "webdataset"):
+    names = {"plan": "sluice optimize's plan", "defaults": "the spec as written (defaults, no tuner)",
+             "autotune": "the spec under the AUTOTUNE tuner", "webdataset": "webdataset + DataLoader",
+             "local": "the plan on local files (CPU bound)"}
+    for k in ("plan", "defaults", "autotune", "webdataset", "local"):
         rs = r["runs"][k]
         if rs:
-            L.append("| %s | %s | %s |" % (k, fmt(B.median_of(rs, "eps")), ", ".join(fmt(x["eps"]) for x in rs)))
+            L.append("| %s | %s | %s |" % (names[k], fmt(B.median_of(rs, "eps")),
+                                          ", ".join(fmt(x["eps"]) for x in rs)))
+    med = {k: B.median_of(rs, "eps") for k, rs in r["runs"].items() if rs}
+    link_eps = bound / r["bytes_per_example"]
     o = r["optimize"]
+    L.append("")
+    if "plan" in med:
+        cpu = med.get("local")
+        lim = min(link_eps, cpu) if cpu else link_eps
+        L.append("- the link carries %s examples/s (%s bytes an example); the CPU bound (the plan on local files) is "
+                 "%s; the plan reaches %s of the lesser (target >= 0.9)" % (
+                     fmt(link_eps), fmt(r["bytes_per_example"], 0), fmt(cpu) if cpu else "not measured",
+                     fmt(med["plan"] / lim, 3)))
+        L.append("- the plan's prediction %s examples/s against its median %s here: %s (target within 15%%)" % (
+            fmt(64 * o.get("predicted", 0)), fmt(med["plan"]), fmt(64 * o.get("predicted", 0) / med["plan"], 3)))
+        for k, t in (("webdataset", 1.5), ("defaults", 2.0), ("autotune", None)):
+            if med.get(k):
+                L.append("- the plan against %s: %sx%s" % (names[k], fmt(med["plan"] / med[k], 3),
+                                                          " (target >= %.1fx)" % t if t else ""))
+    f = r.get("faults") or {}
+    if f:
+        L.append("- faults: one epoch through a proxy answering 5%% of requests 503 and cutting 2%% mid-body (%s): "
+                 "1 MiB blocks; digest %s over %s examples; fault-free (8 MiB blocks) %s: %s" % (
+                     ", ".join("%s %s" % kv for kv in sorted(f["proxy"].items())), f["faults"][0], f["faults"][1],
+                     f["clean"][0], "equal" if f["equal"] else "DIFFERENT"))
     L.append("")
     L.append("- sluice optimize: predicted %s examples/s, measured %s (prediction error %s), limit %s; the link "
              "carries %s MB/s" % (fmt(64 * o.get("predicted", 0)), fmt(64 * o.get("measured", 0)),
                                   fmt(o.get("prediction_error", 0), 3), o.get("limit", "?"), fmt(bound / 1e6)))
-    L.append("- first batch: %.2f s; one shard's download: %.2f s" % (r["first_batch_s"], r["one_shard_s"]))
+    L.append("- first batch: %.2f s with the spec's shuffle buffer of 1,024 filled first, %.2f s with `\"initial\": 64` "
+             "(the buffer growing from one batch); one shard's download: %.2f s (target: within 2x)" % (
+                 r["first_batch_s"], r.get("first_batch_initial_s", float("nan")), r["one_shard_s"]))
     for x in r["missing"]:
         L.append("- not measured: %s" % x)
     for k, e in r["failed"].items():
