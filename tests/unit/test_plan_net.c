@@ -51,6 +51,7 @@ static sl_plan *planted_sat(int64_t memory, const double *sat, char **report) {
   }
   st[1].net_requests = 100;
   st[1].net_bytes = 100000000;
+  st[1].bytes_out = 100000000; /* the reader yields what it received (the plan's bytes per element: 10 kB) */
   st[1].net_ttfb_seconds = 100 * 0.05;
   st[1].net_xfer_seconds = 100 * 0.01;
   st[1].net_block_bytes = 1000000;
@@ -164,9 +165,22 @@ static void test_link_measured(void **st) {
   sl_plan_free(P);
 }
 
+/* Four files at once each saw a quarter of a full link: each file's requests together got 10 MB/s (4 at once, each
+ * 2.5 MB/s against 100 alone), but the trace's 6.5 s carried 100 MB, 15.4 MB/s: the link is at least that. */
+static void test_link_at_least_what_the_trace_carried(void **st) {
+  unsetenv("SLUICE_LINK_BANDWIDTH");
+  const double shared[] = {10e6, 0.1, 90e6, 9.0, 0.1 + 4 * 9.0};
+  sl_plan *P = planted_sat(0, shared, NULL);
+  assert_string_equal(P->link_source, "measured");
+  assert_true(fabs(P->net[0].link - 100e6 / 6.5) < 1);
+  assert_true(fabs(P->bound - 100e6 / 6.5 / BPE) < 1);
+  sl_plan_free(P);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_rate), cmocka_unit_test(test_lp_plans_in_flight),
                                      cmocka_unit_test(test_lp_link_limit), cmocka_unit_test(test_lp_memory_tight),
-                                     cmocka_unit_test(test_link_measured)};
+                                     cmocka_unit_test(test_link_measured),
+                                     cmocka_unit_test(test_link_at_least_what_the_trace_carried)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
