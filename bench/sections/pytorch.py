@@ -29,8 +29,8 @@ def bench_torch(data_glob, quick, pipeline="imagenet"):
 
 def bench_venv(bindir):
     """The Python of a venv beside the build with the package installed from this build (None: it could not be):
-    the peers' venv when `make peers-venv` made it (torch, torchvision: the diagnose bench needs them; Debian's
-    Python has no torch), else a venv over the system's packages."""
+    the peers' venv when `make peers-venv` made it (torch 2 and torchvision, the versions the peers section
+    measures), else a venv over Debian's packages (torch 1.13)."""
     venv = os.path.join(bindir, "peers-venv")
     if not os.path.exists(os.path.join(venv, "bin", "python")):
         venv = os.path.join(bindir, "pyvenv-bench")
