@@ -57,6 +57,7 @@ struct IterObject {
   PyObject *pipe; /* the Pipeline: it outlives its iterators */
   bool readonly;
   bool in_next;   /* blocked in sl_iter_next (guarded by sl__py_watch_mu) */
+  unsigned next_gen; /* sl__py_sigint_gen when that next() began (guarded by sl__py_watch_mu) */
   IterObject *prev, *next; /* every live iterator (guarded by sl__py_watch_mu) */
   /* next() from several Python threads is serialised: one at a time runs sl_iter_next (the engine's iterator is
    * one consumer's), the others wait for this lock with the GIL released, so that the holder can take the GIL back.
@@ -76,6 +77,8 @@ PyObject *sl__py_close_all(PyObject *m, PyObject *unused);
 /* ---- SIGINT -> sl_iter_cancel (py_sigint.c) */
 extern pthread_mutex_t sl__py_watch_mu;
 extern IterObject *sl__py_live_iters;
+/* SIGINTs seen so far: a Ctrl-C cancels only the next() calls that began before it (py_sigint.c). */
+unsigned sl__py_sigint_seen(void);
 extern volatile sig_atomic_t sl__py_convert_cancel;
 void sl__py_watch_sigint(void);
 

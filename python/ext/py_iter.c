@@ -111,6 +111,7 @@ static PyObject *Iter_next_locked(IterObject *self) {
   sl_elem_init(&e);
   pthread_mutex_lock(&sl__py_watch_mu);
   self->in_next = true;
+  self->next_gen = sl__py_sigint_seen();
   pthread_mutex_unlock(&sl__py_watch_mu);
   int rc;
   char msg[4096] = "";

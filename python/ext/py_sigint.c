@@ -3,6 +3,7 @@
 #include "py_ext.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <semaphore.h>
 #include <unistd.h>
 
@@ -14,6 +15,12 @@
 pthread_mutex_t sl__py_watch_mu = PTHREAD_MUTEX_INITIALIZER;
 IterObject *sl__py_live_iters;
 static sem_t sig_sem;
+/* Counts SIGINTs (a lock-free atomic: async-signal-safe). The watcher cancels only the iterators whose next() began
+ * before the count it woke for: woken late on a busy machine, it cancelled a run started after the Ctrl-C had
+ * already been raised as KeyboardInterrupt (test_hardening's ctrl_c test, in a clean-clone CI run). */
+static atomic_uint sig_gen;
+
+unsigned sl__py_sigint_seen(void) { return atomic_load(&sig_gen); }
 static bool watcher_started;
 static struct sigaction prev_sigint;
 
@@ -21,9 +28,10 @@ static void *watcher_main(void *arg) {
   for (;;) {
     while (sem_wait(&sig_sem) && errno == EINTR) {
     }
+    unsigned g = atomic_load(&sig_gen);
     pthread_mutex_lock(&sl__py_watch_mu);
     for (IterObject *o = sl__py_live_iters; o; o = o->next)
-      if (o->in_next && o->it) sl_iter_cancel(o->it);
+      if (o->in_next && o->it && (int)(g - o->next_gen) > 0) sl_iter_cancel(o->it);
     pthread_mutex_unlock(&sl__py_watch_mu);
   }
   return NULL;
@@ -44,6 +52,7 @@ static void on_sigint(int sig, siginfo_t *info, void *ctx) {
     prev_sigint.sa_handler(sig);
   }
   sl__py_convert_cancel = 1;
+  atomic_fetch_add(&sig_gen, 1);
   sem_post(&sig_sem);
   errno = saved;
 }
