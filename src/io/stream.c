@@ -1,5 +1,5 @@
 /* io/stream.c: the local file behind sl__stream (read(2) with a sequential hint) and the dispatch between it and
- * the remote stream of io/stream_http.c; a stream seen as a stdio FILE (fopencookie) for readers written on stdio. */
+ * the remote stream of io/stream_http.c. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -106,37 +106,4 @@ void sl__stream_free(sl__stream *s) {
   s->vt->free(s);
   sl__free(s->name);
   sl__free(s);
-}
-
-/* stdio's view: the stream's errors reach the FILE as EIO (ferror); the message stays the thread's last error. */
-static ssize_t cookie_read(void *c, char *buf, size_t n) {
-  size_t got;
-  if (sl__stream_read(c, buf, n, &got)) {
-    errno = EIO;
-    return -1;
-  }
-  return (ssize_t)got;
-}
-static int cookie_seek(void *c, off64_t *off, int whence) {
-  sl__stream *s = c;
-  int64_t base = whence == SEEK_SET ? 0 : whence == SEEK_CUR ? (int64_t)sl__stream_tell(s)
-                                                             : (int64_t)sl__stream_size(s);
-  int64_t to = base + (int64_t)*off;
-  if (to < 0 || sl__stream_seek(s, (uint64_t)to)) {
-    errno = EINVAL;
-    return -1;
-  }
-  *off = to;
-  return 0;
-}
-static int cookie_close(void *c) {
-  sl__stream_free(c);
-  return 0;
-}
-
-FILE *sl__stream_fopen(sl__stream *s) {
-  cookie_io_functions_t io = {cookie_read, NULL, cookie_seek, cookie_close};
-  FILE *f = fopencookie(s, "rb", io);
-  if (!f) sl__oom("a stream's FILE");
-  return f;
 }

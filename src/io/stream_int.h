@@ -60,10 +60,6 @@ const char *sl__stream_identity(const sl__stream *s);
 /* Frees s (accepts NULL); a remote stream's requests are cancelled and its thread joined. */
 void sl__stream_free(sl__stream *s);
 
-/* A libc FILE over the stream (read-only; fclose frees the stream too), for readers written over stdio (lines).
- * NULL with the error set when out of memory. */
-FILE *sl__stream_fopen(sl__stream *s);
-
 /* ---- the implementations' side ---- */
 typedef struct {
   int (*read)(sl__stream *s, void *dst, size_t n, size_t *got);

@@ -561,7 +561,7 @@ typedef struct {
 /* Lines read through a buffer of our own (getline grows without bound and reports ENOMEM as the end of the file). */
 enum { LR_BUF = 1 << 16 };
 typedef struct {
-  FILE *f; /* unbuffered: rb is the buffer */
+  sl__stream *st; /* read in LR_BUF blocks straight into rb (stdio over a cookie stream read byte by byte) */
   char *rb;
   size_t rpos, rend;
   char *line; /* the line, its '\n' kept */
@@ -569,8 +569,8 @@ typedef struct {
 } line_reader;
 
 static void lr_close(line_reader *r) {
-  if (r->f) fclose(r->f);
-  r->f = NULL;
+  sl__stream_free(r->st);
+  r->st = NULL;
   r->rpos = r->rend = 0;
 }
 static void lr_free(line_reader *r) {
@@ -586,9 +586,9 @@ static int lr_next(line_reader *r, int64_t max, size_t *n) {
   size_t len = 0;
   for (;;) {
     if (r->rpos == r->rend) {
-      errno = 0;
-      size_t got = fread(r->rb, 1, LR_BUF, r->f);
-      if (!got && ferror(r->f)) return sl__err(SL_EIO, "read error: %s", strerror(errno ? errno : EIO));
+      size_t got;
+      int rc = sl__stream_read(r->st, r->rb, LR_BUF, &got);
+      if (rc) return rc == SL_ECANCELED || rc == SL_ENOMEM ? rc : SL_EIO; /* the stream's message stays */
       if (!got) break; /* the end of the file: the last line may have no '\n' */
       r->rpos = 0;
       r->rend = got;
@@ -617,8 +617,8 @@ static int lr_next(line_reader *r, int64_t max, size_t *n) {
 
 typedef struct {
   sl__it it;
-  line_reader r;   /* its f: stdio over st (fclose frees st) */
-  sl__stream *st;  /* the file or remote object being read (borrowed from r.f) */
+  line_reader r;   /* owns st */
+  sl__stream *st;  /* the file or remote object being read (borrowed from r.st) */
   const char *shown; /* its name in messages (a URL without credentials) */
   char path[4096];
   uint64_t lineno;
@@ -644,30 +644,20 @@ static int lines_parse(sl__op *op, json_t *o) {
   return 0;
 }
 
-/* Opens the file or object at path at byte `off`: a stdio stream over it in *f, its stream in *st. */
-static int lines_open_at(sl__op *op, FILE **f, sl__stream **st, const char *path, uint64_t off) {
-  *f = NULL;
-  sl__stream_opts so = sl__op_stream_opts(op, ((const lines_cfg *)op->impl)->net);
-  int rc = sl__stream_open(st, path, &so);
-  if (rc) return sl__op_wrap(op, rc);
-  if (!(*f = sl__stream_fopen(*st))) {
-    sl__stream_free(*st);
-    return sl__op_wrap(op, SL_ENOMEM);
-  }
-  setvbuf(*f, NULL, _IONBF, 0); /* the line reader has its buffer */
-  if (off && (rc = sl__stream_seek(*st, off))) {
-    fclose(*f);
-    *f = NULL;
-    return sl__op_err(op, rc, "cannot resume at byte %llu", (unsigned long long)off);
-  }
-  return 0;
-}
-
-/* Opens the file or object at `path` (a local one must be a regular file) at byte `off` into r. */
+/* Opens the file or object at `path` (a local one must be a regular file) at byte `off` into r; *st borrows it. */
 static int lr_open(line_reader *r, sl__op *op, sl__stream **st, const char *path, uint64_t off) {
   lr_close(r);
+  *st = NULL;
   if (!r->rb && !(r->rb = sl__malloc(LR_BUF))) return sl__oom("a line reader's buffer");
-  return lines_open_at(op, &r->f, st, path, off);
+  sl__stream_opts so = sl__op_stream_opts(op, ((const lines_cfg *)op->impl)->net);
+  int rc = sl__stream_open(&r->st, path, &so);
+  if (rc) return sl__op_wrap(op, rc);
+  if (off && (rc = sl__stream_seek(r->st, off))) {
+    lr_close(r);
+    return sl__op_err(op, rc, "cannot resume at byte %llu", (unsigned long long)off);
+  }
+  *st = r->st;
+  return 0;
 }
 
 /* Opens l->path at byte `off`, the start of line lineno + 1. */
@@ -692,7 +682,7 @@ static int lines_next(sl__it *it, sl_elem *out) {
   lines_it *l = (lines_it *)it;
   const lines_cfg *c = it->op->impl;
   for (;;) {
-    if (!l->r.f) {
+    if (!l->r.st) {
       sl_elem in;
       sl_elem_init(&in);
       int rc = sl__it_pull(it, &in);
@@ -751,7 +741,7 @@ static void lines_free(sl__it *it) {
 static const sl__it_vt LINES_IT = {lines_next, lines_free};
 static int lines_save(sl__it *it, sl__sw *w) {
   lines_it *l = (lines_it *)it;
-  reader_save(w, l->r.f ? l->path : NULL, &l->in_ref, l->at, l->lineno);
+  reader_save(w, l->r.st ? l->path : NULL, &l->in_ref, l->at, l->lineno);
   return 0;
 }
 static int lines_load(sl__it *it, sl__sr *r) {
