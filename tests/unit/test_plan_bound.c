@@ -250,12 +250,47 @@ static void test_load_cores(void **st) {
   assert_float_equal(sl__plan_load_cores(2, 1.0, 3.0, &run), 0.05, 1e-12);
 }
 
+#define SEQ2(par)                                                                                               \
+  "{\"name\": \"s\", \"ops\": [{\"op\": \"range\", \"stop\": 100000000}, {\"op\": \"map\", \"fn\": \"spin\", "  \
+  "\"args\": {\"us\": 60}, \"parallelism\": " par "}, {\"op\": \"map\", \"fn\": \"spin\", \"args\": {\"us\": 60}}]}"
+
+/* The plan of `spec` (fixed knobs) from planted costs of 60 us in each map, on 2 cores. */
+static sl_plan *seq_plan(sl_pipeline **p, const char *spec) {
+  *p = tu_pipeline(spec);
+  const double us[] = {0.1, 60, 60};
+  sl_trace *t = planted(*p, us, 2, 0);
+  sl_plan_opts o = planted_opts(SL_PLAN_KNOBS_AUTOTUNE);
+  sl_plan *pl = NULL;
+  assert_int_equal(sl_plan_solve(&pl, t, &o), 0);
+  sl_trace_free(t);
+  return pl;
+}
+
+/* A sequential thread is preempted (planned at 0.75 of a core) only when the busy threads exceed the cores other
+ * processes left by more than the quarter core of noise their load carries: one thread beside one hog (1.006
+ * cores of 2) keeps its core; beside two workers of its own it does not. */
+static void test_sequential_thread_beside_a_hog(void **st) {
+  (void)st;
+  sl_pipeline *p = NULL;
+  sl_plan *pl = seq_plan(&p, SEQ2("1")); /* one thread: 120 us an element */
+  assert_float_equal(sl_plan_predict_on(pl, 2 - 1.006), 1 / 120.1e-6 * 0.994, 0.01 / 120e-6);
+  assert_float_equal(sl_plan_predict_on(pl, 2 - 0.99), 1 / 120.1e-6, 0.01 / 120e-6);
+  sl_plan_free(pl);
+  sl_pipeline_free(p);
+  /* two workers (60 us) and the consumer's thread (60 us): 3 busy threads on 2 cores */
+  pl = seq_plan(&p, SEQ2("2"));
+  assert_float_equal(sl_plan_predict_on(pl, 2), 0.75 / 60.1e-6, 0.01 / 60e-6);
+  sl_plan_free(pl);
+  sl_pipeline_free(p);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_load_cores),
       cmocka_unit_test(test_bound_is_C_over_sum_c), cmocka_unit_test(test_bound_sequential_op),
       cmocka_unit_test(test_costs_capped_by_process_cpu), cmocka_unit_test(test_measured_run_within_bound),
       cmocka_unit_test(test_bound_at_run), cmocka_unit_test(test_core_share),
-      cmocka_unit_test(test_share_only_when_cpu_bound), cmocka_unit_test(test_prefer_cheaper_in_a_tie)};
+      cmocka_unit_test(test_share_only_when_cpu_bound), cmocka_unit_test(test_prefer_cheaper_in_a_tie),
+      cmocka_unit_test(test_sequential_thread_beside_a_hog)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
