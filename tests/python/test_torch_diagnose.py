@@ -633,3 +633,36 @@ def test_without_workers_other_threads_cpu_is_not_the_loaders(nothing_left):
     run = r.trace["run"]
     main = r.trace["ops"][1]["cpu_seconds"]  # the samples' CPU on the main thread
     assert run["process_cpu_seconds"] < main + 0.5 * run["seconds"], run  # the hashing thread's core left out
+
+
+class ManyTensors(torch.utils.data.Dataset):
+    """Samples of 48 small tensors each: cheap to make, each batch costly to hand over from a worker (a shared-memory
+    segment and a file descriptor passed over a socket per tensor)."""
+
+    def __len__(self):
+        return 100000
+
+    def __getitem__(self, i):
+        return {f"t{k}": torch.full((2,), float(i)) for k in range(48)}
+
+
+def test_without_workers_the_hand_off_is_probed(nothing_left):
+    # num_workers=0 shows no hand-off: the probe runs the loader with one worker and prices it. Its batches cost
+    # more to take from a worker than to make here, so workers are not proposed. Before the probe the model priced
+    # 2 workers at about 2x (the main thread's next() holding nothing but the work).
+    loader = torch.utils.data.DataLoader(ManyTensors(), batch_size=2, num_workers=0)
+    r = st.diagnose(loader, seconds=SECONDS, spec_seconds=0, check_seconds=0, quiet=True)
+    d = r.to_dict()
+    h = d["measured"]["handoff"]
+    assert h and h["batches"] >= 3, d["notes"]
+    assert h["main"] > d["measured"]["worker_cpu_per_batch"], (h, d["measured"]["worker_cpu_per_batch"])
+    assert d["proposal"]["num_workers"]["value"] == 0, d["proposal"]
+
+
+def test_without_workers_a_failed_hand_off_probe_is_said(nothing_left, monkeypatch):
+    import sluice.torch.report as report
+    monkeypatch.setattr(report, "_probe_hand_off", lambda loader: (None, "planted failure"))
+    loader = planted("few_workers", workers=0)
+    d = st.diagnose(loader, seconds=SECONDS, spec_seconds=0, check_seconds=0, quiet=True).to_dict()
+    assert d["measured"]["handoff"] is None
+    assert any("hand-off" in n and "planted failure" in n for n in d["notes"]), d["notes"]

@@ -6,6 +6,7 @@ import sys as _sys
 import time as _time
 
 from . import check as _ck
+from . import probe as _probe
 from .loader import _loader_args, _make_loader
 from .report import Report, default_check_seconds, default_spec_seconds
 from .tracer import _Tracer
@@ -77,11 +78,15 @@ def _plan_words(loader, seconds, spec_seconds, check_seconds):
     spec_s = default_spec_seconds(seconds) if spec_seconds is None else spec_seconds
     check_s = default_check_seconds(seconds) if check_seconds is None else check_seconds
     runs = _ck.ROUNDS * 3 * 2 * check_s  # a run lasts up to twice check_s to count its batches
-    probe = 1.5 if loader.num_workers > 0 else 0.0  # the no-workers probe: 0.6 s of fetch and its gaps, the fork
+    # the no-workers probe: 0.6 s of fetch and its gaps, the fork; the hand-off probe: a run with one worker
+    probe = 1.5 if loader.num_workers > 0 else _probe.HANDOFF_MAX_SECONDS
     most = seconds + probe + 2 * spec_s + runs
     parts = [f"tracing the loader for {seconds:g} s after its first batch"]
-    if probe:
+    if loader.num_workers > 0:
         parts.append("pricing num_workers=0 in a child process (about 1 s)")
+    else:
+        parts.append(f"pricing the hand-off of batches from a worker with one worker "
+                     f"({_probe.HANDOFF_SECONDS:g}-{_probe.HANDOFF_MAX_SECONDS:g} s)")
     if spec_s > 0:
         parts.append(f"planning the same pipeline in sluice when it translates ({2 * spec_s:.3g} s at most)")
     if check_s > 0:

@@ -36,6 +36,17 @@ class _Model:
         self.main = (fig["transfer_cpu"] + (fig["pin_cpu"] or 0.0) + (fig["step_wall"] or 0.0)) / nb
         self.cpu = (fig["work_cpu"] + fig["transfer_cpu"] + (fig["pin_cpu"] or 0.0) + (fig["step_cpu"] or 0.0)) / nb
         self.startup = parts.get("worker start-up (each epoch)", [0.0])[0] * k / nb
+        h = fig.get("handoff") if W == 0 else None
+        if h:
+            # Without workers the run shows no hand-off; the hand-off probe ran the loader with one worker: the main
+            # thread's CPU taking a batch replaces the loop's own (unpickling it: 0.88 ms of a planted loader's
+            # 8 ms batch, with the fd of each tensor passed over a socket), and the worker's CPU beyond the
+            # batch's work is its loop and pickling, in every worker
+            send0 = max(h["worker"] - fig["work_cpu"] / nb, 0.0)
+            self.cw += send0
+            self.cw_cpu += send0
+            self.main += h["main"] - fig["transfer_cpu"] / nb
+            self.cpu += send0 + h["main"] - fig["transfer_cpu"] / nb
         send = parts.get("send to the main process", [0.0])[0] * k / nb
         p0 = fig.get("no_workers") if W > 0 else None
         self.W, self.persistent, self.probed = W, persistent, bool(p0)

@@ -1,4 +1,5 @@
-"""sluice.torch.probe: the no-workers probe: the CPU a batch costs without workers, measured in a forked child."""
+"""sluice.torch.probe: the no-workers probe (the CPU a batch costs without workers, measured in a forked child) and
+the hand-off probe (what passing a batch from a worker process costs, for a loader without workers)."""
 
 import json as _json
 import os as _os
@@ -9,8 +10,8 @@ import time as _time
 
 import torch as _torch
 
-from .loader import _loader_args, _make_loader
-from .machine import _thread_sched
+from .loader import _loader_args, _make_loader, _stop_workers
+from .machine import _proc_sched, _thread_sched
 
 
 PROBE_CPU = 0.2    # seconds of the child's CPU on batches after its warm-up
@@ -19,6 +20,9 @@ PROBE_TIMEOUT = 2.0  # the child is killed after this many seconds, plus 3x the 
 PROBE_MAX_BATCH = 1.0  # a batch this slow in a worker (seconds) is not probed: two would take too long
 PROBE_SEGMENTS = 5  # the budget is spent in this many segments (fewer when a batch takes more than one's share)
 PROBE_GAP = 0.1  # seconds between them
+HANDOFF_SECONDS = 1.0  # the hand-off probe's run with one worker, after its first batch ...
+HANDOFF_BATCHES = 8  # ... or until this many batches, whichever comes later (at most HANDOFF_MAX_SECONDS)
+HANDOFF_MAX_SECONDS = 4.0
 
 
 def _probe_child(loader, cpu, wall):
@@ -79,6 +83,44 @@ def _probe_no_workers(loader, batch_wall, cpu=PROBE_CPU, wall=PROBE_WALL):
         return None, f"a batch takes {batch_wall:.1f} s in a worker: too slow to probe without workers"
     timeout = PROBE_TIMEOUT + 3 * (wall + (PROBE_SEGMENTS - 1) * PROBE_GAP + 2 * batch_wall)
     return _in_child(lambda: _probe_child(loader, cpu, wall), timeout)
+
+
+def _probe_hand_off(loader, seconds=HANDOFF_SECONDS, least=HANDOFF_BATCHES, most=HANDOFF_MAX_SECONDS):
+    """(figures, None) or (None, why not), for a loader without workers: what handing its batches over from a worker
+    process costs, which its own run cannot show. The loader with one worker (as num_workers=1 would run it: the
+    workers are this process's children, as the check's are) for `seconds` after its first batch, or until `least`
+    batches (at most `most` seconds): per batch, the main thread's CPU in next() (taking the batch: unpickling, the
+    loader's loop) and the worker process's CPU (the work, and its loop and pickling into shared memory). Without
+    them, a num_workers=0 loader's planted 8 ms batches were priced at 1.96x with 2 workers, measured 1.45-1.51x."""
+    L = _make_loader(_loader_args(loader), num_workers=1, prefetch_factor=2, persistent_workers=False,
+                     pin_memory=False)
+    it = None
+    try:
+        it = iter(L)
+        next(it)  # the worker's start-up and first batch
+        workers = getattr(it, "_workers", None) or []
+        if len(workers) != 1 or not workers[0].pid:
+            return None, "its worker process could not be seen"
+        pid = workers[0].pid
+        w0, m0, t0 = _proc_sched(pid)[0], _time.thread_time(), _time.monotonic()
+        n = 0
+        while True:
+            try:
+                next(it)
+            except StopIteration:
+                break  # an epoch's end: a new one would start a new worker
+            n += 1
+            t = _time.monotonic() - t0
+            if (t >= seconds and n >= least) or t >= most:
+                break
+        w1, m1 = _proc_sched(pid)[0], _time.thread_time()
+    except Exception as e:  # noqa: BLE001 (the user's dataset in a worker: any failure means no figure)
+        return None, f"one worker raised {type(e).__name__}: {e}"[:300]
+    finally:
+        _stop_workers(L, it)
+    if n < 3:
+        return None, f"one worker made {n} batches after its first"
+    return {"main": (m1 - m0) / n, "worker": (w1 - w0) / n, "batches": n}, None
 
 
 def _in_child(fn, timeout):

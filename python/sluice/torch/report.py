@@ -10,7 +10,7 @@ from . import check as _ck
 from .common import DiagnoseError, MIN_BATCHES, _pct, _rate, _size
 from .loader import _batch_size, _loop_cpu
 from .model import _Model, _cache_whatif, _recommend
-from .probe import _probe_no_workers
+from .probe import _probe_hand_off, _probe_no_workers
 from .trace import _build_trace
 from .tracer import _Stop, _Tracer
 from .translate import _translate
@@ -179,8 +179,11 @@ class Report:
         trace, fig = _build_trace(tr, consumer)
         fig["loop_cpu"], fig["probe_cpu"] = _loop_cpu(self.loader)
         fig["no_workers"], no_probe = None, None
+        fig["handoff"], no_handoff = None, None
         if self.loader.num_workers > 0:  # without workers the traced run measured num_workers=0 itself
             fig["no_workers"], no_probe = _probe_no_workers(self.loader, fig["work_wall"] / fig["batches"])
+        else:  # ... and not what workers would cost to hand batches over
+            fig["handoff"], no_handoff = _probe_hand_off(self.loader)
         self.trace = trace
         res = _sluice._sluice.analyze_trace(_json.dumps(trace), cores=self.cores, memory=self.memory,
                                             only_autotune=True, no_cache=True, html=False)
@@ -200,6 +203,9 @@ class Report:
         if no_probe:
             notes.append("num_workers=0 is priced from the workers' figures (which carry their hand-off: pickling "
                          f"batches slows the steps between): the probe without workers gave no figure: {no_probe}")
+        if no_handoff:
+            notes.append("workers are priced without their hand-off (pickling each batch in a worker, unpickling it "
+                         f"here): the probe with one worker gave no figure: {no_handoff}")
         pin_cost = fig["pin_cpu"] / T if fig["pin_cpu"] is not None else None
         self._d = {
             "bottleneck": v,
@@ -215,7 +221,7 @@ class Report:
                          "disk_bytes_per_s": fig["disk_bytes"] / T, "pin_memory_cpu": pin_cost,
                          "startup_seconds": fig["startup"], "other_load": fig["other_load"],
                          "loader_loop_cpu_per_batch": fig["loop_cpu"], "probe_cpu_per_batch": fig["probe_cpu"],
-                         "no_workers": fig["no_workers"],
+                         "no_workers": fig["no_workers"], "handoff": fig["handoff"],
                          "steps": {n: {"cpu_per_sample": p[0] * k / (nb * per), "wall_per_sample":
                                        p[1] * k / (nb * per), "share": part_cpu[n] / total_part}
                                    for n, p in fig["parts"].items()}},
