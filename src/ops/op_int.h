@@ -14,7 +14,6 @@ struct sl__run {
   sl_pipeline *pl;
   atomic_bool cancel;
   atomic_bool want_state; /* a state was taken of this run: ops that can prepare the next one cheaply do */
-  atomic_bool delivered;  /* its first output element was taken: remote files opened after read ahead at once */
 };
 /* While sl_pipeline_iter_at opens a run's iterators: the saved state they read their parts from (op_state.c), on the
  * opening thread only (threads an op starts meanwhile open nested chains afresh; making an element again clears it
@@ -105,9 +104,8 @@ void sl__stats_held(sl__op *op, int64_t delta);
  * a local file) added to op's, *seen moved on (op_read.c). Start *seen at zero for each stream. */
 void sl__op_net_account(sl__op *op, const sl__stream *s, sl__net_stats *seen);
 /* A reader's stream options `o` (from its spec) with the requests in flight an online tuner set (active_ra), for
- * the next file it opens in `run` (NULL: none), held to its first block until the run's first output (the first
- * batch waits on the first bytes of the files open then, not on the blocks behind them). */
-sl__stream_opts sl__op_stream_opts(const sl__op *op, const sl__run *run, sl__stream_opts o);
+ * the next file it opens, held to its first block while the op has received no byte yet (net_started). */
+sl__stream_opts sl__op_stream_opts(const sl__op *op, sl__stream_opts o);
 
 /* The view parse() reads its knobs through (sl__get_int(&v, &k, "size"), ...): the op's knob table gives each
  * default, range and tunability; errors name the op's JSON path. Borrows obj. */

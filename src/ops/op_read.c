@@ -330,6 +330,7 @@ static int reader_remake_path(sl__op *op, sl__run *run, const sl_eref *r, const 
 void sl__op_net_account(sl__op *op, const sl__stream *s, sl__net_stats *seen) {
   sl__net_stats n;
   if (!s || !sl__stream_net(s, &n)) return;
+  if (n.bytes) atomic_store_explicit(&op->net_started, true, memory_order_relaxed);
   sl__stat_add(&op->st.net_requests, n.requests - seen->requests);
   sl__stat_add(&op->st.net_retries, n.retries - seen->retries);
   sl__stat_add(&op->st.net_bytes, n.bytes - seen->bytes);
@@ -344,10 +345,10 @@ void sl__op_net_account(sl__op *op, const sl__stream *s, sl__net_stats *seen) {
   *seen = n;
 }
 
-sl__stream_opts sl__op_stream_opts(const sl__op *op, const sl__run *run, sl__stream_opts o) {
+sl__stream_opts sl__op_stream_opts(const sl__op *op, sl__stream_opts o) {
   int ra = atomic_load_explicit(&((sl__op *)op)->active_ra, memory_order_relaxed);
   if (ra > 0) o.inflight = ra;
-  o.hold = run && !atomic_load_explicit(&((sl__run *)run)->delivered, memory_order_relaxed);
+  o.hold = !atomic_load_explicit(&((sl__op *)op)->net_started, memory_order_relaxed);
   return o;
 }
 
@@ -416,7 +417,7 @@ static int tfr_start(tfr_it *t, const char *path, const tfr_cfg *c) {
   sl__free(t->path);
   t->path = sl__strdup(path);
   if (!t->path) return sl__oom("a file name");
-  sl__stream_opts so = sl__op_stream_opts(t->it.op, t->it.run, c->net);
+  sl__stream_opts so = sl__op_stream_opts(t->it.op, c->net);
   int rc = sl__tfrecord_reader_open_ex(&t->r, path, c->comp, &so);
   if (rc) return sl__op_wrap(t->it.op, rc);
   t->disk_seen = 0;
@@ -646,12 +647,11 @@ static int lines_parse(sl__op *op, json_t *o) {
 }
 
 /* Opens the file or object at `path` (a local one must be a regular file) at byte `off` into r; *st borrows it. */
-static int lr_open(line_reader *r, sl__op *op, const sl__run *run, sl__stream **st, const char *path,
-                   uint64_t off) {
+static int lr_open(line_reader *r, sl__op *op, sl__stream **st, const char *path, uint64_t off) {
   lr_close(r);
   *st = NULL;
   if (!r->rb && !(r->rb = sl__malloc(LR_BUF))) return sl__oom("a line reader's buffer");
-  sl__stream_opts so = sl__op_stream_opts(op, run, ((const lines_cfg *)op->impl)->net);
+  sl__stream_opts so = sl__op_stream_opts(op, ((const lines_cfg *)op->impl)->net);
   int rc = sl__stream_open(&r->st, path, &so);
   if (rc) return sl__op_wrap(op, rc);
   if (off && (rc = sl__stream_seek(r->st, off))) {
@@ -664,7 +664,7 @@ static int lr_open(line_reader *r, sl__op *op, const sl__run *run, sl__stream **
 
 /* Opens l->path at byte `off`, the start of line lineno + 1. */
 static int lines_start(lines_it *l, uint64_t off, uint64_t lineno) {
-  int rc = lr_open(&l->r, l->it.op, l->it.run, &l->st, l->path, off);
+  int rc = lr_open(&l->r, l->it.op, &l->st, l->path, off);
   if (rc) return rc;
   l->shown = sl__stream_name(l->st);
   l->lineno = lineno;
@@ -760,7 +760,7 @@ static int lines_remake(sl__op *op, sl__run *run, const sl_eref *r, sl_elem *out
   line_reader lr = {0};
   sl__stream *st;
   size_t n = 0;
-  if ((rc = lr_open(&lr, op, run, &st, path, r->pos))) {
+  if ((rc = lr_open(&lr, op, &st, path, r->pos))) {
     lr_free(&lr);
     return rc;
   }

@@ -292,7 +292,7 @@ static int open_path(tar_it *t) {
   t->io_rc = 0;
   if (!t->rbuf && !(t->rbuf = sl__malloc(RBUF))) return sl__oom("a tar reader");
   /* a local shard must be a regular file (libarchive's open of a FIFO would wait for a writer) */
-  sl__stream_opts so = sl__op_stream_opts(t->it.op, t->it.run, ((const tar_cfg *)t->it.op->impl)->net);
+  sl__stream_opts so = sl__op_stream_opts(t->it.op, ((const tar_cfg *)t->it.op->impl)->net);
   if ((rc = sl__stream_open(&t->st, t->path, &so))) return unreadable(t, rc);
   /* Its first bytes tell a gzip shard, which zlib inflates (libarchive's gzip filter checks no CRC). */
   size_t got = 0;

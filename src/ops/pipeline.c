@@ -373,7 +373,7 @@ int sl_iter_next(sl_elem *out, sl_iter *it) {
     return SL_ECANCELED;
   }
   int rc = sl__it_next(it->root, out);
-  if (rc == 0 && !it->delivered++) atomic_store_explicit(&it->run.delivered, true, memory_order_relaxed);
+  if (rc == 0) it->delivered++;
   if (rc < 0) {
     if (!sl_error_last()[0]) sl__err(rc, "%s", sl_strerror(rc));
     it->sticky = rc;
