@@ -236,7 +236,6 @@ struct http_stream {
   CURLM *m;
   pthread_t th;
   bool th_started, stop;
-  bool hold; /* the read-ahead waits for the reader's first block (sl__stream_opts.hold) */
   pthread_mutex_t mu;
   pthread_cond_t cv;
   blk *b;
@@ -461,7 +460,6 @@ static void finished(http_stream *h, blk *x, CURLcode res) {
       }
       if (x->got >= x->len) {
         x->state = B_DONE;
-        h->hold = false; /* held, this was the only block asked for: the reader's first */
         pthread_cond_broadcast(&h->cv);
         return;
       }
@@ -519,7 +517,7 @@ static void *io_main(void *arg) {
       for (int i = 0; i < h->n; i++) {
         blk *x = &h->b[i];
         uint64_t k = cb + (((uint64_t)i + n - cb % n) % n); /* the block of [cb, cb + n) this slot holds */
-        bool want = k < nb && (!h->hold || k == cb);
+        bool want = k < nb;
         if (x->state != B_FREE && (!want || x->k != k)) cancel(h, x);
         if (want && x->state == B_FREE) {
           x->k = k;
@@ -654,7 +652,6 @@ int sl__stream_http_open(sl__stream **out, const char *url, const sl__stream_opt
   pthread_mutex_init(&h->mu, NULL);
   pthread_cond_init(&h->cv, NULL);
   h->cfg = cfg_read(opts);
-  h->hold = opts && opts->hold;
   h->rng = sl__mix64((uint64_t)(uintptr_t)h ^ sl__now_ns());
   int rc;
   if (!(h->s.name = sl__url_shown(url))) {

@@ -16,10 +16,6 @@ typedef struct sl__stream sl__stream;
 typedef struct {
   uint64_t block;  /* bytes per ranged request */
   int inflight;    /* requests in flight ahead of the reader (its memory: inflight x block) */
-  /* The read-ahead past the reader's first block starts once that block has arrived whole: the reader's op has
-   * received nothing yet, so its first element waits on the object's first bytes, not on blocks behind them sharing
-   * the link. */
-  bool hold;
 } sl__stream_opts;
 
 /* What a remote stream did (the tracer's network counters): requests sent (retries included), bytes received,

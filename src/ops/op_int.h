@@ -104,7 +104,7 @@ void sl__stats_held(sl__op *op, int64_t delta);
  * a local file) added to op's, *seen moved on (op_read.c). Start *seen at zero for each stream. */
 void sl__op_net_account(sl__op *op, const sl__stream *s, sl__net_stats *seen);
 /* A reader's stream options `o` (from its spec) with the requests in flight an online tuner set (active_ra), for
- * the next file it opens, held to its first block while the op has received no byte yet (net_started). */
+ * the next file it opens. */
 sl__stream_opts sl__op_stream_opts(const sl__op *op, sl__stream_opts o);
 
 /* The view parse() reads its knobs through (sl__get_int(&v, &k, "size"), ...): the op's knob table gives each

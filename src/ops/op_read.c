@@ -330,7 +330,6 @@ static int reader_remake_path(sl__op *op, sl__run *run, const sl_eref *r, const 
 void sl__op_net_account(sl__op *op, const sl__stream *s, sl__net_stats *seen) {
   sl__net_stats n;
   if (!s || !sl__stream_net(s, &n)) return;
-  if (n.bytes) atomic_store_explicit(&op->net_started, true, memory_order_relaxed);
   sl__stat_add(&op->st.net_requests, n.requests - seen->requests);
   sl__stat_add(&op->st.net_retries, n.retries - seen->retries);
   sl__stat_add(&op->st.net_bytes, n.bytes - seen->bytes);
@@ -348,7 +347,6 @@ void sl__op_net_account(sl__op *op, const sl__stream *s, sl__net_stats *seen) {
 sl__stream_opts sl__op_stream_opts(const sl__op *op, sl__stream_opts o) {
   int ra = atomic_load_explicit(&((sl__op *)op)->active_ra, memory_order_relaxed);
   if (ra > 0) o.inflight = ra;
-  o.hold = !atomic_load_explicit(&((sl__op *)op)->net_started, memory_order_relaxed);
   return o;
 }
 

@@ -137,7 +137,6 @@ struct sl__op {
   atomic_int active_buf;    /* output buffer in force (prefetch with "autotune" buffer): likewise */
   atomic_int active_ra;     /* a remote reader's requests in flight for the files it opens next, set by an online
                              * tuner (0: its spec's readahead) */
-  atomic_bool net_started;  /* a remote reader has received bytes: the streams it opens after read ahead at once */
   /* repeat: bytes of its input's next whole epoch an online tuner lets it keep and replay instead of running the
    * input again (the plan's cache at the repeat's input, inserted live; 0: none). Set once, by the tuner. */
   atomic_int_fast64_t live_cache;
