@@ -254,7 +254,40 @@ struct http_stream {
    * in turns with the others', so the gap before its last bytes spans their ends: the others' time, not its own). */
   uint64_t alone_since, shared_since;
   uint64_t rng;
+  /* The first blocks of an object ramp up: RAMP_FIRST-sized, doubling up to cfg.block over `ramp` blocks. Every
+   * block of an object is asked for at once and they share the link, so the reader's first bytes would otherwise
+   * arrive at the pace of inflight x block bytes; the first records wait on ramp_first bytes instead. */
+  int ramp;
+  uint64_t ramp_first;
+  uint64_t from; /* where the reader started (its open or last seek): the window grows with what it took since */
 };
+
+enum { RAMP_MAX = 3 };                   /* at most 3 smaller blocks: block/8, /4, /2 */
+static const uint64_t RAMP_FIRST = 256u << 10; /* no block smaller (a request costs a round trip) */
+
+static void ramp_init(http_stream *h) {
+  uint64_t B = h->cfg.block;
+  h->ramp = 0;
+  while (h->ramp < RAMP_MAX && (B >> (h->ramp + 1)) >= RAMP_FIRST && (B >> (h->ramp + 1)) << (h->ramp + 1) == B)
+    h->ramp++;
+  h->ramp_first = B >> h->ramp;
+}
+/* Block k's first byte and its length (before the object's end cuts it). */
+static uint64_t blk_off(const http_stream *h, uint64_t k) {
+  uint64_t F = h->ramp_first, R = (uint64_t)h->ramp;
+  return k < R ? F * ((1ull << k) - 1) : h->cfg.block - F + (k - R) * h->cfg.block;
+}
+static uint64_t blk_len(const http_stream *h, uint64_t k) {
+  return k < (uint64_t)h->ramp ? h->ramp_first << k : h->cfg.block;
+}
+/* The block holding byte pos. */
+static uint64_t blk_at(const http_stream *h, uint64_t pos) {
+  uint64_t F = h->ramp_first, B = h->cfg.block;
+  if (pos >= B - F) return (uint64_t)h->ramp + (pos - (B - F)) / B;
+  uint64_t k = 0;
+  while (F * ((2ull << k) - 1) <= pos) k++;
+  return k;
+}
 
 static void fail_locked(http_stream *h, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void fail_locked(http_stream *h, int rc, const char *fmt, ...) {
@@ -512,17 +545,20 @@ static void *io_main(void *arg) {
   while (!h->stop) {
     uint64_t now = sl__now_ns();
     if (!h->failed) {
-      uint64_t B = h->cfg.block, cb = h->pos / B, n = (uint64_t)h->n;
-      uint64_t nb = h->size_known ? (h->size + B - 1) / B : 1;
+      uint64_t cb = blk_at(h, h->pos), n = (uint64_t)h->n;
+      uint64_t nb = h->size_known ? (h->size ? blk_at(h, h->size - 1) + 1 : 0) : 1;
       for (int i = 0; i < h->n; i++) {
         blk *x = &h->b[i];
         uint64_t k = cb + (((uint64_t)i + n - cb % n) % n); /* the block of [cb, cb + n) this slot holds */
-        bool want = k < nb;
+        /* slow start: no block past twice what the reader has taken (at least the first block's worth) */
+        uint64_t took = h->pos - h->from, win = took * 2 > h->ramp_first ? took * 2 : h->ramp_first;
+        bool want = k < nb && (k == cb || blk_off(h, k) < h->pos + win);
         if (x->state != B_FREE && (!want || x->k != k)) cancel(h, x);
         if (want && x->state == B_FREE) {
           x->k = k;
-          x->off = k * B;
-          x->len = h->size_known ? (h->size - x->off < B ? h->size - x->off : B) : B;
+          x->off = blk_off(h, k);
+          uint64_t L = blk_len(h, k);
+          x->len = h->size_known ? (h->size - x->off < L ? h->size - x->off : L) : L;
           x->got = 0;
           x->attempts = 0;
           launch(h, x);
@@ -566,7 +602,7 @@ static void *io_main(void *arg) {
 
 static void wake_io(http_stream *h) { curl_multi_wakeup(h->m); }
 
-static int http_read(sl__stream *st, void *dst, size_t n, size_t *got) {
+static int http_read(sl__stream *st, void *dst, size_t n, size_t *got, bool some) {
   http_stream *h = (http_stream *)st;
   *got = 0;
   pthread_mutex_lock(&h->mu);
@@ -577,7 +613,7 @@ static int http_read(sl__stream *st, void *dst, size_t n, size_t *got) {
       return sl__err(rc, "%s", h->fail_msg);
     }
     if (h->size_known && h->pos >= h->size) break;
-    uint64_t B = h->cfg.block, k = h->pos / B;
+    uint64_t k = blk_at(h, h->pos);
     blk *x = &h->b[k % (uint64_t)h->n];
     if (x->state != B_FREE && x->k == k && h->pos < x->off + x->got) {
       uint64_t avail = x->off + x->got - h->pos;
@@ -588,6 +624,7 @@ static int http_read(sl__stream *st, void *dst, size_t n, size_t *got) {
       if (h->pos == x->off + x->len) wake_io(h); /* a block used up: its slot takes the next one */
       continue;
     }
+    if (some && *got) break;
     pthread_cond_wait(&h->cv, &h->mu);
   }
   pthread_mutex_unlock(&h->mu);
@@ -598,6 +635,7 @@ static int http_seek(sl__stream *st, uint64_t off) {
   http_stream *h = (http_stream *)st;
   pthread_mutex_lock(&h->mu);
   h->pos = off;
+  h->from = off;
   pthread_mutex_unlock(&h->mu);
   wake_io(h);
   return 0;
@@ -652,6 +690,7 @@ int sl__stream_http_open(sl__stream **out, const char *url, const sl__stream_opt
   pthread_mutex_init(&h->mu, NULL);
   pthread_cond_init(&h->cv, NULL);
   h->cfg = cfg_read(opts);
+  ramp_init(h);
   h->rng = sl__mix64((uint64_t)(uintptr_t)h ^ sl__now_ns());
   int rc;
   if (!(h->s.name = sl__url_shown(url))) {

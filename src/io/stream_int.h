@@ -40,6 +40,10 @@ bool sl__is_url(const char *path);
 int sl__stream_open(sl__stream **out, const char *path, const sl__stream_opts *opts);
 /* Reads up to n bytes into dst; *got < n only at the end of the stream (0 at the end). */
 int sl__stream_read(sl__stream *s, void *dst, size_t n, size_t *got);
+/* The same, but returns as soon as some bytes are there (*got > 0, 0 only at the end): a reader that parses as the
+ * bytes come (tar, tfrecord, lines) does not wait for a whole buffer of a remote object's first block, which shares
+ * the link with the blocks behind it and with the other files an interleave opens. */
+int sl__stream_read_some(sl__stream *s, void *dst, size_t n, size_t *got);
 /* Moves the read position to byte `off` (<= the size); a remote stream drops what it fetched outside its window. */
 int sl__stream_seek(sl__stream *s, uint64_t off);
 /* The size in bytes; the read position. */
@@ -62,7 +66,7 @@ void sl__stream_free(sl__stream *s);
 
 /* ---- the implementations' side ---- */
 typedef struct {
-  int (*read)(sl__stream *s, void *dst, size_t n, size_t *got);
+  int (*read)(sl__stream *s, void *dst, size_t n, size_t *got, bool some);
   int (*seek)(sl__stream *s, uint64_t off);
   uint64_t (*size)(const sl__stream *s);
   uint64_t (*tell)(const sl__stream *s);

@@ -57,7 +57,7 @@ struct sl_tfrecord_reader {
 static int fill_raw(sl_tfrecord_reader *r) {
   if (r->raw_pos < r->raw_len || r->raw_eof) return 0;
   size_t n;
-  int rc = sl__stream_read(r->st, r->raw, RBUF, &n);
+  int rc = sl__stream_read_some(r->st, r->raw, RBUF, &n);
   if (rc) return rc;
   if (n == 0) r->raw_eof = true;
   r->raw_pos = 0;

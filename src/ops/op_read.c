@@ -587,7 +587,7 @@ static int lr_next(line_reader *r, int64_t max, size_t *n) {
   for (;;) {
     if (r->rpos == r->rend) {
       size_t got;
-      int rc = sl__stream_read(r->st, r->rb, LR_BUF, &got);
+      int rc = sl__stream_read_some(r->st, r->rb, LR_BUF, &got);
       if (rc) return rc == SL_ECANCELED || rc == SL_ENOMEM ? rc : SL_EIO; /* the stream's message stays */
       if (!got) break; /* the end of the file: the last line may have no '\n' */
       r->rpos = 0;

@@ -147,7 +147,7 @@ static void close_shard(tar_it *t) {
 /* libarchive's view of the stream: a failure is kept (io_rc) so that it is reported as the I/O error it is. */
 /* The stream's next bytes into t->rbuf: 0, or its error kept in io_rc/io_msg. */
 static int raw_read(tar_it *t, size_t *got) {
-  int rc = sl__stream_read(t->st, t->rbuf, RBUF, got);
+  int rc = sl__stream_read_some(t->st, t->rbuf, RBUF, got);
   if (rc) {
     t->io_rc = rc;
     snprintf(t->io_msg, sizeof t->io_msg, "%s", sl_error_last());
@@ -298,7 +298,7 @@ static int open_path(tar_it *t) {
   size_t got = 0;
   t->first = 0;
   do {
-    if ((rc = sl__stream_read(t->st, t->rbuf + t->first, RBUF - t->first, &got))) {
+    if ((rc = sl__stream_read_some(t->st, t->rbuf + t->first, RBUF - t->first, &got))) {
       t->io_rc = rc;
       snprintf(t->io_msg, sizeof t->io_msg, "%s", sl_error_last());
       return unreadable(t, rc);

@@ -53,6 +53,12 @@ txt_spec "$H/slow/txt" "$T/txt_http.json"
 [ "$(digest "$T/tar_http.json")" = "$dtar" ] || fail "tar over HTTP: another digest"
 [ "$(digest "$T/tfr_http.json")" = "$dtfr" ] || fail "tfrecord over HTTP: another digest"
 [ "$(digest "$T/txt_http.json")" = "$dtxt" ] || fail "lines over HTTP: another digest"
+# blocks that ramp up (1 MiB: 256 kB, 512 kB, then 1 MiB from 768 kB; the shards hold about 1.1 MB)
+for f in tar tfr txt; do
+  d=$(SLUICE_REMOTE_BLOCK=1048576 digest "$T/${f}_http.json")
+  case $f in tar) want=$dtar ;; tfr) want=$dtfr ;; txt) want=$dtxt ;; esac
+  [ "$d" = "$want" ] || fail "$f over HTTP with ramping blocks: another digest"
+done
 # one object per element (read_file)
 echo "{\"name\": \"t\", \"ops\": [{\"op\": \"files\", \"list\": [\"$H/tfr/train-{00000..00003}-of-00004.tfrecord\"]}, {\"op\": \"map\", \"fn\": \"read_file\", \"args\": {\"output\": \"bytes\"}}, {\"op\": \"map\", \"fn\": \"select\", \"args\": {\"keep\": [\"bytes\"]}}]}" > "$T/rf_http.json"
 echo "{\"name\": \"t\", \"ops\": [{\"op\": \"files\", \"list\": [\"$T/www/tfr/train-{00000..00003}-of-00004.tfrecord\"]}, {\"op\": \"map\", \"fn\": \"read_file\", \"args\": {\"output\": \"bytes\"}}, {\"op\": \"map\", \"fn\": \"select\", \"args\": {\"keep\": [\"bytes\"]}}]}" > "$T/rf_local.json"
@@ -159,6 +165,32 @@ assert n["link_source"] == "measured" and 0 < n["link_bandwidth"] <= 1000000 * 1
 PY
 "$S" analyze "$T/pace.trace.json" | grep -q "measured: the requests shared a full link" || fail "analyze does not say the link was measured"
 echo "link measured through the 1 MB/s proxy: $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["network"][0]["link_bandwidth"])' "$T/pace.an.json") B/s"
+
+# The first records wait on an object's first bytes, not on the blocks behind them sharing the link: its first
+# blocks ramp up (block/8, /4, /2, never under 256 kB) and no block is asked for past twice what the reader has
+# taken (slow start). With 1 MiB blocks: 256 kB at 0, 512 kB at 256 kB, then 1 MiB blocks from 768 kB; through the
+# 1 MB/s proxy with 4 requests allowed in flight, the block at 768 kB is asked for only after the first block's body
+# was sent (the reader has taken more than 256 kB). Before, all 4 were asked for at once.
+PROXY_LOG="$T/first.log" python3 "$D/remote_proxy.py" "$T/first.port" "$HTTP_PORT" "$T/first.stats" 1000000000 \
+  1000000000 1000000 &
+PACE_PID=$!
+for i in $(seq 100); do [ -s "$T/first.port" ] && break; sleep 0.1; done
+[ -s "$T/first.port" ] || fail "the pacing proxy (first bytes) did not start"
+size=$(stat -c %s "$T/www/tar/train-00000-of-00004.tar")
+[ "$size" -gt 786432 ] || fail "the first shard has $size bytes: too few for a third block"
+echo "{\"name\": \"t\", \"ops\": [{\"op\": \"files\", \"list\": [\"http://127.0.0.1:$(cat "$T/first.port")/tar/train-00000-of-00004.tar\"]}, {\"op\": \"tar\", \"readahead\": 4}, {\"op\": \"map\", \"fn\": \"select\", \"args\": {\"keep\": [\"jpg\"]}}]}" > "$T/first.json"
+SLUICE_REMOTE_BLOCK=1048576 timeout 120 "$S" run "$T/first.json" --quiet > /dev/null 2> "$T/err" ||
+  fail "run through the pacing proxy: $(cat "$T/err")"
+kill "$PACE_PID" 2> /dev/null; wait "$PACE_PID" 2> /dev/null; PACE_PID=
+python3 - "$T/first.log" <<'PY' || fail "the first blocks of an object: $(cat "$T/first.log")"
+import sys
+reqs = {l.split()[3]: tuple(float(x) for x in l.split()[:2]) for l in open(sys.argv[1])}  # Range: (came, sent)
+assert "bytes=0-262143" in reqs and "bytes=262144-786431" in reqs, ("no ramp of 256 kB, 512 kB", reqs)
+third = [r for r in reqs if r.startswith("bytes=786432-")]
+assert third, ("no block at 768 kB", reqs)
+came = reqs[third[0]][0]
+assert came >= reqs["bytes=0-262143"][1] - 0.005, ("the block at 768 kB was asked for before the first arrived", reqs)
+PY
 
 # The online tuner follows the network: a run with --tuner sluice through a proxy whose delay before each answer
 # the test raises from none to 150 ms mid-run; the tuner's log shows the tar reader's readahead raised, for a time

@@ -7,9 +7,12 @@ RATE in 16 kB chunks: a full link that the requests in flight share. And with DE
 file holds (read at each request; missing: none) before it answers: a latency the test raises during a run.
 Usage: remote_proxy.py PORTFILE UPSTREAM STATSFILE [EVERY503 EVERYCUT [RATE [DELAYFILE]]]
 (UPSTREAM: a port on 127.0.0.1, or HOST:PORT; bench/remote.py's fault check points it at its namespace's nginx).
-It writes the port it listens on to PORTFILE and its counts to STATSFILE after each request."""
+It writes the port it listens on to PORTFILE and its counts to STATSFILE after each request; with PROXY_LOG in the
+environment, a line per answered request to that file: when it came and when its body was sent (time.monotonic), its
+path and its Range."""
 import http.client
 import http.server
+import os
 import socket
 import sys
 import threading
@@ -50,6 +53,14 @@ def send(w, data):
         w.write(chunk)
         w.flush()
 counts = {"requests": 0, "503": 0, "cut": 0, "ok": 0}
+log_file = os.environ.get("PROXY_LOG")
+
+
+def log_request(t0, path, rng):
+    if log_file:
+        with lock:
+            with open(log_file, "a") as f:
+                f.write("%.6f %.6f %s %s\n" % (t0, time.monotonic(), path, rng or "-"))
 
 
 def note(kind):
@@ -66,6 +77,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         pass
 
     def do_GET(self):
+        t0 = time.monotonic()
         with lock:
             counts["requests"] += 1
             n = counts["requests"]
@@ -103,12 +115,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return
         note("ok")
         send(self.wfile, data)
+        log_request(t0, self.path, self.headers.get("Range"))
 
 
 server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
 server.daemon_threads = True
 with open(port_file + ".tmp", "w") as f:
     f.write(str(server.server_address[1]))
-import os
 os.rename(port_file + ".tmp", port_file)
 server.serve_forever()
