@@ -113,4 +113,18 @@ python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert len(d["graphlets"
 "$CLI" prov graphlets "$DB" --json > "$T/g.json" || fail "graphlets --json"
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert len(d["graphlets"])==d["count"]' "$T/g.json" \
   || fail "--json: not every graphlet"
+
+# Another tool's store keeps its journal mode: ml-metadata writes TFX's SQLite store in rollback-journal mode, and
+# reading it (the should-train gate, the analytics) or recording into it must not turn it to WAL; a store sluice
+# creates is WAL.
+mode() { python3 -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute("PRAGMA journal_mode").fetchone()[0])' "$1"; }
+[ "$(mode "$DB")" = wal ] || fail "a store prov gen made is not WAL: $(mode "$DB")"
+cp "$DB" "$T/tfx.db"
+python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute("PRAGMA journal_mode=DELETE"); c.close()' "$T/tfx.db"
+[ "$(mode "$T/tfx.db")" = delete ] || fail "the test could not set rollback-journal mode"
+"$CLI" prov should-train "$T/tfx.db" --pipeline x --threshold 0.5 > /dev/null 2>&1
+"$CLI" prov stats "$T/tfx.db" > /dev/null || fail "prov stats of a rollback-journal store"
+expect 0 "$CLI" prov gen "$T/tfx.db" --pipelines 1 --days 5 --seed 9 --append
+[ "$(mode "$T/tfx.db")" = delete ] || fail "sluice turned another tool's store to $(mode "$T/tfx.db")"
+[ ! -e "$T/tfx.db-wal" ] || fail "a -wal file beside a rollback-journal store"
 echo "prov_robust: all checks passed"

@@ -118,8 +118,10 @@ static int lite_setup(lite_db *db, const char *path, bool fresh, bool ro) {
    * split (prov gen at 300 pipelines: about a sixth less CPU). It must be set before WAL initialises the file. */
   if (fresh && !ro) sqlite3_exec(db->lite, "PRAGMA page_size=16384", NULL, NULL, NULL);
   /* WAL lets readers and one writer work at once across processes; NORMAL sync is durable at checkpoints and
-   * never corrupts. journal_mode needs a moment of exclusive access: the busy timeout covers it. */
-  rc = ro ? SQLITE_OK : sqlite3_exec(db->lite, "PRAGMA journal_mode=WAL", NULL, NULL, NULL);
+   * never corrupts. journal_mode needs a moment of exclusive access: the busy timeout covers it. Only a store this
+   * open creates is switched: WAL is a property of the file, and another tool's store (TFX's, which ml-metadata
+   * opens in rollback-journal mode) is theirs to keep as it is, even when sluice writes to it. */
+  rc = ro || !fresh ? SQLITE_OK : sqlite3_exec(db->lite, "PRAGMA journal_mode=WAL", NULL, NULL, NULL);
   if (rc != SQLITE_OK) return sl__err(SL_EIO, "%s: cannot enable WAL: %s", path, sqlite3_errmsg(db->lite));
   sqlite3_exec(db->lite, "PRAGMA synchronous=NORMAL", NULL, NULL, NULL);
   sqlite3_exec(db->lite, "PRAGMA cache_size=-65536", NULL, NULL, NULL); /* 64 MiB */
