@@ -128,16 +128,18 @@ def test_other_load_shares_the_cores():
 
 
 def test_beside_load_a_worker_more_wins_a_share():
-    # Beside one busy process on 2 cores, 3 workers get 3/2 of the cores where 2 get 4/3 (12.5% more): the planner,
-    # budgeting the core the load leaves, proposes 2; a worker more is proposed while it gives 10% more. Alone,
-    # nothing changes.
+    # Beside one busy process on 2 cores, 3 workers get 3/2 of the cores where 2 get 4/3 (12.5% more), 4 get 8/5
+    # (6.7% more), 5 get 5/3 (4.2% more): the planner, budgeting the core the load leaves, proposes 2; a worker more
+    # is proposed while it gives 5% more. Alone, nothing changes.
     from sluice.torch.model import _Model, _beside_load
     fig = {"batches": 100, "k": 1.0, "parts": {"__getitem__ (read, decode, rest)": [1.0, 1.0]}, "work_cpu": 1.0,
            "work_wall": 1.0, "worker_runq": 0.0, "transfer_cpu": 0.0, "pin_cpu": None, "step_wall": None,
            "step_cpu": None}
     shared = _Model(fig, 0, 1.0, cores=2.0, other=1.0)
     assert shared.rate(3) == pytest.approx(150.0) and shared.rate(4) == pytest.approx(160.0)
-    assert _beside_load(shared, 2, 8, 100.0) == 3  # 4 would give 6.7% more
+    assert shared.rate(5) == pytest.approx(500.0 / 3)
+    assert _beside_load(shared, 2, 8, 100.0) == 4  # 5 would give 4.2% more
+    assert _beside_load(shared, 2, 3, 100.0) == 3  # at most `most`
     assert _beside_load(shared, 0, 8, 100.0) == 0
     alone = _Model(fig, 0, 2.0, cores=2.0)
     assert _beside_load(alone, 2, 8, 100.0) == 2
