@@ -145,6 +145,22 @@ def test_beside_load_a_worker_more_wins_a_share():
     assert _beside_load(alone, 2, 8, 100.0) == 2
 
 
+def test_beside_load_a_busy_main_thread_bounds_the_workers():
+    # The main thread is one thread however many workers there are: beside one busy process on 2 cores the fair
+    # scheduler gives it and the hog the same share, so with 5 ms of main-thread CPU and 10 ms of worker CPU a batch
+    # the rate is at most 2 / (15 ms + 5 ms) = 100 batches/s, where counting processes (5 of 6 runnable) gave 111.
+    from sluice.torch.model import _Model, _beside_load
+    fig = {"batches": 100, "k": 1.0, "parts": {"__getitem__ (read, decode, rest)": [1.0, 1.0]}, "work_cpu": 1.0,
+           "work_wall": 1.0, "worker_runq": 0.0, "transfer_cpu": 0.5, "pin_cpu": None, "step_wall": None,
+           "step_cpu": None}
+    shared = _Model(fig, 2, 1.0, cores=2.0, other=1.0)
+    assert shared.rate(4) == pytest.approx(100.0)
+    assert shared.rate(2) == pytest.approx(2 / 0.020)  # the workers' 5 ms each equal the main thread's
+    assert _beside_load(shared, 2, 8, 100.0) == 2  # more workers leave the main thread's share as it is
+    alone = _Model(fig, 2, 2.0, cores=2.0)
+    assert alone.rate(4) == pytest.approx(2 / 0.015)
+
+
 def test_a_loader_without_workers_drops_the_multiprocessing_context():
     # torch refuses a multiprocessing_context without workers: tuned() to 0 workers, and the no-workers probe, drop it
     from sluice.torch.loader import _loader_args, _make_loader
