@@ -259,7 +259,9 @@ struct http_stream {
    * arrive at the pace of inflight x block bytes; the first records wait on ramp_first bytes instead. */
   int ramp;
   uint64_t ramp_first;
-  uint64_t from; /* where the reader started (its open or last seek): the window grows with what it took since */
+  uint64_t from;    /* where the reader started (its open or last jump): the window grows with what it took since */
+  uint64_t wake_at; /* the read position at which the window lets the next block go (the reader wakes the I/O
+                     * thread there; UINT64_MAX: none waits on the window) */
 };
 
 enum { RAMP_MAX = 3 };                   /* at most 3 smaller blocks: block/8, /4, /2 */
@@ -547,12 +549,18 @@ static void *io_main(void *arg) {
     if (!h->failed) {
       uint64_t cb = blk_at(h, h->pos), n = (uint64_t)h->n;
       uint64_t nb = h->size_known ? (h->size ? blk_at(h, h->size - 1) + 1 : 0) : 1;
+      /* slow start: no block past twice what the reader has taken (at least the first block's worth) */
+      uint64_t F = h->ramp_first, took = h->pos - h->from, win = took * 2 > F ? took * 2 : F;
+      h->wake_at = UINT64_MAX;
       for (int i = 0; i < h->n; i++) {
         blk *x = &h->b[i];
         uint64_t k = cb + (((uint64_t)i + n - cb % n) % n); /* the block of [cb, cb + n) this slot holds */
-        /* slow start: no block past twice what the reader has taken (at least the first block's worth) */
-        uint64_t took = h->pos - h->from, win = took * 2 > h->ramp_first ? took * 2 : h->ramp_first;
-        bool want = k < nb && (k == cb || blk_off(h, k) < h->pos + win);
+        uint64_t off = blk_off(h, k);
+        bool want = k < nb && (k == cb || off < h->pos + win);
+        if (k < nb && !want) { /* the position past which pos + max(F, 2 (pos - from)) > off */
+          uint64_t at = off - F < (off + 2 * h->from) / 3 ? off - F : (off + 2 * h->from) / 3;
+          if (at + 1 < h->wake_at) h->wake_at = at + 1;
+        }
         if (x->state != B_FREE && (!want || x->k != k)) cancel(h, x);
         if (want && x->state == B_FREE) {
           x->k = k;
@@ -621,7 +629,11 @@ static int http_read(sl__stream *st, void *dst, size_t n, size_t *got, bool some
       memcpy((char *)dst + *got, x->data + (h->pos - x->off), c);
       *got += c;
       h->pos += c;
-      if (h->pos == x->off + x->len) wake_io(h); /* a block used up: its slot takes the next one */
+      /* a block used up (its slot takes the next one), or the window opened for another */
+      if (h->pos == x->off + x->len || h->pos >= h->wake_at) {
+        h->wake_at = UINT64_MAX;
+        wake_io(h);
+      }
       continue;
     }
     if (some && *got) break;
@@ -634,8 +646,10 @@ static int http_read(sl__stream *st, void *dst, size_t n, size_t *got, bool some
 static int http_seek(sl__stream *st, uint64_t off) {
   http_stream *h = (http_stream *)st;
   pthread_mutex_lock(&h->mu);
+  /* A jump back, or past a block ahead, starts the window again; a short skip forward (a tar member's padding past
+   * the bytes a reader was given) is reading on. */
+  if (off < h->pos || off - h->pos > h->cfg.block) h->from = off;
   h->pos = off;
-  h->from = off;
   pthread_mutex_unlock(&h->mu);
   wake_io(h);
   return 0;
@@ -691,6 +705,7 @@ int sl__stream_http_open(sl__stream **out, const char *url, const sl__stream_opt
   pthread_cond_init(&h->cv, NULL);
   h->cfg = cfg_read(opts);
   ramp_init(h);
+  h->wake_at = UINT64_MAX;
   h->rng = sl__mix64((uint64_t)(uintptr_t)h ^ sl__now_ns());
   int rc;
   if (!(h->s.name = sl__url_shown(url))) {
