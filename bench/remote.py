@@ -183,7 +183,7 @@ def bench_remote(sluice, quick, workdir, peers_py, rate, latency):
         seconds, warm = SECONDS[1 if not quick else 0]
         py, wds = F.peers_python(sluice, peers_py)
         local = local_plan(plan, os.path.join(workdir, "local-plan.json"), os.path.join(tar_dir, "*.tar"))
-        runs = {"plan": [], "defaults": [], "autotune": [], "webdataset": [], "local": []}
+        runs = {"plan": [], "defaults": [], "autotune": [], "webdataset": [], "wds_cache": [], "local": []}
         failed = {}
         for rnd in range(ROUNDS[1 if not quick else 0]):
             B.log("remote: round %d" % (rnd + 1))
@@ -191,17 +191,27 @@ def bench_remote(sluice, quick, workdir, peers_py, rate, latency):
             runs["defaults"].append(F.P.run_spec(sluice, src, seconds, warm))
             runs["autotune"].append(F.P.run_spec(sluice, src, seconds, warm, extra=["--tuner", "autotune"]))
             runs["local"].append(F.P.run_spec(sluice, local, seconds, warm))
-            if py and wds and "webdataset" not in failed:
+            if py and wds and not failed:
                 cmd = [py, os.path.join(HERE, "peers", "torch_formats.py"), "--layout", "tar", "--files", pattern,
                        "--seconds", str(seconds), "--warmup", str(warm), "--workers", "0,1,2,4"]
-                try:
-                    o, _, rss = B.measure(cmd, timeout=1800)
-                    r = json.loads(o.strip().splitlines()[-1])
-                    runs["webdataset"].append({"eps": r["examples_per_second"], "workers": r["workers"],
-                                               "version": r["version"]})
-                except (SystemExit, ValueError, IndexError) as e:
-                    failed["webdataset"] = str(e).strip().splitlines()[-1][:300]
+                # and with webdataset's own cache of the shards (cache_dir on the local disk), measured after its
+                # first epoch as the plan's keep is (--warmup-caches): 2 and 4 workers, the best two settings above
+                cache_cmd = cmd[:-1] + ["2,4", "--warmup-epochs", "1", "--cache-dir", workdir]
+                for key, c in (("webdataset", cmd), ("wds_cache", cache_cmd)):
+                    try:
+                        o, _, rss = B.measure(c, timeout=1800)
+                        r = json.loads(o.strip().splitlines()[-1])
+                        runs[key].append({"eps": r["examples_per_second"], "workers": r["workers"],
+                                          "version": r["version"]})
+                    except (SystemExit, ValueError, IndexError) as e:
+                        failed[key] = str(e).strip().splitlines()[-1][:300]
         t_first, _ = first_batch_seconds(sluice, plan, 1 if quick else 3)
+        # one epoch from a cold start (the process's wall time to its last batch of the first epoch)
+        epoch = {}
+        for key, spec in (("plan", plan), ("defaults", src)):
+            t0 = time.monotonic()
+            B.run_cmd([sluice, "run", spec, "--take", str(n // 64), "--quiet"])
+            epoch[key] = round(time.monotonic() - t0, 2)
         # the same plan with its shuffle starting at one batch's worth and growing (the `initial` knob)
         grow = json.load(open(plan))
         for o in grow["ops"]:
@@ -217,7 +227,7 @@ def bench_remote(sluice, quick, workdir, peers_py, rate, latency):
         tar_bytes = sum(os.path.getsize(os.path.join(tar_dir, f)) for f in names)
         return {"images": n, "shards": shards, "rate_mbit": rate, "latency": latency, "optimize": opt,
                 "runs": runs, "failed": failed, "first_batch_s": t_first, "first_batch_initial_s": t_first_initial,
-                "first_batch_initial_runs": t_first_runs, "one_shard_s": sorted(dl)[1],
+                "first_batch_initial_runs": t_first_runs, "one_shard_s": sorted(dl)[1], "first_epoch_s": epoch,
                 "faults": faults, "bytes_per_example": tar_bytes / n,
                 "missing": [] if (py and wds) else ["webdataset: no Python with torch, torchvision and webdataset "
                                                    "(make bench-peers)"],
@@ -234,7 +244,9 @@ def report(r, m, quick):
              "at %d Mbit/s by tc tbf, with %s s to first byte (echo_sleep); the imagenet spec over the shards' URLs "
              "(`bench/remote.py`). Rounds alternate sluice optimize's plan, the same spec under the AUTOTUNE tuner "
              "(knobs resolved without the network model) and webdataset + DataLoader on the same URLs (best of "
-             "num_workers 0/1/2/4), each run %g s after a %g s warm-up. Measured %s at commit %s; load average at the end: "
+             "num_workers 0/1/2/4; with cache_dir, 2/4), each run %g s after a %g s warm-up (sluice's runs with "
+             "--warmup-caches: a plan that keeps the shards is measured after its first epoch, as is webdataset with "
+             "cache_dir). Measured %s at commit %s; load average at the end: "
              "%s.\n" % (r["images"], r["shards"], r["rate_mbit"], r["latency"], r["seconds"][0], r["seconds"][1],
                        m["date"], m["commit"],
                  " ".join("%.2f" % x for x in r["load_average"])))
@@ -243,8 +255,9 @@ def report(r, m, quick):
     L.append("| --- | ---: | --- |")
     names = {"plan": "sluice optimize's plan", "defaults": "the spec as written (defaults, no tuner)",
              "autotune": "the spec under the AUTOTUNE tuner", "webdataset": "webdataset + DataLoader",
+             "wds_cache": "webdataset + DataLoader with cache_dir (after its first epoch)",
              "local": "the plan on local files (CPU bound)"}
-    for k in ("plan", "defaults", "autotune", "webdataset", "local"):
+    for k in ("plan", "defaults", "autotune", "webdataset", "wds_cache", "local"):
         rs = r["runs"][k]
         if rs:
             L.append("| %s | %s | %s |" % (names[k], fmt(B.median_of(rs, "eps")),
@@ -262,7 +275,7 @@ def report(r, m, quick):
                      fmt(med["plan"] / lim, 3)))
         L.append("- the plan's prediction %s examples/s against its median %s here: %s (target within 15%%)" % (
             fmt(64 * o.get("predicted", 0)), fmt(med["plan"]), fmt(64 * o.get("predicted", 0) / med["plan"], 3)))
-        for k, t in (("webdataset", 1.5), ("defaults", 2.0), ("autotune", None)):
+        for k, t in (("webdataset", 1.5), ("defaults", 2.0), ("autotune", None), ("wds_cache", None)):
             if med.get(k):
                 L.append("- the plan against %s: %sx%s" % (names[k], fmt(med["plan"] / med[k], 3),
                                                           " (target >= %.1fx)" % t if t else ""))
@@ -282,6 +295,12 @@ def report(r, m, quick):
                  r["first_batch_s"], r.get("first_batch_initial_s", float("nan")),
                  ", ".join("%.2f" % x for x in r.get("first_batch_initial_runs", [])), r["one_shard_s"],
                  r.get("first_batch_initial_s", float("nan")) / r["one_shard_s"]))
+    ep = r.get("first_epoch_s") or {}
+    if ep:
+        L.append("- one epoch (%d examples) from a cold start, whole process: the plan %s s (%s examples/s), the spec as "
+                 "written %s s (%s examples/s): the plan keeps the shards for the epochs after it" % (
+                     r["images"] // 64 * 64, ep.get("plan"), fmt(r["images"] // 64 * 64 / ep["plan"]), ep.get("defaults"),
+                     fmt(r["images"] // 64 * 64 / ep["defaults"])))
     for x in r["missing"]:
         L.append("- not measured: %s" % x)
     for k, e in r["failed"].items():

@@ -143,14 +143,20 @@ typedef struct sl_op_stats {
   double net_solo_seconds;
   uint64_t net_overlap_bytes;
   double net_overlap_seconds;
+  /* Remote objects it opened, their sizes summed (one epoch's bytes are its files times their mean size), and how
+   * many of them it read from its keep (the "keep" knob: objects read in full in an earlier epoch, in memory). */
+  uint64_t net_objects, net_object_bytes, net_kept;
+  /* CPU seconds its remote streams' I/O threads spent (receiving and copying the bytes), outside cpu_seconds. */
+  double net_cpu_seconds;
 } sl_op_stats;
 
 /* Number of ops, nested source ops included (pre-order: an interleave is followed by its source ops). */
 SL_EXTERN int sl_pipeline_op_count(const sl_pipeline *p);
 /* Counters of op i, summed over every run since creation or the last reset. Safe while runs go on. */
 SL_EXTERN int sl_pipeline_op_stats(sl_op_stats *out, const sl_pipeline *p, int i);
-/* True when every cache op of `p` holds a complete first pass (true when it has none): from then on the pipeline
- * runs in its steady state. Safe while runs go on. */
+/* True when every cache op of `p` holds a complete first pass and every remote reader with a "keep" has begun a
+ * later epoch with nothing left to read into it (true when it has neither): from then on the pipeline runs in its
+ * steady state. Safe while runs go on. */
 SL_EXTERN bool sl_pipeline_caches_complete(const sl_pipeline *p);
 /* The element structure after op i (pre-order, as for sl_pipeline_op_stats), as the schemas of the ops and functions
  * before it describe it: each component's name, dtype and shape, e.g. "image uint8 [?, ?, 3], label int64 []"

@@ -7,7 +7,9 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <pthread.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include "io/stream_int.h"
 
@@ -64,8 +66,187 @@ static void file_free(sl__stream *st) {
 static const sl__stream_vt FILE_VT = {file_read, file_seek, file_size, file_tell, file_bytes, file_net,
                                       file_identity, file_free};
 
+/* ---------------- the keep: remote objects in memory ---------------- */
+enum { K_PENDING, K_KEPT, K_REFUSED };
+typedef struct {
+  char *url, *ident;
+  unsigned char *data;
+  uint64_t size, hash;
+  int state;
+} kept;
+
+struct sl__keep {
+  pthread_mutex_t mu;
+  uint64_t budget, used; /* used: bytes kept and reserved */
+  kept **tab;            /* open addressing by the URL's hash; cap a power of two, at most half full */
+  size_t cap, n;
+  int pending;           /* objects being read into it */
+  bool again;            /* an object was opened a second time */
+};
+
+int sl__keep_create(sl__keep **out, uint64_t budget) {
+  *out = NULL;
+  sl__keep *k = sl__calloc(1, sizeof *k);
+  if (!k || !(k->tab = sl__calloc(64, sizeof *k->tab))) {
+    sl__free(k);
+    return sl__oom("a keep of remote objects");
+  }
+  k->cap = 64;
+  k->budget = budget;
+  pthread_mutex_init(&k->mu, NULL);
+  *out = k;
+  return 0;
+}
+
+void sl__keep_free(sl__keep *k) {
+  if (!k) return;
+  for (size_t i = 0; i < k->cap; i++)
+    if (k->tab[i]) {
+      sl__free(k->tab[i]->url);
+      sl__free(k->tab[i]->ident);
+      sl__free(k->tab[i]->data);
+      sl__free(k->tab[i]);
+    }
+  sl__free(k->tab);
+  pthread_mutex_destroy(&k->mu);
+  sl__free(k);
+}
+
+bool sl__keep_complete(sl__keep *k) {
+  pthread_mutex_lock(&k->mu);
+  bool c = k->again && !k->pending;
+  pthread_mutex_unlock(&k->mu);
+  return c;
+}
+
+/* The slot of url (under the lock): its entry, or the empty slot it would take. */
+static kept **keep_slot(sl__keep *k, const char *url, uint64_t h) {
+  size_t i = (size_t)h & (k->cap - 1);
+  while (k->tab[i] && (k->tab[i]->hash != h || strcmp(k->tab[i]->url, url))) i = (i + 1) & (k->cap - 1);
+  return &k->tab[i];
+}
+
+/* Makes room for one more entry (under the lock): false when out of memory. */
+static bool keep_grow(sl__keep *k) {
+  if (2 * (k->n + 1) <= k->cap) return true;
+  size_t cap = k->cap * 2;
+  kept **old = k->tab, **t = sl__calloc(cap, sizeof *t);
+  if (!t) return false;
+  size_t oc = k->cap;
+  k->tab = t;
+  k->cap = cap;
+  for (size_t i = 0; i < oc; i++)
+    if (old[i]) *keep_slot(k, old[i]->url, old[i]->hash) = old[i];
+  sl__free(old);
+  return true;
+}
+
+/* The kept copy of url, or NULL (also notes an object opened again). */
+static const kept *keep_find(sl__keep *k, const char *url) {
+  uint64_t h = XXH3_64bits(url, strlen(url));
+  pthread_mutex_lock(&k->mu);
+  kept *e = *keep_slot(k, url, h);
+  if (e) k->again = true;
+  pthread_mutex_unlock(&k->mu);
+  return e && e->state == K_KEPT ? e : NULL; /* a kept entry never changes again */
+}
+
+void *sl__keep_reserve(sl__keep *k, const char *url, uint64_t size, const char *ident, unsigned char **buf) {
+  *buf = NULL;
+  uint64_t h = XXH3_64bits(url, strlen(url));
+  pthread_mutex_lock(&k->mu);
+  kept *e = NULL, **at = keep_slot(k, url, h);
+  if (!*at && keep_grow(k)) {
+    at = keep_slot(k, url, h);
+    if ((e = sl__calloc(1, sizeof *e)) && (e->url = sl__strdup(url)) && (e->ident = sl__strdup(ident))) {
+      e->hash = h;
+      e->size = size;
+      e->state = K_REFUSED;
+      *at = e;
+      k->n++;
+      /* room for the whole object now, or it is never kept (the next epoch reads it from the link again) */
+      if (size > 0 && size <= k->budget - k->used && size <= SIZE_MAX && (*buf = sl__malloc((size_t)size))) {
+        e->data = *buf; /* the keep's from now on: freed by sl__keep_done when the object was not read in full */
+        e->state = K_PENDING;
+        k->used += size;
+        k->pending++;
+      }
+    } else if (e) {
+      sl__free(e->url);
+      sl__free(e->ident);
+      sl__free(e);
+      e = NULL;
+    }
+  }
+  pthread_mutex_unlock(&k->mu);
+  return e && e->state == K_PENDING ? e : NULL;
+}
+
+void sl__keep_done(sl__keep *k, void *slot, bool full) {
+  kept *e = slot;
+  if (!e) return;
+  pthread_mutex_lock(&k->mu);
+  if (full) {
+    e->state = K_KEPT;
+  } else {
+    e->state = K_REFUSED;
+    k->used -= e->size;
+    sl__free(e->data);
+    e->data = NULL;
+  }
+  k->pending--;
+  pthread_mutex_unlock(&k->mu);
+}
+
+/* A kept object read from memory. */
+typedef struct {
+  sl__stream s;
+  const kept *e;
+  uint64_t pos;
+} mem_stream;
+
+static int mem_read(sl__stream *st, void *dst, size_t n, size_t *got, bool some) {
+  (void)some;
+  mem_stream *m = (mem_stream *)st;
+  uint64_t left = m->e->size - m->pos;
+  *got = left < n ? (size_t)left : n;
+  if (*got) memcpy(dst, m->e->data + m->pos, *got);
+  m->pos += *got;
+  return 0;
+}
+static int mem_seek(sl__stream *st, uint64_t off) {
+  ((mem_stream *)st)->pos = off;
+  return 0;
+}
+static uint64_t mem_size(const sl__stream *st) { return ((const mem_stream *)st)->e->size; }
+static uint64_t mem_tell(const sl__stream *st) { return ((const mem_stream *)st)->pos; }
+static uint64_t mem_bytes(const sl__stream *st) {
+  (void)st;
+  return 0; /* neither the disk nor the network */
+}
+static const char *mem_identity(const sl__stream *st) { return ((const mem_stream *)st)->e->ident; }
+static void mem_free(sl__stream *st) { (void)st; }
+static const sl__stream_vt MEM_VT = {mem_read, mem_seek, mem_size, mem_tell, mem_bytes, file_net, mem_identity,
+                                     mem_free};
+
+bool sl__stream_kept(const sl__stream *s) { return s && s->vt == &MEM_VT; }
+
 int sl__stream_open(sl__stream **out, const char *path, const sl__stream_opts *opts) {
   *out = NULL;
+  if (sl__is_url(path) && opts && opts->keep) {
+    const kept *e = keep_find(opts->keep, path);
+    if (e) {
+      mem_stream *m = sl__calloc(1, sizeof *m);
+      if (!m || !(m->s.name = sl__url_shown(path))) {
+        sl__free(m);
+        return sl__oom("a kept object's stream");
+      }
+      m->s.vt = &MEM_VT;
+      m->e = e;
+      *out = &m->s;
+      return 0;
+    }
+  }
   if (sl__is_url(path)) return sl__stream_http_open(out, path, opts);
   file_stream *f = sl__calloc(1, sizeof *f);
   if (!f || !(f->s.name = sl__strdup(path))) {

@@ -262,6 +262,13 @@ struct http_stream {
   uint64_t from;    /* where the reader started (its open or last jump): the window grows with what it took since */
   uint64_t wake_at; /* the read position at which the window lets the next block go (the reader wakes the I/O
                      * thread there; UINT64_MAX: none waits on the window) */
+  /* A keep (opts.keep): the object's bytes are copied there as its blocks complete; kept at the end when every
+   * block was (kgot == size). kbuf belongs to the keep; kdone marks the blocks copied. */
+  sl__keep *keep;
+  char *key;    /* the URL as given: the keep's key */
+  void *kslot;
+  unsigned char *kbuf, *kdone;
+  uint64_t kgot;
 };
 
 enum { RAMP_MAX = 3 };                   /* at most 3 smaller blocks: block/8, /4, /2 */
@@ -355,6 +362,14 @@ static bool check_answer(http_stream *h, blk *x) {
     if (h->etag[0]) snprintf(h->ident, sizeof h->ident, "etag:%s;size:%llu", h->etag, (unsigned long long)total);
     else snprintf(h->ident, sizeof h->ident, "modified:%s;size:%llu", h->modified, (unsigned long long)total);
     if (x->off + x->len > total) x->len = total > x->off ? total - x->off : 0;
+    if (h->keep && total) {
+      h->kslot = sl__keep_reserve(h->keep, h->key, total, h->ident, &h->kbuf);
+      if (h->kslot && !(h->kdone = sl__calloc((size_t)(blk_at(h, total - 1) + 1), 1))) {
+        sl__keep_done(h->keep, h->kslot, false); /* no memory to track it: not kept */
+        h->kslot = NULL;
+        h->kbuf = NULL;
+      }
+    }
     h->kick = true;
     pthread_cond_broadcast(&h->cv);
   } else if (total != h->size || strcmp(x->etag, h->etag) || (!h->etag[0] && strcmp(x->modified, h->modified))) {
@@ -495,6 +510,11 @@ static void finished(http_stream *h, blk *x, CURLcode res) {
       }
       if (x->got >= x->len) {
         x->state = B_DONE;
+        if (h->kbuf && !h->kdone[x->k]) { /* into the keep, once per block */
+          memcpy(h->kbuf + x->off, x->data, (size_t)x->len);
+          h->kdone[x->k] = 1;
+          h->kgot += x->len;
+        }
         pthread_cond_broadcast(&h->cv);
         return;
       }
@@ -541,11 +561,19 @@ static void finished(http_stream *h, blk *x, CURLcode res) {
   x->retry_at = now + backoff_ns(&h->cfg, x->attempts, &h->rng);
 }
 
+static uint64_t thread_cpu_ns(void) {
+  struct timespec ts;
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)) return 0;
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 static void *io_main(void *arg) {
   http_stream *h = arg;
+  uint64_t cpu0 = thread_cpu_ns();
   pthread_mutex_lock(&h->mu);
   while (!h->stop) {
     uint64_t now = sl__now_ns();
+    h->st.cpu_ns = thread_cpu_ns() - cpu0;
     if (!h->failed) {
       uint64_t cb = blk_at(h, h->pos), n = (uint64_t)h->n;
       uint64_t nb = h->size_known ? (h->size ? blk_at(h, h->size - 1) + 1 : 0) : 1;
@@ -681,6 +709,9 @@ static void http_free(sl__stream *st) {
     wake_io(h);
     pthread_join(h->th, NULL);
   }
+  if (h->kslot) sl__keep_done(h->keep, h->kslot, h->kgot == h->size);
+  sl__free(h->kdone);
+  sl__free(h->key);
   for (int i = 0; h->b && i < h->n; i++) {
     if (h->b[i].e) curl_easy_cleanup(h->b[i].e);
     sl__free(h->b[i].data);
@@ -713,6 +744,13 @@ int sl__stream_http_open(sl__stream **out, const char *url, const sl__stream_opt
     goto fail;
   }
   if ((rc = req_make(&h->req, url, NULL))) goto fail;
+  if (opts && opts->keep) {
+    h->keep = opts->keep;
+    if (!(h->key = sl__strdup(url))) {
+      rc = sl__oom("a remote stream");
+      goto fail;
+    }
+  }
   h->n = h->cfg.inflight;
   h->alone_since = h->shared_since = UINT64_MAX;
   if (!(h->b = sl__calloc((size_t)h->n, sizeof *h->b)) || !(h->m = curl_multi_init())) {

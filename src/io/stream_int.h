@@ -10,13 +10,27 @@
 #include <stdio.h>
 
 typedef struct sl__stream sl__stream;
+typedef struct sl__keep sl__keep;
 
 /* How a remote stream reads ahead. 0 in a field: its default (SLUICE_REMOTE_BLOCK / SLUICE_REMOTE_INFLIGHT in the
  * environment, else 8 MiB blocks, 4 in flight). Ignored for local files. */
 typedef struct {
   uint64_t block;  /* bytes per ranged request */
   int inflight;    /* requests in flight ahead of the reader (its memory: inflight x block) */
+  sl__keep *keep;  /* where remote objects read in full are kept for the next open of the same URL (NULL: none) */
 } sl__stream_opts;
+
+/* Remote objects kept in memory after they were read in full, up to a budget of bytes, so that the next epoch of a
+ * pipeline reads its shards from memory instead of the link (a reader's "keep" knob; docs/remote.md). An object is
+ * kept only when all of its bytes were received (a stream closed early, or one that failed, keeps nothing) and only
+ * while the budget has room for its whole size, reserved when its size is known; a kept object is never evicted
+ * and never asked of the server again while the keep lives (what a cache of one run promises: the ETag it had
+ * when it was read). Thread-safe: the streams of an interleave open, fill and read it at once. */
+int sl__keep_create(sl__keep **out, uint64_t budget);
+void sl__keep_free(sl__keep *k);
+/* True once an object was opened a second time (a later epoch began) and no object is being read into the keep:
+ * from then on its reader runs from memory as far as the budget allowed (the pipeline's steady state). */
+bool sl__keep_complete(sl__keep *k);
 
 /* What a remote stream did (the tracer's network counters): requests sent (retries included), bytes received,
  * the summed time to first byte and time transferring of the requests, and the retries among them. */
@@ -29,6 +43,7 @@ typedef struct {
    * compares the rates to see a saturated link (plan_net.c). A request's first bytes are in neither (they have no
    * interval: they came with its first byte) but those that came while others transferred count as shared. */
   uint64_t solo_bytes, solo_ns, overlap_bytes, overlap_ns;
+  uint64_t cpu_ns; /* CPU time of its I/O thread (receiving, copying): gone when a later epoch reads a keep */
 } sl__net_stats;
 
 /* True when `path` names a remote object (http://, https:// or s3://). */
@@ -56,6 +71,8 @@ bool sl__stream_net(const sl__stream *s, sl__net_stats *st);
 /* True for a remote stream: its source bytes are network bytes (the op's net_bytes), never disk_bytes, which the
  * planner weighs against what the block devices delivered. */
 bool sl__stream_remote(const sl__stream *s);
+/* True for a stream that reads a kept copy of a remote object (opts.keep) rather than the object itself. */
+bool sl__stream_kept(const sl__stream *s);
 /* The name to show in messages: the path, or the URL without credentials or query. */
 const char *sl__stream_name(const sl__stream *s);
 /* A remote object's identity, "etag:<ETag>" or "modified:<Last-Modified>", then ";size:<bytes>"; "" for a local
@@ -81,6 +98,12 @@ struct sl__stream {
 };
 /* The remote implementation: opens a URL (stream_http.c, or the stand-in that says the build has none). */
 int sl__stream_http_open(sl__stream **out, const char *url, const sl__stream_opts *opts);
+/* The remote stream's side of a keep (io/stream.c): asks room for an object of `size` bytes under `url`; the
+ * object's bytes are then written to *buf (size bytes, the stream's to fill) and handed over with
+ * sl__keep_done(k, slot, full): kept when full, else the room is given back and *buf freed. A NULL *buf (no room,
+ * the object already kept or being read, no memory) asks nothing more. Returns the slot for sl__keep_done. */
+void *sl__keep_reserve(sl__keep *k, const char *url, uint64_t size, const char *ident, unsigned char **buf);
+void sl__keep_done(sl__keep *k, void *slot, bool full);
 
 /* A remote object's identity for a saved state, asked by a HEAD request: its size and a 64-bit hash of its ETag
  * (or, without one, its Last-Modified). The error names the URL (without credentials). */

@@ -479,6 +479,7 @@ static int cache_open(sl__op *op, sl__run *run, const sl_elem *seed, sl__it **ou
 bool sl_pipeline_caches_complete(const sl_pipeline *p) {
   for (int i = 0; i < sl_pipeline_op_count(p); i++) {
     sl__op *op = sl__pipeline_op(p, i);
+    if (op->keep && !sl__keep_complete(op->keep)) return false; /* a reader's keep of remote objects */
     if (op->vt != &sl__op_cache) continue;
     cache_cfg *c = op->impl;
     pthread_mutex_lock(&c->mu);

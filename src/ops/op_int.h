@@ -106,6 +106,18 @@ void sl__op_net_account(sl__op *op, const sl__stream *s, sl__net_stats *seen);
 /* A reader's stream options `o` (from its spec) with the requests in flight an online tuner set (active_ra), for
  * the next file it opens. */
 sl__stream_opts sl__op_stream_opts(const sl__op *op, sl__stream_opts o);
+/* A remote reader's knobs into its stream options: "readahead", and "keep" (bytes of remote objects to keep in
+ * memory for later epochs; > 0 makes op->keep). */
+int sl__op_net_knobs(sl__op *op, sl__stream_opts *o, const sl_args *k);
+/* Counts a stream the reader just opened: a remote object (from the link or its keep) and its size. */
+void sl__op_net_opened(sl__op *op, const sl__stream *s);
+/* The knob table rows of a remote reader's "readahead" and "keep" (op_read.c), for the readers' tables. */
+#define SL__NET_KNOBS                                                                                               \
+  {"readahead", SL__ARG_INT, "0", SL__ARGF_KNOB | SL__LOHI, 0, 256, NULL,                                         \
+   "remote files: ranged requests kept in flight ahead of the reader, per file (0: SLUICE_REMOTE_INFLIGHT, else 4)"}, \
+  {"keep", SL__ARG_INT, "0", SL__ARGF_KNOB | SL__ARGF_LO, 0, 0, NULL,                                              \
+   "remote files: bytes of objects read in full to keep in memory, so that later epochs read them from memory "  \
+   "(0: none)"}
 
 /* The view parse() reads its knobs through (sl__get_int(&v, &k, "size"), ...): the op's knob table gives each
  * default, range and tunability; errors name the op's JSON path. Borrows obj. */

@@ -339,6 +339,7 @@ void sl__op_net_account(sl__op *op, const sl__stream *s, sl__net_stats *seen) {
   sl__stat_add(&op->st.net_solo_ns, n.solo_ns - seen->solo_ns);
   sl__stat_add(&op->st.net_ovl_bytes, n.overlap_bytes - seen->overlap_bytes);
   sl__stat_add(&op->st.net_ovl_ns, n.overlap_ns - seen->overlap_ns);
+  sl__stat_add(&op->st.net_cpu_ns, n.cpu_ns - seen->cpu_ns);
   atomic_store_explicit(&op->st.net_block, n.block, memory_order_relaxed);
   atomic_store_explicit(&op->st.net_inflight, n.inflight, memory_order_relaxed);
   *seen = n;
@@ -347,15 +348,24 @@ void sl__op_net_account(sl__op *op, const sl__stream *s, sl__net_stats *seen) {
 sl__stream_opts sl__op_stream_opts(const sl__op *op, sl__stream_opts o) {
   int ra = atomic_load_explicit(&((sl__op *)op)->active_ra, memory_order_relaxed);
   if (ra > 0) o.inflight = ra;
+  o.keep = op->keep;
   return o;
 }
 
-/* The readahead knob into a stream's options. */
-static int get_readahead(sl__stream_opts *o, const sl_args *k) {
-  int64_t v;
-  int rc = sl__get_int(&v, k, "readahead");
-  *o = (sl__stream_opts){0, (int)v};
+int sl__op_net_knobs(sl__op *op, sl__stream_opts *o, const sl_args *k) {
+  int64_t ra, keep;
+  int rc = sl__get_int(&ra, k, "readahead");
+  if (!rc) rc = sl__get_int(&keep, k, "keep");
+  *o = (sl__stream_opts){0, (int)ra, NULL};
+  if (!rc && keep > 0 && !op->keep) rc = sl__keep_create(&op->keep, (uint64_t)keep);
   return rc;
+}
+
+void sl__op_net_opened(sl__op *op, const sl__stream *s) {
+  if (!s || !(sl__stream_remote(s) || sl__stream_kept(s))) return;
+  sl__stat_add(&op->st.net_objects, 1);
+  sl__stat_add(&op->st.net_object_bytes, sl__stream_size(s));
+  if (sl__stream_kept(s)) sl__stat_add(&op->st.net_kept, 1);
 }
 
 /* on_error "skip": a file that could not be opened or read to its end (the error just set names it) is noted and
@@ -391,7 +401,7 @@ static int tfr_parse(sl__op *op, json_t *o) {
   int rc;
   if ((rc = sl__get_str(&comp, &k, "compression")) ||
       (rc = sl__get_str(&oc, &k, "on_corrupt")) || (rc = sl__get_str(&oe, &k, "on_error")) ||
-      (rc = get_readahead(&c->net, &k)) ||
+      (rc = sl__op_net_knobs(op, &c->net, &k)) ||
       (rc = sl__get_str(&c->component, &k, "component")))
     return rc;
   if (sl_compression_parse(&c->comp, comp)) return sl__err_wrap(SL_EINVAL, "%s.compression", op->path);
@@ -418,6 +428,7 @@ static int tfr_start(tfr_it *t, const char *path, const tfr_cfg *c) {
   sl__stream_opts so = sl__op_stream_opts(t->it.op, c->net);
   int rc = sl__tfrecord_reader_open_ex(&t->r, path, c->comp, &so);
   if (rc) return sl__op_wrap(t->it.op, rc);
+  sl__op_net_opened(t->it.op, sl__tfrecord_reader_stream(t->r));
   t->disk_seen = 0;
   t->net_seen = (sl__net_stats){0};
   return 0;
@@ -527,8 +538,7 @@ static void cfg_free(sl__op *op) { sl__free(op->impl); }
 static const sl__arg TFR_KNOBS[] = {
     {"compression", SL__ARG_STR, "NONE", 0, 0, 0, NULL, "NONE, GZIP or ZLIB"},
     {"on_corrupt", SL__ARG_ENUM, "error", 0, 0, 0, "error|skip", "a corrupt record fails the run, or is skipped and counted"},
-    {"readahead", SL__ARG_INT, "0", SL__ARGF_KNOB | SL__LOHI, 0, 256, NULL,
-     "remote files: ranged requests kept in flight ahead of the reader, per file (0: SLUICE_REMOTE_INFLIGHT, else 4)"},
+    SL__NET_KNOBS,
     {"on_error", SL__ARG_ENUM, "error", 0, 0, 0, "error|skip",
      "a file that cannot be opened or read (missing, or a remote one unreachable after the retries) fails the run, or "
      "the rest of it is skipped and counted"},
@@ -637,7 +647,7 @@ static int lines_parse(sl__op *op, json_t *o) {
   const char *oe;
   if ((rc = sl__get_str(&c->component, &k, "component")) ||
       (rc = sl__get_bool(&c->skip_empty, &k, "skip_empty")) || (rc = sl__get_str(&oe, &k, "on_error")) ||
-      (rc = get_readahead(&c->net, &k)) || (rc = sl__get_int(&c->max_line, &k, "max_line_bytes")))
+      (rc = sl__op_net_knobs(op, &c->net, &k)) || (rc = sl__get_int(&c->max_line, &k, "max_line_bytes")))
     return rc;
   c->skip_unreadable = !strcmp(oe, "skip");
   op->cardinality = -1;
@@ -652,6 +662,7 @@ static int lr_open(line_reader *r, sl__op *op, sl__stream **st, const char *path
   sl__stream_opts so = sl__op_stream_opts(op, ((const lines_cfg *)op->impl)->net);
   int rc = sl__stream_open(&r->st, path, &so);
   if (rc) return sl__op_wrap(op, rc);
+  sl__op_net_opened(op, r->st);
   if (off && (rc = sl__stream_seek(r->st, off))) {
     lr_close(r);
     return sl__op_err(op, rc, "cannot resume at byte %llu", (unsigned long long)off);
@@ -793,8 +804,7 @@ static const sl__arg LINES_KNOBS[] = {
     {"skip_empty", SL__ARG_BOOL, "false", 0, 0, 0, NULL, "drop empty lines"},
     {"max_line_bytes", SL__ARG_INT, "67108864", SL__LOHI, 1, 1073741824, NULL,
      "the longest line, its line end not counted: a longer one fails the run naming the file and line (64 MiB)"},
-    {"readahead", SL__ARG_INT, "0", SL__ARGF_KNOB | SL__LOHI, 0, 256, NULL,
-     "remote files: ranged requests kept in flight ahead of the reader, per file (0: SLUICE_REMOTE_INFLIGHT, else 4)"},
+    SL__NET_KNOBS,
     {"on_error", SL__ARG_ENUM, "error", 0, 0, 0, "error|skip",
      "a file that cannot be opened or read (missing, or a remote one unreachable after the retries) fails the run, or "
      "the rest of it is skipped and counted"},

@@ -90,12 +90,10 @@ static int tar_parse(sl__op *op, json_t *o) {
   const char *oc;
   int rc;
   const char *oe;
-  int64_t ra;
   if ((rc = sl__get_str(&c->component, &k, "component")) || (rc = sl__get_str(&oc, &k, "on_corrupt")) ||
       (rc = sl__get_str(&oe, &k, "on_error")) || (rc = sl__get_int(&c->max_member, &k, "max_member_bytes")) ||
-      (rc = sl__get_int(&ra, &k, "readahead")))
+      (rc = sl__op_net_knobs(op, &c->net, &k)))
     return rc;
-  c->net = (sl__stream_opts){0, (int)ra};
   c->skip_corrupt = !strcmp(oc, "skip");
   c->skip_unreadable = !strcmp(oe, "skip");
   op->cardinality = -1;
@@ -294,6 +292,7 @@ static int open_path(tar_it *t) {
   /* a local shard must be a regular file (libarchive's open of a FIFO would wait for a writer) */
   sl__stream_opts so = sl__op_stream_opts(t->it.op, ((const tar_cfg *)t->it.op->impl)->net);
   if ((rc = sl__stream_open(&t->st, t->path, &so))) return unreadable(t, rc);
+  sl__op_net_opened(t->it.op, t->st);
   /* Its first bytes tell a gzip shard, which zlib inflates (libarchive's gzip filter checks no CRC). */
   size_t got = 0;
   t->first = 0;
@@ -595,8 +594,7 @@ static const sl__arg TAR_KNOBS[] = {
     {"on_error", SL__ARG_ENUM, "error", 0, 0, 0, "error|skip",
      "a shard that cannot be opened or read (missing, or a remote one unreachable after the retries) fails the run, "
      "or the rest of it is skipped and counted"},
-    {"readahead", SL__ARG_INT, "0", SL__ARGF_KNOB | SL__LOHI, 0, 256, NULL,
-     "remote files: ranged requests kept in flight ahead of the reader, per file (0: SLUICE_REMOTE_INFLIGHT, else 4)"},
+    SL__NET_KNOBS,
     {"max_member_bytes", SL__ARG_INT, "1073741824", SL__ARGF_LO, 0, 0, NULL, "refuse members larger than this"},
     {NULL}};
 /* The extensions are known only from the data: the structure is open, with the two names every sample has. */

@@ -40,6 +40,7 @@ static void op_free(sl__op *op) {
   pthread_mutex_destroy(&op->live_mu);
   sl__op_skips_free(op);
   if (op->vt && op->vt->free) op->vt->free(op);
+  sl__keep_free(op->keep);
   sl__free(op->shape);
   sl__free(op->path);
   sl__free(op->label);
@@ -440,6 +441,10 @@ int sl_pipeline_op_stats(sl_op_stats *s, const sl_pipeline *p, int i) {
   s->net_solo_seconds = ns_s(LD(op->st.net_solo_ns));
   s->net_overlap_bytes = LD(op->st.net_ovl_bytes);
   s->net_overlap_seconds = ns_s(LD(op->st.net_ovl_ns));
+  s->net_objects = LD(op->st.net_objects);
+  s->net_object_bytes = LD(op->st.net_object_bytes);
+  s->net_kept = LD(op->st.net_kept);
+  s->net_cpu_seconds = ns_s(LD(op->st.net_cpu_ns));
   uint64_t on = LD(op->st.occ_n);
   s->buffer_occupancy = on ? (double)LD(op->st.occ_sum) / (double)on : 0;
   s->bytes_held = LD(op->st.held);

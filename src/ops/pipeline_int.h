@@ -11,6 +11,7 @@
 
 #include "core/core_int.h"
 #include "core/schema_int.h"
+#include "io/stream_int.h"
 #include "sluice/fn.h"
 #include "sluice/pipeline.h"
 
@@ -40,6 +41,9 @@ typedef struct sl__stats {
   atomic_uint_fast64_t net_requests, net_retries, net_bytes, net_ttfb_ns, net_xfer_ns, net_block, net_inflight;
   /* bytes and time of one request transferring alone, of two or more at once (sl__net_stats) */
   atomic_uint_fast64_t net_solo_bytes, net_solo_ns, net_ovl_bytes, net_ovl_ns;
+  /* remote objects opened, their sizes summed, and those of them read from the reader's keep */
+  atomic_uint_fast64_t net_objects, net_object_bytes, net_kept;
+  atomic_uint_fast64_t net_cpu_ns; /* its streams' I/O threads' CPU */
 } sl__stats;
 
 /* What an op is to the planner and the tracer (its model node, as tf.data's CreateNode tells its autotuner). */
@@ -137,6 +141,7 @@ struct sl__op {
   atomic_int active_buf;    /* output buffer in force (prefetch with "autotune" buffer): likewise */
   atomic_int active_ra;     /* a remote reader's requests in flight for the files it opens next, set by an online
                              * tuner (0: its spec's readahead) */
+  sl__keep *keep;           /* a remote reader's objects kept in memory for later epochs (its "keep" knob; NULL) */
   /* repeat: bytes of its input's next whole epoch an online tuner lets it keep and replay instead of running the
    * input again (the plan's cache at the repeat's input, inserted live; 0: none). Set once, by the tuner. */
   atomic_int_fast64_t live_cache;

@@ -171,6 +171,14 @@ typedef struct sl__pm_net {
   int64_t streams;     /* files read at once (the enclosing interleave's cycle_length, planned) */
   double rate0, rate;  /* bytes/s the model gives as traced and as planned */
   double bound;        /* output elements/s the network carries as planned */
+  /* One epoch's objects: the files its `files` op lists times their mean size (the trace's objects), 0 unknown;
+   * whether a later epoch reads them again (a repeat after the `files` op); and the bytes the plan keeps in memory
+   * for those epochs (the reader's "keep" knob; 0: none): a reader that keeps its epoch is off the link after the
+   * first, which the LP, a steady-state model, leaves out as it does the ops above a cache. */
+  double epoch_bytes, epoch_objects;
+  bool reread;
+  double keep, keep0;  /* keep0: the traced spec's own "keep", in force when it holds the epoch */
+  double cpu;          /* CPU seconds per output element of its I/O threads (receiving, copying) */
 } sl__pm_net;
 /* Fills P's network model from the trace (in sl__plan_model): a remote reader's time blocked on the network is
  * priced here, not by the LP as a waiter. */
@@ -178,6 +186,12 @@ int sl__plan_net_model(sl_plan *P, const sl_trace *t);
 /* After the plan is solved: each remote reader's rates as traced and as planned for the report, and the reader
  * that limits when the LP's limit is "network". */
 int sl__plan_network(sl_plan *P);
+/* Decides which remote readers keep their objects in memory for later epochs (after sl__plan_net_model, before
+ * the LP): each whose epoch is known, read again, and fits in `room` bytes with a 5% margin, when the LP's bound
+ * with the keeps beats the bound without by 2% or more. Returns the bytes kept. */
+double sl__plan_net_keep(sl_plan *P, double room);
+/* The bytes the readers' keeps hold. */
+double sl__plan_net_kept(const sl_plan *P);
 /* The rate (bytes/s) of one file with k requests in flight. */
 double sl__plan_net_rate(const sl__pm_net *n, double k);
 /* Whether reader x feeds the plan at cache point cache_at (a reader upstream of the cache reads only in the first

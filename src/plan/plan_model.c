@@ -453,6 +453,8 @@ void sl__plan_units_build(const sl_plan *P, const int64_t *par, int cache_at, do
     U->total += hp;
   }
   assign(P, par, cache_at, P->root, top, 1, h, U);
+  for (int k = 0; k < P->nnet; k++) /* the remote readers' I/O threads, on the cores beside the units */
+    if (sl__plan_net_active(P, &P->net[k], cache_at)) U->total += P->net[k].cpu;
 }
 
 int sl__plan_set_core_share(sl_plan *P, double share) {
@@ -580,6 +582,7 @@ double sl__plan_memory(const sl_plan *P, const int64_t *par, const int64_t *buf,
   }
   if (cache_at >= 0) m += cache_bytes;
   m += sl__plan_net_memory(P, cyc); /* the remote readers' blocks in flight */
+  m += sl__plan_net_kept(P);        /* and the objects they keep for later epochs */
   if (prefetch_buf > 0) m += (double)(prefetch_buf + 1) * (P->ops[P->root].bytes + SL__PLAN_ELEM_OVERHEAD);
   return m;
 }

@@ -38,6 +38,7 @@ double sl__plan_net_per_request(const sl__pm_net *x) {
 
 bool sl__plan_net_active(const sl_plan *P, const sl__pm_net *x, int cache_at) {
   if (cache_at >= 0 && sl__plan_upstream(P, x->op, cache_at)) return false;
+  if (x->keep > 0) return false; /* its epoch is in memory after the first */
   double g = sl__plan_net_per_request(x);
   return x->bytes_per_elem > 0 && g > 0 && isfinite(g) && x->block > 0;
 }
@@ -61,6 +62,57 @@ double sl__plan_net_memory(const sl_plan *P, const int64_t *cyc) {
     m += (double)(x->in_flight > 0 ? x->in_flight : 1) * x->block * (double)streams_in(P, x->op, cyc);
   }
   return m;
+}
+
+double sl__plan_net_kept(const sl_plan *P) {
+  double m = 0;
+  for (int k = 0; k < P->nnet; k++) m += P->net[k].keep;
+  return m;
+}
+
+/* The `files` op that names reader i's objects, and whether a later epoch names them again: the chain into the
+ * reader (or into the interleave whose source it starts) down to its source, and the ops downstream of it. */
+static int files_of(const sl_plan *P, int i, bool *reread) {
+  *reread = false;
+  for (int j = P->ops[i].parent; j >= 0; j = P->ops[j].parent)
+    if (P->ops[j].kind == SL__MK_REPEAT) *reread = true;
+  int from = P->ops[i].input;
+  if (from < 0)
+    for (int j = P->ops[i].parent; j >= 0 && from < 0; j = P->ops[j].parent)
+      if (P->ops[j].kind == SL__MK_INTERLEAVE && P->ops[j].source >= 0 && sl__plan_upstream(P, i, P->ops[j].source))
+        from = P->ops[j].input;
+  for (int j = from; j >= 0; j = P->ops[j].input) {
+    if (P->ops[j].kind == SL__MK_REPEAT) *reread = true;
+    if (P->ops[j].kind == SL__MK_SOURCE) return strcmp(P->ops[j].op, "files") ? -1 : j;
+  }
+  return -1;
+}
+
+double sl__plan_net_keep(sl_plan *P, double room) {
+  double X0, X1, kept = 0;
+  if (!P->nnet || sl__plan_lp(P, -1, 0, P->C, &X0, NULL)) {
+    sl_error_clear();
+    return 0;
+  }
+  for (int k = 0; k < P->nnet; k++) {
+    sl__pm_net *x = &P->net[k];
+    double need = ceil(x->epoch_bytes * 1.05);
+    if (x->keep0 > 0) { /* the spec's own: in force when it holds the epoch, and never changed */
+      x->keep = x->reread && x->epoch_bytes > 0 && x->keep0 >= x->epoch_bytes ? x->keep0 : 0;
+      continue;
+    }
+    if (x->reread && x->epoch_bytes > 0 && kept + need <= room) {
+      x->keep = need;
+      kept += need;
+    }
+  }
+  if (kept > 0 && (sl__plan_lp(P, -1, kept, P->C, &X1, NULL) || !(X1 > X0 * 1.02))) {
+    sl_error_clear();
+    for (int k = 0; k < P->nnet; k++)
+      if (!(P->net[k].keep0 > 0)) P->net[k].keep = 0;
+    kept = 0;
+  }
+  return kept;
 }
 
 void sl__plan_net_caps(sl_plan *P, double cache_bytes) {
@@ -159,6 +211,18 @@ int sl__plan_net_model(sl_plan *P, const sl_trace *t) {
     if (s->bytes_out > 0 && (double)s->bytes_out < got) got = (double)s->bytes_out;
     x->bytes_per_elem = s->elements_out > 0 && P->ops[i].V > 0 ? got / (double)s->elements_out * P->ops[i].V
                                                               : (P->N > 0 ? (double)s->net_bytes / P->N : 0);
+    json_t *js = sl__spec_op_at(P->spec, P->ops[i].path), *kv = js ? json_object_get(js, "keep") : NULL;
+    x->keep0 = json_is_integer(kv) && json_integer_value(kv) > 0 ? (double)json_integer_value(kv) : 0;
+    int f = files_of(P, i, &x->reread);
+    if (f >= 0 && P->ops[f].card > 0 && s->net_objects > 0) {
+      x->epoch_objects = (double)P->ops[f].card;
+      x->epoch_bytes = x->epoch_objects * (double)s->net_object_bytes / (double)s->net_objects;
+    }
+    /* Its I/O threads' CPU: not the consumer's (the process CPU beyond the ops' own, model_residual), but work the
+     * cores do while it reads the network, per byte it carries; none once it reads a keep. 21 ms of 87 a batch in
+     * the imagenet tar plan over the bench's link (bench/remote.py). */
+    if (P->N > 0) P->resid = fmax(0, P->resid - s->net_cpu_seconds / P->N);
+    x->cpu = s->net_bytes > 0 ? s->net_cpu_seconds / (double)s->net_bytes * x->bytes_per_elem : 0;
     x->in_flight0 = s->net_in_flight ? (int64_t)s->net_in_flight : 1;
     x->in_flight = 1; /* the floor the solver starts from (sl__plan_net_size plans it) */
     x->q_cap = NET_MAX_INFLIGHT;

@@ -179,6 +179,17 @@ static int network_prose(const sl_plan *P, sl__str *s) {
     rc |= sl__str_printf(s, "; %lld in flight would carry %s/s, %s elem/s%s.\n", (long long)x->in_flight,
                          sl__fmt_bytes(r1, sizeof r1, x->rate), sl__fmt_si(e1, sizeof e1, x->bound),
                          x->in_flight != x->in_flight0 ? " (the plan's readahead)" : "");
+    char eb[32], kb[32];
+    if (x->keep > 0)
+      rc |= sl__str_printf(s, "Keep: %s keeps its objects in memory (%s for an epoch of %.0f, \"keep\": %s): the "
+                              "first epoch reads them over the network at the rate above, the later ones from memory "
+                              "(the plan's figures are theirs).\n",
+                           o->path, sl__fmt_bytes(eb, sizeof eb, x->epoch_bytes), x->epoch_objects,
+                           sl__fmt_bytes(kb, sizeof kb, x->keep));
+    else if (x->reread && x->epoch_bytes > 0 && limit)
+      rc |= sl__str_printf(s, "Keep: an epoch of %s's objects is %s, more than the memory budget leaves; with it, "
+                              "later epochs would not read the network (sluice optimize --memory).\n",
+                           o->path, sl__fmt_bytes(eb, sizeof eb, x->epoch_bytes));
   }
   return rc;
 }
@@ -386,6 +397,10 @@ static json_t *json_report(const sl_plan *P) {
         json_object_set_new(j, "link_source", json_string(P->link_source)); /* "user", "measured" or "unknown" */
         json_object_set_new(j, "max_in_flight", json_integer((json_int_t)x->q_cap));
         json_object_set_new(j, "bound", isfinite(x->bound) ? json_real(x->bound) : json_null());
+        /* one epoch's objects (null: unknown), whether later epochs read them again, the bytes the plan keeps */
+        json_object_set_new(j, "epoch_bytes", x->epoch_bytes > 0 ? json_real(x->epoch_bytes) : json_null());
+        json_object_set_new(j, "read_again", json_boolean(x->reread));
+        json_object_set_new(j, "keep_bytes", json_real(x->keep));
       }
       json_array_append_new(net, j);
     }

@@ -49,6 +49,7 @@ json_t *sl__plan_spec(const sl_plan *P) {
   for (int k = 0; k < P->nnet && !rc; k++) { /* a remote reader's requests in flight (plan_net.c) */
     json_t *js = sl__spec_op_at(spec, P->ops[P->net[k].op].path);
     if (js) rc |= json_object_set_new(js, "readahead", json_integer(P->net[k].in_flight));
+    if (js && P->net[k].keep > 0) rc |= json_object_set_new(js, "keep", json_integer((json_int_t)P->net[k].keep));
   }
   settle_chain(json_object_get(spec, "ops"));
   json_t *ops = json_object_get(spec, "ops");

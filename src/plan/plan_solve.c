@@ -122,7 +122,11 @@ int sl__plan_as_traced(sl_plan *P) {
     P->buf[i] = P->ops[i].buf0;
     P->cyc[i] = P->ops[i].cyc0;
   }
-  for (int k = 0; k < P->nnet; k++) P->net[k].in_flight = P->net[k].q_cap = P->net[k].in_flight0;
+  for (int k = 0; k < P->nnet; k++) {
+    sl__pm_net *x = &P->net[k];
+    x->in_flight = x->q_cap = x->in_flight0;
+    x->keep = x->keep0 > 0 && x->reread && x->epoch_bytes > 0 && x->keep0 >= x->epoch_bytes ? x->keep0 : 0;
+  }
   P->cache_at = -1;
   P->cache_bytes = 0;
   P->add_prefetch = false;
@@ -236,6 +240,12 @@ int sl__plan_solve(sl_plan **out, const sl_trace *t, const sl_plan_opts *opts, d
   double m0 = sl__plan_memory(P, p1, b1, P->cyc, -1, 0, P->add_prefetch ? 1 : 0); /* one request per file */
   P->mem_floor = m0 - sl__plan_net_memory(P, P->cyc);
   sl__plan_net_caps(P, 0);
+  /* Remote readers that can keep an epoch's objects in memory: decided first, as they take their bytes off the top */
+  if (m0 <= P->M && (opts->no_cache ? 0 : sl__plan_net_keep(P, P->M - m0)) > 0) {
+    m0 = sl__plan_memory(P, p1, b1, P->cyc, -1, 0, P->add_prefetch ? 1 : 0);
+    P->mem_floor = m0 - sl__plan_net_memory(P, P->cyc);
+    sl__plan_net_caps(P, 0);
+  }
   if (m0 > P->M) {
     memcpy(P->par, p1, (size_t)P->nops * sizeof *p1);
     memcpy(P->buf, b1, (size_t)P->nops * sizeof *b1);

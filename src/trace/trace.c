@@ -233,6 +233,7 @@ static void stats_delta(sl_op_stats *d, const sl_op_stats *a) {
   d->net_solo_seconds = fmax(d->net_solo_seconds - a->net_solo_seconds, 0);
   d->net_overlap_bytes -= a->net_overlap_bytes;
   d->net_overlap_seconds = fmax(d->net_overlap_seconds - a->net_overlap_seconds, 0);
+  d->net_cpu_seconds = fmax(d->net_cpu_seconds - a->net_cpu_seconds, 0);
   d->skipped -= a->skipped;
   if (d->cpu_seconds < 0) d->cpu_seconds = 0;
   if (d->wall_seconds < 0) d->wall_seconds = 0;
@@ -523,16 +524,20 @@ static json_t *op_json(const sl__trace_op *o) {
     json_decref(c);
     c = NULL;
   }
-  /* A reader of remote files: its requests and their times (written only for one that made requests). */
-  if (c && s->net_requests &&
+  /* A reader of remote files: its requests and their times (written only for one that opened remote objects). */
+  if (c && (s->net_requests || s->net_objects) &&
       json_object_set_new(c, "network",
-                          json_pack("{s:I, s:I, s:I, s:f, s:f, s:I, s:I, s:I, s:f, s:I, s:f}", "requests",
+                          json_pack("{s:I, s:I, s:I, s:f, s:f, s:I, s:I, s:I, s:f, s:I, s:f, s:I, s:I, s:I, s:f}",
+                                    "requests",
                                     (json_int_t)s->net_requests, "retries", (json_int_t)s->net_retries, "bytes",
                                     (json_int_t)s->net_bytes, "ttfb_seconds", s->net_ttfb_seconds, "transfer_seconds",
                                     s->net_xfer_seconds, "block_bytes", (json_int_t)s->net_block_bytes, "in_flight",
                                     (json_int_t)s->net_in_flight, "solo_bytes", (json_int_t)s->net_solo_bytes,
                                     "solo_seconds", s->net_solo_seconds, "overlap_bytes",
-                                    (json_int_t)s->net_overlap_bytes, "overlap_seconds", s->net_overlap_seconds))) {
+                                    (json_int_t)s->net_overlap_bytes, "overlap_seconds", s->net_overlap_seconds,
+                                    "objects", (json_int_t)s->net_objects, "object_bytes",
+                                    (json_int_t)s->net_object_bytes, "kept", (json_int_t)s->net_kept,
+                                    "cpu_seconds", s->net_cpu_seconds))) {
     json_decref(c);
     c = NULL;
   }
@@ -761,6 +766,20 @@ static int parse_trace(sl_trace *t, json_t *root, const char *origin) {
       s->net_solo_seconds = v[1];
       s->net_overlap_bytes = (uint64_t)v[2];
       s->net_overlap_seconds = v[3];
+      /* optional (added later still): the objects opened, their bytes, those read from the reader's keep */
+      static const char *const NK[3] = {"objects", "object_bytes", "kept"};
+      uint64_t *dst[3] = {&s->net_objects, &s->net_object_bytes, &s->net_kept};
+      for (int k = 0; k < 3; k++) {
+        json_t *g = json_object_get(nw, NK[k]);
+        if (!g) continue;
+        if (!json_is_integer(g) || json_integer_value(g) < 0)
+          return sl__err(SL_EINVAL, "%s: %s.network.%s: not a non-negative integer", origin, w, NK[k]);
+        *dst[k] = (uint64_t)json_integer_value(g);
+      }
+      json_t *nc = json_object_get(nw, "cpu_seconds");
+      if (nc && !(json_is_number(nc) && json_number_value(nc) >= 0 && isfinite(json_number_value(nc))))
+        return sl__err(SL_EINVAL, "%s: %s.network.cpu_seconds: not a non-negative number", origin, w);
+      s->net_cpu_seconds = nc ? json_number_value(nc) : 0;
     }
     json_t *se = json_object_get(o, "serial"); /* optional: written only for SL_FN_SERIAL functions */
     if (se && !json_is_boolean(se)) return sl__err(SL_EINVAL, "%s: %s.serial: expected true or false", origin, w);

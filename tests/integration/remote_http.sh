@@ -14,11 +14,13 @@ T=$(mktemp -d)
 PROXY_PID=
 PACE_PID=
 LAT_PID=
+COUNT_PID=
 cleanup() {
   nginx_stop
   [ -n "$PROXY_PID" ] && kill "$PROXY_PID" 2> /dev/null && wait "$PROXY_PID" 2> /dev/null
   [ -n "$PACE_PID" ] && kill "$PACE_PID" 2> /dev/null && wait "$PACE_PID" 2> /dev/null
   [ -n "$LAT_PID" ] && kill "$LAT_PID" 2> /dev/null && wait "$LAT_PID" 2> /dev/null
+  [ -n "$COUNT_PID" ] && kill "$COUNT_PID" 2> /dev/null && wait "$COUNT_PID" 2> /dev/null
   rm -rf "$T"
 }
 trap cleanup EXIT
@@ -137,6 +139,46 @@ n503=$(echo "$stats" | sed -n 's/.*503=\([0-9]*\).*/\1/p'); ncut=$(echo "$stats"
 [ "${n503:-0}" -ge 2 ] && [ "${ncut:-0}" -ge 1 ] || fail "the proxy injected too few faults to test anything: $stats"
 echo "faults injected: $stats"
 
+# Keep: a reader with "keep" reads each object over the network once; the later epochs of a repeat read its copy in
+# memory (counted in its trace as kept), with the digest of the same epochs read locally. With a budget too small
+# for any object, every epoch reads the network again. Through the fault proxy too: a body cut short and resumed
+# is kept whole. Requests are counted by a proxy that injects no faults (its 503 and cut patterns set past reach).
+keep_spec() { # URL_PREFIX KEEP FILE: 3 epochs of the shards in a shuffled order each, read by tar with "keep"
+  echo "{\"name\": \"t\", \"ops\": [{\"op\": \"files\", \"glob\": \"$1/train-{00000..00003}-of-00004.tar\", \"shuffle\": true}, {\"op\": \"repeat\", \"count\": 3}, {\"op\": \"tar\", \"keep\": $2}, {\"op\": \"map\", \"fn\": \"select\", \"args\": {\"keep\": [\"jpg\", \"cls\", \"__key__\"]}}]}" > "$3"
+}
+keep_spec "$T/www/tar" 0 "$T/keep_local.json"
+dkeep=$(digest "$T/keep_local.json")
+keep_spec "$P/tar" 100000000 "$T/keep_faults.json"
+[ "$(digest "$T/keep_faults.json")" = "$dkeep" ] || fail "tar with keep through faults: another digest ($(cat "$T/proxy.stats"))"
+python3 "$D/remote_proxy.py" "$T/count.port" "$HTTP_PORT" "$T/count.stats" 1000000000 1000000000 &
+COUNT_PID=$!
+for i in $(seq 100); do [ -s "$T/count.port" ] && break; sleep 0.1; done
+[ -s "$T/count.port" ] || fail "the counting proxy did not start"
+C=http://127.0.0.1:$(cat "$T/count.port")
+requests() { sed -n 's/.*requests=\([0-9]*\).*/\1/p' "$T/count.stats"; }
+tar_spec "$C/tar" "$T/count_one.json"
+[ "$(digest "$T/count_one.json")" = "$dtar" ] || fail "one epoch through the counting proxy: another digest"
+r1=$(requests)
+keep_spec "$C/tar" 100000000 "$T/count_keep.json"
+[ "$(digest "$T/count_keep.json")" = "$dkeep" ] || fail "3 epochs with keep: another digest"
+r2=$(requests)
+keep_spec "$C/tar" 1000 "$T/count_small.json"
+[ "$(digest "$T/count_small.json")" = "$dkeep" ] || fail "3 epochs with a keep too small: another digest"
+r3=$(requests)
+kill "$COUNT_PID" 2> /dev/null; wait "$COUNT_PID" 2> /dev/null; COUNT_PID=
+one=$r1 kept=$((r2 - r1)) small=$((r3 - r2))
+echo "requests: one epoch $one, 3 epochs with keep $kept, with a keep too small $small"
+[ "$kept" -le $((one + one / 5 + 2)) ] || fail "3 epochs with keep made $kept requests, one epoch $one"
+[ "$small" -ge $((2 * one)) ] || fail "a keep too small for any object still saved requests: $small against $one an epoch"
+keep_spec "$H/tar" 100000000 "$T/trace_keep.json"
+timeout 60 "$S" trace "$T/trace_keep.json" -o "$T/keep.trace.json" --seconds 1 --repeat > /dev/null 2> "$T/err" ||
+  fail "trace with keep: $(cat "$T/err")"
+python3 - "$T/keep.trace.json" <<'PY' || fail "the trace of a reader with keep"
+import json, sys
+n = [o["network"] for o in json.load(open(sys.argv[1]))["ops"] if "network" in o][0]
+assert n["objects"] > 4 and n["kept"] >= n["objects"] - 4 and n["kept"] > 0, n
+PY
+
 # A full link, measured: a proxy that paces every body through one shared budget of 1 MB/s. Each byte is counted
 # at most once, alone or with other requests transferring (a request's first bytes in neither); the requests in flight share the budget, so each gets less
 # together than one alone, and the analyzer takes the link's bandwidth from the trace (said "measured"), never
@@ -145,8 +187,8 @@ python3 "$D/remote_proxy.py" "$T/pace.port" "$HTTP_PORT" "$T/pace.stats" 1000000
 PACE_PID=$!
 for i in $(seq 100); do [ -s "$T/pace.port" ] && break; sleep 0.1; done
 [ -s "$T/pace.port" ] || fail "the pacing proxy did not start"
-echo "{\"name\": \"t\", \"ops\": [{\"op\": \"files\", \"glob\": \"http://127.0.0.1:$(cat "$T/pace.port")/tar/train-{00000..00003}-of-00004.tar\"}, {\"op\": \"tar\", \"readahead\": 4}, {\"op\": \"map\", \"fn\": \"select\", \"args\": {\"keep\": [\"jpg\"]}}]}" > "$T/pace.json"
-timeout 120 "$S" trace "$T/pace.json" -o "$T/pace.trace.json" --seconds 3 --repeat > /dev/null 2> "$T/err" ||
+echo "{\"name\": \"t\", \"ops\": [{\"op\": \"files\", \"glob\": \"http://127.0.0.1:$(cat "$T/pace.port")/tar/train-{00000..00003}-of-00004.tar\"}, {\"op\": \"tar\", \"readahead\": 4}, {\"op\": \"map\", \"fn\": \"select\", \"args\": {\"keep\": [\"jpg\"]}}, {\"op\": \"repeat\"}]}" > "$T/pace.json"
+timeout 120 "$S" trace "$T/pace.json" -o "$T/pace.trace.json" --seconds 3 > /dev/null 2> "$T/err" ||
   fail "trace through the pacing proxy: $(cat "$T/err")"
 kill "$PACE_PID" 2> /dev/null; wait "$PACE_PID" 2> /dev/null; PACE_PID=
 python3 - "$T/pace.trace.json" <<'PY' || fail "the link's counters through the pacing proxy"
@@ -158,12 +200,19 @@ each = n["overlap_bytes"] / (n["transfer_seconds"] - n["solo_seconds"])
 assert each < 0.7 * solo, ("each request got as much with others as alone: no shared link seen", n)
 PY
 timeout 60 "$S" analyze "$T/pace.trace.json" --json > "$T/pace.an.json" 2> "$T/err" || fail "analyze: $(cat "$T/err")"
-python3 - "$T/pace.an.json" <<'PY' || fail "the measured link: $(cat "$T/pace.an.json")"
-import json, sys
+python3 - "$T/pace.an.json" "$T/www/tar" <<'PY' || fail "the measured link: $(cat "$T/pace.an.json")"
+import json, os, sys
 n = json.load(open(sys.argv[1]))["network"][0]
 assert n["link_source"] == "measured" and 0 < n["link_bandwidth"] <= 1000000 * 1.25, n
+# the trace's repeat reads the shards again, their 4.4 MB fit the memory budget, the link limits: the plan keeps
+# them, an epoch's bytes as the shards' sizes give them (their count times the mean size of those opened)
+size = sum(os.path.getsize(os.path.join(sys.argv[2], f)) for f in os.listdir(sys.argv[2]) if f.endswith(".tar"))
+assert n["read_again"] and abs(n["epoch_bytes"] - size) <= 0.1 * size and n["keep_bytes"] >= n["epoch_bytes"], (n, size)
 PY
-"$S" analyze "$T/pace.trace.json" | grep -q "measured: the requests shared a full link" || fail "analyze does not say the link was measured"
+
+"$S" analyze "$T/pace.trace.json" 2>&1 | tr -s '\n ' '  ' > "$T/pace.an.txt" || fail "analyze: $(cat "$T/pace.an.txt")"
+grep -q "measured: the requests shared a full link" "$T/pace.an.txt" || fail "analyze does not say the link was measured: $(cat "$T/pace.an.txt")"
+grep -q "Keep: ops\[1\] keeps its objects in memory" "$T/pace.an.txt" || fail "analyze does not say the plan keeps the shards: $(cat "$T/pace.an.txt")"
 echo "link measured through the 1 MB/s proxy: $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["network"][0]["link_bandwidth"])' "$T/pace.an.json") B/s"
 
 # The first records wait on an object's first bytes, not on the blocks behind them sharing the link: its first

@@ -31,6 +31,27 @@ static void test_rate(void **s) {
 #define ELEMS 10000.0
 #define PER_REQ (1e6 / 0.06)
 #define BPE 1e4
+/* The plan of planted counters st (n ops of p, a 6.5 s trace on 2 cores, the process's CPU) under `memory`; frees p. */
+static sl_plan *solve_planted(sl_pipeline *p, const sl_op_stats *st, int n, double process_cpu, int64_t memory,
+                              char **report) {
+  sl_machine m;
+  memset(&m, 0, sizeof m);
+  m.cores = 2;
+  m.cpus_online = 2;
+  m.mem_available = (int64_t)1 << 34;
+  sl_trace *t = NULL;
+  assert_int_equal(sl__trace_from_counters(&t, sl__pipeline_spec(p), "planted", &m, st, NULL, n, 6.5, process_cpu, 0), 0);
+  sl_plan_opts o = SL_PLAN_OPTS_INIT;
+  o.handoff = SL_PLAN_HANDOFF_NONE;
+  o.memory = memory;
+  sl_plan *pl = NULL;
+  assert_int_equal(sl_plan_solve(&pl, t, &o), 0);
+  if (report) assert_int_equal(sl_plan_report(report, pl, false), 0);
+  sl_trace_free(t);
+  sl_pipeline_free(p);
+  return pl;
+}
+
 /* sat (NULL: none): the reader's bytes and seconds alone, then together (sl_op_stats.net_solo_bytes ...), and its
  * summed transfer seconds. */
 static sl_plan *planted_sat(int64_t memory, const double *sat, char **report) {
@@ -64,22 +85,7 @@ static sl_plan *planted_sat(int64_t memory, const double *sat, char **report) {
     st[1].net_overlap_seconds = sat[3];
     st[1].net_xfer_seconds = sat[4];
   }
-  sl_machine m;
-  memset(&m, 0, sizeof m);
-  m.cores = 2;
-  m.cpus_online = 2;
-  m.mem_available = (int64_t)1 << 34;
-  sl_trace *t = NULL;
-  assert_int_equal(sl__trace_from_counters(&t, sl__pipeline_spec(p), "planted", &m, st, NULL, 2, 6.5, sum, 0), 0);
-  sl_plan_opts o = SL_PLAN_OPTS_INIT;
-  o.handoff = SL_PLAN_HANDOFF_NONE;
-  o.memory = memory;
-  sl_plan *pl = NULL;
-  assert_int_equal(sl_plan_solve(&pl, t, &o), 0);
-  if (report) assert_int_equal(sl_plan_report(report, pl, false), 0);
-  sl_trace_free(t);
-  sl_pipeline_free(p);
-  return pl;
+  return solve_planted(p, st, 2, sum, memory, report);
 }
 
 static sl_plan *planted(int64_t memory, char **report) { return planted_sat(memory, NULL, report); }
@@ -177,10 +183,90 @@ static void test_link_at_least_what_the_trace_carried(void **st) {
   sl_plan_free(P);
 }
 
+/* Keep (plan_net.c's sl__plan_net_keep): files -> [repeat] -> tfrecord (the remote reader: 8 objects of 12.5 MB, 10 kB
+ * an element, its I/O threads 5 ns a byte: 50 us an element) -> a 40 us map, 10000 elements, a link of 100 MB/s
+ * (10000 elem/s). With the repeat and room, the plan keeps the epoch (100 MB and 5%), the reader leaves the LP and
+ * its I/O threads' CPU leaves the model: the CPU limits, near 2 / 41 us. Without the repeat, or with 50 MB of memory,
+ * nothing is kept and the link limits; the report says why not when the budget is what stops it. Unconstrained by a
+ * link, the I/O threads' CPU is priced: 2 / (41 + 50) us at most. */
+static sl_plan *planted_keep(bool repeat, int64_t memory, char **report) {
+  char spec[512];
+  snprintf(spec, sizeof spec, "{\"name\": \"k\", \"ops\": [{\"op\": \"files\", \"list\": [\"http://h.invalid/s-{0..7}.tfrecord\"]}%s, "
+           "{\"op\": \"tfrecord\"}, {\"op\": \"map\", \"fn\": \"spin\", \"args\": {\"us\": 40}}]}",
+           repeat ? ", {\"op\": \"repeat\"}" : "");
+  sl_pipeline *p = tu_pipeline(spec);
+  int n = sl_pipeline_op_count(p), rd = n - 2;
+  sl_op_stats st[4];
+  double sum = 0;
+  for (int i = 0; i < n; i++) {
+    assert_int_equal(sl_pipeline_op_stats(&st[i], p, i), 0);
+    bool files = i == 0;
+    st[i].elements_out = files ? 8 : (uint64_t)ELEMS;
+    st[i].elements_in = i ? (i == rd ? 8 : (uint64_t)ELEMS) : 0;
+    st[i].bytes_out = (uint64_t)(ELEMS * 8);
+    st[i].cpu_seconds = ELEMS * (i == n - 1 ? 40e-6 : i == rd ? 1e-6 : 0.01e-6);
+    st[i].wall_seconds = st[i].cpu_seconds;
+    st[i].wait_seconds = 0;
+    st[i].runq_seconds = 0;
+    sum += st[i].cpu_seconds;
+  }
+  sl_op_stats *r = &st[rd];
+  r->net_requests = 100;
+  r->net_bytes = 100000000;
+  r->bytes_out = 100000000;
+  r->net_ttfb_seconds = 100 * 0.05;
+  r->net_xfer_seconds = 100 * 0.01;
+  r->net_block_bytes = 1000000;
+  r->net_in_flight = 1;
+  r->net_objects = 8;
+  r->net_object_bytes = 100000000;
+  r->net_cpu_seconds = 0.5;
+  r->wall_seconds += 6;
+  return solve_planted(p, st, n, sum + 0.5, memory, report);
+}
+
+static void test_keep(void **st) {
+  setenv("SLUICE_LINK_BANDWIDTH", "100000000", 1);
+  char *r = NULL, *spec = NULL;
+  sl_plan *P = planted_keep(true, 0, &r);
+  assert_int_equal(P->nnet, 1);
+  const sl__pm_net *x = &P->net[0];
+  assert_true(x->reread);
+  assert_true(fabs(x->epoch_bytes - 1e8) < 1);
+  assert_true(fabs(x->keep - 1.05e8) < 2);
+  assert_string_not_equal(sl_plan_limit(P), "network");
+  assert_true(P->predicted > 40000 && P->predicted <= 2 / 41e-6 * 1.01);
+  assert_non_null(strstr(r, "keeps its objects in memory"));
+  assert_int_equal(sl_plan_spec_json(&spec, P), 0);
+  assert_non_null(strstr(spec, "\"keep\": 105000000"));
+  sl_free(spec);
+  sl_free(r);
+  sl_plan_free(P);
+  P = planted_keep(false, 0, NULL); /* one pass: nothing to keep for */
+  assert_false(P->net[0].reread);
+  assert_true(P->net[0].keep == 0);
+  assert_string_equal(sl_plan_limit(P), "network");
+  sl_plan_free(P);
+  P = planted_keep(true, 50000000, &r); /* the epoch does not fit */
+  assert_true(P->net[0].keep == 0);
+  assert_string_equal(sl_plan_limit(P), "network");
+  assert_true(sl_plan_memory(P) <= 50000000);
+  assert_non_null(strstr(r, "more than the memory budget leaves"));
+  sl_free(r);
+  sl_plan_free(P);
+  unsetenv("SLUICE_LINK_BANDWIDTH");
+  P = planted_keep(false, 0, NULL); /* no link figure: the CPU limits, the I/O threads' CPU in it */
+  assert_string_not_equal(sl_plan_limit(P), "network");
+  assert_true(fabs(P->net[0].cpu - 50e-6) < 1e-9);
+  assert_true(P->predicted <= 2 / 91e-6 * 1.01 && P->predicted > 2 / 91e-6 * 0.8);
+  sl_plan_free(P);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_rate), cmocka_unit_test(test_lp_plans_in_flight),
                                      cmocka_unit_test(test_lp_link_limit), cmocka_unit_test(test_lp_memory_tight),
                                      cmocka_unit_test(test_link_measured),
-                                     cmocka_unit_test(test_link_at_least_what_the_trace_carried)};
+                                     cmocka_unit_test(test_link_at_least_what_the_trace_carried),
+                                     cmocka_unit_test(test_keep)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
