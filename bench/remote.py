@@ -304,8 +304,9 @@ def report(r, m, quick):
                  r.get("first_batch_initial_s", float("nan")) / r["one_shard_s"]))
     ep = r.get("first_epoch_s") or {}
     if ep:
-        L.append("- one epoch (%d examples) from a cold start, whole process: the plan %s s (%s examples/s), the spec as "
-                 "written %s s (%s examples/s): the plan keeps the shards for the epochs after it" % (
+        L.append("- the first %d examples out (an epoch's worth) from a cold start, whole process: the plan %s s (%s "
+                 "examples/s), the spec as written %s s (%s examples/s); with the shuffle buffer held full (1,024) the "
+                 "readers have read 1,024 more by then, the plan's from its keep" % (
                      r["images"] // 64 * 64, ep.get("plan"), fmt(r["images"] // 64 * 64 / ep["plan"]), ep.get("defaults"),
                      fmt(r["images"] // 64 * 64 / ep["defaults"])))
     for x in r["missing"]:
