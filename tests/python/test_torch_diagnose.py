@@ -557,6 +557,51 @@ def test_a_proposal_that_measures_slower_is_not_recommended(monkeypatch, nothing
     assert r.recommended == {} and "too few to tell" in str(r)
 
 
+def test_choose_takes_the_fastest_measured_faster():
+    import sluice.torch.check as ck
+    assert ck.choose({"proposed": (True, 1.2, ""), "a worker more": (True, 1.3, "")}) == "a worker more"
+    assert ck.choose({"proposed": (True, 1.2, ""), "a worker more": (False, 1.4, "")}) == "proposed"
+    assert ck.choose({"proposed": (False, 1.04, ""), "a worker more": (True, 1.1, "")}) == "a worker more"
+    assert ck.choose({"proposed": (False, 1.2, "")}) is None
+
+
+def test_a_worker_more_is_measured_beside_load(monkeypatch, nothing_left):
+    # Beside other load the model's pick comes with a worker more (model._recommend's "next"; planted here, as the
+    # load is): the check runs both against the settings as given and recommends the faster of those measured
+    # faster; a worker more that measures slower than the pick leaves the pick.
+    import sluice.torch.report as rp
+    orig = rp._recommend
+
+    def with_next(*a, **k):
+        out = orig(*a, **k)
+        nw = out["num_workers"]
+        nw["next"] = {"value": nw["value"] + 1, "predicted": nw["predicted"] * 1.02}
+        return out
+    monkeypatch.setattr(rp, "_recommend", with_next)
+    loader = planted("few_workers", workers=0)
+    pick = []
+    seen = planted_rates(monkeypatch, lambda L: 50.0 if not L.num_workers else
+                         (60.0 if L.num_workers == pick[0] else 80.0) if pick else 60.0)
+    r = st.diagnose(loader, seconds=0.5, cores=4, quiet=True)
+    w = r.to_dict()["proposal"]["num_workers"]["value"]
+    pick.append(w)
+    r = st.diagnose(loader, seconds=0.5, cores=4, quiet=True)
+    d = r.to_dict()
+    assert sorted({s["num_workers"] for s in seen[-6:]}) == [0, w, w + 1]
+    assert r.recommended["num_workers"] == w + 1 and d["check"]["a_worker_more"]["num_workers"] == w + 1
+    assert d["check"]["measured_gain"] == pytest.approx(1.6)
+    assert any("a worker more than the model's pick (%d workers): 1.60x" % (w + 1) in n for n in d["notes"])
+    assert st.tuned(loader, r).num_workers == w + 1
+    # ... slower than the pick: the pick
+    planted_rates(monkeypatch, lambda L: 50.0 if not L.num_workers else 70.0 if L.num_workers == w else 55.0)
+    r = st.diagnose(loader, seconds=0.5, cores=4, quiet=True)
+    assert r.recommended["num_workers"] == w and r.to_dict()["check"]["measured_gain"] == pytest.approx(1.4)
+    # ... neither faster than as given: nothing
+    planted_rates(monkeypatch, lambda L: 50.0 if not L.num_workers else 51.0)
+    r = st.diagnose(loader, seconds=0.5, cores=4, quiet=True)
+    assert r.recommended == {}
+
+
 def test_a_change_predicted_within_the_noise_is_not_measured(monkeypatch, nothing_left):
     # A proposal the model predicts at <= 1.05x is not run at all: "no change helps here", with the prediction.
     import sluice.torch.model as model

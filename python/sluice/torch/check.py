@@ -165,6 +165,13 @@ def verdict(rates_given, rates_prop, predicted_gain, seconds, rounds, fewest=MIN
     return False, ratio, f"measured {ratio:.2f}x the settings as given ({how})"
 
 
+def choose(verdicts):
+    """Of the contenders' verdicts ({name: (faster, ratio, why)}, "proposed" first), the name of the one to
+    recommend: the highest ratio among those measured faster; None when none was."""
+    won = [(v[1], n) for n, v in verdicts.items() if v[0]]
+    return max(won)[1] if won else None
+
+
 def _fmt(x):
     return f"{x:.3g}" if x < 100 else f"{x:.0f}"
 

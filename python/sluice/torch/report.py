@@ -261,6 +261,8 @@ class Report:
         measured = d["measured"]["batches_per_s"]
         gain = prop["num_workers"]["predicted"] / measured if measured > 0 else 1.0
         go, why = _ck.decide(given, psettings, gain, getattr(L, "_sluice_tuned", None))
+        nxt = prop["num_workers"].get("next")  # beside other load: a worker more, measured too (model._recommend)
+        nsettings = dict(psettings, num_workers=nxt["value"]) if nxt is not None else None
         sluice_p = None
         if spec_s > 0 and self.spec is not None and not self.python_steps:
             # Planning traces the spec for 32 batches (1.5x that), twice: at this loader's rate that may take far
@@ -286,6 +288,9 @@ class Report:
             if go:
                 contenders["proposed"] = _ck.loader_contender(
                     L, psettings, d["measured"]["worker_cpu_per_batch"] + d["measured"]["worker_blocked_per_batch"])
+                if nxt is not None:
+                    contenders["a worker more"] = _ck.loader_contender(
+                        L, nsettings, d["measured"]["worker_cpu_per_batch"] + d["measured"]["worker_blocked_per_batch"])
             if sluice_p is not None:
                 contenders["sluice"] = _ck.pipeline_contender(sluice_p)
             startup = d["measured"]["startup_seconds"] or 0.0
@@ -301,18 +306,36 @@ class Report:
         if "proposed" in failed:
             why = f"the model's proposal ({_ck.words(psettings)}) could not be measured: {failed['proposed']}"
         elif go and check_s > 0:
-            fewest = min(counts["as given"] + counts["proposed"])
             least = _ck.MIN_RUN_BATCHES
-            faster, ratio, why = _ck.verdict(rates["as given"], rates["proposed"], gain, check_s, _ck.ROUNDS, fewest,
-                                             least)
+            verdicts = {}
+            for name, g in (("proposed", gain), ("a worker more", nxt["predicted"] / measured if nxt else None)):
+                if name in rates and rates[name] and name not in failed:
+                    fewest = min(counts["as given"] + counts[name])
+                    verdicts[name] = _ck.verdict(rates["as given"], rates[name], g, check_s, _ck.ROUNDS, fewest,
+                                                 least)
+            won = _ck.choose(verdicts)
+            faster, ratio, why = verdicts[won] if won else verdicts["proposed"]
+            if won == "a worker more":
+                prop = dict(prop, num_workers=dict(prop["num_workers"], value=nxt["value"], predicted=nxt["predicted"],
+                                                   why=f"{nxt['value']} workers: a worker more than the model's "
+                                                       f"pick, which measured {verdicts['proposed'][1]:.2f}x"))
+                psettings = nsettings
+                gain = nxt["predicted"] / measured
             if not faster:
                 why = f"the model's proposal ({_ck.words(psettings)}) {why}"
+            if "a worker more" in verdicts:
+                d["notes"].append(f"beside other load the check also ran a worker more than the model's pick "
+                                  f"({nxt['value']} workers): {verdicts['a worker more'][1]:.2f}x the settings as "
+                                  f"given, the pick ({nxt['value'] - 1}) {verdicts['proposed'][1]:.2f}x")
         elif go:
             why = (f"the model's proposal ({_ck.words(psettings)}, predicted {gain:.2f}x) was not measured "
                    "(check_seconds=0), and only a measured change is recommended")
+        if "a worker more" in failed:
+            d["notes"].append(f"a worker more than the model's pick could not be measured: {failed['a worker more']}")
         if faster:
             d["recommend"] = prop
         d["check"] = {"given": given, "proposal": psettings, "predicted_gain": gain, "measured_gain": ratio,
+                      "a_worker_more": nsettings if "a worker more" in rates else None,
                       "recommended": faster, "why": why, "seconds_each": check_s, "rounds": _ck.ROUNDS if rates else 0,
                       "rates": rates, "batches": counts, "least_batches": least, "failed": failed}
         sp = d.get("sluice_spec")
