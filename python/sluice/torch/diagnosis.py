@@ -77,7 +77,9 @@ def _plan_words(loader, seconds, spec_seconds, check_seconds):
     """What diagnose will do, and for how long at most (the loader's start-ups aside), in words."""
     spec_s = default_spec_seconds(seconds) if spec_seconds is None else spec_seconds
     check_s = default_check_seconds(seconds) if check_seconds is None else check_seconds
-    runs = _ck.ROUNDS * 3 * 2 * check_s  # a run lasts up to twice check_s to count its batches
+    # contenders: as given, the proposal, beside other load a worker more, the spec in sluice; a run lasts up to
+    # twice check_s to count its batches
+    runs = _ck.ROUNDS * 4 * 2 * check_s
     # the no-workers probe: 0.6 s of fetch and its gaps, the fork; the hand-off probe: a run with one worker
     probe = 1.5 if loader.num_workers > 0 else _probe.HANDOFF_MAX_SECONDS
     most = seconds + probe + 2 * spec_s + runs
@@ -90,7 +92,8 @@ def _plan_words(loader, seconds, spec_seconds, check_seconds):
     if spec_s > 0:
         parts.append(f"planning the same pipeline in sluice when it translates ({2 * spec_s:.3g} s at most)")
     if check_s > 0:
-        parts.append(f"measuring what it proposes against the settings as given ({_ck.ROUNDS} rounds of "
+        parts.append(f"measuring what it proposes (beside other load, and a worker more) against the settings as "
+                     f"given ({_ck.ROUNDS} rounds of "
                      f"{check_s:.3g} s runs, {runs:.3g} s at most)")
     return "; ".join(parts) + f": {most:.0f} s at most, plus the loader's start-ups"
 
