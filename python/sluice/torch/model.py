@@ -146,6 +146,9 @@ def _cache_whatif(L, rep, fig, model, measured):
 # fair share errs low: beside one hog on 2 cores a third worker measured 1.14-1.25x two (four loaders) where the model
 # gave 1.07-1.13, so at 1.10 two of them kept 2 workers, 0.87 of the grid's best.
 MORE_WORKERS_GAIN = 1.05
+# Other processes' load (cores' worth, over the window) from which the machine counts as busy: the report names it,
+# and the check also measures a worker more than the model's pick. Below it, a quiet machine's own noise.
+BUSY_OTHER_LOAD = 0.25
 
 
 def _beside_load(model, w, most, measured):
@@ -191,7 +194,7 @@ def _recommend(L, rep, fig, model, kind, measured):
     # worker wins is within the noise of the model's 5% steps: beside one hog on 2 cores the model's 3 workers
     # measured 1.05x two, the grid's 4 1.16x; imagenet, bench/torch_diagnose.py): the faster of the two that
     # measures faster than the settings as given is recommended (check.choose).
-    if model.other > 0 and 0 < rec_w < most and rec_w >= W:
+    if model.other >= BUSY_OTHER_LOAD and 0 < rec_w < most and rec_w >= W:
         out["num_workers"]["next"] = {"value": rec_w + 1, "predicted": model.predict(rec_w + 1, measured)}
     if rec_w > 0:
         pbuf = rep["ops"][3].get("planned_buffer") if W > 0 else 0

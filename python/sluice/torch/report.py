@@ -9,7 +9,7 @@ import sluice as _sluice
 from . import check as _ck
 from .common import DiagnoseError, MIN_BATCHES, _pct, _rate, _size
 from .loader import _batch_size, _loop_cpu
-from .model import _Model, _cache_whatif, _recommend
+from .model import BUSY_OTHER_LOAD, _Model, _cache_whatif, _recommend
 from .probe import _probe_hand_off, _probe_no_workers
 from .trace import _build_trace
 from .tracer import _Stop, _Tracer
@@ -370,7 +370,7 @@ class Report:
                (f", in your step {_pct(m['training_step'])}" if m["training_step"] is not None else ""),
                f"  bottleneck: {d['bottleneck']['words']}",
                f"  bound: {_rate(d['bound'] or 0)} batches/s under this machine's cores (limit: {d['limit']}" +
-               (f"; other processes kept {m['other_load']:.1f} cores busy" if m["other_load"] >= 0.25 else "") + ")"]
+               (f"; other processes kept {m['other_load']:.1f} cores busy" if m["other_load"] >= BUSY_OTHER_LOAD else "") + ")"]
         steps = sorted(m["steps"].items(), key=lambda kv: -kv[1]["share"])
         out.append("  where the CPU goes: " + ", ".join(f"{n} {_pct(v['share'])}" for n, v in steps[:6]
                                                         if v["share"] >= 0.005))
