@@ -248,21 +248,31 @@ static double trace_warmup(double seconds) { return fmin(0.25 * seconds, 2.0); }
  * the elements needed, at most SL__PLAN_MAX_TRACE seconds), and an input that may end (finite or of
  * unknown length: 200 images in batches of 64 are 3 elements, and a slow first trace may not have reached the end
  * the longer one would) under a root repeat (*rep set: measurements repeat it too). Still short, or a given
- * trace: SL_EINVAL saying how many it saw and needs. */
+ * trace: SL_EINVAL saying how many it saw and needs.
+ * A trace long enough by its heavy ops' elements may still be of an input that ends: one that ended is traced
+ * again, repeated, and an input of a known finite length is repeated by every later trace and measurement. The
+ * runs (a warm-up, then several seconds) read more than one epoch: a folder of 1,000 images in batches of 32 (31
+ * elements) ended inside the warm-up of every 2 s run of the plan, which then measured 0 elem/s, and the input,
+ * at 0.56x the plan, was kept. */
 #define SL__PLAN_MAX_TRACE 60.0
 static int long_enough(sl_trace **t0, bool *rep, sl_pipeline *p, const sl_optimize_opts *opts) {
   uint64_t seen = (*t0)->elements;
-  if (sl__trace_counts(*t0, NULL) != SL__COUNT_SHORT) return 0; /* by the output, or by the ops carrying the CPU */
-  if (opts->trace)
+  int root = -1;
+  for (int i = 0; i < (*t0)->nops; i++)
+    if ((*t0)->ops[i].s.parent == -1) root = i;
+  int64_t card = root >= 0 ? (*t0)->ops[root].s.cardinality : -1;
+  bool ended = (*t0)->ended;
+  if (sl__trace_counts(*t0, NULL) != SL__COUNT_SHORT) { /* by the output, or by the ops carrying the CPU */
+    *rep = ended || card >= 0;
+    if (!ended || opts->trace) return 0;
+  } else if (opts->trace) {
     return sl__err(SL_EINVAL,
                    "the trace saw %llu output elements in %.2f s; planning needs at least %d (or %d with every op "
                    "that does %.0f%% of the CPU making %d): trace longer (sluice trace --seconds) or let optimize trace",
                    (unsigned long long)seen, (*t0)->seconds, SL_PLAN_MIN_ELEMENTS, SL__COUNT_MIN_ROOT,
                    100 * SL__COUNT_HEAVY_SHARE, SL_PLAN_MIN_ELEMENTS);
-  int root = -1;
-  for (int i = 0; i < (*t0)->nops; i++)
-    if ((*t0)->ops[i].s.parent == -1) root = i;
-  bool finite = (*t0)->ended || (root >= 0 && (*t0)->ops[root].s.cardinality != -2);
+  }
+  bool finite = ended || card != -2;
   /* As long as asked (repeated when it may end); if still short, until 1.5x the elements needed, at most
    * SL__PLAN_MAX_TRACE seconds. */
   sl_trace *t = NULL;
@@ -383,7 +393,7 @@ typedef struct opt_run {
   sl_plan *plan, *best;
   double best_measured, best_share, hscale;
   double least_cpu[2];           /* the least process CPU per element of the final check's runs: input, plan */
-  bool rep;                      /* the input is finite and short: traces and measurements run it under a repeat */
+  bool rep;                      /* the input may end within a run: traces and measurements run it under a repeat */
 } opt_run;
 
 /* The input's trace (the caller's, or one taken now), long enough, and the fusion kept only where it pays. */
@@ -406,6 +416,9 @@ static int opt_trace_input(opt_run *r, sl_pipeline *unfused) {
   if (!rc && sl__trace_counts(r->t0, NULL) == SL__COUNT_SHORT && !opts->trace)
     say(opts, "too few elements to plan from (%d needed): tracing again, longer%s", SL_PLAN_MIN_ELEMENTS,
         r->t0->ended ? " and repeated" : "");
+  else if (!rc && r->t0->ended && !opts->trace)
+    say(opts, "the input ended after %llu elements: tracing it again, repeated (and measuring it repeated)",
+        (unsigned long long)r->t0->elements);
   if (rc || (rc = long_enough(&r->t0, &r->rep, r->p, opts))) return rc;
   /* Fusion must pay on this data: the unfused input is traced as long, and the fused one kept only when it spent
    * no more process CPU per element (a fused op that cannot decode at a smaller DCT scale decodes and resizes as

@@ -80,6 +80,28 @@ P
 "$CLI" optimize "$D/tiny.json" -o "$D/tuned2.json" --seconds 0.3 --measure 0.6 > "$D/o.txt" 2>&1
 grep -q 'too few elements to plan from (at least 32 needed)' "$D/o.txt" || { cat "$D/o.txt"; fail "text names the repeat"; }
 grep -q 'median of runs alternating' "$D/o.txt" || { cat "$D/o.txt"; fail "text names the alternating runs"; }
+# A finite input long enough to plan from by its heavy op's elements (31 batches of 32 spins: at most 31 output
+# elements, never the 32 the output count asks) whose epoch ends within a run: every later trace and measured run
+# repeats it (before, the plan's 2 s runs of a 31-batch folder ended inside their warm-up, measured 0 elem/s, and
+# the input was kept).
+cat > "$D/epoch.json" <<'J'
+{"name": "epoch", "ops": [{"op": "range", "stop": 992},
+  {"op": "map", "fn": "spin", "args": {"us": 1000}, "parallelism": "autotune"},
+  {"op": "batch", "size": 32}]}
+J
+"$CLI" optimize "$D/epoch.json" -o "$D/epoch.tuned.json" --seconds 1 --measure 1 --json > "$D/oe.json" 2> "$D/oe.err" \
+  || { cat "$D/oe.err"; fail "optimize of a 31-batch input"; }
+python3 - "$D/oe.json" "$D/epoch.tuned.json" <<'P' || { cat "$D/oe.err"; fail "optimize of a 31-batch input"; }
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["status"] == "ok", r
+assert r["repeated_input"] is True, r
+assert r["measured"] > 0 and r["baseline"] > 0, r
+assert r["kept_input"] or r["measured"] >= 0.97 * r["baseline"], r
+t = json.load(open(sys.argv[2]))
+assert "repeat" not in [o["op"] for o in t["ops"]], t["ops"]
+P
+if grep -q ' 0\.0 elem/s' "$D/oe.err"; then cat "$D/oe.err"; fail "a run of the 31-batch input read nothing"; fi
 # The online tuner: `run --tuner sluice` lists its changes (each with its reason) in --json and in the text.
 cat > "$D/spin4a.json" <<'J'
 {"name": "spin4a", "ops": [{"op": "range", "stop": 100000000},
