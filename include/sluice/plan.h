@@ -111,7 +111,8 @@ typedef struct sl_optimize_result {
                        * final plan is the input's own configuration ("autotune" knobs at their resolved values) */
   bool checked;       /* baseline and measured are the medians of alternating runs of the input and the final plan */
   uint64_t trace_elements; /* output elements the trace the plan was built from saw */
-  bool repeated_input; /* the input was finite and too short: it was traced and measured under a root repeat */
+  bool repeated_input; /* the input may end before a trace or a run does: it was traced and measured under a root
+                        * repeat (the written spec does not repeat) */
   bool bound_from_run; /* bound is at the least CPU per element a measured run of the final plan spent, which
                         * was below the LP's (sl_plan_bound does not hold for that run) */
   /* Operator fusion (decode_jpeg + crop/resize into one op): the input's process CPU per element traced fused and

@@ -105,9 +105,9 @@ static void print_json(FILE *sum, const char *spec, const char *out, const sl_op
 /* The summary in text: the notes, the figures and what they mean. */
 static void print_text(FILE *sum, const sl_optimize_result *r, const sl_plan *pl, double speedup) {
   if (r->repeated_input)
-    fprintf(sum, "note:       a trace of the input saw too few elements to plan from (at least %d needed) and the "
-                 "input may end: it was traced and measured repeated (the written spec does not repeat), and "
-                 "the repeated trace saw %llu\n",
+    fprintf(sum, "note:       the input may end before a trace or a run does (too few elements to plan from: at "
+                 "least %d needed; or an epoch shorter than a run): it was traced and measured repeated (the "
+                 "written spec does not repeat); the trace planned from saw %llu\n",
             SL_PLAN_MIN_ELEMENTS, (unsigned long long)r->trace_elements);
   if (r->unfused_cpu > 0)
     fprintf(sum, "fusion:     %s: the input traced fused spent %.1f us of CPU per element, unfused %.1f us\n",

@@ -26,6 +26,18 @@ static int trace_of(sl_trace **out, sl_pipeline *p, double seconds, double warmu
   return sl_trace_run(out, p, &to);
 }
 
+/* A measured run: p for `seconds` after `warmup`, under a root repeat when *rep. An input that ended before the run
+ * did (its steady state is shorter than a run: imagenet-cacheable's 5 epochs after its cache filled in the warm-up
+ * lasted 0.26 s of a 2 s run) is run again repeated, and so is every later run (*rep set). */
+static int run_of(sl_trace **out, sl_pipeline *p, double seconds, double warmup, const sl_machine *m, bool *rep) {
+  int rc = trace_of(out, p, seconds, warmup, m, *rep, 0);
+  if (rc || *rep || !(*out)->ended) return rc;
+  sl_trace_free(*out);
+  *out = NULL;
+  *rep = true;
+  return trace_of(out, p, seconds, warmup, m, true, 0);
+}
+
 /* One line of progress to the caller's callback (sl_optimize_opts.progress), if any. */
 static void say(const sl_optimize_opts *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void say(const sl_optimize_opts *o, const char *fmt, ...) {
@@ -147,13 +159,13 @@ static void keep_autotune_marks(sl_trace *ts, const sl_trace *t0) {
 
 /* Runs plan's spec for opts->measure_seconds (after a warm-up that also fills caches) and traces it. */
 static int measure_plan(sl_trace **tm, const sl_plan *plan, const sl_pipeline *p, const sl_optimize_opts *opts,
-                        const sl_machine *m, bool rep) {
+                        const sl_machine *m, bool *rep) {
   char *spec = NULL;
   sl_pipeline *q = NULL;
   int rc = sl_plan_spec_json(&spec, plan);
   if (!rc) rc = sl_pipeline_from_json(&q, spec, strlen(spec), sl__pipeline_origin(p));
   sl__free(spec);
-  if (!rc) rc = trace_of(tm, q, opts->measure_seconds, opts->measure_seconds * 0.25, m, rep, 0);
+  if (!rc) rc = run_of(tm, q, opts->measure_seconds, opts->measure_seconds * 0.25, m, rep);
   sl_pipeline_free(q);
   return rc;
 }
@@ -304,7 +316,7 @@ static int long_enough(sl_trace **t0, bool *rep, sl_pipeline *p, const sl_optimi
  * throughputs into med[], and (each may be NULL) the least and the median process CPU per element the runs of each
  * spent. `names` (may be NULL) name them in the progress lines of opts. */
 #define SL__PLAN_MAX_SIDES 3
-static int alternate_n(double *med, sl_pipeline **q, int n, int rounds, double secs, const sl_machine *m, bool rep,
+static int alternate_n(double *med, sl_pipeline **q, int n, int rounds, double secs, const sl_machine *m, bool *rep,
                        double *least_cpu, double *median_cpu, const sl_optimize_opts *opts, const char *const *names) {
   double r[SL__PLAN_MAX_SIDES][9], c[SL__PLAN_MAX_SIDES][9];
   if (rounds > 9) rounds = 9;
@@ -315,7 +327,7 @@ static int alternate_n(double *med, sl_pipeline **q, int n, int rounds, double s
     for (int w = 0; w < n; w++) {
       int side = (k + w) % n;
       sl_trace *t = NULL;
-      int rc = trace_of(&t, q[side], secs, secs * 0.25, m, rep, 0);
+      int rc = run_of(&t, q[side], secs, secs * 0.25, m, rep);
       if (rc) return rc;
       r[side][k] = sl_trace_throughput(t);
       double cpu = sl__plan_trace_cpu(t);
@@ -334,7 +346,7 @@ static int alternate_n(double *med, sl_pipeline **q, int n, int rounds, double s
 }
 
 static int alternate(double *ma, double *mb, sl_pipeline *a, sl_pipeline *b, int rounds, double secs,
-                     const sl_machine *m, bool rep, double least_cpu[2], double median_cpu[2],
+                     const sl_machine *m, bool *rep, double least_cpu[2], double median_cpu[2],
                      const sl_optimize_opts *opts, const char *const names[2]) {
   sl_pipeline *q[2] = {a, b};
   double med[2] = {0, 0};
@@ -360,7 +372,7 @@ static int plan_pipeline(sl_pipeline **q, const sl_plan *plan, const sl_pipeline
  * first at 265 us of CPU per element, the second at 153; in the bench's longer runs the first then ran 0.89x the
  * sequential configuration. */
 static int runoff(bool *b_won, const sl_plan *a, const sl_plan *b, const sl_pipeline *p, const sl_optimize_opts *opts,
-                  const sl_machine *m, bool rep) {
+                  const sl_machine *m, bool *rep) {
   *b_won = false;
   sl_pipeline *qa = NULL, *qb = NULL;
   double ma = 0, mb = 0, cpu[2] = {0, 0};
@@ -490,7 +502,7 @@ static int opt_measure_rounds(opt_run *r) {
     sl_trace *tm = NULL;
     say(opts, "measuring the plan of solve %d for %.1f s (predicted %.1f elem/s)", r->res.rounds, opts->measure_seconds,
         sl_plan_predicted(r->plan));
-    if ((rc = measure_plan(&tm, r->plan, r->p, opts, &r->t0->machine, r->rep))) return rc;
+    if ((rc = measure_plan(&tm, r->plan, r->p, opts, &r->t0->machine, &r->rep))) return rc;
     double measured = sl_trace_throughput(tm);
     say(opts, "  measured %.1f elem/s, %.1f us of CPU per element (model %.1f)", measured,
         sl__plan_trace_cpu(tm) * 1e6, sl_plan_cpu_per_element(r->plan) * 1e6);
@@ -576,7 +588,7 @@ static int opt_challengers(opt_run *r) {
     ch[k]->seq_trace = r->ts != NULL;
     sl_trace *tm = NULL;
     say(opts, "measuring a challenger (%s) for %.1f s", what[k], opts->measure_seconds);
-    if ((rc = measure_plan(&tm, ch[k], r->p, opts, &r->t0->machine, r->rep))) break;
+    if ((rc = measure_plan(&tm, ch[k], r->p, opts, &r->t0->machine, &r->rep))) break;
     double measured = sl_trace_throughput(tm), cpu = sl__plan_trace_cpu(tm);
     say(opts, "  measured %.1f elem/s (the plan: %.1f)", measured, r->best_measured);
     if (tm->machine.other_load > r->res.other_load) r->res.other_load = tm->machine.other_load;
@@ -596,7 +608,7 @@ static int opt_challengers(opt_run *r) {
   bool won = false;
   /* A challenger far behind in its one run is out; one close to or ahead of the plan runs off against it. */
   if (!rc && top && top_measured >= 0.9 * r->best_measured)
-    rc = runoff(&won, r->best, top, r->p, opts, &r->t0->machine, r->rep);
+    rc = runoff(&won, r->best, top, r->p, opts, &r->t0->machine, &r->rep);
   if (!rc && won) {
     sl_plan_free(r->best);
     r->best = top;
@@ -639,7 +651,7 @@ static int opt_final_check(opt_run *r) {
   if (!rc) {
     say(opts, "final check: %s and the plan, alternating, %d runs of %.1f s each",
         three ? "the input as written, the input fused" : "the input", SL__PLAN_CHECK_ROUNDS, secs);
-    rc = alternate_n(med, sides + off, n, SL__PLAN_CHECK_ROUNDS, secs, &r->t0->machine, r->rep, least, med_cpu, opts,
+    rc = alternate_n(med, sides + off, n, SL__PLAN_CHECK_ROUNDS, secs, &r->t0->machine, &r->rep, least, med_cpu, opts,
                      three ? names : names2);
   }
   sl_pipeline_free(q);
@@ -734,7 +746,6 @@ int sl_optimize(sl_plan **out, sl_pipeline *p, const sl_optimize_opts *opts) {
     o.measure_seconds = fmax(o.measure_seconds, fmin(1.5 * SL_PLAN_MIN_ELEMENTS / sl_trace_throughput(r.t0),
                                                      SL__PLAN_MAX_TRACE));
   r.res.trace_elements = r.t0->elements;
-  r.res.repeated_input = r.rep;
   /* Over the spec as written: with fusion kept, its unfused trace (the final check measures all three). */
   r.res.baseline = sl_trace_throughput(r.t0);
   if (r.res.fused && r.written_rate > 0) {
@@ -761,6 +772,7 @@ int sl_optimize(sl_plan **out, sl_pipeline *p, const sl_optimize_opts *opts) {
   *out = r.plan;
   r.plan = NULL;
 done:
+  r.res.repeated_input = r.rep; /* a run may have found the end the traces did not reach */
   if (o.result) *o.result = r.res;
   sl_plan_free(r.plan);
   sl_plan_free(r.best);
