@@ -378,9 +378,15 @@ int sl_convert(sl_convert_report *report, sl_pipeline *p, const sl_convert_opts 
   int rc = convert_opts(&o, opts);
   if (rc) return rc;
   if (!p) return sl__err(SL_EINVAL, "sl_convert: no pipeline");
-  /* the temporaries of killed converts of this prefix and format (whatever their shard count), no others */
+  /* the temporaries of killed converts of this prefix and format (whatever their shard count), no others: the
+   * prefix's own glob characters are escaped (--prefix 'a*' must not sweep the temporaries of --prefix abc) */
   sl__str pat = {0};
-  if ((rc = sl__str_printf(&pat, "%s-[0-9]*-of-[0-9]*.%s", o.prefix, FORMAT_NAMES[o.format]))) return rc;
+  for (const char *c = o.prefix; *c && !rc; c++)
+    rc = strchr("*?[]\\", *c) ? sl__str_printf(&pat, "\\%c", *c) : sl__str_append(&pat, c, 1);
+  if (rc || (rc = sl__str_printf(&pat, "-[0-9]*-of-[0-9]*.%s", FORMAT_NAMES[o.format]))) {
+    sl__str_dispose(&pat);
+    return rc;
+  }
   const char *const ours[] = {pat.s, NULL};
   if (!(rc = check_outputs(p, &o, ours))) sl__outfile_sweep_dir(o.out_dir, ours);
   sl__str_dispose(&pat);

@@ -176,4 +176,13 @@ stop() {
 }
 stop tfrecord int INT 130 interrupted
 stop tar intt TERM 143 terminated
+# --prefix with glob characters: the sweep of dead converts' temporaries takes its own prefix's, not those another
+# prefix the glob would match (a dead writer's temporaries of --prefix abc stay beside a convert with --prefix 'a*').
+mkdir -p globbed
+: > 'globbed/.abc-00000-of-00001.tfrecord.tmp-999999999-00ab'
+: > 'globbed/.a*-00000-of-00002.tfrecord.tmp-999999998-01'
+out=$("$S" convert folder.json --out globbed --prefix 'a*' --quiet) || fail "convert --prefix 'a*': $out"
+[ -e 'globbed/.abc-00000-of-00001.tfrecord.tmp-999999999-00ab' ] || fail "--prefix 'a*' swept abc's temporary"
+[ ! -e 'globbed/.a*-00000-of-00002.tfrecord.tmp-999999998-01' ] || fail "--prefix 'a*' left its own dead temporary"
+[ -e 'globbed/a*-00000-of-00001.tfrecord' ] || fail "--prefix 'a*' wrote: $(ls -a globbed)"
 echo "ok"
