@@ -8,7 +8,7 @@ read that the block device delivered (from a trace), and the speed-up over the s
 and knob parts. Prints one JSON document on stdout and a Markdown table on stderr.
 
 usage: bench/advice_bench.py SLUICE [--only NAME,...] [--seconds S] [--measure S] [--out BENCHMARKS.md]
-       bench/advice_bench.py --section RESULT.json [--out BENCHMARKS.md]
+       bench/advice_bench.py --section RESULT.json [RESULT.json ...] [--out BENCHMARKS.md]
   e.g. bench/advice_bench.py build/sluice --only folder,tabular
 --out splices the section "## Advice that holds" into that file; --section renders a saved JSON result.
 """
@@ -91,35 +91,48 @@ def optimize(sluice, spec_path, workdir, tag, seconds, measure):
     d = json.loads(r.stdout)
     keep = ("baseline", "fused_baseline", "predicted", "measured", "prediction_error", "speedup", "speedup_fusion",
             "speedup_knobs", "limit", "model_cpu_per_element", "measured_cpu_per_element", "other_load",
-            "predicted_cores", "kept_input", "fused")
+            "predicted_cores", "kept_input", "fused", "input_cpu_traced", "input_cpu_checked", "machine_speed_change")
     return {k: d.get(k) for k in keep}
 
 
 HEAD = "## Advice that holds"
 
 
-def section(out):
-    """BENCHMARKS.md's section from a result (its "meta": when, which commit, the load)."""
+def section(outs):
+    """BENCHMARKS.md's section from one result or several (each with its "meta": when, which commit, the load): the
+    table is of the last; with several, the predicted / measured columns give every run's figure, in order."""
+    if isinstance(outs, dict):
+        outs = [outs]
+    out = outs[-1]
     m = out.get("meta", {})
+    runs = "; ".join("%s at commit %s (load average at the end %s)" % (x.get("meta", {}).get("date", "?"),
+                                                                       x.get("meta", {}).get("commit", "?"),
+                                                                       x.get("meta", {}).get("load", "?"))
+                     for x in outs)
     L = [HEAD + " (issue 48, `bench/advice_bench.py`)\n",
          "`sluice optimize` (`--seconds %s --measure %s`) of an image folder in the page cache (1,000 JPEGs in 10 "
-         "classes, torchvision's ImageFolder layout, read once first) and of the suite's pipelines with a repeat "
-         "after their files op, alone and then beside one steady CPU hog (`yes > /dev/null`). Predicted / measured "
+         "classes, torchvision's ImageFolder layout, read once first; its spec has no repeat: 31 batches an epoch, "
+         "which optimize traces and measures repeated) and of the suite's pipelines with a repeat after their files "
+         "op, alone and then beside one steady CPU hog (`yes > /dev/null`). Predicted / measured "
          "is optimize's own prediction against its own final measured run of the plan (targets: within 10%% alone, "
          "within 15%% beside the hog); the limit it names (the folder's must be cpu: its bytes came from the page "
          "cache); the share of the bytes read that the block device delivered (a 2 s trace's device_read_bytes over "
-         "its ops' disk_bytes); the speed-up over the spec as written with its fusion and knob parts. Measured %s at "
-         "commit %s; load average at the end %s. Command: `python3 bench/advice_bench.py build/sluice --out "
-         "BENCHMARKS.md`.\n" % (m.get("seconds", 3), m.get("measure", 3), m.get("date", "?"), m.get("commit", "?"),
-                                  m.get("load", "?")),
+         "its ops' disk_bytes); the speed-up over the spec as written with its fusion and knob parts. %s: %s. "
+         "Command: `python3 bench/advice_bench.py build/sluice --out BENCHMARKS.md` (`--section A.json B.json` "
+         "renders saved runs).\n" % (m.get("seconds", 3), m.get("measure", 3),
+                                      "Measured" if len(outs) == 1 else "Runs, in the order of the figures",
+                                      runs),
          "| pipeline | device share of reads | limit (alone / hog) | alone: predicted / measured | beside a hog: "
          "predicted / measured | other load seen (alone / hog) | speed-up over the spec as written (fusion x "
          "knobs), alone |",
          "| --- | ---: | --- | ---: | ---: | --- | --- |"]
     for n, r in out["pipelines"].items():
         def pm(c):
-            x = r.get(c, {})
-            return "%.3f" % (x["predicted"] / x["measured"]) if x.get("measured") else "error"
+            f = []
+            for x in outs:
+                y = x["pipelines"].get(n, {}).get(c, {})
+                f.append("%.3f" % (y["predicted"] / y["measured"]) if y.get("measured") else "error")
+            return ", ".join(f)
 
         def ol(c):
             x = r.get(c, {}).get("other_load")
@@ -132,13 +145,36 @@ def section(out):
             "%.2fx (%.2f x %.2f)" % (al["speedup"], al["speedup_fusion"], al["speedup_knobs"])
             if al.get("speedup") else "error"))
     L.append("")
+    # The misses taken apart (last run): throughput = cores used / CPU per element, so predicted / measured is the
+    # cores the model counted on over those the run used, times the CPU per element the run spent over the model's.
+    rows = []
+    for n, r in out["pipelines"].items():
+        for c in ("alone", "hog"):
+            x = r.get(c, {})
+            if not (x.get("measured") and x.get("model_cpu_per_element") and x.get("measured_cpu_per_element")):
+                continue
+            pm = x["predicted"] / x["measured"]
+            cpu = x["measured_cpu_per_element"] / x["model_cpu_per_element"]
+            inp = (x["input_cpu_checked"] / x["input_cpu_traced"]) if x.get("input_cpu_traced") and \
+                x.get("input_cpu_checked") else None
+            rows.append("| %s | %s | %.3f | %.3f | %.3f | %s |" % (n, c, pm, pm / cpu, cpu,
+                                                                   "-" if inp is None else "%.3f" % inp))
+    if rows and all(x.get("pipelines") for x in outs):
+        L += ["Taken apart (the last run): throughput is cores used / CPU per element, so predicted / measured is "
+              "the cores the model counted on over those the run kept busy, times the CPU per element the run "
+              "spent over the model's. The input's column is the same work (the spec as optimize traced it) in its "
+              "trace and in the final check's runs, which alternate with the plan's: how much the machine's speed "
+              "moved between the trace and the check.\n",
+              "| pipeline | condition | predicted / measured | cores: model / run | CPU per element: run / model | "
+              "the input's CPU per element: check / trace |",
+              "| --- | --- | ---: | ---: | ---: | ---: |"] + rows + [""]
     return L
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("sluice", nargs="?")
-    ap.add_argument("--section", default=None)
+    ap.add_argument("--section", nargs="+", default=None)
     ap.add_argument("--out", default=None)
     ap.add_argument("--only", default="")
     ap.add_argument("--seconds", type=float, default=3)
@@ -149,7 +185,7 @@ def main():
     sys.path.insert(0, os.path.join(TOP, "bench"))
     from sections.base import machine, splice_section
     if a.section:
-        L = section(json.load(open(a.section)))
+        L = section([json.load(open(f)) for f in a.section])
         if a.out:
             splice_section(a.out, L, HEAD)
         print("\n".join(L))

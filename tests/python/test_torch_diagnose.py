@@ -531,6 +531,21 @@ def planted_rates(monkeypatch, rate_of):
     return seen
 
 
+def test_check_runs_count_after_a_warmup(monkeypatch, nothing_left):
+    # Every loader run of the check counts from WARMUP after its first batch (workers started beside other load
+    # deliver their first batches over that time), as the bench's grid counts; the up-front words count it.
+    import sluice.torch.check as ck
+    warm = []
+
+    def fake(loader, seconds, warmup=0.0):
+        warm.append(warmup)
+        return (60.0 if loader.num_workers else 50.0) * seconds, seconds
+    monkeypatch.setattr(ck, "measure_loader", fake)
+    r = st.diagnose(planted("few_workers", workers=0), seconds=0.5, cores=4, quiet=True)
+    assert r.to_dict()["check"]["rounds"] == ck.ROUNDS
+    assert ck.WARMUP > 0 and len(warm) >= 2 * ck.ROUNDS and all(w == ck.WARMUP for w in warm), warm
+
+
 def test_a_proposal_that_measures_slower_is_not_recommended(monkeypatch, nothing_left):
     # The model proposes workers for a num_workers=0 loader of CPU-heavy samples (4 cores of budget: about 4x); the
     # planted measurement has them slower than the loader as given: nothing is recommended, and the report says why

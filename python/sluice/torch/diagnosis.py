@@ -78,8 +78,8 @@ def _plan_words(loader, seconds, spec_seconds, check_seconds):
     spec_s = default_spec_seconds(seconds) if spec_seconds is None else spec_seconds
     check_s = default_check_seconds(seconds) if check_seconds is None else check_seconds
     # contenders: as given, the proposal, beside other load a worker more, the spec in sluice; a run lasts up to
-    # twice check_s to count its batches
-    runs = _ck.ROUNDS * 4 * 2 * check_s
+    # twice check_s to count its batches, a loader's after a warm-up
+    runs = _ck.ROUNDS * 4 * 2 * check_s + _ck.ROUNDS * 3 * _ck.WARMUP
     # the no-workers probe: 0.6 s of fetch and its gaps, the fork; the hand-off probe: a run with one worker
     probe = 1.5 if loader.num_workers > 0 else _probe.HANDOFF_MAX_SECONDS
     most = seconds + probe + 2 * spec_s + runs

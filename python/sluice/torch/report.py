@@ -295,7 +295,8 @@ class Report:
                 contenders["sluice"] = _ck.pipeline_contender(sluice_p)
             startup = d["measured"]["startup_seconds"] or 0.0
             run = max(check_s, _ck.MIN_RUN_BATCHES / measured) if measured > 0 else 2 * check_s
-            est = _ck.ROUNDS * len(contenders) * (min(run, 2 * check_s) + startup)
+            loaders = len(contenders) - ("sluice" in contenders)
+            est = _ck.ROUNDS * (len(contenders) * (min(run, 2 * check_s) + startup) + loaders * _ck.WARMUP)
             self._say(f"measuring {', '.join(contenders)}: {_ck.ROUNDS} rounds of {check_s:.3g} s runs, about "
                       f"{est:.0f} s with the start-ups")
         rates, failed, counts = _ck.run_rounds(contenders, check_s, _ck.ROUNDS, self._say) if contenders else \
