@@ -167,7 +167,8 @@ def main():
     a = ap.parse_args()
     cores = len(os.sched_getaffinity(0))
     a.max_workers = a.max_workers or cores + 1
-    out = {"torch": torch.__version__, "cores": cores, "seconds": a.seconds, "diag_seconds": a.diag_seconds,
+    out = {"torch": torch.__version__, "cores": cores, "max_workers": a.max_workers, "seconds": a.seconds,
+           "diag_seconds": a.diag_seconds,
            "rounds": a.rounds, "batch": a.batch, "hog": a.hog, "load_before": os.getloadavg()[0], "loaders": {}}
     hog = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if a.hog else None
     try:

@@ -14,7 +14,7 @@ def section(td):
          "each, medians); torch %s; load average %s before. Rates in batches/s. Targets (issue 48): recommended >= 0.9 "
          "of the grid's best and >= 1.0 of the loader as given; predicted within 20%% of measured.\n" % (
              f(td["diag_seconds"], 0), td.get("batch", 64), ", beside one steady CPU hog" if td.get("hog") else "",
-             td["cores"] + 1, td["rounds"], f(td["seconds"], 0), td["torch"], f(td.get("load_before"), 1)),
+             td.get("max_workers") or td["cores"] + 1, td["rounds"], f(td["seconds"], 0), td["torch"], f(td.get("load_before"), 1)),
          "| loader | planted | named | proposed (workers) | check: measured / given (predicted) | recommended "
          "(workers, prefetch) | measured | as given | best grid point | recommended / best | recommended / given | "
          "predicted / measured | diagnose wall s | tracing cost |",
