@@ -101,7 +101,6 @@ assert r["kept_input"] or r["measured"] >= 0.97 * r["baseline"], r
 t = json.load(open(sys.argv[2]))
 assert "repeat" not in [o["op"] for o in t["ops"]], t["ops"]
 P
-if grep -q ' 0\.0 elem/s' "$D/oe.err"; then cat "$D/oe.err"; fail "a run of the 31-batch input read nothing"; fi
 # An input whose trace does not end but whose plan's runs do: a cache before the repeat makes the plan read the 40
 # epochs of 40 lines in a fraction of a run (imagenet-cacheable's 5 epochs lasted 0.26 s of a 2 s run after its
 # cache filled in the warm-up); such a run is taken again repeated, and so is every later one.
