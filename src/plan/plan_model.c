@@ -300,7 +300,7 @@ static void model_residual(sl_plan *P, const sl_trace *t) {
     bool core = o->runq >= 0 ? o->runq > 0.2 * o->c + 2e-6 * o->V : o->busy_wall > 1.2 * o->c + 2e-6 * o->V;
     o->waits = o->tt > 1.0001 * o->c + 1e-12 ? SL__WAIT_IO : core && o->c > 0 ? SL__WAIT_CORE : SL__WAIT_NONE;
   }
-  P->resid = (t->process_cpu - sum) / P->N;
+  P->resid = t->has_resid ? t->resid : (t->process_cpu - sum) / P->N;
   if (!(P->resid > 0) || !isfinite(P->resid)) P->resid = 0;
   /* The ops' sampled CPU cannot exceed what the whole process spent: when it does (a sampled estimate biased up,
    * e.g. by clock reads around cheap calls), the ops' costs are scaled down to the process's. Otherwise the bound

@@ -28,6 +28,11 @@ struct sl_trace {
   int64_t device_bytes, read_chars;
   uint64_t elements;
   bool ended;
+  /* The consumer's CPU per output element outside the ops, when it was measured on another run than this trace's
+   * (the planner's costs refreshed from a run of a plan, plan_optimize.c): the model takes it as it is instead of
+   * process_cpu less the ops' CPU. Not serialised. */
+  bool has_resid;
+  double resid;
   int nops;
   sl__trace_op *ops;
 };

@@ -122,6 +122,10 @@ ops = [o["op"] for o in t["ops"]]
 assert "cache" in ops and ops.count("repeat") == 1, ops
 assert [o for o in t["ops"] if o["op"] == "repeat"][0]["count"] == 40, t["ops"]
 P
+# The ops after a cache the plan adds are priced from the trace of the uncached input: the first run of the cached
+# plan prices them again, and the model is solved on those costs (before, only a plan off by 10% was).
+grep -q "the ops after the cache were priced from the uncached input: solved again on this run's costs (solve 2)" \
+  "$D/oc.err" || { cat "$D/oc.err"; fail "a cached plan priced from its run"; }
 # The online tuner: `run --tuner sluice` lists its changes (each with its reason) in --json and in the text.
 cat > "$D/spin4a.json" <<'J'
 {"name": "spin4a", "ops": [{"op": "range", "stop": 100000000},
