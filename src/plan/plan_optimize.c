@@ -67,6 +67,10 @@ static int copy_trace(sl_trace **out, const sl_trace *t) {
   if (rc) return rc;
   rc = sl_trace_from_json(out, js, strlen(js), "<trace>");
   sl__free(js);
+  if (!rc) { /* not in the JSON: a copy of refreshed costs keeps the run's consumer CPU */
+    (*out)->has_resid = t->has_resid;
+    (*out)->resid = t->resid;
+  }
   return rc;
 }
 
