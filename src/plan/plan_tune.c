@@ -72,6 +72,17 @@ struct sl_tuner {
   /* Each op's time to first byte and one stream's bandwidth when its read-ahead was last set (net_step; -1: not
    * yet); the bandwidth INFINITY when too fast to time. */
   double *net_lat, *net_bw;
+  /* The first window's start, taken on the caller's thread before the tuner thread runs (a thread scheduled late
+   * would start its window after the counts it needed, and a consumer that then stopped pulling left it unsolved
+   * for good): each op's counters and timed elements, the wall time, process CPU, load and I/O. The tuner thread
+   * owns them from its start. */
+  sl_op_stats *base0;
+  uint64_t *timed00;
+  uint64_t tw0;
+  double cw0;
+  sl__load_snap lw0;
+  int64_t dw0, chw0;
+  bool iow0;
 };
 
 #define SL__TUNE_REJ 4
@@ -651,22 +662,18 @@ static bool first_ready(const sl_tuner *a, sl_op_stats *now, const sl_op_stats *
 static void *tune_main(void *arg) {
   sl_tuner *a = arg;
   size_t n = (size_t)a->nops;
-  sl_op_stats *base = sl__calloc(n, sizeof *base), *now = sl__calloc(n, sizeof *now);
-  uint64_t *timed0 = sl__calloc(n, sizeof *timed0); /* each op's timed elements at the window's start */
+  sl_op_stats *base = a->base0, *now = sl__calloc(n, sizeof *now);
+  uint64_t *timed0 = a->timed00; /* each op's timed elements at the window's start */
+  a->base0 = NULL, a->timed00 = NULL;
   double interval = a->opts.interval > 0 ? a->opts.interval : 1.0;
   int root = sl__pipeline_root(a->p)->index;
-  uint64_t tw = sl__now_ns();
-  double cw = proc_cpu_now();
-  sl__load_snap lw, l1;
-  sl__load_snap_take(&lw);
-  int64_t dw = 0, chw = 0, d1 = 0, ch1 = 0;
-  bool iow = sl__proc_io(&dw, &chw);
-  if (base && timed0) {
-    for (int i = 0; i < a->nops; i++) sl_pipeline_op_stats(&base[i], a->p, i);
-    timed_snap(a, timed0);
-  }
+  uint64_t tw = a->tw0;
+  double cw = a->cw0;
+  sl__load_snap lw = a->lw0, l1;
+  int64_t dw = a->dw0, chw = a->chw0, d1 = 0, ch1 = 0;
+  bool iow = a->iow0;
   pthread_mutex_lock(&a->mu);
-  while (!a->stop && base && now && timed0) {
+  while (!a->stop && now) {
     uint64_t until = sl__now_ns() + (uint64_t)(interval * 1e9);
     bool early = false; /* the first window's counts sufficed before the interval ended */
     while (!a->stop && sl__now_ns() < until) {
@@ -735,8 +742,10 @@ int sl_pipeline_tune(sl_tuner **out, sl_pipeline *p, const sl_tune_opts *opts) {
   a->pend_par = sl__calloc((size_t)a->nops, 4 * sizeof *a->pend_par); /* pend_par, pend_buf, tgt_par, tgt_buf */
   a->rej = sl__calloc((size_t)a->nops, 2 * SL__TUNE_REJ * sizeof *a->rej);
   a->net_lat = sl__calloc((size_t)a->nops, 2 * sizeof *a->net_lat); /* net_lat, then net_bw */
+  a->base0 = sl__calloc((size_t)a->nops, sizeof *a->base0);
+  a->timed00 = sl__calloc((size_t)a->nops, sizeof *a->timed00);
   int rc = !a->spec || !a->origin || !a->c_solved || !a->c_prev || !a->trial_par || !a->pend_par || !a->rej ||
-                   !a->net_lat
+                   !a->net_lat || !a->base0 || !a->timed00
                ? sl__oom("the tuner")
                : 0;
   if (!rc) {
@@ -762,6 +771,12 @@ int sl_pipeline_tune(sl_tuner **out, sl_pipeline *p, const sl_tune_opts *opts) {
     pthread_cond_init(&a->cv, NULL);
     atomic_init(&a->solves, 0);
     a->t0 = sl__now_ns();
+    for (int i = 0; i < a->nops; i++) sl_pipeline_op_stats(&a->base0[i], p, i);
+    timed_snap(a, a->timed00);
+    a->tw0 = sl__now_ns();
+    a->cw0 = proc_cpu_now();
+    sl__load_snap_take(&a->lw0);
+    a->iow0 = sl__proc_io(&a->dw0, &a->chw0);
     if (pthread_create(&a->thread, NULL, tune_main, a)) {
       pthread_mutex_destroy(&a->mu);
       pthread_cond_destroy(&a->cv);
@@ -777,6 +792,8 @@ int sl_pipeline_tune(sl_tuner **out, sl_pipeline *p, const sl_tune_opts *opts) {
     sl__free(a->pend_par);
     sl__free(a->rej);
     sl__free(a->net_lat);
+    sl__free(a->base0);
+    sl__free(a->timed00);
     sl__free(a);
     return rc;
   }
