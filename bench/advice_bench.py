@@ -83,6 +83,15 @@ def device_share(sluice, spec_path, workdir, tag):
     return None if dev is None or not read else min(dev / read, 1.0)
 
 
+def mem_probe(sluice):
+    """The machine's memory speed now (M dependent random reads a second, build/mem_probe), or None."""
+    exe = os.path.join(os.path.dirname(sluice), "mem_probe")
+    if not os.access(exe, os.X_OK):
+        return None
+    r = run([exe, "1"], timeout=60)
+    return float(r.stdout.split()[0]) if r.returncode == 0 and r.stdout else None
+
+
 def optimize(sluice, spec_path, workdir, tag, seconds, measure):
     r = run([sluice, "optimize", spec_path, "-o", os.path.join(workdir, tag + ".tuned.json"), "--json", "--quiet",
              "--seconds", str(seconds), "--measure", str(measure)], timeout=3600)
@@ -157,17 +166,21 @@ def section(outs):
             cpu = x["measured_cpu_per_element"] / x["model_cpu_per_element"]
             inp = (x["input_cpu_checked"] / x["input_cpu_traced"]) if x.get("input_cpu_traced") and \
                 x.get("input_cpu_checked") else None
-            rows.append("| %s | %s | %.3f | %.3f | %.3f | %s |" % (n, c, pm, pm / cpu, cpu,
-                                                                   "-" if inp is None else "%.3f" % inp))
+            mp = x.get("mem_probe") or [None, None]
+            rows.append("| %s | %s | %.3f | %.3f | %.3f | %s | %s |" % (
+                n, c, pm, pm / cpu, cpu, "-" if inp is None else "%.3f" % inp,
+                "%.3f (%.2f, %.2f M/s)" % (mp[0] / mp[1], mp[0], mp[1]) if mp[0] and mp[1] else "-"))
     if rows and all(x.get("pipelines") for x in outs):
         L += ["Taken apart (the last run): throughput is cores used / CPU per element, so predicted / measured is "
               "the cores the model counted on over those the run kept busy, times the CPU per element the run "
               "spent over the model's. The input's column is the same work (the spec as optimize traced it) in its "
               "trace and in the final check's runs, which alternate with the plan's: how much the machine's speed "
-              "moved between the trace and the check.\n",
+              "moved between the trace and the check. The memory column is `build/mem_probe` (a 1 s pointer chase "
+              "through 64 MiB: dependent random reads a second) just before optimize over just after it: above 1, "
+              "memory was slower at the end, when the final check ran, than when the input was traced.\n",
               "| pipeline | condition | predicted / measured | cores: model / run | CPU per element: run / model | "
-              "the input's CPU per element: check / trace |",
-              "| --- | --- | ---: | ---: | ---: | ---: |"] + rows + [""]
+              "the input's CPU per element: check / trace | memory speed: before / after (reads a second) |",
+              "| --- | --- | ---: | ---: | ---: | ---: | ---: |"] + rows + [""]
     return L
 
 
@@ -213,7 +226,9 @@ def main():
                 hog = subprocess.Popen(["sh", "-c", "exec yes > /dev/null"]) if cond == "hog" else None
                 try:
                     log(n, cond)
+                    before = mem_probe(sluice)
                     res[cond] = optimize(sluice, specs[n], wd, "%s-%s" % (n, cond), a.seconds, a.measure)
+                    res[cond]["mem_probe"] = [before, mem_probe(sluice)]
                 finally:
                     if hog:
                         hog.kill()
