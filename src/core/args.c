@@ -91,7 +91,7 @@ int sl__get_bool(bool *out, const sl_args *a, const char *key) { return sl__get_
 
 int sl__get_str(const char **out, const sl_args *a, const char *key) {
   const sl__arg *e;
-  json_t *v, *own;
+  json_t *v = NULL, *own = NULL;
   int rc = entry(&e, a, key);
   if (rc || (rc = value_of(&v, &own, a, e, key))) return rc;
   if (own) *out = e->def; /* the table's text outlives every pipeline */

@@ -311,7 +311,7 @@ int sl_elem_set_tensor(sl_elem *e, const char *name, sl_dtype dt, int rank, cons
                        size_t off, const void *data) {
   if (dt == SL_BYTES) return sl__err(SL_EINVAL, "sl_elem_set_tensor: '%s' is bytes; use sl_elem_set_bytes", name);
   sl_comp tmp;
-  size_t bytes;
+  size_t bytes = 0;
   int rc = fill_shape(&tmp, name, dt, rank, shape, &bytes);
   if (rc) return rc;
   if (buf) {
@@ -341,7 +341,7 @@ int sl_elem_new_tensor(sl_elem *e, const char *name, sl_dtype dt, int rank, cons
                        void **data_out) {
   if (dt == SL_BYTES) return sl__err(SL_EINVAL, "sl_elem_new_tensor: '%s' is bytes", name);
   sl_comp tmp;
-  size_t bytes;
+  size_t bytes = 0;
   int rc = fill_shape(&tmp, name, dt, rank, shape, &bytes);
   if (rc) return rc;
   if (bytes > SL_INLINE_BYTES) {

@@ -374,7 +374,7 @@ static int crop_resize_px(sl_elem *e, const img_state *s, const sl_fn_call *call
 
 /* ---------------- random_resized_crop ---------------- */
 static int rrc_init(void **state, const sl_args *a, void *payload) {
-  img_state *s;
+  img_state *s = NULL;
   int rc = img_state_new(&s, a, "image", "random_resized_crop");
   if (rc) return rc;
   int ns = 0, nr = 0;
@@ -488,7 +488,7 @@ static int resize_plain(sl_elem *e, const char *out, const sl_comp *img, int64_t
 }
 
 static int resize_init(void **state, const sl_args *a, void *payload) {
-  img_state *s;
+  img_state *s = NULL;
   int rc = img_state_new(&s, a, "image", "resize");
   if (rc) return rc;
   if ((rc = read_size(a, s, false)) || (rc = sl__get_int(&s->shorter, a, "shorter_side")) ||
@@ -556,7 +556,7 @@ void sl__copy_window(const uint8_t *src, int64_t H, int64_t W, size_t px, const 
 }
 
 static int cc_init(void **state, const sl_args *a, void *payload) {
-  img_state *s;
+  img_state *s = NULL;
   int rc = img_state_new(&s, a, "image", "center_crop");
   if (rc) return rc;
   if ((rc = read_size(a, s, false)) || (rc = sl__get_num(&s->fraction, a, "fraction"))) goto fail;
@@ -600,7 +600,7 @@ static int cc_call(void *st, sl_elem *e, sl_fn_call *call) {
 
 /* ---------------- random_flip (horizontal; boxes follow) ---------------- */
 static int flip_init(void **state, const sl_args *a, void *payload) {
-  img_state *s;
+  img_state *s = NULL;
   int rc = img_state_new(&s, a, "image", "random_flip");
   if (rc) return rc;
   const char *inv;

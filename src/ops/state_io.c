@@ -91,7 +91,7 @@ int sl__sr_u64(sl__sr *r, uint64_t *v, const char *what) {
 }
 
 int sl__sr_str(sl__sr *r, char *buf, size_t n, const char *what) {
-  uint64_t len;
+  uint64_t len = 0;
   int rc = sl__sr_u64(r, &len, what);
   if (rc) return rc;
   if (len >= n || len > r->n - r->at)
@@ -104,7 +104,7 @@ int sl__sr_str(sl__sr *r, char *buf, size_t n, const char *what) {
 }
 
 int sl__sr_index(sl__sr *r, int64_t *pos, int64_t n, const sl__op *op, const char *what) {
-  uint64_t v;
+  uint64_t v = 0;
   int rc = sl__sr_u64(r, &v, what);
   if (rc) return rc;
   if (v > (uint64_t)n)
@@ -135,7 +135,7 @@ static int sr_ref_depth(sl__sr *r, sl_eref *out, int depth) {
     int rc;
     if ((out->nstamp & (1u << k)) && (rc = sl__sr_u64(r, &out->stamp[k], "a ref's stamp"))) return rc;
   }
-  uint64_t nm;
+  uint64_t nm = 0;
   int rc = sl__sr_u64(r, &nm, "a batch's member count");
   if (rc) return rc;
   if (!nm) return 0;
@@ -157,7 +157,7 @@ int sl__sr_ref(sl__sr *r, sl_eref *out) { return sr_ref_depth(r, out, 0); }
 
 int sl__state_head(sl__it *it, bool *has_input) {
   sl__sr *r = sl__t_restore;
-  uint64_t idx, ep, in = 0;
+  uint64_t idx = 0, ep = 0, in = 0;
   int rc;
   if ((rc = sl__sr_u64(r, &idx, "an op's record")) || (rc = sl__sr_u64(r, &ep, "an op's epoch")) ||
       (has_input && (rc = sl__sr_u64(r, &in, "an op's record"))))
