@@ -68,7 +68,7 @@ static void columns(sl__html *h, const char *cls, const char *aria, char labels[
   for (size_t i = 0; i < n; i++) {
     double hgt = (y1 - y0) * v[i] / hi, x = x0 + bw * (double)i;
     char tip[24 + 2 + 320]; /* a label, ": ", and room for any %.0f */
-    snprintf(tip, sizeof tip, "%s: %.0f", labels[i], v[i]);
+    snprintf(tip, sizeof tip, "%.23s: %.0f", labels[i], v[i]); /* a label is at most 23 */
     sl__h_raw(h, "<g class=\"bin\">\n");
     sl__svg_rect(h, x + bw * 0.1, y1 - hgt, bw * 0.8, hgt, "#6b8fc7", tip);
     if (v[i] > 0) {
