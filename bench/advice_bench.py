@@ -72,6 +72,20 @@ def folder_spec(sluice):
         {"op": "batch", "size": 32, "drop_remainder": True}]}
 
 
+def names_of(only):
+    """The pipelines this bench runs, or those of them named in `only` (comma-separated)."""
+    names = ["folder"] + SUITE
+    return [n for n in names if n in only.split(",")] if only else names
+
+
+def spec_of(sluice, name):
+    """The spec of pipeline `name` as this bench runs it (its data made when missing)."""
+    if name == "folder":
+        return folder_spec(sluice)
+    ensure_data(sluice, name)
+    return with_repeat(json.load(open(os.path.join(TOP, "bench/pipelines", name + ".json"))))
+
+
 def device_share(sluice, spec_path, workdir, tag):
     tr = os.path.join(workdir, tag + ".trace.json")
     r = run([sluice, "trace", spec_path, "-o", tr, "--seconds", "2", "--quiet", "--repeat"], timeout=600)
@@ -206,20 +220,13 @@ def main():
     if not a.sluice:
         ap.error("SLUICE is required")
     sluice = os.path.abspath(a.sluice)
-    names = ["folder"] + SUITE
-    if a.only:
-        names = [n for n in names if n in a.only.split(",")]
+    names = names_of(a.only)
     out = {"pipelines": {}}
     with tempfile.TemporaryDirectory(prefix="advice-bench-") as wd:
         specs = {}
         for n in names:
-            if n == "folder":
-                spec = folder_spec(sluice)
-            else:
-                ensure_data(sluice, n)
-                spec = with_repeat(json.load(open(os.path.join(TOP, "bench/pipelines", n + ".json"))))
             specs[n] = os.path.join(wd, n + ".json")
-            json.dump(spec, open(specs[n], "w"))
+            json.dump(spec_of(sluice, n), open(specs[n], "w"))
         for n in names:
             res = {"device_share": device_share(sluice, specs[n], wd, n)}
             for cond in ("alone", "hog"):

@@ -141,6 +141,12 @@ typedef struct sl_optimize_result {
    * the three; not checked: their traces). The speed-up over the spec as written is measured / baseline, of which
    * fused_baseline / baseline came from fusion and measured / fused_baseline from the knobs. 0 without fusion. */
   double fused_baseline;
+  /* checked: the lowest and highest throughput of the final plan's runs whose median is `measured`, and the rounds
+   * each side ran (3, two more at a time while some side's runs spread more than 10%, at most 5): how far this
+   * machine moved one configuration from run to run, which bounds how close any prediction can come. 0: not
+   * checked. */
+  double measured_lo, measured_hi;
+  int check_rounds;
 } sl_optimize_result;
 /* Cores other processes must keep busy during a trace for the prediction to count on the cores they leave. */
 #define SL_PLAN_LOAD_CORES 0.25

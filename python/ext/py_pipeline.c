@@ -303,14 +303,16 @@ static PyObject *Pipeline_optimize(PipelineObject *self, PyObject *args, PyObjec
   Py_END_ALLOW_THREADS
   if (rc) return sl__py_raise_msg(rc == SL_EINVAL ? sl__py_SpecError : sl__py_Error, rc, msg);
   self->readonly = has_cache(self->p);
-  PyObject *r = Py_BuildValue("{s:d,s:d,s:d,s:d,s:i,s:d,s:d,s:d,s:O,s:d,s:d,s:s,s:d,s:d,s:d,s:O}", "baseline", res.baseline,
+  PyObject *r = Py_BuildValue("{s:d,s:d,s:d,s:d,s:i,s:d,s:d,s:d,s:O,s:d,s:d,s:s,s:d,s:d,s:d,s:O,s:d,s:d,s:i}",
+                              "baseline", res.baseline,
                               "predicted", res.predicted, "measured", res.measured, "bound", res.bound, "rounds",
                               res.rounds, "other_load", res.other_load, "model_cpu", res.model_cpu, "measured_cpu",
                               res.measured_cpu, "kept_input", res.kept_input ? Py_True : Py_False, "input_cpu_traced",
                               res.input_cpu_traced, "input_cpu_checked", res.input_cpu_checked, "report",
                               report ? report : "{}", "predicted_all_cores", res.predicted_all, "predicted_cores",
                               res.predicted_cores, "trace_cores", res.trace_cores, "cores_from_run",
-                              res.cores_from_run ? Py_True : Py_False);
+                              res.cores_from_run ? Py_True : Py_False, "measured_min", res.measured_lo,
+                              "measured_max", res.measured_hi, "check_rounds", res.check_rounds);
   sl_free(report);
   return r;
 }

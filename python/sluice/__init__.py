@@ -310,6 +310,9 @@ class Pipeline(_sluice.Pipeline):
         - ``bottleneck``: the sentence naming the op that limits the pipeline and why; ``limit``: what binds the
           bound (``"cpu"``, ``"disk"``, ...); ``sentences``: the analyzer's sentences (bottleneck, bound, plan);
           ``whatif``: the bound with one more core, without a cache, with more memory;
+        - ``measured_min`` and ``measured_max``: the slowest and fastest of the runs ``measured`` is the median
+          of, and ``check_rounds``, how many (3, or 5 when their first three spread more than 10%): how far this
+          machine moves one configuration from run to run (0 when not measured);
         - ``rounds``, ``model_cpu`` and ``measured_cpu`` (seconds per element), ``other_load``, ``kept_input``,
           and ``spec``, the tuned spec."""
         summary = self._optimize(seconds=seconds, cores=cores, consumer_cores=consumer_cores, memory=memory,

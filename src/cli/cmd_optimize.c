@@ -90,7 +90,8 @@ static void print_json(FILE *sum, const char *spec, const char *out, const sl_op
                "\"core_share\": %.4f, \"input_cpu_traced\": %.9f, \"input_cpu_checked\": %.9f, "
                "\"machine_speed_change\": %.4f, \"predicted_all_cores\": %.3f, \"predicted_cores\": %.3f, "
                "\"predicted_cores_from\": \"%s\", \"trace_cores\": %.3f, \"baseline_is\": \"the spec as written\", "
-               "\"fused_baseline\": %.3f, \"speedup_fusion\": %.4f, \"speedup_knobs\": %.4f}\n",
+               "\"fused_baseline\": %.3f, \"speedup_fusion\": %.4f, \"speedup_knobs\": %.4f, \"measured_min\": %.3f, "
+               "\"measured_max\": %.3f, \"check_rounds\": %d}\n",
           r->baseline, r->bound, r->predicted, r->measured,
           r->measured > 0 && r->predicted > 0 ? r->measured / r->predicted - 1 : 0, speedup, r->rounds,
           sl_plan_limit(pl), r->other_load, r->model_cpu, r->measured_cpu, r->measure_other_load,
@@ -99,7 +100,7 @@ static void print_json(FILE *sum, const char *spec, const char *out, const sl_op
           r->bound_from_run ? "true" : "false", r->fused ? "true" : "false", r->fused_cpu, r->unfused_cpu,
           r->core_share, r->input_cpu_traced, r->input_cpu_checked, speed_change(r), r->predicted_all,
           r->predicted_cores, r->cores_from_run ? "measured run" : "trace", r->trace_cores, r->fused_baseline,
-          speedup_fusion(r), speedup_knobs(r));
+          speedup_fusion(r), speedup_knobs(r), r->measured_lo, r->measured_hi, r->check_rounds);
 }
 
 /* The summary in text: the notes, the figures and what they mean. */
@@ -135,9 +136,13 @@ static void print_text(FILE *sum, const sl_optimize_result *r, const sl_plan *pl
   else
     fprintf(sum, "predicted:  %10.1f elem/s\n", r->predicted);
   if (r->measured > 0) {
-    fprintf(sum, "measured:   %10.1f elem/s (%+.1f%% vs predicted, %d solve%s%s)\n", r->measured,
-            100.0 * (r->measured / r->predicted - 1), r->rounds, r->rounds > 1 ? "s" : "",
-            r->checked ? "; median of alternating runs" : "");
+    fprintf(sum, "measured:   %10.1f elem/s (%+.1f%% vs predicted, %d solve%s", r->measured,
+            100.0 * (r->measured / r->predicted - 1), r->rounds, r->rounds > 1 ? "s" : "");
+    if (r->checked && r->check_rounds > 0)
+      fprintf(sum, "; median of %d alternating runs, which ran %.1f-%.1f: %.0f%% apart on this machine",
+              r->check_rounds, r->measured_lo, r->measured_hi,
+              r->measured_lo > 0 ? 100.0 * (r->measured_hi / r->measured_lo - 1) : 0.0);
+    fprintf(sum, ")\n");
     fprintf(sum, "speed-up:   %10.2fx over the input spec as written (measured)", speedup);
     if (r->fused && r->fused_baseline > 0)
       fprintf(sum, ": %.2fx from fusion, %.2fx from the knobs", speedup_fusion(r), speedup_knobs(r));
@@ -149,19 +154,11 @@ static void print_text(FILE *sum, const sl_optimize_result *r, const sl_plan *pl
             r->model_cpu * 1e6, r->measured_cpu * 1e6,
             r->model_cpu > 0 ? 100.0 * (r->measured_cpu / r->model_cpu - 1) : 0.0);
     double sc = speed_change(r);
-    if (fabs(sc) >= SPEED_NOTE) {
-      /* At the final runs' speed: a CPU-limited plan's throughput scales with the machine's speed. */
-      const char *lim = sl_plan_limit(pl);
-      bool cpu_set = !strcmp(lim, "cpu") || !strcmp(lim, "sequential") || !strcmp(lim, "serial");
+    if (fabs(sc) >= SPEED_NOTE)
       fprintf(sum, "machine:    the input spent %.1f us of CPU per element in these runs, %.1f in its trace (%+.1f%%): "
-                   "the same work, so the machine ran %s than when the plan was made (or the input's own threads spent %s)",
+                   "the machine ran it %s than when the plan was made (or its own threads spent %s)\n",
               r->input_cpu_checked * 1e6, r->input_cpu_traced * 1e6, 100 * sc, sc > 0 ? "slower" : "faster",
               sc > 0 ? "more" : "less");
-      if (cpu_set && r->measured > 0)
-        fprintf(sum, "; at this speed the prediction is %.1f elem/s (measured %+.1f%%)",
-                r->predicted / (1 + sc), 100.0 * (r->measured * (1 + sc) / r->predicted - 1));
-      fprintf(sum, "\n");
-    }
   } else {
     fprintf(sum, "speed-up:   %10.2fx over the input spec as written (predicted; not measured)", speedup);
     if (r->fused && r->fused_baseline > 0)

@@ -23,6 +23,14 @@
 
 /* Runs each of the plan and the input makes in `sluice optimize`'s final comparison. */
 #define SL__PLAN_CHECK_ROUNDS 3
+/* ... and up to this many when its first rounds of one side spread more than SL__PLAN_CHECK_SPREAD (the highest
+ * over the lowest, minus 1): on this project's 2-vCPU VM one plan's CPU per element moved 1.34x between 2 s runs
+ * on a quiet machine (docs/planner.md, "machine"), so a median of 3 can sit on a burst. */
+#define SL__PLAN_CHECK_MAX_ROUNDS 5
+#define SL__PLAN_CHECK_SPREAD 0.10
+/* Whether the rounds so far (throughputs r[s][0..k) of n sides) call for more: some side's runs spread more than
+ * SL__PLAN_CHECK_SPREAD. */
+bool sl__plan_check_spread(const double (*r)[SL__PLAN_CHECK_MAX_ROUNDS], int n, int k);
 /* The process CPU seconds per output element a trace spent; 0 when it saw none. */
 double sl__plan_trace_cpu(const sl_trace *t);
 /* The median of v[0..n) (sorted in place); 0 for n = 0. */

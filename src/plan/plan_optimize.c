@@ -327,18 +327,42 @@ static int long_enough(sl_trace **t0, bool *rep, sl_pipeline *p, const sl_optimi
 }
 
 /* Runs each of the n pipelines q[] `rounds` times, alternating (a shared machine's load drifts: alternation spreads
- * it over all of them; each round starts with the next one), each for `secs` after a warm-up; the medians of their
- * throughputs into med[], and (each may be NULL) the least and the median process CPU per element the runs of each
- * spent. `names` (may be NULL) name them in the progress lines of opts. */
+ * it over all of them; each round starts with the next one), each for `secs` after a warm-up, and then two rounds
+ * more at a time, up to `max_rounds`, while some side's runs spread more than SL__PLAN_CHECK_SPREAD; the medians of
+ * their throughputs into med[], and (each may be NULL) the least and the median process CPU per element the runs
+ * of each spent, the lowest and highest throughput of each (range) and the rounds run (*ran). `names` (may be
+ * NULL) name them in the progress lines of opts. */
 #define SL__PLAN_MAX_SIDES 3
-static int alternate_n(double *med, sl_pipeline **q, int n, int rounds, double secs, const sl_machine *m, bool *rep,
-                       double *least_cpu, double *median_cpu, const sl_optimize_opts *opts, const char *const *names) {
-  double r[SL__PLAN_MAX_SIDES][9], c[SL__PLAN_MAX_SIDES][9];
-  if (rounds > 9) rounds = 9;
+typedef struct alt_out {
+  double least_cpu[SL__PLAN_MAX_SIDES], median_cpu[SL__PLAN_MAX_SIDES];
+  double lo[SL__PLAN_MAX_SIDES], hi[SL__PLAN_MAX_SIDES];
+  int rounds; /* run */
+} alt_out;
+
+bool sl__plan_check_spread(const double (*r)[SL__PLAN_CHECK_MAX_ROUNDS], int n, int k) {
+  for (int s = 0; s < n; s++) {
+    double lo = 0, hi = 0;
+    for (int j = 0; j < k; j++) {
+      if (j == 0 || r[s][j] < lo) lo = r[s][j];
+      if (j == 0 || r[s][j] > hi) hi = r[s][j];
+    }
+    if (k > 1 && (lo <= 0 ? hi > 0 : hi > (1 + SL__PLAN_CHECK_SPREAD) * lo)) return true;
+  }
+  return false;
+}
+
+static int alternate_n(double *med, sl_pipeline **q, int n, int rounds, int max_rounds, double secs,
+                       const sl_machine *m, bool *rep, alt_out *o, const sl_optimize_opts *opts,
+                       const char *const *names) {
+  double r[SL__PLAN_MAX_SIDES][SL__PLAN_CHECK_MAX_ROUNDS], c[SL__PLAN_MAX_SIDES][SL__PLAN_CHECK_MAX_ROUNDS];
+  if (max_rounds > SL__PLAN_CHECK_MAX_ROUNDS) max_rounds = SL__PLAN_CHECK_MAX_ROUNDS;
+  if (rounds > max_rounds) rounds = max_rounds;
   if (n > SL__PLAN_MAX_SIDES) n = SL__PLAN_MAX_SIDES;
-  if (least_cpu)
-    for (int s = 0; s < n; s++) least_cpu[s] = 0;
-  for (int k = 0; k < rounds; k++) {
+  alt_out local;
+  if (!o) o = &local;
+  memset(o, 0, sizeof *o);
+  int k = 0;
+  for (int want = rounds; k < want; k++) {
     for (int w = 0; w < n; w++) {
       int side = (k + w) % n;
       sl_trace *t = NULL;
@@ -347,15 +371,22 @@ static int alternate_n(double *med, sl_pipeline **q, int n, int rounds, double s
       r[side][k] = sl_trace_throughput(t);
       double cpu = sl__plan_trace_cpu(t);
       c[side][k] = cpu;
-      double *least = least_cpu ? &least_cpu[side] : NULL;
-      if (least && cpu > 0 && (*least == 0 || cpu < *least)) *least = cpu;
-      say(opts, "  round %d/%d: %s %.1f elem/s", k + 1, rounds, names ? names[side] : "run", r[side][k]);
+      if (cpu > 0 && (o->least_cpu[side] == 0 || cpu < o->least_cpu[side])) o->least_cpu[side] = cpu;
+      say(opts, "  round %d/%d: %s %.1f elem/s", k + 1, want, names ? names[side] : "run", r[side][k]);
       sl_trace_free(t);
     }
+    if (k + 1 == want && want + 2 <= max_rounds && sl__plan_check_spread((const double (*)[SL__PLAN_CHECK_MAX_ROUNDS])r, n,
+                                                                         want)) {
+      say(opts, "  the runs of one side spread more than %.0f%%: two rounds more", 100 * SL__PLAN_CHECK_SPREAD);
+      want += 2;
+    }
   }
+  o->rounds = k;
   for (int s = 0; s < n; s++) {
-    med[s] = sl__plan_median(r[s], rounds);
-    if (median_cpu) median_cpu[s] = sl__plan_median(c[s], rounds);
+    med[s] = sl__plan_median(r[s], k); /* sorts r[s] */
+    o->lo[s] = r[s][0];
+    o->hi[s] = r[s][k - 1];
+    o->median_cpu[s] = sl__plan_median(c[s], k);
   }
   return 0;
 }
@@ -365,9 +396,14 @@ static int alternate(double *ma, double *mb, sl_pipeline *a, sl_pipeline *b, int
                      const sl_optimize_opts *opts, const char *const names[2]) {
   sl_pipeline *q[2] = {a, b};
   double med[2] = {0, 0};
-  int rc = alternate_n(med, q, 2, rounds, secs, m, rep, least_cpu, median_cpu, opts, names);
+  alt_out o;
+  int rc = alternate_n(med, q, 2, rounds, rounds, secs, m, rep, &o, opts, names);
   *ma = med[0];
   *mb = med[1];
+  for (int s = 0; s < 2; s++) {
+    if (least_cpu) least_cpu[s] = o.least_cpu[s];
+    if (median_cpu) median_cpu[s] = o.median_cpu[s];
+  }
   return rc;
 }
 
@@ -700,7 +736,9 @@ static int opt_final_check(opt_run *r) {
   sl_pipeline *q = NULL;
   char *js = NULL;
   double secs = opts->measure_seconds / SL__PLAN_CHECK_ROUNDS;
-  double med[SL__PLAN_MAX_SIDES] = {0}, least[SL__PLAN_MAX_SIDES] = {0}, med_cpu[SL__PLAN_MAX_SIDES] = {0};
+  double med[SL__PLAN_MAX_SIDES] = {0};
+  alt_out o;
+  memset(&o, 0, sizeof o);
   int rc = sl_plan_spec_json(&js, r->plan);
   if (rc) return rc;
   rc = sl_pipeline_from_json(&q, js, strlen(js), sl__pipeline_origin(r->p));
@@ -714,8 +752,8 @@ static int opt_final_check(opt_run *r) {
   if (!rc) {
     say(opts, "final check: %s and the plan, alternating, %d runs of %.1f s each",
         three ? "the input as written, the input fused" : "the input", SL__PLAN_CHECK_ROUNDS, secs);
-    rc = alternate_n(med, sides + off, n, SL__PLAN_CHECK_ROUNDS, secs, &r->t0->machine, &r->rep, least, med_cpu, opts,
-                     three ? names : names2);
+    rc = alternate_n(med, sides + off, n, SL__PLAN_CHECK_ROUNDS, SL__PLAN_CHECK_MAX_ROUNDS, secs, &r->t0->machine,
+                     &r->rep, &o, opts, three ? names : names2);
   }
   sl_pipeline_free(q);
   if (rc) return rc;
@@ -726,14 +764,17 @@ static int opt_final_check(opt_run *r) {
   res->fused_baseline = three ? mi : 0;
   res->measured = mp;
   res->checked = true;
-  r->least_cpu[0] = least[ii];
-  r->least_cpu[1] = least[ip];
+  res->check_rounds = o.rounds;
+  res->measured_lo = o.lo[ip];
+  res->measured_hi = o.hi[ip];
+  r->least_cpu[0] = o.least_cpu[ii];
+  r->least_cpu[1] = o.least_cpu[ip];
   /* The CPU per element of the runs the measured throughput comes from. And the input's, against its own trace's:
    * the same work, so a change there is the machine's speed, not the plan's, and the prediction, made at the
    * trace's speed, is told apart from it. */
-  if (med_cpu[ip] > 0) res->measured_cpu = med_cpu[ip];
+  if (o.median_cpu[ip] > 0) res->measured_cpu = o.median_cpu[ip];
   res->input_cpu_traced = sl__plan_trace_cpu(r->t0);
-  res->input_cpu_checked = med_cpu[ii];
+  res->input_cpu_checked = o.median_cpu[ii];
   say(opts, "  medians: %s%.1f elem/s, the plan %.1f", three ? "as written " : "input ", res->baseline, mp);
   if (mp >= SL_PLAN_KEEP_RATIO * mi) return 0;
   sl_plan *in = NULL;
@@ -748,7 +789,9 @@ static int opt_final_check(opt_run *r) {
   sl_plan_free(r->plan);
   r->plan = in;
   res->measured = mi;
-  res->measured_cpu = med_cpu[ii] > 0 ? med_cpu[ii] : res->input_cpu_traced;
+  res->measured_lo = o.lo[ii];
+  res->measured_hi = o.hi[ii];
+  res->measured_cpu = o.median_cpu[ii] > 0 ? o.median_cpu[ii] : res->input_cpu_traced;
   res->measure_other_load = r->t0->machine.other_load;
   res->kept_input = true;
   r->least_cpu[1] = r->least_cpu[0]; /* the runs of the input are the runs of this plan */

@@ -72,6 +72,10 @@ assert r["kept_input"] or r["measured"] >= 0.97 * r["baseline"], r
 # the machine's change of speed: the input's CPU per element in its trace and in the alternating runs, both measured
 assert r["input_cpu_traced"] > 0 and r["input_cpu_checked"] > 0, r
 assert abs(r["machine_speed_change"] - (r["input_cpu_checked"] / r["input_cpu_traced"] - 1)) < 1e-3, r
+# the spread of the runs measured is the median of: 3 rounds, or 5 when the first three spread more than 10%
+assert r["check_rounds"] in (3, 5), r
+assert 0 < r["measured_min"] <= r["measured"] <= r["measured_max"], r
+assert r["check_rounds"] == 5 or r["measured_max"] <= 1.1 * r["measured_min"] * (1 + 1e-9), r
 t = json.load(open(sys.argv[2]))
 ops = [o["op"] for o in t["ops"]]
 assert "repeat" not in ops, ops
@@ -80,6 +84,8 @@ P
 "$CLI" optimize "$D/tiny.json" -o "$D/tuned2.json" --seconds 0.3 --measure 0.6 > "$D/o.txt" 2>&1
 grep -q 'too few elements to plan from: at least 32 needed' "$D/o.txt" || { cat "$D/o.txt"; fail "text names the repeat"; }
 grep -q 'median of runs alternating' "$D/o.txt" || { cat "$D/o.txt"; fail "text names the alternating runs"; }
+grep -Eq 'median of [35] alternating runs, which ran [0-9.]+-[0-9.]+: [0-9]+% apart' "$D/o.txt" ||
+  { cat "$D/o.txt"; fail "text gives the spread of the plan's runs"; }
 # A finite input long enough to plan from by its heavy op's elements (31 batches of 32 spins: at most 31 output
 # elements, never the 32 the output count asks) whose epoch ends within a run: every later trace and measured run
 # repeats it (before, the plan's 2 s runs of a 31-batch folder ended inside their warm-up, measured 0 elem/s, and

@@ -28,3 +28,13 @@ def test_an_unbatched_pipeline_counts_elements():
     del spec["ops"][2]
     s = sluice.Pipeline(spec).optimize(seconds=0.5, cores=2)
     assert s["unit"] == "elements/s" and s["examples_per_element"] == 1
+
+
+def test_a_measured_optimize_gives_the_spread_of_its_runs():
+    # measured is the median of the final check's runs (3, or 5 when the first three spread more than 10%); the
+    # slowest and fastest of them come with it, and are 0 when nothing was measured
+    s = sluice.Pipeline(batched()).optimize(seconds=0.3, cores=2, measure=0.6)
+    assert s["check_rounds"] in (3, 5), s
+    assert 0 < s["measured_min"] <= s["measured"] <= s["measured_max"], s
+    u = sluice.Pipeline(batched()).optimize(seconds=0.3, cores=2)
+    assert u["check_rounds"] == 0 and u["measured_min"] == 0 == u["measured_max"], u

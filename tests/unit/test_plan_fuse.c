@@ -536,9 +536,11 @@ static void test_optimize_speedup_over_written(void **st) {
   assert_true(res.fused);
   assert_true(res.checked);
   assert_true(res.baseline > 0 && res.fused_baseline > 0 && res.measured > 0);
-  /* three sides in the final check: the written input ran in each of its rounds */
+  /* three sides in the final check: the written input ran in each of its rounds (3, or 5 when some side's first
+   * three spread more than 10%) */
   assert_int_equal(pc.final_check, 1);
-  assert_int_equal(pc.written_rounds, 3);
+  assert_true(res.check_rounds == 3 || res.check_rounds == 5);
+  assert_int_equal(pc.written_rounds, res.check_rounds);
   assert_true(pc.lines > 8); /* the traces, the solve and every measured run are said */
   sl_pipeline_free(p);
   /* The crop kept apart: only the normalize writing into the batch's buffer is left to fuse, kept or not as it
@@ -546,7 +548,7 @@ static void test_optimize_speedup_over_written(void **st) {
   p = spec_pipeline("{\"op\": \"map\", \"fn\": \"random_resized_crop\", \"fuse\": false, \"args\": {\"size\": [32, 32]}}");
   memset(&pc, 0, sizeof pc);
   assert_int_equal(sl_pipeline_optimize(p, &oo), 0);
-  assert_int_equal(pc.written_rounds, res.fused ? 3 : 0);
+  assert_int_equal(pc.written_rounds, res.fused ? res.check_rounds : 0);
   assert_true(res.fused ? res.fused_baseline > 0 : res.fused_baseline == 0);
   assert_true(res.baseline > 0);
   assert_int_equal(pc.final_check, 1);
