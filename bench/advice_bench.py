@@ -107,15 +107,18 @@ def mem_probe(sluice):
 
 
 def optimize(sluice, spec_path, workdir, tag, seconds, measure):
-    r = run([sluice, "optimize", spec_path, "-o", os.path.join(workdir, tag + ".tuned.json"), "--json", "--quiet",
+    r = run([sluice, "optimize", spec_path, "-o", os.path.join(workdir, tag + ".tuned.json"), "--json",
              "--seconds", str(seconds), "--measure", str(measure)], timeout=3600)
     if r.returncode:
         return {"error": (r.stderr or r.stdout).strip().splitlines()[-1:]}
     d = json.loads(r.stdout)
     keep = ("baseline", "fused_baseline", "predicted", "measured", "prediction_error", "speedup", "speedup_fusion",
             "speedup_knobs", "limit", "model_cpu_per_element", "measured_cpu_per_element", "other_load",
-            "predicted_cores", "kept_input", "fused", "input_cpu_traced", "input_cpu_checked", "machine_speed_change")
-    return {k: d.get(k) for k in keep}
+            "predicted_cores", "kept_input", "fused", "input_cpu_traced", "input_cpu_checked", "machine_speed_change",
+            "measured_min", "measured_max", "check_rounds")
+    res = {k: d.get(k) for k in keep}
+    res["log"] = r.stderr.splitlines()  # its phases and every measured run: what a miss is taken apart from
+    return res
 
 
 HEAD = "## Advice that holds"
@@ -181,8 +184,11 @@ def section(outs):
             inp = (x["input_cpu_checked"] / x["input_cpu_traced"]) if x.get("input_cpu_traced") and \
                 x.get("input_cpu_checked") else None
             mp = x.get("mem_probe") or [None, None]
-            rows.append("| %s | %s | %.3f | %.3f | %.3f | %s | %s |" % (
-                n, c, pm, pm / cpu, cpu, "-" if inp is None else "%.3f" % inp,
+            lo, hi = x.get("measured_min"), x.get("measured_max")
+            spread = "%.3f - %.3f (%d)" % (x["predicted"] / hi, x["predicted"] / lo, x["check_rounds"]) \
+                if lo and hi else "-"
+            rows.append("| %s | %s | %.3f | %s | %.3f | %.3f | %s | %s |" % (
+                n, c, pm, spread, pm / cpu, cpu, "-" if inp is None else "%.3f" % inp,
                 "%.3f (%.2f, %.2f M/s)" % (mp[0] / mp[1], mp[0], mp[1]) if mp[0] and mp[1] else "-"))
     if rows and all(x.get("pipelines") for x in outs):
         L += ["Taken apart (the last run): throughput is cores used / CPU per element, so predicted / measured is "
@@ -191,10 +197,14 @@ def section(outs):
               "trace and in the final check's runs, which alternate with the plan's: how much the machine's speed "
               "moved between the trace and the check. The memory column is `build/mem_probe` (a 1 s pointer chase "
               "through 64 MiB: dependent random reads a second) just before optimize over just after it: above 1, "
-              "memory was slower at the end, when the final check ran, than when the input was traced.\n",
-              "| pipeline | condition | predicted / measured | cores: model / run | CPU per element: run / model | "
+              "memory was slower at the end, when the final check ran, than when the input was traced. The "
+              "check's column is predicted over the plan's fastest and slowest run in the final check (the measured "
+              "figure is their median; the rounds in brackets: 5 when the first 3 of a side spread more than 10%): "
+              "a prediction inside that range is as close as the check's own runs are to each other.\n",
+              "| pipeline | condition | predicted / measured | predicted / the check's runs: fastest - slowest "
+              "(rounds) | cores: model / run | CPU per element: run / model | "
               "the input's CPU per element: check / trace | memory speed: before / after (reads a second) |",
-              "| --- | --- | ---: | ---: | ---: | ---: | ---: |"] + rows + [""]
+              "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"] + rows + [""]
     return L
 
 

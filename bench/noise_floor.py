@@ -2,8 +2,9 @@
 """bench/noise_floor.py: how still is this machine (issue 48)? How close can any prediction made from an earlier
 trace come to `sluice optimize`'s final check, when the price is the very configuration checked? For each pipeline
 (the image folder and the suite's, as bench/advice_bench.py runs them) it plans once (`sluice optimize --measure
-1.5`: its challengers and checks decide) and then runs that one plan back to back, RUNS times (`sluice trace --seconds S --warmup S/4`: a new process and
-pipeline each time, as optimize's runs are new pipelines), nothing else changing. Per pipeline: the spread of the
+1.5`: its challengers and checks decide) and then runs that one plan back to back, RUNS times (`sluice trace
+--seconds S --warmup S/4 --warmup-caches`: a new process and pipeline each time, as optimize's runs are new
+pipelines), nothing else changing. Per pipeline: the spread of the
 runs' throughput and CPU per element, the lag-1 autocorrelation of the CPU per element (near 0: run-to-run noise;
 near 1: slow drift), and, as optimize is timed, one run taken as the price and the median of 3 runs a few runs
 later as the check: the share of such pairs within 10% (and 15%), a ceiling on what the advice bench's targets can
@@ -49,7 +50,7 @@ def measure(sluice, spec_path, wd, tag, runs, seconds):
     tr = os.path.join(wd, tag + ".trace.json")
     for k in range(runs):
         r = run([sluice, "trace", plan, "-o", tr, "--seconds", str(seconds), "--warmup", str(seconds / 4),
-                 "--no-disk", "--repeat", "--quiet"], timeout=600)
+                 "--warmup-caches", "--no-disk", "--repeat", "--quiet"], timeout=600)
         if r.returncode:
             return {"error": r.stderr.strip().splitlines()[-1:]}
         t = json.load(open(tr))["run"]
@@ -66,7 +67,8 @@ def section(res):
     L = [HEAD + " (issue 48, `bench/noise_floor.py`)", "",
          "The plan `sluice optimize --seconds 2 --measure 1.5` picks for each pipeline (challengers and checks "
          "included) run %d times back to back, each a new "
-         "process (`sluice trace --seconds %s --warmup %s --repeat`), nothing else running; %s at commit %s "
+         "process (`sluice trace --seconds %s --warmup %s --warmup-caches --repeat`: a cache's fill is warm-up, as "
+         "in optimize's runs), nothing else running; %s at commit %s "
          "(load average at the end %s). A price taken from one run and checked by the median of the 3 runs starting "
          "a few runs later (optimize's final check starts 15-60 s after the trace it priced from; a run here takes "
          "about %.0f s) shows how close any prediction from an earlier trace can come on this machine: the share of "

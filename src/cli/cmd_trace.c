@@ -8,8 +8,8 @@
 
 static void trace_help(FILE *f) {
   fprintf(f,
-          "usage: sluice trace SPEC [-o TRACE] [--seconds S] [--take N] [--warmup S] [--no-disk] [--repeat] [--record DB]\n"
-          "                    [--quiet]\n\n"
+          "usage: sluice trace SPEC [-o TRACE] [--seconds S] [--take N] [--warmup S] [--warmup-caches] [--no-disk]\n"
+          "                    [--repeat] [--record DB] [--quiet]\n\n"
           "Runs the pipeline in SPEC with its per-op counters, probes the machine (usable cores, memory, and the\n"
           "read bandwidth of the disk holding the data, page cache kept out) and writes a trace for\n"
           "'sluice analyze' and 'sluice optimize'. The format is versioned: docs/trace-format.md.\n\n"
@@ -17,6 +17,8 @@ static void trace_help(FILE *f) {
           "  --seconds S   trace for S seconds (default 5; the trace also ends with the stream)\n"
           "  --take N      stop after N output elements\n"
           "  --warmup S    run S seconds before counting (default 0)\n"
+          "  --warmup-caches  also warm up until every cache op holds its complete first pass (at most 300 s):\n"
+          "                the trace is of the steady state, as 'sluice optimize' traces and measures\n"
           "  --no-disk     do not measure disk bandwidth\n"
           "  --repeat      repeat a finite input (a root repeat, left out of the trace) so that it is traced for\n"
           "                --seconds, as 'sluice optimize' does with a short input\n"
@@ -37,6 +39,7 @@ int cmd_trace(int argc, char **argv) {
       {.name = "--warmup", .type = CLI_NUM, .dst = &o.warmup, .lo = 0, .hi = SL_TRACE_MAX_SECONDS,
        .must = "0 or more seconds, at most 1e7 (115 days)"},
       {.name = "--record", .type = CLI_STR, .dst = &record, .needs = "a store (a path, sqlite:PATH or postgresql://...)"},
+      {.name = "--warmup-caches", .type = CLI_FLAG, .dst = &o.warmup_fills_caches},
       {.name = "--no-disk", .type = CLI_FLAG, .dst = &o.no_disk_probe},
       {.name = "--repeat", .type = CLI_FLAG, .dst = &o.repeat},
       {.name = "--quiet", .type = CLI_FLAG, .dst = &quiet},

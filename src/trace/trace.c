@@ -410,7 +410,8 @@ int sl_trace_run(sl_trace **out, sl_pipeline *p, const sl_trace_opts *opts) {
   /* What the block devices delivered, against what the reads returned: a page-cache read is no disk work. */
   int64_t io_dev0 = 0, io_ch0 = 0, io_dev1 = 0, io_ch1 = 0;
   bool io0 = sl__proc_io(&io_dev0, &io_ch0);
-  bool warm = opts->warmup <= 0;
+  bool warm = opts->warmup <= 0 && !opts->warmup_fills_caches;
+  bool based = false; /* the counters' snapshot taken at the warm-up's end: the trace is their difference */
   watchdog wd = {.done = false, .it = it};
   double grace = limit * 0.1 > 1 ? limit * 0.1 : 1;
   double fill = opts->warmup_fills_caches ? SL_TRACE_MAX_FILL : 0;
@@ -433,7 +434,7 @@ int sl_trace_run(sl_trace **out, sl_pipeline *p, const sl_trace_opts *opts) {
       sl__load_snap_take(&l0);
       io0 = sl__proc_io(&io_dev0, &io_ch0);
       nw = n;
-      warm = true;
+      warm = based = true;
     }
     rc = sl_iter_next(&e, it);
     if (rc) break;
@@ -479,7 +480,7 @@ int sl_trace_run(sl_trace **out, sl_pipeline *p, const sl_trace_opts *opts) {
     for (int i = 0; i < sl_pipeline_op_count(p) && !rc; i++) {
       sl_op_stats s;
       sl_pipeline_op_stats(&s, p, i);
-      if (warm && opts->warmup > 0) stats_delta(&s, &base[i]);
+      if (based) stats_delta(&s, &base[i]);
       rc = fill_op(&t->ops[i], &s, t->spec);
     }
   }

@@ -28,6 +28,18 @@ done
 grep -q '"format": "sluice-trace"' "$D/t.json" || fail "trace format"
 grep -q 'elements in' "$D/trace.err" || fail "trace summary"
 
+# --warmup-caches: the traced window starts once the cache holds its whole input, so the op before it did no work in
+# it; without it (and no warm-up) the window holds the fill.
+printf '{"name": "c", "ops": [{"op": "range", "stop": 3000}, {"op": "map", "fn": "spin", "args": {"us": 100}}, {"op": "cache"}]}' > "$D/cached.json"
+"$CLI" trace "$D/cached.json" --seconds 0.3 --repeat --warmup-caches --no-disk --quiet -o "$D/filled.json" || fail "trace --warmup-caches"
+"$CLI" trace "$D/cached.json" --seconds 0.3 --repeat --no-disk --quiet -o "$D/unfilled.json" || fail "trace of a cache"
+python3 - "$D/filled.json" "$D/unfilled.json" <<'P' || fail "trace --warmup-caches: the window is after the fill"
+import json, sys
+f, u = (json.load(open(a)) for a in sys.argv[1:3])
+assert f["ops"][1]["elements_out"] == 0 and f["ops"][2]["elements_out"] > 0, f["ops"]
+assert u["ops"][1]["elements_out"] > 0, u["ops"]
+P
+
 "$CLI" analyze "$D/t.json" --spec "$D/spin.json" > "$D/a.txt"
 grep -q 'Bottleneck: ops\[2\] (map spin)' "$D/a.txt" || { cat "$D/a.txt"; fail "bottleneck named"; }
 grep -q 'Bound: .*limited by CPU' "$D/a.txt" || fail "bound line"
